@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds librtx (release) and installs it under PREFIX:
+#
+#   PREFIX/lib/librtx.so.<ABI>          the shared library (its SONAME), and the librtx.so symlink
+#   PREFIX/lib/librtx.a                 the static library
+#   PREFIX/include/rtx.h
+#   PREFIX/lib/cmake/rtx/rtxConfig.cmake, rtxConfigVersion.cmake   (find_package(rtx CONFIG))
+#   PREFIX/lib/pkgconfig/rtx.pc                                    (pkg-config rtx)
+#
+# Usage: scripts/install.sh PREFIX
+# Idempotent: run it again after changing the code; cargo rebuilds only what changed.
+# The version comes from Cargo.toml, the ABI version from the built library's SONAME, and the
+# static library's native dependencies from `rustc --print native-static-libs`: nothing is kept by
+# hand. Needs cargo and cmake. CARGO_TARGET_DIR is honoured; RTX_INSTALL_QUIET=1 hides cargo's
+# progress lines.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+  echo "usage: $0 PREFIX" >&2
+  exit 2
+fi
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mkdir -p "$1"
+prefix=$(cd "$1" && pwd)
+cd "$repo"
+
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+for tool in cargo cmake; do
+  command -v "$tool" >/dev/null || die "'$tool' is not installed"
+done
+
+target_dir=${CARGO_TARGET_DIR:-$repo/target}
+release_dir=$target_dir/release
+quiet=()
+[ "${RTX_INSTALL_QUIET:-0}" = 1 ] && quiet=(--quiet)
+
+# 1. Build. `cargo rustc --crate-type staticlib` builds the same library (no second compile: cargo
+#    keeps both fingerprints) and is the only way to have rustc print the static library's native
+#    dependencies; cargo replays that note when the build is fresh.
+cargo build --release --lib "${quiet[@]}"
+rustc_log=$target_dir/rtx-native-static-libs.log
+if ! cargo rustc --release --lib --crate-type staticlib --quiet -- --print native-static-libs 2>"$rustc_log"; then
+  cat "$rustc_log" >&2
+  die "cargo rustc --print native-static-libs failed"
+fi
+native_static_libs=$(sed -n 's/^note: native-static-libs: //p' "$rustc_log" | tail -n 1)
+[ -n "$native_static_libs" ] || die "rustc printed no native-static-libs line (see $rustc_log)"
+
+# 2. Names and versions, all derived.
+version=$(cargo pkgid | sed 's/.*[#@]//')
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || die "cannot read the package version from 'cargo pkgid' ($version)"
+description=$(sed -n 's/^description *= *"\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+[ -n "$description" ] || description="rtx runtime"
+abi_version=$(sed -n 's/^#define RTX_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/rtx.h)
+[ -n "$abi_version" ] || die "include/rtx.h does not define RTX_ABI_VERSION"
+soname=librtx.so.$abi_version
+if command -v readelf >/dev/null; then
+  built_soname=$(readelf -d "$release_dir/librtx.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$built_soname" = "$soname" ] ||
+    die "$release_dir/librtx.so has SONAME '$built_soname', but include/rtx.h says ABI $abi_version ($soname)"
+fi
+pointer_size=$(($(rustc --print cfg | sed -n 's/^target_pointer_width="\([0-9]*\)"/\1/p') / 8))
+
+# 3. Copy. `install` replaces files by unlink + create, so a process that has the old library
+#    mapped keeps running.
+install -d "$prefix/lib" "$prefix/include" "$prefix/lib/cmake/rtx" "$prefix/lib/pkgconfig"
+install -m 0755 "$release_dir/librtx.so" "$prefix/lib/$soname"
+ln -sfn "$soname" "$prefix/lib/librtx.so"
+install -m 0644 "$release_dir/librtx.a" "$prefix/lib/librtx.a"
+install -m 0644 include/rtx.h "$prefix/include/rtx.h"
+
+# 4. Package files (rtxConfig.cmake, rtxConfigVersion.cmake, rtx.pc).
+cmake -DRTX_PREFIX="$prefix" -DRTX_VERSION="$version" -DRTX_ABI_VERSION="$abi_version" -DRTX_SONAME="$soname" \
+  -DRTX_NATIVE_STATIC_LIBS="$native_static_libs" -DRTX_POINTER_SIZE="$pointer_size" \
+  -DRTX_DESCRIPTION="$description" -P cmake/install_package.cmake
+
+echo "installed rtx $version (ABI $abi_version) into $prefix"
+echo "  static library needs: $native_static_libs"

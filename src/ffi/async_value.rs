@@ -1,0 +1,462 @@
+//! `rtx_async_value_t`: AsyncValues for C hosts. A handle is the value's own address (no wrapper
+//! allocation); `_retain`/`_release` are its reference count. Every function is thread-safe.
+
+use std::ffi::c_char;
+use std::mem::ManuallyDrop;
+
+use super::context::rtx_context_t;
+use super::error::{rtx_error_t, status_from_c};
+use super::{catch_error, catch_or, invalid_argument, message_arg, non_null, Callback, UserData};
+use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
+
+/// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
+#[allow(non_camel_case_types)]
+pub struct rtx_async_value {
+    _private: [u8; 0],
+}
+
+/// The handle type C sees.
+#[allow(non_camel_case_types)]
+pub type rtx_async_value_t = rtx_async_value;
+
+/// What a value holds, as far as C can tell.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum rtx_value_type_t {
+    /// Not available yet: the type is decided by whoever sets it.
+    RTX_VALUE_TYPE_UNAVAILABLE = 0,
+    RTX_VALUE_TYPE_ERROR = 1,
+    RTX_VALUE_TYPE_I1 = 2,
+    RTX_VALUE_TYPE_I32 = 3,
+    RTX_VALUE_TYPE_I64 = 4,
+    RTX_VALUE_TYPE_F32 = 5,
+    RTX_VALUE_TYPE_F64 = 6,
+    RTX_VALUE_TYPE_CHAIN = 7,
+    /// A payload C has no accessor for (created by the runtime, e.g. a later layer's tensor).
+    RTX_VALUE_TYPE_OTHER = 8,
+}
+
+/// Hands a new reference to C.
+pub(crate) fn into_handle(value: RcAsyncValue) -> *mut rtx_async_value_t {
+    value.into_raw() as *mut rtx_async_value_t
+}
+
+/// Borrows a C handle as an `RcAsyncValue` without touching its count.
+///
+/// # Safety
+/// A non-null `handle` must be a live value handle.
+pub(crate) unsafe fn borrow<'a>(
+    handle: *const rtx_async_value_t,
+    function: &str,
+    argument: &str,
+) -> Result<ManuallyDrop<RcAsyncValue>, Diagnostic> {
+    // SAFETY: forwarded from the caller; only used to check for NULL.
+    unsafe { non_null(handle, function, argument) }?;
+    // SAFETY: a live handle is a pointer from `RcAsyncValue::into_raw`; ManuallyDrop keeps the
+    // reference count untouched.
+    Ok(ManuallyDrop::new(unsafe { RcAsyncValue::from_raw(handle as *const ()) }))
+}
+
+/// Borrows every handle of a C array, naming the first NULL one.
+///
+/// # Safety
+/// `values` must point to `count` handles (or be NULL with `count == 0`).
+pub(crate) unsafe fn borrow_all(
+    values: *const *mut rtx_async_value_t,
+    count: usize,
+    function: &str,
+) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if values.is_null() {
+        return Err(invalid_argument(format!("{function}: argument 'values' is NULL but count is {count}")));
+    }
+    // SAFETY: the caller guarantees `count` readable handles.
+    let handles = unsafe { std::slice::from_raw_parts(values, count) };
+    handles
+        .iter()
+        .enumerate()
+        .map(|(i, &handle)| {
+            // SAFETY: each non-null entry is a live handle.
+            unsafe { borrow(handle, function, &format!("values[{i}]")) }.map(|v| (*v).clone())
+        })
+        .collect()
+}
+
+fn new_available<T: Send + Sync + 'static>(payload: T) -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || into_handle(AsyncValueRef::available(payload).into_untyped()))
+}
+
+/// # Safety
+/// As for [`borrow`].
+unsafe fn set<T: Send + Sync + 'static>(value: *mut rtx_async_value_t, payload: T, function: &str) -> *mut rtx_error_t {
+    catch_error(|| {
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { borrow(value, function, "value") }?;
+        value.emplace(payload).map_err(|e| {
+            let mut diagnostic = e.into_diagnostic();
+            diagnostic.message = format!("{function}: {}", diagnostic.message);
+            diagnostic
+        })
+    })
+}
+
+/// # Safety
+/// As for [`borrow`]; a non-null `out` must be writable.
+unsafe fn get<T: Copy + 'static>(value: *const rtx_async_value_t, out: *mut T, function: &str) -> *mut rtx_error_t {
+    catch_error(|| {
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { borrow(value, function, "value") }?;
+        if out.is_null() {
+            return Err(invalid_argument(format!("{function}: argument 'out' is NULL")));
+        }
+        let payload = *value.try_get::<T>().map_err(|e| match e {
+            // The value's own error goes back unchanged, so C sees the producer's code and message.
+            crate::host::async_value::AccessError::IsError(diagnostic) => diagnostic,
+            other => {
+                let mut diagnostic = other.into_diagnostic();
+                diagnostic.message = format!("{function}: {}", diagnostic.message);
+                diagnostic
+            }
+        })?;
+        // SAFETY: `out` is non-null and writable by contract; written only on success.
+        unsafe { out.write(payload) };
+        Ok(())
+    })
+}
+
+/// A new available `i1` (boolean) value. Returns NULL only if memory is exhausted.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_i1(value: bool) -> *mut rtx_async_value_t {
+    new_available(value)
+}
+
+/// A new available `i32` value.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_i32(value: i32) -> *mut rtx_async_value_t {
+    new_available(value)
+}
+
+/// A new available `i64` value.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_i64(value: i64) -> *mut rtx_async_value_t {
+    new_available(value)
+}
+
+/// A new available `f32` value.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_f32(value: f32) -> *mut rtx_async_value_t {
+    new_available(value)
+}
+
+/// A new available `f64` value.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_f64(value: f64) -> *mut rtx_async_value_t {
+    new_available(value)
+}
+
+/// A new available chain (an ordering token without data).
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_chain() -> *mut rtx_async_value_t {
+    new_available(Chain)
+}
+
+/// A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
+/// type; `rtx_async_value_set_error` makes it an error.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_unavailable() -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || into_handle(RcAsyncValue::unavailable_slot()))
+}
+
+/// A new unavailable value that is completed by forwarding it to another value
+/// (`rtx_async_value_forward`), e.g. a result whose producer is not known yet.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_indirect() -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || into_handle(IndirectAsyncValue::new().value()))
+}
+
+/// A new error value with `code` (an `RTX_STATUS_CODE_*`) and `message` (copied; NULL = empty).
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_new_error(code: u32, message: *const c_char) -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || {
+        // SAFETY: a non-null message is NUL-terminated by contract.
+        let message = unsafe { message_arg(message) };
+        into_handle(RcAsyncValue::error(Diagnostic::new(status_from_c(code), message)))
+    })
+}
+
+/// Makes an unavailable value an available `i1`. FAILED_PRECONDITION if it is already available
+/// (or being set by another thread); INVALID_ARGUMENT if `value` is NULL or was created for
+/// another type. Waiters run on this thread before the call returns.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_i1(value: *mut rtx_async_value_t, v: bool) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, v, "rtx_async_value_set_i1") }
+}
+
+/// As `rtx_async_value_set_i1`, for `i32`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_i32(value: *mut rtx_async_value_t, v: i32) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, v, "rtx_async_value_set_i32") }
+}
+
+/// As `rtx_async_value_set_i1`, for `i64`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_i64(value: *mut rtx_async_value_t, v: i64) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, v, "rtx_async_value_set_i64") }
+}
+
+/// As `rtx_async_value_set_i1`, for `f32`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_f32(value: *mut rtx_async_value_t, v: f32) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, v, "rtx_async_value_set_f32") }
+}
+
+/// As `rtx_async_value_set_i1`, for `f64`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_f64(value: *mut rtx_async_value_t, v: f64) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, v, "rtx_async_value_set_f64") }
+}
+
+/// As `rtx_async_value_set_i1`, making the value an available chain.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_chain(value: *mut rtx_async_value_t) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { set(value, Chain, "rtx_async_value_set_chain") }
+}
+
+/// Makes an unavailable value an error with code `RTX_STATUS_CODE_INTERNAL` and `message`
+/// (copied; NULL = empty). Does nothing if `value` is NULL or already available; use
+/// `rtx_async_value_set_error_code` to learn whether it took effect.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_error(value: *mut rtx_async_value_t, message: *const c_char) {
+    // SAFETY: forwarded from the caller.
+    let error = unsafe { rtx_async_value_set_error_code(value, StatusCode::Internal as u32, message) };
+    // SAFETY: `error` is NULL or ours to free.
+    unsafe { super::error::rtx_error_delete(error) };
+}
+
+/// Makes an unavailable value an error with `code` and `message` (copied; NULL = empty).
+/// FAILED_PRECONDITION if the value is already available.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_error_code(
+    value: *mut rtx_async_value_t,
+    code: u32,
+    message: *const c_char,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_set_error_code";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { borrow(value, FUNCTION, "value") }?;
+        // SAFETY: a non-null message is NUL-terminated by contract.
+        let message = unsafe { message_arg(message) };
+        value.set_error(Diagnostic::new(status_from_c(code), message)).map_err(|e| {
+            let mut diagnostic = e.into_diagnostic();
+            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
+            diagnostic
+        })
+    })
+}
+
+/// Completes an indirect value (`rtx_async_value_new_indirect`) as an alias of `target`, now or
+/// when `target` becomes available. INVALID_ARGUMENT if `indirect` is not an indirect value or
+/// `target` is `indirect` itself; FAILED_PRECONDITION if it was already forwarded.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_forward(
+    indirect: *mut rtx_async_value_t,
+    target: *mut rtx_async_value_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_forward";
+        // SAFETY: forwarded from the caller.
+        let indirect = unsafe { borrow(indirect, FUNCTION, "indirect") }?;
+        // SAFETY: forwarded from the caller.
+        let target = unsafe { borrow(target, FUNCTION, "target") }?;
+        if !indirect.is_indirect() {
+            return Err(invalid_argument(format!("{FUNCTION}: 'indirect' was not created by rtx_async_value_new_indirect")));
+        }
+        indirect.forward_indirect((*target).clone()).map_err(|e| {
+            let mut diagnostic = e.into_diagnostic();
+            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
+            diagnostic
+        })
+    })
+}
+
+/// True if the value is concrete or an error. False for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_is_available(value: *const rtx_async_value_t) -> bool {
+    // SAFETY: forwarded from the caller.
+    catch_or(false, || unsafe { borrow(value, "", "") }.is_ok_and(|v| v.is_available()))
+}
+
+/// True if the value is an error. False for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_is_error(value: *const rtx_async_value_t) -> bool {
+    // SAFETY: forwarded from the caller.
+    catch_or(false, || unsafe { borrow(value, "", "") }.is_ok_and(|v| v.is_error()))
+}
+
+/// What the value holds now. `RTX_VALUE_TYPE_UNAVAILABLE` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -> rtx_value_type_t {
+    use rtx_value_type_t::*;
+    catch_or(RTX_VALUE_TYPE_UNAVAILABLE, || {
+        // SAFETY: forwarded from the caller.
+        let Ok(value) = (unsafe { borrow(value, "", "") }) else { return RTX_VALUE_TYPE_UNAVAILABLE };
+        if !value.is_available() {
+            RTX_VALUE_TYPE_UNAVAILABLE
+        } else if value.is_error() {
+            RTX_VALUE_TYPE_ERROR
+        } else if value.is_type::<bool>() {
+            RTX_VALUE_TYPE_I1
+        } else if value.is_type::<i32>() {
+            RTX_VALUE_TYPE_I32
+        } else if value.is_type::<i64>() {
+            RTX_VALUE_TYPE_I64
+        } else if value.is_type::<f32>() {
+            RTX_VALUE_TYPE_F32
+        } else if value.is_type::<f64>() {
+            RTX_VALUE_TYPE_F64
+        } else if value.is_type::<Chain>() {
+            RTX_VALUE_TYPE_CHAIN
+        } else {
+            RTX_VALUE_TYPE_OTHER
+        }
+    })
+}
+
+/// Reads an `i1`. Returns the value's own error if it is one, FAILED_PRECONDITION if it is not
+/// available yet, INVALID_ARGUMENT if it holds another type or an argument is NULL. `*out` is
+/// written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_i1(value: *const rtx_async_value_t, out: *mut bool) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { get(value, out, "rtx_async_value_get_i1") }
+}
+
+/// As `rtx_async_value_get_i1`, for `i32`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_i32(value: *const rtx_async_value_t, out: *mut i32) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { get(value, out, "rtx_async_value_get_i32") }
+}
+
+/// As `rtx_async_value_get_i1`, for `i64`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_i64(value: *const rtx_async_value_t, out: *mut i64) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { get(value, out, "rtx_async_value_get_i64") }
+}
+
+/// As `rtx_async_value_get_i1`, for `f32`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_f32(value: *const rtx_async_value_t, out: *mut f32) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { get(value, out, "rtx_async_value_get_f32") }
+}
+
+/// As `rtx_async_value_get_i1`, for `f64`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_f64(value: *const rtx_async_value_t, out: *mut f64) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { get(value, out, "rtx_async_value_get_f64") }
+}
+
+/// NULL if the value is not an error (or is NULL); otherwise an owned copy of its error, which
+/// the caller frees with `rtx_error_delete`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_error(value: *const rtx_async_value_t) -> *mut rtx_error_t {
+    catch_or(std::ptr::null_mut(), || {
+        // SAFETY: forwarded from the caller.
+        match unsafe { borrow(value, "", "") } {
+            Ok(value) => value.get_error().cloned().map_or(std::ptr::null_mut(), super::error::rtx_error::into_raw),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Runs `callback(user_data)` exactly once when the value is available (concrete or error): at
+/// once on this thread if it already is, else on the thread that sets it, before that setter
+/// returns. Does nothing if `value` or `callback` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_and_then(
+    value: *mut rtx_async_value_t,
+    callback: Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>,
+    user_data: *mut std::ffi::c_void,
+) {
+    catch_or((), || {
+        // SAFETY: forwarded from the caller.
+        let (Ok(value), Some(function)) = (unsafe { borrow(value, "", "") }, callback) else { return };
+        let callback = Callback { function, user_data: UserData(user_data) };
+        value.and_then(move || callback.call());
+    })
+}
+
+/// Runs `callback(user_data)` exactly once, when every one of the `count` values is available
+/// (at once if they all are). Does nothing if `callback` is NULL, or if `values` is NULL or holds
+/// a NULL while `count > 0`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_run_when_ready(
+    values: *const *mut rtx_async_value_t,
+    count: usize,
+    callback: Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>,
+    user_data: *mut std::ffi::c_void,
+) {
+    catch_or((), || {
+        let Some(function) = callback else { return };
+        // SAFETY: forwarded from the caller.
+        let Ok(values) = (unsafe { borrow_all(values, count, "") }) else { return };
+        let callback = Callback { function, user_data: UserData(user_data) };
+        join::run_when_ready(&values, move || callback.call());
+    })
+}
+
+/// Blocks the calling thread until all `count` values are available (errors count as available:
+/// the call still succeeds). Runs the context's queued work meanwhile when its queue is
+/// single-threaded (`s`). FAILED_PRECONDITION when called from one of the context's worker
+/// threads (it would wait for itself); INVALID_ARGUMENT for NULL arguments.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_await(
+    context: *mut rtx_context_t,
+    values: *const *mut rtx_async_value_t,
+    count: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_await";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { super::context::borrow(context, FUNCTION) }?;
+        // SAFETY: forwarded from the caller.
+        let values = unsafe { borrow_all(values, count, FUNCTION) }?;
+        context.host.await_values(&values)
+    })
+}
+
+/// Adds a reference and returns `value` (NULL stays NULL).
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_retain(value: *mut rtx_async_value_t) -> *mut rtx_async_value_t {
+    catch_or(value, || {
+        // SAFETY: forwarded from the caller.
+        if let Ok(borrowed) = unsafe { borrow(value, "", "") } {
+            std::mem::forget((*borrowed).clone());
+        }
+        value
+    })
+}
+
+/// Drops a reference; the last one frees the value. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_release(value: *mut rtx_async_value_t) {
+    catch_or((), || {
+        if !value.is_null() {
+            // SAFETY: the caller gives up one reference it owns.
+            drop(unsafe { RcAsyncValue::from_raw(value as *const ()) });
+        }
+    })
+}

@@ -1,0 +1,337 @@
+//! `RcAsyncValue`: an owning, type-erased reference to an AsyncValue.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+use super::header::{self, fits_slot, word_is_available, AvPtr, ErrorOnly, Kind, Slot, State, TAG_MASK};
+use super::waiters;
+use crate::host::diagnostic::{Diagnostic, StatusCode};
+
+/// Why a payload could not be read or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error("the value is not available yet")]
+    Unavailable,
+    #[error("the value is an error: {0}")]
+    IsError(Diagnostic),
+    #[error("the value holds {actual}, not {expected}")]
+    WrongType { expected: &'static str, actual: &'static str },
+    #[error("the value was already set (state {0:?})")]
+    AlreadySet(State),
+}
+
+impl AccessError {
+    /// The status a C caller sees for this failure.
+    pub fn into_diagnostic(self) -> Diagnostic {
+        match self {
+            AccessError::Unavailable => Diagnostic::new(StatusCode::FailedPrecondition, self.to_string()),
+            AccessError::IsError(diagnostic) => diagnostic,
+            AccessError::WrongType { .. } => Diagnostic::new(StatusCode::InvalidArgument, self.to_string()),
+            AccessError::AlreadySet(_) => Diagnostic::new(StatusCode::FailedPrecondition, self.to_string()),
+        }
+    }
+}
+
+/// One counted reference to an AsyncValue of any payload type. Cloning adds a reference (one
+/// relaxed atomic add); dropping the last one frees the value.
+///
+/// Every method is thread-safe: a value may be read, awaited and set from many threads at once.
+pub struct RcAsyncValue {
+    pub(crate) ptr: AvPtr,
+}
+
+// SAFETY: payloads are `Send + Sync` (enforced by every constructor) and all shared state is
+// synchronised through the header's atomics.
+unsafe impl Send for RcAsyncValue {}
+// SAFETY: as above.
+unsafe impl Sync for RcAsyncValue {}
+
+impl RcAsyncValue {
+    /// An error value with no payload type; typed reads of it report the error.
+    pub fn error(diagnostic: Diagnostic) -> RcAsyncValue {
+        let ptr = header::allocate::<ErrorOnly>(Kind::Concrete, State::Error as usize);
+        // SAFETY: fresh allocation, payload slot reserved for the error pointer.
+        unsafe { ptr.error_slot().write(Box::into_raw(Box::new(diagnostic))) };
+        RcAsyncValue { ptr }
+    }
+
+    /// An unavailable value whose type is decided by whoever sets it, provided the payload fits
+    /// in eight bytes (scalars, chains, handles). This is what a C host's promise is.
+    pub fn unavailable_slot() -> RcAsyncValue {
+        RcAsyncValue { ptr: header::allocate::<Slot>(Kind::Concrete, State::Unconstructed as usize) }
+    }
+
+    #[inline]
+    pub fn state(&self) -> State {
+        self.ptr.state()
+    }
+
+    /// Concrete or error.
+    #[inline]
+    pub fn is_available(&self) -> bool {
+        self.state().is_available()
+    }
+
+    #[inline]
+    pub fn is_concrete(&self) -> bool {
+        self.state() == State::Concrete
+    }
+
+    #[inline]
+    pub fn is_error(&self) -> bool {
+        self.state() == State::Error
+    }
+
+    /// Whether this is an indirect value (see [`IndirectAsyncValue`](super::IndirectAsyncValue)).
+    pub fn is_indirect(&self) -> bool {
+        self.ptr.kind() == Kind::Indirect
+    }
+
+    /// The error, if the value is one.
+    pub fn get_error(&self) -> Option<&Diagnostic> {
+        if self.state() == State::Error {
+            // SAFETY: Error observed with acquire ordering; the borrow is tied to `self`.
+            Some(unsafe { self.ptr.error_unchecked() })
+        } else {
+            None
+        }
+    }
+
+    /// The name of the payload type (after forwarding, for indirect values), for messages.
+    pub fn type_name(&self) -> &'static str {
+        let ptr = if self.ptr.kind() == Kind::Indirect && self.is_available() {
+            // SAFETY: available indirect value.
+            unsafe { self.ptr.resolved() }
+        } else {
+            self.ptr
+        };
+        (ptr.type_info().name)()
+    }
+
+    /// Whether the payload type is `T`. For an indirect value that is not forwarded yet, or an
+    /// untyped slot that is not set yet, the type is unknown and this is `false`.
+    pub fn is_type<T: 'static>(&self) -> bool {
+        match self.ptr.kind() {
+            // SAFETY: checked available first.
+            Kind::Indirect => self.is_available() && unsafe { self.ptr.resolved() }.holds_type::<T>(),
+            Kind::Concrete => self.ptr.holds_type::<T>(),
+        }
+    }
+
+    /// The payload, checked: the value must be concrete and hold a `T`.
+    pub fn try_get<T: 'static>(&self) -> Result<&T, AccessError> {
+        match self.state() {
+            State::Concrete => {}
+            State::Error => {
+                // SAFETY: Error observed with acquire ordering.
+                return Err(AccessError::IsError(unsafe { self.ptr.error_unchecked() }.clone()));
+            }
+            State::Unconstructed | State::Constructed => return Err(AccessError::Unavailable),
+        }
+        // SAFETY: the value is available, so an indirect one has its target.
+        let target = unsafe { self.ptr.resolved() };
+        if !target.holds_type::<T>() {
+            return Err(AccessError::WrongType {
+                expected: std::any::type_name::<T>(),
+                actual: (target.type_info().name)(),
+            });
+        }
+        // SAFETY: concrete with type `T` observed with acquire ordering; the payload is immutable
+        // from now on and lives as long as our reference.
+        Ok(unsafe { &*target.payload::<T>().cast::<T>() })
+    }
+
+    /// Sets an unavailable value to `value`: a typed unconstructed value of type `T`, or an
+    /// untyped slot (which takes `T`'s type), with `T` at most eight bytes for the slot.
+    pub fn emplace<T: Send + Sync + 'static>(&self, value: T) -> Result<(), AccessError> {
+        if self.ptr.kind() == Kind::Indirect {
+            return self.forward_indirect(super::AsyncValueRef::available(value).into_untyped());
+        }
+        let is_slot = self.ptr.holds_type::<Slot>();
+        if !is_slot && !self.ptr.holds_type::<T>() {
+            return Err(AccessError::WrongType {
+                expected: (self.ptr.type_info().name)(),
+                actual: std::any::type_name::<T>(),
+            });
+        }
+        if is_slot && !fits_slot::<T>() {
+            return Err(AccessError::WrongType {
+                expected: "a payload of at most 8 bytes",
+                actual: std::any::type_name::<T>(),
+            });
+        }
+        self.ptr.claim(|s| s == State::Unconstructed).map_err(AccessError::AlreadySet)?;
+        // SAFETY: we hold the lock on an unconstructed value whose layout fits `T` (same type, or
+        // a slot with the identical layout); publishing makes the write visible.
+        unsafe {
+            self.ptr.payload::<T>().cast::<T>().write(value);
+            if is_slot {
+                self.ptr.header().type_info.store(
+                    &header::TypeInfoOf::<T>::INFO as *const header::TypeInfo as *mut header::TypeInfo,
+                    Ordering::Relaxed,
+                );
+            }
+            self.ptr.publish(State::Concrete);
+        }
+        Ok(())
+    }
+
+    /// Turns an unavailable (or constructed but unpublished) value into an error, running its
+    /// waiters. Fails with `AlreadySet` if the value is already available.
+    pub fn set_error(&self, diagnostic: Diagnostic) -> Result<(), AccessError> {
+        if self.ptr.kind() == Kind::Indirect {
+            return self.forward_indirect(RcAsyncValue::error(diagnostic));
+        }
+        let seen = self.ptr.claim(|s| !s.is_available()).map_err(AccessError::AlreadySet)?;
+        // SAFETY: we hold the lock; a constructed payload is ours to drop before the error
+        // pointer takes its place in the union.
+        unsafe {
+            if seen == State::Constructed {
+                (self.ptr.type_info().drop_value)(self.ptr.payload_dyn());
+            }
+            self.ptr.error_slot().write(Box::into_raw(Box::new(diagnostic)));
+            self.ptr.publish(State::Error);
+        }
+        Ok(())
+    }
+
+    /// Runs `callback` once the value is available (concrete or error): at once on this thread
+    /// if it already is, otherwise on the thread that makes it available, before that setter
+    /// returns. Never takes a lock: one CAS pushes the continuation.
+    pub fn and_then<F: FnOnce() + Send + 'static>(&self, callback: F) {
+        let word_cell = &self.ptr.header().word;
+        let mut word = word_cell.load(Ordering::Acquire);
+        if word_is_available(word) {
+            callback();
+            return;
+        }
+        let node = waiters::new_node(callback);
+        loop {
+            // SAFETY: the node is ours until the CAS publishes it.
+            unsafe { (*node).next = (word & !TAG_MASK) as *mut waiters::NodeHead };
+            match word_cell.compare_exchange_weak(
+                word,
+                node as usize | (word & TAG_MASK),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(current) => {
+                    word = current;
+                    if word_is_available(word) {
+                        // SAFETY: the node was never published; we still own it.
+                        unsafe { waiters::run_one(node) };
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether both references name the same value.
+    pub fn ptr_eq(&self, other: &RcAsyncValue) -> bool {
+        self.ptr == other.ptr
+    }
+
+    /// Gives up the reference as a raw pointer (for the C API); see [`from_raw`](Self::from_raw).
+    pub fn into_raw(self) -> *const () {
+        let raw = self.ptr.0.as_ptr() as *const ();
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Takes back a reference given up by [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `raw` must come from `into_raw` and its reference must not be used again.
+    pub unsafe fn from_raw(raw: *const ()) -> RcAsyncValue {
+        // SAFETY: `into_raw` never returns null.
+        RcAsyncValue { ptr: AvPtr(unsafe { NonNull::new_unchecked(raw as *mut header::Header) }) }
+    }
+
+    /// A new reference to the value behind a raw pointer, leaving the raw one untouched.
+    ///
+    /// # Safety
+    /// `raw` must come from `into_raw` and its reference must still be alive.
+    pub unsafe fn clone_from_raw(raw: *const ()) -> RcAsyncValue {
+        // SAFETY: forwarded from the caller.
+        let borrowed = std::mem::ManuallyDrop::new(unsafe { RcAsyncValue::from_raw(raw) });
+        (*borrowed).clone()
+    }
+
+    /// Completes an indirect value by forwarding it to `target` (see `IndirectAsyncValue`).
+    pub(crate) fn forward_indirect(&self, target: RcAsyncValue) -> Result<(), AccessError> {
+        debug_assert_eq!(self.ptr.kind(), Kind::Indirect);
+        if target.ptr_eq(self) {
+            return Err(AccessError::WrongType { expected: "another value", actual: "the indirect value itself" });
+        }
+        if !target.is_available() {
+            if self.is_available() || self.ptr.header().word.load(Ordering::Acquire) & header::LOCK_BIT != 0 {
+                return Err(AccessError::AlreadySet(self.state()));
+            }
+            let me = self.clone();
+            let source = target.clone();
+            target.and_then(move || {
+                // A second forward that raced this one lost; the value is already complete.
+                let _ = me.forward_indirect(source);
+            });
+            return Ok(());
+        }
+        // Collapse chains: an available indirect target is replaced by its own target, so reads
+        // follow at most one hop.
+        let target = if target.ptr.kind() == Kind::Indirect {
+            // SAFETY: target is available; its resolved pointer is a non-indirect value it owns.
+            let resolved = unsafe { target.ptr.resolved() };
+            resolved.add_ref();
+            RcAsyncValue { ptr: resolved }
+        } else {
+            target
+        };
+        let state = target.state();
+        self.ptr.claim(|s| !s.is_available()).map_err(AccessError::AlreadySet)?;
+        // SAFETY: we hold the lock; the target reference moves into the payload.
+        unsafe {
+            self.ptr.payload::<header::IndirectTarget>().cast::<*const header::Header>().write(target.ptr.0.as_ptr());
+            std::mem::forget(target);
+            self.ptr.publish(state);
+        }
+        Ok(())
+    }
+}
+
+impl Clone for RcAsyncValue {
+    #[inline]
+    fn clone(&self) -> RcAsyncValue {
+        self.ptr.add_ref();
+        RcAsyncValue { ptr: self.ptr }
+    }
+}
+
+impl Drop for RcAsyncValue {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { self.ptr.drop_ref() }
+    }
+}
+
+impl fmt::Debug for RcAsyncValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("AsyncValue");
+        d.field("state", &self.state());
+        if let Some(error) = self.get_error() {
+            d.field("error", error);
+        } else {
+            d.field("type", &self.type_name());
+        }
+        d.finish()
+    }
+}
+
+/// Number of AsyncValues alive in this process (debug builds only): tests assert it returns to
+/// where it started.
+#[cfg(debug_assertions)]
+pub fn live_count() -> isize {
+    header::live::LIVE.load(Ordering::Relaxed)
+}

@@ -1,0 +1,166 @@
+//! `HostContext`: what every piece of running work needs from its host — a work queue, an
+//! allocator, a cancellation signal and a place for shared resources.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use super::allocator::{HostAllocator, HostBuffer, SystemAllocator};
+use super::async_value::{AsyncValueRef, RcAsyncValue};
+use super::chain::Chain;
+use super::diagnostic::Diagnostic;
+use super::work_queue::{create_work_queue, WorkQueue};
+
+/// The host side of an execution: shared by every kernel, VM call and device of one rtx context.
+///
+/// Thread-safe. Cancellation is sticky until [`restart`](Self::restart): `cancel` turns the
+/// cancellation value into a CANCELLED error, which executors check before running work and which
+/// [`enqueue_work`](Self::enqueue_work) reports instead of running the closure.
+pub struct HostContext {
+    work_queue: Arc<dyn WorkQueue>,
+    allocator: Arc<dyn HostAllocator>,
+    /// Checked on hot paths, so a plain flag beside the value.
+    cancelled: AtomicBool,
+    cancel_value: Mutex<AsyncValueRef<Chain>>,
+    resources: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl HostContext {
+    pub fn new(work_queue: Arc<dyn WorkQueue>, allocator: Arc<dyn HostAllocator>) -> HostContext {
+        HostContext {
+            work_queue,
+            allocator,
+            cancelled: AtomicBool::new(false),
+            cancel_value: Mutex::new(AsyncValueRef::unconstructed()),
+            resources: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A context with the queue a config string names (`s`, `mstd`, `mstd:N,M`) and the system
+    /// allocator.
+    pub fn with_work_queue_spec(spec: &str) -> Result<HostContext, Diagnostic> {
+        Ok(HostContext::new(create_work_queue(spec)?, Arc::new(SystemAllocator)))
+    }
+
+    pub fn work_queue(&self) -> &Arc<dyn WorkQueue> {
+        &self.work_queue
+    }
+
+    pub fn allocator(&self) -> &Arc<dyn HostAllocator> {
+        &self.allocator
+    }
+
+    /// A zeroed block of host memory from this context's allocator.
+    pub fn allocate_buffer(&self, len: usize, align: usize) -> Result<HostBuffer, Diagnostic> {
+        HostBuffer::new_zeroed(Arc::clone(&self.allocator), len, align)
+    }
+
+    /// Runs `work` on the non-blocking pool and returns its result as a value. If the context is
+    /// cancelled before the task starts, the value becomes the CANCELLED error and `work` is
+    /// dropped unrun.
+    pub fn enqueue_work<T, F>(self: &Arc<Self>, work: F) -> AsyncValueRef<T>
+    where
+        T: Send + Sync + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let result = AsyncValueRef::<T>::unconstructed();
+        let producer = result.clone();
+        let host = Arc::clone(self);
+        self.work_queue.add_task(Box::new(move || host.complete(&producer, work)));
+        result
+    }
+
+    /// Like [`enqueue_work`](Self::enqueue_work), for work that may block. Fails (returning the
+    /// error as the value) if the blocking pool cannot take it.
+    pub fn enqueue_blocking_work<T, F>(self: &Arc<Self>, work: F) -> AsyncValueRef<T>
+    where
+        T: Send + Sync + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let result = AsyncValueRef::<T>::unconstructed();
+        let producer = result.clone();
+        let host = Arc::clone(self);
+        if self.work_queue.add_blocking_task(Box::new(move || host.complete(&producer, work)), true).is_err() {
+            let _ = result.set_error(Diagnostic::new(
+                super::StatusCode::ResourceExhausted,
+                format!("work queue '{}' refused a blocking task", self.work_queue.name()),
+            ));
+        }
+        result
+    }
+
+    fn complete<T: Send + Sync + 'static>(&self, result: &AsyncValueRef<T>, work: impl FnOnce() -> T) {
+        let outcome = if self.is_cancelled() { result.set_error(Diagnostic::cancelled()) } else { result.emplace(work()) };
+        debug_assert!(outcome.is_ok(), "a task's result is set only by that task");
+    }
+
+    /// Blocks a host thread until every value is available (see [`WorkQueue::await_values`]).
+    pub fn await_values(&self, values: &[RcAsyncValue]) -> Result<(), Diagnostic> {
+        self.work_queue.await_values(values)
+    }
+
+    /// Blocks until no work is pending (see [`WorkQueue::quiesce`]).
+    pub fn quiesce(&self) -> Result<(), Diagnostic> {
+        self.work_queue.quiesce()
+    }
+
+    pub fn parallelism_level(&self) -> usize {
+        self.work_queue.parallelism_level()
+    }
+
+    pub fn is_in_worker_thread(&self) -> bool {
+        self.work_queue.is_in_worker_thread()
+    }
+
+    /// Cancels pending work: the cancellation value becomes a CANCELLED error (running its
+    /// continuations) and [`is_cancelled`](Self::is_cancelled) turns true. Idempotent.
+    pub fn cancel(&self) {
+        let value = self.lock_cancel_value();
+        self.cancelled.store(true, Ordering::Release);
+        // Already an error when cancelled twice: nothing more to do.
+        let _ = value.set_error(Diagnostic::cancelled());
+    }
+
+    /// Clears a cancellation so the context can run work again.
+    pub fn restart(&self) {
+        let mut value = self.lock_cancel_value();
+        if value.is_available() {
+            *value = AsyncValueRef::unconstructed();
+        }
+        self.cancelled.store(false, Ordering::Release);
+    }
+
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// The cancellation value: unavailable until [`cancel`](Self::cancel), then a CANCELLED error.
+    /// Attach `and_then` to it to react to cancellation.
+    pub fn cancel_value(&self) -> RcAsyncValue {
+        self.lock_cancel_value().as_untyped().clone()
+    }
+
+    /// The per-context instance of `T`, created by `make` on first use (TFRT's SharedContext):
+    /// caches, device handles, anything kernels share.
+    pub fn resource<T: Send + Sync + 'static>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut resources = self.resources.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = resources.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(make()));
+        Arc::clone(entry).downcast::<T>().unwrap_or_else(|_| unreachable!("resources are keyed by their TypeId"))
+    }
+
+    fn lock_cancel_value(&self) -> MutexGuard<'_, AsyncValueRef<Chain>> {
+        self.cancel_value.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for HostContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostContext")
+            .field("work_queue", &self.work_queue.name())
+            .field("parallelism", &self.parallelism_level())
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}

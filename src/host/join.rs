@@ -1,0 +1,123 @@
+//! Waiting for several values at once: a continuation (`run_when_ready`) or a blocked host
+//! thread (`block_until_ready`).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, Thread};
+
+use super::async_value::RcAsyncValue;
+
+/// Runs `callback` once every value in `values` is available (errors count as available).
+///
+/// No value pending: runs at once. One pending: a plain `and_then`. More: one shared counter,
+/// decremented by each value's continuation; the last one runs the callback, on its thread.
+pub fn run_when_ready<F: FnOnce() + Send + 'static>(values: &[RcAsyncValue], callback: F) {
+    // Count and register on the same snapshot: a value that becomes available in between then
+    // runs its continuation inline, which still counts.
+    let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
+    match pending.as_slice() {
+        [] => callback(),
+        [only] => only.and_then(callback),
+        many => {
+            let join =
+                Arc::new(Join { remaining: AtomicUsize::new(many.len()), callback: UnsafeCell::new(Some(callback)) });
+            for value in many {
+                let join = Arc::clone(&join);
+                value.and_then(move || join.arrive());
+            }
+        }
+    }
+}
+
+struct Join<F> {
+    remaining: AtomicUsize,
+    callback: UnsafeCell<Option<F>>,
+}
+
+// SAFETY: the callback is taken by exactly one thread, the one whose decrement reaches zero.
+unsafe impl<F: Send> Sync for Join<F> {}
+
+impl<F: FnOnce()> Join<F> {
+    fn arrive(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: only the last arrival gets here, and it happens after every other arrival.
+            if let Some(callback) = unsafe { (*self.callback.get()).take() } {
+                callback();
+            }
+        }
+    }
+}
+
+/// Blocks the calling thread until every value is available. For host threads only: a queue
+/// worker must never block (use [`HostContext::await_values`](super::HostContext::await_values)
+/// or `and_then` instead).
+pub fn block_until_ready(values: &[RcAsyncValue]) {
+    let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
+    if pending.is_empty() {
+        return;
+    }
+    let waker = Arc::new(Waker { remaining: AtomicUsize::new(pending.len()), thread: thread::current() });
+    for value in pending {
+        let waker = Arc::clone(&waker);
+        value.and_then(move || {
+            if waker.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                waker.thread.unpark();
+            }
+        });
+    }
+    while waker.remaining.load(Ordering::Acquire) != 0 {
+        thread::park();
+    }
+}
+
+struct Waker {
+    remaining: AtomicUsize,
+    thread: Thread,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::AsyncValueRef;
+
+    #[test]
+    fn run_when_ready_runs_once_after_the_last_value() {
+        let values: Vec<AsyncValueRef<i32>> = (0..3).map(|_| AsyncValueRef::unconstructed()).collect();
+        let mut untyped: Vec<RcAsyncValue> = values.iter().map(|v| v.as_untyped().clone()).collect();
+        untyped.push(AsyncValueRef::available(0i32).into_untyped());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&runs);
+        run_when_ready(&untyped, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        values[2].emplace(1).unwrap();
+        values[0].set_error(crate::host::Diagnostic::cancelled()).unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        values[1].emplace(3).unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn run_when_ready_with_nothing_pending_runs_inline() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&runs);
+        run_when_ready(&[], move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn block_until_ready_wakes_when_another_thread_sets_the_values() {
+        let (a, b) = (AsyncValueRef::<i32>::unconstructed(), AsyncValueRef::<i32>::unconstructed());
+        let (a2, b2) = (a.clone(), b.clone());
+        let setter = thread::spawn(move || {
+            a2.emplace(1).unwrap();
+            b2.emplace(2).unwrap();
+        });
+        block_until_ready(&[a.as_untyped().clone(), b.as_untyped().clone()]);
+        assert_eq!((*a.get(), *b.get()), (1, 2));
+        setter.join().unwrap();
+    }
+}
