@@ -31,7 +31,7 @@ static int failures;
 
 /* Prints one report line: what was checked, what came out, and ok/FAILED. */
 static void report(bool ok, const char* step, const char* what) {
-  printf("  %-8s %-62s %s\n", step, what, ok ? "ok" : "FAILED");
+  printf("  %-8s %-66s %s\n", step, what, ok ? "ok" : "FAILED");
   if (!ok) {
     ++failures;
   }

@@ -26,7 +26,8 @@ fn many_threads_race_and_then_against_set_without_lost_or_doubled_wakeups() {
     const WAITERS_PER_THREAD: usize = 4;
     let drops = Arc::new(AtomicUsize::new(0));
     let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..VALUES).map(|_| AtomicUsize::new(0)).collect());
-    let values: Arc<Vec<AsyncValueRef<Payload>>> = Arc::new((0..VALUES).map(|_| AsyncValueRef::unconstructed()).collect());
+    let values: Arc<Vec<AsyncValueRef<Payload>>> =
+        Arc::new((0..VALUES).map(|_| AsyncValueRef::unconstructed()).collect());
     let start = Arc::new(Barrier::new(WAITER_THREADS + 2));
 
     let mut threads = Vec::new();
@@ -62,7 +63,7 @@ fn many_threads_race_and_then_against_set_without_lost_or_doubled_wakeups() {
     for (i, count) in runs.iter().enumerate() {
         assert_eq!(count.load(Ordering::Relaxed), WAITER_THREADS * WAITERS_PER_THREAD, "value {i}");
     }
-    drop(Arc::try_unwrap(values).ok().expect("all threads are done"));
+    drop(Arc::try_unwrap(values).expect("all threads are done"));
     assert_eq!(drops.load(Ordering::Relaxed), VALUES, "every payload was dropped exactly once");
 }
 

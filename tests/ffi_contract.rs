@@ -95,7 +95,10 @@ fn errors_keep_their_code_and_message() {
         rtx_async_value_set_error(value, c"disk on fire".as_ptr());
         assert!(rtx_async_value_is_error(value));
         let mut out = 0i64;
-        assert_eq!(take(rtx_async_value_get_i64(value, &mut out)), Some((RTX_STATUS_CODE_INTERNAL, "disk on fire".into())));
+        assert_eq!(
+            take(rtx_async_value_get_i64(value, &mut out)),
+            Some((RTX_STATUS_CODE_INTERNAL, "disk on fire".into()))
+        );
         assert_eq!(take(rtx_async_value_get_error(value)), Some((RTX_STATUS_CODE_INTERNAL, "disk on fire".into())));
         rtx_async_value_release(value);
         let coded = rtx_async_value_new_error(RTX_STATUS_CODE_NOT_FOUND as u32, c"no such thing".as_ptr());
@@ -122,7 +125,10 @@ fn null_arguments_are_invalid_argument_or_ignored() {
         assert_eq!(code(rtx_async_value_set_i32(ptr::null_mut(), 1)), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
         assert_eq!(code(rtx_context_new(ptr::null(), ptr::null_mut())), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
         assert_eq!(code(rtx_async_value_await(ptr::null_mut(), &value, 1)), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
-        assert_eq!(code(rtx_context_enqueue(ptr::null_mut(), None, ptr::null_mut())), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        assert_eq!(
+            code(rtx_context_enqueue(ptr::null_mut(), None, ptr::null_mut())),
+            Some(RTX_STATUS_CODE_INVALID_ARGUMENT)
+        );
         assert_eq!(rtx_error_code(ptr::null()), RTX_STATUS_CODE_OK);
         rtx_async_value_release(ptr::null_mut());
         rtx_async_value_and_then(ptr::null_mut(), None, ptr::null_mut());

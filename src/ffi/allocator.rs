@@ -49,7 +49,9 @@ impl CAllocator {
             )));
         }
         let (Some(allocate), Some(deallocate)) = (table.allocate, table.deallocate) else {
-            return Err(invalid_argument(format!("{function}: allocator->allocate and allocator->deallocate are required")));
+            return Err(invalid_argument(format!(
+                "{function}: allocator->allocate and allocator->deallocate are required"
+            )));
         };
         Ok(CAllocator { user_data: table.user_data, allocate, deallocate, destroy: table.destroy })
     }

@@ -46,7 +46,7 @@ pub(crate) fn into_handle(value: RcAsyncValue) -> *mut rtx_async_value_t {
 ///
 /// # Safety
 /// A non-null `handle` must be a live value handle.
-pub(crate) unsafe fn borrow<'a>(
+pub(crate) unsafe fn borrow(
     handle: *const rtx_async_value_t,
     function: &str,
     argument: &str,
@@ -279,7 +279,9 @@ pub unsafe extern "C" fn rtx_async_value_forward(
         // SAFETY: forwarded from the caller.
         let target = unsafe { borrow(target, FUNCTION, "target") }?;
         if !indirect.is_indirect() {
-            return Err(invalid_argument(format!("{FUNCTION}: 'indirect' was not created by rtx_async_value_new_indirect")));
+            return Err(invalid_argument(format!(
+                "{FUNCTION}: 'indirect' was not created by rtx_async_value_new_indirect"
+            )));
         }
         indirect.forward_indirect((*target).clone()).map_err(|e| {
             let mut diagnostic = e.into_diagnostic();

@@ -52,7 +52,10 @@ pub struct rtx_context_options_t {
 ///
 /// # Safety
 /// A non-null `context` must be a live context handle.
-pub(crate) unsafe fn borrow(context: *const rtx_context_t, function: &str) -> Result<ManuallyDrop<Arc<Context>>, Diagnostic> {
+pub(crate) unsafe fn borrow(
+    context: *const rtx_context_t,
+    function: &str,
+) -> Result<ManuallyDrop<Arc<Context>>, Diagnostic> {
     // SAFETY: forwarded from the caller; only used to check for NULL.
     unsafe { non_null(context, function, "context") }?;
     // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
@@ -213,7 +216,10 @@ pub unsafe extern "C" fn rtx_context_cancellation_value(context: *const rtx_cont
 
 fn check_not_cancelled(host: &HostContext, function: &str) -> Result<(), Diagnostic> {
     if host.is_cancelled() {
-        return Err(Diagnostic::new(StatusCode::Cancelled, format!("{function}: the context is cancelled; work was not queued")));
+        return Err(Diagnostic::new(
+            StatusCode::Cancelled,
+            format!("{function}: the context is cancelled; work was not queued"),
+        ));
     }
     Ok(())
 }
@@ -301,7 +307,10 @@ pub unsafe extern "C" fn rtx_context_allocate(
             )));
         }
         let ptr = context.host.allocator().allocate(size, align).ok_or_else(|| {
-            Diagnostic::new(StatusCode::ResourceExhausted, format!("{FUNCTION}: the allocator has no {size} bytes aligned to {align}"))
+            Diagnostic::new(
+                StatusCode::ResourceExhausted,
+                format!("{FUNCTION}: the allocator has no {size} bytes aligned to {align}"),
+            )
         })?;
         // SAFETY: checked non-null; written only on success.
         unsafe { out_ptr.write(ptr.as_ptr().cast()) };
@@ -311,10 +320,18 @@ pub unsafe extern "C" fn rtx_context_allocate(
 
 /// Returns memory from `rtx_context_allocate` (same context, size and align). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn rtx_context_deallocate(context: *mut rtx_context_t, ptr: *mut std::ffi::c_void, size: usize, align: usize) {
+pub unsafe extern "C" fn rtx_context_deallocate(
+    context: *mut rtx_context_t,
+    ptr: *mut std::ffi::c_void,
+    size: usize,
+    align: usize,
+) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        let (Ok(context), Some(ptr)) = (unsafe { borrow(context, "") }, std::ptr::NonNull::new(ptr.cast::<u8>())) else { return };
+        let (Ok(context), Some(ptr)) = (unsafe { borrow(context, "") }, std::ptr::NonNull::new(ptr.cast::<u8>()))
+        else {
+            return;
+        };
         // SAFETY: the caller returns memory from this context's allocator with its size and align.
         unsafe { context.host.allocator().deallocate(ptr, size, align) };
     })

@@ -10,6 +10,13 @@
 //!   freed as a `Box` (rustls-ffi's idea).
 //!
 //! `include/rtx.h` is generated from this folder by cbindgen (`tests/header.rs`).
+//!
+//! # Safety (every `unsafe extern "C"` function here)
+//! Each pointer argument is NULL or valid for what its documentation says: a handle created by
+//! this library and not yet released, a NUL-terminated string, or storage for an out-parameter.
+//! The functions check for NULL; they cannot check for dangling pointers. That one contract is
+//! stated here instead of in a `# Safety` section per function, hence the lint allowance.
+#![allow(clippy::missing_safety_doc)]
 
 pub mod allocator;
 pub mod async_value;
@@ -38,12 +45,8 @@ pub(crate) fn catch_or<T>(default: T, body: impl FnOnce() -> T) -> T {
     panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or(default)
 }
 
-pub(crate) fn panic_diagnostic(payload: Box<dyn std::any::Any + Send>) -> Diagnostic {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_string());
+fn panic_diagnostic(payload: Box<dyn std::any::Any + Send>) -> Diagnostic {
+    let what = crate::host::work_queue::panic_message(payload.as_ref());
     Diagnostic::new(StatusCode::Panic, format!("internal error (panic) inside rtx: {what}"))
 }
 

@@ -6,10 +6,11 @@ use std::ffi::c_char;
 /// `[package.metadata.rtx] abi-version` and passed in by build.rs. No ABI stability before 1.0.
 pub const ABI_VERSION: u32 = parse_u32(env!("RTX_ABI_VERSION"));
 
-const VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-    Ok(version) => version,
-    Err(_) => panic!("the package version contains a NUL"),
-};
+const VERSION: &std::ffi::CStr =
+    match std::ffi::CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => panic!("the package version contains a NUL"),
+    };
 
 const fn parse_u32(text: &str) -> u32 {
     let bytes = text.as_bytes();

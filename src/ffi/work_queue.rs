@@ -6,10 +6,10 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use super::{catch_or, invalid_argument, message_arg};
+use crate::host::work_queue::run_task;
 use crate::host::{join, Diagnostic, RcAsyncValue, StatusCode, Task, WorkQueue};
 
 /// Callbacks of a host-provided work queue (`rtx_context_options_t::custom_work_queue`).
@@ -214,9 +214,7 @@ pub unsafe extern "C" fn rtx_task_run(task: *mut rtx_task_t) {
         // SAFETY: the host passes each task it was given exactly once.
         let rtx_task { task, tracker } = *unsafe { Box::from_raw(task) };
         let outer = RUNNING.with(|running| running.replace(tracker.id()));
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
-            eprintln!("rtx: a task panicked: {}", super::panic_diagnostic(payload).message);
-        }
+        run_task(task);
         RUNNING.with(|running| running.set(outer));
         tracker.finished();
     })

@@ -133,17 +133,26 @@ impl HostBuffer {
     /// block allocates nothing.
     pub fn new_zeroed(allocator: Arc<dyn HostAllocator>, len: usize, align: usize) -> Result<HostBuffer, Diagnostic> {
         if !align.is_power_of_two() {
-            return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("alignment {align} is not a power of two")));
+            return Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("alignment {align} is not a power of two"),
+            ));
         }
         if Layout::from_size_align(len, align).is_err() {
-            return Err(Diagnostic::new(StatusCode::OutOfRange, format!("{len} bytes aligned to {align} exceed the address space")));
+            return Err(Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!("{len} bytes aligned to {align} exceed the address space"),
+            ));
         }
         let ptr = if len == 0 {
             // A dangling but aligned address: never dereferenced for more than zero bytes.
             NonNull::new(align as *mut u8).expect("align is non-zero")
         } else {
             let ptr = allocator.allocate(len, align).ok_or_else(|| {
-                Diagnostic::new(StatusCode::ResourceExhausted, format!("host allocator could not provide {len} bytes aligned to {align}"))
+                Diagnostic::new(
+                    StatusCode::ResourceExhausted,
+                    format!("host allocator could not provide {len} bytes aligned to {align}"),
+                )
             })?;
             // SAFETY: fresh allocation of `len` bytes.
             unsafe { ptr.as_ptr().write_bytes(0, len) };

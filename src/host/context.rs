@@ -91,7 +91,8 @@ impl HostContext {
     }
 
     fn complete<T: Send + Sync + 'static>(&self, result: &AsyncValueRef<T>, work: impl FnOnce() -> T) {
-        let outcome = if self.is_cancelled() { result.set_error(Diagnostic::cancelled()) } else { result.emplace(work()) };
+        let outcome =
+            if self.is_cancelled() { result.set_error(Diagnostic::cancelled()) } else { result.emplace(work()) };
         debug_assert!(outcome.is_ok(), "a task's result is set only by that task");
     }
 

@@ -4,7 +4,7 @@
 //! offset 0   refcount  u32 (atomic)
 //! offset 4   kind      u8   Concrete | Indirect
 //! offset 8   type_info *const TypeInfo (atomic: an untyped slot learns its type when it is set)
-//! offset 16  word      usize (atomic): waiter-list pointer | LOCK bit | 2 state bits
+//! offset 16  word      tagged pointer (atomic): waiter-list pointer | LOCK bit | 2 state bits
 //! offset 24  payload   union { T, *mut Diagnostic (error), *const Header (indirect target) }
 //! ```
 //!
@@ -16,14 +16,14 @@
 //! There are no vtables: `TypeInfo` is a per-type constant record (destructor, layout, payload
 //! offset, type id), the same trick TFRT uses to avoid RTTI.
 
+use super::atomics::{fence, AtomicPtr, AtomicU32, Ordering};
 use std::alloc::{self, Layout};
 use std::any::TypeId;
 use std::cell::UnsafeCell;
 use std::mem::{offset_of, ManuallyDrop};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
-use super::waiters;
+use super::waiters::{self, NodeHead};
 use crate::host::diagnostic::Diagnostic;
 
 /// The availability of a value. It only ever moves forward, and `Concrete`/`Error` are final.
@@ -65,8 +65,20 @@ pub(crate) const LOCK_BIT: usize = 0b100;
 pub(crate) const TAG_MASK: usize = 0b111;
 
 #[inline]
-pub(crate) fn word_is_available(word: usize) -> bool {
-    word & STATE_MASK >= State::Concrete as usize
+pub(crate) fn word_is_available(word: *mut NodeHead) -> bool {
+    word.addr() & STATE_MASK >= State::Concrete as usize
+}
+
+/// A word with no waiters: just the state bits, and no provenance.
+#[inline]
+pub(crate) fn state_word(state: State) -> *mut NodeHead {
+    ptr::without_provenance_mut(state as usize)
+}
+
+/// The waiter list of a word (the pointer with its tag bits cleared, provenance kept).
+#[inline]
+pub(crate) fn untagged(word: *mut NodeHead) -> *mut NodeHead {
+    word.map_addr(|a| a & !TAG_MASK)
 }
 
 #[repr(u8)]
@@ -108,7 +120,7 @@ pub(crate) struct Header {
     pub(crate) refcount: AtomicU32,
     pub(crate) kind: Kind,
     pub(crate) type_info: AtomicPtr<TypeInfo>,
-    pub(crate) word: AtomicUsize,
+    pub(crate) word: AtomicPtr<NodeHead>,
 }
 
 /// Bytes of bookkeeping in front of every payload.
@@ -183,7 +195,7 @@ impl AvPtr {
 
     #[inline]
     pub(crate) fn state(self) -> State {
-        State::from_word(self.header().word.load(Ordering::Acquire))
+        State::from_word(self.header().word.load(Ordering::Acquire).addr())
     }
 
     #[inline]
@@ -259,11 +271,12 @@ impl AvPtr {
         let word_cell = &self.header().word;
         let mut word = word_cell.load(Ordering::Acquire);
         loop {
-            let state = State::from_word(word);
-            if word & LOCK_BIT != 0 || !may_claim(state) {
+            let state = State::from_word(word.addr());
+            if word.addr() & LOCK_BIT != 0 || !may_claim(state) {
                 return Err(state);
             }
-            match word_cell.compare_exchange_weak(word, word | LOCK_BIT, Ordering::Acquire, Ordering::Acquire) {
+            let locked = word.map_addr(|a| a | LOCK_BIT);
+            match word_cell.compare_exchange_weak(word, locked, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => return Ok(state),
                 Err(current) => word = current,
             }
@@ -276,11 +289,11 @@ impl AvPtr {
     /// The caller must hold the lock from `claim`, and the payload must match `state`.
     #[inline]
     pub(crate) unsafe fn publish(self, state: State) {
-        let old = self.header().word.swap(state as usize, Ordering::AcqRel);
-        debug_assert!(old & LOCK_BIT != 0, "publish without claim");
+        let old = self.header().word.swap(state_word(state), Ordering::AcqRel);
+        debug_assert!(old.addr() & LOCK_BIT != 0, "publish without claim");
         // SAFETY: the swap detached the list; every node on it was pushed by `and_then` with a
         // release CAS we acquired, and nobody else can reach the list any more.
-        unsafe { waiters::run_all(old & !TAG_MASK) }
+        unsafe { waiters::run_all(untagged(old)) }
     }
 
     #[inline]
@@ -311,20 +324,20 @@ impl AvPtr {
 
 /// Allocates a value with the given type, kind and initial state word; the payload is left
 /// uninitialised for the caller.
-pub(crate) fn allocate<T: 'static>(kind: Kind, word: usize) -> AvPtr {
+pub(crate) fn allocate<T: 'static>(kind: Kind, state: State) -> AvPtr {
     let layout = Layout::new::<AvBox<T>>();
     // SAFETY: the layout has a non-zero size (the header alone is 24 bytes).
     let raw = unsafe { alloc::alloc(layout) }.cast::<AvBox<T>>();
     let Some(raw) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
     #[cfg(debug_assertions)]
-    live::LIVE.fetch_add(1, Ordering::Relaxed);
+    live::LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: `raw` is a fresh allocation with the layout of `AvBox<T>`; we initialise the header.
     unsafe {
         ptr::addr_of_mut!((*raw.as_ptr()).header).write(Header {
             refcount: AtomicU32::new(1),
             kind,
             type_info: AtomicPtr::new(&TypeInfoOf::<T>::INFO as *const TypeInfo as *mut TypeInfo),
-            word: AtomicUsize::new(word),
+            word: AtomicPtr::new(state_word(state)),
         });
     }
     AvPtr(raw.cast())
@@ -341,8 +354,8 @@ unsafe fn destroy(this: AvPtr) {
         let info = this.type_info();
         let word = this.header().word.load(Ordering::Relaxed);
         // Continuations of a value that was never set cannot run any more; drop their captures.
-        waiters::drop_all(word & !TAG_MASK);
-        match (this.kind(), State::from_word(word)) {
+        waiters::drop_all(untagged(word));
+        match (this.kind(), State::from_word(word.addr())) {
             (Kind::Indirect, State::Concrete | State::Error) => this.resolved().drop_ref(),
             (Kind::Concrete, State::Error) => {
                 drop(Box::from_raw(*this.error_slot()));
@@ -353,7 +366,7 @@ unsafe fn destroy(this: AvPtr) {
             _ => {}
         }
         #[cfg(debug_assertions)]
-        live::LIVE.fetch_sub(1, Ordering::Relaxed);
+        live::LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         alloc::dealloc(this.0.as_ptr().cast(), info.box_layout);
     }
 }
@@ -366,7 +379,7 @@ pub(crate) mod live {
     pub(crate) static LIVE: AtomicIsize = AtomicIsize::new(0);
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

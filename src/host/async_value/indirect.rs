@@ -18,7 +18,7 @@ impl IndirectAsyncValue {
     pub fn new() -> IndirectAsyncValue {
         IndirectAsyncValue {
             value: RcAsyncValue {
-                ptr: header::allocate::<header::IndirectTarget>(Kind::Indirect, State::Unconstructed as usize),
+                ptr: header::allocate::<header::IndirectTarget>(Kind::Indirect, State::Unconstructed),
             },
         }
     }

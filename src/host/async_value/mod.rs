@@ -16,6 +16,7 @@
 //! type checks compare those (always for C callers and indirect values, debug-only for typed
 //! direct reads, whose type the constructor fixed).
 
+mod atomics;
 mod header;
 mod indirect;
 mod typed;
@@ -29,5 +30,7 @@ pub use typed::AsyncValueRef;
 pub use value::live_count;
 pub use value::{AccessError, RcAsyncValue};
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;

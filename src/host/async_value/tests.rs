@@ -322,11 +322,11 @@ fn racing_setters_have_exactly_one_winner() {
     for _ in 0..rounds {
         let value = RcAsyncValue::unavailable_slot();
         let wins = Arc::new(AtomicUsize::new(0));
-        let setters: Vec<_> = (0..3)
+        let setters: Vec<_> = (0..3i32)
             .map(|i| {
                 let (value, wins) = (value.clone(), Arc::clone(&wins));
                 thread::spawn(move || {
-                    let won = if i == 0 { value.set_error(error("e")).is_ok() } else { value.emplace(i as i32).is_ok() };
+                    let won = if i == 0 { value.set_error(error("e")).is_ok() } else { value.emplace(i).is_ok() };
                     if won {
                         wins.fetch_add(1, Ordering::SeqCst);
                     }

@@ -20,7 +20,7 @@ pub struct AsyncValueRef<T> {
 impl<T: Send + Sync + 'static> AsyncValueRef<T> {
     /// An available value: one allocation, no atomic read-modify-write.
     pub fn available(payload: T) -> AsyncValueRef<T> {
-        let ptr = header::allocate::<T>(Kind::Concrete, State::Concrete as usize);
+        let ptr = header::allocate::<T>(Kind::Concrete, State::Concrete);
         // SAFETY: fresh allocation with room for a `T`; nobody else can see it yet.
         unsafe { ptr.payload::<T>().cast::<T>().write(payload) };
         AsyncValueRef::wrap(RcAsyncValue { ptr })
@@ -29,14 +29,14 @@ impl<T: Send + Sync + 'static> AsyncValueRef<T> {
     /// A promise for a `T`, set later with [`emplace`](Self::emplace) or
     /// [`set_error`](RcAsyncValue::set_error).
     pub fn unconstructed() -> AsyncValueRef<T> {
-        AsyncValueRef::wrap(RcAsyncValue { ptr: header::allocate::<T>(Kind::Concrete, State::Unconstructed as usize) })
+        AsyncValueRef::wrap(RcAsyncValue { ptr: header::allocate::<T>(Kind::Concrete, State::Unconstructed) })
     }
 
     /// A value whose payload is built but not yet visible; [`set_state_concrete`]
     /// (Self::set_state_concrete) publishes it. Lets a producer build a result in place and
     /// decide later whether it becomes the value or gives way to an error.
     pub fn constructed(payload: T) -> AsyncValueRef<T> {
-        let ptr = header::allocate::<T>(Kind::Concrete, State::Constructed as usize);
+        let ptr = header::allocate::<T>(Kind::Concrete, State::Constructed);
         // SAFETY: fresh allocation with room for a `T`.
         unsafe { ptr.payload::<T>().cast::<T>().write(payload) };
         AsyncValueRef::wrap(RcAsyncValue { ptr })

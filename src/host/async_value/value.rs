@@ -1,8 +1,8 @@
 //! `RcAsyncValue`: an owning, type-erased reference to an AsyncValue.
 
+use super::atomics::Ordering;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 
 use super::header::{self, fits_slot, word_is_available, AvPtr, ErrorOnly, Kind, Slot, State, TAG_MASK};
 use super::waiters;
@@ -50,7 +50,7 @@ unsafe impl Sync for RcAsyncValue {}
 impl RcAsyncValue {
     /// An error value with no payload type; typed reads of it report the error.
     pub fn error(diagnostic: Diagnostic) -> RcAsyncValue {
-        let ptr = header::allocate::<ErrorOnly>(Kind::Concrete, State::Error as usize);
+        let ptr = header::allocate::<ErrorOnly>(Kind::Concrete, State::Error);
         // SAFETY: fresh allocation, payload slot reserved for the error pointer.
         unsafe { ptr.error_slot().write(Box::into_raw(Box::new(diagnostic))) };
         RcAsyncValue { ptr }
@@ -59,7 +59,7 @@ impl RcAsyncValue {
     /// An unavailable value whose type is decided by whoever sets it, provided the payload fits
     /// in eight bytes (scalars, chains, handles). This is what a C host's promise is.
     pub fn unavailable_slot() -> RcAsyncValue {
-        RcAsyncValue { ptr: header::allocate::<Slot>(Kind::Concrete, State::Unconstructed as usize) }
+        RcAsyncValue { ptr: header::allocate::<Slot>(Kind::Concrete, State::Unconstructed) }
     }
 
     #[inline]
@@ -209,13 +209,9 @@ impl RcAsyncValue {
         let node = waiters::new_node(callback);
         loop {
             // SAFETY: the node is ours until the CAS publishes it.
-            unsafe { (*node).next = (word & !TAG_MASK) as *mut waiters::NodeHead };
-            match word_cell.compare_exchange_weak(
-                word,
-                node as usize | (word & TAG_MASK),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            unsafe { (*node).next = header::untagged(word) };
+            let pushed = node.map_addr(|a| a | (word.addr() & TAG_MASK));
+            match word_cell.compare_exchange_weak(word, pushed, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
                 Err(current) => {
                     word = current;
@@ -267,7 +263,7 @@ impl RcAsyncValue {
             return Err(AccessError::WrongType { expected: "another value", actual: "the indirect value itself" });
         }
         if !target.is_available() {
-            if self.is_available() || self.ptr.header().word.load(Ordering::Acquire) & header::LOCK_BIT != 0 {
+            if self.is_available() || self.ptr.header().word.load(Ordering::Acquire).addr() & header::LOCK_BIT != 0 {
                 return Err(AccessError::AlreadySet(self.state()));
             }
             let me = self.clone();
@@ -333,5 +329,5 @@ impl fmt::Debug for RcAsyncValue {
 /// where it started.
 #[cfg(debug_assertions)]
 pub fn live_count() -> isize {
-    header::live::LIVE.load(Ordering::Relaxed)
+    header::live::LIVE.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -64,9 +64,9 @@ pub(crate) unsafe fn run_one(node: *mut NodeHead) {
 /// first panic continues on the setter's thread.
 ///
 /// # Safety
-/// `list` must be the address of a detached list (or 0) owned by the caller.
-pub(crate) unsafe fn run_all(list: usize) {
-    let mut node = list as *mut NodeHead;
+/// `list` must be a detached list (or null) owned by the caller.
+pub(crate) unsafe fn run_all(list: *mut NodeHead) {
+    let mut node = list;
     let mut first_panic = None;
     while !node.is_null() {
         // SAFETY: each node is live until finished; read the link before finishing it.
@@ -87,8 +87,8 @@ pub(crate) unsafe fn run_all(list: usize) {
 ///
 /// # Safety
 /// As for [`run_all`].
-pub(crate) unsafe fn drop_all(list: usize) {
-    let mut node = list as *mut NodeHead;
+pub(crate) unsafe fn drop_all(list: *mut NodeHead) {
+    let mut node = list;
     while !node.is_null() {
         // SAFETY: as in run_all.
         unsafe {

@@ -10,10 +10,12 @@
 mod multi_threaded;
 mod single_threaded;
 mod spec;
+mod task;
 
 pub use multi_threaded::MultiThreadedWorkQueue;
 pub use single_threaded::SingleThreadedWorkQueue;
 pub use spec::{create_work_queue, WorkQueueSpec};
+pub(crate) use task::{panic_message, run_task};
 
 use super::async_value::RcAsyncValue;
 use super::diagnostic::Diagnostic;

@@ -9,8 +9,9 @@
 //! children are counted before the task itself is uncounted, so the counter reaches zero only
 //! when nothing is queued or running anywhere: `quiesce` waits for exactly that, on a condvar,
 //! and dropping the queue waits for it before stopping the threads. TFRT instead counts only
-//! while a quiesce is in progress, trading a simpler fast path for a subtler protocol; one
-//! uncontended atomic add per task is not where our time goes.
+//! while a quiesce is in progress, saving the shared counter's cache line on the fast path at the
+//! price of a subtler protocol; next to a task's allocation and its own work, that line's
+//! transfer is noise.
 //!
 //! Which queue, if any, the current thread works for is a thread-local: it lets `add_task` from a
 //! worker go to that worker's own deque (LIFO, hot in cache), lets `await_values`/`quiesce` refuse
@@ -28,7 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use self::deque::Worker;
-use super::single_threaded::run_task;
+use super::run_task;
 use super::spec::{MAX_BLOCKING_THREADS, MAX_WORKERS};
 use super::{Task, WorkQueue};
 use crate::host::async_value::RcAsyncValue;
@@ -46,7 +47,7 @@ pub struct MultiThreadedWorkQueue {
 struct Shared {
     /// Tells this queue's threads from other queues' (see [`ROLE`]).
     id: u64,
-    workers: usize,
+    parallelism: usize,
     non_blocking: non_blocking::Pool,
     blocking: blocking::Pool,
     activity: Activity,
@@ -106,7 +107,7 @@ impl MultiThreadedWorkQueue {
         let (non_blocking, deques) = non_blocking::Pool::new(workers);
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            workers,
+            parallelism: workers,
             non_blocking,
             blocking: blocking::Pool::new(blocking_threads),
             activity: Activity {
@@ -196,7 +197,7 @@ impl WorkQueue for MultiThreadedWorkQueue {
     }
 
     fn parallelism_level(&self) -> usize {
-        self.shared.workers
+        self.shared.parallelism
     }
 
     fn is_in_worker_thread(&self) -> bool {
@@ -240,7 +241,7 @@ impl Shared {
         self.task_done();
     }
 
-    /// Takes one finished (or handed back) task off the account, waking whoever waits for zero.
+    /// Takes one finished task off the account, waking whoever waits for zero.
     fn task_done(&self) {
         let activity = &self.activity;
         if activity.pending.fetch_sub(1, Ordering::SeqCst) != 1 {

@@ -18,11 +18,10 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::{Task, WorkQueue};
+use super::{run_task, Task, WorkQueue};
 use crate::host::async_value::RcAsyncValue;
 use crate::host::diagnostic::{Diagnostic, StatusCode};
 
@@ -206,19 +205,6 @@ impl Drop for SingleThreadedWorkQueue {
 thread_local! {
     /// Ids of the single-threaded queues whose tasks this thread is running, innermost last.
     static RUNNING_QUEUES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs a task so that its panic stays its own: the thread (a pool worker, or a host thread lent
-/// to `s`) and the queue's bookkeeping carry on. Shared by both queues.
-pub(super) fn run_task(task: Task) {
-    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
-        let message = payload
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("(a panic payload that is not a string)");
-        eprintln!("rtx: a task panicked: {message}");
-    }
 }
 
 #[cfg(test)]

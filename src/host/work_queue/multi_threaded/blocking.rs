@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{enter_role, Shared, Task};
+use super::{enter_role, run_task, Shared, Task};
 
 /// How long a blocking thread waits for work before it exits (TFRT's choice too).
 const IDLE_EXIT: Duration = Duration::from_secs(1);
@@ -114,8 +114,12 @@ fn thread_main(shared: Arc<Shared>) {
     loop {
         if let Some(task) = state.queue.pop_front() {
             drop(state);
-            shared.run(task);
+            run_task(task);
             state = pool.lock();
+            // Uncounted only under the lock, which this thread then holds until it waits as
+            // idle: whoever sees the queue quiesced finds this thread free for a task that must
+            // start at once.
+            shared.task_done();
             continue;
         }
         if state.shutdown {

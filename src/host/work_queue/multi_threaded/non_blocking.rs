@@ -4,7 +4,9 @@
 //! core, while their inputs are still in cache (TFRT's deques make the same choice). Tasks from
 //! outside the pool go to one shared `Injector`. A worker that runs dry takes a batch from the
 //! injector, then steals half of some other worker's deque, starting at a random victim so that
-//! idle workers do not all hit the same one, and visiting each deque once per round.
+//! idle workers do not all hit the same one, and visiting each deque once per round. Every
+//! [`INJECTOR_CHECK_INTERVAL`] tasks a worker looks at the injector first, so outside work is not
+//! starved by a deque that never runs dry.
 //!
 //! Parking protocol (Dekker-style, as TFRT's `EventCount`): a worker with nothing to do first
 //! spins briefly (crossbeam's `Backoff`: a few spin-loop hints, then a few yields), then
@@ -31,7 +33,8 @@ use super::{enter_role, Shared, Task};
 pub(super) struct Pool {
     injector: Injector<Task>,
     stealers: Box<[Stealer<Task>]>,
-    /// Workers between the announcement and leaving the parking protocol.
+    /// Workers between the announcement and leaving the parking protocol (tests read it to see
+    /// that idle workers park).
     pub(super) sleepers: AtomicUsize,
     /// Wake-up tokens not yet taken by a parked worker, at most one per worker.
     tokens: Mutex<usize>,
@@ -147,7 +150,7 @@ impl Pool {
 /// How often (in tasks run) a worker looks at the injector before its own deque. The LIFO deque
 /// alone would let a task that keeps re-adding itself starve everything injected from outside
 /// on a one-worker pool; the odd interval keeps workers from checking in lockstep.
-const INJECTOR_CHECK_INTERVAL: u32 = u32::MAX;
+const INJECTOR_CHECK_INTERVAL: u32 = 61;
 
 /// A non-blocking worker's life: run what it finds, spin a little, park, until the queue is
 /// dropped and nothing is pending.

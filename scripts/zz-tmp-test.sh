@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Runs every test of rtx; this is what CI runs (.ci/run). Works on a fresh Debian 12 with only
+# Rust (rustup) installed: as root it apt-installs what is missing (cmake, make, g++, valgrind,
+# pkg-config, python3); otherwise it names what to install.
+#
+#    1. system packages
+#    2. cargo fmt --check
+#    3. cargo clippy --all-targets -D warnings
+#    4. cargo test (unit and integration tests, including the include/rtx.h freshness check)
+#    5. miri on the unsafe host core (a loud SKIP if nightly/miri cannot be had, a failure instead
+#       when RTX_REQUIRE_MIRI=1)
+#    6. release build + scripts/install.sh into target/rtx-prefix
+#  7-8. c-examples built against the installed package, linked shared and then static: ctest, then
+#       every example binary under valgrind (0 errors, 0 leaks)
+#    9. pkg-config: compile, link (shared; static through Libs.private) and run a C program
+#   10. cargo bench --no-run
+#
+# Everything it builds goes under target/. Fails at the first failing step.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+target=${CARGO_TARGET_DIR:-$repo/target}
+prefix=$target/rtx-prefix
+jobs=$(nproc 2>/dev/null || echo 2)
+started=$SECONDS
+step_started=$SECONDS
+step_number=0
+
+step() {
+  if [ "$step_number" -gt 0 ]; then
+    echo "   (step took $((SECONDS - step_started)) s)"
+  fi
+  step_number=$((step_number + 1))
+  step_started=$SECONDS
+  echo
+  echo "==> [$step_number] $*"
+}
+
+die() {
+  echo "test.sh: $*" >&2
+  exit 1
+}
+
+step "system packages"
+declare -A package_for=([cmake]=cmake [make]=make [c++]=g++ [cc]=gcc [valgrind]=valgrind
+  [pkg-config]=pkg-config [python3]=python3 [readelf]=binutils)
+missing=()
+for tool in "${!package_for[@]}"; do
+  command -v "$tool" >/dev/null || missing+=("${package_for[$tool]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    die "missing tools; install the Debian packages: ${missing[*]}"
+  fi
+fi
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+    command -v rustup >/dev/null || die "$component is missing and there is no rustup to add it"
+    rustup component add "$component"
+  fi
+done
+echo "cmake $(cmake --version | head -n 1 | awk '{print $3}'), $(valgrind --version), $(c++ --version | head -n 1)," \
+  "$(python3 --version), $(cargo --version)"
+
+step "cargo test (unit, integration, header freshness)"
+cargo test
+
+step "miri: cargo +nightly miri test --lib host::"
+miri_skip=""
+miri_log=$target/miri-setup.log
+mkdir -p "$target"
+if ! command -v rustup >/dev/null; then
+  miri_skip="rustup is not installed, so the nightly toolchain cannot be added"
+elif ! rustup toolchain list | grep -q '^nightly'; then
+  echo "installing the nightly toolchain with miri and rust-src"
+  rustup toolchain install nightly --profile minimal --component miri,rust-src ||
+    miri_skip="'rustup toolchain install nightly --component miri,rust-src' failed"
+elif ! rustup component list --toolchain nightly --installed | grep -q '^miri' ||
+  ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'; then
+  echo "adding miri and rust-src to nightly"
+  rustup component add --toolchain nightly miri rust-src ||
+    miri_skip="'rustup component add --toolchain nightly miri rust-src' failed (miri may be missing from this nightly)"
+fi
+if [ -z "$miri_skip" ] && ! cargo +nightly miri setup >"$miri_log" 2>&1; then
+  tail -n 20 "$miri_log"
+  miri_skip="'cargo +nightly miri setup' failed (log: $miri_log)"
+fi
+if [ -n "$miri_skip" ]; then
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+  echo "!!! SKIP miri: $miri_skip"
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+  if [ "${RTX_REQUIRE_MIRI:-0}" = 1 ]; then
+    die "RTX_REQUIRE_MIRI=1 but miri is unavailable: $miri_skip"
+  fi
+else
+  cargo +nightly miri test --lib host::
+fi
+
+step "release build and install into ${prefix#"$repo"/}"
+scripts/install.sh "$prefix"
+version=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/rtx.pc")
+find "$prefix" -type f -o -type l | sed "s|^$prefix/|   |" | sort
+
+for linkage in shared static; do
+  step "c-examples against the $linkage library: build, ctest, valgrind"
+  build=$target/c-examples-$linkage
+  if [ "$linkage" = static ]; then static_flag=ON; else static_flag=OFF; fi
+  cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DRTX_LINK_STATIC=$static_flag -DRTX_VALGRIND=ON \
+    -DRTX_EXPECTED_VERSION="$version" --log-level=WARNING >/dev/null
+  cmake --build "$build" --parallel "$jobs" -- --no-print-directory
+  ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-exclude valgrind
+  ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-regex valgrind
+  # Each valgrind run's verdict, from ctest's log of the run.
+  grep -E '^[0-9]+/[0-9]+ Testing: |ERROR SUMMARY|in use at exit|definitely lost|indirectly lost|possibly lost|All heap blocks' \
+    "$build/Testing/Temporary/LastTest.log" | sed -e 's/^==[0-9]*== /     /' -e 's/^[0-9]*\/[0-9]* Testing: /   /'
+done
+
+step "pkg-config: compile and link a C program (shared, then static with Libs.private)"
+check_dir=$target/pkg-config-check
+mkdir -p "$check_dir"
+cat >"$check_dir/main.c" <<'EOF'
+#include <rtx.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  rtx_async_value_t* value = rtx_async_value_new_i64(-5);
+  int64_t out = 0;
+  rtx_error_t* error = rtx_async_value_get_i64(value, &out);
+  int ok = error == NULL && out == -5 && strcmp(rtx_version(), RTX_VERSION) == 0;
+  rtx_error_delete(error);
+  rtx_async_value_release(value);
+  printf("   pkg-config build: rtx %s, %s\n", rtx_version(), ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+EOF
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+echo "   cflags: $(pkg-config --cflags rtx)"
+echo "   libs:   $(pkg-config --libs rtx)"
+echo "   static: $(pkg-config --static --libs rtx)"
+[ "$(pkg-config --modversion rtx)" = "$version" ] || die "pkg-config --modversion rtx is not $version"
+# shellcheck disable=SC2046  # word splitting of pkg-config output is intended
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$check_dir/main.c" -o "$check_dir/shared" $(pkg-config --cflags --libs rtx)
+LD_LIBRARY_PATH=$prefix/lib "$check_dir/shared"
+# -l:librtx.a picks the archive although librtx.so sits beside it; the rest is Libs.private.
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$check_dir/main.c" -o "$check_dir/static" \
+  $(pkg-config --cflags rtx) $(pkg-config --static --libs rtx | sed 's/-lrtx\b/-l:librtx.a/')
+"$check_dir/static"
+if command -v readelf >/dev/null && readelf -d "$check_dir/static" | grep -q 'librtx\.so'; then
+  die "$check_dir/static was meant to link librtx.a but needs librtx.so"
+fi
+
+step "cargo bench --no-run (benches keep compiling)"
+cargo bench --no-run
+
+echo "   (step took $((SECONDS - step_started)) s)"
+echo
+echo "==> all tests passed in $((SECONDS - started)) s"
