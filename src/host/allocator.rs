@@ -146,7 +146,7 @@ impl HostBuffer {
         }
         let ptr = if len == 0 {
             // A dangling but aligned address: never dereferenced for more than zero bytes.
-            NonNull::new(align as *mut u8).expect("align is non-zero")
+            NonNull::new(std::ptr::without_provenance_mut(align)).expect("align is non-zero")
         } else {
             let ptr = allocator.allocate(len, align).ok_or_else(|| {
                 Diagnostic::new(

@@ -165,3 +165,77 @@ impl std::fmt::Debug for HostContext {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{CountingAllocator, StatusCode};
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn enqueued_work_produces_its_value_on_both_queue_kinds() {
+        for spec in ["s", "mstd:2,2"] {
+            let host = Arc::new(HostContext::with_work_queue_spec(spec).unwrap());
+            let values: Vec<_> = (0..20).map(|i| host.enqueue_work(move || i * 2)).collect();
+            let blocking = host.enqueue_blocking_work(|| "done");
+            let mut all: Vec<RcAsyncValue> = values.iter().map(|v| v.as_untyped().clone()).collect();
+            all.push(blocking.as_untyped().clone());
+            host.await_values(&all).unwrap();
+            assert_eq!(values.iter().map(|v| *v.get()).sum::<i32>(), 380, "{spec}");
+            assert_eq!(*blocking.get(), "done");
+        }
+    }
+
+    #[test]
+    fn pending_work_observes_cancellation_and_restart_clears_it() {
+        let host = Arc::new(HostContext::with_work_queue_spec("s").unwrap());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&ran);
+        let pending = host.enqueue_work(move || r.fetch_add(1, Ordering::SeqCst));
+        let cancel_value = host.cancel_value();
+        let observed = Arc::new(AtomicUsize::new(0));
+        let o = Arc::clone(&observed);
+        cancel_value.and_then(move || {
+            o.fetch_add(1, Ordering::SeqCst);
+        });
+        host.cancel();
+        host.cancel();
+        assert!(host.is_cancelled());
+        assert_eq!(observed.load(Ordering::SeqCst), 1, "cancellation continuations run once");
+        host.quiesce().unwrap();
+        assert_eq!(pending.get_error().unwrap().code, StatusCode::Cancelled);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "cancelled work does not run");
+        assert_eq!(cancel_value.get_error().unwrap().code, StatusCode::Cancelled);
+
+        host.restart();
+        assert!(!host.is_cancelled() && !host.cancel_value().is_available());
+        let after = host.enqueue_work(|| 5);
+        host.await_values(&[after.as_untyped().clone()]).unwrap();
+        assert_eq!(*after.get(), 5);
+    }
+
+    #[test]
+    fn resources_are_created_once_per_context() {
+        let host = HostContext::with_work_queue_spec("s").unwrap();
+        let made = AtomicUsize::new(0);
+        let first = host.resource(|| {
+            made.fetch_add(1, Ordering::SeqCst);
+            String::from("cache")
+        });
+        let second = host.resource::<String>(|| unreachable!("already created"));
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(*host.resource(|| 7u8), 7);
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn buffers_come_from_the_context_allocator() {
+        let counting = Arc::new(CountingAllocator::default());
+        let host = HostContext::new(create_work_queue("s").unwrap(), counting.clone());
+        let buffer = host.allocate_buffer(4096, 64).unwrap();
+        assert_eq!(counting.live_bytes(), 4096);
+        drop(buffer);
+        drop(host);
+        assert_eq!(counting.live_allocations(), 0);
+    }
+}
