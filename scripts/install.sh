@@ -12,7 +12,7 @@
 # The version comes from Cargo.toml, the ABI version from the built library's SONAME, and the
 # static library's native dependencies from `rustc --print native-static-libs`: nothing is kept by
 # hand. Needs cargo and cmake. CARGO_TARGET_DIR is honoured; RTX_INSTALL_QUIET=1 hides cargo's
-# progress lines.
+# output unless the build fails.
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
@@ -36,20 +36,22 @@ done
 
 target_dir=${CARGO_TARGET_DIR:-$repo/target}
 release_dir=$target_dir/release
-quiet=()
-[ "${RTX_INSTALL_QUIET:-0}" = 1 ] && quiet=(--quiet)
 
-# 1. Build. `cargo rustc --crate-type staticlib` builds the same library (no second compile: cargo
-#    keeps both fingerprints) and is the only way to have rustc print the static library's native
-#    dependencies; cargo replays that note when the build is fresh.
-cargo build --release --lib "${quiet[@]}"
-rustc_log=$target_dir/rtx-native-static-libs.log
-if ! cargo rustc --release --lib --crate-type staticlib --quiet -- --print native-static-libs 2>"$rustc_log"; then
-  cat "$rustc_log" >&2
-  die "cargo rustc --print native-static-libs failed"
+# 1. Build. One rustc invocation makes both libraries, so librtx.so and librtx.a always come from the
+#    same sources (two cargo commands could straddle an edit), and it is the only way to have rustc
+#    print the static library's native dependencies; cargo replays that note when nothing changed.
+build_log=$target_dir/rtx-install-build.log
+mkdir -p "$target_dir"
+build=(cargo rustc --release --lib --crate-type "cdylib,staticlib" -- --print native-static-libs)
+if ! "${build[@]}" >"$build_log" 2>&1; then
+  cat "$build_log" >&2
+  die "the release build failed"
 fi
-native_static_libs=$(sed -n 's/^note: native-static-libs: //p' "$rustc_log" | tail -n 1)
-[ -n "$native_static_libs" ] || die "rustc printed no native-static-libs line (see $rustc_log)"
+if [ "${RTX_INSTALL_QUIET:-0}" != 1 ]; then
+  grep -v -e '^note: ' -e '^$' "$build_log" >&2 || true
+fi
+native_static_libs=$(sed -n 's/^note: native-static-libs: //p' "$build_log" | tail -n 1)
+[ -n "$native_static_libs" ] || die "rustc printed no native-static-libs line (see $build_log)"
 
 # 2. Names and versions, all derived.
 version=$(cargo pkgid | sed 's/.*[#@]//')

@@ -9,11 +9,13 @@
 #    4. cargo test (unit and integration tests, including the include/rtx.h freshness check)
 #    5. miri on the unsafe host core (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
-#    6. release build + scripts/install.sh into target/rtx-prefix
-#  7-8. c-examples built against the installed package, linked shared and then static: ctest, then
+#    6. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
+#    7. release build + scripts/install.sh into target/rtx-prefix
+#  8-9. c-examples built against the installed package, linked shared and then static: ctest, then
 #       every example binary under valgrind (0 errors, 0 leaks)
-#    9. pkg-config: compile, link (shared; static through Libs.private) and run a C program
-#   10. cargo bench --no-run
+#   10. pkg-config: compile, link (shared; static through Libs.private) and run a C program
+#   11. relocatability: a copy of the install tree, used through CMake and pkg-config
+#   12. cargo bench --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
@@ -109,6 +111,9 @@ else
   cargo +nightly miri test --lib host::
 fi
 
+step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loom)"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" cargo test --release --lib loom
+
 step "release build and install into ${prefix#"$repo"/}"
 scripts/install.sh "$prefix"
 version=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/rtx.pc")
@@ -162,6 +167,24 @@ cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$check_dir/main.c" -o "$check_dir/
 if command -v readelf >/dev/null && readelf -d "$check_dir/static" | grep -q 'librtx\.so'; then
   die "$check_dir/static was meant to link librtx.a but needs librtx.so"
 fi
+
+step "relocated install: a copy of the tree works through CMake and pkg-config"
+moved=$target/rtx-prefix-moved
+rm -rf "$moved"
+cp -a "$prefix" "$moved"
+moved_build=$target/c-examples-moved
+cmake -S c-examples -B "$moved_build" -DCMAKE_PREFIX_PATH="$moved" -DRTX_EXPECTED_VERSION="$version" \
+  --log-level=WARNING >/dev/null
+grep -q "^rtx_DIR:PATH=$moved/lib/cmake/rtx\$" "$moved_build/CMakeCache.txt" || die "CMake did not pick up the moved copy"
+cmake --build "$moved_build" --target host_pipeline --parallel "$jobs" -- --no-print-directory >/dev/null
+if readelf -d "$moved_build/host_pipeline" | grep -q "$prefix/"; then
+  die "host_pipeline built against the moved copy still points at $prefix"
+fi
+"$moved_build/host_pipeline" >/dev/null
+echo "   host_pipeline built and run against $moved"
+[ "$(PKG_CONFIG_PATH=$moved/lib/pkgconfig pkg-config --variable=includedir rtx)" = "$moved/lib/pkgconfig/../../include" ] ||
+  die "rtx.pc in the moved copy does not point into it"
+echo "   pkg-config: includedir follows the moved rtx.pc"
 
 step "cargo bench --no-run (benches keep compiling)"
 cargo bench --no-run

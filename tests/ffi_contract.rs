@@ -335,3 +335,44 @@ fn await_runs_the_single_threaded_queue_and_and_then_sees_the_value() {
         rtx_context_release(context);
     }
 }
+
+#[test]
+fn a_failed_context_new_leaves_the_host_tables_untouched() {
+    let allocator_host = CountingHost { live: AtomicIsize::new(0), destroyed: AtomicUsize::new(0) };
+    let allocator = rtx_allocator_callbacks_t {
+        struct_size: std::mem::size_of::<rtx_allocator_callbacks_t>(),
+        user_data: &allocator_host as *const CountingHost as *mut c_void,
+        allocate: Some(host_allocate),
+        deallocate: Some(host_deallocate),
+        destroy: Some(host_destroy),
+    };
+    // SAFETY: the table outlives the call; the context is never created.
+    unsafe {
+        let mut options = std::mem::MaybeUninit::<rtx_context_options_t>::uninit();
+        rtx_context_options_init(options.as_mut_ptr());
+        let mut options = options.assume_init();
+        options.allocator = &allocator;
+        options.work_queue = c"mstd:0".as_ptr();
+        let mut context = ptr::null_mut();
+        assert_eq!(code(rtx_context_new(&options, &mut context)), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        assert!(context.is_null());
+    }
+    assert_eq!(allocator_host.destroyed.load(Ordering::SeqCst), 0, "rtx never took the allocator");
+}
+
+#[test]
+fn setting_an_available_value_is_failed_precondition_whatever_its_type() {
+    // SAFETY: handles created and released here.
+    unsafe {
+        let failed = rtx_async_value_new_error(RTX_STATUS_CODE_DATA_LOSS as u32, c"gone".as_ptr());
+        let (status, message) = take(rtx_async_value_set_i32(failed, 1)).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_FAILED_PRECONDITION, "{message}");
+        let number = rtx_async_value_new_f64(1.0);
+        assert_eq!(code(rtx_async_value_set_i1(number, true)), Some(RTX_STATUS_CODE_FAILED_PRECONDITION));
+        let (status, message) = take(rtx_async_value_get_i32(number, &mut 0)).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.contains("expected i32, found f64"), "{message}");
+        rtx_async_value_release(number);
+        rtx_async_value_release(failed);
+    }
+}

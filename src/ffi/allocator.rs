@@ -53,7 +53,14 @@ impl CAllocator {
                 "{function}: allocator->allocate and allocator->deallocate are required"
             )));
         };
-        Ok(CAllocator { user_data: table.user_data, allocate, deallocate, destroy: table.destroy })
+        // `destroy` is armed only once the context exists (`arm_destroy`): a failed
+        // `rtx_context_new` must leave the host's allocator entirely the host's.
+        Ok(CAllocator { user_data: table.user_data, allocate, deallocate, destroy: None })
+    }
+
+    /// From now on the allocator is rtx's: its `destroy` runs when the last owner lets go.
+    pub(crate) fn arm_destroy(&mut self, table: &rtx_allocator_callbacks_t) {
+        self.destroy = table.destroy;
     }
 }
 

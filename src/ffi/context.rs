@@ -118,18 +118,31 @@ unsafe fn host_from_options(options: *const rtx_context_options_t, function: &st
     }
     // SAFETY: the struct is at least as large as this version of it.
     let options = unsafe { &*options };
-    let allocator: Arc<dyn HostAllocator> = match unsafe { options.allocator.as_ref() } {
-        // SAFETY: a non-null table pointer is readable by contract.
-        Some(table) => Arc::new(unsafe { CAllocator::new(table, function) }?),
-        None => Arc::new(SystemAllocator),
-    };
-    // SAFETY: a non-null table pointer is readable by contract.
-    let work_queue: Arc<dyn WorkQueue> = match unsafe { options.custom_work_queue.as_ref() } {
-        Some(table) => Arc::new(unsafe { CWorkQueue::new(table, function) }?),
+    // SAFETY (both tables): a non-null table pointer is readable by contract.
+    let allocator_table = unsafe { options.allocator.as_ref() };
+    let queue_table = unsafe { options.custom_work_queue.as_ref() };
+    // Everything that can fail happens before any host callback table is taken over, so that a
+    // failed call never runs the host's `destroy` callbacks.
+    // SAFETY: readable by contract (above).
+    let allocator = allocator_table.map(|table| unsafe { CAllocator::new(table, function) }).transpose()?;
+    let work_queue: Arc<dyn WorkQueue> = match queue_table {
+        Some(table) => {
+            // SAFETY: readable by contract (above).
+            let mut queue = unsafe { CWorkQueue::new(table, function) }?;
+            queue.arm_destroy(table);
+            Arc::new(queue)
+        }
         None if options.work_queue.is_null() => create_work_queue("mstd")?,
         // SAFETY: a non-null spec is NUL-terminated by contract.
         None => create_work_queue(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
             .map_err(|e| Diagnostic::new(e.code, format!("{function}: {}", e.message)))?,
+    };
+    let allocator: Arc<dyn HostAllocator> = match (allocator, allocator_table) {
+        (Some(mut c_allocator), Some(table)) => {
+            c_allocator.arm_destroy(table);
+            Arc::new(c_allocator)
+        }
+        _ => Arc::new(SystemAllocator),
     };
     Ok(HostContext::new(work_queue, allocator))
 }

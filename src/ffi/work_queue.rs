@@ -125,9 +125,16 @@ impl CWorkQueue {
             parallelism: table.parallelism.max(1) as usize,
             add_task,
             add_blocking_task: table.add_blocking_task,
-            destroy: table.destroy,
+            // Armed by `arm_destroy` once the context exists, so a failed `rtx_context_new`
+            // leaves the host's queue entirely the host's.
+            destroy: None,
             tracker: Arc::new(Tracker { outstanding: Mutex::new(0), idle: Condvar::new() }),
         })
+    }
+
+    /// From now on the queue is rtx's: its `destroy` runs when the context is freed.
+    pub(crate) fn arm_destroy(&mut self, table: &rtx_work_queue_callbacks_t) {
+        self.destroy = table.destroy;
     }
 
     fn wrap(&self, task: Task) -> *mut rtx_task_t {

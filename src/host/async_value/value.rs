@@ -15,10 +15,12 @@ pub enum AccessError {
     Unavailable,
     #[error("the value is an error: {0}")]
     IsError(Diagnostic),
-    #[error("the value holds {actual}, not {expected}")]
+    #[error("type mismatch: expected {expected}, found {actual}")]
     WrongType { expected: &'static str, actual: &'static str },
     #[error("the value was already set (state {0:?})")]
     AlreadySet(State),
+    #[error("an indirect value cannot be forwarded to itself")]
+    ForwardToItself,
 }
 
 impl AccessError {
@@ -27,7 +29,9 @@ impl AccessError {
         match self {
             AccessError::Unavailable => Diagnostic::new(StatusCode::FailedPrecondition, self.to_string()),
             AccessError::IsError(diagnostic) => diagnostic,
-            AccessError::WrongType { .. } => Diagnostic::new(StatusCode::InvalidArgument, self.to_string()),
+            AccessError::WrongType { .. } | AccessError::ForwardToItself => {
+                Diagnostic::new(StatusCode::InvalidArgument, self.to_string())
+            }
             AccessError::AlreadySet(_) => Diagnostic::new(StatusCode::FailedPrecondition, self.to_string()),
         }
     }
@@ -148,6 +152,10 @@ impl RcAsyncValue {
         if self.ptr.kind() == Kind::Indirect {
             return self.forward_indirect(super::AsyncValueRef::available(value).into_untyped());
         }
+        // An available value is "already set" whatever its type: that is the caller's real mistake.
+        if self.is_available() {
+            return Err(AccessError::AlreadySet(self.state()));
+        }
         let is_slot = self.ptr.holds_type::<Slot>();
         if !is_slot && !self.ptr.holds_type::<T>() {
             return Err(AccessError::WrongType {
@@ -260,7 +268,7 @@ impl RcAsyncValue {
     pub(crate) fn forward_indirect(&self, target: RcAsyncValue) -> Result<(), AccessError> {
         debug_assert_eq!(self.ptr.kind(), Kind::Indirect);
         if target.ptr_eq(self) {
-            return Err(AccessError::WrongType { expected: "another value", actual: "the indirect value itself" });
+            return Err(AccessError::ForwardToItself);
         }
         if !target.is_available() {
             if self.is_available() || self.ptr.header().word.load(Ordering::Acquire).addr() & header::LOCK_BIT != 0 {
