@@ -3,8 +3,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::thread::{self, Thread};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use super::async_value::RcAsyncValue;
 
@@ -52,34 +51,45 @@ impl<F: FnOnce()> Join<F> {
 /// Blocks the calling thread until every value is available. For host threads only: a queue
 /// worker must never block (use [`HostContext::await_values`](super::HostContext::await_values)
 /// or `and_then` instead).
+///
+/// A mutex and condvar, not `thread::park`: parking needs `thread::current()`, whose handle for a
+/// host's main thread std never frees, and C hosts run valgrind on exactly that thread.
 pub fn block_until_ready(values: &[RcAsyncValue]) {
     let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
     if pending.is_empty() {
         return;
     }
-    let waker = Arc::new(Waker { remaining: AtomicUsize::new(pending.len()), thread: thread::current() });
+    let latch = Arc::new(Latch { remaining: Mutex::new(pending.len()), done: Condvar::new() });
     for value in pending {
-        let waker = Arc::clone(&waker);
-        value.and_then(move || {
-            if waker.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                waker.thread.unpark();
-            }
-        });
+        let latch = Arc::clone(&latch);
+        value.and_then(move || latch.count_down());
     }
-    while waker.remaining.load(Ordering::Acquire) != 0 {
-        thread::park();
+    let mut remaining = latch.remaining.lock().unwrap_or_else(PoisonError::into_inner);
+    while *remaining != 0 {
+        remaining = latch.done.wait(remaining).unwrap_or_else(PoisonError::into_inner);
     }
 }
 
-struct Waker {
-    remaining: AtomicUsize,
-    thread: Thread,
+struct Latch {
+    remaining: Mutex<usize>,
+    done: Condvar,
+}
+
+impl Latch {
+    fn count_down(&self) {
+        let mut remaining = self.remaining.lock().unwrap_or_else(PoisonError::into_inner);
+        *remaining -= 1;
+        if *remaining == 0 {
+            self.done.notify_all();
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::host::AsyncValueRef;
+    use std::thread;
 
     #[test]
     fn run_when_ready_runs_once_after_the_last_value() {

@@ -1,87 +1,80 @@
-//! The non-blocking pool's deques: crossbeam-deque's, except under Miri.
+//! The non-blocking pool's deques: one mutex-guarded `VecDeque` per worker, plus an injector for
+//! tasks from outside the pool.
 //!
-//! crossbeam-deque frees its buffers through crossbeam-epoch, which Miri cannot check as is: its
-//! intrusive lists break the default Stacked Borrows model, and its global garbage, reachable
-//! only through integers, reads as leaks (crossbeam tests itself with Tree Borrows; upstream
-//! issue crossbeam-rs/crossbeam#545). So under Miri a mutex-guarded stand-in with the same
-//! interface takes its place: Miri then checks what is ours (the parking protocol, the task
-//! accounting, shutdown), with its default model and its leak checker on, and crossbeam's own
-//! Miri runs cover crossbeam. `Steal` is crossbeam's either way; it is a plain enum.
+//! Why not a lock-free Chase-Lev deque (crossbeam-deque)? Its buffers are reclaimed through
+//! crossbeam-epoch, whose global lists stay allocated behind tagged pointers at exit: a C host
+//! that runs valgrind on its program sees "possibly lost" blocks it cannot fix, and Miri could
+//! only check a stand-in. A per-worker mutex is uncontended except while a thief steals (TFRT's
+//! deques also take a mutex for outside pushes and steals), tasks are coarse next to a lock, and
+//! this way Miri and valgrind check the code that ships.
 
-pub(super) use crossbeam_deque::Steal;
-#[cfg(not(miri))]
-pub(super) use crossbeam_deque::{Injector, Stealer, Worker};
-#[cfg(miri)]
-pub(super) use stand_in::{Injector, Stealer, Worker};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-#[cfg(miri)]
-mod stand_in {
-    use std::collections::VecDeque;
-    use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+fn lock<T>(queue: &Mutex<VecDeque<T>>) -> MutexGuard<'_, VecDeque<T>> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
-    use super::Steal;
-
-    fn lock<T>(queue: &Mutex<VecDeque<T>>) -> MutexGuard<'_, VecDeque<T>> {
-        queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Takes the oldest item and, like crossbeam, moves about half of the rest to `dest`. The
-    /// source lock is released before `dest`'s is taken, so two workers stealing from each other
-    /// cannot deadlock.
-    fn steal_half<T>(source: &Mutex<VecDeque<T>>, dest: &Worker<T>) -> Steal<T> {
-        let (first, batch) = {
-            let mut source = lock(source);
-            let Some(first) = source.pop_front() else { return Steal::Empty };
-            let take = source.len() / 2;
-            (first, source.drain(..take).collect::<Vec<T>>())
-        };
+/// Takes the oldest item and moves about half of the rest to `dest`, so a thief does not come
+/// back for every task. The source lock is released before `dest`'s is taken: two workers
+/// stealing from each other cannot deadlock.
+fn steal_half<T>(source: &Mutex<VecDeque<T>>, dest: &Worker<T>) -> Option<T> {
+    let (first, batch) = {
+        let mut source = lock(source);
+        let first = source.pop_front()?;
+        let take = source.len() / 2;
+        (first, source.drain(..take).collect::<Vec<T>>())
+    };
+    if !batch.is_empty() {
         lock(&dest.0).extend(batch);
-        Steal::Success(first)
+    }
+    Some(first)
+}
+
+/// A worker's own deque: LIFO for its owner (a task's children run next, while their inputs are
+/// in cache), FIFO for thieves (they take the oldest work, the likeliest to be large).
+pub(super) struct Worker<T>(Arc<Mutex<VecDeque<T>>>);
+
+impl<T> Worker<T> {
+    pub(super) fn new_lifo() -> Worker<T> {
+        Worker(Arc::new(Mutex::new(VecDeque::new())))
     }
 
-    /// LIFO for its owner, as `crossbeam_deque::Worker::new_lifo`: the owner pushes and pops at
-    /// the back, thieves take from the front.
-    pub struct Worker<T>(Arc<Mutex<VecDeque<T>>>);
-
-    impl<T> Worker<T> {
-        pub fn new_lifo() -> Worker<T> {
-            Worker(Arc::new(Mutex::new(VecDeque::new())))
-        }
-
-        pub fn stealer(&self) -> Stealer<T> {
-            Stealer(Arc::clone(&self.0))
-        }
-
-        pub fn push(&self, item: T) {
-            lock(&self.0).push_back(item);
-        }
-
-        pub fn pop(&self) -> Option<T> {
-            lock(&self.0).pop_back()
-        }
+    pub(super) fn stealer(&self) -> Stealer<T> {
+        Stealer(Arc::clone(&self.0))
     }
 
-    pub struct Stealer<T>(Arc<Mutex<VecDeque<T>>>);
-
-    impl<T> Stealer<T> {
-        pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
-            steal_half(&self.0, dest)
-        }
+    pub(super) fn push(&self, item: T) {
+        lock(&self.0).push_back(item);
     }
 
-    pub struct Injector<T>(Mutex<VecDeque<T>>);
+    pub(super) fn pop(&self) -> Option<T> {
+        lock(&self.0).pop_back()
+    }
+}
 
-    impl<T> Injector<T> {
-        pub fn new() -> Injector<T> {
-            Injector(Mutex::new(VecDeque::new()))
-        }
+/// Another worker's handle on a deque, for stealing.
+pub(super) struct Stealer<T>(Arc<Mutex<VecDeque<T>>>);
 
-        pub fn push(&self, item: T) {
-            lock(&self.0).push_back(item);
-        }
+impl<T> Stealer<T> {
+    pub(super) fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Option<T> {
+        steal_half(&self.0, dest)
+    }
+}
 
-        pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
-            steal_half(&self.0, dest)
-        }
+/// Tasks added from outside the pool, taken FIFO by whichever worker looks first.
+pub(super) struct Injector<T>(Mutex<VecDeque<T>>);
+
+impl<T> Injector<T> {
+    pub(super) fn new() -> Injector<T> {
+        Injector(Mutex::new(VecDeque::new()))
+    }
+
+    pub(super) fn push(&self, item: T) {
+        lock(&self.0).push_back(item);
+    }
+
+    pub(super) fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Option<T> {
+        steal_half(&self.0, dest)
     }
 }

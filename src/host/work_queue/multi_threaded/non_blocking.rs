@@ -1,6 +1,6 @@
 //! The non-blocking pool: N workers, work stealing, and parking without lost wake-ups.
 //!
-//! Each worker owns a LIFO `crossbeam_deque::Worker`: a task's children run next on the same
+//! Each worker owns a LIFO deque (`deque.rs`): a task's children run next on the same
 //! core, while their inputs are still in cache (TFRT's deques make the same choice). Tasks from
 //! outside the pool go to one shared `Injector`. A worker that runs dry takes a batch from the
 //! injector, then steals half of some other worker's deque, starting at a random victim so that
@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_utils::Backoff;
 
-use super::deque::{Injector, Steal, Stealer, Worker};
+use super::deque::{Injector, Stealer, Worker};
 use super::{enter_role, Shared, Task};
 
 pub(super) struct Pool {
@@ -81,45 +81,21 @@ impl Pool {
     }
 
     fn steal_injected(&self, local: &Worker<Task>) -> Option<Task> {
-        loop {
-            match self.injector.steal_batch_and_pop(local) {
-                Steal::Success(task) => return Some(task),
-                Steal::Retry => continue,
-                Steal::Empty => return None,
-            }
-        }
+        self.injector.steal_batch_and_pop(local)
     }
 
     /// The worker's own deque first, then the injector, then the other workers' deques. `None`
-    /// means every queue was seen empty (a `Retry` from a racing steal makes us look again).
+    /// means every queue was seen empty.
     fn find_task(&self, me: usize, local: &Worker<Task>, rng: &mut XorShift) -> Option<Task> {
-        if let Some(task) = local.pop() {
+        if let Some(task) = local.pop().or_else(|| self.steal_injected(local)) {
             return Some(task);
         }
-        loop {
-            let mut retry = false;
-            match self.injector.steal_batch_and_pop(local) {
-                Steal::Success(task) => return Some(task),
-                Steal::Retry => retry = true,
-                Steal::Empty => {}
-            }
-            let count = self.stealers.len();
-            let start = rng.below(count);
-            for offset in 0..count {
-                let victim = (start + offset) % count;
-                if victim == me {
-                    continue;
-                }
-                match self.stealers[victim].steal_batch_and_pop(local) {
-                    Steal::Success(task) => return Some(task),
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
-                }
-            }
-            if !retry {
-                return None;
-            }
-        }
+        let count = self.stealers.len();
+        let start = rng.below(count);
+        (0..count)
+            .map(|offset| (start + offset) % count)
+            .filter(|&victim| victim != me)
+            .find_map(|victim| self.stealers[victim].steal_batch_and_pop(local))
     }
 
     /// The worker's half of the parking protocol. Returns a task, or `None` when the queue is
