@@ -1,32 +1,30 @@
-//! AsyncValue costs (the AsyncValue rows of shared/design/PERFORMANCE.md), each beside an anchor
-//! measured in the same run so the figures read as ratios on a noisy machine:
+//! AsyncValue costs: the AsyncValue rows of shared/design/PERFORMANCE.md.
 //!
-//! - `create_read_drop/*`: an available i32 made, read and dropped; anchors `Box<i32>` (one
-//!   allocation) and `Arc<i32>` (one allocation + refcount atomics, the "physical limit").
-//! - `and_then_set/*`: unavailable value → `and_then` → set → the waiter ran; anchor: the same
-//!   promise built from `Mutex<Option<i32>>` + a `Vec` of boxed callbacks (the lock-based design
-//!   TFRT's lock-free one replaces).
-//! - `clone_drop`, `and_then_available`, `indirect_forward`, `run_when_ready_2`: the other
-//!   operations the runtime's hot paths use.
+//! Every row alternates an anchor with the subject (`support::row`); a ratio below 1 means rtx is
+//! faster than the anchor.
+//!
+//! `cargo bench --bench async_value [-- FILTER]`
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use rtx::host::{run_when_ready, AsyncValueRef, IndirectAsyncValue};
+use rtx::host::{run_when_ready, AsyncValueRef, IndirectAsyncValue, RcAsyncValue};
 
-fn create_read_drop(c: &mut Criterion) {
-    let mut group = c.benchmark_group("create_read_drop");
-    group.bench_function("anchor_box_i32", |b| b.iter(|| *black_box(Box::new(black_box(7i32)))));
-    group.bench_function("anchor_arc_i32", |b| b.iter(|| *black_box(Arc::new(black_box(7i32)))));
-    group.bench_function("async_value_i32", |b| b.iter(|| *black_box(AsyncValueRef::available(black_box(7i32))).get()));
-    group.finish();
+mod support;
+
+use support::{per_call, row};
+
+/// A row whose rounds are `CALLS` calls of a closure.
+fn per_call_row(name: &str, anchor_name: &str, anchor: &mut dyn FnMut(), subject: &mut dyn FnMut()) {
+    row(name, anchor_name, &mut || per_call(CALLS, anchor), &mut || per_call(CALLS, subject));
 }
+
+const CALLS: u64 = 200_000;
 
 type Waiter = Box<dyn FnOnce() + Send>;
 
-/// The lock-based promise the anchor row uses.
+/// The lock-based promise the `and_then_set` anchor uses: what a lock-free AsyncValue replaces.
 struct LockedPromise {
     state: Mutex<(Option<i32>, Vec<Waiter>)>,
 }
@@ -48,74 +46,130 @@ impl LockedPromise {
             state.0 = Some(value);
             std::mem::take(&mut state.1)
         };
-        for waiter in waiters {
-            waiter();
-        }
+        waiters.into_iter().for_each(|waiter| waiter());
     }
 }
 
-fn and_then_set(c: &mut Criterion) {
-    let mut group = c.benchmark_group("and_then_set");
-    let counter = Arc::new(AtomicUsize::new(0));
-    let ran = Arc::clone(&counter);
-    group.bench_function("anchor_mutex_promise", |b| {
-        b.iter(|| {
-            let promise = Arc::new(LockedPromise { state: Mutex::new((None, Vec::new())) });
-            let ran = Arc::clone(&ran);
-            promise.and_then(Box::new(move || {
-                ran.fetch_add(1, Ordering::Relaxed);
-            }));
-            promise.set(black_box(3));
-        })
-    });
-    let ran = Arc::clone(&counter);
-    group.bench_function("async_value", |b| {
-        b.iter(|| {
-            let value = AsyncValueRef::<i32>::unconstructed();
-            let ran = Arc::clone(&ran);
-            value.and_then(move || {
-                ran.fetch_add(1, Ordering::Relaxed);
-            });
-            value.emplace(black_box(3)).unwrap();
-        })
-    });
-    group.finish();
-    assert!(counter.load(Ordering::Relaxed) > 0);
-}
+fn main() {
+    let wanted = support::filter();
+    println!("{} alternating rounds of {CALLS} calls; medians; ratio = rtx / anchor", support::ROUNDS);
 
-fn other_operations(c: &mut Criterion) {
-    let value = AsyncValueRef::available(1i32);
-    c.bench_function("clone_drop", |b| b.iter(|| drop(black_box(value.clone()))));
-    let hits = Arc::new(AtomicUsize::new(0));
-    c.bench_function("and_then_available", |b| {
-        b.iter(|| {
-            let hits = Arc::clone(&hits);
-            value.and_then(move || {
-                hits.fetch_add(1, Ordering::Relaxed);
-            });
-        })
-    });
-    c.bench_function("indirect_forward", |b| {
-        b.iter(|| {
-            let indirect = IndirectAsyncValue::new();
-            indirect.forward_to(value.clone().into_untyped()).unwrap();
-            black_box(indirect.is_available())
-        })
-    });
-    c.bench_function("run_when_ready_2", |b| {
-        b.iter(|| {
-            let (x, y) = (AsyncValueRef::<i32>::unconstructed(), AsyncValueRef::<i32>::unconstructed());
-            let done = Arc::new(AtomicUsize::new(0));
-            let d = Arc::clone(&done);
-            run_when_ready(&[x.as_untyped().clone(), y.as_untyped().clone()], move || {
-                d.fetch_add(1, Ordering::Relaxed);
-            });
-            x.emplace(1).unwrap();
-            y.emplace(2).unwrap();
-            black_box(done.load(Ordering::Relaxed))
-        })
-    });
-}
+    if wanted("create_read_drop") {
+        per_call_row(
+            "create_read_drop (i32)",
+            "Arc<i32> new+read+drop",
+            &mut || _ = black_box(*black_box(Arc::new(black_box(7i32)))),
+            &mut || _ = black_box(*AsyncValueRef::available(black_box(7i32)).get()),
+        );
+        per_call_row(
+            "create_read_drop (i32)",
+            "Box<i32> new+read+drop",
+            &mut || _ = black_box(*black_box(Box::new(black_box(7i32)))),
+            &mut || _ = black_box(*AsyncValueRef::available(black_box(7i32)).get()),
+        );
+    }
 
-criterion_group!(benches, create_read_drop, and_then_set, other_operations);
-criterion_main!(benches);
+    if wanted("and_then_set") {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (r1, r2) = (Arc::clone(&ran), Arc::clone(&ran));
+        per_call_row(
+            "and_then_set (i32)",
+            "Mutex+Vec promise",
+            &mut || {
+                // Shared between producer and consumer, so on the heap like an AsyncValue.
+                let promise = Arc::new(LockedPromise { state: Mutex::new((None, Vec::new())) });
+                let ran = Arc::clone(&r1);
+                promise.and_then(Box::new(move || {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                }));
+                promise.set(black_box(3));
+            },
+            &mut || {
+                let value = AsyncValueRef::<i32>::unconstructed();
+                let ran = Arc::clone(&r2);
+                value.and_then(move || {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+                value.emplace(black_box(3)).unwrap();
+            },
+        );
+        assert_eq!(ran.load(Ordering::Relaxed) as u64 % CALLS, 0, "every waiter ran");
+    }
+
+    if wanted("clone_drop") {
+        let (arc, value) = (Arc::new(1i32), AsyncValueRef::available(1i32));
+        per_call_row("clone_drop", "Arc clone+drop", &mut || drop(black_box(Arc::clone(&arc))), &mut || {
+            drop(black_box(value.clone()))
+        });
+    }
+
+    if wanted("and_then_available") {
+        let value = AsyncValueRef::available(1i32);
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (h1, h2) = (Arc::clone(&hits), Arc::clone(&hits));
+        per_call_row(
+            "and_then_available",
+            "calling the closure",
+            &mut || {
+                let hits = Arc::clone(&h1);
+                black_box(move || {
+                    hits.fetch_add(1, Ordering::Relaxed);
+                })()
+            },
+            &mut || {
+                let hits = Arc::clone(&h2);
+                value.and_then(move || {
+                    hits.fetch_add(1, Ordering::Relaxed);
+                })
+            },
+        );
+    }
+
+    if wanted("indirect_forward") {
+        let value = AsyncValueRef::available(1i32).into_untyped();
+        per_call_row(
+            "indirect_forward",
+            "unavailable slot + set",
+            &mut || {
+                let slot = RcAsyncValue::unavailable_slot();
+                slot.emplace(black_box(1i32)).unwrap();
+            },
+            &mut || {
+                let indirect = IndirectAsyncValue::new();
+                indirect.forward_to(value.clone()).unwrap();
+            },
+        );
+    }
+
+    if wanted("run_when_ready") {
+        let done = Arc::new(AtomicUsize::new(0));
+        let (d1, d2) = (Arc::clone(&done), Arc::clone(&done));
+        per_call_row(
+            "run_when_ready (2 pending)",
+            "two and_then, shared count",
+            &mut || {
+                let (x, y) = (AsyncValueRef::<i32>::unconstructed(), AsyncValueRef::<i32>::unconstructed());
+                let count = Arc::new(AtomicUsize::new(2));
+                for v in [&x, &y] {
+                    let (count, done) = (Arc::clone(&count), Arc::clone(&d1));
+                    v.and_then(move || {
+                        if count.fetch_sub(1, Ordering::AcqRel) == 1 {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
+                }
+                x.emplace(1).unwrap();
+                y.emplace(2).unwrap();
+            },
+            &mut || {
+                let (x, y) = (AsyncValueRef::<i32>::unconstructed(), AsyncValueRef::<i32>::unconstructed());
+                let done = Arc::clone(&d2);
+                run_when_ready(&[x.as_untyped().clone(), y.as_untyped().clone()], move || {
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+                x.emplace(1).unwrap();
+                y.emplace(2).unwrap();
+            },
+        );
+    }
+}

@@ -1,12 +1,11 @@
 //! Stress tests of the work queues through the public API only, as an embedder sees them.
 //!
-//! Sized to take a few seconds on a 2-core machine in debug builds. No test asserts on time;
-//! `round_trip_numbers` prints timings for `--nocapture` runs.
+//! Sized to take a few seconds on a 2-core machine in debug builds. No test asserts on time:
+//! speed is measured by `benches/work_queue.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
-use std::time::Instant;
 
 use rtx::host::work_queue::{create_work_queue, MultiThreadedWorkQueue, SingleThreadedWorkQueue, WorkQueueSpec};
 use rtx::host::{AsyncValueRef, RcAsyncValue, StatusCode, Task, WorkQueue};
@@ -379,38 +378,5 @@ fn the_last_reference_may_be_dropped_by_a_task_of_the_queue() {
         while count.load(Ordering::SeqCst) != 100 {
             thread::yield_now();
         }
-    }
-}
-
-#[test]
-fn round_trip_numbers() {
-    let iterations = 20_000;
-    for spec in SPECS {
-        let queue = queue(spec);
-        let start = Instant::now();
-        for i in 0..iterations {
-            let value = AsyncValueRef::<usize>::unconstructed();
-            let v = value.clone();
-            queue.add_task(Box::new(move || v.emplace(i).unwrap()));
-            queue.await_values(&[value.as_untyped().clone()]).unwrap();
-        }
-        let round_trip = start.elapsed() / iterations as u32;
-
-        let count = counter();
-        let start = Instant::now();
-        for _ in 0..iterations * 5 {
-            queue.add_task(bump(&count));
-        }
-        let added = start.elapsed();
-        queue.quiesce().unwrap();
-        let drained = start.elapsed();
-        assert_eq!(count.load(Ordering::Relaxed), iterations * 5);
-        println!(
-            "{spec:>9}: add_task+await round trip {round_trip:?}; {} tasks from one host thread: add {:?}/task, \
-             all done {:?}/task",
-            iterations * 5,
-            added / (iterations * 5) as u32,
-            drained / (iterations * 5) as u32,
-        );
     }
 }

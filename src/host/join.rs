@@ -12,16 +12,18 @@ use super::async_value::RcAsyncValue;
 /// No value pending: runs at once. One pending: a plain `and_then`. More: one shared counter,
 /// decremented by each value's continuation; the last one runs the callback, on its thread.
 pub fn run_when_ready<F: FnOnce() + Send + 'static>(values: &[RcAsyncValue], callback: F) {
-    // Count and register on the same snapshot: a value that becomes available in between then
-    // runs its continuation inline, which still counts.
-    let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
-    match pending.as_slice() {
-        [] => callback(),
-        [only] => only.and_then(callback),
-        many => {
+    // Availability is final, so a value seen available here stays so: with one value pending,
+    // waiting on it alone is enough.
+    let mut pending = values.iter().filter(|v| !v.is_available());
+    match (pending.next(), pending.next()) {
+        (None, _) => callback(),
+        (Some(only), None) => only.and_then(callback),
+        _ => {
+            // Count every value, not a snapshot of the pending ones: those available by now
+            // arrive inline, so the count is right however the race with their setters goes.
             let join =
-                Arc::new(Join { remaining: AtomicUsize::new(many.len()), callback: UnsafeCell::new(Some(callback)) });
-            for value in many {
+                Arc::new(Join { remaining: AtomicUsize::new(values.len()), callback: UnsafeCell::new(Some(callback)) });
+            for value in values {
                 let join = Arc::clone(&join);
                 value.and_then(move || join.arrive());
             }
@@ -55,12 +57,11 @@ impl<F: FnOnce()> Join<F> {
 /// A mutex and condvar, not `thread::park`: parking needs `thread::current()`, whose handle for a
 /// host's main thread std never frees, and C hosts run valgrind on exactly that thread.
 pub fn block_until_ready(values: &[RcAsyncValue]) {
-    let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
-    if pending.is_empty() {
+    if values.iter().all(RcAsyncValue::is_available) {
         return;
     }
-    let latch = Arc::new(Latch { remaining: Mutex::new(pending.len()), done: Condvar::new() });
-    for value in pending {
+    let latch = Arc::new(Latch { remaining: Mutex::new(values.len()), done: Condvar::new() });
+    for value in values {
         let latch = Arc::clone(&latch);
         value.and_then(move || latch.count_down());
     }

@@ -96,8 +96,9 @@ pub(crate) struct TypeInfo {
     pub(crate) box_layout: Layout,
     /// Offset of the payload from the header; it grows only for over-aligned types.
     pub(crate) payload_offset: usize,
-    /// Drops the `T` at the payload address.
-    pub(crate) drop_value: unsafe fn(*mut u8),
+    /// Drops the `T` at the payload address; `None` for types without drop glue (scalars,
+    /// chains), which saves an indirect call on every free.
+    pub(crate) drop_value: Option<unsafe fn(*mut u8)>,
 }
 
 /// The allocation behind every value. `repr(C)` fixes the header at offset 0, so a pointer to the
@@ -142,7 +143,7 @@ impl<T: 'static> TypeInfoOf<T> {
         type_id: TypeId::of::<T>,
         box_layout: Layout::new::<AvBox<T>>(),
         payload_offset: payload_offset::<T>(),
-        drop_value: drop_value::<T>,
+        drop_value: if std::mem::needs_drop::<T>() { Some(drop_value::<T>) } else { None },
     };
 }
 
@@ -361,7 +362,9 @@ unsafe fn destroy(this: AvPtr) {
                 drop(Box::from_raw(*this.error_slot()));
             }
             (Kind::Concrete, State::Concrete | State::Constructed) => {
-                (info.drop_value)(this.payload_dyn());
+                if let Some(drop_value) = info.drop_value {
+                    drop_value(this.payload_dyn());
+                }
             }
             _ => {}
         }

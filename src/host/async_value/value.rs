@@ -195,8 +195,8 @@ impl RcAsyncValue {
         // SAFETY: we hold the lock; a constructed payload is ours to drop before the error
         // pointer takes its place in the union.
         unsafe {
-            if seen == State::Constructed {
-                (self.ptr.type_info().drop_value)(self.ptr.payload_dyn());
+            if let (State::Constructed, Some(drop_value)) = (seen, self.ptr.type_info().drop_value) {
+                drop_value(self.ptr.payload_dyn());
             }
             self.ptr.error_slot().write(Box::into_raw(Box::new(diagnostic)));
             self.ptr.publish(State::Error);
