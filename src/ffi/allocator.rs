@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-use super::invalid_argument;
+use super::{check_struct_size, invalid_argument};
 use crate::host::{Diagnostic, HostAllocator};
 
 /// Callbacks of a host-provided allocator (`rtx_context_options_t::allocator`). They may be
@@ -41,13 +41,7 @@ impl CAllocator {
     /// # Safety
     /// `table` must be a readable callback table of at least `table.struct_size` bytes.
     pub(crate) unsafe fn new(table: &rtx_allocator_callbacks_t, function: &str) -> Result<CAllocator, Diagnostic> {
-        if table.struct_size < std::mem::size_of::<rtx_allocator_callbacks_t>() {
-            return Err(invalid_argument(format!(
-                "{function}: allocator->struct_size is {}, expected at least {}",
-                table.struct_size,
-                std::mem::size_of::<rtx_allocator_callbacks_t>()
-            )));
-        }
+        check_struct_size(table.struct_size, std::mem::size_of::<rtx_allocator_callbacks_t>(), "allocator", function)?;
         let (Some(allocate), Some(deallocate)) = (table.allocate, table.deallocate) else {
             return Err(invalid_argument(format!(
                 "{function}: allocator->allocate and allocator->deallocate are required"

@@ -9,7 +9,7 @@ use super::allocator::{rtx_allocator_callbacks_t, CAllocator};
 use super::async_value::{into_handle, rtx_async_value_t};
 use super::error::rtx_error_t;
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
-use super::{c_str, catch_error, catch_or, invalid_argument, non_null, Callback, UserData};
+use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, Callback, UserData};
 use crate::host::work_queue::create_work_queue;
 use crate::host::{Diagnostic, HostAllocator, HostContext, StatusCode, SystemAllocator, WorkQueue};
 
@@ -110,12 +110,7 @@ unsafe fn host_from_options(options: *const rtx_context_options_t, function: &st
     let Some(struct_size) = (unsafe { options.cast::<usize>().as_ref() }).copied() else {
         return Ok(HostContext::new(create_work_queue("mstd")?, Arc::new(SystemAllocator)));
     };
-    if struct_size < std::mem::size_of::<rtx_context_options_t>() {
-        return Err(invalid_argument(format!(
-            "{function}: options->struct_size is {struct_size}, smaller than any version of rtx_context_options_t ({}); call rtx_context_options_init first",
-            std::mem::size_of::<rtx_context_options_t>()
-        )));
-    }
+    check_struct_size(struct_size, std::mem::size_of::<rtx_context_options_t>(), "options", function)?;
     // SAFETY: the struct is at least as large as this version of it.
     let options = unsafe { &*options };
     // SAFETY (both tables): a non-null table pointer is readable by contract.
@@ -227,16 +222,6 @@ pub unsafe extern "C" fn rtx_context_cancellation_value(context: *const rtx_cont
     })
 }
 
-fn check_not_cancelled(host: &HostContext, function: &str) -> Result<(), Diagnostic> {
-    if host.is_cancelled() {
-        return Err(Diagnostic::new(
-            StatusCode::Cancelled,
-            format!("{function}: the context is cancelled; work was not queued"),
-        ));
-    }
-    Ok(())
-}
-
 /// Queues `work(user_data)` on the non-blocking pool. `work` must not block. CANCELLED (and the
 /// work is not queued) if the context is cancelled; INVALID_ARGUMENT for NULL `context`/`work`.
 #[no_mangle]
@@ -245,16 +230,8 @@ pub unsafe extern "C" fn rtx_context_enqueue(
     work: Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>,
     user_data: *mut std::ffi::c_void,
 ) -> *mut rtx_error_t {
-    catch_error(|| {
-        const FUNCTION: &str = "rtx_context_enqueue";
-        // SAFETY: forwarded from the caller.
-        let context = unsafe { borrow(context, FUNCTION) }?;
-        let function = work.ok_or_else(|| invalid_argument(format!("{FUNCTION}: argument 'work' is NULL")))?;
-        check_not_cancelled(&context.host, FUNCTION)?;
-        let callback = Callback { function, user_data: UserData(user_data) };
-        context.host.work_queue().add_task(Box::new(move || callback.call()));
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe { enqueue(context, work, user_data, "rtx_context_enqueue", false) }
 }
 
 /// Queues `work(user_data)` on the blocking pool (it may block). RESOURCE_EXHAUSTED if the queue
@@ -265,17 +242,40 @@ pub unsafe extern "C" fn rtx_context_enqueue_blocking(
     work: Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>,
     user_data: *mut std::ffi::c_void,
 ) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller.
+    unsafe { enqueue(context, work, user_data, "rtx_context_enqueue_blocking", true) }
+}
+
+/// # Safety
+/// As for `rtx_context_enqueue`.
+unsafe fn enqueue(
+    context: *mut rtx_context_t,
+    work: Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>,
+    user_data: *mut std::ffi::c_void,
+    function: &str,
+    blocking: bool,
+) -> *mut rtx_error_t {
     catch_error(|| {
-        const FUNCTION: &str = "rtx_context_enqueue_blocking";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { borrow(context, FUNCTION) }?;
-        let function = work.ok_or_else(|| invalid_argument(format!("{FUNCTION}: argument 'work' is NULL")))?;
-        check_not_cancelled(&context.host, FUNCTION)?;
-        let callback = Callback { function, user_data: UserData(user_data) };
-        context.host.work_queue().add_blocking_task(Box::new(move || callback.call()), true).map_err(|_refused| {
+        let context = unsafe { borrow(context, function) }?;
+        let function_ptr = work.ok_or_else(|| invalid_argument(format!("{function}: argument 'work' is NULL")))?;
+        if context.host.is_cancelled() {
+            return Err(Diagnostic::new(
+                StatusCode::Cancelled,
+                format!("{function}: the context is cancelled; work was not queued"),
+            ));
+        }
+        let callback = Callback { function: function_ptr, user_data: UserData(user_data) };
+        let queue = context.host.work_queue();
+        let task = Box::new(move || callback.call());
+        if !blocking {
+            queue.add_task(task);
+            return Ok(());
+        }
+        queue.add_blocking_task(task, true).map_err(|_refused| {
             Diagnostic::new(
                 StatusCode::ResourceExhausted,
-                format!("{FUNCTION}: work queue '{}' cannot take blocking work", context.host.work_queue().name()),
+                format!("{function}: work queue '{}' cannot take blocking work", queue.name()),
             )
         })
     })

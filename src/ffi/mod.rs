@@ -77,6 +77,18 @@ pub(crate) unsafe fn c_str<'a>(ptr: *const c_char, function: &str, argument: &st
         .map_err(|e| invalid_argument(format!("{function}: argument '{argument}' is not UTF-8 ({e})")))
 }
 
+/// Checks a caller-declared `struct_size` against the smallest version of the struct we know: a
+/// larger one comes from a newer header and is fine (we read only the fields we know).
+pub(crate) fn check_struct_size(declared: usize, known: usize, what: &str, function: &str) -> Result<(), Diagnostic> {
+    if declared < known {
+        return Err(invalid_argument(format!(
+            "{function}: {what}->struct_size is {declared}, smaller than any version of the struct ({known}); \
+             set it to sizeof the struct"
+        )));
+    }
+    Ok(())
+}
+
 /// Reads a message argument: NULL is empty, invalid UTF-8 is replaced rather than rejected (a
 /// message should never be lost for its encoding).
 ///

@@ -8,9 +8,9 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::{catch_or, invalid_argument, message_arg};
-use crate::host::work_queue::run_task;
-use crate::host::{join, Diagnostic, RcAsyncValue, StatusCode, Task, WorkQueue};
+use super::{catch_or, check_struct_size, invalid_argument, message_arg};
+use crate::host::work_queue::{refuse_on_own_thread, run_task};
+use crate::host::{join, Diagnostic, RcAsyncValue, Task, WorkQueue};
 
 /// Callbacks of a host-provided work queue (`rtx_context_options_t::custom_work_queue`).
 #[repr(C)]
@@ -104,13 +104,12 @@ impl CWorkQueue {
     /// # Safety
     /// `table` must be a readable callback table of at least `table.struct_size` bytes.
     pub(crate) unsafe fn new(table: &rtx_work_queue_callbacks_t, function: &str) -> Result<CWorkQueue, Diagnostic> {
-        if table.struct_size < std::mem::size_of::<rtx_work_queue_callbacks_t>() {
-            return Err(invalid_argument(format!(
-                "{function}: custom_work_queue->struct_size is {}, expected at least {}",
-                table.struct_size,
-                std::mem::size_of::<rtx_work_queue_callbacks_t>()
-            )));
-        }
+        check_struct_size(
+            table.struct_size,
+            std::mem::size_of::<rtx_work_queue_callbacks_t>(),
+            "custom_work_queue",
+            function,
+        )?;
         let add_task = table
             .add_task
             .ok_or_else(|| invalid_argument(format!("{function}: custom_work_queue->add_task is NULL")))?;
@@ -141,16 +140,6 @@ impl CWorkQueue {
         self.tracker.started();
         Box::into_raw(Box::new(rtx_task { task, tracker: Arc::clone(&self.tracker) }))
     }
-
-    fn refuse_from_worker(&self, what: &str) -> Result<(), Diagnostic> {
-        if self.is_in_worker_thread() {
-            return Err(Diagnostic::new(
-                StatusCode::FailedPrecondition,
-                format!("{what} called from a task of work queue '{}': it would wait for itself", self.name),
-            ));
-        }
-        Ok(())
-    }
 }
 
 impl WorkQueue for CWorkQueue {
@@ -178,13 +167,13 @@ impl WorkQueue for CWorkQueue {
     }
 
     fn await_values(&self, values: &[RcAsyncValue]) -> Result<(), Diagnostic> {
-        self.refuse_from_worker("await")?;
+        refuse_on_own_thread(self, "await")?;
         join::block_until_ready(values);
         Ok(())
     }
 
     fn quiesce(&self) -> Result<(), Diagnostic> {
-        self.refuse_from_worker("quiesce")?;
+        refuse_on_own_thread(self, "quiesce")?;
         self.tracker.wait_idle();
         Ok(())
     }

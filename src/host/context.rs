@@ -10,7 +10,7 @@ use super::allocator::{HostAllocator, HostBuffer, SystemAllocator};
 use super::async_value::{AsyncValueRef, RcAsyncValue};
 use super::chain::Chain;
 use super::diagnostic::Diagnostic;
-use super::work_queue::{create_work_queue, WorkQueue};
+use super::work_queue::{create_work_queue, Task, WorkQueue};
 
 /// The host side of an execution: shared by every kernel, VM call and device of one rtx context.
 ///
@@ -64,10 +64,8 @@ impl HostContext {
         T: Send + Sync + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let result = AsyncValueRef::<T>::unconstructed();
-        let producer = result.clone();
-        let host = Arc::clone(self);
-        self.work_queue.add_task(Box::new(move || host.complete(&producer, work)));
+        let (result, task) = self.producer(work);
+        self.work_queue.add_task(task);
         result
     }
 
@@ -78,10 +76,8 @@ impl HostContext {
         T: Send + Sync + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let result = AsyncValueRef::<T>::unconstructed();
-        let producer = result.clone();
-        let host = Arc::clone(self);
-        if self.work_queue.add_blocking_task(Box::new(move || host.complete(&producer, work)), true).is_err() {
+        let (result, task) = self.producer(work);
+        if self.work_queue.add_blocking_task(task, true).is_err() {
             let _ = result.set_error(Diagnostic::new(
                 super::StatusCode::ResourceExhausted,
                 format!("work queue '{}' refused a blocking task", self.work_queue.name()),
@@ -90,10 +86,25 @@ impl HostContext {
         result
     }
 
-    fn complete<T: Send + Sync + 'static>(&self, result: &AsyncValueRef<T>, work: impl FnOnce() -> T) {
-        let outcome =
-            if self.is_cancelled() { result.set_error(Diagnostic::cancelled()) } else { result.emplace(work()) };
-        debug_assert!(outcome.is_ok(), "a task's result is set only by that task");
+    /// A promise for `work`'s result and the task that fulfils it: with the result, or with the
+    /// CANCELLED error if the context is cancelled by the time the task runs.
+    fn producer<T, F>(self: &Arc<Self>, work: F) -> (AsyncValueRef<T>, Task)
+    where
+        T: Send + Sync + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let result = AsyncValueRef::<T>::unconstructed();
+        let producer = result.clone();
+        let host = Arc::clone(self);
+        let task: Task = Box::new(move || {
+            let outcome = if host.is_cancelled() {
+                producer.set_error(Diagnostic::cancelled())
+            } else {
+                producer.emplace(work())
+            };
+            debug_assert!(outcome.is_ok(), "a task's result is set only by that task");
+        });
+        (result, task)
     }
 
     /// Blocks a host thread until every value is available (see [`WorkQueue::await_values`]).

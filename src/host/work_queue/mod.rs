@@ -15,7 +15,7 @@ mod task;
 pub use multi_threaded::MultiThreadedWorkQueue;
 pub use single_threaded::SingleThreadedWorkQueue;
 pub use spec::{create_work_queue, WorkQueueSpec};
-pub(crate) use task::{panic_message, run_task};
+pub(crate) use task::{panic_message, refuse_on_own_thread, run_task};
 
 use super::async_value::RcAsyncValue;
 use super::diagnostic::Diagnostic;

@@ -29,8 +29,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use self::deque::Worker;
-use super::run_task;
 use super::spec::{MAX_BLOCKING_THREADS, MAX_WORKERS};
+use super::{refuse_on_own_thread, run_task};
 use super::{Task, WorkQueue};
 use crate::host::async_value::RcAsyncValue;
 use crate::host::diagnostic::{Diagnostic, StatusCode};
@@ -138,19 +138,6 @@ impl MultiThreadedWorkQueue {
         }
         Ok(queue)
     }
-
-    fn reject_from_worker(&self, operation: &str) -> Result<(), Diagnostic> {
-        if self.is_in_worker_thread() {
-            return Err(Diagnostic::new(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "{operation} called from a thread of the same multi-threaded work queue: a worker that \
-                     blocks on its own pool can wait forever; attach a continuation with and_then instead"
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
 
 impl WorkQueue for MultiThreadedWorkQueue {
@@ -185,13 +172,13 @@ impl WorkQueue for MultiThreadedWorkQueue {
     }
 
     fn await_values(&self, values: &[RcAsyncValue]) -> Result<(), Diagnostic> {
-        self.reject_from_worker("await_values")?;
+        refuse_on_own_thread(self, "await_values")?;
         block_until_ready(values);
         Ok(())
     }
 
     fn quiesce(&self) -> Result<(), Diagnostic> {
-        self.reject_from_worker("quiesce")?;
+        refuse_on_own_thread(self, "quiesce")?;
         self.shared.activity.wait_until_idle();
         Ok(())
     }

@@ -21,9 +21,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::{run_task, Task, WorkQueue};
+use super::{refuse_on_own_thread, run_task, Task, WorkQueue};
 use crate::host::async_value::RcAsyncValue;
-use crate::host::diagnostic::{Diagnostic, StatusCode};
+use crate::host::diagnostic::Diagnostic;
 
 /// A work queue that runs tasks only on host threads that wait on it. See the module docs.
 pub struct SingleThreadedWorkQueue {
@@ -58,20 +58,6 @@ impl SingleThreadedWorkQueue {
                 changed: Condvar::new(),
             }),
         }
-    }
-
-    fn reject_from_own_task(&self, operation: &str) -> Result<(), Diagnostic> {
-        if self.is_in_worker_thread() {
-            return Err(Diagnostic::new(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "{operation} called from a task of the same single-threaded work queue: the thread that \
-                     would run the awaited work is the one waiting, so it would wait forever; attach a \
-                     continuation with and_then instead"
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// Lends this thread to the queue until `done` holds, running queued tasks in FIFO order and
@@ -152,7 +138,7 @@ impl WorkQueue for SingleThreadedWorkQueue {
     }
 
     fn await_values(&self, values: &[RcAsyncValue]) -> Result<(), Diagnostic> {
-        self.reject_from_own_task("await_values")?;
+        refuse_on_own_thread(self, "await_values")?;
         let pending: Vec<&RcAsyncValue> = values.iter().filter(|v| !v.is_available()).collect();
         if pending.is_empty() {
             return Ok(());
@@ -177,7 +163,7 @@ impl WorkQueue for SingleThreadedWorkQueue {
     }
 
     fn quiesce(&self) -> Result<(), Diagnostic> {
-        self.reject_from_own_task("quiesce")?;
+        refuse_on_own_thread(self, "quiesce")?;
         self.run_until(|state| state.queue.is_empty() && state.running == 0);
         Ok(())
     }
@@ -211,6 +197,7 @@ thread_local! {
 mod tests {
     use super::*;
     use crate::host::async_value::AsyncValueRef;
+    use crate::host::StatusCode;
     use std::sync::atomic::AtomicBool;
     use std::thread;
 
@@ -335,7 +322,7 @@ mod tests {
         assert_eq!(results.len(), 2);
         for error in results.iter() {
             assert_eq!(error.code, StatusCode::FailedPrecondition);
-            assert!(error.message.contains("same single-threaded work queue"), "{}", error.message);
+            assert!(error.message.contains("thread of work queue 's'"), "{}", error.message);
         }
     }
 

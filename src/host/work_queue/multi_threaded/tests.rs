@@ -108,7 +108,7 @@ fn await_and_quiesce_fail_on_workers_and_blocking_threads() {
     assert_eq!(errors.len(), 4);
     for error in errors.iter() {
         assert_eq!(error.code, StatusCode::FailedPrecondition);
-        assert!(error.message.contains("same multi-threaded work queue"), "{}", error.message);
+        assert!(error.message.contains("thread of work queue 'mstd'"), "{}", error.message);
     }
 }
 
