@@ -242,7 +242,8 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * A new available `i1` (boolean) value. Returns NULL only if memory is exhausted.
+ * A new available `i1` (boolean) value. Never NULL: like every rtx allocation, running out of
+ * memory aborts the process (Rust's allocation-failure policy).
  */
 rtx_async_value_t *rtx_async_value_new_i1(bool value);
 
@@ -461,9 +462,11 @@ void rtx_context_release(rtx_context_t *context);
 void rtx_context_quiesce(rtx_context_t *context);
 
 /**
- * Cancels the context: work enqueued afterwards is refused with CANCELLED, runtime work that has
- * not started yet completes with a CANCELLED error instead of running, and the cancellation
- * value (`rtx_context_cancellation_value`) becomes that error. Sticky until
+ * Cancels the context: `rtx_context_enqueue*` refuses new work with CANCELLED, the runtime's own
+ * pending work (kernels, VM calls) is skipped and its results become CANCELLED errors, and the
+ * cancellation value (`rtx_context_cancellation_value`) becomes that error, running its
+ * continuations. Work a host already queued with `rtx_context_enqueue*` still runs, because it
+ * owns its `user_data`; it can check `rtx_context_is_cancelled`. Sticky until
  * `rtx_context_restart`. NULL does nothing.
  */
 void rtx_context_cancel(rtx_context_t *context);

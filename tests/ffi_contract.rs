@@ -376,3 +376,21 @@ fn setting_an_available_value_is_failed_precondition_whatever_its_type() {
         rtx_async_value_release(failed);
     }
 }
+
+#[test]
+fn host_work_queued_before_cancel_still_runs_and_sees_the_cancellation() {
+    let context = new_context(c"s");
+    let counter = AtomicUsize::new(0);
+    let data = &counter as *const AtomicUsize as *mut c_void;
+    // SAFETY: the counter outlives the tasks, which run inside quiesce.
+    unsafe {
+        for _ in 0..3 {
+            assert_eq!(take(rtx_context_enqueue(context, Some(bump), data)), None);
+        }
+        rtx_context_cancel(context);
+        rtx_context_quiesce(context);
+        assert_eq!(counter.load(Ordering::SeqCst), 3, "queued host work owns its user_data, so it runs");
+        assert!(rtx_context_is_cancelled(context));
+        rtx_context_release(context);
+    }
+}

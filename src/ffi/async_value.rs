@@ -127,7 +127,8 @@ unsafe fn get<T: Copy + 'static>(value: *const rtx_async_value_t, out: *mut T, f
     })
 }
 
-/// A new available `i1` (boolean) value. Returns NULL only if memory is exhausted.
+/// A new available `i1` (boolean) value. Never NULL: like every rtx allocation, running out of
+/// memory aborts the process (Rust's allocation-failure policy).
 #[no_mangle]
 pub extern "C" fn rtx_async_value_new_i1(value: bool) -> *mut rtx_async_value_t {
     new_available(value)

@@ -180,9 +180,11 @@ pub unsafe extern "C" fn rtx_context_quiesce(context: *mut rtx_context_t) {
     })
 }
 
-/// Cancels the context: work enqueued afterwards is refused with CANCELLED, runtime work that has
-/// not started yet completes with a CANCELLED error instead of running, and the cancellation
-/// value (`rtx_context_cancellation_value`) becomes that error. Sticky until
+/// Cancels the context: `rtx_context_enqueue*` refuses new work with CANCELLED, the runtime's own
+/// pending work (kernels, VM calls) is skipped and its results become CANCELLED errors, and the
+/// cancellation value (`rtx_context_cancellation_value`) becomes that error, running its
+/// continuations. Work a host already queued with `rtx_context_enqueue*` still runs, because it
+/// owns its `user_data`; it can check `rtx_context_is_cancelled`. Sticky until
 /// `rtx_context_restart`. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_cancel(context: *mut rtx_context_t) {
