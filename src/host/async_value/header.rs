@@ -32,7 +32,8 @@ use crate::host::diagnostic::Diagnostic;
 pub enum State {
     /// No payload yet: a promise.
     Unconstructed = 0,
-    /// The payload is built but not yet visible to readers (`AsyncValueRef::constructed`).
+    /// The payload is built but not yet visible to readers (`AsyncValueRef::constructed`); for an
+    /// indirect value: forwarded to a target that is not available yet.
     Constructed = 1,
     /// The payload is readable.
     Concrete = 2,
@@ -279,6 +280,24 @@ impl AvPtr {
             let locked = word.map_addr(|a| a | LOCK_BIT);
             match word_cell.compare_exchange_weak(word, locked, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => return Ok(state),
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// Moves an unlocked value from state `from` to `to`, keeping its waiter list; returns the
+    /// state that refused otherwise.
+    pub(crate) fn transition(self, from: State, to: State) -> Result<(), State> {
+        let word_cell = &self.header().word;
+        let mut word = word_cell.load(Ordering::Acquire);
+        loop {
+            let state = State::from_word(word.addr());
+            if word.addr() & LOCK_BIT != 0 || state != from {
+                return Err(state);
+            }
+            let next = word.map_addr(|a| (a & !STATE_MASK) | to as usize);
+            match word_cell.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
                 Err(current) => word = current,
             }
         }

@@ -340,3 +340,37 @@ fn racing_setters_have_exactly_one_winner() {
         assert!(value.is_available());
     }
 }
+
+#[test]
+fn forwarding_to_a_target_that_is_never_set_frees_both() {
+    // Miri's leak check is the judge here: a continuation that owned its own target would keep it
+    // alive forever.
+    let (payload, drops) = tracked(1);
+    let keep_alive = AsyncValueRef::available(payload);
+    let target = AsyncValueRef::<i32>::unconstructed();
+    let indirect = IndirectAsyncValue::new();
+    indirect.forward_to(target.clone().into_untyped()).unwrap();
+    let holder = keep_alive.clone();
+    target.and_then(move || drop(holder));
+    drop(target);
+    drop(indirect);
+    drop(keep_alive);
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the unset target and its waiters were freed");
+}
+
+#[test]
+fn a_second_forward_while_the_first_is_pending_is_refused() {
+    let indirect = IndirectAsyncValue::new();
+    let (first, second) = (AsyncValueRef::<i32>::unconstructed(), AsyncValueRef::<i32>::unconstructed());
+    indirect.forward_to(first.clone().into_untyped()).unwrap();
+    assert!(matches!(indirect.forward_to(second.clone().into_untyped()), Err(AccessError::AlreadySet(_))));
+    assert!(indirect.set_error(error("late")).is_err());
+    assert!(matches!(
+        indirect.forward_to(AsyncValueRef::available(3i32).into_untyped()),
+        Err(AccessError::AlreadySet(_))
+    ));
+    second.emplace(2).unwrap();
+    assert!(!indirect.is_available());
+    first.emplace(1).unwrap();
+    assert_eq!(*indirect.try_get::<i32>().unwrap(), 1);
+}

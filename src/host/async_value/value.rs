@@ -265,35 +265,47 @@ impl RcAsyncValue {
     }
 
     /// Completes an indirect value by forwarding it to `target` (see `IndirectAsyncValue`).
+    ///
+    /// A forward to an unavailable target is marked pending at once by moving the indirect value
+    /// to `Constructed` (a state indirect values use for nothing else), so a second forward or an
+    /// error is refused now instead of losing a race later.
     pub(crate) fn forward_indirect(&self, target: RcAsyncValue) -> Result<(), AccessError> {
         debug_assert_eq!(self.ptr.kind(), Kind::Indirect);
         if target.ptr_eq(self) {
             return Err(AccessError::ForwardToItself);
         }
-        if !target.is_available() {
-            if self.is_available() || self.ptr.header().word.load(Ordering::Acquire).addr() & header::LOCK_BIT != 0 {
-                return Err(AccessError::AlreadySet(self.state()));
-            }
-            let me = self.clone();
-            let source = target.clone();
-            target.and_then(move || {
-                // A second forward that raced this one lost; the value is already complete.
-                let _ = me.forward_indirect(source);
-            });
-            return Ok(());
+        if target.is_available() {
+            return self.complete_forward(target, State::Unconstructed);
         }
+        self.ptr.transition(State::Unconstructed, State::Constructed).map_err(AccessError::AlreadySet)?;
+        let me = self.clone();
+        // Not an owning reference: the target's own continuation must not keep the target alive,
+        // or a target that is never set would never be freed.
+        let source = target.ptr;
+        target.and_then(move || {
+            // SAFETY: a continuation runs either inline here, where `target` is held, or inside
+            // the target's publish, while its setter holds a reference; a target freed unset
+            // drops this closure without running it.
+            let source = unsafe { RcAsyncValue::clone_from_ptr(source) };
+            let completed = me.complete_forward(source, State::Constructed);
+            debug_assert!(completed.is_ok(), "only this continuation completes a pending forward");
+        });
+        Ok(())
+    }
+
+    /// Points this indirect value at an available `target` and publishes its state, if the
+    /// indirect value is still in state `expected`.
+    fn complete_forward(&self, target: RcAsyncValue, expected: State) -> Result<(), AccessError> {
         // Collapse chains: an available indirect target is replaced by its own target, so reads
         // follow at most one hop.
         let target = if target.ptr.kind() == Kind::Indirect {
             // SAFETY: target is available; its resolved pointer is a non-indirect value it owns.
-            let resolved = unsafe { target.ptr.resolved() };
-            resolved.add_ref();
-            RcAsyncValue { ptr: resolved }
+            unsafe { RcAsyncValue::clone_from_ptr(target.ptr.resolved()) }
         } else {
             target
         };
         let state = target.state();
-        self.ptr.claim(|s| !s.is_available()).map_err(AccessError::AlreadySet)?;
+        self.ptr.claim(|s| s == expected).map_err(AccessError::AlreadySet)?;
         // SAFETY: we hold the lock; the target reference moves into the payload.
         unsafe {
             self.ptr.payload::<header::IndirectTarget>().cast::<*const header::Header>().write(target.ptr.0.as_ptr());
@@ -301,6 +313,15 @@ impl RcAsyncValue {
             self.ptr.publish(state);
         }
         Ok(())
+    }
+
+    /// A new reference to a value known only by pointer.
+    ///
+    /// # Safety
+    /// The value must be alive (someone holds a reference) for the duration of the call.
+    unsafe fn clone_from_ptr(ptr: AvPtr) -> RcAsyncValue {
+        ptr.add_ref();
+        RcAsyncValue { ptr }
     }
 }
 
