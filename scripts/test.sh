@@ -6,16 +6,18 @@
 #    1. system packages
 #    2. cargo fmt --check
 #    3. cargo clippy --all-targets -D warnings
-#    4. cargo test (unit and integration tests, including the include/rtx.h freshness check)
-#    5. miri on the unsafe host core (a loud SKIP if nightly/miri cannot be had, a failure instead
+#    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
+#    5. cargo test (unit and integration tests, including the include/rtx.h freshness check, the ISA
+#       table's freshness against isa.json, and the VM fixtures against a fresh regeneration)
+#    6. miri on the unsafe host core (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
-#    6. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
-#    7. release build + scripts/install.sh into target/rtx-prefix
-#  8-9. c-examples built against the installed package, linked shared and then static: ctest, then
+#    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
+#    8. release build + scripts/install.sh into target/rtx-prefix
+# 9-10. c-examples built against the installed package, linked shared and then static: ctest, then
 #       every example binary under valgrind (0 errors, 0 leaks)
-#   10. pkg-config: compile, link (shared; static through Libs.private) and run a C program
-#   11. relocatability: a copy of the install tree, used through CMake and pkg-config
-#   12. cargo bench --no-run
+#   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program
+#   12. relocatability: a copy of the install tree, used through CMake and pkg-config
+#   13. cargo bench --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
@@ -77,7 +79,15 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
-step "cargo test (unit, integration, header freshness)"
+step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
+RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
+export RTX_IREE_TOOLS
+# With the tools at hand, tests/vm_fixtures.rs also regenerates every VM fixture and fails if a
+# checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module produce.
+export RTX_CHECK_FIXTURES=1
+echo "   $("$RTX_IREE_TOOLS/iree-compile" --version | head -n 1)"
+
+step "cargo test (unit, integration, header freshness, VM fixtures)"
 cargo test
 
 step "miri: cargo +nightly miri test --lib host::"

@@ -6,3 +6,4 @@
 
 pub mod ffi;
 pub mod host;
+pub mod vm;

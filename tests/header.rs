@@ -21,9 +21,11 @@ fn generate() -> String {
         rtx::ffi::version::ABI_VERSION,
     ));
     let mut out = Vec::new();
+    // Only src/ffi is the C surface: parsing it alone keeps the layers below, whose `repr` types are
+    // Rust-internal, out of the header whatever they add.
     cbindgen::Builder::new()
         .with_config(config)
-        .with_crate(root)
+        .with_src(root.join("src/ffi/mod.rs"))
         .generate()
         .expect("cbindgen parses src/ffi")
         .write(&mut out);

@@ -1,0 +1,215 @@
+//! Consistency of the VM fixture set in tests/fixtures/vm (see scripts/regen-vm-fixtures.sh):
+//! every source has its module and dump, every invocation names a module and has its expected
+//! output, and every module looks like a `.vmfb`. With `RTX_CHECK_FIXTURES=1` and the IREE tools at
+//! hand, the fixtures are also regenerated into a scratch directory and compared byte for byte, so a
+//! stale fixture fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixtures() -> PathBuf {
+    repo().join("tests/fixtures/vm")
+}
+
+/// Names of the files in `dir` whose name ends with `suffix`, with the suffix removed.
+fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+        .map(|entry| entry.expect("readable directory entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|name| name.strip_suffix(suffix).map(str::to_owned))
+        .collect()
+}
+
+/// One line of invocations.txt.
+#[derive(Debug)]
+struct Invocation {
+    line: usize,
+    module: String,
+    function: String,
+    flags: Vec<String>,
+    /// Expected-output file name: `<module>.<function>.<n>.txt`, n counting per function from 1.
+    expected: String,
+}
+
+fn invocations() -> Vec<Invocation> {
+    let text = fs::read_to_string(fixtures().join("invocations.txt")).expect("invocations.txt is readable");
+    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut invocations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut fields = trimmed.split_whitespace().map(str::to_owned);
+        let (Some(module), Some(function)) = (fields.next(), fields.next()) else {
+            panic!("invocations.txt:{}: expected `<name> <function> [flags...]`, got {line:?}", index + 1);
+        };
+        let n = counts.entry((module.clone(), function.clone())).or_default();
+        *n += 1;
+        let expected = format!("{module}.{function}.{n}.txt");
+        invocations.push(Invocation { line: index + 1, module, function, flags: fields.collect(), expected });
+    }
+    invocations
+}
+
+#[test]
+fn every_source_has_a_module_and_a_dump() {
+    let sources = stems(&fixtures().join("src"), ".mlir");
+    assert!(sources.len() >= 7, "expected the seven fixture sources, found {sources:?}");
+    assert_eq!(stems(&fixtures(), ".vmfb"), sources, "one .vmfb per src/*.mlir, and no others");
+    assert_eq!(stems(&fixtures(), ".dump.txt"), sources, "one .dump.txt per src/*.mlir, and no others");
+}
+
+#[test]
+fn modules_start_with_zip_or_flatbuffer_magic() {
+    for name in stems(&fixtures(), ".vmfb") {
+        let bytes = fs::read(fixtures().join(format!("{name}.vmfb"))).expect("readable module");
+        let zip = bytes.starts_with(b"PK\x03\x04");
+        // A bare size-prefixed FlatBuffer carries the file identifier `IREE` after the size and root offset.
+        let flatbuffer = bytes.get(8..12) == Some(b"IREE".as_slice());
+        assert!(zip || flatbuffer, "{name}.vmfb starts with neither PK\\3\\4 nor a FlatBuffer with identifier IREE");
+    }
+}
+
+#[test]
+fn every_invocation_names_a_module_function_and_expected_output() {
+    let modules = stems(&fixtures(), ".vmfb");
+    let invocations = invocations();
+    let mut expected_files = BTreeSet::new();
+    for invocation in &invocations {
+        assert!(
+            modules.contains(&invocation.module),
+            "invocations.txt:{}: no module {:?}",
+            invocation.line,
+            invocation.module
+        );
+        let dump = fs::read_to_string(fixtures().join(format!("{}.dump.txt", invocation.module))).expect("dump");
+        assert!(
+            dump.contains(&format!("vm.export @{}", invocation.function))
+                || dump.contains(&format!("as(\"{}\")", invocation.function))
+                || dump.contains(&format!("] {}(", invocation.function)),
+            "invocations.txt:{}: {} exports no function {:?}",
+            invocation.line,
+            invocation.module,
+            invocation.function
+        );
+        let path = fixtures().join("expected").join(&invocation.expected);
+        let expected = fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("invocations.txt:{}: {}: {error}", invocation.line, path.display()));
+        let mut command = format!(
+            "$ iree-run-module --device=local-sync --module={}.vmfb --function={}",
+            invocation.module, invocation.function
+        );
+        for flag in &invocation.flags {
+            command.push(' ');
+            command.push_str(flag);
+        }
+        assert_eq!(expected.lines().next(), Some(command.as_str()), "{} ran another command", path.display());
+        assert!(
+            expected.lines().nth(1).is_some_and(|line| line.starts_with("exit status: ")),
+            "{} lacks its exit status",
+            path.display()
+        );
+        expected_files.insert(invocation.expected.clone());
+    }
+    let on_disk: BTreeSet<String> =
+        stems(&fixtures().join("expected"), ".txt").into_iter().map(|s| s + ".txt").collect();
+    assert_eq!(on_disk, expected_files, "expected/ holds exactly one file per invocation");
+}
+
+#[test]
+fn every_exported_function_has_an_invocation() {
+    let invoked: BTreeSet<(String, String)> =
+        invocations().into_iter().map(|invocation| (invocation.module, invocation.function)).collect();
+    for module in stems(&fixtures(), ".dump.txt") {
+        let dump = fs::read_to_string(fixtures().join(format!("{module}.dump.txt"))).expect("dump");
+        // The metadata section lists exports as `  [  0] name(args) -> (results)`.
+        let exports = dump
+            .split("Exported Functions:")
+            .nth(1)
+            .expect("dump lists exported functions")
+            .lines()
+            .skip(1)
+            .take_while(|line| !line.trim().is_empty())
+            .filter_map(|line| line.trim().strip_prefix('[')?.split_once("] ")?.1.split_once('(').map(|(n, _)| n))
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        assert!(!exports.is_empty(), "{module}.dump.txt lists no exports");
+        // `__init` and other `__`-prefixed exports are the compiler's module initialisers, which the
+        // runtime calls itself when the module is loaded.
+        for function in exports.into_iter().filter(|function| !function.starts_with("__")) {
+            assert!(
+                invoked.contains(&(module.clone(), function.clone())),
+                "{module}.{function} has no line in invocations.txt"
+            );
+        }
+    }
+}
+
+/// Why the regeneration check cannot run here, or `None` when it can.
+fn regeneration_skip_reason() -> Option<String> {
+    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
+        return Some("RTX_CHECK_FIXTURES is not 1".to_owned());
+    }
+    if std::env::var_os("RTX_IREE_TOOLS").is_some() {
+        return None;
+    }
+    match Command::new(repo().join("scripts/iree-tools.sh")).output() {
+        Ok(output) if output.status.success() => None,
+        Ok(output) => Some(format!("scripts/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim())),
+        Err(error) => Some(format!("cannot run scripts/iree-tools.sh: {error}")),
+    }
+}
+
+fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for dir in [root.to_path_buf(), root.join("expected"), root.join("loader")] {
+        for entry in fs::read_dir(&dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display())) {
+            let path = entry.expect("readable directory entry").path();
+            if path.is_file() {
+                let name = path.strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+                files.insert(name, fs::read(&path).expect("readable file"));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn checked_in_fixtures_match_a_fresh_regeneration() {
+    if let Some(reason) = regeneration_skip_reason() {
+        println!("skipped the VM fixture regeneration check: {reason}");
+        return;
+    }
+    let scratch = std::env::temp_dir().join(format!("rtx-vm-fixtures-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&scratch);
+    fs::create_dir_all(&scratch).expect("scratch directory");
+    let output = Command::new(repo().join("scripts/regen-vm-fixtures.sh"))
+        .arg("--out")
+        .arg(&scratch)
+        .output()
+        .expect("run scripts/regen-vm-fixtures.sh");
+    assert!(
+        output.status.success(),
+        "scripts/regen-vm-fixtures.sh failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let fresh = files_under(&scratch);
+    let mut checked_in = files_under(&fixtures());
+    checked_in.remove("invocations.txt");
+    checked_in.remove("loader/variants.txt");
+    let _ = fs::remove_dir_all(&scratch);
+    let fresh_names: Vec<_> = fresh.keys().collect();
+    let checked_in_names: Vec<_> = checked_in.keys().collect();
+    assert_eq!(checked_in_names, fresh_names, "the regenerated file set differs; run scripts/regen-vm-fixtures.sh");
+    let stale: Vec<_> =
+        fresh.iter().filter(|(name, bytes)| checked_in[*name] != **bytes).map(|(name, _)| name).collect();
+    assert!(stale.is_empty(), "stale fixtures {stale:?}; run scripts/regen-vm-fixtures.sh");
+}
