@@ -75,38 +75,44 @@ for source in "${sources[@]}"; do
     (cd "$out" && "$tools/iree-dump-module" "$name.vmfb" >"$name.dump.txt")
 done
 
-# Loader variants: one source compiled several ways (ZIP or bare FlatBuffer, vmvx or llvm-cpu).
-line_number=0
-while IFS= read -r line || [[ -n "$line" ]]; do
-    line_number=$((line_number + 1))
-    [[ -z "${line//[[:space:]]/}" || "$line" =~ ^[[:space:]]*# ]] && continue
-    read -r -a fields <<<"$line"
-    if [[ ${#fields[@]} -lt 2 ]]; then
-        echo "regen-vm-fixtures.sh: loader/variants.txt:$line_number: expected '<output> <source> [flags...]'" >&2
-        exit 1
-    fi
-    if ! (cd "$fixtures/loader/src" && "$tools/iree-compile" --iree-hal-target-device=local \
-        "${fields[@]:2}" "${fields[1]}" -o "$out/loader/${fields[0]}.vmfb"); then
+# Calls `<handler> <line number> <fields...>` for each entry of a list file (blank lines and lines
+# starting with `#` skipped; an entry needs at least two whitespace-separated fields).
+for_each_entry() {
+    local file=$1 handler=$2 line line_number=0 fields
+    while IFS= read -r line || [[ -n "$line" ]]; do
+        line_number=$((line_number + 1))
+        [[ -z "${line//[[:space:]]/}" || "$line" =~ ^[[:space:]]*# ]] && continue
+        read -r -a fields <<<"$line"
+        if [[ ${#fields[@]} -lt 2 ]]; then
+            echo "regen-vm-fixtures.sh: ${file#"$fixtures"/}:$line_number: expected at least two fields" >&2
+            exit 1
+        fi
+        "$handler" "$line_number" "${fields[@]}"
+    done <"$file"
+}
+
+# loader/variants.txt: one source compiled several ways (ZIP or bare FlatBuffer, vmvx or llvm-cpu).
+compile_variant() {
+    local line_number=$1 output=$2 source=$3
+    shift 3
+    if ! (cd "$fixtures/loader/src" && "$tools/iree-compile" --iree-hal-target-device=local "$@" "$source" \
+        -o "$out/loader/$output.vmfb"); then
         echo "regen-vm-fixtures.sh: iree-compile failed on loader/variants.txt:$line_number" >&2
         exit 1
     fi
-done <"$fixtures/loader/variants.txt"
+}
+for_each_entry "$fixtures/loader/variants.txt" compile_variant
 
+# invocations.txt: one iree-run-module call each, recorded verbatim.
 declare -A counts=()
-line_number=0
-while IFS= read -r line || [[ -n "$line" ]]; do
-    line_number=$((line_number + 1))
-    [[ -z "${line//[[:space:]]/}" || "$line" =~ ^[[:space:]]*# ]] && continue
-    read -r -a fields <<<"$line"
-    if [[ ${#fields[@]} -lt 2 ]]; then
-        echo "regen-vm-fixtures.sh: invocations.txt:$line_number: expected '<name> <function> [flags...]'" >&2
-        exit 1
-    fi
+run_invocation() {
+    local fields=("${@:2}")
+    local name function flags key expected command status
     name=${fields[0]}
     function=${fields[1]}
     flags=("${fields[@]:2}")
     if [[ ! -f "$out/$name.vmfb" ]]; then
-        echo "regen-vm-fixtures.sh: invocations.txt:$line_number: no module '$name' (src/$name.mlir)" >&2
+        echo "regen-vm-fixtures.sh: invocations.txt:$1: no module '$name' (src/$name.mlir)" >&2
         exit 1
     fi
     key=$name.$function
@@ -126,4 +132,5 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         cat "$expected.stderr"
     } >"$expected"
     rm -f "$expected.stdout" "$expected.stderr"
-done <"$fixtures/invocations.txt"
+}
+for_each_entry "$fixtures/invocations.txt" run_invocation
