@@ -4,6 +4,7 @@
 //! The instruction set is defined once, in IREE's `isa.json`; [`isa_table`] is generated from it by
 //! `scripts/gen-vm-isa.py` and everything else reads the table through [`isa`].
 
+pub mod decode;
 pub mod isa;
 // Generated; its lines follow the generator, not rustfmt.
 #[rustfmt::skip]
