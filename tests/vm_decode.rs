@@ -1,33 +1,18 @@
 //! Decoding every function of every `.vmfb` fixture (IREE 3.13 output): the decoder must consume
-//! each body exactly, find the blocks the descriptor promises, and agree with `iree-dump-module`'s
+//! each body exactly, pass the verifier, and agree with `iree-dump-module`'s
 //! disassembly; and hostile variants of the same bytecode must fail with an error, never a panic.
+
+mod common;
+
+use common::fixtures;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use rtx::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand};
-use rtx::vm::bytecode::{InstructionKind, RegisterBank};
+use rtx::vm::bytecode::decode::{decode_function, DecodedInstruction};
+use rtx::vm::bytecode::verify::{verify_function, ModuleContext};
+use rtx::vm::bytecode::InstructionKind;
 use rtx::vm::Module;
-
-fn fixture_dir(sub: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm").join(sub)
-}
-
-/// Every `.vmfb` in `tests/fixtures/vm` and `tests/fixtures/vm/loader`, sorted.
-fn fixtures() -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    for dir in [fixture_dir(""), fixture_dir("loader")] {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
-            let path = entry.expect("readable directory entry").path();
-            if path.extension().is_some_and(|ext| ext == "vmfb") {
-                paths.push(path);
-            }
-        }
-    }
-    paths.sort();
-    assert!(paths.len() >= 13, "expected the 7 + 6 fixtures, found {paths:?}");
-    paths
-}
 
 fn load(path: &PathBuf) -> Module {
     Module::load_file(path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
@@ -46,11 +31,11 @@ fn every_fixture_function_decodes_consistently() {
     for path in fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let module = load(&path);
-        let import_count = module.imported_functions().len();
-        let internal_count = module.function_descriptors().len();
+        let context = ModuleContext::from_def(module.def());
         for (ordinal, descriptor) in module.function_descriptors().iter().enumerate() {
             let at = format!("{name} function {ordinal}");
             let decoded = decode(&module, &name, ordinal);
+            let bytecode = module.function_bytecode(ordinal).expect("verified by the loader");
             functions += 1;
 
             // Contiguous, and exactly the descriptor's length.
@@ -61,45 +46,13 @@ fn every_fixture_function_decodes_consistently() {
                 end += instruction.length;
             }
             assert_eq!(end, descriptor.bytecode_length as usize, "{at}: decoded length");
-            assert_eq!(decoded.first().map(|i| i.instruction.kind), Some(InstructionKind::BlockMarker), "{at}");
 
-            // Blocks and branch targets.
-            let blocks: HashSet<u32> = decoded
-                .iter()
-                .filter(|i| i.instruction.kind == InstructionKind::BlockMarker)
-                .map(|i| i.offset as u32)
-                .collect();
-            assert_eq!(blocks.len(), usize::from(descriptor.block_count), "{at}: block markers");
             for instruction in &decoded {
                 seen.insert(instruction.instruction.name);
-                for target in instruction.branch_targets() {
-                    assert!(blocks.contains(&target), "{at}: {instruction:?} targets {target}, not a block");
-                }
-
-                // Registers within the frame; i64/f64 pairs even and fully inside.
-                let i32_count = descriptor.i32_register_count;
-                let ref_count = descriptor.ref_register_count;
-                for register in instruction.registers() {
-                    match register.bank {
-                        RegisterBank::Ref => assert!(register.ordinal < ref_count, "{at}: {instruction:?}"),
-                        RegisterBank::I32 | RegisterBank::F32 => {
-                            assert!(register.ordinal < i32_count, "{at}: {instruction:?}")
-                        }
-                        RegisterBank::I64 | RegisterBank::F64 => {
-                            assert!(register.ordinal % 2 == 0, "{at}: odd pair in {instruction:?}");
-                            assert!(register.ordinal + 1 < i32_count, "{at}: {instruction:?}");
-                        }
-                    }
-                }
-
-                // Callees within the module's imports or internal functions.
-                for operand in &instruction.operands {
-                    if let DecodedOperand::FunctionOrdinal { ordinal, is_import } = operand {
-                        let limit = if *is_import { import_count } else { internal_count };
-                        assert!((*ordinal as usize) < limit, "{at}: {instruction:?} calls past {limit}");
-                    }
-                }
             }
+            // Blocks, branch targets, register ranges and pairs, callees: the verifier's checks.
+            verify_function(&context, ordinal, descriptor, &module.function_signatures()[ordinal], bytecode)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
         }
     }
     assert!(functions >= 80, "only {functions} functions decoded");

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use super::bytecode::verify::{verify_function, ModuleContext};
 use super::container::SEGMENT_ALIGNMENT;
 use super::error::LoadError;
 use super::module_def::{
@@ -92,6 +93,17 @@ impl Module {
 
     fn from_storage(storage: Storage) -> Result<Module, LoadError> {
         let def = ModuleDef::parse(storage.bytes())?;
+        // A module the verifier rejects never runs: verify every internal function's bytecode.
+        let context = ModuleContext::from_def(&def);
+        for (ordinal, (descriptor, signature)) in
+            def.function_descriptors.iter().zip(&def.function_signatures).enumerate()
+        {
+            let start = def.bytecode_data.offset + descriptor.bytecode_offset as usize;
+            let end = start + descriptor.bytecode_length as usize;
+            let bytecode = storage.bytes().get(start..end).unwrap_or_default();
+            verify_function(&context, ordinal, descriptor, signature, bytecode)
+                .map_err(|error| LoadError { offset: start + error.offset, ..error })?;
+        }
         Ok(Module { storage, def })
     }
 

@@ -9,6 +9,7 @@ pub mod isa;
 // Generated; its lines follow the generator, not rustfmt.
 #[rustfmt::skip]
 pub mod isa_table;
+pub mod verify;
 
 pub use isa::{
     lookup, Access, ElementType, ImmediateType, Instruction, InstructionKind, OpcodeSet, Operand, OperandKind,
