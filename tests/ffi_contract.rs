@@ -237,6 +237,17 @@ unsafe extern "C" fn host_destroy(user_data: *mut c_void) {
     unsafe { &*(user_data as *const CountingHost) }.destroyed.fetch_add(1, Ordering::SeqCst);
 }
 
+/// An allocator table whose callbacks count live blocks and `destroy` calls in `host`.
+fn counting_allocator(host: &CountingHost) -> rtx_allocator_callbacks_t {
+    rtx_allocator_callbacks_t {
+        struct_size: std::mem::size_of::<rtx_allocator_callbacks_t>(),
+        user_data: host as *const CountingHost as *mut c_void,
+        allocate: Some(host_allocate),
+        deallocate: Some(host_deallocate),
+        destroy: Some(host_destroy),
+    }
+}
+
 /// A host queue that runs each task on a new thread.
 unsafe extern "C" fn host_add_task(user_data: *mut c_void, task: *mut rtx_task_t) {
     // SAFETY: user_data is the CountingHost (counts tasks in `live` here).
@@ -252,13 +263,7 @@ unsafe extern "C" fn host_add_task(user_data: *mut c_void, task: *mut rtx_task_t
 fn custom_queue_and_allocator_are_used_and_destroyed_once() {
     let allocator_host = CountingHost { live: AtomicIsize::new(0), destroyed: AtomicUsize::new(0) };
     let queue_host = CountingHost { live: AtomicIsize::new(0), destroyed: AtomicUsize::new(0) };
-    let allocator = rtx_allocator_callbacks_t {
-        struct_size: std::mem::size_of::<rtx_allocator_callbacks_t>(),
-        user_data: &allocator_host as *const CountingHost as *mut c_void,
-        allocate: Some(host_allocate),
-        deallocate: Some(host_deallocate),
-        destroy: Some(host_destroy),
-    };
+    let allocator = counting_allocator(&allocator_host);
     let queue = rtx_work_queue_callbacks_t {
         struct_size: std::mem::size_of::<rtx_work_queue_callbacks_t>(),
         user_data: &queue_host as *const CountingHost as *mut c_void,
@@ -339,13 +344,7 @@ fn await_runs_the_single_threaded_queue_and_and_then_sees_the_value() {
 #[test]
 fn a_failed_context_new_leaves_the_host_tables_untouched() {
     let allocator_host = CountingHost { live: AtomicIsize::new(0), destroyed: AtomicUsize::new(0) };
-    let allocator = rtx_allocator_callbacks_t {
-        struct_size: std::mem::size_of::<rtx_allocator_callbacks_t>(),
-        user_data: &allocator_host as *const CountingHost as *mut c_void,
-        allocate: Some(host_allocate),
-        deallocate: Some(host_deallocate),
-        destroy: Some(host_destroy),
-    };
+    let allocator = counting_allocator(&allocator_host);
     // SAFETY: the table outlives the call; the context is never created.
     unsafe {
         let mut options = std::mem::MaybeUninit::<rtx_context_options_t>::uninit();
