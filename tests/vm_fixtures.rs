@@ -9,12 +9,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::invocations;
+
+mod common;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn fixtures() -> PathBuf {
-    repo().join("tests/fixtures/vm")
+    common::fixture_dir("")
 }
 
 /// Names of the files in `dir` whose name ends with `suffix`, with the suffix removed.
@@ -24,38 +28,6 @@ fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
         .map(|entry| entry.expect("readable directory entry").file_name().to_string_lossy().into_owned())
         .filter_map(|name| name.strip_suffix(suffix).map(str::to_owned))
         .collect()
-}
-
-/// One line of invocations.txt.
-#[derive(Debug)]
-struct Invocation {
-    line: usize,
-    module: String,
-    function: String,
-    flags: Vec<String>,
-    /// Expected-output file name: `<module>.<function>.<n>.txt`, n counting per function from 1.
-    expected: String,
-}
-
-fn invocations() -> Vec<Invocation> {
-    let text = fs::read_to_string(fixtures().join("invocations.txt")).expect("invocations.txt is readable");
-    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut invocations = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let mut fields = trimmed.split_whitespace().map(str::to_owned);
-        let (Some(module), Some(function)) = (fields.next(), fields.next()) else {
-            panic!("invocations.txt:{}: expected `<name> <function> [flags...]`, got {line:?}", index + 1);
-        };
-        let n = counts.entry((module.clone(), function.clone())).or_default();
-        *n += 1;
-        let expected = format!("{module}.{function}.{n}.txt");
-        invocations.push(Invocation { line: index + 1, module, function, flags: fields.collect(), expected });
-    }
-    invocations
 }
 
 #[test]

@@ -1,12 +1,22 @@
 //! IREE VM modules (`.vmfb`): loading and verifying the FlatBuffer module, its bytecode, and (in
 //! later steps) running it. Stands on `host`; knows nothing of `hal` or C.
 
+pub mod abi;
+pub mod buffer;
 pub mod bytecode;
 pub mod container;
+pub mod context;
+pub mod dump;
 pub mod error;
 pub mod flatbuffer;
+pub mod function_io;
+pub mod interpreter;
+pub mod list;
 pub mod module;
 pub mod module_def;
+pub mod native;
+pub mod refs;
+pub mod value;
 
 pub use error::LoadError;
 pub use module::{Module, RodataSegment};

@@ -10,6 +10,7 @@ use std::path::Path;
 use super::bytecode::verify::{verify_function, ModuleContext};
 use super::container::SEGMENT_ALIGNMENT;
 use super::error::LoadError;
+use super::interpreter::lower::{lower_module, Function};
 use super::module_def::{
     Attr, BytecodeVersion, DebugDatabase, Dependency, ExportFunction, FeatureBits, FunctionDescriptor,
     FunctionSignature, ImportFunction, ModuleDef, ModuleState, RodataSegmentDef, RwdataSegment, TypeDef,
@@ -51,6 +52,8 @@ impl Storage {
 pub struct Module {
     storage: Storage,
     def: ModuleDef,
+    /// Every internal function, lowered for the interpreter (1:1 with the descriptors).
+    functions: Vec<Function>,
 }
 
 impl std::fmt::Debug for Module {
@@ -104,7 +107,22 @@ impl Module {
             verify_function(&context, ordinal, descriptor, signature, bytecode)
                 .map_err(|error| LoadError { offset: start + error.offset, ..error })?;
         }
-        Ok(Module { storage, def })
+        let functions = lower_module(&def, storage.bytes())?;
+        Ok(Module { storage, def, functions })
+    }
+
+    /// The internal functions, lowered and checked; indexed by internal ordinal.
+    pub fn functions(&self) -> &[Function] {
+        &self.functions
+    }
+
+    /// A name for internal function `ordinal` in messages: its export name, else its name in the
+    /// debug database, else its ordinal.
+    pub fn function_name(&self, ordinal: usize) -> String {
+        if let Some(export) = self.def.exported_functions.iter().find(|e| e.internal_ordinal as usize == ordinal) {
+            return export.local_name.clone();
+        }
+        format!("function#{ordinal}")
     }
 
     /// The whole file, as loaded.

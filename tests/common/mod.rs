@@ -1,5 +1,8 @@
 //! Helpers shared by the VM integration tests: where the IREE-compiled fixtures live.
 
+// Each test crate compiles this file and uses only some of it.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 /// A folder under `tests/fixtures/vm` ("" for the folder itself).
@@ -21,4 +24,36 @@ pub fn fixtures() -> Vec<PathBuf> {
     paths.sort();
     assert!(paths.len() >= 13, "expected the 7 + 6 fixtures, found {paths:?}");
     paths
+}
+
+/// One line of invocations.txt.
+#[derive(Debug)]
+pub struct Invocation {
+    pub line: usize,
+    pub module: String,
+    pub function: String,
+    pub flags: Vec<String>,
+    /// Expected-output file name: `<module>.<function>.<n>.txt`, n counting per function from 1.
+    pub expected: String,
+}
+
+pub fn invocations() -> Vec<Invocation> {
+    let text = std::fs::read_to_string(fixture_dir("invocations.txt")).expect("invocations.txt is readable");
+    let mut counts: std::collections::BTreeMap<(String, String), usize> = Default::default();
+    let mut invocations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut fields = trimmed.split_whitespace().map(str::to_owned);
+        let (Some(module), Some(function)) = (fields.next(), fields.next()) else {
+            panic!("invocations.txt:{}: expected `<name> <function> [flags...]`, got {line:?}", index + 1);
+        };
+        let n = counts.entry((module.clone(), function.clone())).or_default();
+        *n += 1;
+        let expected = format!("{module}.{function}.{n}.txt");
+        invocations.push(Invocation { line: index + 1, module, function, flags: fields.collect(), expected });
+    }
+    invocations
 }

@@ -99,19 +99,7 @@ pub fn is_terminator(name: &str) -> bool {
 /// not cover (no `0` prefix, an unknown character, or a `C…D` variadic span, which a bytecode
 /// function cannot take).
 pub fn argument_registers(cconv: &str) -> Option<(u32, u32)> {
-    let arguments = cconv.strip_prefix('0')?;
-    let arguments = arguments.split_once('_').map_or(arguments, |(arguments, _)| arguments);
-    let (mut i32_count, mut ref_count) = (0u32, 0u32);
-    for c in arguments.chars() {
-        match c {
-            'i' | 'f' => i32_count += 1,
-            'I' | 'F' => i32_count = i32_count.next_multiple_of(2) + 2,
-            'r' => ref_count += 1,
-            'v' => {}
-            _ => return None,
-        }
-    }
-    Some((i32_count, ref_count))
+    crate::vm::abi::CallingConvention::parse(cconv).ok()?.argument_registers()
 }
 
 /// Verifies internal function `ordinal`, whose descriptor is `descriptor`, signature `signature`

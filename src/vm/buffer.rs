@@ -1,0 +1,745 @@
+//! `!vm.buffer`: a fixed-length byte buffer, either a zero-copy view of a module's rodata segment
+//! (read-only) or zero-initialised memory the guest or host owns (mutable).
+//!
+//! Semantics follow IREE's `vm/buffer.c` and the `vm.buffer.*` handlers in `vm/ops.h`:
+//! - typed loads, stores and fills take offsets and lengths in *elements* of the op's type, so every
+//!   typed access is naturally aligned; copy, compare, clone and hash take *bytes*;
+//! - an access past the end is `OUT_OF_RANGE` with IREE's message (`out-of-bounds access detected
+//!   (offset=…, length=…, alignment=…, buffer length=…)`, offset and length in bytes); IREE casts
+//!   register values to `size_t` and may wrap, rtx reports a negative value as itself instead;
+//! - writing to a rodata buffer is `PERMISSION_DENIED` (`buffer is read-only and cannot be mapped
+//!   for mutation`), checked before the range, as IREE does;
+//! - multi-byte values are little-endian, the only byte order IREE supports.
+//!
+//! Memory model: buffers are shared between threads through `Arc` and written through `&self`, as
+//! IREE's are. Owned bytes are `AtomicU8`s accessed with `Relaxed` ordering, so concurrent access
+//! is never undefined behaviour, but (as in IREE) nothing more is promised: a multi-byte value
+//! written by one thread while another reads it may be observed torn, and ordering between threads
+//! must come from the synchronisation that handed the buffer over (fences, joins). Bytes rather than
+//! wider atomics because a typed store must not disturb its neighbours, and racing mixed-size
+//! atomics are not allowed by Rust's memory model.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::module::Module;
+use crate::host::{Diagnostic, StatusCode};
+
+/// A `!vm.buffer`.
+pub struct Buffer {
+    storage: Storage,
+}
+
+enum Storage {
+    /// Bytes `range` of the module's file: the module stays alive as long as the buffer does.
+    Rodata { module: Arc<Module>, range: Range<usize> },
+    /// Mutable memory owned by the buffer.
+    Owned(Box<[AtomicU8]>),
+}
+
+/// A bounds-checked byte range of a buffer, for reading.
+enum View<'a> {
+    Rodata(&'a [u8]),
+    Owned(&'a [AtomicU8]),
+}
+
+impl View<'_> {
+    fn len(&self) -> usize {
+        match self {
+            View::Rodata(bytes) => bytes.len(),
+            View::Owned(bytes) => bytes.len(),
+        }
+    }
+
+    /// Copies the bytes starting at `at` into `out`; bytes past the end of the view leave `out`
+    /// unchanged (callers stay in bounds, this just keeps a slip from panicking).
+    fn copy_into(&self, at: usize, out: &mut [u8]) {
+        let end = at.saturating_add(out.len());
+        match self {
+            View::Rodata(bytes) => {
+                if let Some(src) = bytes.get(at..end) {
+                    out.copy_from_slice(src);
+                }
+            }
+            View::Owned(bytes) => {
+                for (dst, src) in out.iter_mut().zip(bytes.get(at..end).unwrap_or_default()) {
+                    *dst = src.load(Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Bulk operations go through a stack buffer of this many bytes (a multiple of 8 for the hash).
+const CHUNK: usize = 256;
+
+impl Buffer {
+    /// A read-only buffer over rodata segment `ordinal` of `module` (`vm.const.ref.rodata`), sharing
+    /// the module's bytes.
+    pub fn rodata(module: Arc<Module>, ordinal: usize) -> Result<Arc<Buffer>, Diagnostic> {
+        let segment = module.rodata_segment(ordinal).ok_or_else(|| {
+            Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!("rodata segment {ordinal} out of range (module has {})", module.rodata_segment_count()),
+            )
+        })?;
+        let range = segment.offset..segment.offset.saturating_add(segment.data.len());
+        // The buffer re-slices the module's bytes on each access (it cannot borrow from the Arc
+        // it holds), so make sure that slice is the segment.
+        let same = module.bytes().get(range.clone()).is_some_and(|bytes| bytes.as_ptr() == segment.data.as_ptr());
+        if !same {
+            return Err(Diagnostic::new(
+                StatusCode::Internal,
+                format!("rodata segment {ordinal} does not lie at file offset {}", segment.offset),
+            ));
+        }
+        Ok(Arc::new(Buffer { storage: Storage::Rodata { module, range } }))
+    }
+
+    /// A mutable, zero-filled buffer (`vm.buffer.alloc`). `alignment` must be 0 or a power of two,
+    /// as IREE requires; it is otherwise not kept, because the VM never exposes addresses and every
+    /// typed access is element-aligned by construction.
+    pub fn allocate(length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
+        check_alignment(alignment)?;
+        let length = usize::try_from(length)
+            .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
+        Ok(Arc::new(Buffer { storage: Storage::Owned(zeroed(length)?) }))
+    }
+
+    /// A mutable buffer holding a copy of `bytes`, for hosts passing data in.
+    pub fn from_bytes(bytes: &[u8]) -> Arc<Buffer> {
+        Arc::new(Buffer { storage: Storage::Owned(bytes.iter().map(|&b| AtomicU8::new(b)).collect()) })
+    }
+
+    /// Length in bytes (`vm.buffer.length`).
+    pub fn len(&self) -> usize {
+        match &self.storage {
+            Storage::Rodata { range, .. } => range.len(),
+            Storage::Owned(bytes) => bytes.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// False for rodata views.
+    pub fn is_mutable(&self) -> bool {
+        matches!(self.storage, Storage::Owned(_))
+    }
+
+    /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`). The source
+    /// range is checked before the alignment, as in IREE.
+    pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
+        let source = self.view(offset.into(), length.into(), 1)?;
+        check_alignment(alignment)?;
+        let target = zeroed(source.len())?;
+        copy_view(&source, &target, false);
+        Ok(Arc::new(Buffer { storage: Storage::Owned(target) }))
+    }
+
+    /// Copies `length` bytes (`vm.buffer.copy`). Source and target may be the same buffer with
+    /// overlapping ranges: the copy behaves like `memmove` (IREE uses `memcpy`, whose overlap
+    /// behaviour is undefined).
+    pub fn copy(
+        source: &Buffer,
+        source_offset: i64,
+        target: &Buffer,
+        target_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let from = source.view(source_offset.into(), length.into(), 1)?;
+        let to = target.view_mut(target_offset.into(), length.into(), 1)?;
+        let backward = std::ptr::eq(source, target) && target_offset > source_offset;
+        copy_view(&from, to, backward);
+        Ok(())
+    }
+
+    /// Whether `length` bytes at both offsets are equal (`vm.buffer.compare`).
+    pub fn compare(
+        lhs: &Buffer,
+        lhs_offset: i64,
+        rhs: &Buffer,
+        rhs_offset: i64,
+        length: i64,
+    ) -> Result<bool, Diagnostic> {
+        let lhs = lhs.view(lhs_offset.into(), length.into(), 1)?;
+        let rhs = rhs.view(rhs_offset.into(), length.into(), 1)?;
+        let (mut a, mut b) = ([0u8; CHUNK], [0u8; CHUNK]);
+        let mut at = 0;
+        while at < lhs.len() {
+            let n = CHUNK.min(lhs.len() - at);
+            lhs.copy_into(at, &mut a[..n]);
+            rhs.copy_into(at, &mut b[..n]);
+            if a[..n] != b[..n] {
+                return Ok(false);
+            }
+            at += n;
+        }
+        Ok(true)
+    }
+
+    /// SipHash-2-4 of `length` bytes with the key `00 01 … 0f` (`vm.buffer.hash`), the function and
+    /// key IREE uses, returned as the signed reinterpretation of the 64-bit result.
+    pub fn hash(&self, offset: i64, length: i64) -> Result<i64, Diagnostic> {
+        let view = self.view(offset.into(), length.into(), 1)?;
+        let len = view.len();
+        let whole_words = len - len % 8;
+        let mut sip = SipHash24::new(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908);
+        let mut chunk = [0u8; CHUNK];
+        let mut at = 0;
+        while at < whole_words {
+            let n = CHUNK.min(whole_words - at);
+            view.copy_into(at, &mut chunk[..n]);
+            for word in chunk[..n].chunks_exact(8) {
+                sip.compress(u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or_default()));
+            }
+            at += n;
+        }
+        let mut tail = [0u8; 8];
+        view.copy_into(whole_words, &mut tail[..len - whole_words]);
+        Ok(sip.finish(u64::from_le_bytes(tail) | ((len as u64) << 56)) as i64)
+    }
+
+    /// Sets `length` bytes starting at byte `offset` (`vm.buffer.fill.i8`).
+    pub fn fill_i8(&self, offset: i64, length: i64, value: i8) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    /// Sets `length` i16 elements starting at element `offset` (`vm.buffer.fill.i16`).
+    pub fn fill_i16(&self, offset: i64, length: i64, value: i16) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    pub fn fill_i32(&self, offset: i64, length: i64, value: i32) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    pub fn fill_i64(&self, offset: i64, length: i64, value: i64) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    pub fn fill_f32(&self, offset: i64, length: i64, value: f32) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    pub fn fill_f64(&self, offset: i64, length: i64, value: f64) -> Result<(), Diagnostic> {
+        self.fill(offset, length, value.to_le_bytes())
+    }
+
+    /// Byte `offset`, zero-extended (`vm.buffer.load.i8.u`).
+    pub fn load_i8_u(&self, offset: i64) -> Result<i32, Diagnostic> {
+        self.load(offset).map(|b| i32::from(u8::from_le_bytes(b)))
+    }
+
+    /// Byte `offset`, sign-extended (`vm.buffer.load.i8.s`).
+    pub fn load_i8_s(&self, offset: i64) -> Result<i32, Diagnostic> {
+        self.load(offset).map(|b| i32::from(i8::from_le_bytes(b)))
+    }
+
+    /// i16 element `offset` (byte `2 * offset`), zero-extended (`vm.buffer.load.i16.u`).
+    pub fn load_i16_u(&self, offset: i64) -> Result<i32, Diagnostic> {
+        self.load(offset).map(|b| i32::from(u16::from_le_bytes(b)))
+    }
+
+    pub fn load_i16_s(&self, offset: i64) -> Result<i32, Diagnostic> {
+        self.load(offset).map(|b| i32::from(i16::from_le_bytes(b)))
+    }
+
+    /// i32 element `offset` (byte `4 * offset`) (`vm.buffer.load.i32`).
+    pub fn load_i32(&self, offset: i64) -> Result<i32, Diagnostic> {
+        self.load(offset).map(i32::from_le_bytes)
+    }
+
+    pub fn load_i64(&self, offset: i64) -> Result<i64, Diagnostic> {
+        self.load(offset).map(i64::from_le_bytes)
+    }
+
+    pub fn load_f32(&self, offset: i64) -> Result<f32, Diagnostic> {
+        self.load(offset).map(f32::from_le_bytes)
+    }
+
+    pub fn load_f64(&self, offset: i64) -> Result<f64, Diagnostic> {
+        self.load(offset).map(f64::from_le_bytes)
+    }
+
+    /// Stores at byte `offset` (`vm.buffer.store.i8`; the interpreter truncates the i32 register).
+    pub fn store_i8(&self, offset: i64, value: i8) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    /// Stores at i16 element `offset` (byte `2 * offset`).
+    pub fn store_i16(&self, offset: i64, value: i16) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    pub fn store_i32(&self, offset: i64, value: i32) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    pub fn store_i64(&self, offset: i64, value: i64) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    pub fn store_f32(&self, offset: i64, value: f32) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    pub fn store_f64(&self, offset: i64, value: f64) -> Result<(), Diagnostic> {
+        self.store(offset, value.to_le_bytes())
+    }
+
+    /// A copy of bytes `offset..offset + length`, for hosts reading results.
+    pub fn read_bytes(&self, offset: usize, length: usize) -> Result<Vec<u8>, Diagnostic> {
+        let view = self.view(offset as i128, length as i128, 1)?;
+        let mut out = vec![0u8; view.len()];
+        view.copy_into(0, &mut out);
+        Ok(out)
+    }
+
+    /// A copy of the whole buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.read_bytes(0, self.len()).unwrap_or_default()
+    }
+
+    fn load<const N: usize>(&self, offset: i64) -> Result<[u8; N], Diagnostic> {
+        let view = self.view(i128::from(offset) * N as i128, N as i128, N)?;
+        let mut bytes = [0u8; N];
+        view.copy_into(0, &mut bytes);
+        Ok(bytes)
+    }
+
+    fn store<const N: usize>(&self, offset: i64, value: [u8; N]) -> Result<(), Diagnostic> {
+        let target = self.view_mut(i128::from(offset) * N as i128, N as i128, N)?;
+        for (dst, byte) in target.iter().zip(value) {
+            dst.store(byte, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn fill<const N: usize>(&self, offset: i64, count: i64, value: [u8; N]) -> Result<(), Diagnostic> {
+        let target = self.view_mut(i128::from(offset) * N as i128, i128::from(count) * N as i128, N)?;
+        for element in target.chunks_exact(N) {
+            for (dst, &byte) in element.iter().zip(&value) {
+                dst.store(byte, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes `offset..offset + length` for reading; `alignment` (the element size) only appears in
+    /// the error, which reads like IREE's.
+    fn view(&self, offset: i128, length: i128, alignment: usize) -> Result<View<'_>, Diagnostic> {
+        let range = self.range(offset, length, alignment)?;
+        let view = match &self.storage {
+            Storage::Rodata { module, range: segment } => {
+                let bytes = module.bytes().get(segment.clone()).unwrap_or_default();
+                bytes.get(range).map(View::Rodata)
+            }
+            Storage::Owned(bytes) => bytes.get(range).map(View::Owned),
+        };
+        view.ok_or_else(|| self.out_of_bounds(offset, length, alignment))
+    }
+
+    /// Bytes `offset..offset + length` for writing.
+    fn view_mut(&self, offset: i128, length: i128, alignment: usize) -> Result<&[AtomicU8], Diagnostic> {
+        let Storage::Owned(bytes) = &self.storage else {
+            return Err(Diagnostic::new(
+                StatusCode::PermissionDenied,
+                "buffer is read-only and cannot be mapped for mutation",
+            ));
+        };
+        let range = self.range(offset, length, alignment)?;
+        bytes.get(range).ok_or_else(|| self.out_of_bounds(offset, length, alignment))
+    }
+
+    fn range(&self, offset: i128, length: i128, alignment: usize) -> Result<Range<usize>, Diagnostic> {
+        let start = usize::try_from(offset).ok();
+        let end = offset.checked_add(length).and_then(|end| usize::try_from(end).ok());
+        match (start, end) {
+            (Some(start), Some(end)) if length >= 0 && end <= self.len() => Ok(start..end),
+            _ => Err(self.out_of_bounds(offset, length, alignment)),
+        }
+    }
+
+    fn out_of_bounds(&self, offset: i128, length: i128, alignment: usize) -> Diagnostic {
+        Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!(
+                "out-of-bounds access detected (offset={offset}, length={length}, alignment={alignment}, buffer length={})",
+                self.len()
+            ),
+        )
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.is_mutable() { "mutable" } else { "rodata" };
+        write!(f, "vm.buffer({kind}, {} bytes)", self.len())
+    }
+}
+
+fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {
+    if alignment == 0 || (alignment > 0 && (alignment as u32).is_power_of_two()) {
+        Ok(())
+    } else {
+        Err(Diagnostic::new(StatusCode::InvalidArgument, format!("alignments must be powers of two (got {alignment})")))
+    }
+}
+
+/// Zeroed owned bytes; a length the allocator refuses is an error, not an abort.
+fn zeroed(length: usize) -> Result<Box<[AtomicU8]>, Diagnostic> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(length).map_err(|_| {
+        Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
+    })?;
+    bytes.resize_with(length, || AtomicU8::new(0));
+    Ok(bytes.into_boxed_slice())
+}
+
+/// Copies `from` into `to` (equal lengths) through a stack chunk. `backward` walks from the end,
+/// which keeps an overlapping copy to a higher address correct.
+fn copy_view(from: &View<'_>, to: &[AtomicU8], backward: bool) {
+    let mut chunk = [0u8; CHUNK];
+    let len = from.len().min(to.len());
+    let starts = (0..len).step_by(CHUNK);
+    let mut copy_at = |at: usize| {
+        let n = CHUNK.min(len - at);
+        from.copy_into(at, &mut chunk[..n]);
+        for (dst, &byte) in to.get(at..at + n).unwrap_or_default().iter().zip(&chunk[..n]) {
+            dst.store(byte, Ordering::Relaxed);
+        }
+    };
+    if backward {
+        starts.rev().for_each(&mut copy_at);
+    } else {
+        starts.for_each(&mut copy_at);
+    }
+}
+
+/// SipHash-2-4 (Aumasson and Bernstein), over whole little-endian words.
+struct SipHash24 {
+    v: [u64; 4],
+}
+
+impl SipHash24 {
+    fn new(k0: u64, k1: u64) -> SipHash24 {
+        SipHash24 {
+            v: [
+                k0 ^ 0x736f_6d65_7073_6575,
+                k1 ^ 0x646f_7261_6e64_6f6d,
+                k0 ^ 0x6c79_6765_6e65_7261,
+                k1 ^ 0x7465_6462_7974_6573,
+            ],
+        }
+    }
+
+    fn round(&mut self) {
+        let [v0, v1, v2, v3] = &mut self.v;
+        *v0 = v0.wrapping_add(*v1);
+        *v1 = v1.rotate_left(13) ^ *v0;
+        *v0 = v0.rotate_left(32);
+        *v2 = v2.wrapping_add(*v3);
+        *v3 = v3.rotate_left(16) ^ *v2;
+        *v0 = v0.wrapping_add(*v3);
+        *v3 = v3.rotate_left(21) ^ *v0;
+        *v2 = v2.wrapping_add(*v1);
+        *v1 = v1.rotate_left(17) ^ *v2;
+        *v2 = v2.rotate_left(32);
+    }
+
+    fn compress(&mut self, word: u64) {
+        self.v[3] ^= word;
+        self.round();
+        self.round();
+        self.v[0] ^= word;
+    }
+
+    /// `last` is the final word: the trailing bytes with the total length in its top byte.
+    fn finish(mut self, last: u64) -> u64 {
+        self.compress(last);
+        self.v[2] ^= 0xff;
+        for _ in 0..4 {
+            self.round();
+        }
+        self.v.iter().fold(0, |hash, v| hash ^ v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn code(result: Result<impl fmt::Debug, Diagnostic>) -> StatusCode {
+        result.expect_err("expected an error").code
+    }
+
+    fn message(result: Result<impl fmt::Debug, Diagnostic>) -> String {
+        result.expect_err("expected an error").message
+    }
+
+    /// `abs_vmvx.vmfb` rodata segment 3 holds `vmvx-bytecode-fb`.
+    fn rodata_buffer() -> Arc<Buffer> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm/loader/abs_vmvx.vmfb");
+        let module = Arc::new(Module::load_file(path).unwrap());
+        Buffer::rodata(module, 3).unwrap()
+    }
+
+    #[test]
+    fn buffers_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Buffer>();
+    }
+
+    #[test]
+    fn allocate_gives_zeroed_mutable_bytes() {
+        let buffer = Buffer::allocate(10, 16).unwrap();
+        assert_eq!(buffer.len(), 10);
+        assert!(!buffer.is_empty());
+        assert!(buffer.is_mutable());
+        assert_eq!(buffer.to_vec(), vec![0; 10]);
+        assert_eq!(format!("{buffer:?}"), "vm.buffer(mutable, 10 bytes)");
+        assert!(Buffer::allocate(0, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn allocate_rejects_bad_lengths_and_alignments() {
+        assert_eq!(message(Buffer::allocate(8, 3)), "alignments must be powers of two (got 3)");
+        assert_eq!(code(Buffer::allocate(8, -4)), StatusCode::InvalidArgument);
+        assert_eq!(message(Buffer::allocate(-1, 8)), "buffer length -1 is negative");
+        assert_eq!(code(Buffer::allocate(i64::MAX, 8)), StatusCode::ResourceExhausted);
+    }
+
+    #[test]
+    fn typed_offsets_are_in_elements_and_little_endian() {
+        let buffer = Buffer::allocate(16, 0).unwrap();
+        buffer.store_i32(1, 0x0403_0201).unwrap();
+        assert_eq!(buffer.read_bytes(4, 4).unwrap(), [1, 2, 3, 4]);
+        buffer.store_i16(1, -2).unwrap();
+        assert_eq!(buffer.read_bytes(2, 2).unwrap(), [0xfe, 0xff]);
+        buffer.store_i8(1, 0x7f).unwrap();
+        buffer.store_i64(1, -3).unwrap();
+        assert_eq!(buffer.load_i64(1).unwrap(), -3);
+        assert_eq!(buffer.load_i8_u(1).unwrap(), 0x7f);
+        assert_eq!(buffer.load_i16_s(1).unwrap(), -2);
+        assert_eq!(buffer.load_i16_u(1).unwrap(), 0xfffe);
+        assert_eq!(buffer.load_i32(1).unwrap(), 0x0403_0201);
+        buffer.store_f32(3, 1.5).unwrap();
+        assert_eq!(buffer.load_f32(3).unwrap(), 1.5);
+        buffer.store_f64(1, -0.25).unwrap();
+        assert_eq!(buffer.load_f64(1).unwrap(), -0.25);
+        assert_eq!(buffer.read_bytes(8, 8).unwrap(), (-0.25f64).to_le_bytes());
+    }
+
+    #[test]
+    fn byte_loads_extend_by_signedness() {
+        let buffer = Buffer::from_bytes(&[0x80, 0xff]);
+        assert_eq!(buffer.load_i8_u(0).unwrap(), 0x80);
+        assert_eq!(buffer.load_i8_s(0).unwrap(), -128);
+        assert_eq!(buffer.load_i16_u(0).unwrap(), 0xff80);
+        assert_eq!(buffer.load_i16_s(0).unwrap(), -128);
+    }
+
+    #[test]
+    fn out_of_bounds_access_reports_bytes_like_iree() {
+        let buffer = Buffer::allocate(10, 0).unwrap();
+        assert_eq!(
+            message(buffer.load_i32(2)),
+            "out-of-bounds access detected (offset=8, length=4, alignment=4, buffer length=10)"
+        );
+        assert_eq!(code(buffer.load_i32(2)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_i64(1, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_i8_u(10)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_i8_s(-1)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_i16_u(5)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_i16_s(5)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_i64(i64::MAX)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_f32(3)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.load_f64(2)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_i8(10, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_i16(i64::MIN, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_i32(3, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_f32(-1, 0.0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.store_f64(2, 0.0)), StatusCode::OutOfRange);
+        assert_eq!(
+            message(buffer.store_i32(-1, 0)),
+            "out-of-bounds access detected (offset=-4, length=4, alignment=4, buffer length=10)"
+        );
+        assert_eq!(code(buffer.read_bytes(8, 3)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.read_bytes(usize::MAX, 1)), StatusCode::OutOfRange);
+        assert_eq!(buffer.to_vec(), vec![0; 10], "failed stores wrote nothing");
+    }
+
+    #[test]
+    fn fill_counts_elements_and_checks_the_range() {
+        let buffer = Buffer::allocate(16, 0).unwrap();
+        buffer.fill_i8(1, 2, -1).unwrap();
+        assert_eq!(buffer.read_bytes(0, 4).unwrap(), [0, 0xff, 0xff, 0]);
+        buffer.fill_i16(2, 2, 0x0102).unwrap();
+        assert_eq!(buffer.read_bytes(4, 4).unwrap(), [2, 1, 2, 1]);
+        buffer.fill_i32(2, 1, 7).unwrap();
+        assert_eq!(buffer.load_i32(2).unwrap(), 7);
+        buffer.fill_i64(1, 1, -9).unwrap();
+        assert_eq!(buffer.load_i64(1).unwrap(), -9);
+        buffer.fill_f32(0, 2, 2.0).unwrap();
+        assert_eq!((buffer.load_f32(0).unwrap(), buffer.load_f32(1).unwrap()), (2.0, 2.0));
+        buffer.fill_f64(0, 2, 0.5).unwrap();
+        assert_eq!(buffer.load_f64(1).unwrap(), 0.5);
+        buffer.fill_i32(4, 0, 1).unwrap();
+        assert_eq!(
+            message(buffer.fill_i32(2, 3, 0)),
+            "out-of-bounds access detected (offset=8, length=12, alignment=4, buffer length=16)"
+        );
+        assert_eq!(code(buffer.fill_i8(0, -1, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.fill_i16(0, 9, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.fill_i64(i64::MAX, i64::MAX, 0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.fill_f32(4, 1, 0.0)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.fill_f64(0, 3, 0.0)), StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn rodata_is_a_read_only_view_of_the_module() {
+        let buffer = rodata_buffer();
+        assert_eq!(buffer.to_vec(), b"vmvx-bytecode-fb");
+        assert!(!buffer.is_mutable());
+        assert_eq!(format!("{buffer:?}"), "vm.buffer(rodata, 16 bytes)");
+        assert_eq!(buffer.load_i8_u(0).unwrap(), i32::from(b'v'));
+        assert_eq!(buffer.load_i32(1).unwrap(), i32::from_le_bytes(*b"-byt"));
+        let denied = "buffer is read-only and cannot be mapped for mutation";
+        assert_eq!(message(buffer.store_i8(0, 0)), denied);
+        assert_eq!(code(buffer.store_i16(0, 0)), StatusCode::PermissionDenied);
+        assert_eq!(code(buffer.store_i32(0, 0)), StatusCode::PermissionDenied);
+        assert_eq!(code(buffer.store_i64(0, 0)), StatusCode::PermissionDenied);
+        assert_eq!(code(buffer.store_f32(0, 0.0)), StatusCode::PermissionDenied);
+        assert_eq!(code(buffer.store_f64(0, 0.0)), StatusCode::PermissionDenied);
+        assert_eq!(code(buffer.fill_i8(0, 1, 0)), StatusCode::PermissionDenied);
+        // Permission is checked before the range, as in IREE.
+        assert_eq!(code(buffer.store_i32(100, 0)), StatusCode::PermissionDenied);
+        let source = Buffer::from_bytes(b"xy");
+        assert_eq!(code(Buffer::copy(&source, 0, &buffer, 0, 2)), StatusCode::PermissionDenied);
+        assert_eq!(buffer.to_vec(), b"vmvx-bytecode-fb");
+        assert_eq!(code(buffer.load_i64(2)), StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn rodata_ordinal_must_exist() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm/loader/abs_vmvx.vmfb");
+        let module = Arc::new(Module::load_file(path).unwrap());
+        let count = module.rodata_segment_count();
+        let error = Buffer::rodata(module, count).unwrap_err();
+        assert_eq!(error.code, StatusCode::OutOfRange);
+        assert_eq!(error.message, format!("rodata segment {count} out of range (module has {count})"));
+    }
+
+    #[test]
+    fn clone_range_copies_into_a_new_mutable_buffer() {
+        let source = rodata_buffer();
+        let clone = source.clone_range(5, 8, 64).unwrap();
+        assert!(clone.is_mutable());
+        assert_eq!(clone.to_vec(), b"bytecode");
+        clone.store_i8(0, b'B' as i8).unwrap();
+        assert_eq!(source.to_vec(), b"vmvx-bytecode-fb");
+        assert!(source.clone_range(16, 0, 0).unwrap().is_empty());
+        assert_eq!(
+            message(source.clone_range(10, 7, 8)),
+            "out-of-bounds access detected (offset=10, length=7, alignment=1, buffer length=16)"
+        );
+        assert_eq!(code(source.clone_range(0, -1, 8)), StatusCode::OutOfRange);
+        // The source range is checked first, then the alignment.
+        assert_eq!(code(source.clone_range(10, 7, 3)), StatusCode::OutOfRange);
+        assert_eq!(message(source.clone_range(0, 1, 3)), "alignments must be powers of two (got 3)");
+    }
+
+    #[test]
+    fn copy_moves_bytes_between_and_within_buffers() {
+        let pattern: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let source = Buffer::from_bytes(&pattern);
+        let target = Buffer::allocate(1000, 0).unwrap();
+        Buffer::copy(&source, 100, &target, 10, 700).unwrap();
+        assert_eq!(target.read_bytes(10, 700).unwrap(), pattern[100..800]);
+        assert_eq!(target.read_bytes(0, 10).unwrap(), [0; 10]);
+
+        // Overlapping copies behave like memmove in both directions, across chunk boundaries.
+        let up = Buffer::from_bytes(&pattern);
+        Buffer::copy(&up, 0, &up, 300, 600).unwrap();
+        assert_eq!(up.read_bytes(300, 600).unwrap(), pattern[..600]);
+        assert_eq!(up.read_bytes(0, 300).unwrap(), pattern[..300]);
+        let down = Buffer::from_bytes(&pattern);
+        Buffer::copy(&down, 300, &down, 1, 600).unwrap();
+        assert_eq!(down.read_bytes(1, 600).unwrap(), pattern[300..900]);
+
+        Buffer::copy(&source, 1000, &target, 1000, 0).unwrap();
+        assert_eq!(
+            message(Buffer::copy(&source, 900, &target, 0, 101)),
+            "out-of-bounds access detected (offset=900, length=101, alignment=1, buffer length=1000)"
+        );
+        assert_eq!(code(Buffer::copy(&source, 0, &target, 950, 51)), StatusCode::OutOfRange);
+        assert_eq!(code(Buffer::copy(&source, -1, &target, 0, 1)), StatusCode::OutOfRange);
+        assert_eq!(code(Buffer::copy(&source, 0, &target, 0, -1)), StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn compare_reports_equality_of_ranges() {
+        let pattern: Vec<u8> = (0..=255u8).cycle().take(600).collect();
+        let a = Buffer::from_bytes(&pattern);
+        let b = Buffer::from_bytes(&pattern);
+        assert!(Buffer::compare(&a, 0, &b, 0, 600).unwrap());
+        assert!(Buffer::compare(&a, 0, &b, 256, 300).unwrap());
+        b.store_i8(599, 0).unwrap();
+        assert!(!Buffer::compare(&a, 0, &b, 0, 600).unwrap());
+        assert!(Buffer::compare(&a, 0, &b, 0, 599).unwrap());
+        assert!(Buffer::compare(&a, 5, &rodata_buffer(), 0, 0).unwrap());
+        assert_eq!(code(Buffer::compare(&a, 0, &b, 1, 600)), StatusCode::OutOfRange);
+        assert_eq!(code(Buffer::compare(&a, 1, &b, 0, 600)), StatusCode::OutOfRange);
+        assert_eq!(code(Buffer::compare(&a, 0, &b, 0, -2)), StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn hash_is_siphash_2_4_keyed_like_iree() {
+        // Reference vectors for key 00..0f and message 00..len-1.
+        let message: Vec<u8> = (0..=255u8).cycle().take(700).collect();
+        let buffer = Buffer::from_bytes(&message);
+        assert_eq!(buffer.hash(0, 0).unwrap() as u64, 0x726f_db47_dd0e_0e31);
+        assert_eq!(buffer.hash(0, 8).unwrap() as u64, 0x93f5_f579_9a93_2462);
+        for len in [1, 7, 8, 9, 15, 63, 64, 255, 256, 257, 300, 700] {
+            #[allow(deprecated)]
+            let mut reference = std::hash::SipHasher::new_with_keys(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908);
+            std::hash::Hasher::write(&mut reference, &message[..len]);
+            assert_eq!(buffer.hash(0, len as i64).unwrap() as u64, std::hash::Hasher::finish(&reference), "len {len}");
+        }
+        assert_eq!(buffer.hash(3, 5).unwrap(), Buffer::from_bytes(&message[3..8]).hash(0, 5).unwrap());
+        assert_eq!(rodata_buffer().hash(0, 16).unwrap(), Buffer::from_bytes(b"vmvx-bytecode-fb").hash(0, 16).unwrap());
+        assert_eq!(code(buffer.hash(0, 701)), StatusCode::OutOfRange);
+        assert_eq!(code(buffer.hash(-1, 1)), StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn threads_store_and_load_disjoint_offsets_of_one_buffer() {
+        const THREADS: i64 = 8;
+        const PER_THREAD: i64 = 1000;
+        let buffer = Buffer::allocate(THREADS * PER_THREAD * 4, 4).unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..THREADS {
+                let buffer = Arc::clone(&buffer);
+                scope.spawn(move || {
+                    for round in 0..20 {
+                        // Interleaved elements, so neighbours in memory belong to other threads.
+                        for i in 0..PER_THREAD {
+                            let index = i * THREADS + t;
+                            buffer.store_i32(index, (index * 31 + round) as i32).unwrap();
+                            assert_eq!(buffer.load_i32(index).unwrap(), (index * 31 + round) as i32);
+                        }
+                    }
+                });
+            }
+        });
+        for index in 0..THREADS * PER_THREAD {
+            assert_eq!(buffer.load_i32(index).unwrap(), (index * 31 + 19) as i32);
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Contexts: an ordered set of modules linked together, each with its own state.
+//!
+//! Adding a module checks its dependencies against the modules already present, resolves each
+//! import (by full name, newest module first, with the exact calling-convention string), creates
+//! its state and runs its `__init`. Dropping the context runs `__deinit` in reverse order.
+//!
+//! Thread safety: a `Context` is `Send + Sync` and cheap to clone (clones share the modules and
+//! their state). Every slice of execution holds the context's lock, so invocations on one context
+//! never run at the same time; an invocation suspended on an async value releases the lock, and
+//! others may run before it resumes (as with IREE's coroutines). Native functions must not invoke
+//! their own context synchronously from inside a call. Separate contexts run fully in parallel,
+//! even when they share `Arc<Module>`s.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::buffer::Buffer;
+use super::interpreter::{Invocation, Step};
+use super::module::Module;
+use super::native::{NativeModule, NativeState};
+use super::refs::Ref;
+use super::value::Value;
+use crate::host::{block_until_ready, Diagnostic, StatusCode};
+
+/// Where an import resolved to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resolved {
+    Bytecode { instance: u32, function: u32 },
+    Native { instance: u32, function: u32 },
+}
+
+/// A module as added to a context.
+pub(crate) enum Instance {
+    Bytecode { module: Arc<Module>, imports: Box<[Option<Resolved>]> },
+    Native(Arc<dyn NativeModule>),
+}
+
+impl Instance {
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Instance::Bytecode { module, .. } => module.name(),
+            Instance::Native(native) => native.name(),
+        }
+    }
+
+    fn version(&self) -> u32 {
+        match self {
+            Instance::Bytecode { module, .. } => module.version(),
+            Instance::Native(native) => native.version(),
+        }
+    }
+
+    /// Finds an exported function by name, with its calling convention.
+    fn export(&self, instance: u32, name: &str) -> Option<(Resolved, String)> {
+        match self {
+            Instance::Bytecode { module, .. } => {
+                let export = module.lookup_export(name)?;
+                let signature = module.function_signatures().get(export.internal_ordinal as usize)?;
+                let cconv = signature.calling_convention.clone().unwrap_or_default();
+                Some((Resolved::Bytecode { instance, function: export.internal_ordinal }, cconv))
+            }
+            Instance::Native(native) => {
+                let (ordinal, function) = native.functions().iter().enumerate().find(|(_, f)| f.name == name)?;
+                Some((Resolved::Native { instance, function: ordinal as u32 }, function.cconv.clone()))
+            }
+        }
+    }
+}
+
+/// Per-context state of a bytecode module: its globals, and the rodata buffers handed out so far
+/// (so `vm.const.ref.rodata` retains one buffer rather than creating one per execution).
+pub(crate) struct BytecodeState {
+    pub rwdata: Vec<u8>,
+    pub refs: Vec<Option<Ref>>,
+    pub rodata: Vec<Option<Arc<Buffer>>>,
+}
+
+pub(crate) enum State {
+    Bytecode(BytecodeState),
+    Native(NativeState),
+}
+
+/// The modules of a context and their states, kept apart so the interpreter can read the one
+/// while writing the other.
+#[derive(Default)]
+pub(crate) struct Linked {
+    pub instances: Vec<Instance>,
+    pub states: Vec<State>,
+}
+
+/// A function found in a context, ready to invoke.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionHandle {
+    pub(crate) target: Resolved,
+    /// `module.name`.
+    pub full_name: String,
+    pub cconv: String,
+}
+
+/// A set of linked modules with their state. See the module documentation for thread safety.
+#[derive(Clone, Default)]
+pub struct Context {
+    linked: Arc<Mutex<Linked>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.lock().instances.iter().map(|i| i.name().to_owned()).collect();
+        f.debug_struct("Context").field("modules", &names).finish()
+    }
+}
+
+impl Context {
+    pub fn new() -> Context {
+        Context::default()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Linked> {
+        // A panic while holding the lock can only come from a bug in a native module; the state
+        // it protects stays structurally valid, so later calls may proceed.
+        self.linked.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The names of the modules added so far, in order.
+    pub fn module_names(&self) -> Vec<String> {
+        self.lock().instances.iter().map(|i| i.name().to_owned()).collect()
+    }
+
+    /// Adds a native module; its state is created now.
+    pub fn add_native_module(&self, module: Arc<dyn NativeModule>) -> Result<(), Diagnostic> {
+        let state = module.create_state()?;
+        let mut linked = self.lock();
+        if linked.instances.iter().any(|i| i.name() == module.name()) {
+            return Err(Diagnostic::new(
+                StatusCode::AlreadyExists,
+                format!("a module named `{}` is already in this context", module.name()),
+            ));
+        }
+        linked.instances.push(Instance::Native(module));
+        linked.states.push(State::Native(state));
+        Ok(())
+    }
+
+    /// Adds a bytecode module: checks dependencies, resolves imports, creates state, runs
+    /// `__init`. On any failure the context is left as it was.
+    pub fn add_module(&self, module: Arc<Module>) -> Result<(), Diagnostic> {
+        let instance = {
+            let mut linked = self.lock();
+            if linked.instances.iter().any(|i| i.name() == module.name()) {
+                return Err(Diagnostic::new(
+                    StatusCode::AlreadyExists,
+                    format!("a module named `{}` is already in this context", module.name()),
+                ));
+            }
+            let imports = resolve_imports(&linked.instances, &module)?;
+            let state = BytecodeState {
+                rwdata: vec![0; module.module_state().global_bytes_capacity as usize],
+                refs: vec![None; module.module_state().global_ref_count as usize],
+                rodata: vec![None; module.rodata_segment_count()],
+            };
+            linked.instances.push(Instance::Bytecode { module: module.clone(), imports });
+            linked.states.push(State::Bytecode(state));
+            linked.instances.len() - 1
+        };
+        if let Some(export) = module.lookup_export("__init") {
+            let target = Resolved::Bytecode { instance: instance as u32, function: export.internal_ordinal };
+            if let Err(error) = self.call(target, Vec::new()) {
+                let mut linked = self.lock();
+                linked.instances.truncate(instance);
+                linked.states.truncate(instance);
+                return Err(Diagnostic {
+                    message: format!("`{}.__init` failed: {}", module.name(), error.message),
+                    ..error
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds `name` (`module.function`, or a bare function name looked up in the most recently
+    /// added bytecode module, as `iree-run-module` does).
+    pub fn lookup(&self, name: &str) -> Result<FunctionHandle, Diagnostic> {
+        let linked = self.lock();
+        let found = match name.split_once('.') {
+            Some((module, function)) if linked.instances.iter().any(|i| i.name() == module) => linked
+                .instances
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, i)| i.name() == module)
+                .and_then(|(index, i)| i.export(index as u32, function).map(|f| (i.name(), function, f))),
+            _ => linked
+                .instances
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, i)| matches!(i, Instance::Bytecode { .. }))
+                .and_then(|(index, i)| i.export(index as u32, name).map(|f| (i.name(), name, f))),
+        };
+        match found {
+            Some((module, function, (target, cconv))) => {
+                Ok(FunctionHandle { target, full_name: format!("{module}.{function}"), cconv })
+            }
+            None => Err(Diagnostic::new(
+                StatusCode::NotFound,
+                format!("function `{name}` not found in the context's modules ({})", names(&linked.instances)),
+            )),
+        }
+    }
+
+    /// Starts an invocation of `function` with `arguments`; run it with [`Invocation::run`].
+    pub fn begin(&self, function: &FunctionHandle, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
+        Invocation::new(self.clone(), function.target, arguments)
+    }
+
+    /// Invokes `function` and waits for its results; the calling thread blocks only while the
+    /// program waits on an async value.
+    pub fn invoke(&self, function: &FunctionHandle, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+        self.call(function.target, arguments)
+    }
+
+    fn call(&self, target: Resolved, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+        let mut invocation = Invocation::new(self.clone(), target, arguments)?;
+        loop {
+            match invocation.run()? {
+                Step::Done(results) => return Ok(results),
+                Step::Wait(value) => block_until_ready(std::slice::from_ref(&value)),
+            }
+        }
+    }
+}
+
+impl Drop for Context {
+    /// The last clone runs every bytecode module's `__deinit`, newest first. Errors have no
+    /// caller to go to and are dropped; a `__deinit` that fails leaves nothing to undo.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.linked) != 1 {
+            return;
+        }
+        let deinits: Vec<Resolved> = {
+            let linked = self.lock();
+            linked
+                .instances
+                .iter()
+                .enumerate()
+                .rev()
+                .filter_map(|(index, instance)| match instance {
+                    Instance::Bytecode { module, .. } => module
+                        .lookup_export("__deinit")
+                        .map(|e| Resolved::Bytecode { instance: index as u32, function: e.internal_ordinal }),
+                    Instance::Native(_) => None,
+                })
+                .collect()
+        };
+        for target in deinits {
+            let _ = self.call(target, Vec::new());
+        }
+    }
+}
+
+fn names(instances: &[Instance]) -> String {
+    let names: Vec<&str> = instances.iter().map(Instance::name).collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn resolve_imports(instances: &[Instance], module: &Module) -> Result<Box<[Option<Resolved>]>, Diagnostic> {
+    for dependency in module.dependencies() {
+        match instances.iter().rev().find(|i| i.name() == dependency.name) {
+            Some(found) if found.version() >= dependency.minimum_version => {}
+            Some(found) if !dependency.is_optional() => {
+                return Err(Diagnostic::new(
+                    StatusCode::FailedPrecondition,
+                    format!(
+                        "module `{}` needs `{}` version >= {}, but the context has version {}",
+                        module.name(),
+                        dependency.name,
+                        dependency.minimum_version,
+                        found.version()
+                    ),
+                ))
+            }
+            None if !dependency.is_optional() => {
+                return Err(Diagnostic::new(
+                    StatusCode::NotFound,
+                    format!(
+                        "module `{}` depends on module `{}`, which is not in the context (it has: {})",
+                        module.name(),
+                        dependency.name,
+                        names(instances)
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    module
+        .imported_functions()
+        .iter()
+        .map(|import| {
+            let (module_name, function) = import.full_name.split_once('.').unwrap_or((import.full_name.as_str(), ""));
+            let expected = import.signature.as_ref().and_then(|s| s.calling_convention.as_deref()).unwrap_or("");
+            let found = instances
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, i)| i.name() == module_name)
+                .find_map(|(index, i)| i.export(index as u32, function));
+            match found {
+                Some((target, cconv)) if cconv == expected => Ok(Some(target)),
+                Some((_, cconv)) => Err(Diagnostic::new(
+                    StatusCode::Internal,
+                    format!(
+                        "import `{}` of module `{}`: signature mismatch: the import expects `{expected}` but the \
+                         exporting module declares `{cconv}`",
+                        import.full_name,
+                        module.name()
+                    ),
+                )),
+                None if import.is_optional() => Ok(None),
+                None => Err(Diagnostic::new(
+                    StatusCode::NotFound,
+                    format!(
+                        "required import `{}` of module `{}` was not found in the context's modules ({})",
+                        import.full_name,
+                        module.name(),
+                        names(instances)
+                    ),
+                )),
+            }
+        })
+        .collect()
+}

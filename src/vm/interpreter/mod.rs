@@ -1,0 +1,317 @@
+//! The bytecode interpreter: invocations, frames and the dispatch loop.
+//!
+//! An [`Invocation`] owns its whole stack (frames plus two register stacks, one of i32 words and
+//! one of refs) on the heap, so it can stop at a pending async value and resume later on any
+//! thread without blocking one meanwhile. Each step holds the context's lock; see
+//! [`crate::vm::context`] for what that means for concurrency.
+
+mod exec;
+pub mod lower;
+pub mod op;
+pub mod scalar;
+
+use std::sync::Arc;
+
+use self::lower::Function;
+use self::op::Slot;
+use super::abi::ValueKind;
+use super::context::{Context, Instance, Linked, Resolved, State};
+use super::module::Module;
+use super::refs::Ref;
+use super::value::Value;
+use crate::host::{AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
+
+/// Most frames one invocation may stack before it fails with `RESOURCE_EXHAUSTED` (unbounded
+/// recursion in a program must not take the host process down).
+pub const MAX_FRAME_DEPTH: usize = 16 * 1024;
+/// Most i32 registers (and, separately, ref registers) the frames of one invocation may hold.
+pub const MAX_STACK_REGISTERS: usize = 1 << 22;
+
+/// What running an invocation produced.
+#[derive(Debug)]
+pub enum Step {
+    /// The entry function returned these results.
+    Done(Vec<Value>),
+    /// The program waits for this value; call [`Invocation::run`] again once it is available
+    /// (for example from its `and_then`).
+    Wait(RcAsyncValue),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    instance: u32,
+    function: u32,
+    /// The op being executed; for a caller, its call op.
+    pc: u32,
+    i32_base: u32,
+    ref_base: u32,
+}
+
+/// A native call whose results are still being computed.
+struct Pending {
+    results: AsyncValueRef<Vec<Value>>,
+    native: String,
+}
+
+/// One call from the host into a context, with its own stack.
+pub struct Invocation {
+    context: Context,
+    frames: Vec<Frame>,
+    i32s: Vec<u32>,
+    refs: Vec<Option<Ref>>,
+    /// A call made from the host straight into a native function.
+    native_entry: Option<(u32, u32, Vec<Value>)>,
+    pending: Option<Pending>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation").field("depth", &self.frames.len()).field("finished", &self.finished).finish()
+    }
+}
+
+impl Invocation {
+    pub(crate) fn new(context: Context, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
+        let mut invocation = Invocation {
+            context,
+            frames: Vec::new(),
+            i32s: Vec::new(),
+            refs: Vec::new(),
+            native_entry: None,
+            pending: None,
+            finished: false,
+        };
+        match target {
+            Resolved::Native { instance, function } => invocation.native_entry = Some((instance, function, arguments)),
+            Resolved::Bytecode { instance, function } => {
+                let context = invocation.context.clone();
+                let linked = context.lock();
+                let module = bytecode_module(&linked, instance)?;
+                let callee = &module.functions()[function as usize];
+                if arguments.len() != callee.arguments.len() {
+                    return Err(Diagnostic::new(
+                        StatusCode::InvalidArgument,
+                        format!(
+                            "input list and function mismatch; expected {} arguments but passed {}",
+                            callee.arguments.len(),
+                            arguments.len()
+                        ),
+                    ));
+                }
+                invocation.push_frame(instance, function, callee)?;
+                for (index, (slot, value)) in callee.arguments.iter().zip(arguments).enumerate() {
+                    invocation.write_value(0, 0, *slot, value).map_err(|got| {
+                        Diagnostic::new(
+                            StatusCode::InvalidArgument,
+                            format!(
+                                "argument {index} of `{}`: expected {} but got {got}",
+                                module.function_name(function as usize),
+                                kind_name(slot.kind)
+                            ),
+                        )
+                    })?;
+                }
+            }
+        }
+        Ok(invocation)
+    }
+
+    /// Runs until the entry function returns, fails, or waits on an async value.
+    pub fn run(&mut self) -> Result<Step, Diagnostic> {
+        if self.finished {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "this invocation has already finished"));
+        }
+        let context = self.context.clone();
+        let mut linked = context.lock();
+        let result = self.step(&mut linked);
+        if !matches!(result, Ok(Step::Wait(_))) {
+            self.finished = true;
+            self.frames.clear();
+            self.i32s.clear();
+            self.refs.clear();
+        }
+        result
+    }
+
+    fn step(&mut self, linked: &mut Linked) -> Result<Step, Diagnostic> {
+        if let Some((instance, function, arguments)) = self.native_entry.take() {
+            return match call_native(linked, instance, function, &arguments)? {
+                Outcome::Ready(results, _) => Ok(Step::Done(results)),
+                Outcome::Pending(results, native) => {
+                    let wait = results.as_untyped().clone();
+                    self.pending = Some(Pending { results, native });
+                    Ok(Step::Wait(wait))
+                }
+            };
+        }
+        if let Some(pending) = self.pending.take() {
+            if !pending.results.as_untyped().is_available() {
+                let wait = pending.results.as_untyped().clone();
+                self.pending = Some(pending);
+                return Ok(Step::Wait(wait));
+            }
+            if let Some(error) = pending.results.as_untyped().get_error() {
+                return Err(self.locate(linked, error.clone()));
+            }
+            let results = pending.results.get().clone();
+            if self.frames.is_empty() {
+                return Ok(Step::Done(results));
+            }
+            self.finish_native_call(linked, &pending.native, results)?;
+        }
+        self.execute(linked)
+    }
+
+    /// Writes the results of a completed native call into the calling frame and moves it past
+    /// the call.
+    fn finish_native_call(&mut self, linked: &Linked, native: &str, results: Vec<Value>) -> Result<(), Diagnostic> {
+        let frame = *self.frames.last().expect("a native call has a calling frame");
+        let module = bytecode_module(linked, frame.instance)?;
+        let op::Op::Call(call) = &module.functions()[frame.function as usize].ops[frame.pc as usize] else {
+            unreachable!("a pending native call was started by a call op");
+        };
+        if results.len() != call.results.len() {
+            let error = Diagnostic::new(
+                StatusCode::Internal,
+                format!(
+                    "native function `{native}` returned {} results, expected {}",
+                    results.len(),
+                    call.results.len()
+                ),
+            );
+            return Err(self.locate(linked, error));
+        }
+        for (index, (slot, value)) in call.results.iter().zip(results).enumerate() {
+            if let Err(got) = self.write_value(frame.i32_base, frame.ref_base, *slot, value) {
+                let error = Diagnostic::new(
+                    StatusCode::Internal,
+                    format!(
+                        "native function `{native}` returned {got} for result {index}, expected {}",
+                        kind_name(slot.kind)
+                    ),
+                );
+                return Err(self.locate(linked, error));
+            }
+        }
+        let next = call.resume.unwrap_or(frame.pc + 1);
+        self.frames.last_mut().expect("checked above").pc = next;
+        Ok(())
+    }
+
+    fn push_frame(&mut self, instance: u32, function: u32, callee: &Function) -> Result<(), Diagnostic> {
+        let i32_base = self.i32s.len();
+        let ref_base = self.refs.len();
+        let i32_end = i32_base + callee.i32_register_count as usize;
+        let ref_end = ref_base + callee.ref_register_count as usize;
+        if self.frames.len() >= MAX_FRAME_DEPTH || i32_end > MAX_STACK_REGISTERS || ref_end > MAX_STACK_REGISTERS {
+            return Err(Diagnostic::new(
+                StatusCode::ResourceExhausted,
+                format!("VM stack overflow: {} frames deep (unbounded recursion?)", self.frames.len()),
+            ));
+        }
+        self.i32s.resize(i32_end, 0);
+        self.refs.resize(ref_end, None);
+        self.frames.push(Frame { instance, function, pc: 0, i32_base: i32_base as u32, ref_base: ref_base as u32 });
+        Ok(())
+    }
+
+    /// Stores `value` into the register `slot` of the frame at the given bases; on a type
+    /// mismatch returns the value's type name.
+    fn write_value(&mut self, i32_base: u32, ref_base: u32, slot: Slot, value: Value) -> Result<(), String> {
+        let i = i32_base as usize + slot.reg as usize;
+        match (slot.kind, value) {
+            (ValueKind::I32, Value::I32(v)) => self.i32s[i] = v as u32,
+            (ValueKind::F32, Value::F32(v)) => self.i32s[i] = v.to_bits(),
+            (ValueKind::I64, Value::I64(v)) => write64(&mut self.i32s, i, v as u64),
+            (ValueKind::F64, Value::F64(v)) => write64(&mut self.i32s, i, v.to_bits()),
+            (ValueKind::Ref, Value::Ref(r)) => self.refs[ref_base as usize + slot.reg as usize] = r,
+            (_, other) => return Err(other.type_name().to_owned()),
+        }
+        Ok(())
+    }
+
+    /// Reads the register `slot` of the frame at the given bases as a value (moving refs out
+    /// when the slot says so).
+    fn read_value(&mut self, i32_base: u32, ref_base: u32, slot: Slot) -> Value {
+        let i = i32_base as usize + slot.reg as usize;
+        match slot.kind {
+            ValueKind::I32 => Value::I32(self.i32s[i] as i32),
+            ValueKind::F32 => Value::F32(f32::from_bits(self.i32s[i])),
+            ValueKind::I64 => Value::I64(read64(&self.i32s, i) as i64),
+            ValueKind::F64 => Value::F64(f64::from_bits(read64(&self.i32s, i))),
+            ValueKind::Ref => {
+                let r = &mut self.refs[ref_base as usize + slot.reg as usize];
+                Value::Ref(if slot.is_move { r.take() } else { r.clone() })
+            }
+        }
+    }
+
+    /// Adds where the error arose to an error raised while executing: the source location the
+    /// debug database records for the innermost frame's instruction, or, without debug info, the
+    /// module, function and bytecode offset. The message stays as the program or op gave it, so
+    /// tools can print it exactly as IREE's do.
+    fn locate(&self, linked: &Linked, mut error: Diagnostic) -> Diagnostic {
+        if error.location.is_some() {
+            return error;
+        }
+        let Some(frame) = self.frames.last() else { return error };
+        let Ok(module) = bytecode_module(linked, frame.instance) else { return error };
+        let function = &module.functions()[frame.function as usize];
+        let offset = function.offsets.get(frame.pc as usize).copied().unwrap_or(0);
+        let name = module.function_name(frame.function as usize);
+        error.location = Some(match module.debug_database().and_then(|db| db.file_location(&name, offset)) {
+            Some((file, line, column)) => Location::new(file, line.max(0) as u32, column.max(0) as u32),
+            None => Location::new(format!("{}.{name}+{offset:#x}", module.name()), 0, 0),
+        });
+        error
+    }
+}
+
+fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::I32 => "i32",
+        ValueKind::I64 => "i64",
+        ValueKind::F32 => "f32",
+        ValueKind::F64 => "f64",
+        ValueKind::Ref => "a ref",
+    }
+}
+
+#[inline(always)]
+fn read64(registers: &[u32], i: usize) -> u64 {
+    registers[i] as u64 | (registers[i + 1] as u64) << 32
+}
+
+#[inline(always)]
+fn write64(registers: &mut [u32], i: usize, value: u64) {
+    registers[i] = value as u32;
+    registers[i + 1] = (value >> 32) as u32;
+}
+
+fn bytecode_module(linked: &Linked, instance: u32) -> Result<&Arc<Module>, Diagnostic> {
+    match linked.instances.get(instance as usize) {
+        Some(Instance::Bytecode { module, .. }) => Ok(module),
+        _ => Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not bytecode"))),
+    }
+}
+
+enum Outcome {
+    Ready(Vec<Value>, String),
+    Pending(AsyncValueRef<Vec<Value>>, String),
+}
+
+/// Calls a native function with checked arguments.
+fn call_native(linked: &mut Linked, instance: u32, function: u32, arguments: &[Value]) -> Result<Outcome, Diagnostic> {
+    let Linked { instances, states } = linked;
+    let (Some(Instance::Native(native)), Some(State::Native(state))) =
+        (instances.get(instance as usize), states.get_mut(instance as usize))
+    else {
+        return Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not native")));
+    };
+    let name = format!("{}.{}", native.name(), native.functions()[function as usize].name);
+    match native.call(state, function as usize, arguments)? {
+        crate::vm::native::NativeOutcome::Ready(results) => Ok(Outcome::Ready(results, name)),
+        crate::vm::native::NativeOutcome::Pending(results) => Ok(Outcome::Pending(results, name)),
+    }
+}

@@ -1,0 +1,472 @@
+//! The lowered instruction stream the interpreter runs.
+//!
+//! At load time every function's bytecode is decoded once, checked against the module (register
+//! banks against callee signatures, type ids, rodata ordinals) and rewritten into [`Op`]s: fixed
+//! register indices, branch targets as op indices, call operands typed by the callee's calling
+//! convention, and scalar semantics as plain function pointers. The hot loop then never decodes
+//! variable-length bytes, never parses a calling convention and never looks anything up by name.
+
+use super::scalar;
+use crate::vm::abi::ValueKind;
+
+/// A register ordinal within its bank (i32 bank for scalars, ref bank for refs).
+pub type Reg = u16;
+
+/// A ref register operand and whether this is its last use (the value may be moved out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefReg {
+    pub reg: Reg,
+    pub is_move: bool,
+}
+
+/// One value-sized operand of a call, a return or a trace: its kind decides how many i32
+/// registers it spans (i64/f64 take the pair starting at `reg`) or whether it is a ref.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub kind: ValueKind,
+    pub reg: Reg,
+    /// For refs: the operand may be moved out of the caller's register.
+    pub is_move: bool,
+}
+
+/// What a typed ref operation requires of a non-null ref (resolved from the module type table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefCheck {
+    Any,
+    /// A concrete ref type, by its name without `!` and parameters (`vm.list`, `hal.buffer`).
+    Named(Box<str>),
+    /// A primitive type where a ref type was expected: every non-null ref mismatches.
+    Primitive(Box<str>),
+}
+
+/// Register moves performed when a branch is taken, in encoding order (IREE performs them
+/// sequentially; the compiler orders them so that no swap hazard exists).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Remap {
+    pub ints: Box<[(Reg, Reg)]>,
+    pub refs: Box<[(RefReg, Reg)]>,
+}
+
+/// A branch destination: the op index of the block's first instruction, and its argument moves
+/// (`None` when there are none, the common case).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub op: u32,
+    pub remap: Option<Box<Remap>>,
+}
+
+/// Who a call goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callee {
+    /// An internal function of the same module, by ordinal.
+    Internal(u32),
+    /// An import, by ordinal in the module's import table (resolved per context).
+    Import(u32),
+}
+
+/// How a `vm.call.variadic` passes one top-level argument of the callee: `None` for a plain value,
+/// else a variadic span's (tuple count, values per tuple).
+pub type Segment = Option<(u16, u16)>;
+
+/// A call: arguments typed by the callee's calling convention, results likewise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallOp {
+    pub callee: Callee,
+    /// For `vm.call.variadic`: one entry per top-level argument of the callee. Empty for plain
+    /// calls.
+    pub segments: Box<[Segment]>,
+    pub arguments: Box<[Slot]>,
+    pub results: Box<[Slot]>,
+    /// For yieldable calls: where execution continues (the results are that block's arguments).
+    pub resume: Option<u32>,
+}
+
+/// Width of a buffer element access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferElement {
+    I8U,
+    I8S,
+    I16U,
+    I16S,
+    I32,
+    I64,
+    F32,
+    F64,
+}
+
+/// One lowered instruction.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Const32 {
+        value: u32,
+        d: Reg,
+    },
+    Const64 {
+        value: u64,
+        d: Reg,
+    },
+    Un32 {
+        f: scalar::Un32,
+        a: Reg,
+        d: Reg,
+    },
+    Bin32 {
+        f: scalar::Bin32,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Tern32 {
+        f: scalar::Tern32,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    Un64 {
+        f: scalar::Un64,
+        a: Reg,
+        d: Reg,
+    },
+    Bin64 {
+        f: scalar::Bin64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Tern64 {
+        f: scalar::Tern64,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    Shift64 {
+        f: scalar::Shift64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Narrow {
+        f: scalar::Narrow,
+        a: Reg,
+        d: Reg,
+    },
+    Widen {
+        f: scalar::Widen,
+        a: Reg,
+        d: Reg,
+    },
+    Cmp64 {
+        f: scalar::Cmp64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Div32 {
+        f: scalar::Div32,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Div64 {
+        f: scalar::Div64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    // The hottest scalar instructions, inline rather than through a pointer.
+    AddI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    SubI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    MulI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    AddI64 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    MulI64 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpLtI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpLtI64S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpEqI64 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Select32 {
+        c: Reg,
+        t: Reg,
+        f: Reg,
+        d: Reg,
+    },
+    Select64 {
+        c: Reg,
+        t: Reg,
+        f: Reg,
+        d: Reg,
+    },
+    SelectRef {
+        c: Reg,
+        check: RefCheck,
+        t: RefReg,
+        f: RefReg,
+        d: Reg,
+    },
+    Switch32 {
+        index: Reg,
+        default: Reg,
+        values: Box<[Reg]>,
+        d: Reg,
+    },
+    Switch64 {
+        index: Reg,
+        default: Reg,
+        values: Box<[Reg]>,
+        d: Reg,
+    },
+    SwitchRef {
+        index: Reg,
+        check: RefCheck,
+        default: RefReg,
+        values: Box<[RefReg]>,
+        d: Reg,
+    },
+
+    GlobalLoad32 {
+        offset: u32,
+        d: Reg,
+    },
+    GlobalStore32 {
+        offset: u32,
+        s: Reg,
+    },
+    GlobalLoad64 {
+        offset: u32,
+        d: Reg,
+    },
+    GlobalStore64 {
+        offset: u32,
+        s: Reg,
+    },
+    GlobalLoadIndirect32 {
+        offset: Reg,
+        d: Reg,
+    },
+    GlobalStoreIndirect32 {
+        offset: Reg,
+        s: Reg,
+    },
+    GlobalLoadIndirect64 {
+        offset: Reg,
+        d: Reg,
+    },
+    GlobalStoreIndirect64 {
+        offset: Reg,
+        s: Reg,
+    },
+    GlobalLoadRef {
+        global: u32,
+        check: RefCheck,
+        d: RefReg,
+    },
+    GlobalStoreRef {
+        global: u32,
+        check: RefCheck,
+        s: RefReg,
+    },
+    GlobalLoadIndirectRef {
+        global: Reg,
+        check: RefCheck,
+        d: RefReg,
+    },
+    GlobalStoreIndirectRef {
+        global: Reg,
+        check: RefCheck,
+        s: RefReg,
+    },
+
+    ConstRefZero {
+        d: Reg,
+    },
+    ConstRodata {
+        ordinal: u32,
+        d: Reg,
+    },
+    AssignRef {
+        s: RefReg,
+        d: Reg,
+    },
+    CastAnyRef {
+        s: RefReg,
+        check: RefCheck,
+        d: Reg,
+    },
+    DiscardRefs {
+        regs: Box<[Reg]>,
+    },
+    /// Releases the listed refs that carry the move bit (`vm.trace` / `vm.print` operands).
+    DiscardMoved {
+        regs: Box<[Reg]>,
+    },
+    CmpEqRef {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpNeRef {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpNzRef {
+        a: Reg,
+        d: Reg,
+    },
+
+    BufferAlloc {
+        length: Reg,
+        alignment: Reg,
+        d: Reg,
+    },
+    BufferClone {
+        source: Reg,
+        offset: Reg,
+        length: Reg,
+        alignment: Reg,
+        d: Reg,
+    },
+    BufferLength {
+        buffer: Reg,
+        d: Reg,
+    },
+    BufferCopy {
+        source: Reg,
+        source_offset: Reg,
+        target: Reg,
+        target_offset: Reg,
+        length: Reg,
+    },
+    BufferCompare {
+        lhs: Reg,
+        lhs_offset: Reg,
+        rhs: Reg,
+        rhs_offset: Reg,
+        length: Reg,
+        d: Reg,
+    },
+    BufferFill {
+        element: BufferElement,
+        buffer: Reg,
+        offset: Reg,
+        length: Reg,
+        value: Reg,
+    },
+    BufferLoad {
+        element: BufferElement,
+        buffer: Reg,
+        offset: Reg,
+        d: Reg,
+    },
+    BufferStore {
+        element: BufferElement,
+        buffer: Reg,
+        offset: Reg,
+        value: Reg,
+    },
+    BufferHash {
+        buffer: Reg,
+        offset: Reg,
+        length: Reg,
+        d: Reg,
+    },
+
+    ListAlloc {
+        element_type: u32,
+        capacity: Reg,
+        d: Reg,
+    },
+    ListReserve {
+        list: Reg,
+        capacity: Reg,
+    },
+    ListSize {
+        list: Reg,
+        d: Reg,
+    },
+    ListResize {
+        list: Reg,
+        size: Reg,
+    },
+    ListGet {
+        kind: ValueKind,
+        list: Reg,
+        index: Reg,
+        d: Reg,
+    },
+    ListSet {
+        kind: ValueKind,
+        list: Reg,
+        index: Reg,
+        value: Reg,
+    },
+    ListGetRef {
+        list: Reg,
+        index: Reg,
+        check: RefCheck,
+        d: RefReg,
+    },
+    ListSetRef {
+        list: Reg,
+        index: Reg,
+        value: RefReg,
+    },
+
+    Br(Target),
+    CondBr {
+        c: Reg,
+        t: Target,
+        f: Target,
+    },
+    BrTable {
+        index: Reg,
+        default: Target,
+        cases: Box<[Target]>,
+    },
+    Call(Box<CallOp>),
+    Return {
+        values: Box<[Slot]>,
+    },
+    Fail {
+        status: Reg,
+        message: Box<str>,
+    },
+    ImportResolved {
+        import: u32,
+        d: Reg,
+    },
+    /// `vm.yield`: branch, then give other work a chance to run.
+    Yield(Target),
+}

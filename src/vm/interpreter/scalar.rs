@@ -1,0 +1,615 @@
+//! The scalar instructions' semantics, one function per opcode, on raw register bits.
+//!
+//! Registers hold bits: i32 and f32 values are `u32`, i64 and f64 values are `u64`. Every function
+//! here has one of a handful of shapes so that the lowered program can store it as a plain function
+//! pointer next to its register operands; the hottest instructions also get variants of their own
+//! in [`super::op::Op`].
+//!
+//! The semantics are IREE 3.13's (`runtime/src/iree/vm/ops.h`), which are C's on x86-64: integer
+//! arithmetic wraps, shift amounts are masked to the width, signed division by zero or
+//! `MIN / -1` is an error here (IREE's runtime dies of SIGFPE), float→int casts round half away
+//! from zero through `lroundf`/`llround` and wrap to the destination width, and out-of-range or
+//! NaN conversions give what x86's `cvtt*2si` gives (the minimum signed value). Float math calls the
+//! platform libm through std, as IREE's runtime does, so results match bit for bit on the same libc.
+
+pub type Un32 = fn(u32) -> u32;
+pub type Bin32 = fn(u32, u32) -> u32;
+pub type Tern32 = fn(u32, u32, u32) -> u32;
+pub type Un64 = fn(u64) -> u64;
+pub type Bin64 = fn(u64, u64) -> u64;
+pub type Tern64 = fn(u64, u64, u64) -> u64;
+pub type Shift64 = fn(u64, u32) -> u64;
+pub type Narrow = fn(u64) -> u32;
+pub type Widen = fn(u32) -> u64;
+pub type Cmp64 = fn(u64, u64) -> u32;
+/// Division and remainder: `None` when IREE's C code would trap.
+pub type Div32 = fn(u32, u32) -> Option<u32>;
+pub type Div64 = fn(u64, u64) -> Option<u64>;
+
+fn f(bits: u32) -> f32 {
+    f32::from_bits(bits)
+}
+fn d(bits: u64) -> f64 {
+    f64::from_bits(bits)
+}
+fn b(value: bool) -> u32 {
+    value as u32
+}
+
+/// C's `lround`/`llround` on x86-64 glibc: round half away from zero; NaN and values outside the
+/// i64 range give `i64::MIN` (what the hardware conversion produces).
+fn llround(value: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    let rounded = value.round();
+    if (-LIMIT..LIMIT).contains(&rounded) {
+        rounded as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// `(uint64_t)` of a float on x86-64: values at or above 2^63 go through the high-bit trick, the
+/// rest through the signed conversion (so negative values wrap, and NaN gives 2^63).
+fn to_u64(value: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if value >= TWO_63 {
+        (llround(value - TWO_63) as u64) ^ (1 << 63)
+    } else {
+        llround(value) as u64
+    }
+}
+
+extern "C" {
+    fn remainderf(x: f32, y: f32) -> f32;
+    fn remainder(x: f64, y: f64) -> f64;
+    fn erff(x: f32) -> f32;
+    fn erf(x: f64) -> f64;
+}
+
+// i32
+pub fn add_i32(a: u32, b: u32) -> u32 {
+    a.wrapping_add(b)
+}
+pub fn sub_i32(a: u32, b: u32) -> u32 {
+    a.wrapping_sub(b)
+}
+pub fn mul_i32(a: u32, b: u32) -> u32 {
+    a.wrapping_mul(b)
+}
+pub fn div_i32_s(a: u32, b: u32) -> Option<u32> {
+    (a as i32).checked_div(b as i32).map(|v| v as u32)
+}
+pub fn div_i32_u(a: u32, b: u32) -> Option<u32> {
+    a.checked_div(b)
+}
+pub fn rem_i32_s(a: u32, b: u32) -> Option<u32> {
+    (a as i32).checked_rem(b as i32).map(|v| v as u32)
+}
+pub fn rem_i32_u(a: u32, b: u32) -> Option<u32> {
+    a.checked_rem(b)
+}
+pub fn fma_i32(a: u32, b: u32, c: u32) -> u32 {
+    a.wrapping_mul(b).wrapping_add(c)
+}
+pub fn abs_i32(a: u32) -> u32 {
+    (a as i32).wrapping_abs() as u32
+}
+pub fn min_i32_s(a: u32, b: u32) -> u32 {
+    (a as i32).min(b as i32) as u32
+}
+pub fn min_i32_u(a: u32, b: u32) -> u32 {
+    a.min(b)
+}
+pub fn max_i32_s(a: u32, b: u32) -> u32 {
+    (a as i32).max(b as i32) as u32
+}
+pub fn max_i32_u(a: u32, b: u32) -> u32 {
+    a.max(b)
+}
+pub fn not_i32(a: u32) -> u32 {
+    !a
+}
+pub fn and_i32(a: u32, b: u32) -> u32 {
+    a & b
+}
+pub fn or_i32(a: u32, b: u32) -> u32 {
+    a | b
+}
+pub fn xor_i32(a: u32, b: u32) -> u32 {
+    a ^ b
+}
+pub fn ctlz_i32(a: u32) -> u32 {
+    a.leading_zeros()
+}
+pub fn shl_i32(a: u32, b: u32) -> u32 {
+    a << (b & 31)
+}
+pub fn shr_i32_s(a: u32, b: u32) -> u32 {
+    ((a as i32) >> (b & 31)) as u32
+}
+pub fn shr_i32_u(a: u32, b: u32) -> u32 {
+    a >> (b & 31)
+}
+pub fn trunc_i32_i8(a: u32) -> u32 {
+    a as u8 as u32
+}
+pub fn trunc_i32_i16(a: u32) -> u32 {
+    a as u16 as u32
+}
+pub fn ext_i8_i32_s(a: u32) -> u32 {
+    a as i8 as i32 as u32
+}
+pub fn ext_i8_i32_u(a: u32) -> u32 {
+    a as u8 as u32
+}
+pub fn ext_i16_i32_s(a: u32) -> u32 {
+    a as i16 as i32 as u32
+}
+pub fn ext_i16_i32_u(a: u32) -> u32 {
+    a as u16 as u32
+}
+pub fn cmp_eq_i32(a: u32, c: u32) -> u32 {
+    b(a == c)
+}
+pub fn cmp_ne_i32(a: u32, c: u32) -> u32 {
+    b(a != c)
+}
+pub fn cmp_lt_i32_s(a: u32, c: u32) -> u32 {
+    b((a as i32) < (c as i32))
+}
+pub fn cmp_lt_i32_u(a: u32, c: u32) -> u32 {
+    b(a < c)
+}
+pub fn cmp_nz_i32(a: u32) -> u32 {
+    b(a != 0)
+}
+
+// i64
+pub fn add_i64(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}
+pub fn sub_i64(a: u64, b: u64) -> u64 {
+    a.wrapping_sub(b)
+}
+pub fn mul_i64(a: u64, b: u64) -> u64 {
+    a.wrapping_mul(b)
+}
+pub fn div_i64_s(a: u64, b: u64) -> Option<u64> {
+    (a as i64).checked_div(b as i64).map(|v| v as u64)
+}
+pub fn div_i64_u(a: u64, b: u64) -> Option<u64> {
+    a.checked_div(b)
+}
+pub fn rem_i64_s(a: u64, b: u64) -> Option<u64> {
+    (a as i64).checked_rem(b as i64).map(|v| v as u64)
+}
+pub fn rem_i64_u(a: u64, b: u64) -> Option<u64> {
+    a.checked_rem(b)
+}
+pub fn fma_i64(a: u64, b: u64, c: u64) -> u64 {
+    a.wrapping_mul(b).wrapping_add(c)
+}
+pub fn abs_i64(a: u64) -> u64 {
+    (a as i64).wrapping_abs() as u64
+}
+pub fn min_i64_s(a: u64, b: u64) -> u64 {
+    (a as i64).min(b as i64) as u64
+}
+pub fn min_i64_u(a: u64, b: u64) -> u64 {
+    a.min(b)
+}
+pub fn max_i64_s(a: u64, b: u64) -> u64 {
+    (a as i64).max(b as i64) as u64
+}
+pub fn max_i64_u(a: u64, b: u64) -> u64 {
+    a.max(b)
+}
+pub fn not_i64(a: u64) -> u64 {
+    !a
+}
+pub fn and_i64(a: u64, b: u64) -> u64 {
+    a & b
+}
+pub fn or_i64(a: u64, b: u64) -> u64 {
+    a | b
+}
+pub fn xor_i64(a: u64, b: u64) -> u64 {
+    a ^ b
+}
+pub fn ctlz_i64(a: u64) -> u64 {
+    a.leading_zeros() as u64
+}
+pub fn shl_i64(a: u64, b: u32) -> u64 {
+    a << (b & 63)
+}
+pub fn shr_i64_s(a: u64, b: u32) -> u64 {
+    ((a as i64) >> (b & 63)) as u64
+}
+pub fn shr_i64_u(a: u64, b: u32) -> u64 {
+    a >> (b & 63)
+}
+pub fn trunc_i64_i32(a: u64) -> u32 {
+    a as u32
+}
+pub fn ext_i32_i64_s(a: u32) -> u64 {
+    a as i32 as i64 as u64
+}
+pub fn ext_i32_i64_u(a: u32) -> u64 {
+    a as u64
+}
+pub fn cmp_eq_i64(a: u64, c: u64) -> u32 {
+    b(a == c)
+}
+pub fn cmp_ne_i64(a: u64, c: u64) -> u32 {
+    b(a != c)
+}
+pub fn cmp_lt_i64_s(a: u64, c: u64) -> u32 {
+    b((a as i64) < (c as i64))
+}
+pub fn cmp_lt_i64_u(a: u64, c: u64) -> u32 {
+    b(a < c)
+}
+pub fn cmp_nz_i64(a: u64) -> u32 {
+    b(a != 0)
+}
+
+// f32
+pub fn add_f32(a: u32, c: u32) -> u32 {
+    (f(a) + f(c)).to_bits()
+}
+pub fn sub_f32(a: u32, c: u32) -> u32 {
+    (f(a) - f(c)).to_bits()
+}
+pub fn mul_f32(a: u32, c: u32) -> u32 {
+    (f(a) * f(c)).to_bits()
+}
+pub fn div_f32(a: u32, c: u32) -> u32 {
+    (f(a) / f(c)).to_bits()
+}
+pub fn rem_f32(a: u32, c: u32) -> u32 {
+    // SAFETY: `remainderf` is a pure libm function of two floats.
+    unsafe { remainderf(f(a), f(c)) }.to_bits()
+}
+/// Not fused: IREE's release runtime is built for baseline x86-64, where `FP_FAST_FMAF` is unset
+/// and `vm_fma_f32` is `a * b + c` with two roundings.
+pub fn fma_f32(a: u32, c: u32, e: u32) -> u32 {
+    (f(a) * f(c) + f(e)).to_bits()
+}
+pub fn abs_f32(a: u32) -> u32 {
+    f(a).abs().to_bits()
+}
+pub fn neg_f32(a: u32) -> u32 {
+    (-f(a)).to_bits()
+}
+pub fn ceil_f32(a: u32) -> u32 {
+    f(a).ceil().to_bits()
+}
+pub fn floor_f32(a: u32) -> u32 {
+    f(a).floor().to_bits()
+}
+pub fn round_f32(a: u32) -> u32 {
+    f(a).round().to_bits()
+}
+pub fn round_f32_even(a: u32) -> u32 {
+    f(a).round_ties_even().to_bits()
+}
+pub fn min_f32(a: u32, c: u32) -> u32 {
+    if f(c) < f(a) {
+        c
+    } else {
+        a
+    }
+}
+pub fn max_f32(a: u32, c: u32) -> u32 {
+    if f(a) < f(c) {
+        c
+    } else {
+        a
+    }
+}
+pub fn atan_f32(a: u32) -> u32 {
+    f(a).atan().to_bits()
+}
+pub fn atan2_f32(a: u32, c: u32) -> u32 {
+    f(a).atan2(f(c)).to_bits()
+}
+pub fn cos_f32(a: u32) -> u32 {
+    f(a).cos().to_bits()
+}
+pub fn sin_f32(a: u32) -> u32 {
+    f(a).sin().to_bits()
+}
+pub fn exp_f32(a: u32) -> u32 {
+    f(a).exp().to_bits()
+}
+pub fn exp2_f32(a: u32) -> u32 {
+    f(a).exp2().to_bits()
+}
+pub fn expm1_f32(a: u32) -> u32 {
+    f(a).exp_m1().to_bits()
+}
+pub fn log_f32(a: u32) -> u32 {
+    f(a).ln().to_bits()
+}
+pub fn log10_f32(a: u32) -> u32 {
+    f(a).log10().to_bits()
+}
+pub fn log1p_f32(a: u32) -> u32 {
+    f(a).ln_1p().to_bits()
+}
+pub fn log2_f32(a: u32) -> u32 {
+    f(a).log2().to_bits()
+}
+pub fn pow_f32(a: u32, c: u32) -> u32 {
+    f(a).powf(f(c)).to_bits()
+}
+pub fn rsqrt_f32(a: u32) -> u32 {
+    (1.0 / f(a).sqrt()).to_bits()
+}
+pub fn sqrt_f32(a: u32) -> u32 {
+    f(a).sqrt().to_bits()
+}
+pub fn tanh_f32(a: u32) -> u32 {
+    f(a).tanh().to_bits()
+}
+pub fn erf_f32(a: u32) -> u32 {
+    // SAFETY: `erff` is a pure libm function of one float.
+    unsafe { erff(f(a)) }.to_bits()
+}
+pub fn cast_si32_f32(a: u32) -> u32 {
+    (a as i32 as f32).to_bits()
+}
+pub fn cast_ui32_f32(a: u32) -> u32 {
+    (a as f32).to_bits()
+}
+pub fn cast_f32_si32(a: u32) -> u32 {
+    llround(f(a) as f64) as u32
+}
+pub fn cast_f32_ui32(a: u32) -> u32 {
+    llround(f(a) as f64) as u32
+}
+pub fn cast_si64_f32(a: u64) -> u32 {
+    (a as i64 as f32).to_bits()
+}
+pub fn cast_ui64_f32(a: u64) -> u32 {
+    (a as f32).to_bits()
+}
+pub fn cast_f32_si64(a: u32) -> u64 {
+    llround(f(a) as f64) as u64
+}
+pub fn cast_f32_ui64(a: u32) -> u64 {
+    to_u64(f(a).round() as f64)
+}
+pub fn identity_32(a: u32) -> u32 {
+    a
+}
+pub fn cmp_eq_f32_o(a: u32, c: u32) -> u32 {
+    b(f(a) == f(c))
+}
+pub fn cmp_eq_f32_u(a: u32, c: u32) -> u32 {
+    b(f(a).is_nan() || f(c).is_nan() || f(a) == f(c))
+}
+pub fn cmp_ne_f32_o(a: u32, c: u32) -> u32 {
+    b(f(a) != f(c))
+}
+pub fn cmp_ne_f32_u(a: u32, c: u32) -> u32 {
+    b(f(a).is_nan() || f(c).is_nan() || f(a) != f(c))
+}
+pub fn cmp_lt_f32_o(a: u32, c: u32) -> u32 {
+    b(f(a) < f(c))
+}
+pub fn cmp_lt_f32_u(a: u32, c: u32) -> u32 {
+    b(f(a).is_nan() || f(c).is_nan() || f(a) < f(c))
+}
+pub fn cmp_lte_f32_o(a: u32, c: u32) -> u32 {
+    b(f(a) <= f(c))
+}
+pub fn cmp_lte_f32_u(a: u32, c: u32) -> u32 {
+    b(f(a).is_nan() || f(c).is_nan() || f(a) <= f(c))
+}
+pub fn cmp_nan_f32(a: u32) -> u32 {
+    b(f(a).is_nan())
+}
+
+// f64
+pub fn add_f64(a: u64, c: u64) -> u64 {
+    (d(a) + d(c)).to_bits()
+}
+pub fn sub_f64(a: u64, c: u64) -> u64 {
+    (d(a) - d(c)).to_bits()
+}
+pub fn mul_f64(a: u64, c: u64) -> u64 {
+    (d(a) * d(c)).to_bits()
+}
+pub fn div_f64(a: u64, c: u64) -> u64 {
+    (d(a) / d(c)).to_bits()
+}
+pub fn rem_f64(a: u64, c: u64) -> u64 {
+    // SAFETY: `remainder` is a pure libm function of two doubles.
+    unsafe { remainder(d(a), d(c)) }.to_bits()
+}
+/// Not fused, like [`fma_f32`].
+pub fn fma_f64(a: u64, c: u64, e: u64) -> u64 {
+    (d(a) * d(c) + d(e)).to_bits()
+}
+pub fn abs_f64(a: u64) -> u64 {
+    d(a).abs().to_bits()
+}
+pub fn neg_f64(a: u64) -> u64 {
+    (-d(a)).to_bits()
+}
+pub fn ceil_f64(a: u64) -> u64 {
+    d(a).ceil().to_bits()
+}
+pub fn floor_f64(a: u64) -> u64 {
+    d(a).floor().to_bits()
+}
+pub fn round_f64(a: u64) -> u64 {
+    d(a).round().to_bits()
+}
+pub fn round_f64_even(a: u64) -> u64 {
+    d(a).round_ties_even().to_bits()
+}
+pub fn min_f64(a: u64, c: u64) -> u64 {
+    if d(c) < d(a) {
+        c
+    } else {
+        a
+    }
+}
+pub fn max_f64(a: u64, c: u64) -> u64 {
+    if d(a) < d(c) {
+        c
+    } else {
+        a
+    }
+}
+pub fn atan_f64(a: u64) -> u64 {
+    d(a).atan().to_bits()
+}
+pub fn atan2_f64(a: u64, c: u64) -> u64 {
+    d(a).atan2(d(c)).to_bits()
+}
+pub fn cos_f64(a: u64) -> u64 {
+    d(a).cos().to_bits()
+}
+pub fn sin_f64(a: u64) -> u64 {
+    d(a).sin().to_bits()
+}
+pub fn exp_f64(a: u64) -> u64 {
+    d(a).exp().to_bits()
+}
+pub fn exp2_f64(a: u64) -> u64 {
+    d(a).exp2().to_bits()
+}
+pub fn expm1_f64(a: u64) -> u64 {
+    d(a).exp_m1().to_bits()
+}
+pub fn log_f64(a: u64) -> u64 {
+    d(a).ln().to_bits()
+}
+pub fn log10_f64(a: u64) -> u64 {
+    d(a).log10().to_bits()
+}
+pub fn log1p_f64(a: u64) -> u64 {
+    d(a).ln_1p().to_bits()
+}
+pub fn log2_f64(a: u64) -> u64 {
+    d(a).log2().to_bits()
+}
+pub fn pow_f64(a: u64, c: u64) -> u64 {
+    d(a).powf(d(c)).to_bits()
+}
+pub fn rsqrt_f64(a: u64) -> u64 {
+    (1.0 / d(a).sqrt()).to_bits()
+}
+pub fn sqrt_f64(a: u64) -> u64 {
+    d(a).sqrt().to_bits()
+}
+pub fn tanh_f64(a: u64) -> u64 {
+    d(a).tanh().to_bits()
+}
+pub fn erf_f64(a: u64) -> u64 {
+    // SAFETY: `erf` is a pure libm function of one double.
+    unsafe { erf(d(a)) }.to_bits()
+}
+pub fn trunc_f64_f32(a: u64) -> u32 {
+    (d(a) as f32).to_bits()
+}
+pub fn ext_f32_f64(a: u32) -> u64 {
+    (f(a) as f64).to_bits()
+}
+pub fn cast_si32_f64(a: u32) -> u64 {
+    (a as i32 as f64).to_bits()
+}
+pub fn cast_ui32_f64(a: u32) -> u64 {
+    (a as f64).to_bits()
+}
+/// IREE rounds f64→i32 through `lroundf`, i.e. in single precision.
+pub fn cast_f64_si32(a: u64) -> u32 {
+    llround(d(a) as f32 as f64) as u32
+}
+pub fn cast_f64_ui32(a: u64) -> u32 {
+    llround(d(a) as f32 as f64) as u32
+}
+pub fn cast_si64_f64(a: u64) -> u64 {
+    (a as i64 as f64).to_bits()
+}
+pub fn cast_ui64_f64(a: u64) -> u64 {
+    (a as f64).to_bits()
+}
+pub fn cast_f64_si64(a: u64) -> u64 {
+    llround(d(a)) as u64
+}
+pub fn cast_f64_ui64(a: u64) -> u64 {
+    llround(d(a)) as u64
+}
+pub fn identity_64(a: u64) -> u64 {
+    a
+}
+pub fn cmp_eq_f64_o(a: u64, c: u64) -> u32 {
+    b(d(a) == d(c))
+}
+pub fn cmp_eq_f64_u(a: u64, c: u64) -> u32 {
+    b(d(a).is_nan() || d(c).is_nan() || d(a) == d(c))
+}
+pub fn cmp_ne_f64_o(a: u64, c: u64) -> u32 {
+    b(d(a) != d(c))
+}
+pub fn cmp_ne_f64_u(a: u64, c: u64) -> u32 {
+    b(d(a).is_nan() || d(c).is_nan() || d(a) != d(c))
+}
+pub fn cmp_lt_f64_o(a: u64, c: u64) -> u32 {
+    b(d(a) < d(c))
+}
+pub fn cmp_lt_f64_u(a: u64, c: u64) -> u32 {
+    b(d(a).is_nan() || d(c).is_nan() || d(a) < d(c))
+}
+pub fn cmp_lte_f64_o(a: u64, c: u64) -> u32 {
+    b(d(a) <= d(c))
+}
+pub fn cmp_lte_f64_u(a: u64, c: u64) -> u32 {
+    b(d(a).is_nan() || d(c).is_nan() || d(a) <= d(c))
+}
+pub fn cmp_nan_f64(a: u64) -> u32 {
+    b(d(a).is_nan())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_edge_cases_match_c_on_x86() {
+        assert_eq!(div_i32_s(i32::MIN as u32, -1i32 as u32), None);
+        assert_eq!(div_i32_u(7, 0), None);
+        assert_eq!(shl_i32(1, 32), 1);
+        assert_eq!(shl_i32(3, 33), 6);
+        assert_eq!(shr_i32_s(-16i32 as u32, 40), -1i32 as u32);
+        assert_eq!(abs_i32(i32::MIN as u32), i32::MIN as u32);
+        assert_eq!(ctlz_i32(0), 32);
+        assert_eq!(ctlz_i64(0), 64);
+        assert_eq!(shl_i64(1, 64), 1);
+    }
+
+    #[test]
+    fn float_to_int_casts_round_half_away_and_wrap() {
+        assert_eq!(cast_f32_si32((-3.7f32).to_bits()) as i32, -4);
+        assert_eq!(cast_f32_si32(2.5f32.to_bits()) as i32, 3);
+        assert_eq!(cast_f32_si32(5e9f32.to_bits()) as i32, 705_032_704);
+        assert_eq!(cast_f32_si64(f32::NAN.to_bits()) as i64, i64::MIN);
+        assert_eq!(cast_f32_ui64(1e19f32.to_bits()), 1e19f32 as u64);
+    }
+
+    #[test]
+    fn float_min_max_and_compares_follow_c_operators() {
+        let (neg0, pos0) = ((-0.0f32).to_bits(), 0.0f32.to_bits());
+        assert_eq!(max_f32(neg0, pos0), neg0);
+        assert_eq!(min_f32(pos0, neg0), pos0);
+        let nan = f32::NAN.to_bits();
+        assert_eq!(cmp_ne_f32_o(nan, nan), 1);
+        assert_eq!(cmp_eq_f32_u(nan, 0), 1);
+        assert_eq!(cmp_lt_f32_o(nan, 0), 0);
+        assert_eq!(f32::from_bits(rem_f32(5.0f32.to_bits(), 3.0f32.to_bits())), -1.0);
+    }
+}
