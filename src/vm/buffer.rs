@@ -133,7 +133,7 @@ impl Buffer {
     /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`). The source
     /// range is checked before the alignment, as in IREE.
     pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
-        let source = self.view(offset.into(), length.into(), 1)?;
+        let source = self.view(offset, length, 1)?;
         check_alignment(alignment)?;
         let target = zeroed(source.len())?;
         copy_view(&source, &target, false);
@@ -150,8 +150,8 @@ impl Buffer {
         target_offset: i64,
         length: i64,
     ) -> Result<(), Diagnostic> {
-        let from = source.view(source_offset.into(), length.into(), 1)?;
-        let to = target.view_mut(target_offset.into(), length.into(), 1)?;
+        let from = source.view(source_offset, length, 1)?;
+        let to = target.view_mut(target_offset, length, 1)?;
         let backward = std::ptr::eq(source, target) && target_offset > source_offset;
         copy_view(&from, to, backward);
         Ok(())
@@ -165,8 +165,8 @@ impl Buffer {
         rhs_offset: i64,
         length: i64,
     ) -> Result<bool, Diagnostic> {
-        let lhs = lhs.view(lhs_offset.into(), length.into(), 1)?;
-        let rhs = rhs.view(rhs_offset.into(), length.into(), 1)?;
+        let lhs = lhs.view(lhs_offset, length, 1)?;
+        let rhs = rhs.view(rhs_offset, length, 1)?;
         let (mut a, mut b) = ([0u8; CHUNK], [0u8; CHUNK]);
         let mut at = 0;
         while at < lhs.len() {
@@ -184,7 +184,7 @@ impl Buffer {
     /// SipHash-2-4 of `length` bytes with the key `00 01 … 0f` (`vm.buffer.hash`), the function and
     /// key IREE uses, returned as the signed reinterpretation of the 64-bit result.
     pub fn hash(&self, offset: i64, length: i64) -> Result<i64, Diagnostic> {
-        let view = self.view(offset.into(), length.into(), 1)?;
+        let view = self.view(offset, length, 1)?;
         let len = view.len();
         let whole_words = len - len % 8;
         let mut sip = SipHash24::new(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908);
@@ -293,7 +293,10 @@ impl Buffer {
 
     /// A copy of bytes `offset..offset + length`, for hosts reading results.
     pub fn read_bytes(&self, offset: usize, length: usize) -> Result<Vec<u8>, Diagnostic> {
-        let view = self.view(offset as i128, length as i128, 1)?;
+        let (Ok(start), Ok(count)) = (i64::try_from(offset), i64::try_from(length)) else {
+            return Err(self.out_of_bounds(offset as i128, length as i128, 1));
+        };
+        let view = self.view(start, count, 1)?;
         let mut out = vec![0u8; view.len()];
         view.copy_into(0, &mut out);
         Ok(out)
@@ -304,23 +307,45 @@ impl Buffer {
         self.read_bytes(0, self.len()).unwrap_or_default()
     }
 
+    /// The interpreter's hot path: owned storage and an in-range offset take no detour through
+    /// the general range check.
+    #[inline]
     fn load<const N: usize>(&self, offset: i64) -> Result<[u8; N], Diagnostic> {
-        let view = self.view(i128::from(offset) * N as i128, N as i128, N)?;
+        if let Some(source) = self.owned_element::<N>(offset) {
+            let mut bytes = [0u8; N];
+            for (dst, src) in bytes.iter_mut().zip(source) {
+                *dst = src.load(Ordering::Relaxed);
+            }
+            return Ok(bytes);
+        }
+        let view = self.view(offset, 1, N)?;
         let mut bytes = [0u8; N];
         view.copy_into(0, &mut bytes);
         Ok(bytes)
     }
 
+    #[inline]
     fn store<const N: usize>(&self, offset: i64, value: [u8; N]) -> Result<(), Diagnostic> {
-        let target = self.view_mut(i128::from(offset) * N as i128, N as i128, N)?;
+        let target = match self.owned_element::<N>(offset) {
+            Some(target) => target,
+            None => self.view_mut(offset, 1, N)?,
+        };
         for (dst, byte) in target.iter().zip(value) {
             dst.store(byte, Ordering::Relaxed);
         }
         Ok(())
     }
 
+    /// Element `offset` of an owned buffer, if in range.
+    #[inline]
+    fn owned_element<const N: usize>(&self, offset: i64) -> Option<&[AtomicU8]> {
+        let Storage::Owned(bytes) = &self.storage else { return None };
+        let start = usize::try_from(offset).ok()?.checked_mul(N)?;
+        bytes.get(start..start.checked_add(N)?)
+    }
+
     fn fill<const N: usize>(&self, offset: i64, count: i64, value: [u8; N]) -> Result<(), Diagnostic> {
-        let target = self.view_mut(i128::from(offset) * N as i128, i128::from(count) * N as i128, N)?;
+        let target = self.view_mut(offset, count, N)?;
         for element in target.chunks_exact(N) {
             for (dst, &byte) in element.iter().zip(&value) {
                 dst.store(byte, Ordering::Relaxed);
@@ -329,41 +354,49 @@ impl Buffer {
         Ok(())
     }
 
-    /// Bytes `offset..offset + length` for reading; `alignment` (the element size) only appears in
-    /// the error, which reads like IREE's.
-    fn view(&self, offset: i128, length: i128, alignment: usize) -> Result<View<'_>, Diagnostic> {
-        let range = self.range(offset, length, alignment)?;
+    /// Elements `offset..offset + count` of `element_size` bytes, for reading.
+    fn view(&self, offset: i64, count: i64, element_size: usize) -> Result<View<'_>, Diagnostic> {
+        let range = self.range(offset, count, element_size)?;
         let view = match &self.storage {
             Storage::Rodata { module, range: segment } => {
-                let bytes = module.bytes().get(segment.clone()).unwrap_or_default();
-                bytes.get(range).map(View::Rodata)
+                module.bytes().get(segment.clone()).and_then(|bytes| bytes.get(range)).map(View::Rodata)
             }
             Storage::Owned(bytes) => bytes.get(range).map(View::Owned),
         };
-        view.ok_or_else(|| self.out_of_bounds(offset, length, alignment))
+        view.ok_or_else(|| self.element_out_of_bounds(offset, count, element_size))
     }
 
-    /// Bytes `offset..offset + length` for writing.
-    fn view_mut(&self, offset: i128, length: i128, alignment: usize) -> Result<&[AtomicU8], Diagnostic> {
+    /// Elements `offset..offset + count` of `element_size` bytes, for writing.
+    fn view_mut(&self, offset: i64, count: i64, element_size: usize) -> Result<&[AtomicU8], Diagnostic> {
         let Storage::Owned(bytes) = &self.storage else {
             return Err(Diagnostic::new(
                 StatusCode::PermissionDenied,
                 "buffer is read-only and cannot be mapped for mutation",
             ));
         };
-        let range = self.range(offset, length, alignment)?;
-        bytes.get(range).ok_or_else(|| self.out_of_bounds(offset, length, alignment))
+        let range = self.range(offset, count, element_size)?;
+        bytes.get(range).ok_or_else(|| self.element_out_of_bounds(offset, count, element_size))
     }
 
-    fn range(&self, offset: i128, length: i128, alignment: usize) -> Result<Range<usize>, Diagnostic> {
-        let start = usize::try_from(offset).ok();
-        let end = offset.checked_add(length).and_then(|end| usize::try_from(end).ok());
-        match (start, end) {
-            (Some(start), Some(end)) if length >= 0 && end <= self.len() => Ok(start..end),
-            _ => Err(self.out_of_bounds(offset, length, alignment)),
+    fn range(&self, offset: i64, count: i64, element_size: usize) -> Result<Range<usize>, Diagnostic> {
+        let start = usize::try_from(offset).ok().and_then(|offset| offset.checked_mul(element_size));
+        let length = usize::try_from(count).ok().and_then(|count| count.checked_mul(element_size));
+        match (start, length) {
+            (Some(start), Some(length)) if start <= self.len() && length <= self.len() - start => {
+                Ok(start..start + length)
+            }
+            _ => Err(self.element_out_of_bounds(offset, count, element_size)),
         }
     }
 
+    #[cold]
+    fn element_out_of_bounds(&self, offset: i64, count: i64, element_size: usize) -> Diagnostic {
+        let size = element_size as i128;
+        self.out_of_bounds(i128::from(offset) * size, i128::from(count) * size, element_size)
+    }
+
+    /// IREE's message, in bytes; `alignment` is the element size.
+    #[cold]
     fn out_of_bounds(&self, offset: i128, length: i128, alignment: usize) -> Diagnostic {
         Diagnostic::new(
             StatusCode::OutOfRange,

@@ -81,10 +81,17 @@ pub(crate) enum State {
 
 /// The modules of a context and their states, kept apart so the interpreter can read the one
 /// while writing the other.
-#[derive(Default)]
 pub(crate) struct Linked {
     pub instances: Vec<Instance>,
     pub states: Vec<State>,
+    /// The branch budget every new invocation starts with (see [`Context::set_budget`]).
+    pub budget: u64,
+}
+
+impl Default for Linked {
+    fn default() -> Linked {
+        Linked { instances: Vec::new(), states: Vec::new(), budget: u64::MAX }
+    }
 }
 
 /// A function found in a context, ready to invoke.
@@ -118,6 +125,13 @@ impl Context {
         // A panic while holding the lock can only come from a bug in a native module; the state
         // it protects stays structurally valid, so later calls may proceed.
         self.linked.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Bounds every invocation this context starts from now on, `__init` and `__deinit`
+    /// included: each branch taken and each call spends one unit, and an invocation that runs out
+    /// fails with `DEADLINE_EXCEEDED`. For hosts that run untrusted modules; unlimited by default.
+    pub fn set_budget(&self, budget: u64) {
+        self.lock().budget = budget;
     }
 
     /// The names of the modules added so far, in order.

@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use super::op::{BufferElement, CallOp, Callee, Op, RefCheck, RefReg, Reg, Target};
+use super::op::{BufferElement, CallOp, Callee, Moves, Op, RefCheck, RefReg, Reg, Target};
 use super::scalar;
-use super::{bytecode_module, call_native, read64, write64, Invocation, Outcome, Pending, Step};
+use super::{bytecode_module, call_native, read64, Invocation, Outcome, Pending, Step};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::abi::ValueKind;
 use crate::vm::buffer::Buffer;
@@ -107,7 +107,7 @@ impl Invocation {
         loop {
             let frame = *self.frames.last().expect("an executing invocation has a frame");
             let module = bytecode_module(linked, frame.instance)?.clone();
-            let Linked { instances, states } = &mut *linked;
+            let Linked { instances, states, .. } = &mut *linked;
             let Some(Instance::Bytecode { imports, .. }) = instances.get(frame.instance as usize) else {
                 return Err(error(StatusCode::Internal, "frame of a non-bytecode module"));
             };
@@ -121,12 +121,14 @@ impl Invocation {
             let i32_end = i32_base + function.i32_register_count as usize;
             let ref_end = ref_base + function.ref_register_count as usize;
             let mut pc = frame.pc as usize;
+            let mut budget = self.budget;
             let transfer = {
                 let regs = &mut self.i32s[i32_base..i32_end];
                 let refs = &mut self.refs[ref_base..ref_end];
                 macro_rules! fail {
                     ($error:expr) => {{
                         let error = $error;
+                        self.budget = budget;
                         self.frames.last_mut().expect("executing").pc = pc as u32;
                         return Err(self.locate(linked, error));
                     }};
@@ -141,30 +143,43 @@ impl Invocation {
                 }
                 macro_rules! r32 {
                     ($r:expr) => {
-                        regs[$r as usize]
+                        *register(regs, $r)
                     };
                 }
                 macro_rules! r64 {
-                    ($r:expr) => {
-                        read64(regs, $r as usize)
-                    };
+                    ($r:expr) => {{
+                        let r = $r;
+                        *register(regs, r) as u64 | (*register(regs, r + 1) as u64) << 32
+                    }};
                 }
                 macro_rules! w64 {
                     ($r:expr, $v:expr) => {{
-                        let v = $v;
-                        write64(regs, $r as usize, v)
+                        let (r, v) = ($r, $v);
+                        *register(regs, r) = v as u32;
+                        *register(regs, r + 1) = (v >> 32) as u32;
                     }};
                 }
                 macro_rules! jump {
                     ($target:expr) => {{
                         let target: &Target = $target;
-                        if let Some(remap) = &target.remap {
-                            for &(s, d) in remap.ints.iter() {
-                                regs[d as usize] = regs[s as usize];
-                            }
-                            for &(s, d) in remap.refs.iter() {
-                                if !(s.is_move && s.reg == d) {
-                                    refs[d as usize] = take_or_clone(refs, s);
+                        if budget == 0 {
+                            fail!(error(
+                                StatusCode::DeadlineExceeded,
+                                "the invocation's branch budget is exhausted (Invocation::set_budget)"
+                            ));
+                        }
+                        budget -= 1;
+                        match &target.moves {
+                            Moves::None => {}
+                            Moves::One(s, d) => *register(regs, *d) = *register(regs, *s),
+                            Moves::Many(remap) => {
+                                for &(s, d) in remap.ints.iter() {
+                                    *register(regs, d) = *register(regs, s);
+                                }
+                                for &(s, d) in remap.refs.iter() {
+                                    if !(s.is_move && s.reg == d) {
+                                        refs[d as usize] = take_or_clone(refs, s);
+                                    }
                                 }
                             }
                         }
@@ -173,7 +188,13 @@ impl Invocation {
                     }};
                 }
                 loop {
-                    match &ops[pc] {
+                    debug_assert!(pc < ops.len());
+                    // SAFETY: `pc` is always an op index of this function: it starts at 0 or at a
+                    // saved pc, branches go to op indices the lowering resolved from verified block
+                    // targets, and it only steps to `pc + 1` after an op that is not a terminator,
+                    // while the verifier proved the function's last op is a terminator (`vm.fail`
+                    // with status 0, the one terminator that falls through, checks the bound).
+                    match unsafe { ops.get_unchecked(pc) } {
                         Op::AddI32 { a, b, d } => r32!(*d) = scalar::add_i32(r32!(*a), r32!(*b)),
                         Op::SubI32 { a, b, d } => r32!(*d) = scalar::sub_i32(r32!(*a), r32!(*b)),
                         Op::MulI32 { a, b, d } => r32!(*d) = scalar::mul_i32(r32!(*a), r32!(*b)),
@@ -454,6 +475,42 @@ impl Invocation {
                                 jump!(f)
                             }
                         }
+                        Op::CondBrLtI32S { a, b, d, t, e } => {
+                            let c = scalar::cmp_lt_i32_s(r32!(*a), r32!(*b));
+                            r32!(*d) = c;
+                            if c != 0 {
+                                jump!(t)
+                            } else {
+                                jump!(e)
+                            }
+                        }
+                        Op::CondBrLtI64S { a, b, d, t, e } => {
+                            let c = scalar::cmp_lt_i64_s(r64!(*a), r64!(*b));
+                            r32!(*d) = c;
+                            if c != 0 {
+                                jump!(t)
+                            } else {
+                                jump!(e)
+                            }
+                        }
+                        Op::CondBrCmp32 { f, a, b, d, t, e } => {
+                            let c = f(r32!(*a), r32!(*b));
+                            r32!(*d) = c;
+                            if c != 0 {
+                                jump!(t)
+                            } else {
+                                jump!(e)
+                            }
+                        }
+                        Op::CondBrCmp64 { f, a, b, d, t, e } => {
+                            let c = f(r64!(*a), r64!(*b));
+                            r32!(*d) = c;
+                            if c != 0 {
+                                jump!(t)
+                            } else {
+                                jump!(e)
+                            }
+                        }
                         Op::BrTable { index, default, cases } => {
                             let i = r32!(*index) as i32;
                             if i >= 0 && (i as usize) < cases.len() {
@@ -468,6 +525,10 @@ impl Invocation {
                             if code != 0 {
                                 let code = StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown);
                                 fail!(error(code, &**message));
+                            }
+                            // Status 0 continues with the next op, as in IREE; there must be one.
+                            if pc + 1 >= ops.len() {
+                                fail!(error(StatusCode::Internal, "`vm.fail` with status 0 at the end of a function"));
                             }
                         }
                         Op::ImportResolved { import, d } => {
@@ -499,14 +560,17 @@ impl Invocation {
                         }
                     }
                     pc += 1;
-                    if pc >= ops.len() {
-                        fail!(error(StatusCode::Internal, "execution ran past the end of the function"));
-                    }
                 }
             };
+            self.budget = budget;
             self.frames.last_mut().expect("executing").pc = pc as u32;
             match transfer {
                 Transfer::Enter { instance, function } => {
+                    if self.budget == 0 {
+                        let e = error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted");
+                        return Err(self.locate(linked, e));
+                    }
+                    self.budget -= 1;
                     let Op::Call(call) = &ops[pc] else { unreachable!("entered from a call op") };
                     let callee_module = match bytecode_module(linked, instance) {
                         Ok(m) => m.clone(),
@@ -554,6 +618,17 @@ impl Invocation {
             }
         }
     }
+}
+
+/// One i32-bank register of the current frame, without a bounds check.
+#[inline(always)]
+fn register(registers: &mut [u32], ordinal: Reg) -> &mut u32 {
+    debug_assert!((ordinal as usize) < registers.len());
+    // SAFETY: `registers` is exactly the frame's i32 bank (`i32_register_count` long) and every
+    // ordinal an op holds was proved in range at load: the verifier checks each register field
+    // against the function's register count (an i64/f64 pair as `n + 1 < count`), and the lowering
+    // does the same for call, return and native-call slots it types itself.
+    unsafe { registers.get_unchecked_mut(ordinal as usize) }
 }
 
 fn ref_eq(a: &Option<Ref>, b: &Option<Ref>) -> bool {

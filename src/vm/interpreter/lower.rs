@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::op::{BufferElement, CallOp, Callee, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target};
+use super::op::{BufferElement, CallOp, Callee, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target};
 use super::scalar::{self as s};
 use crate::vm::abi::{CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
@@ -105,13 +105,23 @@ impl ModuleScope<'_> {
             LoadError::malformed(0, format!("{name}: a bytecode function cannot return a variadic span"))
         })?;
         let decoded = decode_function(bytecode)?;
+        // A compare whose result the next instruction (same block) branches on becomes one op.
+        let fused: Vec<bool> = (0..decoded.len())
+            .map(|i| {
+                decoded.get(i + 1).is_some_and(|next| {
+                    next.instruction.name == "vm.cond_br"
+                        && fusable_compare(decoded[i].instruction.name)
+                        && compare_result(&decoded[i]) == first_register(next)
+                })
+            })
+            .collect();
         // Block marker offset -> index of the op that follows it.
         let mut blocks = HashMap::new();
         let mut count = 0u32;
-        for instruction in &decoded {
+        for (i, instruction) in decoded.iter().enumerate() {
             if instruction.instruction.kind == InstructionKind::BlockMarker {
                 blocks.insert(instruction.offset as u32, count);
-            } else {
+            } else if i == 0 || !fused[i - 1] {
                 count += 1;
             }
         }
@@ -119,9 +129,21 @@ impl ModuleScope<'_> {
             FunctionLowering { module: self, name: &name, blocks: &blocks, descriptor, results: &results, offset: 0 };
         let mut ops = Vec::with_capacity(count as usize);
         let mut offsets = Vec::with_capacity(count as usize);
-        for instruction in decoded.iter().filter(|i| i.instruction.kind != InstructionKind::BlockMarker) {
+        let mut i = 0;
+        while i < decoded.len() {
+            let instruction = &decoded[i];
+            i += 1;
+            if instruction.instruction.kind == InstructionKind::BlockMarker {
+                continue;
+            }
             lowering.offset = instruction.offset;
-            ops.push(lowering.lower(instruction)?);
+            let mut op = lowering.lower(instruction)?;
+            if fused[i - 1] {
+                lowering.offset = decoded[i].offset;
+                op = fuse(op, lowering.lower(&decoded[i])?);
+                i += 1;
+            }
+            ops.push(op);
             offsets.push(instruction.offset as u32);
         }
         let layout = cconv.argument_layout().ok_or_else(|| {
@@ -189,7 +211,7 @@ impl FunctionLowering<'_> {
     fn target(&self, offset: u32, remaps: &[RegisterRemap]) -> Result<Target, LoadError> {
         let op =
             *self.blocks.get(&offset).ok_or_else(|| self.error(format!("branch target {offset} is not a block")))?;
-        Ok(Target { op, remap: lower_remap(remaps) })
+        Ok(Target { op, moves: lower_remap(remaps) })
     }
 
     fn check(&self, type_id: u32) -> RefCheck {
@@ -545,6 +567,32 @@ impl FunctionLowering<'_> {
     }
 }
 
+/// Compares worth fusing with the `vm.cond_br` that follows them (loop conditions).
+fn fusable_compare(name: &str) -> bool {
+    name.starts_with("vm.cmp.") && !name.contains(".nz.") && !name.contains(".nan.") && !name.ends_with(".ref")
+}
+
+fn compare_result(instruction: &DecodedInstruction<'_>) -> Option<u16> {
+    instruction.operands.iter().rev().find_map(|o| if let DecodedOperand::Register(r) = o { Some(r.raw) } else { None })
+}
+
+fn first_register(instruction: &DecodedInstruction<'_>) -> Option<u16> {
+    instruction.operands.iter().find_map(|o| if let DecodedOperand::Register(r) = o { Some(r.raw) } else { None })
+}
+
+/// Combines a lowered compare with the lowered `vm.cond_br` on its result.
+fn fuse(compare: Op, branch: Op) -> Op {
+    let Op::CondBr { t, f: e, .. } = branch else { unreachable!("fusion pairs a compare with vm.cond_br") };
+    match compare {
+        Op::CmpLtI32S { a, b, d } => Op::CondBrLtI32S { a, b, d, t, e },
+        Op::CmpLtI64S { a, b, d } => Op::CondBrLtI64S { a, b, d, t, e },
+        Op::Bin32 { f, a, b, d } => Op::CondBrCmp32 { f, a, b, d, t, e },
+        Op::CmpEqI64 { a, b, d } => Op::CondBrCmp64 { f: s::cmp_eq_i64, a, b, d, t, e },
+        Op::Cmp64 { f, a, b, d } => Op::CondBrCmp64 { f, a, b, d, t, e },
+        other => unreachable!("{other:?} is not a fusable compare"),
+    }
+}
+
 fn value_kind(suffix: &str) -> ValueKind {
     match suffix {
         "i32" => ValueKind::I32,
@@ -554,21 +602,24 @@ fn value_kind(suffix: &str) -> ValueKind {
     }
 }
 
-fn lower_remap(remaps: &[RegisterRemap]) -> Option<Box<Remap>> {
-    if remaps.is_empty() {
-        return None;
+fn lower_remap(remaps: &[RegisterRemap]) -> Moves {
+    match remaps {
+        [] => Moves::None,
+        [only] if only.source.bank != RegisterBank::Ref => Moves::One(only.source.ordinal, only.destination.ordinal),
+        _ => {
+            let ints = remaps
+                .iter()
+                .filter(|m| m.source.bank != RegisterBank::Ref)
+                .map(|m| (m.source.ordinal, m.destination.ordinal))
+                .collect();
+            let refs = remaps
+                .iter()
+                .filter(|m| m.source.bank == RegisterBank::Ref)
+                .map(|m| (RefReg { reg: m.source.ordinal, is_move: m.source.is_move }, m.destination.ordinal))
+                .collect();
+            Moves::Many(Box::new(Remap { ints, refs }))
+        }
     }
-    let ints = remaps
-        .iter()
-        .filter(|m| m.source.bank != RegisterBank::Ref)
-        .map(|m| (m.source.ordinal, m.destination.ordinal))
-        .collect();
-    let refs = remaps
-        .iter()
-        .filter(|m| m.source.bank == RegisterBank::Ref)
-        .map(|m| (RefReg { reg: m.source.ordinal, is_move: m.source.is_move }, m.destination.ordinal))
-        .collect();
-    Some(Box::new(Remap { ints, refs }))
 }
 
 /// The scalar instructions, whose register operands are reads followed by one write.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use self::lower::Function;
 use self::op::Slot;
-use super::abi::ValueKind;
+use super::abi::{CallingConvention, CconvItem, ValueKind};
 use super::context::{Context, Instance, Linked, Resolved, State};
 use super::module::Module;
 use super::refs::Ref;
@@ -63,6 +63,8 @@ pub struct Invocation {
     native_entry: Option<(u32, u32, Vec<Value>)>,
     pending: Option<Pending>,
     finished: bool,
+    /// Branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`.
+    budget: u64,
 }
 
 impl std::fmt::Debug for Invocation {
@@ -81,9 +83,24 @@ impl Invocation {
             native_entry: None,
             pending: None,
             finished: false,
+            budget: u64::MAX,
         };
+        invocation.budget = invocation.context.lock().budget;
         match target {
-            Resolved::Native { instance, function } => invocation.native_entry = Some((instance, function, arguments)),
+            Resolved::Native { instance, function } => {
+                let context = invocation.context.clone();
+                let linked = context.lock();
+                if let Some(Instance::Native(native)) = linked.instances.get(instance as usize) {
+                    let declared = &native.functions()[function as usize];
+                    check_native_arguments(
+                        &format!("{}.{}", native.name(), declared.name),
+                        &declared.cconv,
+                        &arguments,
+                    )?;
+                }
+                drop(linked);
+                invocation.native_entry = Some((instance, function, arguments));
+            }
             Resolved::Bytecode { instance, function } => {
                 let context = invocation.context.clone();
                 let linked = context.lock();
@@ -115,6 +132,13 @@ impl Invocation {
             }
         }
         Ok(invocation)
+    }
+
+    /// Bounds the work this invocation may do: every branch taken and every call spends one unit,
+    /// and running out fails the invocation with `DEADLINE_EXCEEDED`. Hosts running untrusted
+    /// modules use it so that an endless loop cannot hold a thread forever. Unlimited by default.
+    pub fn set_budget(&mut self, budget: u64) {
+        self.budget = budget;
     }
 
     /// Runs until the entry function returns, fails, or waits on an async value.
@@ -268,6 +292,53 @@ impl Invocation {
     }
 }
 
+/// Checks a host's direct call of a native function against its calling convention: each plain
+/// argument by kind, each variadic span as an i32 tuple count followed by that many tuples. (Calls
+/// from bytecode were checked at load and link time.)
+fn check_native_arguments(name: &str, cconv: &str, arguments: &[Value]) -> Result<(), Diagnostic> {
+    let mismatch =
+        |message: String| Diagnostic::new(StatusCode::InvalidArgument, format!("calling `{name}`: {message}"));
+    let cconv = CallingConvention::parse(cconv).map_err(|e| mismatch(e.to_string()))?;
+    let mut values = arguments.iter();
+    let mut expect = |kind: ValueKind, what: &str| match values.next() {
+        Some(value) if value_matches(kind, value) => Ok(value.clone()),
+        Some(value) => Err(mismatch(format!("{what}: expected {} but got {}", kind_name(kind), value.type_name()))),
+        None => Err(mismatch(format!("{what}: missing (passed {})", arguments.len()))),
+    };
+    for (index, item) in cconv.arguments.iter().enumerate() {
+        match item {
+            CconvItem::Value(kind) => {
+                expect(*kind, &format!("argument {index}"))?;
+            }
+            CconvItem::Span(fields) => {
+                let Value::I32(count) = expect(ValueKind::I32, &format!("argument {index} (span count)"))? else {
+                    unreachable!("checked as i32")
+                };
+                for tuple in 0..count.max(0) {
+                    for kind in fields {
+                        expect(*kind, &format!("argument {index}, tuple {tuple}"))?;
+                    }
+                }
+            }
+        }
+    }
+    match values.len() {
+        0 => Ok(()),
+        extra => Err(mismatch(format!("{extra} arguments more than the calling convention takes"))),
+    }
+}
+
+fn value_matches(kind: ValueKind, value: &Value) -> bool {
+    matches!(
+        (kind, value),
+        (ValueKind::I32, Value::I32(_))
+            | (ValueKind::I64, Value::I64(_))
+            | (ValueKind::F32, Value::F32(_))
+            | (ValueKind::F64, Value::F64(_))
+            | (ValueKind::Ref, Value::Ref(_))
+    )
+}
+
 fn kind_name(kind: ValueKind) -> &'static str {
     match kind {
         ValueKind::I32 => "i32",
@@ -303,7 +374,7 @@ enum Outcome {
 
 /// Calls a native function with checked arguments.
 fn call_native(linked: &mut Linked, instance: u32, function: u32, arguments: &[Value]) -> Result<Outcome, Diagnostic> {
-    let Linked { instances, states } = linked;
+    let Linked { instances, states, .. } = linked;
     let (Some(Instance::Native(native)), Some(State::Native(state))) =
         (instances.get(instance as usize), states.get_mut(instance as usize))
     else {

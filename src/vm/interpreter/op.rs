@@ -47,12 +47,20 @@ pub struct Remap {
     pub refs: Box<[(RefReg, Reg)]>,
 }
 
-/// A branch destination: the op index of the block's first instruction, and its argument moves
-/// (`None` when there are none, the common case).
+/// The argument moves of a branch, with the shapes loops produce most (none, or one i32 move on
+/// the back edge) held inline so taking the branch does not chase a pointer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Moves {
+    None,
+    One(Reg, Reg),
+    Many(Box<Remap>),
+}
+
+/// A branch destination: the op index of the block's first instruction, and its argument moves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     pub op: u32,
-    pub remap: Option<Box<Remap>>,
+    pub moves: Moves,
 }
 
 /// Who a call goes to.
@@ -94,8 +102,10 @@ pub enum BufferElement {
     F64,
 }
 
-/// One lowered instruction.
+/// One lowered instruction. The explicit tag byte keeps dispatch to one load and an indirect
+/// jump (with a niche-encoded tag, every dispatch first decodes the tag from a payload field).
 #[derive(Clone, Debug)]
+#[repr(u8)]
 pub enum Op {
     Const32 {
         value: u32,
@@ -449,6 +459,38 @@ pub enum Op {
         c: Reg,
         t: Target,
         f: Target,
+    },
+    // A compare fused with the `vm.cond_br` on its result (it still writes `d`): `t` if true,
+    // else `e`.
+    CondBrLtI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrLtI64S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrCmp32 {
+        f: scalar::Bin32,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrCmp64 {
+        f: scalar::Cmp64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
     },
     BrTable {
         index: Reg,
