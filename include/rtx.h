@@ -103,6 +103,31 @@ typedef uint32_t rtx_status_code_t;
 #endif // __cplusplus
 
 /**
+ * The type of one argument or result of a function, as its calling convention declares it.
+ */
+enum rtx_value_kind_t
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  RTX_VALUE_KIND_I32 = 0,
+  RTX_VALUE_KIND_I64 = 1,
+  RTX_VALUE_KIND_F32 = 2,
+  RTX_VALUE_KIND_F64 = 3,
+  /**
+   * A reference (buffer, list, buffer view, ...): not representable in C values yet.
+   */
+  RTX_VALUE_KIND_REF = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum rtx_value_kind_t rtx_value_kind_t;
+#else
+typedef uint32_t rtx_value_kind_t;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
  */
 typedef struct rtx_async_value rtx_async_value;
@@ -117,6 +142,18 @@ typedef struct rtx_context rtx_context;
  * An owned error: a status code and a NUL-terminated message ("where: what").
  */
 typedef struct rtx_error rtx_error;
+
+/**
+ * A loaded VM bytecode module. Opaque; reference counted; immutable, so every function on it is
+ * thread-safe. A context that added it keeps it alive.
+ */
+typedef struct rtx_module rtx_module;
+
+/**
+ * A native module written in C. Opaque; reference counted; immutable, so every function on it
+ * is thread-safe. A context it was added to keeps it alive.
+ */
+typedef struct rtx_native_module rtx_native_module;
 
 /**
  * A unit of work handed to a host queue. Opaque; consumed by `rtx_task_run` or `rtx_task_delete`.
@@ -236,6 +273,161 @@ typedef struct rtx_context_options_t {
    */
   const struct rtx_allocator_callbacks_t *allocator;
 } rtx_context_options_t;
+
+/**
+ * The handle type C sees.
+ */
+typedef struct rtx_module rtx_module_t;
+
+/**
+ * The signature of one exported function (`rtx_module_function_signature`). Set `struct_size`
+ * to `sizeof(rtx_function_signature_t)` before the call, so that a library newer than the
+ * header writes only the fields the caller knows. Every pointer is borrowed from the module and
+ * valid until it is released.
+ */
+typedef struct rtx_function_signature_t {
+  /**
+   * `sizeof(rtx_function_signature_t)` as the caller's header knows it (set by the caller).
+   */
+  size_t struct_size;
+  /**
+   * The export's name (as `rtx_module_function_name`).
+   */
+  const char *name;
+  /**
+   * The calling convention string, e.g. `"0iI_f"`; `""` if the module declares none.
+   */
+  const char *calling_convention;
+  /**
+   * The `iree.abi.declaration` reflection attribute (`"sync func @f(%input0: i32) -> ..."`), or
+   * NULL if the function has none.
+   */
+  const char *declaration;
+  /**
+   * How many arguments the function takes.
+   */
+  size_t num_arguments;
+  /**
+   * `num_arguments` kinds (NULL when there are none).
+   */
+  const rtx_value_kind_t *argument_kinds;
+  /**
+   * How many results the function returns.
+   */
+  size_t num_results;
+  /**
+   * `num_results` kinds (NULL when there are none).
+   */
+  const rtx_value_kind_t *result_kinds;
+} rtx_function_signature_t;
+
+/**
+ * The payload of an `rtx_value_t`; which member is meaningful is the value's `kind`.
+ */
+typedef union rtx_value_union_t {
+  int32_t i32;
+  int64_t i64;
+  float f32;
+  double f64;
+} rtx_value_union_t;
+
+/**
+ * One scalar argument or result of a native function.
+ */
+typedef struct rtx_value_t {
+  /**
+   * Which member of `value` holds the value; never `RTX_VALUE_KIND_REF` (not supported yet).
+   */
+  rtx_value_kind_t kind;
+  union rtx_value_union_t value;
+} rtx_value_t;
+
+/**
+ * A function of a native module. `args` holds `num_args` values and `results` room for
+ * `num_results` values, both in calling-convention order (either is NULL when its count is 0).
+ * Each `results[i].kind` is already set to the declared kind and its payload to zero: write the
+ * member of that kind (`results[0].value.i32 = 42`), do not change `kind`. Return NULL on
+ * success, or an error from `rtx_error_new` (rtx takes and frees it), which fails the calling
+ * invocation with that code and message. `user_data` is the module's, `state` the one
+ * `create_state` made for the calling context (NULL without `create_state`). Runs on any thread;
+ * calls for one context never overlap, calls for different contexts may. Must not call into
+ * the same context synchronously.
+ */
+typedef rtx_error_t *(*rtx_native_function_fn)(void *user_data,
+                                               void *state,
+                                               const struct rtx_value_t *args,
+                                               size_t num_args,
+                                               struct rtx_value_t *results,
+                                               size_t num_results);
+
+/**
+ * One exported function of a native module (`rtx_native_module_options_t::functions`).
+ */
+typedef struct rtx_native_function_t {
+  /**
+   * The name without the module prefix (`"add"` for `mymod.add`); may contain `.`. Copied.
+   */
+  const char *name;
+  /**
+   * The calling convention exactly as compilers write it in imports (`"0ii_i"`, `"0v_i"`,
+   * `"0i_v"`): import resolution compares the strings byte for byte. Scalars only (`i`, `I`,
+   * `f`, `F`). Copied.
+   */
+  const char *cconv;
+  /**
+   * Required.
+   */
+  rtx_native_function_fn function;
+} rtx_native_function_t;
+
+/**
+ * Options for `rtx_native_module_new`. Initialise with `rtx_native_module_options_init`, which
+ * sets `struct_size` and clears every other field.
+ */
+typedef struct rtx_native_module_options_t {
+  /**
+   * `sizeof(rtx_native_module_options_t)` as the caller's header knows it.
+   */
+  size_t struct_size;
+  /**
+   * The module name imports use before the first `.`; non-empty, without `.`. Copied.
+   */
+  const char *name;
+  /**
+   * Compared against a bytecode module's minimum version of this dependency.
+   */
+  uint32_t version;
+  /**
+   * `num_functions` functions; a function's index here is its ordinal. Copied.
+   */
+  const struct rtx_native_function_t *functions;
+  size_t num_functions;
+  /**
+   * Passed to every callback.
+   */
+  void *user_data;
+  /**
+   * Optional. Runs exactly once, when the last reference to the module is gone (the handle
+   * and every context it was added to), after every `destroy_state`. Not run when
+   * `rtx_native_module_new` fails: then `user_data` stays the caller's.
+   */
+  void (*destroy)(void *user_data);
+  /**
+   * Optional. Creates the module's state for one context, when the module is added to it;
+   * writes it to `*out_state` and returns NULL, or returns an error (from `rtx_error_new`)
+   * that fails `rtx_context_add_native_module`.
+   */
+  rtx_error_t *(*create_state)(void *user_data, void **out_state);
+  /**
+   * Optional. Frees a state from `create_state` when its context is freed.
+   */
+  void (*destroy_state)(void *user_data, void *state);
+} rtx_native_module_options_t;
+
+/**
+ * The handle type C sees.
+ */
+typedef struct rtx_native_module rtx_native_module_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -529,6 +721,14 @@ rtx_error_t *rtx_context_allocate(rtx_context_t *context,
 void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size_t align);
 
 /**
+ * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
+ * become `RTX_STATUS_CODE_UNKNOWN`) and `message` (copied; NULL = empty), for host callbacks
+ * that report failure, such as native module functions. Owned by the caller until returned to
+ * rtx, which then frees it; otherwise free it with `rtx_error_delete`. Never NULL.
+ */
+rtx_error_t *rtx_error_new(uint32_t code, const char *message);
+
+/**
  * The status code of `error`; `RTX_STATUS_CODE_OK` for NULL (no error).
  */
 rtx_status_code_t rtx_error_code(const rtx_error_t *error);
@@ -549,6 +749,136 @@ void rtx_error_delete(rtx_error_t *error);
  * not codes. Static storage: never freed.
  */
 const char *rtx_status_code_name(uint32_t code);
+
+/**
+ * Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
+ * bytecode module) with `num_args` argument values, without blocking: the call runs on the
+ * context's work queue once every argument is available (they may be unavailable now).
+ *
+ * On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
+ * release each) that become the function's i32/i64/f32/f64 results, or, if the call fails,
+ * errors: every result gets the same error, carrying the `vm.fail` status code and message and
+ * the failing location; an error argument is passed on (its code, the message naming the
+ * argument); an argument of the wrong type gives INVALID_ARGUMENT; a cancelled or released
+ * context gives CANCELLED. The arguments are only read, never consumed.
+ *
+ * Fails at once, writing nothing to `results`, with NOT_FOUND when there is no such function,
+ * and INVALID_ARGUMENT for NULL arguments, `num_args`/`num_results` that differ from the
+ * function's calling convention, or a function that takes or returns refs (buffers, lists,
+ * buffer views: not representable in C async values yet). Thread-safe; the name lookup shares
+ * the VM context's lock, so it waits while a slice of this context's VM code runs elsewhere.
+ */
+rtx_error_t *rtx_context_invoke(rtx_context_t *context,
+                                const char *function,
+                                rtx_async_value_t *const *args,
+                                size_t num_args,
+                                rtx_async_value_t **results,
+                                size_t num_results);
+
+/**
+ * Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
+ * not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
+ * the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
+ * (unsupported feature) with the byte offset of the problem in the message; INVALID_ARGUMENT for
+ * NULL arguments. `*out_module` is written only on success; release it with
+ * `rtx_module_release`.
+ */
+rtx_error_t *rtx_module_load_file(const char *path, rtx_module_t **out_module);
+
+/**
+ * Loads and verifies a module from `size` bytes at `data`, which are copied (the caller may free
+ * them when the call returns). Errors as `rtx_module_load_file`; INVALID_ARGUMENT for NULL
+ * `data` with a non-zero `size`.
+ */
+rtx_error_t *rtx_module_load_memory(const uint8_t *data, size_t size, rtx_module_t **out_module);
+
+/**
+ * Adds a reference and returns `module` (NULL stays NULL).
+ */
+rtx_module_t *rtx_module_retain(rtx_module_t *module);
+
+/**
+ * Drops a reference; the last one (counting the contexts the module was added to) frees it.
+ * NULL does nothing.
+ */
+void rtx_module_release(rtx_module_t *module);
+
+/**
+ * The module's name (what imports and `"module.function"` names use). Borrowed: valid while
+ * the module lives. `""` for NULL.
+ */
+const char *rtx_module_name(const rtx_module_t *module);
+
+/**
+ * How many functions the module exports. 0 for NULL.
+ */
+size_t rtx_module_function_count(const rtx_module_t *module);
+
+/**
+ * The name of exported function `index` (0 ≤ index < `rtx_module_function_count`), without the
+ * module prefix. Borrowed: valid while the module lives. NULL if `module` is NULL or `index` is
+ * out of range.
+ */
+const char *rtx_module_function_name(const rtx_module_t *module, size_t index);
+
+/**
+ * Describes exported function `index`: its calling convention, ABI declaration and the kinds of
+ * its arguments and results. `out->struct_size` must be set by the caller. INVALID_ARGUMENT for
+ * NULL arguments or a too-small `struct_size`, OUT_OF_RANGE for a bad `index`, UNIMPLEMENTED or
+ * INVALID_ARGUMENT when the calling convention cannot be described (a variadic span, a malformed
+ * string). `*out` is written only on success.
+ */
+rtx_error_t *rtx_module_function_signature(const rtx_module_t *module,
+                                           size_t index,
+                                           struct rtx_function_signature_t *out);
+
+/**
+ * Adds `module` to the context's VM context: checks its dependencies against the modules added
+ * before it, resolves its imports (by name and exact calling convention), creates its state and
+ * runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
+ * ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
+ * `__init`'s own failure; INVALID_ARGUMENT for NULL arguments. On failure the context is left as
+ * it was.
+ */
+rtx_error_t *rtx_context_add_module(rtx_context_t *context, rtx_module_t *module);
+
+/**
+ * Sets `struct_size` and clears every other field (no functions, no callbacks). NULL does
+ * nothing.
+ */
+void rtx_native_module_options_init(struct rtx_native_module_options_t *options);
+
+/**
+ * Creates a native module from `options` (everything is copied; the callbacks and `user_data`
+ * are kept). INVALID_ARGUMENT, naming the offending function, for NULL arguments, a
+ * `struct_size` smaller than the first version of the struct, an empty name or one with a `.`,
+ * a duplicate or empty function name, a NULL `function`, or a calling convention that is
+ * malformed (the message gives the byte offset), not in the form compilers write (the message
+ * gives that form), or has a ref or a variadic span (not supported for C modules yet).
+ * `*out_module` is written only on success; release it with `rtx_native_module_release`.
+ */
+rtx_error_t *rtx_native_module_new(const struct rtx_native_module_options_t *options,
+                                   rtx_native_module_t **out_module);
+
+/**
+ * Adds a reference and returns `module` (NULL stays NULL).
+ */
+rtx_native_module_t *rtx_native_module_retain(rtx_native_module_t *module);
+
+/**
+ * Drops a reference; the last one (counting the contexts the module was added to) frees it and
+ * runs its `destroy` callback. NULL does nothing.
+ */
+void rtx_native_module_release(rtx_native_module_t *module);
+
+/**
+ * Adds a native module to the context's VM context, creating its state for this context
+ * (`create_state`). Modules added afterwards can import its functions, and
+ * `rtx_context_invoke(context, "name.function", ...)` calls them directly. The context keeps a
+ * reference to the module. ALREADY_EXISTS if a module of that name is there; `create_state`'s
+ * error; INVALID_ARGUMENT for NULL arguments.
+ */
+rtx_error_t *rtx_context_add_native_module(rtx_context_t *context, rtx_native_module_t *module);
 
 /**
  * The library's version, `"MAJOR.MINOR.PATCH"` (equals `RTX_VERSION` of a matching header).

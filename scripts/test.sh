@@ -9,7 +9,7 @@
 #    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
 #    5. cargo test (unit and integration tests, including the include/rtx.h freshness check, the ISA
 #       table's freshness against isa.json, and the VM fixtures against a fresh regeneration)
-#    6. miri on the unsafe host core (a loud SKIP if nightly/miri cannot be had, a failure instead
+#    6. miri on the unsafe host core and the interpreter (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
 #    8. release build + scripts/install.sh into target/rtx-prefix
@@ -90,7 +90,7 @@ echo "   $("$RTX_IREE_TOOLS/iree-compile" --version | head -n 1)"
 step "cargo test (unit, integration, header freshness, VM fixtures)"
 cargo test
 
-step "miri: cargo +nightly miri test --lib host::"
+step "miri: the unsafe host core and the interpreter's unchecked accesses (cargo +nightly miri test --lib)"
 miri_skip=""
 miri_log=$target/miri-setup.log
 mkdir -p "$target"
@@ -119,6 +119,9 @@ if [ -n "$miri_skip" ]; then
   fi
 else
   cargo +nightly miri test --lib host::
+  # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
+  # unit tests are left out because Miri cannot call foreign functions).
+  cargo +nightly miri test --lib vm::interpreter::tests::
 fi
 
 step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loom)"

@@ -15,7 +15,30 @@ use crate::host::{Diagnostic, HostAllocator, HostContext, StatusCode, SystemAllo
 
 /// What an `rtx_context_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
 pub struct Context {
+    /// The VM modules added with `rtx_context_add_module` / `rtx_context_add_native_module`.
+    /// Declared first so that `__deinit` runs while the work queue still exists.
+    pub(crate) vm: crate::vm::context::Context,
+    /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
+    /// `ffi::invocation`), so the context, its queue and its threads go away on the host thread
+    /// that releases the last reference.
     pub(crate) host: Arc<HostContext>,
+}
+
+impl Context {
+    fn new(host: HostContext) -> Context {
+        Context { vm: crate::vm::context::Context::new(), host: Arc::new(host) }
+    }
+}
+
+/// Waits for the queue's pending work before anything is freed: a running task may hold a
+/// short-lived strong reference to the host context (upgraded from its `Weak`), and the last
+/// reference must not be dropped on a worker thread, which would have to detach the queue's
+/// threads instead of joining them. Then the VM context runs its modules' `__deinit`.
+impl Drop for Context {
+    fn drop(&mut self) {
+        // Fails only on one of the queue's own workers, where waiting would never end.
+        let _ = self.host.quiesce();
+    }
 }
 
 /// A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
@@ -96,7 +119,7 @@ pub unsafe extern "C" fn rtx_context_new(
         // SAFETY: a non-null `options` points to a struct of at least `struct_size` bytes,
         // checked before any field is read.
         let host = unsafe { host_from_options(options, FUNCTION) }?;
-        let handle = Arc::into_raw(Arc::new(Context { host: Arc::new(host) })) as *mut rtx_context_t;
+        let handle = Arc::into_raw(Arc::new(Context::new(host))) as *mut rtx_context_t;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_context.write(handle) };
         Ok(())

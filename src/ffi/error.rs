@@ -79,6 +79,32 @@ impl rtx_error {
         let message = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
         Box::into_raw(Box::new(rtx_error { diagnostic, message }))
     }
+
+    /// Takes back an error a host returned to us (from a C native function, say): its diagnostic.
+    ///
+    /// # Safety
+    /// `error` must be a non-null error from [`rtx_error::into_raw`], not used afterwards.
+    pub(crate) unsafe fn take(error: *mut rtx_error) -> Diagnostic {
+        // SAFETY: forwarded from the caller: an owned error, freed here.
+        unsafe { Box::from_raw(error) }.diagnostic
+    }
+}
+
+/// A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
+/// become `RTX_STATUS_CODE_UNKNOWN`) and `message` (copied; NULL = empty), for host callbacks
+/// that report failure, such as native module functions. Owned by the caller until returned to
+/// rtx, which then frees it; otherwise free it with `rtx_error_delete`. Never NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_error_new(code: u32, message: *const c_char) -> *mut rtx_error_t {
+    catch_or(std::ptr::null_mut(), || {
+        // SAFETY: a non-null message is NUL-terminated by contract.
+        let message = unsafe { super::message_arg(message) };
+        let code = match status_from_c(code) {
+            StatusCode::Ok => StatusCode::Unknown,
+            code => code,
+        };
+        rtx_error::into_raw(Diagnostic::new(code, message))
+    })
 }
 
 /// The status code of `error`; `RTX_STATUS_CODE_OK` for NULL (no error).

@@ -22,6 +22,9 @@ pub mod allocator;
 pub mod async_value;
 pub mod context;
 pub mod error;
+pub mod invocation;
+pub mod module;
+pub mod native_module;
 pub mod version;
 pub mod work_queue;
 

@@ -141,7 +141,6 @@ impl Context {
 
     /// Adds a native module; its state is created now.
     pub fn add_native_module(&self, module: Arc<dyn NativeModule>) -> Result<(), Diagnostic> {
-        let state = module.create_state()?;
         let mut linked = self.lock();
         if linked.instances.iter().any(|i| i.name() == module.name()) {
             return Err(Diagnostic::new(
@@ -149,6 +148,7 @@ impl Context {
                 format!("a module named `{}` is already in this context", module.name()),
             ));
         }
+        let state = module.create_state()?;
         linked.instances.push(Instance::Native(module));
         linked.states.push(State::Native(state));
         Ok(())

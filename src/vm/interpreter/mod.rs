@@ -9,6 +9,8 @@ mod exec;
 pub mod lower;
 pub mod op;
 pub mod scalar;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

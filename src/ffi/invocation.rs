@@ -1,0 +1,385 @@
+//! `rtx_context_invoke`: calls a VM function with async values in and out, without blocking.
+//!
+//! One call is a small state machine, [`Call`], moved between the work queue and the waiter lists
+//! of the values it waits for, never parked on a thread:
+//!
+//! 1. `rtx_context_invoke` checks the function and counts, creates the typed result promises and
+//!    joins the arguments (`run_when_ready`);
+//! 2. once they are all available, a task on the context's queue converts them to VM values and
+//!    starts the invocation;
+//! 3. each `Step::Wait(value)` attaches `and_then` to `value`, which queues the next slice;
+//! 4. `Step::Done` fulfils the results; any error (an error argument, a type mismatch, a
+//!    `vm.fail`, cancellation) becomes every result's error.
+//!
+//! Queued work and waiters hold the host context only weakly (a task owning the context that owns
+//! its queue would be a cycle); a call whose context is gone by the time it would run ends with
+//! CANCELLED results.
+
+use std::ffi::c_char;
+use std::sync::{Arc, Weak};
+
+use super::async_value::{borrow_all, into_handle, rtx_async_value_t};
+use super::context::{self, rtx_context_t};
+use super::error::rtx_error_t;
+use super::module::{kind_name, plain_kinds};
+use super::{c_str, catch_error, invalid_argument};
+use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
+use crate::vm::abi::{CallingConvention, ValueKind};
+use crate::vm::context::{Context as VmContext, FunctionHandle};
+use crate::vm::interpreter::{Invocation, Step};
+use crate::vm::value::Value;
+
+/// Where a call is.
+enum Stage {
+    /// Waiting for (or about to read) the host's argument values.
+    Arguments(Vec<RcAsyncValue>),
+    /// Running, between slices.
+    Running(Invocation),
+    /// The results are set.
+    Finished,
+}
+
+/// One `rtx_context_invoke` in flight.
+struct Call {
+    host: Weak<HostContext>,
+    vm: VmContext,
+    function: FunctionHandle,
+    arguments: Vec<ValueKind>,
+    results: Vec<(ValueKind, RcAsyncValue)>,
+    stage: Stage,
+}
+
+impl Call {
+    /// Queues the next slice on the context's work queue.
+    fn schedule(self) {
+        let Some(queue) = self.host.upgrade().map(|host| Arc::clone(host.work_queue())) else {
+            return self.fail(released());
+        };
+        queue.add_task(Box::new(move || self.run_slice()));
+    }
+
+    /// One task's worth of work: start or resume the invocation and run it until it finishes or
+    /// waits.
+    fn run_slice(mut self) {
+        match self.host.upgrade() {
+            None => return self.fail(released()),
+            Some(host) if host.is_cancelled() => return self.fail(Diagnostic::cancelled()),
+            Some(_) => {}
+        }
+        let mut invocation = match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Arguments(values) => match self.begin(&values) {
+                Ok(invocation) => invocation,
+                Err(error) => return self.fail(error),
+            },
+            Stage::Running(invocation) => invocation,
+            Stage::Finished => return,
+        };
+        loop {
+            match invocation.run() {
+                Ok(Step::Done(values)) => return self.finish(values),
+                Ok(Step::Wait(value)) if value.is_available() => continue,
+                Ok(Step::Wait(value)) => {
+                    self.stage = Stage::Running(invocation);
+                    return value.and_then(move || self.schedule());
+                }
+                Err(error) => return self.fail(error),
+            }
+        }
+    }
+
+    /// Reads the arguments (all available by now) and starts the invocation.
+    fn begin(&self, values: &[RcAsyncValue]) -> Result<Invocation, Diagnostic> {
+        let name = &self.function.full_name;
+        let arguments = values
+            .iter()
+            .zip(&self.arguments)
+            .enumerate()
+            .map(|(index, (value, kind))| {
+                argument(value, *kind).map_err(|error| Diagnostic {
+                    message: format!("argument {index} of `{name}`: {}", error.message),
+                    ..error
+                })
+            })
+            .collect::<Result<Vec<Value>, Diagnostic>>()?;
+        self.vm.begin(&self.function, arguments)
+    }
+
+    fn finish(mut self, values: Vec<Value>) {
+        if values.len() != self.results.len() {
+            let message = format!(
+                "`{}` returned {} values but its calling convention `{}` declares {}",
+                self.function.full_name,
+                values.len(),
+                self.function.cconv,
+                self.results.len()
+            );
+            return self.fail(Diagnostic::new(StatusCode::Internal, message));
+        }
+        let results = std::mem::take(&mut self.results);
+        for (index, ((kind, result), value)) in results.iter().zip(values).enumerate() {
+            // The host may have set a result itself; its value stands.
+            let _ = match (kind, value) {
+                (ValueKind::I32, Value::I32(v)) => result.emplace(v),
+                (ValueKind::I64, Value::I64(v)) => result.emplace(v),
+                (ValueKind::F32, Value::F32(v)) => result.emplace(v),
+                (ValueKind::F64, Value::F64(v)) => result.emplace(v),
+                (kind, value) => result.set_error(Diagnostic::new(
+                    StatusCode::Internal,
+                    format!(
+                        "result {index} of `{}`: expected {} but the function returned {}",
+                        self.function.full_name,
+                        kind_name(*kind),
+                        value.type_name()
+                    ),
+                )),
+            };
+        }
+        self.stage = Stage::Finished;
+    }
+
+    /// Makes every result (not yet set) the error.
+    fn fail(mut self, error: Diagnostic) {
+        for (_, result) in std::mem::take(&mut self.results) {
+            let _ = result.set_error(error.clone());
+        }
+        self.stage = Stage::Finished;
+    }
+}
+
+/// A call dropped before it finished (its task was deleted by a host queue shutting down, say)
+/// still completes its results, so nobody waits for them forever.
+impl Drop for Call {
+    fn drop(&mut self) {
+        let error = Diagnostic::new(
+            StatusCode::Cancelled,
+            format!("call to `{}` was dropped before it finished (its work queue shut down)", self.function.full_name),
+        );
+        for (_, result) in std::mem::take(&mut self.results) {
+            let _ = result.set_error(error.clone());
+        }
+    }
+}
+
+fn released() -> Diagnostic {
+    Diagnostic::new(StatusCode::Cancelled, "cancelled: the context was released before this call ran")
+}
+
+/// The VM value of an available argument of `kind`: its own error if it is one, INVALID_ARGUMENT
+/// if it holds another type.
+fn argument(value: &RcAsyncValue, kind: ValueKind) -> Result<Value, Diagnostic> {
+    if let Some(error) = value.get_error() {
+        return Err(error.clone());
+    }
+    let read = match kind {
+        ValueKind::I32 => value.try_get::<i32>().map(|v| Value::I32(*v)),
+        ValueKind::I64 => value.try_get::<i64>().map(|v| Value::I64(*v)),
+        ValueKind::F32 => value.try_get::<f32>().map(|v| Value::F32(*v)),
+        ValueKind::F64 => value.try_get::<f64>().map(|v| Value::F64(*v)),
+        ValueKind::Ref => unreachable!("rtx_context_invoke rejects functions with ref arguments"),
+    };
+    read.map_err(|_| {
+        Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("expected {} but the value holds {}", kind_name(kind), held_type(value)),
+        )
+    })
+}
+
+/// What a value holds, in C's terms.
+fn held_type(value: &RcAsyncValue) -> &'static str {
+    if value.is_type::<bool>() {
+        "i1"
+    } else if value.is_type::<i32>() {
+        "i32"
+    } else if value.is_type::<i64>() {
+        "i64"
+    } else if value.is_type::<f32>() {
+        "f32"
+    } else if value.is_type::<f64>() {
+        "f64"
+    } else if value.is_type::<Chain>() {
+        "a chain"
+    } else {
+        value.type_name()
+    }
+}
+
+/// An unavailable result value that only a value of `kind` can fulfil.
+fn result_promise(kind: ValueKind) -> RcAsyncValue {
+    match kind {
+        ValueKind::I32 => AsyncValueRef::<i32>::unconstructed().into_untyped(),
+        ValueKind::I64 => AsyncValueRef::<i64>::unconstructed().into_untyped(),
+        ValueKind::F32 => AsyncValueRef::<f32>::unconstructed().into_untyped(),
+        ValueKind::F64 => AsyncValueRef::<f64>::unconstructed().into_untyped(),
+        ValueKind::Ref => unreachable!("rtx_context_invoke rejects functions with ref results"),
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
+/// bytecode module) with `num_args` argument values, without blocking: the call runs on the
+/// context's work queue once every argument is available (they may be unavailable now).
+///
+/// On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
+/// release each) that become the function's i32/i64/f32/f64 results, or, if the call fails,
+/// errors: every result gets the same error, carrying the `vm.fail` status code and message and
+/// the failing location; an error argument is passed on (its code, the message naming the
+/// argument); an argument of the wrong type gives INVALID_ARGUMENT; a cancelled or released
+/// context gives CANCELLED. The arguments are only read, never consumed.
+///
+/// Fails at once, writing nothing to `results`, with NOT_FOUND when there is no such function,
+/// and INVALID_ARGUMENT for NULL arguments, `num_args`/`num_results` that differ from the
+/// function's calling convention, or a function that takes or returns refs (buffers, lists,
+/// buffer views: not representable in C async values yet). Thread-safe; the name lookup shares
+/// the VM context's lock, so it waits while a slice of this context's VM code runs elsewhere.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_invoke(
+    context: *mut rtx_context_t,
+    function: *const c_char,
+    args: *const *mut rtx_async_value_t,
+    num_args: usize,
+    results: *mut *mut rtx_async_value_t,
+    num_results: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_invoke";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        // SAFETY: a non-null name is NUL-terminated by contract.
+        let name = unsafe { c_str(function, FUNCTION, "function") }?;
+        let handle =
+            context.vm.lookup(name).map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        let (argument_kinds, result_kinds) = signature(&handle)?;
+        if num_args != argument_kinds.len() || num_results != result_kinds.len() {
+            return Err(invalid_argument(format!(
+                "{FUNCTION}: `{}` (calling convention `{}`) takes {} and returns {}, but the call passes \
+                 num_args = {num_args} and num_results = {num_results}",
+                handle.full_name,
+                handle.cconv,
+                plural(argument_kinds.len(), "argument"),
+                plural(result_kinds.len(), "result"),
+            )));
+        }
+        // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
+        let arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
+            .map_err(|e| Diagnostic { message: e.message.replace("'values", "'args"), ..e })?;
+        if results.is_null() && num_results != 0 {
+            return Err(invalid_argument(format!(
+                "{FUNCTION}: argument 'results' is NULL but num_results is {num_results}"
+            )));
+        }
+        let promises: Vec<(ValueKind, RcAsyncValue)> =
+            result_kinds.iter().map(|&kind| (kind, result_promise(kind))).collect();
+        for (index, (_, promise)) in promises.iter().enumerate() {
+            // SAFETY: `results` has room for `num_results` handles by contract; each is a new
+            // reference for the caller. Written only now, when nothing can fail any more.
+            unsafe { results.add(index).write(into_handle(promise.clone())) };
+        }
+        let call = Call {
+            host: Arc::downgrade(&context.host),
+            vm: context.vm.clone(),
+            function: handle,
+            arguments: argument_kinds,
+            results: promises,
+            stage: Stage::Arguments(arguments.clone()),
+        };
+        join::run_when_ready(&arguments, move || call.schedule());
+        Ok(())
+    })
+}
+
+/// The plain argument and result kinds of a function the C API can call.
+fn signature(handle: &FunctionHandle) -> Result<(Vec<ValueKind>, Vec<ValueKind>), Diagnostic> {
+    const FUNCTION: &str = "rtx_context_invoke";
+    let name = &handle.full_name;
+    let cconv = CallingConvention::parse(&handle.cconv).map_err(|e| {
+        Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("{FUNCTION}: `{name}` has an unusable calling convention: {e}"),
+        )
+    })?;
+    let (Some(arguments), Some(results)) = (plain_kinds(&cconv.arguments), plain_kinds(&cconv.results)) else {
+        return Err(invalid_argument(format!(
+            "{FUNCTION}: `{name}` (calling convention `{}`) takes a variadic span, which only imports can",
+            handle.cconv
+        )));
+    };
+    if arguments.contains(&ValueKind::Ref) || results.contains(&ValueKind::Ref) {
+        return Err(invalid_argument(format!(
+            "{FUNCTION}: `{name}` (calling convention `{}`) takes or returns a ref, which C async values cannot hold yet",
+            handle.cconv
+        )));
+    }
+    Ok((arguments, results))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::async_value::{rtx_async_value_get_i32, rtx_async_value_release};
+    use crate::ffi::context::{rtx_context_new, rtx_context_release};
+    use crate::host::AsyncValueRef;
+    use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+    use std::sync::Mutex;
+
+    /// `later.value() -> i32`, whose result the test supplies after the call suspended.
+    struct Later {
+        functions: Vec<NativeFunction>,
+        pending: Arc<Mutex<Option<AsyncValueRef<Vec<Value>>>>>,
+    }
+
+    impl NativeModule for Later {
+        fn name(&self) -> &str {
+            "later"
+        }
+
+        fn functions(&self) -> &[NativeFunction] {
+            &self.functions
+        }
+
+        fn call(&self, _: &mut NativeState, _: usize, _: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+            let value = AsyncValueRef::unconstructed();
+            *self.pending.lock().unwrap() = Some(value.clone());
+            Ok(NativeOutcome::Pending(value))
+        }
+    }
+
+    #[test]
+    fn a_call_suspended_on_an_async_native_result_resumes_from_the_queue() {
+        let pending = Arc::new(Mutex::new(None));
+        let module = Later { functions: vec![NativeFunction::new("value", "0v_i")], pending: Arc::clone(&pending) };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: NULL options (defaults) and a valid out pointer; every handle is released below.
+        unsafe {
+            assert!(rtx_context_new(std::ptr::null(), &mut handle).is_null());
+            let context = context::borrow(handle, "test").unwrap();
+            context.vm.add_native_module(Arc::new(module)).unwrap();
+            let mut result = std::ptr::null_mut();
+            let error = rtx_context_invoke(handle, c"later.value".as_ptr(), std::ptr::null(), 0, &mut result, 1);
+            assert!(error.is_null());
+            let promise = loop {
+                if let Some(promise) = pending.lock().unwrap().take() {
+                    break promise;
+                }
+                std::thread::yield_now();
+            };
+            context.host.quiesce().unwrap();
+            let borrowed = crate::ffi::async_value::borrow(result, "test", "result").unwrap();
+            assert!(!borrowed.is_available(), "the call waits for the native result without a worker");
+            promise.emplace(vec![Value::I32(42)]).unwrap();
+            context.host.await_values(&[(*borrowed).clone()]).unwrap();
+            let mut out = 0;
+            assert!(rtx_async_value_get_i32(result, &mut out).is_null());
+            assert_eq!(out, 42);
+            rtx_async_value_release(result);
+            rtx_context_release(handle);
+        }
+    }
+}

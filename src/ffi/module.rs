@@ -1,0 +1,364 @@
+//! `rtx_module_t`: a loaded, verified IREE VM bytecode module (`.vmfb`) and the reflection of its
+//! exported functions. Immutable once loaded, so every function on it is thread-safe.
+
+use std::ffi::{c_char, CString};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use super::context::{self, rtx_context_t};
+use super::error::rtx_error_t;
+use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null};
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::abi::{CallingConvention, CconvItem, ValueKind};
+use crate::vm::Module;
+
+/// The type of one argument or result of a function, as its calling convention declares it.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum rtx_value_kind_t {
+    RTX_VALUE_KIND_I32 = 0,
+    RTX_VALUE_KIND_I64 = 1,
+    RTX_VALUE_KIND_F32 = 2,
+    RTX_VALUE_KIND_F64 = 3,
+    /// A reference (buffer, list, buffer view, ...): not representable in C values yet.
+    RTX_VALUE_KIND_REF = 4,
+}
+
+impl From<ValueKind> for rtx_value_kind_t {
+    fn from(kind: ValueKind) -> rtx_value_kind_t {
+        match kind {
+            ValueKind::I32 => rtx_value_kind_t::RTX_VALUE_KIND_I32,
+            ValueKind::I64 => rtx_value_kind_t::RTX_VALUE_KIND_I64,
+            ValueKind::F32 => rtx_value_kind_t::RTX_VALUE_KIND_F32,
+            ValueKind::F64 => rtx_value_kind_t::RTX_VALUE_KIND_F64,
+            ValueKind::Ref => rtx_value_kind_t::RTX_VALUE_KIND_REF,
+        }
+    }
+}
+
+/// The plain values of one half of a calling convention, or why there are none (a variadic
+/// span, which only imports have).
+pub(crate) fn plain_kinds(items: &[CconvItem]) -> Option<Vec<ValueKind>> {
+    items
+        .iter()
+        .map(|item| match item {
+            CconvItem::Value(kind) => Some(*kind),
+            CconvItem::Span(_) => None,
+        })
+        .collect()
+}
+
+/// The name C messages use for a kind.
+pub(crate) fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::I32 => "i32",
+        ValueKind::I64 => "i64",
+        ValueKind::F32 => "f32",
+        ValueKind::F64 => "f64",
+        ValueKind::Ref => "ref",
+    }
+}
+
+/// Reflection of one exported function, computed at load time so C can borrow it.
+struct ExportedFunction {
+    name: CString,
+    calling_convention: CString,
+    declaration: Option<CString>,
+    /// The kinds, or why the calling convention cannot be described as plain values.
+    kinds: Result<(Vec<rtx_value_kind_t>, Vec<rtx_value_kind_t>), Diagnostic>,
+}
+
+/// What an `rtx_module_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
+pub struct ModuleHandle {
+    pub(crate) module: Arc<Module>,
+    name: CString,
+    functions: Vec<ExportedFunction>,
+}
+
+impl ModuleHandle {
+    fn new(module: Module) -> ModuleHandle {
+        let functions = module
+            .exported_functions()
+            .iter()
+            .map(|export| {
+                let signature = module.export_signature(export);
+                let cconv = signature.and_then(|s| s.calling_convention.clone()).unwrap_or_default();
+                let declaration = signature.and_then(|s| s.attr("iree.abi.declaration")).map(c_string);
+                let kinds = CallingConvention::parse(&cconv)
+                    .map_err(|e| {
+                        Diagnostic::new(StatusCode::InvalidArgument, format!("function `{}`: {e}", export.local_name))
+                    })
+                    .and_then(|parsed| match (plain_kinds(&parsed.arguments), plain_kinds(&parsed.results)) {
+                        (Some(arguments), Some(results)) => Ok((
+                            arguments.into_iter().map(Into::into).collect(),
+                            results.into_iter().map(Into::into).collect(),
+                        )),
+                        _ => Err(Diagnostic::new(
+                            StatusCode::Unimplemented,
+                            format!(
+                                "function `{}`: calling convention `{cconv}` has a variadic span",
+                                export.local_name
+                            ),
+                        )),
+                    });
+                ExportedFunction {
+                    name: c_string(&export.local_name),
+                    calling_convention: c_string(&cconv),
+                    declaration,
+                    kinds,
+                }
+            })
+            .collect();
+        ModuleHandle { name: c_string(module.name()), module: Arc::new(module), functions }
+    }
+}
+
+/// A C string of `text`; interior NULs (impossible in verified names, but cheap to rule out) are
+/// shown as `\0` instead of cutting the string short.
+fn c_string(text: &str) -> CString {
+    CString::new(text.replace('\0', "\\0")).unwrap_or_default()
+}
+
+/// A loaded VM bytecode module. Opaque; reference counted; immutable, so every function on it is
+/// thread-safe. A context that added it keeps it alive.
+#[allow(non_camel_case_types)]
+pub struct rtx_module {
+    _private: [u8; 0],
+}
+
+/// The handle type C sees.
+#[allow(non_camel_case_types)]
+pub type rtx_module_t = rtx_module;
+
+/// The signature of one exported function (`rtx_module_function_signature`). Set `struct_size`
+/// to `sizeof(rtx_function_signature_t)` before the call, so that a library newer than the
+/// header writes only the fields the caller knows. Every pointer is borrowed from the module and
+/// valid until it is released.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct rtx_function_signature_t {
+    /// `sizeof(rtx_function_signature_t)` as the caller's header knows it (set by the caller).
+    pub struct_size: usize,
+    /// The export's name (as `rtx_module_function_name`).
+    pub name: *const c_char,
+    /// The calling convention string, e.g. `"0iI_f"`; `""` if the module declares none.
+    pub calling_convention: *const c_char,
+    /// The `iree.abi.declaration` reflection attribute (`"sync func @f(%input0: i32) -> ..."`), or
+    /// NULL if the function has none.
+    pub declaration: *const c_char,
+    /// How many arguments the function takes.
+    pub num_arguments: usize,
+    /// `num_arguments` kinds (NULL when there are none).
+    pub argument_kinds: *const rtx_value_kind_t,
+    /// How many results the function returns.
+    pub num_results: usize,
+    /// `num_results` kinds (NULL when there are none).
+    pub result_kinds: *const rtx_value_kind_t,
+}
+
+/// Borrows a module handle, or names the NULL argument.
+///
+/// # Safety
+/// A non-null `module` must be a live module handle.
+pub(crate) unsafe fn borrow(
+    module: *const rtx_module_t,
+    function: &str,
+) -> Result<ManuallyDrop<Arc<ModuleHandle>>, Diagnostic> {
+    // SAFETY: forwarded from the caller; only used to check for NULL.
+    unsafe { non_null(module, function, "module") }?;
+    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
+    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(module as *const ModuleHandle) }))
+}
+
+/// Writes a new module handle to `out` after checking `out` for NULL; `load` runs only then.
+///
+/// # Safety
+/// A non-null `out` must be writable.
+unsafe fn load_into(
+    out: *mut *mut rtx_module_t,
+    function: &str,
+    load: impl FnOnce() -> Result<Module, Diagnostic>,
+) -> Result<(), Diagnostic> {
+    if out.is_null() {
+        return Err(invalid_argument(format!("{function}: argument 'out_module' is NULL")));
+    }
+    let module = load().map_err(|e| Diagnostic { message: format!("{function}: {}", e.message), ..e })?;
+    let handle = Arc::into_raw(Arc::new(ModuleHandle::new(module))) as *mut rtx_module_t;
+    // SAFETY: checked non-null above; written only on success.
+    unsafe { out.write(handle) };
+    Ok(())
+}
+
+/// Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
+/// not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
+/// the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
+/// (unsupported feature) with the byte offset of the problem in the message; INVALID_ARGUMENT for
+/// NULL arguments. `*out_module` is written only on success; release it with
+/// `rtx_module_release`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_load_file(
+    path: *const c_char,
+    out_module: *mut *mut rtx_module_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_module_load_file";
+        // SAFETY: a non-null path is NUL-terminated by contract.
+        let path = unsafe { c_str(path, FUNCTION, "path") }?;
+        // SAFETY: forwarded from the caller.
+        unsafe { load_into(out_module, FUNCTION, || Module::load_file(path).map_err(Diagnostic::from)) }
+    })
+}
+
+/// Loads and verifies a module from `size` bytes at `data`, which are copied (the caller may free
+/// them when the call returns). Errors as `rtx_module_load_file`; INVALID_ARGUMENT for NULL
+/// `data` with a non-zero `size`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_load_memory(
+    data: *const u8,
+    size: usize,
+    out_module: *mut *mut rtx_module_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_module_load_memory";
+        if data.is_null() && size != 0 {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'data' is NULL but size is {size}")));
+        }
+        let bytes: &[u8] = if size == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller guarantees `size` readable bytes at a non-null `data`.
+            unsafe { std::slice::from_raw_parts(data, size) }
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { load_into(out_module, FUNCTION, || Module::load_memory(bytes).map_err(Diagnostic::from)) }
+    })
+}
+
+/// Adds a reference and returns `module` (NULL stays NULL).
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_retain(module: *mut rtx_module_t) -> *mut rtx_module_t {
+    catch_or(module, || {
+        if !module.is_null() {
+            // SAFETY: a live handle from `Arc::into_raw`.
+            unsafe { Arc::increment_strong_count(module as *const ModuleHandle) };
+        }
+        module
+    })
+}
+
+/// Drops a reference; the last one (counting the contexts the module was added to) frees it.
+/// NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_release(module: *mut rtx_module_t) {
+    catch_or((), || {
+        if !module.is_null() {
+            // SAFETY: the caller gives up one reference it owns.
+            drop(unsafe { Arc::from_raw(module as *const ModuleHandle) });
+        }
+    })
+}
+
+/// The module's name (what imports and `"module.function"` names use). Borrowed: valid while
+/// the module lives. `""` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_name(module: *const rtx_module_t) -> *const c_char {
+    catch_or(c"".as_ptr(), || {
+        // SAFETY: forwarded from the caller.
+        unsafe { borrow(module, "") }.map_or(c"".as_ptr(), |m| m.name.as_ptr())
+    })
+}
+
+/// How many functions the module exports. 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_function_count(module: *const rtx_module_t) -> usize {
+    // SAFETY: forwarded from the caller.
+    catch_or(0, || unsafe { borrow(module, "") }.map_or(0, |m| m.functions.len()))
+}
+
+/// The name of exported function `index` (0 ≤ index < `rtx_module_function_count`), without the
+/// module prefix. Borrowed: valid while the module lives. NULL if `module` is NULL or `index` is
+/// out of range.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_function_name(module: *const rtx_module_t, index: usize) -> *const c_char {
+    catch_or(std::ptr::null(), || {
+        // SAFETY: forwarded from the caller.
+        let Ok(module) = (unsafe { borrow(module, "") }) else { return std::ptr::null() };
+        module.functions.get(index).map_or(std::ptr::null(), |f| f.name.as_ptr())
+    })
+}
+
+/// Describes exported function `index`: its calling convention, ABI declaration and the kinds of
+/// its arguments and results. `out->struct_size` must be set by the caller. INVALID_ARGUMENT for
+/// NULL arguments or a too-small `struct_size`, OUT_OF_RANGE for a bad `index`, UNIMPLEMENTED or
+/// INVALID_ARGUMENT when the calling convention cannot be described (a variadic span, a malformed
+/// string). `*out` is written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_module_function_signature(
+    module: *const rtx_module_t,
+    index: usize,
+    out: *mut rtx_function_signature_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_module_function_signature";
+        // SAFETY: forwarded from the caller.
+        let module = unsafe { borrow(module, FUNCTION) }?;
+        // SAFETY: reading `struct_size` first is valid for any version of the struct.
+        let Some(struct_size) = (unsafe { out.cast::<usize>().as_ref() }).copied() else {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out' is NULL")));
+        };
+        check_struct_size(struct_size, std::mem::size_of::<rtx_function_signature_t>(), "out", FUNCTION)?;
+        let count = module.functions.len();
+        let function = module.functions.get(index).ok_or_else(|| {
+            Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!(
+                    "{FUNCTION}: index {index} is out of range; `{}` exports {count} functions",
+                    module.module.name()
+                ),
+            )
+        })?;
+        let (arguments, results) = function
+            .kinds
+            .as_ref()
+            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e.clone() })?;
+        let array = |kinds: &[rtx_value_kind_t]| if kinds.is_empty() { std::ptr::null() } else { kinds.as_ptr() };
+        let signature = rtx_function_signature_t {
+            struct_size,
+            name: function.name.as_ptr(),
+            calling_convention: function.calling_convention.as_ptr(),
+            declaration: function.declaration.as_ref().map_or(std::ptr::null(), |d| d.as_ptr()),
+            num_arguments: arguments.len(),
+            argument_kinds: array(arguments),
+            num_results: results.len(),
+            result_kinds: array(results),
+        };
+        // SAFETY: `out` is non-null and at least as large as this version of the struct.
+        unsafe { out.write(signature) };
+        Ok(())
+    })
+}
+
+/// Adds `module` to the context's VM context: checks its dependencies against the modules added
+/// before it, resolves its imports (by name and exact calling convention), creates its state and
+/// runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
+/// ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
+/// `__init`'s own failure; INVALID_ARGUMENT for NULL arguments. On failure the context is left as
+/// it was.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_add_module(
+    context: *mut rtx_context_t,
+    module: *mut rtx_module_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_add_module";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        // SAFETY: forwarded from the caller.
+        let module = unsafe { borrow(module, FUNCTION) }?;
+        context
+            .vm
+            .add_module(Arc::clone(&module.module))
+            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })
+    })
+}
