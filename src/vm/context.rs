@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::buffer::Buffer;
-use super::interpreter::{Invocation, Step};
+use super::interpreter::{Invocation, Stack, Step};
 use super::module::Module;
 use super::native::{NativeModule, NativeState};
 use super::refs::Ref;
@@ -86,11 +86,13 @@ pub(crate) struct Linked {
     pub states: Vec<State>,
     /// The branch budget every new invocation starts with (see [`Context::set_budget`]).
     pub budget: u64,
+    /// Register stacks of finished invocations, reused by the next ones.
+    pub spare_stacks: Vec<Stack>,
 }
 
 impl Default for Linked {
     fn default() -> Linked {
-        Linked { instances: Vec::new(), states: Vec::new(), budget: u64::MAX }
+        Linked { instances: Vec::new(), states: Vec::new(), budget: u64::MAX, spare_stacks: Vec::new() }
     }
 }
 

@@ -39,6 +39,17 @@ pub enum Step {
     Wait(RcAsyncValue),
 }
 
+/// Finished invocations' register stacks a context keeps for reuse.
+const MAX_SPARE_STACKS: usize = 4;
+
+/// The storage of an invocation's frames, kept by the context between invocations.
+#[derive(Default)]
+pub(crate) struct Stack {
+    frames: Vec<Frame>,
+    i32s: Vec<u32>,
+    refs: Vec<Option<Ref>>,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     instance: u32,
@@ -77,21 +88,23 @@ impl std::fmt::Debug for Invocation {
 
 impl Invocation {
     pub(crate) fn new(context: Context, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
+        let shared = context.clone();
+        let mut linked = shared.lock();
+        // Reuse the register stacks of an earlier invocation: small calls then allocate nothing.
+        let stack = linked.spare_stacks.pop().unwrap_or_default();
         let mut invocation = Invocation {
             context,
-            frames: Vec::new(),
-            i32s: Vec::new(),
-            refs: Vec::new(),
+            frames: stack.frames,
+            i32s: stack.i32s,
+            refs: stack.refs,
             native_entry: None,
             pending: None,
             finished: false,
-            budget: u64::MAX,
+            budget: linked.budget,
         };
-        invocation.budget = invocation.context.lock().budget;
+        let linked = &*linked;
         match target {
             Resolved::Native { instance, function } => {
-                let context = invocation.context.clone();
-                let linked = context.lock();
                 if let Some(Instance::Native(native)) = linked.instances.get(instance as usize) {
                     let declared = &native.functions()[function as usize];
                     check_native_arguments(
@@ -100,13 +113,10 @@ impl Invocation {
                         &arguments,
                     )?;
                 }
-                drop(linked);
                 invocation.native_entry = Some((instance, function, arguments));
             }
             Resolved::Bytecode { instance, function } => {
-                let context = invocation.context.clone();
-                let linked = context.lock();
-                let module = bytecode_module(&linked, instance)?;
+                let module = bytecode_module(linked, instance)?;
                 let callee = &module.functions()[function as usize];
                 if arguments.len() != callee.arguments.len() {
                     return Err(Diagnostic::new(
@@ -156,6 +166,13 @@ impl Invocation {
             self.frames.clear();
             self.i32s.clear();
             self.refs.clear();
+            if linked.spare_stacks.len() < MAX_SPARE_STACKS {
+                linked.spare_stacks.push(Stack {
+                    frames: std::mem::take(&mut self.frames),
+                    i32s: std::mem::take(&mut self.i32s),
+                    refs: std::mem::take(&mut self.refs),
+                });
+            }
         }
         result
     }
