@@ -423,8 +423,19 @@ fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {
     }
 }
 
+/// Largest buffer `vm.buffer.alloc`/`vm.buffer.clone` create. IREE has no limit; without one a
+/// module could make the host zero-fill gigabytes with one instruction. Tensors live in HAL
+/// buffers, not here, so 1 GiB leaves compiled programs ample room.
+pub const MAX_BUFFER_LENGTH: usize = 1 << 30;
+
 /// Zeroed owned bytes; a length the allocator refuses is an error, not an abort.
 fn zeroed(length: usize) -> Result<Box<[AtomicU8]>, Diagnostic> {
+    if length > MAX_BUFFER_LENGTH {
+        return Err(Diagnostic::new(
+            StatusCode::ResourceExhausted,
+            format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
+        ));
+    }
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(length).map_err(|_| {
         Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))

@@ -169,9 +169,9 @@ impl Context {
             }
             let imports = resolve_imports(&linked.instances, &module)?;
             let state = BytecodeState {
-                rwdata: vec![0; module.module_state().global_bytes_capacity as usize],
-                refs: vec![None; module.module_state().global_ref_count as usize],
-                rodata: vec![None; module.rodata_segment_count()],
+                rwdata: filled(module.module_state().global_bytes_capacity as usize, 0, "global bytes")?,
+                refs: filled(module.module_state().global_ref_count as usize, None, "global refs")?,
+                rodata: filled(module.rodata_segment_count(), None, "rodata buffers")?,
             };
             linked.instances.push(Instance::Bytecode { module: module.clone(), imports });
             linked.states.push(State::Bytecode(state));
@@ -271,6 +271,17 @@ impl Drop for Context {
             let _ = self.call(target, Vec::new());
         }
     }
+}
+
+/// `count` copies of `value`, or `RESOURCE_EXHAUSTED`: the sizes come from the module file, and a
+/// hostile one must not abort the host by asking for gigabytes of state.
+fn filled<T: Clone>(count: usize, value: T, what: &str) -> Result<Vec<T>, Diagnostic> {
+    let mut items = Vec::new();
+    items.try_reserve_exact(count).map_err(|_| {
+        Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate module state: {count} {what}"))
+    })?;
+    items.resize(count, value);
+    Ok(items)
 }
 
 fn names(instances: &[Instance]) -> String {

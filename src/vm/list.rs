@@ -494,12 +494,23 @@ impl List {
     }
 }
 
+/// Most elements one list may hold. IREE has no limit; without one, a module could make the host
+/// allocate and zero-fill up to `i32::MAX` elements (tens of GiB) with one `vm.list.resize`. 16 Mi
+/// elements is far beyond what compiled programs use lists for (bindings, arguments, results).
+pub const MAX_LIST_ELEMENTS: usize = 1 << 24;
+
 impl State {
     fn reserve(&mut self, minimum: usize) -> Result<(), Diagnostic> {
         if self.capacity >= minimum {
             return Ok(());
         }
-        let capacity = minimum.next_multiple_of(64).max(self.capacity.saturating_mul(2));
+        if minimum > MAX_LIST_ELEMENTS {
+            return Err(Diagnostic::new(
+                StatusCode::ResourceExhausted,
+                format!("a list of {minimum} elements exceeds the limit of {MAX_LIST_ELEMENTS}"),
+            ));
+        }
+        let capacity = minimum.next_multiple_of(64).max(self.capacity.saturating_mul(2)).min(MAX_LIST_ELEMENTS);
         if !self.elements.try_reserve_total(capacity) {
             return Err(Diagnostic::new(
                 StatusCode::ResourceExhausted,
