@@ -2,32 +2,17 @@
 //! and prints back unchanged, and every export's `iree.abi.declaration` parses, prints back
 //! unchanged, and describes the same values as its calling convention.
 
-use std::path::PathBuf;
-
 use rtx::vm::abi::{
     AbiModel, AbiType, CallingConvention, CconvItem, DeclarationAttr, Dim, ElementType, FunctionReflection, ScalarType,
     TensorType, ValueKind,
 };
 use rtx::vm::Module;
 
-// Not `tests/common`: this file uses only a fraction of it, and the rest would be dead code here.
-fn fixture_dir(sub: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm").join(sub)
-}
+mod common;
 
 /// Every module compiled for the tests: the interpreter fixtures and the loader fixtures.
 fn load_all() -> Vec<(String, Module)> {
-    let mut paths = Vec::new();
-    for dir in [fixture_dir(""), fixture_dir("loader")] {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
-            let path = entry.expect("readable directory entry").path();
-            if path.extension().is_some_and(|ext| ext == "vmfb") {
-                paths.push(path);
-            }
-        }
-    }
-    paths.sort();
-    assert!(paths.len() >= 13, "expected the 7 + 6 fixtures, found {paths:?}");
+    let paths = common::fixtures();
     paths
         .into_iter()
         .map(|path| {
@@ -119,7 +104,7 @@ fn exported_declarations_agree_with_calling_conventions() {
 
 #[test]
 fn scalar_export_declaration_matches_its_kinds() {
-    let module = Module::load_file(fixture_dir("").join("float_math.vmfb")).expect("float_math loads");
+    let module = Module::load_file(common::fixture_dir("").join("float_math.vmfb")).expect("float_math loads");
     let export = module.lookup_export("cast_f32").expect("cast_f32 is exported");
     let signature = module.export_signature(export).expect("signature");
     assert_eq!(signature.calling_convention.as_deref(), Some("0f_iiI"));
@@ -140,7 +125,7 @@ fn scalar_export_declaration_matches_its_kinds() {
 
 #[test]
 fn tensor_export_declaration_is_classified() {
-    let module = Module::load_file(fixture_dir("loader").join("abs_vmvx.vmfb")).expect("abs_vmvx loads");
+    let module = Module::load_file(common::fixture_dir("loader").join("abs_vmvx.vmfb")).expect("abs_vmvx loads");
     let export = module.lookup_export("abs").expect("abs is exported");
     let signature = module.export_signature(export).expect("signature");
     let reflection = FunctionReflection::from_signature(signature).unwrap();
@@ -159,7 +144,7 @@ fn tensor_export_declaration_is_classified() {
 
 #[test]
 fn hal_import_spans_are_grouped() {
-    let module = Module::load_file(fixture_dir("loader").join("abs_vmvx.vmfb")).expect("abs_vmvx loads");
+    let module = Module::load_file(common::fixture_dir("loader").join("abs_vmvx.vmfb")).expect("abs_vmvx loads");
     let dispatch = module
         .imported_functions()
         .iter()

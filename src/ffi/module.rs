@@ -9,7 +9,7 @@ use super::context::{self, rtx_context_t};
 use super::error::rtx_error_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null};
 use crate::host::{Diagnostic, StatusCode};
-use crate::vm::abi::{CallingConvention, CconvItem, ValueKind};
+use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
 use crate::vm::Module;
 
 /// The type of one argument or result of a function, as its calling convention declares it.
@@ -35,18 +35,6 @@ impl From<ValueKind> for rtx_value_kind_t {
             ValueKind::Ref => rtx_value_kind_t::RTX_VALUE_KIND_REF,
         }
     }
-}
-
-/// The plain values of one half of a calling convention, or why there are none (a variadic
-/// span, which only imports have).
-pub(crate) fn plain_kinds(items: &[CconvItem]) -> Option<Vec<ValueKind>> {
-    items
-        .iter()
-        .map(|item| match item {
-            CconvItem::Value(kind) => Some(*kind),
-            CconvItem::Span(_) => None,
-        })
-        .collect()
 }
 
 /// The name C messages use for a kind.

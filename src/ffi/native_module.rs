@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use super::context::{self, rtx_context_t};
 use super::error::{rtx_error, rtx_error_t};
-use super::module::{kind_name, plain_kinds, rtx_value_kind_t};
+use super::module::{kind_name, rtx_value_kind_t};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, UserData};
 use crate::host::{Diagnostic, StatusCode};
+use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;

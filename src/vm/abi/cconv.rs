@@ -196,6 +196,18 @@ impl fmt::Display for CallingConvention {
     }
 }
 
+/// The values of one half of a calling convention when it has no variadic span (bytecode
+/// functions never do; only imports of native modules may), else `None`.
+pub fn plain_kinds(items: &[CconvItem]) -> Option<Vec<ValueKind>> {
+    items
+        .iter()
+        .map(|item| match item {
+            CconvItem::Value(kind) => Some(*kind),
+            CconvItem::Span(_) => None,
+        })
+        .collect()
+}
+
 /// Where one value sits in a bytecode frame: `ordinal` indexes the ref bank for
 /// [`ValueKind::Ref`] and the i32 bank otherwise (an i64/f64 takes `ordinal` and `ordinal + 1`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ pub mod reflection;
 
 use std::fmt;
 
-pub use cconv::{CallingConvention, CconvItem, RegisterLayout, RegisterSlot, ValueKind};
+pub use cconv::{plain_kinds, CallingConvention, CconvItem, RegisterLayout, RegisterSlot, ValueKind};
 pub use declaration::{AbiModel, AbiType, ElementType, FunctionDeclaration, NamedType, ScalarType, TensorType};
 pub use mangling::{BufferType, MangledScalar, RawSignature, RawType, SipKey, SipSignature, SipValue};
 pub use reflection::{DeclarationAttr, FunctionReflection};

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::op::{BufferElement, CallOp, Callee, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target};
 use super::scalar::{self as s};
-use crate::vm::abi::{CallingConvention, CconvItem, ValueKind};
+use crate::vm::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
 use crate::vm::bytecode::isa::{InstructionKind, RegisterBank};
 use crate::vm::module_def::{FunctionDescriptor, ModuleDef};
@@ -31,17 +31,6 @@ pub struct Function {
     /// Where each argument lands in a fresh frame.
     pub arguments: Box<[Slot]>,
     pub results: Box<[ValueKind]>,
-}
-
-/// The plain values of a calling-convention half, or `None` if it has a variadic span.
-fn plain_values(items: &[CconvItem]) -> Option<Vec<ValueKind>> {
-    items
-        .iter()
-        .map(|item| match item {
-            CconvItem::Value(kind) => Some(*kind),
-            CconvItem::Span(_) => None,
-        })
-        .collect()
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -101,7 +90,7 @@ impl ModuleScope<'_> {
             let text = self.def.function_signatures[ordinal].calling_convention.as_deref().unwrap_or("");
             LoadError::malformed(0, format!("{name}: calling convention `{text}` is missing or malformed"))
         })?;
-        let results = plain_values(&cconv.results).ok_or_else(|| {
+        let results = plain_kinds(&cconv.results).ok_or_else(|| {
             LoadError::malformed(0, format!("{name}: a bytecode function cannot return a variadic span"))
         })?;
         let decoded = decode_function(bytecode)?;
@@ -282,13 +271,13 @@ impl FunctionLowering<'_> {
         let cconv = cconv.ok_or_else(|| self.error(format!("callee {callee:?} has no usable calling convention")))?;
         let (argument_kinds, segments) = match segments {
             None => (
-                plain_values(&cconv.arguments)
+                plain_kinds(&cconv.arguments)
                     .ok_or_else(|| self.error("a plain call cannot pass a callee's variadic span"))?,
                 Box::default(),
             ),
             Some(sizes) => self.variadic_kinds(&cconv.arguments, sizes)?,
         };
-        let result_kinds = plain_values(&cconv.results).ok_or_else(|| self.error("callee returns a variadic span"))?;
+        let result_kinds = plain_kinds(&cconv.results).ok_or_else(|| self.error("callee returns a variadic span"))?;
         let resume = match resume {
             Some(offset) => Some(self.target(offset, &[])?.op),
             None => None,
