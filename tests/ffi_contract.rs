@@ -11,38 +11,11 @@ use rtx::ffi::context::*;
 use rtx::ffi::error::*;
 use rtx::ffi::work_queue::*;
 
-/// Takes an error: its code and message, freeing it.
-fn take(error: *mut rtx_error_t) -> Option<(rtx_status_code_t, String)> {
-    if error.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null error from the library, freed once here.
-    unsafe {
-        let code = rtx_error_code(error);
-        let message = CStr::from_ptr(rtx_error_message(error)).to_str().unwrap().to_string();
-        rtx_error_delete(error);
-        Some((code, message))
-    }
-}
+mod common;
 
-fn code(error: *mut rtx_error_t) -> Option<rtx_status_code_t> {
-    take(error).map(|(code, _)| code)
-}
+use common::ffi::{code, new_context, take};
 
 use rtx_status_code_t::*;
-
-fn new_context(spec: &CStr) -> *mut rtx_context_t {
-    let mut options = std::mem::MaybeUninit::<rtx_context_options_t>::uninit();
-    let mut context = ptr::null_mut();
-    // SAFETY: options initialised before use; out pointer valid.
-    unsafe {
-        rtx_context_options_init(options.as_mut_ptr());
-        let mut options = options.assume_init();
-        options.work_queue = spec.as_ptr();
-        assert_eq!(take(rtx_context_new(&options, &mut context)), None);
-    }
-    context
-}
 
 #[test]
 fn scalars_round_trip_and_type_mismatches_are_invalid_argument() {

@@ -9,73 +9,23 @@
 //! 0x20000004 i64 elements, which zero-filled 4 GiB before lists got a size limit.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use rtx::vm::abi::{CallingConvention, CconvItem, ValueKind};
-use rtx::vm::context::Context;
-use rtx::vm::value::Value;
 use rtx::vm::Module;
 
 mod common;
+#[path = "../fuzz/run_module.rs"]
+mod run_module;
 
-/// The fuzz target's budget (branches + calls per invocation); keep the two in step.
-const BUDGET: u64 = 10_000;
+use run_module::{run_module, Outcome};
 
-/// What running one module did: how far it got, for the tests' sanity checks.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Outcome {
-    loaded: bool,
-    linked: bool,
-    invoked: usize,
-}
-
-/// Loads `bytes` and runs it like the fuzz target, asserting that every error carries a message.
+/// Runs `bytes` like the fuzz target, asserting that every error carries a message and that a
+/// load error's offset lies inside the file.
 fn run_like_the_fuzzer(what: &str, bytes: &[u8]) -> Outcome {
-    let mut outcome = Outcome::default();
-    let module = match Module::load_memory(bytes) {
-        Ok(module) => module,
-        Err(error) => {
-            assert!(!error.message.is_empty(), "{what}: load error without a message");
-            assert!(error.offset <= bytes.len(), "{what}: load error offset past the file: {error}");
-            return outcome;
-        }
-    };
-    outcome.loaded = true;
-    let exports: Vec<String> = module.exported_functions().iter().map(|e| e.local_name.clone()).collect();
-    let context = Context::new();
-    context.set_budget(BUDGET);
-    if let Err(error) = context.add_module(Arc::new(module)) {
-        assert!(!error.message.is_empty(), "{what}: link error without a message");
-        return outcome;
-    }
-    outcome.linked = true;
-    for name in exports {
-        let handle = match context.lookup(&name) {
-            Ok(handle) => handle,
-            Err(error) => {
-                assert!(!error.message.is_empty(), "{what}: lookup error without a message");
-                continue;
-            }
-        };
-        let Ok(cconv) = CallingConvention::parse(&handle.cconv) else { continue };
-        if cconv.has_spans() {
-            continue;
-        }
-        let arguments = cconv
-            .arguments
-            .iter()
-            .map(|item| match item {
-                CconvItem::Value(ValueKind::I32) => Value::I32(7),
-                CconvItem::Value(ValueKind::I64) => Value::I64(-3),
-                CconvItem::Value(ValueKind::F32) => Value::F32(1.5),
-                CconvItem::Value(ValueKind::F64) => Value::F64(1.5),
-                CconvItem::Value(ValueKind::Ref) | CconvItem::Span(_) => Value::Ref(None),
-            })
-            .collect();
-        if let Err(error) = context.invoke(&handle, arguments) {
-            assert!(!error.message.is_empty(), "{what}: `{name}` failed without a message");
-        }
-        outcome.invoked += 1;
+    let outcome = run_module(bytes, |stage, message| {
+        assert!(!message.is_empty(), "{what}: {stage} error without a message");
+    });
+    if let Some(offset) = outcome.load_error_offset {
+        assert!(offset <= bytes.len(), "{what}: load error offset {offset} past the file");
     }
     outcome
 }

@@ -21,7 +21,6 @@ use std::sync::{Arc, Weak};
 use super::async_value::{borrow_all, into_handle, rtx_async_value_t};
 use super::context::{self, rtx_context_t};
 use super::error::rtx_error_t;
-use super::module::kind_name;
 use super::{c_str, catch_error, invalid_argument};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
 use crate::vm::abi::plain_kinds;
@@ -129,7 +128,7 @@ impl Call {
                     format!(
                         "result {index} of `{}`: expected {} but the function returned {}",
                         self.function.full_name,
-                        kind_name(*kind),
+                        kind.name(),
                         value.type_name()
                     ),
                 )),
@@ -181,7 +180,7 @@ fn argument(value: &RcAsyncValue, kind: ValueKind) -> Result<Value, Diagnostic> 
     read.map_err(|_| {
         Diagnostic::new(
             StatusCode::InvalidArgument,
-            format!("expected {} but the value holds {}", kind_name(kind), held_type(value)),
+            format!("expected {} but the value holds {}", kind.name(), held_type(value)),
         )
     })
 }

@@ -37,17 +37,6 @@ impl From<ValueKind> for rtx_value_kind_t {
     }
 }
 
-/// The name C messages use for a kind.
-pub(crate) fn kind_name(kind: ValueKind) -> &'static str {
-    match kind {
-        ValueKind::I32 => "i32",
-        ValueKind::I64 => "i64",
-        ValueKind::F32 => "f32",
-        ValueKind::F64 => "f64",
-        ValueKind::Ref => "ref",
-    }
-}
-
 /// Reflection of one exported function, computed at load time so C can borrow it.
 struct ExportedFunction {
     name: CString,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::context::{self, rtx_context_t};
 use super::error::{rtx_error, rtx_error_t};
-use super::module::{kind_name, rtx_value_kind_t};
+use super::module::rtx_value_kind_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, UserData};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::abi::plain_kinds;
@@ -243,7 +243,7 @@ impl NativeModule for CNativeModule {
                     _ => {
                         return Err(invalid_argument(format!(
                             "argument {index} of `{full_name}`: expected {} but got {}",
-                            kind_name(kind),
+                            kind.name(),
                             value.type_name()
                         )))
                     }

@@ -227,6 +227,15 @@ pub struct ExportFunction {
     pub internal_ordinal: u32,
 }
 
+/// How load errors name internal function `ordinal`: `function 3 (`name`)` when it is exported,
+/// else `function 3`.
+pub fn describe_function(exports: &[ExportFunction], ordinal: usize) -> String {
+    match exports.iter().find(|export| export.internal_ordinal as usize == ordinal) {
+        Some(export) => format!("function {ordinal} (`{}`)", export.local_name),
+        None => format!("function {ordinal}"),
+    }
+}
+
 /// A read-only data segment: either embedded in the FlatBuffer or external (after it in the file);
 /// either way, a verified range of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

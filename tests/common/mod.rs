@@ -3,6 +3,8 @@
 // Each test crate compiles this file and uses only some of it.
 #![allow(dead_code)]
 
+pub mod ffi;
+
 use std::path::PathBuf;
 
 /// A folder under `tests/fixtures/vm` ("" for the folder itself).

@@ -39,6 +39,17 @@ impl ValueKind {
         }
     }
 
+    /// The type name messages and tools print (`i32`, `f64`, `ref`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueKind::I32 => "i32",
+            ValueKind::I64 => "i64",
+            ValueKind::F32 => "f32",
+            ValueKind::F64 => "f64",
+            ValueKind::Ref => "ref",
+        }
+    }
+
     pub fn code(self) -> char {
         match self {
             ValueKind::I32 => 'i',

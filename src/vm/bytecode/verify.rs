@@ -32,7 +32,7 @@ use std::collections::HashSet;
 
 use super::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap, REF_REGISTER_BIT};
 use super::isa::{ElementType, InstructionKind, Operand, OperandKind, RegisterBank};
-use crate::vm::module_def::{ExportFunction, FunctionDescriptor, FunctionSignature, ModuleDef};
+use crate::vm::module_def::{describe_function, ExportFunction, FunctionDescriptor, FunctionSignature, ModuleDef};
 use crate::vm::LoadError;
 
 /// What the verifier needs to know about the module around a function.
@@ -111,10 +111,7 @@ pub fn verify_function(
     signature: &FunctionSignature,
     bytecode: &[u8],
 ) -> Result<(), LoadError> {
-    let function = match context.exports.iter().find(|export| export.internal_ordinal as usize == ordinal) {
-        Some(export) => format!("function {ordinal} (`{}`)", export.local_name),
-        None => format!("function {ordinal}"),
-    };
+    let function = describe_function(context.exports, ordinal);
     let decoded = decode_function(bytecode)
         .map_err(|error| LoadError { message: format!("{function}: {}", error.message), ..error })?;
     let verifier = Verifier { context, descriptor, function: &function };

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use super::op::{BufferElement, CallOp, Callee, Moves, Op, RefCheck, RefReg, Reg, Target};
 use super::scalar;
-use super::{bytecode_module, call_native, read64, Invocation, Outcome, Pending, Step};
+use super::{bytecode_module, call_native, read64, Invocation, Pending, Step};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::abi::ValueKind;
 use crate::vm::buffer::Buffer;
-use crate::vm::context::{BytecodeState, Instance, Linked, Resolved, State};
+use crate::vm::context::{BytecodeState, Instance, Resolved, State};
 use crate::vm::list::{List, ListElementType};
+use crate::vm::native::NativeOutcome;
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
@@ -32,24 +33,31 @@ fn error(code: StatusCode, message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(code, message)
 }
 
+impl RefCheck {
+    /// Whether a non-null `value` may be used where this check's type is required.
+    fn admits(&self, value: &Ref) -> bool {
+        match self {
+            RefCheck::Any => true,
+            RefCheck::Named(name) => value.type_name() == &**name,
+            RefCheck::Primitive(_) => false,
+        }
+    }
+}
+
+/// A typed ref operation's check: null always passes, a ref of the wrong type is an error.
 fn check_ref(check: &RefCheck, value: &Option<Ref>) -> Result<(), Diagnostic> {
-    let Some(value) = value else { return Ok(()) };
-    let ok = match check {
-        RefCheck::Any => true,
-        RefCheck::Named(name) => value.type_name() == &**name,
-        RefCheck::Primitive(_) => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        let expected = match check {
-            RefCheck::Any => "any ref",
-            RefCheck::Named(name) | RefCheck::Primitive(name) => name,
-        };
-        Err(error(
-            StatusCode::InvalidArgument,
-            format!("ref type mismatch: a `{}` where `{expected}` is required", value.type_name()),
-        ))
+    match value {
+        Some(value) if !check.admits(value) => {
+            let expected = match check {
+                RefCheck::Any => "any ref",
+                RefCheck::Named(name) | RefCheck::Primitive(name) => name,
+            };
+            Err(error(
+                StatusCode::InvalidArgument,
+                format!("ref type mismatch: a `{}` where `{expected}` is required", value.type_name()),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -103,11 +111,10 @@ fn global_ref(state: &BytecodeState, global: u32) -> Result<usize, Diagnostic> {
 }
 
 impl Invocation {
-    pub(super) fn execute(&mut self, linked: &mut Linked) -> Result<Step, Diagnostic> {
+    pub(super) fn execute(&mut self, instances: &[Instance], states: &mut [State]) -> Result<Step, Diagnostic> {
         loop {
             let frame = *self.frames.last().expect("an executing invocation has a frame");
-            let module = bytecode_module(linked, frame.instance)?.clone();
-            let Linked { instances, states, .. } = &mut *linked;
+            let module = bytecode_module(instances, frame.instance)?;
             let Some(Instance::Bytecode { imports, .. }) = instances.get(frame.instance as usize) else {
                 return Err(error(StatusCode::Internal, "frame of a non-bytecode module"));
             };
@@ -130,7 +137,7 @@ impl Invocation {
                         let error = $error;
                         self.budget = budget;
                         self.frames.last_mut().expect("executing").pc = pc as u32;
-                        return Err(self.locate(linked, error));
+                        return Err(self.locate(instances, error));
                     }};
                 }
                 macro_rules! r#try {
@@ -460,7 +467,7 @@ impl Invocation {
                         Op::ListGetRef { list: l, index, check, d } => {
                             let value = r#try!(r#try!(list(refs, *l)).get_ref(r32!(*index) as i32));
                             // IREE puts null in the register on a type mismatch rather than failing.
-                            refs[d.reg as usize] = value.filter(|v| check_ref(check, &Some(v.clone())).is_ok());
+                            refs[d.reg as usize] = value.filter(|v| check.admits(v));
                         }
                         Op::ListSetRef { list: l, index, value } => {
                             let v = take_or_clone(refs, *value);
@@ -568,51 +575,58 @@ impl Invocation {
                 Transfer::Enter { instance, function } => {
                     if self.budget == 0 {
                         let e = error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted");
-                        return Err(self.locate(linked, e));
+                        return Err(self.locate(instances, e));
                     }
                     self.budget -= 1;
                     let Op::Call(call) = &ops[pc] else { unreachable!("entered from a call op") };
-                    let callee_module = match bytecode_module(linked, instance) {
-                        Ok(m) => m.clone(),
-                        Err(e) => return Err(e),
-                    };
-                    let callee = &callee_module.functions()[function as usize];
+                    let callee = &bytecode_module(instances, instance)?.functions()[function as usize];
                     if let Err(e) = self.push_frame(instance, function, callee) {
-                        return Err(self.locate(linked, e));
+                        return Err(self.locate(instances, e));
                     }
                     let new = *self.frames.last().expect("just pushed");
-                    for (slot, destination) in call.arguments.iter().zip(callee.arguments.iter()) {
-                        let value = self.read_value(frame.i32_base, frame.ref_base, *slot);
-                        let _ = self.write_value(new.i32_base, new.ref_base, *destination, value);
+                    for (source, destination) in call.arguments.iter().zip(callee.arguments.iter()) {
+                        self.copy_slot(&frame, *source, &new, *destination);
                     }
                 }
                 Transfer::Return => {
                     let Op::Return { values } = &ops[pc] else { unreachable!("returned from a return op") };
-                    let values: Vec<Value> =
-                        values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect();
                     self.frames.pop();
+                    let results = match self.frames.last().copied() {
+                        None => Some(
+                            values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect(),
+                        ),
+                        Some(caller) => {
+                            let caller_module = bytecode_module(instances, caller.instance)?;
+                            let Op::Call(call) =
+                                &caller_module.functions()[caller.function as usize].ops[caller.pc as usize]
+                            else {
+                                unreachable!("a caller frame stops at its call op")
+                            };
+                            // The caller's registers lie below the callee's: copy straight across.
+                            for (source, destination) in values.iter().zip(call.results.iter()) {
+                                self.copy_slot(&frame, *source, &caller, *destination);
+                            }
+                            self.frames.last_mut().expect("caller").pc = call.resume.unwrap_or(caller.pc + 1);
+                            None
+                        }
+                    };
                     self.i32s.truncate(frame.i32_base as usize);
                     self.refs.truncate(frame.ref_base as usize);
-                    let Some(caller) = self.frames.last().copied() else { return Ok(Step::Done(values)) };
-                    let caller_module = bytecode_module(linked, caller.instance)?.clone();
-                    let Op::Call(call) = &caller_module.functions()[caller.function as usize].ops[caller.pc as usize]
-                    else {
-                        unreachable!("a caller frame stops at its call op")
-                    };
-                    for (slot, value) in call.results.iter().zip(values) {
-                        let _ = self.write_value(caller.i32_base, caller.ref_base, *slot, value);
+                    if let Some(results) = results {
+                        return Ok(Step::Done(results));
                     }
-                    self.frames.last_mut().expect("caller").pc = call.resume.unwrap_or(caller.pc + 1);
                 }
                 Transfer::Native { instance, function, arguments } => {
-                    match call_native(linked, instance, function, &arguments) {
-                        Ok(Outcome::Ready(results, name)) => self.finish_native_call(linked, &name, results)?,
-                        Ok(Outcome::Pending(results, native)) => {
+                    match call_native(instances, states, (instance, function), &arguments) {
+                        Ok(NativeOutcome::Ready(results)) => {
+                            self.finish_native_call(instances, (instance, function), results)?
+                        }
+                        Ok(NativeOutcome::Pending(results)) => {
                             let wait = results.as_untyped().clone();
-                            self.pending = Some(Pending { results, native });
+                            self.pending = Some(Pending { results, native: (instance, function) });
                             return Ok(Step::Wait(wait));
                         }
-                        Err(e) => return Err(self.locate(linked, e)),
+                        Err(e) => return Err(self.locate(instances, e)),
                     }
                 }
             }

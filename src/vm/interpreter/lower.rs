@@ -14,7 +14,7 @@ use super::scalar::{self as s};
 use crate::vm::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
 use crate::vm::bytecode::isa::{InstructionKind, RegisterBank};
-use crate::vm::module_def::{FunctionDescriptor, ModuleDef};
+use crate::vm::module_def::{describe_function, FunctionDescriptor, ModuleDef};
 use crate::vm::refs::RefType;
 use crate::vm::LoadError;
 
@@ -72,20 +72,13 @@ struct ModuleScope<'a> {
 }
 
 impl ModuleScope<'_> {
-    fn function_name(&self, ordinal: usize) -> String {
-        match self.def.exported_functions.iter().find(|e| e.internal_ordinal as usize == ordinal) {
-            Some(export) => format!("function {ordinal} (`{}`)", export.local_name),
-            None => format!("function {ordinal}"),
-        }
-    }
-
     fn lower_function(
         &self,
         ordinal: usize,
         descriptor: &FunctionDescriptor,
         bytecode: &[u8],
     ) -> Result<Function, LoadError> {
-        let name = self.function_name(ordinal);
+        let name = describe_function(&self.def.exported_functions, ordinal);
         let cconv = self.internal[ordinal].clone().ok_or_else(|| {
             let text = self.def.function_signatures[ordinal].calling_convention.as_deref().unwrap_or("");
             LoadError::malformed(0, format!("{name}: calling convention `{text}` is missing or malformed"))

@@ -19,6 +19,7 @@ use self::op::Slot;
 use super::abi::{CallingConvention, CconvItem, ValueKind};
 use super::context::{Context, Instance, Linked, Resolved, State};
 use super::module::Module;
+use super::native::NativeOutcome;
 use super::refs::Ref;
 use super::value::Value;
 use crate::host::{AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
@@ -63,7 +64,8 @@ struct Frame {
 /// A native call whose results are still being computed.
 struct Pending {
     results: AsyncValueRef<Vec<Value>>,
-    native: String,
+    /// The native function: (module instance, function ordinal).
+    native: (u32, u32),
 }
 
 /// One call from the host into a context, with its own stack.
@@ -116,7 +118,7 @@ impl Invocation {
                 invocation.native_entry = Some((instance, function, arguments));
             }
             Resolved::Bytecode { instance, function } => {
-                let module = bytecode_module(linked, instance)?;
+                let module = bytecode_module(&linked.instances, instance)?;
                 let callee = &module.functions()[function as usize];
                 if arguments.len() != callee.arguments.len() {
                     return Err(Diagnostic::new(
@@ -136,7 +138,7 @@ impl Invocation {
                             format!(
                                 "argument {index} of `{}`: expected {} but got {got}",
                                 module.function_name(function as usize),
-                                kind_name(slot.kind)
+                                slot.kind.name()
                             ),
                         )
                     })?;
@@ -178,12 +180,13 @@ impl Invocation {
     }
 
     fn step(&mut self, linked: &mut Linked) -> Result<Step, Diagnostic> {
+        let Linked { instances, states, .. } = linked;
         if let Some((instance, function, arguments)) = self.native_entry.take() {
-            return match call_native(linked, instance, function, &arguments)? {
-                Outcome::Ready(results, _) => Ok(Step::Done(results)),
-                Outcome::Pending(results, native) => {
+            return match call_native(instances, states, (instance, function), &arguments)? {
+                NativeOutcome::Ready(results) => Ok(Step::Done(results)),
+                NativeOutcome::Pending(results) => {
                     let wait = results.as_untyped().clone();
-                    self.pending = Some(Pending { results, native });
+                    self.pending = Some(Pending { results, native: (instance, function) });
                     Ok(Step::Wait(wait))
                 }
             };
@@ -195,22 +198,27 @@ impl Invocation {
                 return Ok(Step::Wait(wait));
             }
             if let Some(error) = pending.results.as_untyped().get_error() {
-                return Err(self.locate(linked, error.clone()));
+                return Err(self.locate(instances, error.clone()));
             }
             let results = pending.results.get().clone();
             if self.frames.is_empty() {
                 return Ok(Step::Done(results));
             }
-            self.finish_native_call(linked, &pending.native, results)?;
+            self.finish_native_call(instances, pending.native, results)?;
         }
-        self.execute(linked)
+        self.execute(instances, states)
     }
 
     /// Writes the results of a completed native call into the calling frame and moves it past
     /// the call.
-    fn finish_native_call(&mut self, linked: &Linked, native: &str, results: Vec<Value>) -> Result<(), Diagnostic> {
+    fn finish_native_call(
+        &mut self,
+        instances: &[Instance],
+        native: (u32, u32),
+        results: Vec<Value>,
+    ) -> Result<(), Diagnostic> {
         let frame = *self.frames.last().expect("a native call has a calling frame");
-        let module = bytecode_module(linked, frame.instance)?;
+        let module = bytecode_module(instances, frame.instance)?;
         let op::Op::Call(call) = &module.functions()[frame.function as usize].ops[frame.pc as usize] else {
             unreachable!("a pending native call was started by a call op");
         };
@@ -218,23 +226,25 @@ impl Invocation {
             let error = Diagnostic::new(
                 StatusCode::Internal,
                 format!(
-                    "native function `{native}` returned {} results, expected {}",
+                    "native function `{}` returned {} results, expected {}",
+                    native_name(instances, native),
                     results.len(),
                     call.results.len()
                 ),
             );
-            return Err(self.locate(linked, error));
+            return Err(self.locate(instances, error));
         }
         for (index, (slot, value)) in call.results.iter().zip(results).enumerate() {
             if let Err(got) = self.write_value(frame.i32_base, frame.ref_base, *slot, value) {
                 let error = Diagnostic::new(
                     StatusCode::Internal,
                     format!(
-                        "native function `{native}` returned {got} for result {index}, expected {}",
-                        kind_name(slot.kind)
+                        "native function `{}` returned {got} for result {index}, expected {}",
+                        native_name(instances, native),
+                        slot.kind.name()
                     ),
                 );
-                return Err(self.locate(linked, error));
+                return Err(self.locate(instances, error));
             }
         }
         let next = call.resume.unwrap_or(frame.pc + 1);
@@ -290,16 +300,35 @@ impl Invocation {
         }
     }
 
+    /// Copies the value in register `source` of frame `from` to register `destination` of frame
+    /// `to` (call arguments, return values): the lowering typed both by the same calling
+    /// convention, so the kinds agree and no `Value` is built on the way.
+    fn copy_slot(&mut self, from: &Frame, source: Slot, to: &Frame, destination: Slot) {
+        let (s, d) = (from.i32_base as usize + source.reg as usize, to.i32_base as usize + destination.reg as usize);
+        match source.kind {
+            ValueKind::I32 | ValueKind::F32 => self.i32s[d] = self.i32s[s],
+            ValueKind::I64 | ValueKind::F64 => {
+                self.i32s[d] = self.i32s[s];
+                self.i32s[d + 1] = self.i32s[s + 1];
+            }
+            ValueKind::Ref => {
+                let r = &mut self.refs[from.ref_base as usize + source.reg as usize];
+                let value = if source.is_move { r.take() } else { r.clone() };
+                self.refs[to.ref_base as usize + destination.reg as usize] = value;
+            }
+        }
+    }
+
     /// Adds where the error arose to an error raised while executing: the source location the
     /// debug database records for the innermost frame's instruction, or, without debug info, the
     /// module, function and bytecode offset. The message stays as the program or op gave it, so
     /// tools can print it exactly as IREE's do.
-    fn locate(&self, linked: &Linked, mut error: Diagnostic) -> Diagnostic {
+    fn locate(&self, instances: &[Instance], mut error: Diagnostic) -> Diagnostic {
         if error.location.is_some() {
             return error;
         }
         let Some(frame) = self.frames.last() else { return error };
-        let Ok(module) = bytecode_module(linked, frame.instance) else { return error };
+        let Ok(module) = bytecode_module(instances, frame.instance) else { return error };
         let function = &module.functions()[frame.function as usize];
         let offset = function.offsets.get(frame.pc as usize).copied().unwrap_or(0);
         let name = module.function_name(frame.function as usize);
@@ -321,7 +350,7 @@ fn check_native_arguments(name: &str, cconv: &str, arguments: &[Value]) -> Resul
     let mut values = arguments.iter();
     let mut expect = |kind: ValueKind, what: &str| match values.next() {
         Some(value) if value_matches(kind, value) => Ok(value.clone()),
-        Some(value) => Err(mismatch(format!("{what}: expected {} but got {}", kind_name(kind), value.type_name()))),
+        Some(value) => Err(mismatch(format!("{what}: expected {} but got {}", kind.name(), value.type_name()))),
         None => Err(mismatch(format!("{what}: missing (passed {})", arguments.len()))),
     };
     for (index, item) in cconv.arguments.iter().enumerate() {
@@ -358,16 +387,6 @@ fn value_matches(kind: ValueKind, value: &Value) -> bool {
     )
 }
 
-fn kind_name(kind: ValueKind) -> &'static str {
-    match kind {
-        ValueKind::I32 => "i32",
-        ValueKind::I64 => "i64",
-        ValueKind::F32 => "f32",
-        ValueKind::F64 => "f64",
-        ValueKind::Ref => "a ref",
-    }
-}
-
 #[inline(always)]
 fn read64(registers: &[u32], i: usize) -> u64 {
     registers[i] as u64 | (registers[i + 1] as u64) << 32
@@ -379,29 +398,32 @@ fn write64(registers: &mut [u32], i: usize, value: u64) {
     registers[i + 1] = (value >> 32) as u32;
 }
 
-fn bytecode_module(linked: &Linked, instance: u32) -> Result<&Arc<Module>, Diagnostic> {
-    match linked.instances.get(instance as usize) {
+fn bytecode_module(instances: &[Instance], instance: u32) -> Result<&Arc<Module>, Diagnostic> {
+    match instances.get(instance as usize) {
         Some(Instance::Bytecode { module, .. }) => Ok(module),
         _ => Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not bytecode"))),
     }
 }
 
-enum Outcome {
-    Ready(Vec<Value>, String),
-    Pending(AsyncValueRef<Vec<Value>>, String),
+/// The full name (`module.function`) of a native function, for messages.
+fn native_name(instances: &[Instance], (instance, function): (u32, u32)) -> String {
+    match instances.get(instance as usize) {
+        Some(Instance::Native(native)) => format!("{}.{}", native.name(), native.functions()[function as usize].name),
+        _ => format!("native function {function} of module {instance}"),
+    }
 }
 
 /// Calls a native function with checked arguments.
-fn call_native(linked: &mut Linked, instance: u32, function: u32, arguments: &[Value]) -> Result<Outcome, Diagnostic> {
-    let Linked { instances, states, .. } = linked;
+fn call_native(
+    instances: &[Instance],
+    states: &mut [State],
+    (instance, function): (u32, u32),
+    arguments: &[Value],
+) -> Result<NativeOutcome, Diagnostic> {
     let (Some(Instance::Native(native)), Some(State::Native(state))) =
         (instances.get(instance as usize), states.get_mut(instance as usize))
     else {
         return Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not native")));
     };
-    let name = format!("{}.{}", native.name(), native.functions()[function as usize].name);
-    match native.call(state, function as usize, arguments)? {
-        crate::vm::native::NativeOutcome::Ready(results) => Ok(Outcome::Ready(results, name)),
-        crate::vm::native::NativeOutcome::Pending(results) => Ok(Outcome::Pending(results, name)),
-    }
+    native.call(state, function as usize, arguments)
 }
