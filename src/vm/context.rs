@@ -14,12 +14,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::buffer::Buffer;
-use super::interpreter::{Invocation, Stack, Step};
+use super::interpreter::{self, Invocation, Stack};
 use super::module::Module;
 use super::native::{NativeModule, NativeState};
 use super::refs::Ref;
 use super::value::Value;
-use crate::host::{block_until_ready, Diagnostic, StatusCode};
+use crate::host::{Diagnostic, StatusCode};
 
 /// Where an import resolved to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub(crate) struct Linked {
 
 impl Default for Linked {
     fn default() -> Linked {
-        Linked { instances: Vec::new(), states: Vec::new(), budget: u64::MAX, spare_stacks: Vec::new() }
+        Linked { instances: Vec::new(), states: Vec::new(), budget: interpreter::UNLIMITED, spare_stacks: Vec::new() }
     }
 }
 
@@ -130,8 +130,9 @@ impl Context {
     }
 
     /// Bounds every invocation this context starts from now on, `__init` and `__deinit`
-    /// included: each branch taken and each call spends one unit, and an invocation that runs out
-    /// fails with `DEADLINE_EXCEEDED`. For hosts that run untrusted modules; unlimited by default.
+    /// included: each backward branch taken (a loop iteration) and each call spends one unit,
+    /// and an invocation that runs out fails with `DEADLINE_EXCEEDED`. For hosts that run
+    /// untrusted modules; [`interpreter::UNLIMITED`] (the default) is never counted down.
     pub fn set_budget(&self, budget: u64) {
         self.lock().budget = budget;
     }
@@ -179,7 +180,7 @@ impl Context {
         };
         if let Some(export) = module.lookup_export("__init") {
             let target = Resolved::Bytecode { instance: instance as u32, function: export.internal_ordinal };
-            if let Err(error) = self.call(target, Vec::new()) {
+            if let Err(error) = interpreter::call(self, target, Vec::new()) {
                 let mut linked = self.lock();
                 linked.instances.truncate(instance);
                 linked.states.truncate(instance);
@@ -231,17 +232,7 @@ impl Context {
     /// Invokes `function` and waits for its results; the calling thread blocks only while the
     /// program waits on an async value.
     pub fn invoke(&self, function: &FunctionHandle, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
-        self.call(function.target, arguments)
-    }
-
-    fn call(&self, target: Resolved, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
-        let mut invocation = Invocation::new(self.clone(), target, arguments)?;
-        loop {
-            match invocation.run()? {
-                Step::Done(results) => return Ok(results),
-                Step::Wait(value) => block_until_ready(std::slice::from_ref(&value)),
-            }
-        }
+        interpreter::call(self, function.target, arguments)
     }
 }
 
@@ -268,7 +259,7 @@ impl Drop for Context {
                 .collect()
         };
         for target in deinits {
-            let _ = self.call(target, Vec::new());
+            let _ = interpreter::call(self, target, Vec::new());
         }
     }
 }

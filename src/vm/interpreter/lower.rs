@@ -7,9 +7,13 @@
 //! compare against. A failure is a [`LoadError`] at the instruction's file offset, so a module
 //! with such a defect never runs.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::op::{BufferElement, CallOp, Callee, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target};
+use super::coalesce::coalesce;
+use super::op::{
+    BufferElement, CallOp, Callee, ColdOp, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target,
+};
 use super::scalar::{self as s};
 use crate::vm::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
@@ -31,6 +35,8 @@ pub struct Function {
     /// Where each argument lands in a fresh frame.
     pub arguments: Box<[Slot]>,
     pub results: Box<[ValueKind]>,
+    /// The branch argument moves too large to keep inline ([`Moves::Many`] indexes this).
+    pub remaps: Box<[Remap]>,
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -86,17 +92,12 @@ impl ModuleScope<'_> {
         let results = plain_kinds(&cconv.results).ok_or_else(|| {
             LoadError::malformed(0, format!("{name}: a bytecode function cannot return a variadic span"))
         })?;
-        let decoded = decode_function(bytecode)?;
-        // A compare whose result the next instruction (same block) branches on becomes one op.
-        let fused: Vec<bool> = (0..decoded.len())
-            .map(|i| {
-                decoded.get(i + 1).is_some_and(|next| {
-                    next.instruction.name == "vm.cond_br"
-                        && fusable_compare(decoded[i].instruction.name)
-                        && compare_result(&decoded[i]) == first_register(next)
-                })
-            })
-            .collect();
+        let mut decoded = decode_function(bytecode)?;
+        coalesce(&mut decoded);
+        // Pairs that become one op: a compare and the `vm.cond_br` on its result, or an arithmetic
+        // op and the `vm.br` after it (adjacent, so in the same block).
+        let fused: Vec<bool> =
+            (0..decoded.len()).map(|i| decoded.get(i + 1).is_some_and(|next| fusable(&decoded[i], next))).collect();
         // Block marker offset -> index of the op that follows it.
         let mut blocks = HashMap::new();
         let mut count = 0u32;
@@ -107,8 +108,16 @@ impl ModuleScope<'_> {
                 count += 1;
             }
         }
-        let mut lowering =
-            FunctionLowering { module: self, name: &name, blocks: &blocks, descriptor, results: &results, offset: 0 };
+        let mut lowering = FunctionLowering {
+            module: self,
+            name: &name,
+            blocks: &blocks,
+            descriptor,
+            results: &results,
+            offset: 0,
+            op_index: 0,
+            remaps: RefCell::new(Vec::new()),
+        };
         let mut ops = Vec::with_capacity(count as usize);
         let mut offsets = Vec::with_capacity(count as usize);
         let mut i = 0;
@@ -119,6 +128,7 @@ impl ModuleScope<'_> {
                 continue;
             }
             lowering.offset = instruction.offset;
+            lowering.op_index = ops.len() as u32;
             let mut op = lowering.lower(instruction)?;
             if fused[i - 1] {
                 lowering.offset = decoded[i].offset;
@@ -140,6 +150,7 @@ impl ModuleScope<'_> {
                 Ok(Slot { kind: slot.kind, reg, is_move: false })
             })
             .collect::<Result<Vec<_>, LoadError>>()?;
+        let remaps = lowering.remaps.into_inner().into();
         Ok(Function {
             ops: ops.into(),
             offsets: offsets.into(),
@@ -148,6 +159,7 @@ impl ModuleScope<'_> {
             cconv,
             arguments: frame.into(),
             results: results.into(),
+            remaps,
         })
     }
 }
@@ -159,6 +171,9 @@ struct FunctionLowering<'a> {
     descriptor: &'a FunctionDescriptor,
     results: &'a [ValueKind],
     offset: usize,
+    /// The index the op being lowered will have (branch distances count from it).
+    op_index: u32,
+    remaps: RefCell<Vec<Remap>>,
 }
 
 /// Register operands of an instruction in encoding order, for the fixed-shape instructions.
@@ -190,10 +205,40 @@ impl FunctionLowering<'_> {
         LoadError::malformed(self.offset, format!("{}: at bytecode offset {}: {message}", self.name, self.offset))
     }
 
+    /// The index of the first op of the block whose marker is at `offset`.
+    fn block(&self, offset: u32) -> Result<u32, LoadError> {
+        self.blocks.get(&offset).copied().ok_or_else(|| self.error(format!("branch target {offset} is not a block")))
+    }
+
     fn target(&self, offset: u32, remaps: &[RegisterRemap]) -> Result<Target, LoadError> {
-        let op =
-            *self.blocks.get(&offset).ok_or_else(|| self.error(format!("branch target {offset} is not a block")))?;
-        Ok(Target { op, moves: lower_remap(remaps) })
+        let op = self.block(offset)?;
+        let delta = (i64::from(op) - i64::from(self.op_index)) * i64::from(Target::NEXT);
+        let delta = i32::try_from(delta).map_err(|_| self.error("the function is too large to run"))?;
+        Ok(Target { delta, moves: self.moves(remaps) })
+    }
+
+    fn moves(&self, remaps: &[RegisterRemap]) -> Moves {
+        match remaps {
+            [] => Moves::None,
+            [only] if only.source.bank != RegisterBank::Ref => {
+                Moves::One(only.source.ordinal, only.destination.ordinal)
+            }
+            _ => {
+                let ints = remaps
+                    .iter()
+                    .filter(|m| m.source.bank != RegisterBank::Ref)
+                    .map(|m| (m.source.ordinal, m.destination.ordinal))
+                    .collect();
+                let refs = remaps
+                    .iter()
+                    .filter(|m| m.source.bank == RegisterBank::Ref)
+                    .map(|m| (RefReg { reg: m.source.ordinal, is_move: m.source.is_move }, m.destination.ordinal))
+                    .collect();
+                let mut table = self.remaps.borrow_mut();
+                table.push(Remap { ints, refs });
+                Moves::Many(table.len() as u32 - 1)
+            }
+        }
     }
 
     fn check(&self, type_id: u32) -> RefCheck {
@@ -272,7 +317,7 @@ impl FunctionLowering<'_> {
         };
         let result_kinds = plain_kinds(&cconv.results).ok_or_else(|| self.error("callee returns a variadic span"))?;
         let resume = match resume {
-            Some(offset) => Some(self.target(offset, &[])?.op),
+            Some(offset) => Some(self.block(offset)?),
             None => None,
         };
         Ok(Op::Call(Box::new(CallOp {
@@ -378,112 +423,134 @@ impl FunctionLowering<'_> {
             "vm.select.i32" | "vm.select.f32" => Op::Select32 { c: r(0), t: r(1), f: r(2), d: r(3) },
             "vm.select.i64" | "vm.select.f64" => Op::Select64 { c: r(0), t: r(1), f: r(2), d: r(3) },
             "vm.select.ref" => {
-                Op::SelectRef { c: r(0), check: self.check(o.type_id()), t: o.ref_reg(1), f: o.ref_reg(2), d: r(3) }
+                ColdOp::SelectRef { c: r(0), check: self.check(o.type_id()), t: o.ref_reg(1), f: o.ref_reg(2), d: r(3) }
+                    .into()
             }
-            "vm.switch.i32" | "vm.switch.f32" => Op::Switch32 {
+            "vm.switch.i32" | "vm.switch.f32" => ColdOp::Switch32 {
                 index: r(0),
                 default: r(1),
                 values: o.list().iter().map(|x| x.ordinal).collect(),
                 d: r(2),
-            },
-            "vm.switch.i64" | "vm.switch.f64" => Op::Switch64 {
+            }
+            .into(),
+            "vm.switch.i64" | "vm.switch.f64" => ColdOp::Switch64 {
                 index: r(0),
                 default: r(1),
                 values: o.list().iter().map(|x| x.ordinal).collect(),
                 d: r(2),
-            },
-            "vm.switch.ref" => Op::SwitchRef {
+            }
+            .into(),
+            "vm.switch.ref" => ColdOp::SwitchRef {
                 index: r(0),
                 check: self.check(o.type_id()),
                 default: o.ref_reg(1),
                 values: o.list().iter().map(|x| RefReg { reg: x.ordinal, is_move: x.is_move }).collect(),
                 d: r(2),
-            },
-            "vm.global.load.i32" | "vm.global.load.f32" => Op::GlobalLoad32 { offset: global(), d: r(0) },
-            "vm.global.store.i32" | "vm.global.store.f32" => Op::GlobalStore32 { offset: global(), s: r(0) },
-            "vm.global.load.i64" | "vm.global.load.f64" => Op::GlobalLoad64 { offset: global(), d: r(0) },
-            "vm.global.store.i64" | "vm.global.store.f64" => Op::GlobalStore64 { offset: global(), s: r(0) },
+            }
+            .into(),
+            "vm.global.load.i32" | "vm.global.load.f32" => ColdOp::GlobalLoad32 { offset: global(), d: r(0) }.into(),
+            "vm.global.store.i32" | "vm.global.store.f32" => ColdOp::GlobalStore32 { offset: global(), s: r(0) }.into(),
+            "vm.global.load.i64" | "vm.global.load.f64" => ColdOp::GlobalLoad64 { offset: global(), d: r(0) }.into(),
+            "vm.global.store.i64" | "vm.global.store.f64" => ColdOp::GlobalStore64 { offset: global(), s: r(0) }.into(),
             "vm.global.load.indirect.i32" | "vm.global.load.indirect.f32" => {
-                Op::GlobalLoadIndirect32 { offset: r(0), d: r(1) }
+                ColdOp::GlobalLoadIndirect32 { offset: r(0), d: r(1) }.into()
             }
             "vm.global.store.indirect.i32" | "vm.global.store.indirect.f32" => {
-                Op::GlobalStoreIndirect32 { offset: r(0), s: r(1) }
+                ColdOp::GlobalStoreIndirect32 { offset: r(0), s: r(1) }.into()
             }
             "vm.global.load.indirect.i64" | "vm.global.load.indirect.f64" => {
-                Op::GlobalLoadIndirect64 { offset: r(0), d: r(1) }
+                ColdOp::GlobalLoadIndirect64 { offset: r(0), d: r(1) }.into()
             }
             "vm.global.store.indirect.i64" | "vm.global.store.indirect.f64" => {
-                Op::GlobalStoreIndirect64 { offset: r(0), s: r(1) }
+                ColdOp::GlobalStoreIndirect64 { offset: r(0), s: r(1) }.into()
             }
             "vm.global.load.ref" => {
-                Op::GlobalLoadRef { global: global_ref(), check: self.check(o.type_id()), d: o.ref_reg(0) }
+                ColdOp::GlobalLoadRef { global: global_ref(), check: self.check(o.type_id()), d: o.ref_reg(0) }.into()
             }
             "vm.global.store.ref" => {
-                Op::GlobalStoreRef { global: global_ref(), check: self.check(o.type_id()), s: o.ref_reg(0) }
+                ColdOp::GlobalStoreRef { global: global_ref(), check: self.check(o.type_id()), s: o.ref_reg(0) }.into()
             }
             "vm.global.load.indirect.ref" => {
-                Op::GlobalLoadIndirectRef { global: r(0), check: self.check(o.type_id()), d: o.ref_reg(1) }
+                ColdOp::GlobalLoadIndirectRef { global: r(0), check: self.check(o.type_id()), d: o.ref_reg(1) }.into()
             }
             "vm.global.store.indirect.ref" => {
-                Op::GlobalStoreIndirectRef { global: r(0), check: self.check(o.type_id()), s: o.ref_reg(1) }
+                ColdOp::GlobalStoreIndirectRef { global: r(0), check: self.check(o.type_id()), s: o.ref_reg(1) }.into()
             }
-            "vm.const.ref.zero" => Op::ConstRefZero { d: r(0) },
-            "vm.const.ref.rodata" => Op::ConstRodata {
+            "vm.const.ref.zero" => ColdOp::ConstRefZero { d: r(0) }.into(),
+            "vm.const.ref.rodata" => ColdOp::ConstRodata {
                 ordinal: o.find(|op| if let DecodedOperand::RodataOrdinal(n) = op { Some(*n) } else { None }),
                 d: r(0),
-            },
-            "vm.assign.ref" => Op::AssignRef { s: o.ref_reg(0), d: r(1) },
-            "vm.cast.any.ref" => Op::CastAnyRef { s: o.ref_reg(0), check: self.check(o.type_id()), d: r(1) },
-            "vm.discard.refs" => Op::DiscardRefs { regs: self.ref_list(&o.list())? },
-            "vm.trace" | "vm.print" => Op::DiscardMoved {
+            }
+            .into(),
+            "vm.assign.ref" => ColdOp::AssignRef { s: o.ref_reg(0), d: r(1) }.into(),
+            "vm.cast.any.ref" => ColdOp::CastAnyRef { s: o.ref_reg(0), check: self.check(o.type_id()), d: r(1) }.into(),
+            "vm.discard.refs" => ColdOp::DiscardRefs { regs: self.ref_list(&o.list())? }.into(),
+            "vm.trace" | "vm.print" => ColdOp::DiscardMoved {
                 regs: o.list().iter().filter(|x| x.bank == RegisterBank::Ref && x.is_move).map(|x| x.ordinal).collect(),
-            },
-            "vm.cmp.eq.ref" => Op::CmpEqRef { a: r(0), b: r(1), d: r(2) },
-            "vm.cmp.ne.ref" => Op::CmpNeRef { a: r(0), b: r(1), d: r(2) },
-            "vm.cmp.nz.ref" => Op::CmpNzRef { a: r(0), d: r(1) },
-            "vm.buffer.alloc" => Op::BufferAlloc { length: r(0), alignment: r(1), d: r(2) },
-            "vm.buffer.clone" => Op::BufferClone { source: r(0), offset: r(1), length: r(2), alignment: r(3), d: r(4) },
-            "vm.buffer.length" => Op::BufferLength { buffer: r(0), d: r(1) },
-            "vm.buffer.copy" => {
-                Op::BufferCopy { source: r(0), source_offset: r(1), target: r(2), target_offset: r(3), length: r(4) }
             }
-            "vm.buffer.compare" => {
-                Op::BufferCompare { lhs: r(0), lhs_offset: r(1), rhs: r(2), rhs_offset: r(3), length: r(4), d: r(5) }
+            .into(),
+            "vm.cmp.eq.ref" => ColdOp::CmpEqRef { a: r(0), b: r(1), d: r(2) }.into(),
+            "vm.cmp.ne.ref" => ColdOp::CmpNeRef { a: r(0), b: r(1), d: r(2) }.into(),
+            "vm.cmp.nz.ref" => ColdOp::CmpNzRef { a: r(0), d: r(1) }.into(),
+            "vm.buffer.alloc" => ColdOp::BufferAlloc { length: r(0), alignment: r(1), d: r(2) }.into(),
+            "vm.buffer.clone" => {
+                ColdOp::BufferClone { source: r(0), offset: r(1), length: r(2), alignment: r(3), d: r(4) }.into()
             }
-            "vm.buffer.hash" => Op::BufferHash { buffer: r(0), offset: r(1), length: r(2), d: r(3) },
-            _ if name.starts_with("vm.buffer.fill.") => Op::BufferFill {
+            "vm.buffer.length" => ColdOp::BufferLength { buffer: r(0), d: r(1) }.into(),
+            "vm.buffer.copy" => ColdOp::BufferCopy {
+                source: r(0),
+                source_offset: r(1),
+                target: r(2),
+                target_offset: r(3),
+                length: r(4),
+            }
+            .into(),
+            "vm.buffer.compare" => ColdOp::BufferCompare {
+                lhs: r(0),
+                lhs_offset: r(1),
+                rhs: r(2),
+                rhs_offset: r(3),
+                length: r(4),
+                d: r(5),
+            }
+            .into(),
+            "vm.buffer.hash" => ColdOp::BufferHash { buffer: r(0), offset: r(1), length: r(2), d: r(3) }.into(),
+            _ if name.starts_with("vm.buffer.fill.") => ColdOp::BufferFill {
                 element: buffer_element(&name["vm.buffer.fill.".len()..]),
                 buffer: r(0),
                 offset: r(1),
                 length: r(2),
                 value: r(3),
-            },
-            _ if name.starts_with("vm.buffer.load.") => Op::BufferLoad {
+            }
+            .into(),
+            _ if name.starts_with("vm.buffer.load.") => ColdOp::BufferLoad {
                 element: buffer_element(&name["vm.buffer.load.".len()..]),
                 buffer: r(0),
                 offset: r(1),
                 d: r(2),
-            },
-            _ if name.starts_with("vm.buffer.store.") => Op::BufferStore {
+            }
+            .into(),
+            _ if name.starts_with("vm.buffer.store.") => ColdOp::BufferStore {
                 element: buffer_element(&name["vm.buffer.store.".len()..]),
                 buffer: r(0),
                 offset: r(1),
                 value: r(2),
-            },
-            "vm.list.alloc" => Op::ListAlloc { element_type: o.type_id(), capacity: r(0), d: r(1) },
-            "vm.list.reserve" => Op::ListReserve { list: r(0), capacity: r(1) },
-            "vm.list.size" => Op::ListSize { list: r(0), d: r(1) },
-            "vm.list.resize" => Op::ListResize { list: r(0), size: r(1) },
+            }
+            .into(),
+            "vm.list.alloc" => ColdOp::ListAlloc { element_type: o.type_id(), capacity: r(0), d: r(1) }.into(),
+            "vm.list.reserve" => ColdOp::ListReserve { list: r(0), capacity: r(1) }.into(),
+            "vm.list.size" => ColdOp::ListSize { list: r(0), d: r(1) }.into(),
+            "vm.list.resize" => ColdOp::ListResize { list: r(0), size: r(1) }.into(),
             "vm.list.get.i32" | "vm.list.get.i64" | "vm.list.get.f32" | "vm.list.get.f64" => {
-                Op::ListGet { kind: value_kind(&name[12..]), list: r(0), index: r(1), d: r(2) }
+                ColdOp::ListGet { kind: value_kind(&name[12..]), list: r(0), index: r(1), d: r(2) }.into()
             }
             "vm.list.set.i32" | "vm.list.set.i64" | "vm.list.set.f32" | "vm.list.set.f64" => {
-                Op::ListSet { kind: value_kind(&name[12..]), list: r(0), index: r(1), value: r(2) }
+                ColdOp::ListSet { kind: value_kind(&name[12..]), list: r(0), index: r(1), value: r(2) }.into()
             }
             "vm.list.get.ref" => {
-                Op::ListGetRef { list: r(0), index: r(1), check: self.check(o.type_id()), d: o.ref_reg(2) }
+                ColdOp::ListGetRef { list: r(0), index: r(1), check: self.check(o.type_id()), d: o.ref_reg(2) }.into()
             }
-            "vm.list.set.ref" => Op::ListSetRef { list: r(0), index: r(1), value: o.ref_reg(2) },
+            "vm.list.set.ref" => ColdOp::ListSetRef { list: r(0), index: r(1), value: o.ref_reg(2) }.into(),
             "vm.br" | "vm.break" => Op::Br(branch(0)?),
             "vm.cond_break" => Op::Br(branch(0)?),
             "vm.yield" => Op::Yield(branch(0)?),
@@ -549,9 +616,22 @@ impl FunctionLowering<'_> {
     }
 }
 
-/// Compares worth fusing with the `vm.cond_br` that follows them (loop conditions).
-fn fusable_compare(name: &str) -> bool {
-    name.starts_with("vm.cmp.") && !name.contains(".nz.") && !name.contains(".nan.") && !name.ends_with(".ref")
+/// Whether `first` and `next` lower to one op (see [`fuse`]).
+fn fusable(first: &DecodedInstruction<'_>, next: &DecodedInstruction<'_>) -> bool {
+    let name = first.instruction.name;
+    match next.instruction.name {
+        // Loop conditions.
+        "vm.cond_br" => {
+            name.starts_with("vm.cmp.")
+                && !name.contains(".nz.")
+                && !name.contains(".nan.")
+                && !name.ends_with(".ref")
+                && compare_result(first) == first_register(next)
+        }
+        // Loop latches: the induction variable's step, then the back edge.
+        "vm.br" => matches!(name, "vm.add.i32" | "vm.sub.i32" | "vm.mul.i32" | "vm.add.i64") || bin32(name).is_some(),
+        _ => false,
+    }
 }
 
 fn compare_result(instruction: &DecodedInstruction<'_>) -> Option<u16> {
@@ -562,10 +642,20 @@ fn first_register(instruction: &DecodedInstruction<'_>) -> Option<u16> {
     instruction.operands.iter().find_map(|o| if let DecodedOperand::Register(r) = o { Some(r.raw) } else { None })
 }
 
-/// Combines a lowered compare with the lowered `vm.cond_br` on its result.
-fn fuse(compare: Op, branch: Op) -> Op {
+/// Combines the ops of a pair [`fusable`] admits.
+fn fuse(first: Op, branch: Op) -> Op {
+    if let Op::Br(t) = branch {
+        return match first {
+            Op::AddI32 { a, b, d } => Op::AddI32Br { a, b, d, t },
+            Op::SubI32 { a, b, d } => Op::Bin32Br { f: s::sub_i32, a, b, d, t },
+            Op::MulI32 { a, b, d } => Op::Bin32Br { f: s::mul_i32, a, b, d, t },
+            Op::Bin32 { f, a, b, d } => Op::Bin32Br { f, a, b, d, t },
+            Op::AddI64 { a, b, d } => Op::AddI64Br { a, b, d, t },
+            other => unreachable!("{other:?} is not fusable with vm.br"),
+        };
+    }
     let Op::CondBr { t, f: e, .. } = branch else { unreachable!("fusion pairs a compare with vm.cond_br") };
-    match compare {
+    match first {
         Op::CmpLtI32S { a, b, d } => Op::CondBrLtI32S { a, b, d, t, e },
         Op::CmpLtI64S { a, b, d } => Op::CondBrLtI64S { a, b, d, t, e },
         Op::Bin32 { f, a, b, d } => Op::CondBrCmp32 { f, a, b, d, t, e },
@@ -581,26 +671,6 @@ fn value_kind(suffix: &str) -> ValueKind {
         "i64" => ValueKind::I64,
         "f32" => ValueKind::F32,
         _ => ValueKind::F64,
-    }
-}
-
-fn lower_remap(remaps: &[RegisterRemap]) -> Moves {
-    match remaps {
-        [] => Moves::None,
-        [only] if only.source.bank != RegisterBank::Ref => Moves::One(only.source.ordinal, only.destination.ordinal),
-        _ => {
-            let ints = remaps
-                .iter()
-                .filter(|m| m.source.bank != RegisterBank::Ref)
-                .map(|m| (m.source.ordinal, m.destination.ordinal))
-                .collect();
-            let refs = remaps
-                .iter()
-                .filter(|m| m.source.bank == RegisterBank::Ref)
-                .map(|m| (RefReg { reg: m.source.ordinal, is_move: m.source.is_move }, m.destination.ordinal))
-                .collect();
-            Moves::Many(Box::new(Remap { ints, refs }))
-        }
     }
 }
 

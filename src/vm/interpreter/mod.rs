@@ -5,6 +5,8 @@
 //! thread without blocking one meanwhile. Each step holds the context's lock; see
 //! [`crate::vm::context`] for what that means for concurrency.
 
+mod coalesce;
+mod cold;
 mod exec;
 pub mod lower;
 pub mod op;
@@ -22,13 +24,16 @@ use super::module::Module;
 use super::native::NativeOutcome;
 use super::refs::Ref;
 use super::value::Value;
-use crate::host::{AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
+use crate::host::{block_until_ready, AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
 
 /// Most frames one invocation may stack before it fails with `RESOURCE_EXHAUSTED` (unbounded
 /// recursion in a program must not take the host process down).
 pub const MAX_FRAME_DEPTH: usize = 16 * 1024;
 /// Most i32 registers (and, separately, ref registers) the frames of one invocation may hold.
 pub const MAX_STACK_REGISTERS: usize = 1 << 22;
+/// The budget that never runs out (the default): it is not counted down, so invocations without
+/// a limit pay nothing for the feature.
+pub const UNLIMITED: u64 = u64::MAX;
 
 /// What running an invocation produced.
 #[derive(Debug)]
@@ -70,55 +75,84 @@ struct Pending {
 
 /// One call from the host into a context, with its own stack.
 pub struct Invocation {
-    context: Context,
+    /// What [`Invocation::run`] locks. `None` once the invocation has finished, and throughout a
+    /// [`call`]: that one runs under a lock it already holds, so it neither clones the context's
+    /// handle nor relocks per slice.
+    context: Option<Context>,
     frames: Vec<Frame>,
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
     /// A call made from the host straight into a native function.
     native_entry: Option<(u32, u32, Vec<Value>)>,
     pending: Option<Pending>,
-    finished: bool,
     /// Branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`.
     budget: u64,
 }
 
 impl std::fmt::Debug for Invocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Invocation").field("depth", &self.frames.len()).field("finished", &self.finished).finish()
+        f.debug_struct("Invocation")
+            .field("depth", &self.frames.len())
+            .field("finished", &self.context.is_none())
+            .finish()
     }
+}
+
+/// Runs `target` to completion for the context itself (`Context::invoke`, `__init`, `__deinit`).
+/// The context stays locked from setup to teardown, released only while the program waits on an
+/// async value, so a small call costs one lock and no clone of the context's handle.
+pub(crate) fn call(context: &Context, target: Resolved, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+    let mut linked = context.lock();
+    let mut invocation = Invocation::start(&mut linked, target, arguments)?;
+    let result = loop {
+        match invocation.step(&mut linked) {
+            Ok(Step::Done(results)) => break Ok(results),
+            Ok(Step::Wait(value)) => {
+                drop(linked);
+                block_until_ready(std::slice::from_ref(&value));
+                linked = context.lock();
+            }
+            Err(error) => break Err(error),
+        }
+    };
+    invocation.recycle(&mut linked);
+    result
 }
 
 impl Invocation {
     pub(crate) fn new(context: Context, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
-        let shared = context.clone();
-        let mut linked = shared.lock();
+        let invocation = Invocation::start(&mut context.lock(), target, arguments)?;
+        Ok(Invocation { context: Some(context), ..invocation })
+    }
+
+    /// The part of starting an invocation that needs the context's state, under the caller's lock
+    /// so that [`call`] can go on to run under the same one. Always inlined: the invocation is then
+    /// built in its caller's frame rather than copied out of the `Result`, which costs a trivial
+    /// call several nanoseconds.
+    #[inline(always)]
+    fn start(linked: &mut Linked, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
         // Reuse the register stacks of an earlier invocation: small calls then allocate nothing.
         let stack = linked.spare_stacks.pop().unwrap_or_default();
         let mut invocation = Invocation {
-            context,
+            context: None,
             frames: stack.frames,
             i32s: stack.i32s,
             refs: stack.refs,
             native_entry: None,
             pending: None,
-            finished: false,
             budget: linked.budget,
         };
-        let linked = &*linked;
+        let instances = &linked.instances;
         match target {
             Resolved::Native { instance, function } => {
-                if let Some(Instance::Native(native)) = linked.instances.get(instance as usize) {
-                    let declared = &native.functions()[function as usize];
-                    check_native_arguments(
-                        &format!("{}.{}", native.name(), declared.name),
-                        &declared.cconv,
-                        &arguments,
-                    )?;
+                if let Some(Instance::Native(native)) = instances.get(instance as usize) {
+                    let cconv = &native.functions()[function as usize].cconv;
+                    check_native_arguments(instances, (instance, function), cconv, &arguments)?;
                 }
                 invocation.native_entry = Some((instance, function, arguments));
             }
             Resolved::Bytecode { instance, function } => {
-                let module = bytecode_module(&linked.instances, instance)?;
+                let module = bytecode_module(instances, instance)?;
                 let callee = &module.functions()[function as usize];
                 if arguments.len() != callee.arguments.len() {
                     return Err(Diagnostic::new(
@@ -148,35 +182,43 @@ impl Invocation {
         Ok(invocation)
     }
 
-    /// Bounds the work this invocation may do: every branch taken and every call spends one unit,
-    /// and running out fails the invocation with `DEADLINE_EXCEEDED`. Hosts running untrusted
-    /// modules use it so that an endless loop cannot hold a thread forever. Unlimited by default.
+    /// Bounds the work this invocation may do: every backward branch taken and every call spends
+    /// one unit, and running out fails the invocation with `DEADLINE_EXCEEDED`. Hosts running
+    /// untrusted modules use it so that an endless loop cannot hold a thread forever.
+    /// [`UNLIMITED`] (the default) is never counted down.
     pub fn set_budget(&mut self, budget: u64) {
         self.budget = budget;
     }
 
     /// Runs until the entry function returns, fails, or waits on an async value.
     pub fn run(&mut self) -> Result<Step, Diagnostic> {
-        if self.finished {
+        let Some(context) = self.context.take() else {
             return Err(Diagnostic::new(StatusCode::FailedPrecondition, "this invocation has already finished"));
-        }
-        let context = self.context.clone();
+        };
         let mut linked = context.lock();
         let result = self.step(&mut linked);
-        if !matches!(result, Ok(Step::Wait(_))) {
-            self.finished = true;
-            self.frames.clear();
-            self.i32s.clear();
-            self.refs.clear();
-            if linked.spare_stacks.len() < MAX_SPARE_STACKS {
-                linked.spare_stacks.push(Stack {
-                    frames: std::mem::take(&mut self.frames),
-                    i32s: std::mem::take(&mut self.i32s),
-                    refs: std::mem::take(&mut self.refs),
-                });
-            }
+        if matches!(result, Ok(Step::Wait(_))) {
+            drop(linked);
+            self.context = Some(context);
+        } else {
+            self.recycle(&mut linked);
         }
         result
+    }
+
+    /// Releases the finished invocation's refs and hands its register stacks back to the context
+    /// for the next invocation.
+    fn recycle(&mut self, linked: &mut Linked) {
+        self.frames.clear();
+        self.i32s.clear();
+        self.refs.clear();
+        if linked.spare_stacks.len() < MAX_SPARE_STACKS {
+            linked.spare_stacks.push(Stack {
+                frames: std::mem::take(&mut self.frames),
+                i32s: std::mem::take(&mut self.i32s),
+                refs: std::mem::take(&mut self.refs),
+            });
+        }
     }
 
     fn step(&mut self, linked: &mut Linked) -> Result<Step, Diagnostic> {
@@ -252,6 +294,7 @@ impl Invocation {
         Ok(())
     }
 
+    #[inline]
     fn push_frame(&mut self, instance: u32, function: u32, callee: &Function) -> Result<(), Diagnostic> {
         let i32_base = self.i32s.len();
         let ref_base = self.refs.len();
@@ -271,6 +314,7 @@ impl Invocation {
 
     /// Stores `value` into the register `slot` of the frame at the given bases; on a type
     /// mismatch returns the value's type name.
+    #[inline]
     fn write_value(&mut self, i32_base: u32, ref_base: u32, slot: Slot, value: Value) -> Result<(), String> {
         let i = i32_base as usize + slot.reg as usize;
         match (slot.kind, value) {
@@ -342,29 +386,35 @@ impl Invocation {
 
 /// Checks a host's direct call of a native function against its calling convention: each plain
 /// argument by kind, each variadic span as an i32 tuple count followed by that many tuples. (Calls
-/// from bytecode were checked at load and link time.)
-fn check_native_arguments(name: &str, cconv: &str, arguments: &[Value]) -> Result<(), Diagnostic> {
-    let mismatch =
-        |message: String| Diagnostic::new(StatusCode::InvalidArgument, format!("calling `{name}`: {message}"));
-    let cconv = CallingConvention::parse(cconv).map_err(|e| mismatch(e.to_string()))?;
+/// from bytecode were checked at load and link time.) Messages are only formatted on a mismatch.
+fn check_native_arguments(
+    instances: &[Instance],
+    native: (u32, u32),
+    cconv: &str,
+    arguments: &[Value],
+) -> Result<(), Diagnostic> {
+    let mismatch = |message: std::fmt::Arguments<'_>| {
+        Diagnostic::new(StatusCode::InvalidArgument, format!("calling `{}`: {message}", native_name(instances, native)))
+    };
+    let cconv = CallingConvention::parse(cconv).map_err(|e| mismatch(format_args!("{e}")))?;
     let mut values = arguments.iter();
-    let mut expect = |kind: ValueKind, what: &str| match values.next() {
-        Some(value) if value_matches(kind, value) => Ok(value.clone()),
-        Some(value) => Err(mismatch(format!("{what}: expected {} but got {}", kind.name(), value.type_name()))),
-        None => Err(mismatch(format!("{what}: missing (passed {})", arguments.len()))),
+    let mut expect = |kind: ValueKind, what: std::fmt::Arguments<'_>| match values.next() {
+        Some(value) if value_matches(kind, value) => Ok(value),
+        Some(value) => Err(mismatch(format_args!("{what}: expected {} but got {}", kind.name(), value.type_name()))),
+        None => Err(mismatch(format_args!("{what}: missing (passed {})", arguments.len()))),
     };
     for (index, item) in cconv.arguments.iter().enumerate() {
         match item {
             CconvItem::Value(kind) => {
-                expect(*kind, &format!("argument {index}"))?;
+                expect(*kind, format_args!("argument {index}"))?;
             }
             CconvItem::Span(fields) => {
-                let Value::I32(count) = expect(ValueKind::I32, &format!("argument {index} (span count)"))? else {
+                let &Value::I32(count) = expect(ValueKind::I32, format_args!("argument {index} (span count)"))? else {
                     unreachable!("checked as i32")
                 };
                 for tuple in 0..count.max(0) {
                     for kind in fields {
-                        expect(*kind, &format!("argument {index}, tuple {tuple}"))?;
+                        expect(*kind, format_args!("argument {index}, tuple {tuple}"))?;
                     }
                 }
             }
@@ -372,7 +422,7 @@ fn check_native_arguments(name: &str, cconv: &str, arguments: &[Value]) -> Resul
     }
     match values.len() {
         0 => Ok(()),
-        extra => Err(mismatch(format!("{extra} arguments more than the calling convention takes"))),
+        extra => Err(mismatch(format_args!("{extra} arguments more than the calling convention takes"))),
     }
 }
 

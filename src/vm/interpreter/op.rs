@@ -48,19 +48,34 @@ pub struct Remap {
 }
 
 /// The argument moves of a branch, with the shapes loops produce most (none, or one i32 move on
-/// the back edge) held inline so taking the branch does not chase a pointer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// the back edge) held inline so taking the branch does not chase a pointer; larger sets live in
+/// the function's remap table, which keeps a [`Target`] (and so every branch op) small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moves {
     None,
     One(Reg, Reg),
-    Many(Box<Remap>),
+    /// An index into [`super::lower::Function::remaps`].
+    Many(u32),
 }
 
-/// A branch destination: the op index of the block's first instruction, and its argument moves.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A branch destination, as the distance in bytes from the op that holds it to the first op of
+/// the destination block: taking the branch is then one add to the op pointer, and the next op's
+/// address depends on a single load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Target {
-    pub op: u32,
+    pub delta: i32,
     pub moves: Moves,
+}
+
+impl Target {
+    /// The distance that means "the next op": a branch to it needs no load to know where to go.
+    pub const NEXT: i32 = std::mem::size_of::<Op>() as i32;
+
+    /// The destination is at or before the branch: taking it may repeat work, so it spends the
+    /// invocation's budget. Forward branches cannot loop and spend nothing.
+    pub fn back(&self) -> bool {
+        self.delta <= 0
+    }
 }
 
 /// Who a call goes to.
@@ -238,6 +253,94 @@ pub enum Op {
         f: Reg,
         d: Reg,
     },
+    /// Everything on refs, globals, buffers and lists: executed out of line, boxed so that the
+    /// ops of loops stay small.
+    Cold(Box<ColdOp>),
+
+    Br(Target),
+    // An arithmetic op fused with the `vm.br` after it (the latch of a counted loop).
+    AddI32Br {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+    },
+    Bin32Br {
+        f: scalar::Bin32,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+    },
+    AddI64Br {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+    },
+    CondBr {
+        c: Reg,
+        t: Target,
+        f: Target,
+    },
+    // A compare fused with the `vm.cond_br` on its result (it still writes `d`): `t` if true,
+    // else `e`.
+    CondBrLtI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrLtI64S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrCmp32 {
+        f: scalar::Bin32,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    CondBrCmp64 {
+        f: scalar::Cmp64,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: Target,
+        e: Target,
+    },
+    BrTable {
+        index: Reg,
+        default: Target,
+        cases: Box<[Target]>,
+    },
+    Call(Box<CallOp>),
+    Return {
+        values: Box<[Slot]>,
+    },
+    Fail {
+        status: Reg,
+        message: Box<str>,
+    },
+    ImportResolved {
+        import: u32,
+        d: Reg,
+    },
+    /// `vm.yield`: branch, then give other work a chance to run.
+    Yield(Target),
+}
+
+/// The ops the dispatch loop hands to [`super::cold`]: each does enough work (reference counts,
+/// bounds checks, allocation) that a call and a pointer chase cost nothing in comparison, and
+/// keeping them out of the loop leaves the machine registers to the scalar ops.
+#[derive(Clone, Debug)]
+pub enum ColdOp {
     SelectRef {
         c: Reg,
         check: RefCheck,
@@ -453,62 +556,10 @@ pub enum Op {
         index: Reg,
         value: RefReg,
     },
+}
 
-    Br(Target),
-    CondBr {
-        c: Reg,
-        t: Target,
-        f: Target,
-    },
-    // A compare fused with the `vm.cond_br` on its result (it still writes `d`): `t` if true,
-    // else `e`.
-    CondBrLtI32S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-        e: Target,
-    },
-    CondBrLtI64S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-        e: Target,
-    },
-    CondBrCmp32 {
-        f: scalar::Bin32,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-        e: Target,
-    },
-    CondBrCmp64 {
-        f: scalar::Cmp64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-        e: Target,
-    },
-    BrTable {
-        index: Reg,
-        default: Target,
-        cases: Box<[Target]>,
-    },
-    Call(Box<CallOp>),
-    Return {
-        values: Box<[Slot]>,
-    },
-    Fail {
-        status: Reg,
-        message: Box<str>,
-    },
-    ImportResolved {
-        import: u32,
-        d: Reg,
-    },
-    /// `vm.yield`: branch, then give other work a chance to run.
-    Yield(Target),
+impl From<ColdOp> for Op {
+    fn from(op: ColdOp) -> Op {
+        Op::Cold(Box::new(op))
+    }
 }
