@@ -154,6 +154,17 @@ impl Invocation {
                         Op::AddI32 { a, b, d } => r32!(*d) = scalar::add_i32(r32!(*a), r32!(*b)),
                         Op::SubI32 { a, b, d } => r32!(*d) = scalar::sub_i32(r32!(*a), r32!(*b)),
                         Op::MulI32 { a, b, d } => r32!(*d) = scalar::mul_i32(r32!(*a), r32!(*b)),
+                        Op::AndI32 { a, b, d } => r32!(*d) = scalar::and_i32(r32!(*a), r32!(*b)),
+                        Op::OrI32 { a, b, d } => r32!(*d) = scalar::or_i32(r32!(*a), r32!(*b)),
+                        Op::XorI32 { a, b, d } => r32!(*d) = scalar::xor_i32(r32!(*a), r32!(*b)),
+                        Op::ShlI32 { a, b, d } => r32!(*d) = scalar::shl_i32(r32!(*a), r32!(*b)),
+                        Op::ShrI32S { a, b, d } => r32!(*d) = scalar::shr_i32_s(r32!(*a), r32!(*b)),
+                        Op::ShrI32U { a, b, d } => r32!(*d) = scalar::shr_i32_u(r32!(*a), r32!(*b)),
+                        Op::CmpEqI32 { a, b, d } => r32!(*d) = scalar::cmp_eq_i32(r32!(*a), r32!(*b)),
+                        Op::CmpNeI32 { a, b, d } => r32!(*d) = scalar::cmp_ne_i32(r32!(*a), r32!(*b)),
+                        Op::AddF32 { a, b, d } => r32!(*d) = scalar::add_f32(r32!(*a), r32!(*b)),
+                        Op::SubF32 { a, b, d } => r32!(*d) = scalar::sub_f32(r32!(*a), r32!(*b)),
+                        Op::MulF32 { a, b, d } => r32!(*d) = scalar::mul_f32(r32!(*a), r32!(*b)),
                         Op::AddI64 { a, b, d } => w64!(*d, scalar::add_i64(r64!(*a), r64!(*b))),
                         Op::MulI64 { a, b, d } => w64!(*d, scalar::mul_i64(r64!(*a), r64!(*b))),
                         Op::CmpLtI32S { a, b, d } => r32!(*d) = scalar::cmp_lt_i32_s(r32!(*a), r32!(*b)),
@@ -196,47 +207,37 @@ impl Invocation {
                             w64!(*d, scalar::add_i64(r64!(*a), r64!(*b)));
                             jump!(t)
                         }
-                        Op::CondBr { c, t, f } => {
-                            if r32!(*c) != 0 {
+                        Op::CondBr { c, when, t } => {
+                            if (r32!(*c) != 0) == *when {
                                 jump!(t)
-                            } else {
-                                jump!(f)
                             }
                         }
-                        Op::CondBrLtI32S { a, b, d, t, e } => {
+                        Op::CondBrLtI32S { a, b, d, when, t } => {
                             let c = scalar::cmp_lt_i32_s(r32!(*a), r32!(*b));
                             r32!(*d) = c;
-                            if c != 0 {
+                            if (c != 0) == *when {
                                 jump!(t)
-                            } else {
-                                jump!(e)
                             }
                         }
-                        Op::CondBrLtI64S { a, b, d, t, e } => {
+                        Op::CondBrLtI64S { a, b, d, when, t } => {
                             let c = scalar::cmp_lt_i64_s(r64!(*a), r64!(*b));
                             r32!(*d) = c;
-                            if c != 0 {
+                            if (c != 0) == *when {
                                 jump!(t)
-                            } else {
-                                jump!(e)
                             }
                         }
-                        Op::CondBrCmp32 { f, a, b, d, t, e } => {
+                        Op::CondBrCmp32 { f, a, b, d, when, t } => {
                             let c = f(r32!(*a), r32!(*b));
                             r32!(*d) = c;
-                            if c != 0 {
+                            if (c != 0) == *when {
                                 jump!(t)
-                            } else {
-                                jump!(e)
                             }
                         }
-                        Op::CondBrCmp64 { f, a, b, d, t, e } => {
+                        Op::CondBrCmp64 { f, a, b, d, when, t } => {
                             let c = f(r64!(*a), r64!(*b));
                             r32!(*d) = c;
-                            if c != 0 {
+                            if (c != 0) == *when {
                                 jump!(t)
-                            } else {
-                                jump!(e)
                             }
                         }
                         Op::BrTable { index, default, cases } => {
@@ -288,7 +289,9 @@ impl Invocation {
                         }
                     }
                     // SAFETY: the op just executed is not a terminator, so another op follows it
-                    // (see the dispatch above).
+                    // (see the dispatch above), or it is a conditional branch not taken, which the
+                    // lowering only lets fall through to an op it placed next (the other
+                    // destination's first op, or an explicit `Br` to it).
                     ip = unsafe { ip.add(1) };
                 }
             };

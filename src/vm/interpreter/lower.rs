@@ -7,7 +7,7 @@
 //! compare against. A failure is a [`LoadError`] at the instruction's file offset, so a module
 //! with such a defect never runs.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use super::coalesce::coalesce;
@@ -107,6 +107,10 @@ impl ModuleScope<'_> {
             } else if i == 0 || !fused[i - 1] {
                 count += 1;
             }
+            // A conditional branch neither of whose destinations follows it takes a `Br` after it.
+            if instruction.instruction.name == "vm.cond_br" && falls_through(&decoded, i) == (false, false) {
+                count += 1;
+            }
         }
         let mut lowering = FunctionLowering {
             module: self,
@@ -117,6 +121,7 @@ impl ModuleScope<'_> {
             offset: 0,
             op_index: 0,
             remaps: RefCell::new(Vec::new()),
+            otherwise: Cell::new(None),
         };
         let mut ops = Vec::with_capacity(count as usize);
         let mut offsets = Vec::with_capacity(count as usize);
@@ -135,8 +140,24 @@ impl ModuleScope<'_> {
                 op = fuse(op, lowering.lower(&decoded[i])?);
                 i += 1;
             }
+            let explicit_else = match lowering.otherwise.take() {
+                None => None,
+                Some(otherwise) => match falls_through(&decoded, i - 1) {
+                    (_, true) => None,
+                    (true, false) => {
+                        op.branch_when_false(otherwise);
+                        None
+                    }
+                    // The `Br` is the next op: its distance counts from there.
+                    (false, false) => Some(Target { delta: otherwise.delta - Target::NEXT, ..otherwise }),
+                },
+            };
             ops.push(op);
             offsets.push(instruction.offset as u32);
+            if let Some(target) = explicit_else {
+                ops.push(Op::Br(target));
+                offsets.push(decoded[i - 1].offset as u32);
+            }
         }
         let layout = cconv.argument_layout().ok_or_else(|| {
             LoadError::malformed(0, format!("{name}: a bytecode function cannot take a variadic span"))
@@ -174,6 +195,9 @@ struct FunctionLowering<'a> {
     /// The index the op being lowered will have (branch distances count from it).
     op_index: u32,
     remaps: RefCell<Vec<Remap>>,
+    /// The false destination of the `vm.cond_br` just lowered, which the conditional op itself
+    /// does not hold (see [`Op::CondBr`]).
+    otherwise: Cell<Option<Target>>,
 }
 
 /// Register operands of an instruction in encoding order, for the fixed-shape instructions.
@@ -554,7 +578,10 @@ impl FunctionLowering<'_> {
             "vm.br" | "vm.break" => Op::Br(branch(0)?),
             "vm.cond_break" => Op::Br(branch(0)?),
             "vm.yield" => Op::Yield(branch(0)?),
-            "vm.cond_br" => Op::CondBr { c: r(0), t: branch(0)?, f: branch(1)? },
+            "vm.cond_br" => {
+                self.otherwise.set(Some(branch(1)?));
+                Op::CondBr { c: r(0), when: true, t: branch(0)? }
+            }
             "vm.br_table" => {
                 let (default_target, default_remaps) = (
                     instruction.operands.iter().find_map(|op| {
@@ -616,6 +643,47 @@ impl FunctionLowering<'_> {
     }
 }
 
+/// Whether the true and the false destination of the `vm.cond_br` at `index` are the block
+/// right after it, entered without argument moves (so reaching it is falling through).
+fn falls_through(decoded: &[DecodedInstruction<'_>], index: usize) -> (bool, bool) {
+    let next_block = match decoded.get(index + 1) {
+        Some(next) if next.instruction.kind == InstructionKind::BlockMarker => next.offset as u32,
+        _ => return (false, false),
+    };
+    let mut targets = decoded[index].operands.iter().filter_map(|o| match o {
+        DecodedOperand::BranchTarget(t) => Some(*t),
+        _ => None,
+    });
+    let mut moves = decoded[index].operands.iter().filter_map(|o| match o {
+        DecodedOperand::BranchOperands(r) => Some(r.is_empty()),
+        _ => None,
+    });
+    let mut next = || {
+        let (target, no_moves) = (targets.next(), moves.next());
+        target == Some(next_block) && no_moves == Some(true)
+    };
+    let t = next();
+    (t, next())
+}
+
+impl Op {
+    /// Turns a conditional branch on "true" into one on "false" to `target`, for when the true
+    /// destination is the one that follows.
+    fn branch_when_false(&mut self, target: Target) {
+        match self {
+            Op::CondBr { when, t, .. }
+            | Op::CondBrLtI32S { when, t, .. }
+            | Op::CondBrLtI64S { when, t, .. }
+            | Op::CondBrCmp32 { when, t, .. }
+            | Op::CondBrCmp64 { when, t, .. } => {
+                *when = false;
+                *t = target;
+            }
+            other => unreachable!("{other:?} is not a conditional branch"),
+        }
+    }
+}
+
 /// Whether `first` and `next` lower to one op (see [`fuse`]).
 fn fusable(first: &DecodedInstruction<'_>, next: &DecodedInstruction<'_>) -> bool {
     let name = first.instruction.name;
@@ -647,21 +715,64 @@ fn fuse(first: Op, branch: Op) -> Op {
     if let Op::Br(t) = branch {
         return match first {
             Op::AddI32 { a, b, d } => Op::AddI32Br { a, b, d, t },
-            Op::SubI32 { a, b, d } => Op::Bin32Br { f: s::sub_i32, a, b, d, t },
-            Op::MulI32 { a, b, d } => Op::Bin32Br { f: s::mul_i32, a, b, d, t },
-            Op::Bin32 { f, a, b, d } => Op::Bin32Br { f, a, b, d, t },
             Op::AddI64 { a, b, d } => Op::AddI64Br { a, b, d, t },
-            other => unreachable!("{other:?} is not fusable with vm.br"),
+            other => match bin32_parts(&other) {
+                Some((f, a, b, d)) => Op::Bin32Br { f, a, b, d, t },
+                None => unreachable!("{other:?} is not fusable with vm.br"),
+            },
         };
     }
-    let Op::CondBr { t, f: e, .. } = branch else { unreachable!("fusion pairs a compare with vm.cond_br") };
+    let Op::CondBr { when, t, .. } = branch else { unreachable!("fusion pairs a compare with vm.cond_br") };
     match first {
-        Op::CmpLtI32S { a, b, d } => Op::CondBrLtI32S { a, b, d, t, e },
-        Op::CmpLtI64S { a, b, d } => Op::CondBrLtI64S { a, b, d, t, e },
-        Op::Bin32 { f, a, b, d } => Op::CondBrCmp32 { f, a, b, d, t, e },
-        Op::CmpEqI64 { a, b, d } => Op::CondBrCmp64 { f: s::cmp_eq_i64, a, b, d, t, e },
-        Op::Cmp64 { f, a, b, d } => Op::CondBrCmp64 { f, a, b, d, t, e },
-        other => unreachable!("{other:?} is not a fusable compare"),
+        Op::CmpLtI32S { a, b, d } => Op::CondBrLtI32S { a, b, d, when, t },
+        Op::CmpLtI64S { a, b, d } => Op::CondBrLtI64S { a, b, d, when, t },
+        Op::CmpEqI64 { a, b, d } => Op::CondBrCmp64 { f: s::cmp_eq_i64, a, b, d, when, t },
+        Op::Cmp64 { f, a, b, d } => Op::CondBrCmp64 { f, a, b, d, when, t },
+        other => match bin32_parts(&other) {
+            Some((f, a, b, d)) => Op::CondBrCmp32 { f, a, b, d, when, t },
+            None => unreachable!("{other:?} is not a fusable compare"),
+        },
+    }
+}
+
+/// The scalar function and registers of an i32-bank binary op, whether the loop runs it inline
+/// or through a pointer (the fused forms hold a pointer).
+fn bin32_parts(op: &Op) -> Option<(s::Bin32, Reg, Reg, Reg)> {
+    let f: s::Bin32 = match op {
+        Op::Bin32 { f, .. } => *f,
+        Op::AddI32 { .. } => s::add_i32,
+        Op::SubI32 { .. } => s::sub_i32,
+        Op::MulI32 { .. } => s::mul_i32,
+        Op::AndI32 { .. } => s::and_i32,
+        Op::OrI32 { .. } => s::or_i32,
+        Op::XorI32 { .. } => s::xor_i32,
+        Op::ShlI32 { .. } => s::shl_i32,
+        Op::ShrI32S { .. } => s::shr_i32_s,
+        Op::ShrI32U { .. } => s::shr_i32_u,
+        Op::CmpEqI32 { .. } => s::cmp_eq_i32,
+        Op::CmpNeI32 { .. } => s::cmp_ne_i32,
+        Op::AddF32 { .. } => s::add_f32,
+        Op::SubF32 { .. } => s::sub_f32,
+        Op::MulF32 { .. } => s::mul_f32,
+        _ => return None,
+    };
+    match *op {
+        Op::Bin32 { a, b, d, .. }
+        | Op::AddI32 { a, b, d }
+        | Op::SubI32 { a, b, d }
+        | Op::MulI32 { a, b, d }
+        | Op::AndI32 { a, b, d }
+        | Op::OrI32 { a, b, d }
+        | Op::XorI32 { a, b, d }
+        | Op::ShlI32 { a, b, d }
+        | Op::ShrI32S { a, b, d }
+        | Op::ShrI32U { a, b, d }
+        | Op::CmpEqI32 { a, b, d }
+        | Op::CmpNeI32 { a, b, d }
+        | Op::AddF32 { a, b, d }
+        | Op::SubF32 { a, b, d }
+        | Op::MulF32 { a, b, d } => Some((f, a, b, d)),
+        _ => None,
     }
 }
 
@@ -692,6 +803,17 @@ fn scalar_op(name: &str, o: &Operands<'_>) -> Option<Op> {
         "vm.add.i32" => Op::AddI32 { a: r(0), b: r(1), d: r(2) },
         "vm.sub.i32" => Op::SubI32 { a: r(0), b: r(1), d: r(2) },
         "vm.mul.i32" => Op::MulI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.and.i32" => Op::AndI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.or.i32" => Op::OrI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.xor.i32" => Op::XorI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.shl.i32" => Op::ShlI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.shr.i32.s" => Op::ShrI32S { a: r(0), b: r(1), d: r(2) },
+        "vm.shr.i32.u" => Op::ShrI32U { a: r(0), b: r(1), d: r(2) },
+        "vm.cmp.eq.i32" => Op::CmpEqI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.cmp.ne.i32" => Op::CmpNeI32 { a: r(0), b: r(1), d: r(2) },
+        "vm.add.f32" => Op::AddF32 { a: r(0), b: r(1), d: r(2) },
+        "vm.sub.f32" => Op::SubF32 { a: r(0), b: r(1), d: r(2) },
+        "vm.mul.f32" => Op::MulF32 { a: r(0), b: r(1), d: r(2) },
         "vm.add.i64" => Op::AddI64 { a: r(0), b: r(1), d: r(2) },
         "vm.mul.i64" => Op::MulI64 { a: r(0), b: r(1), d: r(2) },
         "vm.cmp.lt.i32.s" => Op::CmpLtI32S { a: r(0), b: r(1), d: r(2) },

@@ -216,6 +216,61 @@ pub enum Op {
         b: Reg,
         d: Reg,
     },
+    AndI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    OrI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    XorI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    ShlI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    ShrI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    ShrI32U {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpEqI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpNeI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    AddF32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    SubF32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    MulF32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
     AddI64 {
         a: Reg,
         b: Reg,
@@ -278,42 +333,46 @@ pub enum Op {
         d: Reg,
         t: Target,
     },
+    // Conditional branches go to `t` when the condition's truth equals `when` and otherwise
+    // fall through to the next op: the lowering arranges that the next op is the other
+    // destination (emitting a `Br` after the conditional when neither destination follows).
+    // Falling through needs no load to find the next op, which keeps a loop header off the
+    // dependency chain of the op pointer.
     CondBr {
         c: Reg,
+        when: bool,
         t: Target,
-        f: Target,
     },
-    // A compare fused with the `vm.cond_br` on its result (it still writes `d`): `t` if true,
-    // else `e`.
+    // A compare fused with the `vm.cond_br` on its result (it still writes `d`).
     CondBrLtI32S {
         a: Reg,
         b: Reg,
         d: Reg,
+        when: bool,
         t: Target,
-        e: Target,
     },
     CondBrLtI64S {
         a: Reg,
         b: Reg,
         d: Reg,
+        when: bool,
         t: Target,
-        e: Target,
     },
     CondBrCmp32 {
         f: scalar::Bin32,
         a: Reg,
         b: Reg,
         d: Reg,
+        when: bool,
         t: Target,
-        e: Target,
     },
     CondBrCmp64 {
         f: scalar::Cmp64,
         a: Reg,
         b: Reg,
         d: Reg,
+        when: bool,
         t: Target,
-        e: Target,
     },
     BrTable {
         index: Reg,
