@@ -23,6 +23,7 @@ struct Rewrite {
     branch: usize,
     /// The operand field of `def` that is the written register.
     field: usize,
+    from: u16,
     to: u16,
     /// The instruction of the destination block whose write proved the source register dead.
     kill: usize,
@@ -36,7 +37,7 @@ pub(super) fn coalesce(decoded: &mut [DecodedInstruction<'_>]) {
         .filter(|(_, d)| d.instruction.kind == InstructionKind::BlockMarker)
         .map(|(i, d)| (d.offset as u32, i))
         .collect();
-    let mut rewrites: Vec<Rewrite> = (0..decoded.len()).filter_map(|i| candidate(decoded, &blocks, i)).collect();
+    let mut rewrites: Vec<Rewrite> = (0..decoded.len()).flat_map(|i| candidates(decoded, &blocks, i)).collect();
     // A rewritten instruction no longer writes its old register, so it cannot be the write that
     // proves another rewrite's source dead: drop such rewrites one at a time (dropping one may
     // make its own definition a valid proof for another again).
@@ -52,28 +53,51 @@ pub(super) fn coalesce(decoded: &mut [DecodedInstruction<'_>]) {
         }
         for operand in &mut decoded[rewrite.branch].operands {
             if let DecodedOperand::BranchOperands(remaps) = operand {
-                remaps.clear();
+                remaps.retain(|m| {
+                    m.source.bank == RegisterBank::Ref
+                        || (m.source.ordinal, m.destination.ordinal) != (rewrite.from, rewrite.to)
+                });
             }
         }
     }
 }
 
-/// The rewrite for the `vm.br` at `branch`, if it is one that moves a single i32 register that
-/// can be coalesced.
-fn candidate(decoded: &[DecodedInstruction<'_>], blocks: &HashMap<u32, usize>, branch: usize) -> Option<Rewrite> {
+/// The rewrites for the i32 moves of the `vm.br` at `branch`. A move is considered only when no
+/// other move of the branch names either of its registers: the moves run in order, so removing
+/// one would otherwise change what the others read or leave behind.
+fn candidates(decoded: &[DecodedInstruction<'_>], blocks: &HashMap<u32, usize>, branch: usize) -> Vec<Rewrite> {
     let instruction = &decoded[branch];
     if instruction.instruction.name != "vm.br" {
-        return None;
+        return Vec::new();
     }
     let (target, remaps) = match &instruction.operands[..] {
         [DecodedOperand::BranchTarget(target), DecodedOperand::BranchOperands(remaps)] => (*target, remaps),
-        _ => return None,
+        _ => return Vec::new(),
     };
-    let [remap] = remaps[..] else { return None };
-    if remap.source.bank == RegisterBank::Ref || remap.source.ordinal == remap.destination.ordinal {
-        return None;
-    }
-    let (from, to) = (remap.source.ordinal, remap.destination.ordinal);
+    let ints: Vec<(u16, u16)> = remaps
+        .iter()
+        .filter(|m| m.source.bank != RegisterBank::Ref)
+        .map(|m| (m.source.ordinal, m.destination.ordinal))
+        .collect();
+    ints.iter()
+        .enumerate()
+        .filter(|&(i, &(from, to))| {
+            from != to
+                && ints.iter().enumerate().all(|(j, &(s, d))| i == j || (s != from && s != to && d != from && d != to))
+        })
+        .filter_map(|(_, &(from, to))| candidate(decoded, blocks, branch, target, from, to))
+        .collect()
+}
+
+/// The rewrite that makes the definition of `from` before the `vm.br` at `branch` write `to`.
+fn candidate(
+    decoded: &[DecodedInstruction<'_>],
+    blocks: &HashMap<u32, usize>,
+    branch: usize,
+    target: u32,
+    from: u16,
+    to: u16,
+) -> Option<Rewrite> {
     // Back through the latch block to the instruction that defines `from`; nothing in between may
     // touch either register.
     let mut def = None;
@@ -106,7 +130,7 @@ fn candidate(decoded: &[DecodedInstruction<'_>], blocks: &HashMap<u32, usize>, b
             return None;
         }
         if access.writes.iter().any(|w| w.covers(from)) {
-            return Some(Rewrite { def, branch, field, to, kill: index });
+            return Some(Rewrite { def, branch, field, from, to, kill: index });
         }
     }
     None
@@ -273,16 +297,25 @@ mod tests {
     }
 
     #[test]
-    fn a_pair_definition_or_several_moves_are_kept() {
+    fn a_pair_definition_or_dependent_moves_are_kept() {
         let wide = Some(("vm.add.i64", vec![pair(4), pair(4), pair(4)]));
         let mut f = function(vec![None, add(0, 0, 4), wide, br(0, &[(4, 3)])]);
         let original = f.clone();
         coalesce(&mut f);
         assert_eq!(f, original);
-        let mut f = function(vec![None, add(0, 0, 4), add(0, 0, 5), add(3, 1, 4), br(0, &[(4, 3), (5, 6)])]);
+        // Moves that name each other's registers (a swap) run in order and stay.
+        let mut f = function(vec![None, add(0, 0, 4), add(0, 0, 3), add(3, 1, 4), br(0, &[(4, 3), (3, 4)])]);
         let original = f.clone();
         coalesce(&mut f);
         assert_eq!(f, original);
+    }
+
+    #[test]
+    fn independent_moves_of_one_branch_are_each_coalesced() {
+        let mut f = function(vec![None, add(0, 0, 4), add(0, 0, 5), add(3, 1, 4), br(0, &[(4, 3), (5, 6)])]);
+        coalesce(&mut f);
+        assert_eq!((written(&f[2]), written(&f[3])), (6, 3));
+        assert_eq!(moves(&f[4]), 0);
     }
 
     #[test]

@@ -134,8 +134,6 @@ impl Invocation {
                                 }
                             }
                         }
-                        // The common fall-through case is tested first so that the CPU predicts the
-                        // next op's address instead of waiting for the distance to load.
                         // SAFETY: the lowering computed `delta` from this op's index to the op that
                         // follows a verified block marker, so the result is an op of this function.
                         ip = unsafe { ip.byte_offset(target.delta as isize) };
