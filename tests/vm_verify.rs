@@ -9,7 +9,7 @@ use common::{fixture_dir, fixtures};
 use rtx::vm::bytecode::decode::{decode_function, DecodedInstruction};
 use rtx::vm::bytecode::verify::{verify_function, ModuleContext};
 use rtx::vm::bytecode::{ImmediateType, InstructionKind, OpcodeSet, OperandKind, RegisterBank};
-use rtx::vm::module_def::FunctionSignature;
+use rtx::vm::module_def::{FeatureBits, FunctionSignature};
 use rtx::vm::{LoadError, Module};
 
 fn read(name: &str) -> Vec<u8> {
@@ -395,4 +395,21 @@ fn blocks_are_delimited_by_terminators() {
     // A decode error keeps its offset and gains the function's name.
     let error = verify(&[0x79, zero, 0], 1).unwrap_err();
     assert!(error.message.starts_with("function 0: vm.const.i32.zero"), "{error}");
+}
+
+#[test]
+fn extension_opcodes_need_the_declared_requirement() {
+    let bytes = read("float_math.vmfb");
+    let module = Module::load_memory(&bytes).unwrap();
+    let ordinal = module
+        .function_descriptors()
+        .iter()
+        .position(|d| d.requirements.contains(FeatureBits::EXT_F32))
+        .expect("float_math has an EXT_F32 function");
+    let at = descriptor_position(&bytes, &module, ordinal) + 8;
+    let mut patched = bytes.clone();
+    patched[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+    let error = Module::load_memory(&patched).unwrap_err();
+    assert!(error.message.contains("needs the EXT_F32 extension"), "{error}");
+    assert!(error.offset >= function_start(&module, ordinal), "{error}");
 }

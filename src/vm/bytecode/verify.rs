@@ -18,11 +18,12 @@
 //! * blocks are delimited by terminators ([`is_terminator`]): the instruction before every Block
 //!   marker after the first is a terminator, a terminator is followed by a Block marker or the end
 //!   of the body, and the last instruction is a terminator. Every fixture function (95) obeys this;
-//!   86 end with `vm.return` and 9 with `vm.fail`.
+//!   86 end with `vm.return` and 9 with `vm.fail`;
+//! * extension opcodes (ExtF32, ExtF64) appear only in functions whose requirements declare them.
 //!
 //! Not checked here: the types of values flowing through `Any` lists (call operands against the
-//! callee's signature, return values against the function's results), the function's feature bits
-//! against the extension opcodes it uses, and the alignment of global offsets.
+//! callee's signature, return values against the function's results; the lowering checks those),
+//! and the alignment of global offsets.
 //!
 //! Every error's offset is the offending instruction's offset from the function start (the loader
 //! adds the function's file offset), and its message names the function, the mnemonic and the
@@ -31,8 +32,10 @@
 use std::collections::HashSet;
 
 use super::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap, REF_REGISTER_BIT};
-use super::isa::{ElementType, InstructionKind, Operand, OperandKind, RegisterBank};
-use crate::vm::module_def::{describe_function, ExportFunction, FunctionDescriptor, FunctionSignature, ModuleDef};
+use super::isa::{ElementType, InstructionKind, OpcodeSet, Operand, OperandKind, RegisterBank};
+use crate::vm::module_def::{
+    describe_function, ExportFunction, FeatureBits, FunctionDescriptor, FunctionSignature, ModuleDef,
+};
 use crate::vm::LoadError;
 
 /// What the verifier needs to know about the module around a function.
@@ -149,6 +152,7 @@ pub fn verify_function(
     }
 
     for instruction in &decoded {
+        verifier.check_extension(instruction)?;
         for (field, operand) in instruction.instruction.operands.iter().zip(&instruction.operands) {
             verifier.check_operand(instruction, field, operand, &blocks)?;
         }
@@ -198,6 +202,28 @@ struct Verifier<'c> {
 }
 
 impl Verifier<'_> {
+    /// An extension opcode is only valid in a function that declares the extension among its
+    /// requirements (IREE's verifier enforces the same; the loader checks the declared bits
+    /// against what the runtime supports).
+    fn check_extension(&self, instruction: &DecodedInstruction<'_>) -> Result<(), LoadError> {
+        let (needed, name) = match instruction.instruction.set {
+            OpcodeSet::Core => return Ok(()),
+            OpcodeSet::ExtF32 => (FeatureBits::EXT_F32, "EXT_F32"),
+            OpcodeSet::ExtF64 => (FeatureBits::EXT_F64, "EXT_F64"),
+        };
+        if self.descriptor.requirements.contains(needed) {
+            return Ok(());
+        }
+        Err(LoadError::malformed(
+            instruction.offset,
+            format!(
+                "{}: {} at offset {} needs the {name} extension, which the function does not declare \
+                 in its requirements ({:#x})",
+                self.function, instruction.instruction.name, instruction.offset, self.descriptor.requirements.0
+            ),
+        ))
+    }
+
     fn check_entry(&self, cconv: &str) -> Result<(), LoadError> {
         let Some((i32_count, ref_count)) = argument_registers(cconv) else {
             return Err(LoadError::malformed(
