@@ -5,7 +5,7 @@
 //! (`%i4 = vm.add.i32 %i3, %i1 ... vm.br ^bb1(%i4->%i3)`). Interpreted, that copy is a store and a
 //! load in the carried value's dependency chain every iteration. When the scratch register is
 //! dead at the destination and nothing in between touches either register, the defining
-//! instruction can write the destination register itself and the branch carries nothing.
+//! instruction can write the destination register itself and the branch drops that move.
 //!
 //! The analysis is local and conservative: it only looks at the straight-line code of the latch
 //! block and of the destination block, and gives up on anything it does not model (variadic

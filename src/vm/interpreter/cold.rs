@@ -288,7 +288,8 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
     Ok(())
 }
 
-/// Performs the ref moves of a branch (after its i32 moves, as IREE orders them).
+/// Performs the ref moves of a branch. The loop does the i32 moves first; the banks are
+/// disjoint, so splitting them changes nothing.
 #[inline(never)]
 pub(super) fn move_refs(moves: &[(RefReg, Reg)], refs: &mut [Option<Ref>]) {
     for &(s, d) in moves {

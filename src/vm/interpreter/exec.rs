@@ -8,8 +8,7 @@
 //! Errors leave the loop through `fail!`, which records the pc so the error can name the
 //! instruction and its source location.
 
-use super::cold;
-use super::cold::take_or_clone;
+use super::cold::{self, error, take_or_clone};
 use super::op::{CallOp, Callee, Moves, Op, RefReg, Reg, Target};
 use super::scalar;
 use super::{bytecode_module, call_native, read64, Invocation, Pending, Step, UNLIMITED};
@@ -28,10 +27,6 @@ enum Transfer {
     Return,
     /// Call a native function with these arguments.
     Native { instance: u32, function: u32, arguments: Vec<Value> },
-}
-
-fn error(code: StatusCode, message: impl Into<String>) -> Diagnostic {
-    Diagnostic::new(code, message)
 }
 
 impl Invocation {

@@ -85,7 +85,8 @@ pub struct Invocation {
     /// A call made from the host straight into a native function.
     native_entry: Option<(u32, u32, Vec<Value>)>,
     pending: Option<Pending>,
-    /// Branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`.
+    /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
+    /// ([`UNLIMITED`]: never).
     budget: u64,
 }
 

@@ -68,7 +68,7 @@ pub struct Target {
 }
 
 impl Target {
-    /// The distance that means "the next op": a branch to it needs no load to know where to go.
+    /// The distance to the next op (the size of one op).
     pub const NEXT: i32 = std::mem::size_of::<Op>() as i32;
 
     /// The destination is at or before the branch: taking it may repeat work, so it spends the
