@@ -2,6 +2,10 @@
 //! run through the `rtx` binary and its exit status, stdout and stderr are compared with what
 //! `iree-run-module` 3.13 printed for the same module and flags (tests/fixtures/vm/expected).
 //!
+//! Each invocation runs three times: as shipped (loops as machine code where the platform has the
+//! loop compiler), with compiled code entered at every block (`RTX_VM_JIT=all`, so straight-line
+//! code goes through the compiler too), and interpreted only (`RTX_VM_JIT=0`).
+//!
 //! Two deliberate differences, checked precisely rather than skipped:
 //! * Integer division by zero and `MIN / -1`: IREE's runtime dies of SIGFPE (exit status 248,
 //!   nothing on stderr); rtx fails the call with `INVALID_ARGUMENT` and exit status 1, after the
@@ -35,12 +39,13 @@ fn rtx_run_prints_what_iree_run_module_printed() {
     let mut failures = Vec::new();
     let invocations = common::invocations();
     assert!(invocations.len() >= 150, "the fixture set has {} invocations", invocations.len());
-    for invocation in &invocations {
+    for (mode, invocation) in ["loops", "all", "0"].iter().flat_map(|mode| invocations.iter().map(move |i| (mode, i))) {
         let expected = std::fs::read_to_string(common::fixture_dir("expected").join(&invocation.expected))
             .unwrap_or_else(|e| panic!("{}: {e}", invocation.expected));
         let (status, stdout, stderr) = split_expected(&expected);
         let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
             .current_dir(common::fixture_dir(""))
+            .env("RTX_VM_JIT", mode)
             .arg("run")
             .arg("--device=local-sync")
             .arg(format!("--module={}.vmfb", invocation.module))
@@ -63,7 +68,7 @@ fn rtx_run_prints_what_iree_run_module_printed() {
         };
         if !ok {
             failures.push(format!(
-                "invocations.txt:{} ({}): expected status {status}\n{stdout}{stderr}got status {got_status}\n{got_stdout}{got_stderr}",
+                "invocations.txt:{} ({}, RTX_VM_JIT={mode}): expected status {status}\n{stdout}{stderr}got status {got_status}\n{got_stdout}{got_stderr}",
                 invocation.line, invocation.expected
             ));
         }
@@ -72,7 +77,7 @@ fn rtx_run_prints_what_iree_run_module_printed() {
         failures.is_empty(),
         "{} of {} invocations differ:\n{}",
         failures.len(),
-        invocations.len(),
+        invocations.len() * 3,
         failures.join("\n")
     );
 }

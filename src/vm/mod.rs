@@ -12,6 +12,8 @@ pub mod error;
 pub mod flatbuffer;
 pub mod function_io;
 pub mod interpreter;
+#[cfg(rtx_jit)]
+pub mod jit;
 pub mod list;
 pub mod module;
 pub mod module_def;

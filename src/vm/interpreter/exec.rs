@@ -54,7 +54,7 @@ impl Invocation {
                 return Err(error(StatusCode::Internal, "frame without bytecode state"));
             };
             let function = &module.functions()[frame.function as usize];
-            let ops = &function.ops[..];
+            let ops = function.ops_for(BUDGETED);
             let i32_base = frame.i32_base as usize;
             let ref_base = frame.ref_base as usize;
             let i32_end = i32_base + function.i32_register_count as usize;
@@ -188,6 +188,18 @@ impl Invocation {
                         Op::Cold(op) => r#try!(cold::execute(op, regs, &mut env)),
 
                         Op::Br(target) | Op::Yield(target) => jump!(target),
+                        #[cfg(rtx_jit)]
+                        Op::Native(entry) => {
+                            // SAFETY: the entry is code the loop compiler emitted for this op of
+                            // this function (see `crate::vm::jit`): it reads and writes only
+                            // registers the verifier proved inside this frame's i32 bank, which
+                            // `regs` is, and returns the index of an op of this function.
+                            let resume = unsafe { entry(regs.as_mut_ptr()) };
+                            debug_assert!((resume as usize) < ops.len());
+                            // SAFETY: as above, `resume` is an op index of this function.
+                            ip = unsafe { base.add(resume as usize) };
+                            continue;
+                        }
                         Op::AddI32Br { a, b, d, t } => {
                             r32!(*d) = scalar::add_i32(r32!(*a), r32!(*b));
                             jump!(t)

@@ -37,6 +37,31 @@ pub struct Function {
     pub results: Box<[ValueKind]>,
     /// The branch argument moves too large to keep inline ([`Moves::Many`] indexes this).
     pub remaps: Box<[Remap]>,
+    #[cfg(rtx_jit)]
+    pub native: Option<NativeOps>,
+}
+
+impl Function {
+    /// The ops to run: with loops entering machine code, unless the invocation counts its
+    /// budget on every back edge (machine code does not).
+    pub fn ops_for(&self, budgeted: bool) -> &[Op] {
+        #[cfg(rtx_jit)]
+        if let (Some(native), false) = (&self.native, budgeted) {
+            return &native.ops;
+        }
+        let _ = budgeted;
+        &self.ops
+    }
+}
+
+/// A copy of a function's ops in which each compiled loop header is an [`Op::Native`] entry
+/// (same indices, so frames, errors and branch distances mean the same in both).
+#[cfg(rtx_jit)]
+#[derive(Debug)]
+pub struct NativeOps {
+    pub ops: Box<[Op]>,
+    /// Keeps the code the entries point into mapped.
+    _code: std::sync::Arc<crate::vm::jit::CodeMemory>,
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -57,8 +82,15 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
                 .and_then(|c| CallingConvention::parse(c).ok())
         })
         .collect();
-    let module = ModuleScope { def, internal: &internal, imports: &imports };
-    def.function_descriptors
+    let module = ModuleScope {
+        def,
+        internal: &internal,
+        imports: &imports,
+        #[cfg(rtx_jit)]
+        entries: crate::vm::jit::entries(),
+    };
+    let lowered = def
+        .function_descriptors
         .iter()
         .enumerate()
         .map(|(ordinal, descriptor)| {
@@ -68,13 +100,38 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
                 .lower_function(ordinal, descriptor, bytecode)
                 .map_err(|e| LoadError { offset: start + e.offset, ..e })
         })
-        .collect()
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    #[cfg(rtx_jit)]
+    {
+        let (mut functions, compiled): (Vec<Function>, Vec<_>) = lowered.into_iter().unzip();
+        for (function, linked) in functions.iter_mut().zip(crate::vm::jit::link(compiled)) {
+            if let Some(linked) = linked {
+                let mut ops = function.ops.clone();
+                for (op, entry) in linked.entries {
+                    ops[op as usize] = Op::Native(entry);
+                }
+                function.native = Some(NativeOps { ops, _code: linked.code });
+            }
+        }
+        Ok(functions)
+    }
+    #[cfg(not(rtx_jit))]
+    Ok(lowered.into_iter().map(|(function, ())| function).collect())
 }
+
+/// What the loop compiler made of a function (nothing where there is no compiler).
+#[cfg(rtx_jit)]
+type Compiled = Option<crate::vm::jit::Compiled>;
+#[cfg(not(rtx_jit))]
+type Compiled = ();
 
 struct ModuleScope<'a> {
     def: &'a ModuleDef,
     internal: &'a [Option<CallingConvention>],
     imports: &'a [Option<CallingConvention>],
+    /// Where compiled loop code is entered, if it is made at all.
+    #[cfg(rtx_jit)]
+    entries: Option<crate::vm::jit::Entries>,
 }
 
 impl ModuleScope<'_> {
@@ -83,7 +140,7 @@ impl ModuleScope<'_> {
         ordinal: usize,
         descriptor: &FunctionDescriptor,
         bytecode: &[u8],
-    ) -> Result<Function, LoadError> {
+    ) -> Result<(Function, Compiled), LoadError> {
         let name = describe_function(&self.def.exported_functions, ordinal);
         let cconv = self.internal[ordinal].clone().ok_or_else(|| {
             let text = self.def.function_signatures[ordinal].calling_convention.as_deref().unwrap_or("");
@@ -125,6 +182,8 @@ impl ModuleScope<'_> {
         };
         let mut ops = Vec::with_capacity(count as usize);
         let mut offsets = Vec::with_capacity(count as usize);
+        // The op index each instruction begins (none for markers and fused second halves).
+        let mut starts = vec![None; decoded.len()];
         let mut i = 0;
         while i < decoded.len() {
             let instruction = &decoded[i];
@@ -132,6 +191,7 @@ impl ModuleScope<'_> {
             if instruction.instruction.kind == InstructionKind::BlockMarker {
                 continue;
             }
+            starts[i - 1] = Some(ops.len() as u32);
             lowering.offset = instruction.offset;
             lowering.op_index = ops.len() as u32;
             let mut op = lowering.lower(instruction)?;
@@ -172,7 +232,13 @@ impl ModuleScope<'_> {
             })
             .collect::<Result<Vec<_>, LoadError>>()?;
         let remaps = lowering.remaps.into_inner().into();
-        Ok(Function {
+        #[cfg(rtx_jit)]
+        let compiled = self.entries.and_then(|e| crate::vm::jit::compile(&decoded, &starts, &blocks, e));
+        #[cfg(not(rtx_jit))]
+        let compiled = {
+            let _ = starts;
+        };
+        let function = Function {
             ops: ops.into(),
             offsets: offsets.into(),
             i32_register_count: descriptor.i32_register_count,
@@ -181,7 +247,10 @@ impl ModuleScope<'_> {
             arguments: frame.into(),
             results: results.into(),
             remaps,
-        })
+            #[cfg(rtx_jit)]
+            native: None,
+        };
+        Ok((function, compiled))
     }
 }
 
@@ -737,7 +806,19 @@ fn fuse(first: Op, branch: Op) -> Op {
 
 /// The scalar function and registers of an i32-bank binary op, whether the loop runs it inline
 /// or through a pointer (the fused forms hold a pointer).
-fn bin32_parts(op: &Op) -> Option<(s::Bin32, Reg, Reg, Reg)> {
+/// The op the interpreter runs for a register-only scalar instruction (consts, selects and
+/// branches aside), for tests that hold other executors of the same instruction against it.
+#[cfg(test)]
+pub(crate) fn scalar_reference(instruction: &DecodedInstruction<'_>) -> Option<Op> {
+    let registers = instruction
+        .operands
+        .iter()
+        .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(*r) } else { None })
+        .collect();
+    scalar_op(instruction.instruction.name, &Operands { registers, instruction })
+}
+
+pub(crate) fn bin32_parts(op: &Op) -> Option<(s::Bin32, Reg, Reg, Reg)> {
     let f: s::Bin32 = match op {
         Op::Bin32 { f, .. } => *f,
         Op::AddI32 { .. } => s::add_i32,

@@ -393,6 +393,9 @@ pub enum Op {
     },
     /// `vm.yield`: branch, then give other work a chance to run.
     Yield(Target),
+    /// A loop header whose loop runs as machine code (only in [`super::lower::NativeOps`]).
+    #[cfg(rtx_jit)]
+    Native(crate::vm::jit::Entry),
 }
 
 /// The ops the dispatch loop hands to [`super::cold`]: each does enough work (reference counts,

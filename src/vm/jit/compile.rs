@@ -1,0 +1,476 @@
+//! Compiles one function's scalar instructions to x86-64.
+//!
+//! The machine code keeps the interpreter's frame layout: every VM register stays in the frame's
+//! i32 bank (`rdi`), every instruction loads its operands from there and stores its result back,
+//! so at any instruction boundary the registers are exactly what the interpreter would hold. That
+//! makes leaving the code trivial: an instruction the compiler does not handle (calls, refs,
+//! returns, anything with side effects or library semantics) or a case it leaves to the
+//! interpreter (division by zero or by -1) returns that instruction's op index, and the
+//! interpreter resumes there. What the code saves is the dispatch: no op fetch, no indirect jump,
+//! branches straight to their blocks.
+//!
+//! Entries are loop headers whose whole body (the ops from the header to the back edge) compiled,
+//! so a loop runs from its first iteration to its exit in machine code.
+
+use std::collections::HashMap;
+
+use super::x64::{Alu, Assembler, Cond, Gpr, Label, Shift, Sse, Width};
+use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, RegisterRemap};
+use crate::vm::bytecode::isa::{InstructionKind, RegisterBank};
+
+/// Which blocks get an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entries {
+    /// Headers of loops that compiled whole.
+    Loops,
+    /// Every block (and the function start) whose first op compiled: runs straight-line code
+    /// through the compiler too, so tests can hold every compiled instruction against the
+    /// interpreter's results.
+    Everywhere,
+}
+
+/// A function's machine code and where the interpreter may enter it.
+#[derive(Debug)]
+pub struct Compiled {
+    pub code: Vec<u8>,
+    /// (op index, code offset) pairs, by op index.
+    pub entries: Vec<(u32, u32)>,
+}
+
+/// The code of one op (one instruction, or the two the lowering fused).
+struct Group {
+    op: u32,
+    code: u32,
+    compiled: bool,
+    /// The code can leave before finishing the op (to let the interpreter raise an error).
+    may_exit: bool,
+    block_start: bool,
+}
+
+/// Compiles `decoded` (after coalescing, as lowered). `starts[i]` is the op index that
+/// instruction `i` begins (`None` for block markers and the second instruction of a fused pair);
+/// `blocks` maps block marker offsets to the op index of their first op.
+pub fn compile(
+    decoded: &[DecodedInstruction<'_>],
+    starts: &[Option<u32>],
+    blocks: &HashMap<u32, u32>,
+    entries: Entries,
+) -> Option<Compiled> {
+    let mut asm = Assembler::default();
+    let labels: HashMap<u32, Label> = blocks.keys().map(|&offset| (offset, asm.label())).collect();
+    let mut groups = Vec::new();
+    let mut exits = Vec::new();
+    let mut back_edges = Vec::new();
+    let mut block_start = true;
+    let mut i = 0;
+    while i < decoded.len() {
+        if decoded[i].instruction.kind == InstructionKind::BlockMarker {
+            asm.bind(labels[&(decoded[i].offset as u32)]);
+            block_start = true;
+            i += 1;
+            continue;
+        }
+        let op = starts[i]?;
+        let len = if starts.get(i + 1) == Some(&None)
+            && decoded.get(i + 1).is_some_and(|next| next.instruction.kind != InstructionKind::BlockMarker)
+        {
+            2
+        } else {
+            1
+        };
+        let mark = asm.mark();
+        let (exit_count, edge_count) = (exits.len(), back_edges.len());
+        let code = asm.offset() as u32;
+        let mut emitter =
+            Emitter { asm: &mut asm, labels: &labels, blocks, exits: &mut exits, back_edges: &mut back_edges, op };
+        let compiled = (i..i + len).all(|k| emitter.instruction(&decoded[k], decoded.get(k + 1)));
+        if !compiled {
+            asm.rollback(mark);
+            exits.truncate(exit_count);
+            back_edges.truncate(edge_count);
+            leave(&mut asm, op);
+        }
+        let may_exit = exits.len() > exit_count;
+        groups.push(Group { op, code, compiled, may_exit, block_start });
+        block_start = false;
+        i += len;
+    }
+    for (label, op) in exits {
+        asm.bind(label);
+        leave(&mut asm, op);
+    }
+    let enterable = |group: &Group| group.compiled && !group.may_exit && group.block_start;
+    let mut chosen: Vec<(u32, u32)> = match entries {
+        Entries::Everywhere => groups.iter().filter(|g| enterable(g)).map(|g| (g.op, g.code)).collect(),
+        Entries::Loops => back_edges
+            .iter()
+            .filter_map(|&(latch, header)| {
+                let first = groups.iter().position(|g| g.op == header)?;
+                let body = groups[first..].iter().take_while(|g| g.op <= latch);
+                (enterable(&groups[first]) && body.clone().all(|g| g.compiled)).then_some((header, groups[first].code))
+            })
+            .collect(),
+    };
+    chosen.sort_unstable();
+    chosen.dedup();
+    if chosen.is_empty() {
+        return None;
+    }
+    Some(Compiled { code: asm.finish()?, entries: chosen })
+}
+
+/// Returns to the interpreter at `op`.
+fn leave(asm: &mut Assembler, op: u32) {
+    asm.mov_imm32(Gpr::Rax, op);
+    asm.ret();
+}
+
+struct Emitter<'a> {
+    asm: &'a mut Assembler,
+    labels: &'a HashMap<u32, Label>,
+    blocks: &'a HashMap<u32, u32>,
+    /// Slow paths: (label, op index the interpreter resumes at).
+    exits: &'a mut Vec<(Label, u32)>,
+    /// (op index of a branch, op index of a destination at or before it).
+    back_edges: &'a mut Vec<(u32, u32)>,
+    op: u32,
+}
+
+use Width::{W32, W64};
+
+impl Emitter<'_> {
+    /// Emits one instruction; false if it is not one the compiler handles.
+    fn instruction(&mut self, instruction: &DecodedInstruction<'_>, next: Option<&DecodedInstruction<'_>>) -> bool {
+        let name = instruction.instruction.name;
+        let r: Vec<u16> = instruction
+            .operands
+            .iter()
+            .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(r.ordinal) } else { None })
+            .collect();
+        let width = if name.contains("i64") || name.contains("f64") { W64 } else { W32 };
+        let a = &mut *self.asm;
+        match name {
+            "vm.const.i32.zero" | "vm.const.f32.zero" => a.store_imm32(r[0], 0),
+            "vm.const.i64.zero" | "vm.const.f64.zero" => {
+                a.zero(Gpr::Rax);
+                a.store(W64, r[0], Gpr::Rax);
+            }
+            "vm.const.i32" | "vm.const.f32" | "vm.const.i64" | "vm.const.f64" => {
+                let Some(bits) = instruction.operands.iter().find_map(|o| match o {
+                    DecodedOperand::ImmediateI32(v) => Some(*v as u32 as u64),
+                    DecodedOperand::ImmediateF32(v) => Some(u64::from(v.to_bits())),
+                    DecodedOperand::ImmediateI64(v) => Some(*v as u64),
+                    DecodedOperand::ImmediateF64(v) => Some(v.to_bits()),
+                    _ => None,
+                }) else {
+                    return false;
+                };
+                if width == W32 {
+                    a.store_imm32(r[0], bits as u32);
+                } else {
+                    a.mov_imm64(Gpr::Rax, bits);
+                    a.store(W64, r[0], Gpr::Rax);
+                }
+            }
+            "vm.select.i32" | "vm.select.f32" | "vm.select.i64" | "vm.select.f64" => {
+                a.load(width, Gpr::Rax, r[2]);
+                a.cmp_slot_imm(W32, r[0], 0);
+                a.cmov(Cond::Ne, width, Gpr::Rax, r[1]);
+                a.store(width, r[3], Gpr::Rax);
+            }
+            "vm.add.i32" | "vm.add.i64" => binary(a, Alu::Add, width, &r),
+            "vm.sub.i32" | "vm.sub.i64" => binary(a, Alu::Sub, width, &r),
+            "vm.and.i32" | "vm.and.i64" => binary(a, Alu::And, width, &r),
+            "vm.or.i32" | "vm.or.i64" => binary(a, Alu::Or, width, &r),
+            "vm.xor.i32" | "vm.xor.i64" => binary(a, Alu::Xor, width, &r),
+            "vm.mul.i32" | "vm.mul.i64" => {
+                a.load(width, Gpr::Rax, r[0]);
+                a.imul(width, Gpr::Rax, r[1]);
+                a.store(width, r[2], Gpr::Rax);
+            }
+            "vm.fma.i32" | "vm.fma.i64" => {
+                a.load(width, Gpr::Rax, r[0]);
+                a.imul(width, Gpr::Rax, r[1]);
+                a.alu(Alu::Add, width, Gpr::Rax, r[2]);
+                a.store(width, r[3], Gpr::Rax);
+            }
+            "vm.not.i32" | "vm.not.i64" => {
+                a.load(width, Gpr::Rax, r[0]);
+                a.not(width, Gpr::Rax);
+                a.store(width, r[1], Gpr::Rax);
+            }
+            "vm.abs.i32" | "vm.abs.i64" => {
+                // -a when that is not negative, else a (so MIN stays MIN, as wrapping_abs).
+                a.load(width, Gpr::Rax, r[0]);
+                a.mov(width, Gpr::Rcx, Gpr::Rax);
+                a.neg(width, Gpr::Rcx);
+                a.cmov_reg(Cond::S, width, Gpr::Rcx, Gpr::Rax);
+                a.store(width, r[1], Gpr::Rcx);
+            }
+            "vm.min.i32.s" | "vm.min.i64.s" => pick(a, Cond::G, width, &r),
+            "vm.min.i32.u" | "vm.min.i64.u" => pick(a, Cond::A, width, &r),
+            "vm.max.i32.s" | "vm.max.i64.s" => pick(a, Cond::L, width, &r),
+            "vm.max.i32.u" | "vm.max.i64.u" => pick(a, Cond::B, width, &r),
+            // The amount is an i32 register for both widths; the hardware masks it to the width
+            // (`& 31` / `& 63`), as IREE does.
+            "vm.shl.i32" | "vm.shl.i64" => shift(a, Shift::Shl, width, &r),
+            "vm.shr.i32.s" | "vm.shr.i64.s" => shift(a, Shift::Sar, width, &r),
+            "vm.shr.i32.u" | "vm.shr.i64.u" => shift(a, Shift::Shr, width, &r),
+            "vm.div.i32.s" | "vm.div.i64.s" | "vm.rem.i32.s" | "vm.rem.i64.s" | "vm.div.i32.u" | "vm.div.i64.u"
+            | "vm.rem.i32.u" | "vm.rem.i64.u" => {
+                let signed = name.ends_with(".s");
+                // Division by zero is an error and `MIN / -1` overflows: the interpreter raises
+                // both, so any zero or (signed) -1 divisor goes back to it.
+                let slow = a.label();
+                a.cmp_slot_imm(width, r[1], 0);
+                a.jump_if(Cond::E, slow);
+                if signed {
+                    a.cmp_slot_imm(width, r[1], -1);
+                    a.jump_if(Cond::E, slow);
+                }
+                self.exits.push((slow, self.op));
+                a.load(width, Gpr::Rax, r[0]);
+                a.extend_dividend(width, signed);
+                a.divide(width, signed, r[1]);
+                let result = if name.starts_with("vm.div") { Gpr::Rax } else { Gpr::Rdx };
+                a.store(width, r[2], result);
+            }
+            "vm.trunc.i32.i8" | "vm.ext.i8.i32.u" => extend(a, 8, false, &r),
+            "vm.trunc.i32.i16" | "vm.ext.i16.i32.u" => extend(a, 16, false, &r),
+            "vm.ext.i8.i32.s" => extend(a, 8, true, &r),
+            "vm.ext.i16.i32.s" => extend(a, 16, true, &r),
+            "vm.trunc.i64.i32" | "vm.bitcast.i32.f32" | "vm.bitcast.f32.i32" => {
+                a.load(W32, Gpr::Rax, r[0]);
+                a.store(W32, r[1], Gpr::Rax);
+            }
+            "vm.bitcast.i64.f64" | "vm.bitcast.f64.i64" => {
+                a.load(W64, Gpr::Rax, r[0]);
+                a.store(W64, r[1], Gpr::Rax);
+            }
+            "vm.ext.i32.i64.s" => {
+                a.load_sign_extended32(Gpr::Rax, r[0]);
+                a.store(W64, r[1], Gpr::Rax);
+            }
+            "vm.ext.i32.i64.u" => {
+                a.load(W32, Gpr::Rax, r[0]); // zero-extends into rax
+                a.store(W64, r[1], Gpr::Rax);
+            }
+            "vm.cmp.eq.i32" | "vm.cmp.eq.i64" => compare(a, Cond::E, width, &r),
+            "vm.cmp.ne.i32" | "vm.cmp.ne.i64" => compare(a, Cond::Ne, width, &r),
+            "vm.cmp.lt.i32.s" | "vm.cmp.lt.i64.s" => compare(a, Cond::L, width, &r),
+            "vm.cmp.lt.i32.u" | "vm.cmp.lt.i64.u" => compare(a, Cond::B, width, &r),
+            "vm.cmp.nz.i32" | "vm.cmp.nz.i64" => {
+                a.cmp_slot_imm(width, r[0], 0);
+                a.set(Cond::Ne, Gpr::Rax);
+                a.store(W32, r[1], Gpr::Rax);
+            }
+            "vm.add.f32" | "vm.add.f64" => float(a, Sse::Add, width, &r),
+            "vm.sub.f32" | "vm.sub.f64" => float(a, Sse::Sub, width, &r),
+            "vm.mul.f32" | "vm.mul.f64" => float(a, Sse::Mul, width, &r),
+            "vm.div.f32" | "vm.div.f64" => float(a, Sse::Div, width, &r),
+            // `(b < a) ? b : a` and `(a < b) ? b : a` are exactly minss/maxss with b first.
+            "vm.min.f32" | "vm.min.f64" => float(a, Sse::Min, width, &[r[1], r[0], r[2]]),
+            "vm.max.f32" | "vm.max.f64" => float(a, Sse::Max, width, &[r[1], r[0], r[2]]),
+            // Two roundings, as the interpreter (IREE's baseline x86-64 build does not fuse).
+            "vm.fma.f32" | "vm.fma.f64" => {
+                a.sse(Sse::Load, width, r[0]);
+                a.sse(Sse::Mul, width, r[1]);
+                a.sse(Sse::Add, width, r[2]);
+                a.sse_store(width, r[3]);
+            }
+            "vm.abs.f32" | "vm.neg.f32" => {
+                a.load(W32, Gpr::Rax, r[0]);
+                if name == "vm.abs.f32" {
+                    a.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
+                } else {
+                    a.alu_imm(Alu::Xor, W32, Gpr::Rax, i32::MIN);
+                }
+                a.store(W32, r[1], Gpr::Rax);
+            }
+            "vm.cast.si32.f32" | "vm.cast.si64.f32" => {
+                a.int_to_f32(width, r[0]);
+                a.sse_store(W32, r[1]);
+            }
+            "vm.cast.ui32.f32" => {
+                a.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
+                a.int_to_f32_reg(Gpr::Rax);
+                a.sse_store(W32, r[1]);
+            }
+            // ucomis sets ZF, PF and CF for unordered operands; `lt`/`lte` ordered swap the
+            // operands so that unordered (CF) reads as false.
+            "vm.cmp.eq.f32.o" | "vm.cmp.eq.f64.o" => {
+                float_compare(a, width, r[0], r[1], Cond::E, Some((Cond::Np, true)), r[2])
+            }
+            "vm.cmp.eq.f32.u" | "vm.cmp.eq.f64.u" => float_compare(a, width, r[0], r[1], Cond::E, None, r[2]),
+            // `!=` is true for unordered operands in both forms (C's and Rust's `!=`).
+            "vm.cmp.ne.f32.o" | "vm.cmp.ne.f64.o" | "vm.cmp.ne.f32.u" | "vm.cmp.ne.f64.u" => {
+                float_compare(a, width, r[0], r[1], Cond::Ne, Some((Cond::P, false)), r[2])
+            }
+            "vm.cmp.lt.f32.o" | "vm.cmp.lt.f64.o" => float_compare(a, width, r[1], r[0], Cond::A, None, r[2]),
+            "vm.cmp.lte.f32.o" | "vm.cmp.lte.f64.o" => float_compare(a, width, r[1], r[0], Cond::Ae, None, r[2]),
+            "vm.cmp.lt.f32.u" | "vm.cmp.lt.f64.u" => float_compare(a, width, r[0], r[1], Cond::B, None, r[2]),
+            "vm.cmp.lte.f32.u" | "vm.cmp.lte.f64.u" => float_compare(a, width, r[0], r[1], Cond::Be, None, r[2]),
+            "vm.cmp.nan.f32" | "vm.cmp.nan.f64" => float_compare(a, width, r[0], r[0], Cond::P, None, r[1]),
+            "vm.br" => return self.branch(instruction, next),
+            "vm.cond_br" => return self.conditional_branch(instruction, r[0], next),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The destinations of a branch and the moves each takes.
+    fn destinations<'i>(instruction: &'i DecodedInstruction<'_>) -> Vec<(u32, &'i [RegisterRemap])> {
+        let mut destinations: Vec<(u32, &[RegisterRemap])> = Vec::new();
+        for operand in &instruction.operands {
+            match operand {
+                DecodedOperand::BranchTarget(target) => destinations.push((*target, &[])),
+                DecodedOperand::BranchOperands(remaps) => {
+                    if let Some(last) = destinations.last_mut() {
+                        last.1 = remaps;
+                    }
+                }
+                _ => {}
+            }
+        }
+        destinations
+    }
+
+    /// Moves the block arguments in order and jumps (or falls into the block that follows).
+    fn take(&mut self, (target, remaps): (u32, &[RegisterRemap]), next: Option<&DecodedInstruction<'_>>) -> bool {
+        let (Some(&label), Some(&header)) = (self.labels.get(&target), self.blocks.get(&target)) else {
+            return false;
+        };
+        if remaps.iter().any(|m| m.source.bank == RegisterBank::Ref || m.destination.bank == RegisterBank::Ref) {
+            return false;
+        }
+        let mut moves = remaps.iter().map(|m| (m.source.ordinal, m.destination.ordinal)).peekable();
+        while let Some((source, destination)) = moves.next() {
+            // An i64/f64 value moves as its two halves, in order; one 64-bit move does the same
+            // (an even pair cannot overlap another even pair half-way) and lets the next 64-bit
+            // load of the pair forward from one store instead of stalling on two.
+            if source % 2 == 0 && destination % 2 == 0 && moves.peek() == Some(&(source + 1, destination + 1)) {
+                moves.next();
+                self.asm.load(W64, Gpr::Rax, source);
+                self.asm.store(W64, destination, Gpr::Rax);
+            } else {
+                self.asm.load(W32, Gpr::Rax, source);
+                self.asm.store(W32, destination, Gpr::Rax);
+            }
+        }
+        if header <= self.op {
+            self.back_edges.push((self.op, header));
+        }
+        let follows =
+            next.is_some_and(|n| n.instruction.kind == InstructionKind::BlockMarker && n.offset as u32 == target);
+        if !follows {
+            self.asm.jump(label);
+        }
+        true
+    }
+
+    fn branch(&mut self, instruction: &DecodedInstruction<'_>, next: Option<&DecodedInstruction<'_>>) -> bool {
+        match Self::destinations(instruction)[..] {
+            [only] => self.take(only, next),
+            _ => false,
+        }
+    }
+
+    fn conditional_branch(
+        &mut self,
+        instruction: &DecodedInstruction<'_>,
+        condition: u16,
+        next: Option<&DecodedInstruction<'_>>,
+    ) -> bool {
+        let [taken, otherwise] = Self::destinations(instruction)[..] else { return false };
+        let (Some(&taken_label), Some(&otherwise_label)) = (self.labels.get(&taken.0), self.labels.get(&otherwise.0))
+        else {
+            return false;
+        };
+        self.asm.cmp_slot_imm(W32, condition, 0);
+        if taken.1.is_empty() {
+            self.asm.jump_if(Cond::Ne, taken_label);
+            self.note_edge(taken.0);
+            self.take(otherwise, next)
+        } else if otherwise.1.is_empty() {
+            self.asm.jump_if(Cond::E, otherwise_label);
+            self.note_edge(otherwise.0);
+            self.take(taken, next)
+        } else {
+            let else_moves = self.asm.label();
+            self.asm.jump_if(Cond::E, else_moves);
+            if !self.take(taken, None) {
+                return false;
+            }
+            self.asm.bind(else_moves);
+            self.take(otherwise, next)
+        }
+    }
+
+    /// Records a direct conditional jump to `target` as a back edge when it is one.
+    fn note_edge(&mut self, target: u32) {
+        if let Some(&header) = self.blocks.get(&target) {
+            if header <= self.op {
+                self.back_edges.push((self.op, header));
+            }
+        }
+    }
+}
+
+/// `d = a op b`
+fn binary(a: &mut Assembler, op: Alu, width: Width, r: &[u16]) {
+    a.load(width, Gpr::Rax, r[0]);
+    a.alu(op, width, Gpr::Rax, r[1]);
+    a.store(width, r[2], Gpr::Rax);
+}
+
+/// `d = a`, replaced by `b` when `cond` holds after `cmp a, b` (min/max).
+fn pick(a: &mut Assembler, cond: Cond, width: Width, r: &[u16]) {
+    a.load(width, Gpr::Rax, r[0]);
+    a.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
+    a.cmov(cond, width, Gpr::Rax, r[1]);
+    a.store(width, r[2], Gpr::Rax);
+}
+
+fn shift(a: &mut Assembler, op: Shift, width: Width, r: &[u16]) {
+    a.load(W32, Gpr::Rcx, r[1]);
+    a.load(width, Gpr::Rax, r[0]);
+    a.shift(op, width, Gpr::Rax);
+    a.store(width, r[2], Gpr::Rax);
+}
+
+/// Zero- or sign-extends the low `bits` of an i32 register.
+fn extend(a: &mut Assembler, bits: u8, signed: bool, r: &[u16]) {
+    a.load_extended(bits, signed, Gpr::Rax, r[0]);
+    a.store(W32, r[1], Gpr::Rax);
+}
+
+/// `d = (a cond b) ? 1 : 0`
+fn compare(a: &mut Assembler, cond: Cond, width: Width, r: &[u16]) {
+    a.load(width, Gpr::Rax, r[0]);
+    a.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
+    a.set(cond, Gpr::Rax);
+    a.store(W32, r[2], Gpr::Rax);
+}
+
+/// `d = a op b` on floats.
+fn float(a: &mut Assembler, op: Sse, width: Width, r: &[u16]) {
+    a.sse(Sse::Load, width, r[0]);
+    a.sse(op, width, r[1]);
+    a.sse_store(width, r[2]);
+}
+
+/// `d = cond` after `ucomis x, y`, and-ed (`true`) or or-ed (`false`) with a second condition.
+fn float_compare(a: &mut Assembler, width: Width, x: u16, y: u16, cond: Cond, also: Option<(Cond, bool)>, d: u16) {
+    a.sse(Sse::Load, width, x);
+    a.ucomi(width, y);
+    a.set(cond, Gpr::Rax);
+    if let Some((second, and)) = also {
+        a.set(second, Gpr::Rcx);
+        if and {
+            a.and_reg(Gpr::Rax, Gpr::Rcx);
+        } else {
+            a.or_reg(Gpr::Rax, Gpr::Rcx);
+        }
+    }
+    a.store(W32, d, Gpr::Rax);
+}
