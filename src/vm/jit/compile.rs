@@ -62,10 +62,12 @@ pub fn compile(
     let mut exits = Vec::new();
     let mut back_edges = Vec::new();
     let mut block_start = true;
+    let mut held = None;
     let mut i = 0;
     while i < decoded.len() {
         if decoded[i].instruction.kind == InstructionKind::BlockMarker {
             asm.bind(labels[&(decoded[i].offset as u32)]);
+            held = None; // other code jumps here
             block_start = true;
             i += 1;
             continue;
@@ -81,10 +83,19 @@ pub fn compile(
         let mark = asm.mark();
         let (exit_count, edge_count) = (exits.len(), back_edges.len());
         let code = asm.offset() as u32;
-        let mut emitter =
-            Emitter { asm: &mut asm, labels: &labels, blocks, exits: &mut exits, back_edges: &mut back_edges, op };
+        let mut emitter = Emitter {
+            asm: &mut asm,
+            labels: &labels,
+            blocks,
+            exits: &mut exits,
+            back_edges: &mut back_edges,
+            op,
+            held: &mut held,
+            incoming: None,
+        };
         let compiled = (i..i + len).all(|k| emitter.instruction(&decoded[k], decoded.get(k + 1)));
         if !compiled {
+            held = None;
             asm.rollback(mark);
             exits.truncate(exit_count);
             back_edges.truncate(edge_count);
@@ -134,6 +145,21 @@ struct Emitter<'a> {
     /// (op index of a branch, op index of a destination at or before it).
     back_edges: &'a mut Vec<(u32, u32)>,
     op: u32,
+    /// The VM register whose value `rax` or `xmm0` holds after the code emitted so far.
+    held: &'a mut Option<Held>,
+    /// `held` as the current instruction found it: its first operand need not be loaded again.
+    incoming: Option<Held>,
+}
+
+/// A VM register (at `width`) whose value a machine register still holds after its store: the
+/// next instruction of the same block reads it from there instead of waiting for the store to
+/// forward to a load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    slot: u16,
+    width: Width,
+    /// In `xmm0` rather than `rax`.
+    float: bool,
 }
 
 use Width::{W32, W64};
@@ -148,12 +174,12 @@ impl Emitter<'_> {
             .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(r.ordinal) } else { None })
             .collect();
         let width = if name.contains("i64") || name.contains("f64") { W64 } else { W32 };
-        let a = &mut *self.asm;
+        self.incoming = self.held.take();
         match name {
-            "vm.const.i32.zero" | "vm.const.f32.zero" => a.store_imm32(r[0], 0),
+            "vm.const.i32.zero" | "vm.const.f32.zero" => self.asm.store_imm32(r[0], 0),
             "vm.const.i64.zero" | "vm.const.f64.zero" => {
-                a.zero(Gpr::Rax);
-                a.store(W64, r[0], Gpr::Rax);
+                self.asm.zero(Gpr::Rax);
+                self.store(width, r[0]);
             }
             "vm.const.i32" | "vm.const.f32" | "vm.const.i64" | "vm.const.f64" => {
                 let Some(bits) = instruction.operands.iter().find_map(|o| match o {
@@ -166,151 +192,163 @@ impl Emitter<'_> {
                     return false;
                 };
                 if width == W32 {
-                    a.store_imm32(r[0], bits as u32);
+                    self.asm.store_imm32(r[0], bits as u32);
                 } else {
-                    a.mov_imm64(Gpr::Rax, bits);
-                    a.store(W64, r[0], Gpr::Rax);
+                    self.asm.mov_imm64(Gpr::Rax, bits);
+                    self.store(W64, r[0]);
                 }
             }
             "vm.select.i32" | "vm.select.f32" | "vm.select.i64" | "vm.select.f64" => {
-                a.load(width, Gpr::Rax, r[2]);
-                a.cmp_slot_imm(W32, r[0], 0);
-                a.cmov(Cond::Ne, width, Gpr::Rax, r[1]);
-                a.store(width, r[3], Gpr::Rax);
+                self.load(width, r[2]);
+                self.asm.cmp_slot_imm(W32, r[0], 0);
+                self.asm.cmov(Cond::Ne, width, Gpr::Rax, r[1]);
+                self.store(width, r[3]);
             }
-            "vm.add.i32" | "vm.add.i64" => binary(a, Alu::Add, width, &r),
-            "vm.sub.i32" | "vm.sub.i64" => binary(a, Alu::Sub, width, &r),
-            "vm.and.i32" | "vm.and.i64" => binary(a, Alu::And, width, &r),
-            "vm.or.i32" | "vm.or.i64" => binary(a, Alu::Or, width, &r),
-            "vm.xor.i32" | "vm.xor.i64" => binary(a, Alu::Xor, width, &r),
+            "vm.add.i32" | "vm.add.i64" => self.binary(Alu::Add, width, &r),
+            "vm.sub.i32" | "vm.sub.i64" => self.binary(Alu::Sub, width, &r),
+            "vm.and.i32" | "vm.and.i64" => self.binary(Alu::And, width, &r),
+            "vm.or.i32" | "vm.or.i64" => self.binary(Alu::Or, width, &r),
+            "vm.xor.i32" | "vm.xor.i64" => self.binary(Alu::Xor, width, &r),
             "vm.mul.i32" | "vm.mul.i64" => {
-                a.load(width, Gpr::Rax, r[0]);
-                a.imul(width, Gpr::Rax, r[1]);
-                a.store(width, r[2], Gpr::Rax);
+                let (x, y) = self.commuted(width, false, r[0], r[1]);
+                self.load(width, x);
+                self.asm.imul(width, Gpr::Rax, y);
+                self.store(width, r[2]);
             }
             "vm.fma.i32" | "vm.fma.i64" => {
-                a.load(width, Gpr::Rax, r[0]);
-                a.imul(width, Gpr::Rax, r[1]);
-                a.alu(Alu::Add, width, Gpr::Rax, r[2]);
-                a.store(width, r[3], Gpr::Rax);
+                let (x, y) = self.commuted(width, false, r[0], r[1]);
+                self.load(width, x);
+                self.asm.imul(width, Gpr::Rax, y);
+                self.asm.alu(Alu::Add, width, Gpr::Rax, r[2]);
+                self.store(width, r[3]);
             }
             "vm.not.i32" | "vm.not.i64" => {
-                a.load(width, Gpr::Rax, r[0]);
-                a.not(width, Gpr::Rax);
-                a.store(width, r[1], Gpr::Rax);
+                self.load(width, r[0]);
+                self.asm.not(width, Gpr::Rax);
+                self.store(width, r[1]);
             }
             "vm.abs.i32" | "vm.abs.i64" => {
                 // -a when that is not negative, else a (so MIN stays MIN, as wrapping_abs).
-                a.load(width, Gpr::Rax, r[0]);
-                a.mov(width, Gpr::Rcx, Gpr::Rax);
-                a.neg(width, Gpr::Rcx);
-                a.cmov_reg(Cond::S, width, Gpr::Rcx, Gpr::Rax);
-                a.store(width, r[1], Gpr::Rcx);
+                self.load(width, r[0]);
+                self.asm.mov(width, Gpr::Rcx, Gpr::Rax);
+                self.asm.neg(width, Gpr::Rcx);
+                self.asm.cmov_reg(Cond::Ns, width, Gpr::Rax, Gpr::Rcx);
+                self.store(width, r[1]);
             }
-            "vm.min.i32.s" | "vm.min.i64.s" => pick(a, Cond::G, width, &r),
-            "vm.min.i32.u" | "vm.min.i64.u" => pick(a, Cond::A, width, &r),
-            "vm.max.i32.s" | "vm.max.i64.s" => pick(a, Cond::L, width, &r),
-            "vm.max.i32.u" | "vm.max.i64.u" => pick(a, Cond::B, width, &r),
+            "vm.min.i32.s" | "vm.min.i64.s" => self.pick(Cond::G, width, &r),
+            "vm.min.i32.u" | "vm.min.i64.u" => self.pick(Cond::A, width, &r),
+            "vm.max.i32.s" | "vm.max.i64.s" => self.pick(Cond::L, width, &r),
+            "vm.max.i32.u" | "vm.max.i64.u" => self.pick(Cond::B, width, &r),
             // The amount is an i32 register for both widths; the hardware masks it to the width
             // (`& 31` / `& 63`), as IREE does.
-            "vm.shl.i32" | "vm.shl.i64" => shift(a, Shift::Shl, width, &r),
-            "vm.shr.i32.s" | "vm.shr.i64.s" => shift(a, Shift::Sar, width, &r),
-            "vm.shr.i32.u" | "vm.shr.i64.u" => shift(a, Shift::Shr, width, &r),
+            "vm.shl.i32" | "vm.shl.i64" => self.shift(Shift::Shl, width, &r),
+            "vm.shr.i32.s" | "vm.shr.i64.s" => self.shift(Shift::Sar, width, &r),
+            "vm.shr.i32.u" | "vm.shr.i64.u" => self.shift(Shift::Shr, width, &r),
             "vm.div.i32.s" | "vm.div.i64.s" | "vm.rem.i32.s" | "vm.rem.i64.s" | "vm.div.i32.u" | "vm.div.i64.u"
             | "vm.rem.i32.u" | "vm.rem.i64.u" => {
                 let signed = name.ends_with(".s");
                 // Division by zero is an error and `MIN / -1` overflows: the interpreter raises
                 // both, so any zero or (signed) -1 divisor goes back to it.
-                let slow = a.label();
-                a.cmp_slot_imm(width, r[1], 0);
-                a.jump_if(Cond::E, slow);
+                let slow = self.asm.label();
+                self.asm.cmp_slot_imm(width, r[1], 0);
+                self.asm.jump_if(Cond::E, slow);
                 if signed {
-                    a.cmp_slot_imm(width, r[1], -1);
-                    a.jump_if(Cond::E, slow);
+                    self.asm.cmp_slot_imm(width, r[1], -1);
+                    self.asm.jump_if(Cond::E, slow);
                 }
                 self.exits.push((slow, self.op));
-                a.load(width, Gpr::Rax, r[0]);
-                a.extend_dividend(width, signed);
-                a.divide(width, signed, r[1]);
-                let result = if name.starts_with("vm.div") { Gpr::Rax } else { Gpr::Rdx };
-                a.store(width, r[2], result);
+                self.load(width, r[0]);
+                self.asm.extend_dividend(width, signed);
+                self.asm.divide(width, signed, r[1]);
+                if name.starts_with("vm.div") {
+                    self.store(width, r[2]);
+                } else {
+                    self.asm.store(width, r[2], Gpr::Rdx);
+                }
             }
-            "vm.trunc.i32.i8" | "vm.ext.i8.i32.u" => extend(a, 8, false, &r),
-            "vm.trunc.i32.i16" | "vm.ext.i16.i32.u" => extend(a, 16, false, &r),
-            "vm.ext.i8.i32.s" => extend(a, 8, true, &r),
-            "vm.ext.i16.i32.s" => extend(a, 16, true, &r),
+            "vm.trunc.i32.i8" | "vm.ext.i8.i32.u" => self.extend(8, false, &r),
+            "vm.trunc.i32.i16" | "vm.ext.i16.i32.u" => self.extend(16, false, &r),
+            "vm.ext.i8.i32.s" => self.extend(8, true, &r),
+            "vm.ext.i16.i32.s" => self.extend(16, true, &r),
             "vm.trunc.i64.i32" | "vm.bitcast.i32.f32" | "vm.bitcast.f32.i32" => {
-                a.load(W32, Gpr::Rax, r[0]);
-                a.store(W32, r[1], Gpr::Rax);
+                self.asm.load(W32, Gpr::Rax, r[0]);
+                self.store(W32, r[1]);
             }
             "vm.bitcast.i64.f64" | "vm.bitcast.f64.i64" => {
-                a.load(W64, Gpr::Rax, r[0]);
-                a.store(W64, r[1], Gpr::Rax);
+                self.load(W64, r[0]);
+                self.store(W64, r[1]);
             }
             "vm.ext.i32.i64.s" => {
-                a.load_sign_extended32(Gpr::Rax, r[0]);
-                a.store(W64, r[1], Gpr::Rax);
+                self.asm.load_sign_extended32(Gpr::Rax, r[0]);
+                self.store(W64, r[1]);
             }
             "vm.ext.i32.i64.u" => {
-                a.load(W32, Gpr::Rax, r[0]); // zero-extends into rax
-                a.store(W64, r[1], Gpr::Rax);
+                self.asm.load(W32, Gpr::Rax, r[0]); // zero-extends into rax
+                self.store(W64, r[1]);
             }
-            "vm.cmp.eq.i32" | "vm.cmp.eq.i64" => compare(a, Cond::E, width, &r),
-            "vm.cmp.ne.i32" | "vm.cmp.ne.i64" => compare(a, Cond::Ne, width, &r),
-            "vm.cmp.lt.i32.s" | "vm.cmp.lt.i64.s" => compare(a, Cond::L, width, &r),
-            "vm.cmp.lt.i32.u" | "vm.cmp.lt.i64.u" => compare(a, Cond::B, width, &r),
+            "vm.cmp.eq.i32" | "vm.cmp.eq.i64" => self.compare(Cond::E, width, &r),
+            "vm.cmp.ne.i32" | "vm.cmp.ne.i64" => self.compare(Cond::Ne, width, &r),
+            "vm.cmp.lt.i32.s" | "vm.cmp.lt.i64.s" => self.compare(Cond::L, width, &r),
+            "vm.cmp.lt.i32.u" | "vm.cmp.lt.i64.u" => self.compare(Cond::B, width, &r),
             "vm.cmp.nz.i32" | "vm.cmp.nz.i64" => {
-                a.cmp_slot_imm(width, r[0], 0);
-                a.set(Cond::Ne, Gpr::Rax);
-                a.store(W32, r[1], Gpr::Rax);
+                self.asm.cmp_slot_imm(width, r[0], 0);
+                self.asm.set(Cond::Ne, Gpr::Rax);
+                self.store(W32, r[1]);
             }
-            "vm.add.f32" | "vm.add.f64" => float(a, Sse::Add, width, &r),
-            "vm.sub.f32" | "vm.sub.f64" => float(a, Sse::Sub, width, &r),
-            "vm.mul.f32" | "vm.mul.f64" => float(a, Sse::Mul, width, &r),
-            "vm.div.f32" | "vm.div.f64" => float(a, Sse::Div, width, &r),
+            "vm.add.f32" | "vm.add.f64" => {
+                let (x, y) = self.commuted(width, true, r[0], r[1]);
+                self.float(Sse::Add, width, &[x, y, r[2]]);
+            }
+            "vm.mul.f32" | "vm.mul.f64" => {
+                let (x, y) = self.commuted(width, true, r[0], r[1]);
+                self.float(Sse::Mul, width, &[x, y, r[2]]);
+            }
+            "vm.sub.f32" | "vm.sub.f64" => self.float(Sse::Sub, width, &r),
+            "vm.div.f32" | "vm.div.f64" => self.float(Sse::Div, width, &r),
             // `(b < a) ? b : a` and `(a < b) ? b : a` are exactly minss/maxss with b first.
-            "vm.min.f32" | "vm.min.f64" => float(a, Sse::Min, width, &[r[1], r[0], r[2]]),
-            "vm.max.f32" | "vm.max.f64" => float(a, Sse::Max, width, &[r[1], r[0], r[2]]),
+            "vm.min.f32" | "vm.min.f64" => self.float(Sse::Min, width, &[r[1], r[0], r[2]]),
+            "vm.max.f32" | "vm.max.f64" => self.float(Sse::Max, width, &[r[1], r[0], r[2]]),
             // Two roundings, as the interpreter (IREE's baseline x86-64 build does not fuse).
             "vm.fma.f32" | "vm.fma.f64" => {
-                a.sse(Sse::Load, width, r[0]);
-                a.sse(Sse::Mul, width, r[1]);
-                a.sse(Sse::Add, width, r[2]);
-                a.sse_store(width, r[3]);
+                let (x, y) = self.commuted(width, true, r[0], r[1]);
+                self.load_float(width, x);
+                self.asm.sse(Sse::Mul, width, y);
+                self.asm.sse(Sse::Add, width, r[2]);
+                self.store_float(width, r[3]);
             }
             "vm.abs.f32" | "vm.neg.f32" => {
-                a.load(W32, Gpr::Rax, r[0]);
+                self.load(W32, r[0]);
                 if name == "vm.abs.f32" {
-                    a.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
+                    self.asm.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
                 } else {
-                    a.alu_imm(Alu::Xor, W32, Gpr::Rax, i32::MIN);
+                    self.asm.alu_imm(Alu::Xor, W32, Gpr::Rax, i32::MIN);
                 }
-                a.store(W32, r[1], Gpr::Rax);
+                self.store(W32, r[1]);
             }
             "vm.cast.si32.f32" | "vm.cast.si64.f32" => {
-                a.int_to_f32(width, r[0]);
-                a.sse_store(W32, r[1]);
+                self.asm.int_to_f32(width, r[0]);
+                self.store_float(W32, r[1]);
             }
             "vm.cast.ui32.f32" => {
-                a.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
-                a.int_to_f32_reg(Gpr::Rax);
-                a.sse_store(W32, r[1]);
+                self.asm.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
+                self.asm.int_to_f32_reg(Gpr::Rax);
+                self.store_float(W32, r[1]);
             }
             // ucomis sets ZF, PF and CF for unordered operands; `lt`/`lte` ordered swap the
             // operands so that unordered (CF) reads as false.
             "vm.cmp.eq.f32.o" | "vm.cmp.eq.f64.o" => {
-                float_compare(a, width, r[0], r[1], Cond::E, Some((Cond::Np, true)), r[2])
+                self.float_compare(width, (r[0], r[1]), Cond::E, Some((Cond::Np, true)), r[2])
             }
-            "vm.cmp.eq.f32.u" | "vm.cmp.eq.f64.u" => float_compare(a, width, r[0], r[1], Cond::E, None, r[2]),
+            "vm.cmp.eq.f32.u" | "vm.cmp.eq.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::E, None, r[2]),
             // `!=` is true for unordered operands in both forms (C's and Rust's `!=`).
             "vm.cmp.ne.f32.o" | "vm.cmp.ne.f64.o" | "vm.cmp.ne.f32.u" | "vm.cmp.ne.f64.u" => {
-                float_compare(a, width, r[0], r[1], Cond::Ne, Some((Cond::P, false)), r[2])
+                self.float_compare(width, (r[0], r[1]), Cond::Ne, Some((Cond::P, false)), r[2])
             }
-            "vm.cmp.lt.f32.o" | "vm.cmp.lt.f64.o" => float_compare(a, width, r[1], r[0], Cond::A, None, r[2]),
-            "vm.cmp.lte.f32.o" | "vm.cmp.lte.f64.o" => float_compare(a, width, r[1], r[0], Cond::Ae, None, r[2]),
-            "vm.cmp.lt.f32.u" | "vm.cmp.lt.f64.u" => float_compare(a, width, r[0], r[1], Cond::B, None, r[2]),
-            "vm.cmp.lte.f32.u" | "vm.cmp.lte.f64.u" => float_compare(a, width, r[0], r[1], Cond::Be, None, r[2]),
-            "vm.cmp.nan.f32" | "vm.cmp.nan.f64" => float_compare(a, width, r[0], r[0], Cond::P, None, r[1]),
+            "vm.cmp.lt.f32.o" | "vm.cmp.lt.f64.o" => self.float_compare(width, (r[1], r[0]), Cond::A, None, r[2]),
+            "vm.cmp.lte.f32.o" | "vm.cmp.lte.f64.o" => self.float_compare(width, (r[1], r[0]), Cond::Ae, None, r[2]),
+            "vm.cmp.lt.f32.u" | "vm.cmp.lt.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::B, None, r[2]),
+            "vm.cmp.lte.f32.u" | "vm.cmp.lte.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::Be, None, r[2]),
+            "vm.cmp.nan.f32" | "vm.cmp.nan.f64" => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
             "vm.br" => return self.branch(instruction, next),
             "vm.cond_br" => return self.conditional_branch(instruction, r[0], next),
             _ => return false,
@@ -386,7 +424,11 @@ impl Emitter<'_> {
         else {
             return false;
         };
-        self.asm.cmp_slot_imm(W32, condition, 0);
+        if self.incoming == Some(Held { slot: condition, width: W32, float: false }) {
+            self.asm.test(Gpr::Rax); // the compare just before
+        } else {
+            self.asm.cmp_slot_imm(W32, condition, 0);
+        }
         if taken.1.is_empty() {
             self.asm.jump_if(Cond::Ne, taken_label);
             self.note_edge(taken.0);
@@ -414,63 +456,101 @@ impl Emitter<'_> {
             }
         }
     }
-}
 
-/// `d = a op b`
-fn binary(a: &mut Assembler, op: Alu, width: Width, r: &[u16]) {
-    a.load(width, Gpr::Rax, r[0]);
-    a.alu(op, width, Gpr::Rax, r[1]);
-    a.store(width, r[2], Gpr::Rax);
-}
-
-/// `d = a`, replaced by `b` when `cond` holds after `cmp a, b` (min/max).
-fn pick(a: &mut Assembler, cond: Cond, width: Width, r: &[u16]) {
-    a.load(width, Gpr::Rax, r[0]);
-    a.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
-    a.cmov(cond, width, Gpr::Rax, r[1]);
-    a.store(width, r[2], Gpr::Rax);
-}
-
-fn shift(a: &mut Assembler, op: Shift, width: Width, r: &[u16]) {
-    a.load(W32, Gpr::Rcx, r[1]);
-    a.load(width, Gpr::Rax, r[0]);
-    a.shift(op, width, Gpr::Rax);
-    a.store(width, r[2], Gpr::Rax);
-}
-
-/// Zero- or sign-extends the low `bits` of an i32 register.
-fn extend(a: &mut Assembler, bits: u8, signed: bool, r: &[u16]) {
-    a.load_extended(bits, signed, Gpr::Rax, r[0]);
-    a.store(W32, r[1], Gpr::Rax);
-}
-
-/// `d = (a cond b) ? 1 : 0`
-fn compare(a: &mut Assembler, cond: Cond, width: Width, r: &[u16]) {
-    a.load(width, Gpr::Rax, r[0]);
-    a.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
-    a.set(cond, Gpr::Rax);
-    a.store(W32, r[2], Gpr::Rax);
-}
-
-/// `d = a op b` on floats.
-fn float(a: &mut Assembler, op: Sse, width: Width, r: &[u16]) {
-    a.sse(Sse::Load, width, r[0]);
-    a.sse(op, width, r[1]);
-    a.sse_store(width, r[2]);
-}
-
-/// `d = cond` after `ucomis x, y`, and-ed (`true`) or or-ed (`false`) with a second condition.
-fn float_compare(a: &mut Assembler, width: Width, x: u16, y: u16, cond: Cond, also: Option<(Cond, bool)>, d: u16) {
-    a.sse(Sse::Load, width, x);
-    a.ucomi(width, y);
-    a.set(cond, Gpr::Rax);
-    if let Some((second, and)) = also {
-        a.set(second, Gpr::Rcx);
-        if and {
-            a.and_reg(Gpr::Rax, Gpr::Rcx);
-        } else {
-            a.or_reg(Gpr::Rax, Gpr::Rcx);
+    /// `rax = slot`, unless it still holds it from the previous instruction.
+    fn load(&mut self, width: Width, slot: u16) {
+        if self.incoming != Some(Held { slot, width, float: false }) {
+            self.asm.load(width, Gpr::Rax, slot);
         }
     }
-    a.store(W32, d, Gpr::Rax);
+
+    /// `xmm0 = slot`, unless it still holds it from the previous instruction.
+    fn load_float(&mut self, width: Width, slot: u16) {
+        if self.incoming != Some(Held { slot, width, float: true }) {
+            self.asm.sse(Sse::Load, width, slot);
+        }
+    }
+
+    /// `slot = rax`, remembered for the next instruction.
+    fn store(&mut self, width: Width, slot: u16) {
+        self.asm.store(width, slot, Gpr::Rax);
+        *self.held = Some(Held { slot, width, float: false });
+    }
+
+    /// `slot = xmm0`, remembered for the next instruction.
+    fn store_float(&mut self, width: Width, slot: u16) {
+        self.asm.sse_store(width, slot);
+        *self.held = Some(Held { slot, width, float: true });
+    }
+
+    /// The operands of a commutative operation, the one already in a machine register first.
+    /// (For floats, a NaN operand's payload may then come from the other side, which IEEE 754
+    /// leaves open and compilers of the interpreter do too.)
+    fn commuted(&self, width: Width, float: bool, x: u16, y: u16) -> (u16, u16) {
+        if self.incoming == Some(Held { slot: y, width, float }) {
+            (y, x)
+        } else {
+            (x, y)
+        }
+    }
+
+    /// `d = a op b`
+    fn binary(&mut self, op: Alu, width: Width, r: &[u16]) {
+        let (x, y) = if op == Alu::Sub { (r[0], r[1]) } else { self.commuted(width, false, r[0], r[1]) };
+        self.load(width, x);
+        self.asm.alu(op, width, Gpr::Rax, y);
+        self.store(width, r[2]);
+    }
+
+    /// `d = a`, replaced by `b` when `cond` holds after `cmp a, b` (min/max).
+    fn pick(&mut self, cond: Cond, width: Width, r: &[u16]) {
+        self.load(width, r[0]);
+        self.asm.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
+        self.asm.cmov(cond, width, Gpr::Rax, r[1]);
+        self.store(width, r[2]);
+    }
+
+    fn shift(&mut self, op: Shift, width: Width, r: &[u16]) {
+        self.asm.load(W32, Gpr::Rcx, r[1]);
+        self.load(width, r[0]);
+        self.asm.shift(op, width, Gpr::Rax);
+        self.store(width, r[2]);
+    }
+
+    /// Zero- or sign-extends the low `bits` of an i32 register.
+    fn extend(&mut self, bits: u8, signed: bool, r: &[u16]) {
+        self.asm.load_extended(bits, signed, Gpr::Rax, r[0]);
+        self.store(W32, r[1]);
+    }
+
+    /// `d = (a cond b) ? 1 : 0`
+    fn compare(&mut self, cond: Cond, width: Width, r: &[u16]) {
+        self.load(width, r[0]);
+        self.asm.alu(Alu::Cmp, width, Gpr::Rax, r[1]);
+        self.asm.set(cond, Gpr::Rax);
+        self.store(W32, r[2]);
+    }
+
+    /// `d = a op b` on floats.
+    fn float(&mut self, op: Sse, width: Width, r: &[u16]) {
+        self.load_float(width, r[0]);
+        self.asm.sse(op, width, r[1]);
+        self.store_float(width, r[2]);
+    }
+
+    /// `d = cond` after `ucomis x, y`, and-ed (`true`) or or-ed (`false`) with a second condition.
+    fn float_compare(&mut self, width: Width, (x, y): (u16, u16), cond: Cond, also: Option<(Cond, bool)>, d: u16) {
+        self.load_float(width, x);
+        self.asm.ucomi(width, y);
+        self.asm.set(cond, Gpr::Rax);
+        if let Some((second, and)) = also {
+            self.asm.set(second, Gpr::Rcx);
+            if and {
+                self.asm.and_reg(Gpr::Rax, Gpr::Rcx);
+            } else {
+                self.asm.or_reg(Gpr::Rax, Gpr::Rcx);
+            }
+        }
+        self.store(W32, d);
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::{compile, CodeMemory, Entries, Entry};
+use super::{compile, CodeMemory, Compiled, Entries, Entry};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
 use crate::vm::bytecode::isa::{self, find_by_name, Instruction, OperandKind, RegisterBank};
 use crate::vm::interpreter::lower::{bin32_parts, scalar_reference};
@@ -95,20 +95,53 @@ fn register(ordinal: u16) -> DecodedOperand<'static> {
     DecodedOperand::Register(Register::with_bank(ordinal, RegisterBank::I32))
 }
 
-/// `%i0 = 0` (the entry: compiled code is never entered at an op that may leave before
-/// finishing), then `instruction` with operand k in register 2 + 2k (even, so pairs fit), then
+/// The op before the instruction under test, which is where the code is entered (compiled code
+/// is never entered at an op that may leave before finishing).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lead {
+    /// `%i0 = 0`, touching no operand.
+    Zero,
+    /// Rewrites operand k with its own value (`x | x`, `min(x, x)`), which leaves it in a machine
+    /// register: the instruction then reads it from there.
+    Hold(usize),
+}
+
+/// `lead`, then `instruction` with operand k in register 2 + 2k (even, so pairs fit), then
 /// `vm.return`.
-fn function(instruction: &'static Instruction, operands: usize) -> Vec<DecodedInstruction<'static>> {
-    let zero = find_by_name("vm.const.i32.zero").expect("vm.const.i32.zero");
-    let ret = find_by_name("vm.return").expect("vm.return");
-    let operands = (0..operands).map(|k| register(2 + 2 * k as u16)).collect();
+fn function(instruction: &'static Instruction, banks: &[RegisterBank], lead: Lead) -> Vec<DecodedInstruction<'static>> {
+    let find = |name| find_by_name(name).expect("in the ISA table");
+    let slot = |k: usize| 2 + 2 * k as u16;
+    let first = match lead {
+        Lead::Zero => DecodedInstruction {
+            offset: 0,
+            length: 0,
+            instruction: find("vm.const.i32.zero"),
+            operands: vec![register(0)],
+        },
+        Lead::Hold(k) => DecodedInstruction {
+            offset: 0,
+            length: 0,
+            instruction: find(match banks[k] {
+                RegisterBank::I64 => "vm.or.i64",
+                RegisterBank::F32 => "vm.min.f32",
+                RegisterBank::F64 => "vm.min.f64",
+                _ => "vm.or.i32",
+            }),
+            operands: vec![register(slot(k)); 3],
+        },
+    };
     vec![
-        DecodedInstruction { offset: 0, length: 0, instruction: zero, operands: vec![register(0)] },
-        DecodedInstruction { offset: 4, length: 0, instruction, operands },
+        first,
+        DecodedInstruction {
+            offset: 4,
+            length: 0,
+            instruction,
+            operands: (0..banks.len()).map(|k| register(slot(k))).collect(),
+        },
         DecodedInstruction {
             offset: 8,
             length: 0,
-            instruction: ret,
+            instruction: find("vm.return"),
             operands: vec![DecodedOperand::Registers(vec![])],
         },
     ]
@@ -219,61 +252,25 @@ fn compiled_instructions_match_the_interpreter() {
     let mut checked = Vec::new();
     for instruction in isa::instructions() {
         let Some(banks) = scalar_shape(instruction) else { continue };
-        let decoded = function(instruction, banks.len());
-        let Some(compiled) = compile(&decoded, &[Some(0), Some(1), Some(2)], &HashMap::new(), Entries::Everywhere)
-        else {
-            continue;
-        };
-        assert_eq!(compiled.entries, [(0, 0)], "{}", instruction.name);
-        let memory = CodeMemory::new(&compiled.code).expect("executable memory");
-        // SAFETY: offset 0 is the entry the compiler reported for op 0.
-        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
-        let name = instruction.name;
-        // The const is `mov dword [rdi], 0` (7 bytes); an instruction the compiler does not
-        // handle is `mov eax, 1; ret` after it (back to the interpreter at op 1).
-        assert_eq!(compiled.code[..7], [0xC7, 0x47, 0, 0, 0, 0, 0]);
-        if compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0xC3]) {
-            continue;
-        }
-        let op = scalar_reference(&decoded[1]);
-        let result = 2 + 2 * (banks.len() - 1);
-        for mut input in inputs(&banks) {
-            let mut expected = input;
-            expected[0] = 0;
-            let completes = interpret(name, op.as_ref(), &mut expected);
-            let mut got = input;
-            // SAFETY: the code touches only registers 2..=2 + 2 * operands + 1 < BANK.
-            let resume = unsafe { entry(got.as_mut_ptr()) };
-            input[0] = 0;
-            if resume == 1 {
-                // Left to the interpreter: only divisions by zero or by -1 may do that.
-                let (divisor, minus_one) =
-                    if is_pair(banks[1]) { (r64(&input, 4), u64::MAX) } else { (u64::from(input[4]), 0xFFFF_FFFF) };
-                assert!(
-                    (name.starts_with("vm.div.") || name.starts_with("vm.rem."))
-                        && (divisor == 0 || (name.ends_with(".s") && divisor == minus_one)),
-                    "{name} left the compiled code on {input:x?}"
-                );
-                assert_eq!(got, input, "{name} changed registers before leaving");
-                continue;
+        let reads = banks.len() - 1;
+        let leads = [Lead::Zero, Lead::Hold(0), Lead::Hold(1)];
+        for lead in leads.into_iter().filter(|lead| !matches!(lead, Lead::Hold(k) if *k >= reads)) {
+            let decoded = function(instruction, &banks, lead);
+            let Some(compiled) = compile(&decoded, &[Some(0), Some(1), Some(2)], &HashMap::new(), Entries::Everywhere)
+            else {
+                panic!("{}: the lead op did not compile", instruction.name);
+            };
+            if lead == Lead::Zero {
+                // The const is `mov dword [rdi], 0` (7 bytes); an instruction the compiler does
+                // not handle is `mov eax, 1; ret` after it (back to the interpreter at op 1).
+                assert_eq!(compiled.code[..7], [0xC7, 0x47, 0, 0, 0, 0, 0]);
+                if compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0xC3]) {
+                    break;
+                }
+                checked.push(instruction.name);
             }
-            assert_eq!(resume, 2, "{name} resumed at the wrong op");
-            assert!(completes, "{name} completed where the interpreter fails, on {input:x?}");
-            let width = if is_pair(banks[banks.len() - 1]) { 2 } else { 1 };
-            if both_nan(banks[banks.len() - 1], &got[result..], &expected[result..]) {
-                // Which NaN operand's payload comes out is not defined (IEEE 754, Rust's float
-                // semantics): LLVM may swap a commutative operation's operands, and does.
-                continue;
-            }
-            assert_eq!(
-                got[result..result + width],
-                expected[result..result + width],
-                "{name} on {:x?}",
-                &input[2..result]
-            );
-            assert_eq!(got, expected, "{name} wrote outside its result on {input:x?}");
+            check(instruction.name, &banks, lead, &decoded, &compiled);
         }
-        checked.push(name);
     }
     // The loop shapes real programs use must all be among the compiled instructions.
     for name in
@@ -282,4 +279,54 @@ fn compiled_instructions_match_the_interpreter() {
         assert!(checked.contains(&name), "{name} is not compiled");
     }
     assert!(checked.len() >= 80, "only {} instructions compiled: {checked:?}", checked.len());
+}
+
+/// Runs the compiled `decoded` on every input and compares with the interpreter.
+fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstruction<'_>], compiled: &Compiled) {
+    assert_eq!(compiled.entries, [(0, 0)], "{name}");
+    let memory = CodeMemory::new(&compiled.code).expect("executable memory");
+    // SAFETY: offset 0 is the entry the compiler reported for op 0.
+    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
+    let op = scalar_reference(&decoded[1]);
+    let result = 2 + 2 * (banks.len() - 1);
+    for mut input in inputs(banks) {
+        if lead == Lead::Zero {
+            input[0] = 0; // what the lead writes
+        }
+        let mut expected = input;
+        let completes = interpret(name, op.as_ref(), &mut expected);
+        let mut got = input;
+        if lead == Lead::Zero {
+            got[0] = 0x5A5A_5A5A;
+        }
+        // SAFETY: the code touches only registers 0..=2 + 2 * operands + 1 < BANK.
+        let resume = unsafe { entry(got.as_mut_ptr()) };
+        if resume == 1 {
+            // Left to the interpreter: only divisions by zero or by -1 may do that.
+            let (divisor, minus_one) =
+                if is_pair(banks[1]) { (r64(&input, 4), u64::MAX) } else { (u64::from(input[4]), 0xFFFF_FFFF) };
+            assert!(
+                (name.starts_with("vm.div.") || name.starts_with("vm.rem."))
+                    && (divisor == 0 || (name.ends_with(".s") && divisor == minus_one)),
+                "{name} left the compiled code on {input:x?}"
+            );
+            assert_eq!(got, input, "{name} changed registers before leaving");
+            continue;
+        }
+        assert_eq!(resume, 2, "{name} resumed at the wrong op");
+        assert!(completes, "{name} completed where the interpreter fails, on {input:x?}");
+        let width = if is_pair(banks[banks.len() - 1]) { 2 } else { 1 };
+        if both_nan(banks[banks.len() - 1], &got[result..], &expected[result..]) {
+            // Which NaN operand's payload comes out is not defined (IEEE 754, Rust's float
+            // semantics): LLVM may swap a commutative operation's operands, and does.
+            continue;
+        }
+        assert_eq!(
+            got[result..result + width],
+            expected[result..result + width],
+            "{name} ({lead:?}) on {:x?}",
+            &input[2..result]
+        );
+        assert_eq!(got, expected, "{name} ({lead:?}) wrote outside its result on {input:x?}");
+    }
 }

@@ -32,7 +32,7 @@ pub enum Cond {
     Ne = 0x5,
     Be = 0x6,
     A = 0x7,
-    S = 0x8,
+    Ns = 0x9,
     P = 0xA,
     Np = 0xB,
     L = 0xC,
@@ -285,6 +285,12 @@ impl Assembler {
     pub fn or_reg(&mut self, dst: Gpr, src: Gpr) {
         self.code.push(0x0B);
         self.direct(dst as u8, src as u8);
+    }
+
+    /// `test r32, r32`
+    pub fn test(&mut self, r: Gpr) {
+        self.code.push(0x85);
+        self.direct(r as u8, r as u8);
     }
 
     /// `shl/shr/sar r, cl`
