@@ -54,7 +54,7 @@ impl Invocation {
                 return Err(error(StatusCode::Internal, "frame without bytecode state"));
             };
             let function = &module.functions()[frame.function as usize];
-            let ops = function.ops_for(BUDGETED);
+            let ops = &function.ops[..];
             let i32_base = frame.i32_base as usize;
             let ref_base = frame.ref_base as usize;
             let i32_end = i32_base + function.i32_register_count as usize;
@@ -109,10 +109,7 @@ impl Invocation {
                         let target: &Target = $target;
                         if BUDGETED && target.back() {
                             if budget == 0 {
-                                fail!(error(
-                                    StatusCode::DeadlineExceeded,
-                                    "the invocation's branch budget is exhausted (Invocation::set_budget)"
-                                ));
+                                fail!(budget_exhausted());
                             }
                             budget -= 1;
                         }
@@ -194,10 +191,18 @@ impl Invocation {
                             // this function (see `crate::vm::jit`): it reads and writes only
                             // registers the verifier proved inside this frame's i32 bank, which
                             // `regs` is, and returns the index of an op of this function.
-                            let resume = unsafe { entry(regs.as_mut_ptr()) };
-                            debug_assert!((resume as usize) < ops.len());
+                            let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
+                            // Unbudgeted, the count only runs down from `UNLIMITED`: keep that.
+                            if BUDGETED {
+                                budget = exit.budget;
+                            }
+                            let resume = (exit.op & !crate::vm::jit::Exit::EXHAUSTED) as usize;
+                            debug_assert!(resume < ops.len());
                             // SAFETY: as above, `resume` is an op index of this function.
-                            ip = unsafe { base.add(resume as usize) };
+                            ip = unsafe { base.add(resume) };
+                            if exit.op & crate::vm::jit::Exit::EXHAUSTED != 0 {
+                                fail!(budget_exhausted());
+                            }
                             continue;
                         }
                         Op::AddI32Br { a, b, d, t } => {
@@ -379,6 +384,10 @@ fn register(registers: &mut [u32], ordinal: Reg) -> &mut u32 {
     // against the function's register count (an i64/f64 pair as `n + 1 < count`), and the lowering
     // does the same for call, return and native-call slots it types itself.
     unsafe { registers.get_unchecked_mut(ordinal as usize) }
+}
+
+fn budget_exhausted() -> Diagnostic {
+    error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted (Invocation::set_budget)")
 }
 
 fn division_error(lhs: i64, rhs: i64) -> Diagnostic {

@@ -37,31 +37,9 @@ pub struct Function {
     pub results: Box<[ValueKind]>,
     /// The branch argument moves too large to keep inline ([`Moves::Many`] indexes this).
     pub remaps: Box<[Remap]>,
+    /// The machine code that [`Op::Native`] entries point into, kept mapped while they exist.
     #[cfg(rtx_jit)]
-    pub native: Option<NativeOps>,
-}
-
-impl Function {
-    /// The ops to run: with loops entering machine code, unless the invocation counts its
-    /// budget on every back edge (machine code does not).
-    pub fn ops_for(&self, budgeted: bool) -> &[Op] {
-        #[cfg(rtx_jit)]
-        if let (Some(native), false) = (&self.native, budgeted) {
-            return &native.ops;
-        }
-        let _ = budgeted;
-        &self.ops
-    }
-}
-
-/// A copy of a function's ops in which each compiled loop header is an [`Op::Native`] entry
-/// (same indices, so frames, errors and branch distances mean the same in both).
-#[cfg(rtx_jit)]
-#[derive(Debug)]
-pub struct NativeOps {
-    pub ops: Box<[Op]>,
-    /// Keeps the code the entries point into mapped.
-    _code: std::sync::Arc<crate::vm::jit::CodeMemory>,
+    pub code: Option<std::sync::Arc<crate::vm::jit::CodeMemory>>,
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -106,11 +84,10 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
         let (mut functions, compiled): (Vec<Function>, Vec<_>) = lowered.into_iter().unzip();
         for (function, linked) in functions.iter_mut().zip(crate::vm::jit::link(compiled)) {
             if let Some(linked) = linked {
-                let mut ops = function.ops.clone();
                 for (op, entry) in linked.entries {
-                    ops[op as usize] = Op::Native(entry);
+                    function.ops[op as usize] = Op::Native(entry);
                 }
-                function.native = Some(NativeOps { ops, _code: linked.code });
+                function.code = Some(linked.code);
             }
         }
         Ok(functions)
@@ -248,7 +225,7 @@ impl ModuleScope<'_> {
             results: results.into(),
             remaps,
             #[cfg(rtx_jit)]
-            native: None,
+            code: None,
         };
         Ok((function, compiled))
     }

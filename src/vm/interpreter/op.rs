@@ -393,7 +393,8 @@ pub enum Op {
     },
     /// `vm.yield`: branch, then give other work a chance to run.
     Yield(Target),
-    /// A loop header whose loop runs as machine code (only in [`super::lower::NativeOps`]).
+    /// A loop header whose loop runs as machine code (see [`crate::vm::jit`]); it replaces the
+    /// header's op, whose work the code does.
     #[cfg(rtx_jit)]
     Native(crate::vm::jit::Entry),
 }

@@ -101,14 +101,20 @@ pub fn compile(
             back_edges.truncate(edge_count);
             leave(&mut asm, op);
         }
-        let may_exit = exits.len() > exit_count;
+        let may_exit = exits[exit_count..].iter().any(|exit: &Exit| !exit.exhausted);
         groups.push(Group { op, code, compiled, may_exit, block_start });
         block_start = false;
         i += len;
     }
-    for (label, op) in exits {
-        asm.bind(label);
-        leave(&mut asm, op);
+    for exit in exits {
+        asm.bind(exit.label);
+        if exit.exhausted {
+            asm.mov_imm64(Gpr::Rax, u64::from(exit.op) | super::Exit::EXHAUSTED);
+            asm.zero(Gpr::Rdx);
+            asm.ret();
+        } else {
+            leave(&mut asm, exit.op);
+        }
     }
     let enterable = |group: &Group| group.compiled && !group.may_exit && group.block_start;
     let mut chosen: Vec<(u32, u32)> = match entries {
@@ -130,18 +136,28 @@ pub fn compile(
     Some(Compiled { code: asm.finish()?, entries: chosen })
 }
 
-/// Returns to the interpreter at `op`.
+/// Returns to the interpreter at `op` with the budget left.
 fn leave(asm: &mut Assembler, op: u32) {
     asm.mov_imm32(Gpr::Rax, op);
+    asm.mov(Width::W64, Gpr::Rdx, Gpr::Rsi);
     asm.ret();
+}
+
+/// Code out of line that returns to the interpreter.
+struct Exit {
+    label: Label,
+    op: u32,
+    /// The budget ran out at the backward branch of `op` (else: `op` is left to the interpreter,
+    /// which resumes there).
+    exhausted: bool,
 }
 
 struct Emitter<'a> {
     asm: &'a mut Assembler,
     labels: &'a HashMap<u32, Label>,
     blocks: &'a HashMap<u32, u32>,
-    /// Slow paths: (label, op index the interpreter resumes at).
-    exits: &'a mut Vec<(Label, u32)>,
+    /// Slow paths and budget checks.
+    exits: &'a mut Vec<Exit>,
     /// (op index of a branch, op index of a destination at or before it).
     back_edges: &'a mut Vec<(u32, u32)>,
     op: u32,
@@ -256,7 +272,7 @@ impl Emitter<'_> {
                     self.asm.cmp_slot_imm(width, r[1], -1);
                     self.asm.jump_if(Cond::E, slow);
                 }
-                self.exits.push((slow, self.op));
+                self.exits.push(Exit { label: slow, op: self.op, exhausted: false });
                 self.load(width, r[0]);
                 self.asm.extend_dividend(width, signed);
                 self.asm.divide(width, signed, r[1]);
@@ -396,6 +412,11 @@ impl Emitter<'_> {
             }
         }
         if header <= self.op {
+            // A backward branch spends one unit of budget, as in the interpreter.
+            let exhausted = self.asm.label();
+            self.asm.alu_imm(Alu::Sub, W64, Gpr::Rsi, 1);
+            self.asm.jump_if(Cond::B, exhausted);
+            self.exits.push(Exit { label: exhausted, op: self.op, exhausted: true });
             self.back_edges.push((self.op, header));
         }
         let follows =
@@ -420,22 +441,27 @@ impl Emitter<'_> {
         next: Option<&DecodedInstruction<'_>>,
     ) -> bool {
         let [taken, otherwise] = Self::destinations(instruction)[..] else { return false };
-        let (Some(&taken_label), Some(&otherwise_label)) = (self.labels.get(&taken.0), self.labels.get(&otherwise.0))
-        else {
-            return false;
+        // A destination is jumped to straight from the test when it takes no moves and spends
+        // no budget (a forward branch); the other goes through `take`.
+        let direct = |(target, moves): (u32, &[RegisterRemap])| {
+            let forward = self.blocks.get(&target).is_some_and(|&header| header > self.op);
+            if moves.is_empty() && forward {
+                self.labels.get(&target).copied()
+            } else {
+                None
+            }
         };
+        let (taken_direct, otherwise_direct) = (direct(taken), direct(otherwise));
         if self.incoming == Some(Held { slot: condition, width: W32, float: false }) {
             self.asm.test(Gpr::Rax); // the compare just before
         } else {
             self.asm.cmp_slot_imm(W32, condition, 0);
         }
-        if taken.1.is_empty() {
-            self.asm.jump_if(Cond::Ne, taken_label);
-            self.note_edge(taken.0);
+        if let Some(label) = taken_direct {
+            self.asm.jump_if(Cond::Ne, label);
             self.take(otherwise, next)
-        } else if otherwise.1.is_empty() {
-            self.asm.jump_if(Cond::E, otherwise_label);
-            self.note_edge(otherwise.0);
+        } else if let Some(label) = otherwise_direct {
+            self.asm.jump_if(Cond::E, label);
             self.take(taken, next)
         } else {
             let else_moves = self.asm.label();
@@ -445,15 +471,6 @@ impl Emitter<'_> {
             }
             self.asm.bind(else_moves);
             self.take(otherwise, next)
-        }
-    }
-
-    /// Records a direct conditional jump to `target` as a back edge when it is one.
-    fn note_edge(&mut self, target: u32) {
-        if let Some(&header) = self.blocks.get(&target) {
-            if header <= self.op {
-                self.back_edges.push((self.op, header));
-            }
         }
     }
 

@@ -22,9 +22,25 @@ use std::sync::Arc;
 pub use compile::{compile, Compiled, Entries};
 pub use memory::CodeMemory;
 
-/// Compiled code entered at one op: takes the frame's i32 register bank and returns the index of
-/// the op the interpreter resumes at.
-pub type Entry = unsafe extern "sysv64" fn(*mut u32) -> u32;
+/// Compiled code entered at one op: takes the frame's i32 register bank and the invocation's
+/// remaining budget (one unit per backward branch, as the interpreter counts; `u64::MAX` never
+/// runs out in practice) and says where the interpreter goes on.
+pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64) -> Exit;
+
+/// Where compiled code stopped (returned in rax:rdx).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// The op index to resume at, with [`Exit::EXHAUSTED`] set when the budget ran out at the
+    /// backward branch of that op (which then has not run).
+    pub op: u64,
+    /// The budget left.
+    pub budget: u64,
+}
+
+impl Exit {
+    pub const EXHAUSTED: u64 = 1 << 63;
+}
 
 /// Which entries modules loaded now get, from `RTX_VM_JIT`; `None` when code is not compiled.
 pub fn entries() -> Option<Entries> {
@@ -73,7 +89,8 @@ pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
                     let address = memory.at(start + offset as usize);
                     // SAFETY: `address` is the start of code the compiler emitted for this entry
                     // (an op boundary of a function with the `Entry` signature: System V, frame
-                    // bank in rdi, resume index in eax, touching only caller-saved registers).
+                    // bank in rdi, budget in rsi, `Exit` in rax:rdx, touching only caller-saved
+                    // registers).
                     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(address) };
                     (op, entry)
                 })

@@ -262,9 +262,10 @@ fn compiled_instructions_match_the_interpreter() {
             };
             if lead == Lead::Zero {
                 // The const is `mov dword [rdi], 0` (7 bytes); an instruction the compiler does
-                // not handle is `mov eax, 1; ret` after it (back to the interpreter at op 1).
+                // not handle is `mov eax, 1; mov rdx, rsi; ret` after it (back to the
+                // interpreter at op 1, budget untouched).
                 assert_eq!(compiled.code[..7], [0xC7, 0x47, 0, 0, 0, 0, 0]);
-                if compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0xC3]) {
+                if compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0x48, 0x8B, 0xD6, 0xC3]) {
                     break;
                 }
                 checked.push(instruction.name);
@@ -300,7 +301,9 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
             got[0] = 0x5A5A_5A5A;
         }
         // SAFETY: the code touches only registers 0..=2 + 2 * operands + 1 < BANK.
-        let resume = unsafe { entry(got.as_mut_ptr()) };
+        let exit = unsafe { entry(got.as_mut_ptr(), 7) };
+        assert_eq!(exit.budget, 7, "{name}: no backward branch, nothing spent");
+        let resume = exit.op;
         if resume == 1 {
             // Left to the interpreter: only divisions by zero or by -1 may do that.
             let (divisor, minus_one) =
@@ -329,4 +332,55 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
         );
         assert_eq!(got, expected, "{name} ({lead:?}) wrote outside its result on {input:x?}");
     }
+}
+
+/// `do { i += step } while (i < n)` as one block branching back to itself, then a return.
+fn counting_loop() -> (Vec<DecodedInstruction<'static>>, Vec<Option<u32>>, HashMap<u32, u32>) {
+    let find = |name| find_by_name(name).expect("in the ISA table");
+    let marker = |offset| DecodedInstruction { offset, length: 1, instruction: find("Block"), operands: vec![] };
+    let at = |offset, name, operands| DecodedInstruction { offset, length: 1, instruction: find(name), operands };
+    let decoded = vec![
+        marker(0),
+        at(1, "vm.add.i32", vec![register(0), register(2), register(0)]),
+        at(2, "vm.cmp.lt.i32.s", vec![register(0), register(6), register(4)]),
+        at(
+            3,
+            "vm.cond_br",
+            vec![
+                register(4),
+                DecodedOperand::BranchTarget(0),
+                DecodedOperand::BranchOperands(vec![]),
+                DecodedOperand::BranchTarget(4),
+                DecodedOperand::BranchOperands(vec![]),
+            ],
+        ),
+        marker(4),
+        at(5, "vm.return", vec![DecodedOperand::Registers(vec![])]),
+    ];
+    let starts = vec![None, Some(0), Some(1), Some(2), None, Some(3)];
+    (decoded, starts, HashMap::from([(0, 0), (4, 3)]))
+}
+
+#[test]
+fn loops_run_whole_and_spend_one_unit_per_backward_branch() {
+    let (decoded, starts, blocks) = counting_loop();
+    let compiled = compile(&decoded, &starts, &blocks, Entries::Loops).expect("the loop compiles");
+    assert_eq!(compiled.entries, [(0, 0)]);
+    let memory = CodeMemory::new(&compiled.code).expect("executable memory");
+    // SAFETY: offset 0 is the entry the compiler reported for op 0.
+    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
+    let run = |budget| {
+        let mut regs = [0u32; 8];
+        (regs[2], regs[6]) = (1, 10);
+        // SAFETY: the code touches registers 0..=6 of 8.
+        let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
+        (regs[0], exit)
+    };
+    // Ten adds, nine branches back, then out to the return (op 3).
+    assert_eq!(run(100), (10, super::Exit { op: 3, budget: 91 }));
+    assert_eq!(run(9), (10, super::Exit { op: 3, budget: 0 }));
+    // With three units the fourth branch back finds none left: the interpreter is told to fail
+    // at the branch (op 2), which has not run.
+    assert_eq!(run(3), (4, super::Exit { op: 2 | super::Exit::EXHAUSTED, budget: 0 }));
+    assert_eq!(run(u64::MAX).1.budget, u64::MAX - 9);
 }

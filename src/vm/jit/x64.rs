@@ -1,8 +1,9 @@
 //! The x86-64 instructions the loop compiler emits, encoded by hand.
 //!
 //! Every memory operand is a VM register: `[rdi + 4 * ordinal]`, with `rdi` holding the frame's
-//! i32 bank for the whole of the compiled code. Scratch values use `rax`, `rcx`, `rdx` and `xmm0`
-//! (caller-saved in the System V ABI, so the code needs no prologue). Only the low eight general
+//! i32 bank for the whole of the compiled code and `rsi` the invocation's remaining budget.
+//! Scratch values use `rax`, `rcx`, `rdx` and `xmm0` (caller-saved in the System V ABI, so the
+//! code needs no prologue). Only the low eight general
 //! registers appear, so no REX prefix is needed except for 64-bit width. Encodings: Intel SDM
 //! vol. 2 (opcode, ModRM `mod=01/10, rm=111` for `[rdi + disp]`, `/digit` extensions).
 
@@ -13,6 +14,7 @@ pub enum Gpr {
     Rax = 0,
     Rcx = 1,
     Rdx = 2,
+    Rsi = 6,
 }
 
 /// Operand size of an integer instruction.
