@@ -160,6 +160,7 @@ impl ModuleScope<'_> {
         let mut ops = Vec::with_capacity(count as usize);
         let mut offsets = Vec::with_capacity(count as usize);
         // The op index each instruction begins (none for markers and fused second halves).
+        #[cfg(rtx_jit)]
         let mut starts = vec![None; decoded.len()];
         let mut i = 0;
         while i < decoded.len() {
@@ -168,7 +169,10 @@ impl ModuleScope<'_> {
             if instruction.instruction.kind == InstructionKind::BlockMarker {
                 continue;
             }
-            starts[i - 1] = Some(ops.len() as u32);
+            #[cfg(rtx_jit)]
+            {
+                starts[i - 1] = Some(ops.len() as u32);
+            }
             lowering.offset = instruction.offset;
             lowering.op_index = ops.len() as u32;
             let mut op = lowering.lower(instruction)?;
@@ -212,9 +216,7 @@ impl ModuleScope<'_> {
         #[cfg(rtx_jit)]
         let compiled = self.entries.and_then(|e| crate::vm::jit::compile(&decoded, &starts, &blocks, e));
         #[cfg(not(rtx_jit))]
-        let compiled = {
-            let _ = starts;
-        };
+        let compiled = ();
         let function = Function {
             ops: ops.into(),
             offsets: offsets.into(),
@@ -785,7 +787,7 @@ fn fuse(first: Op, branch: Op) -> Op {
 /// or through a pointer (the fused forms hold a pointer).
 /// The op the interpreter runs for a register-only scalar instruction (consts, selects and
 /// branches aside), for tests that hold other executors of the same instruction against it.
-#[cfg(test)]
+#[cfg(all(test, rtx_jit))]
 pub(crate) fn scalar_reference(instruction: &DecodedInstruction<'_>) -> Option<Op> {
     let registers = instruction
         .operands
