@@ -35,8 +35,41 @@ pub struct Buffer {
 enum Storage {
     /// Bytes `range` of the module's file: the module stays alive as long as the buffer does.
     Rodata { module: Arc<Module>, range: Range<usize> },
-    /// Mutable memory owned by the buffer.
-    Owned(Box<[AtomicU8]>),
+    /// Bytes `range` of mutable memory, which spans of the buffer share.
+    Owned { memory: Arc<Memory>, range: Range<usize> },
+}
+
+/// Zero-initialised mutable bytes at a 64-byte-aligned address. The alignment is for native code:
+/// the HAL binds buffers to compiled dispatches, which assume the alignment IREE allocates with.
+struct Memory {
+    chunks: Box<[Chunk]>,
+}
+
+#[repr(C, align(64))]
+struct Chunk([AtomicU8; 64]);
+
+impl Memory {
+    fn zeroed(length: usize) -> Result<Arc<Memory>, Diagnostic> {
+        if length > MAX_BUFFER_LENGTH {
+            return Err(Diagnostic::new(
+                StatusCode::ResourceExhausted,
+                format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
+            ));
+        }
+        let count = length.div_ceil(64);
+        let mut chunks = Vec::new();
+        chunks.try_reserve_exact(count).map_err(|_| {
+            Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
+        })?;
+        chunks.resize_with(count, || Chunk([const { AtomicU8::new(0) }; 64]));
+        Ok(Arc::new(Memory { chunks: chunks.into_boxed_slice() }))
+    }
+
+    fn bytes(&self) -> &[AtomicU8] {
+        // SAFETY: the chunks are contiguous arrays of `AtomicU8` with no padding (64 bytes at
+        // alignment 64), so they are one slice of `64 * chunks` bytes that lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.chunks.as_ptr().cast::<AtomicU8>(), self.chunks.len() * 64) }
+    }
 }
 
 /// A bounds-checked byte range of a buffer, for reading.
@@ -105,19 +138,71 @@ impl Buffer {
         check_alignment(alignment)?;
         let length = usize::try_from(length)
             .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
-        Ok(Arc::new(Buffer { storage: Storage::Owned(zeroed(length)?) }))
+        Ok(Arc::new(Buffer::owned(Memory::zeroed(length)?, length)))
+    }
+
+    fn owned(memory: Arc<Memory>, length: usize) -> Buffer {
+        Buffer { storage: Storage::Owned { memory, range: 0..length } }
     }
 
     /// A mutable buffer holding a copy of `bytes`, for hosts passing data in.
-    pub fn from_bytes(bytes: &[u8]) -> Arc<Buffer> {
-        Arc::new(Buffer { storage: Storage::Owned(bytes.iter().map(|&b| AtomicU8::new(b)).collect()) })
+    pub fn from_bytes(bytes: &[u8]) -> Result<Arc<Buffer>, Diagnostic> {
+        let buffer = Buffer::owned(Memory::zeroed(bytes.len())?, bytes.len());
+        for (dst, &src) in buffer.owned_bytes().unwrap_or_default().iter().zip(bytes) {
+            dst.store(src, Ordering::Relaxed);
+        }
+        Ok(Arc::new(buffer))
+    }
+
+    /// Bytes `offset..offset + length` of this buffer as a buffer of their own, sharing the
+    /// memory (writes through either are seen by both), as HAL buffer subspans and dispatch
+    /// bindings need.
+    pub fn span(&self, offset: usize, length: usize) -> Result<Arc<Buffer>, Diagnostic> {
+        let within = |range: &Range<usize>| {
+            let start = range.start.checked_add(offset)?;
+            let end = start.checked_add(length)?;
+            (end <= range.end).then_some(start..end)
+        };
+        let storage = match &self.storage {
+            Storage::Rodata { module, range } => {
+                within(range).map(|range| Storage::Rodata { module: module.clone(), range })
+            }
+            Storage::Owned { memory, range } => {
+                within(range).map(|range| Storage::Owned { memory: memory.clone(), range })
+            }
+        };
+        storage
+            .map(|storage| Arc::new(Buffer { storage }))
+            .ok_or_else(|| self.out_of_bounds(offset as i128, length as i128, 1))
+    }
+
+    /// The address of the first byte, for native code reading the buffer (compiled dispatches).
+    /// Owned memory is 64-byte aligned at offset 0.
+    pub fn as_ptr(&self) -> *const u8 {
+        match &self.storage {
+            Storage::Rodata { module, range } => module.bytes()[range.clone()].as_ptr(),
+            Storage::Owned { .. } => self.owned_bytes().unwrap_or_default().as_ptr().cast::<u8>(),
+        }
+    }
+
+    /// The address of the first byte for native code writing the buffer; `None` for rodata.
+    /// Native writes race with nothing the VM does while a dispatch runs (the HAL orders them).
+    pub fn as_mut_ptr(&self) -> Option<*mut u8> {
+        self.owned_bytes().map(|bytes| bytes.as_ptr().cast::<u8>().cast_mut())
+    }
+
+    /// This buffer's bytes of owned memory (`None` for rodata).
+    fn owned_bytes(&self) -> Option<&[AtomicU8]> {
+        match &self.storage {
+            Storage::Owned { memory, range } => memory.bytes().get(range.clone()),
+            Storage::Rodata { .. } => None,
+        }
     }
 
     /// Length in bytes (`vm.buffer.length`).
     pub fn len(&self) -> usize {
         match &self.storage {
-            Storage::Rodata { range, .. } => range.len(),
-            Storage::Owned(bytes) => bytes.len(),
+            Storage::Rodata { range, .. } | Storage::Owned { range, .. } => range.len(),
         }
     }
 
@@ -127,7 +212,7 @@ impl Buffer {
 
     /// False for rodata views.
     pub fn is_mutable(&self) -> bool {
-        matches!(self.storage, Storage::Owned(_))
+        matches!(self.storage, Storage::Owned { .. })
     }
 
     /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`). The source
@@ -135,9 +220,9 @@ impl Buffer {
     pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
         let source = self.view(offset, length, 1)?;
         check_alignment(alignment)?;
-        let target = zeroed(source.len())?;
-        copy_view(&source, &target, false);
-        Ok(Arc::new(Buffer { storage: Storage::Owned(target) }))
+        let target = Buffer::owned(Memory::zeroed(source.len())?, source.len());
+        copy_view(&source, target.owned_bytes().unwrap_or_default(), false);
+        Ok(Arc::new(target))
     }
 
     /// Copies `length` bytes (`vm.buffer.copy`). Source and target may be the same buffer with
@@ -152,7 +237,11 @@ impl Buffer {
     ) -> Result<(), Diagnostic> {
         let from = source.view(source_offset, length, 1)?;
         let to = target.view_mut(target_offset, length, 1)?;
-        let backward = std::ptr::eq(source, target) && target_offset > source_offset;
+        // Spans of one memory can overlap: copying to a higher address walks backward.
+        let backward = match &from {
+            View::Owned(bytes) => to.as_ptr() > bytes.as_ptr(),
+            View::Rodata(_) => false,
+        };
         copy_view(&from, to, backward);
         Ok(())
     }
@@ -339,7 +428,7 @@ impl Buffer {
     /// Element `offset` of an owned buffer, if in range.
     #[inline]
     fn owned_element<const N: usize>(&self, offset: i64) -> Option<&[AtomicU8]> {
-        let Storage::Owned(bytes) = &self.storage else { return None };
+        let bytes = self.owned_bytes()?;
         let start = usize::try_from(offset).ok()?.checked_mul(N)?;
         bytes.get(start..start.checked_add(N)?)
     }
@@ -361,14 +450,14 @@ impl Buffer {
             Storage::Rodata { module, range: segment } => {
                 module.bytes().get(segment.clone()).and_then(|bytes| bytes.get(range)).map(View::Rodata)
             }
-            Storage::Owned(bytes) => bytes.get(range).map(View::Owned),
+            Storage::Owned { .. } => self.owned_bytes().and_then(|bytes| bytes.get(range)).map(View::Owned),
         };
         view.ok_or_else(|| self.element_out_of_bounds(offset, count, element_size))
     }
 
     /// Elements `offset..offset + count` of `element_size` bytes, for writing.
     fn view_mut(&self, offset: i64, count: i64, element_size: usize) -> Result<&[AtomicU8], Diagnostic> {
-        let Storage::Owned(bytes) = &self.storage else {
+        let Some(bytes) = self.owned_bytes() else {
             return Err(Diagnostic::new(
                 StatusCode::PermissionDenied,
                 "buffer is read-only and cannot be mapped for mutation",
@@ -427,22 +516,6 @@ fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {
 /// module could make the host zero-fill gigabytes with one instruction. Tensors live in HAL
 /// buffers, not here, so 1 GiB leaves compiled programs ample room.
 pub const MAX_BUFFER_LENGTH: usize = 1 << 30;
-
-/// Zeroed owned bytes; a length the allocator refuses is an error, not an abort.
-fn zeroed(length: usize) -> Result<Box<[AtomicU8]>, Diagnostic> {
-    if length > MAX_BUFFER_LENGTH {
-        return Err(Diagnostic::new(
-            StatusCode::ResourceExhausted,
-            format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
-        ));
-    }
-    let mut bytes = Vec::new();
-    bytes.try_reserve_exact(length).map_err(|_| {
-        Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
-    })?;
-    bytes.resize_with(length, || AtomicU8::new(0));
-    Ok(bytes.into_boxed_slice())
-}
 
 /// Copies `from` into `to` (equal lengths) through a stack chunk. `backward` walks from the end,
 /// which keeps an overlapping copy to a higher address correct.
@@ -582,7 +655,7 @@ mod tests {
 
     #[test]
     fn byte_loads_extend_by_signedness() {
-        let buffer = Buffer::from_bytes(&[0x80, 0xff]);
+        let buffer = Buffer::from_bytes(&[0x80, 0xff]).unwrap();
         assert_eq!(buffer.load_i8_u(0).unwrap(), 0x80);
         assert_eq!(buffer.load_i8_s(0).unwrap(), -128);
         assert_eq!(buffer.load_i16_u(0).unwrap(), 0xff80);
@@ -664,7 +737,7 @@ mod tests {
         assert_eq!(code(buffer.fill_i8(0, 1, 0)), StatusCode::PermissionDenied);
         // Permission is checked before the range, as in IREE.
         assert_eq!(code(buffer.store_i32(100, 0)), StatusCode::PermissionDenied);
-        let source = Buffer::from_bytes(b"xy");
+        let source = Buffer::from_bytes(b"xy").unwrap();
         assert_eq!(code(Buffer::copy(&source, 0, &buffer, 0, 2)), StatusCode::PermissionDenied);
         assert_eq!(buffer.to_vec(), b"vmvx-bytecode-fb");
         assert_eq!(code(buffer.load_i64(2)), StatusCode::OutOfRange);
@@ -702,18 +775,18 @@ mod tests {
     #[test]
     fn copy_moves_bytes_between_and_within_buffers() {
         let pattern: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-        let source = Buffer::from_bytes(&pattern);
+        let source = Buffer::from_bytes(&pattern).unwrap();
         let target = Buffer::allocate(1000, 0).unwrap();
         Buffer::copy(&source, 100, &target, 10, 700).unwrap();
         assert_eq!(target.read_bytes(10, 700).unwrap(), pattern[100..800]);
         assert_eq!(target.read_bytes(0, 10).unwrap(), [0; 10]);
 
         // Overlapping copies behave like memmove in both directions, across chunk boundaries.
-        let up = Buffer::from_bytes(&pattern);
+        let up = Buffer::from_bytes(&pattern).unwrap();
         Buffer::copy(&up, 0, &up, 300, 600).unwrap();
         assert_eq!(up.read_bytes(300, 600).unwrap(), pattern[..600]);
         assert_eq!(up.read_bytes(0, 300).unwrap(), pattern[..300]);
-        let down = Buffer::from_bytes(&pattern);
+        let down = Buffer::from_bytes(&pattern).unwrap();
         Buffer::copy(&down, 300, &down, 1, 600).unwrap();
         assert_eq!(down.read_bytes(1, 600).unwrap(), pattern[300..900]);
 
@@ -730,8 +803,8 @@ mod tests {
     #[test]
     fn compare_reports_equality_of_ranges() {
         let pattern: Vec<u8> = (0..=255u8).cycle().take(600).collect();
-        let a = Buffer::from_bytes(&pattern);
-        let b = Buffer::from_bytes(&pattern);
+        let a = Buffer::from_bytes(&pattern).unwrap();
+        let b = Buffer::from_bytes(&pattern).unwrap();
         assert!(Buffer::compare(&a, 0, &b, 0, 600).unwrap());
         assert!(Buffer::compare(&a, 0, &b, 256, 300).unwrap());
         b.store_i8(599, 0).unwrap();
@@ -747,7 +820,7 @@ mod tests {
     fn hash_is_siphash_2_4_keyed_like_iree() {
         // Reference vectors for key 00..0f and message 00..len-1.
         let message: Vec<u8> = (0..=255u8).cycle().take(700).collect();
-        let buffer = Buffer::from_bytes(&message);
+        let buffer = Buffer::from_bytes(&message).unwrap();
         assert_eq!(buffer.hash(0, 0).unwrap() as u64, 0x726f_db47_dd0e_0e31);
         assert_eq!(buffer.hash(0, 8).unwrap() as u64, 0x93f5_f579_9a93_2462);
         for len in [1, 7, 8, 9, 15, 63, 64, 255, 256, 257, 300, 700] {
@@ -756,8 +829,11 @@ mod tests {
             std::hash::Hasher::write(&mut reference, &message[..len]);
             assert_eq!(buffer.hash(0, len as i64).unwrap() as u64, std::hash::Hasher::finish(&reference), "len {len}");
         }
-        assert_eq!(buffer.hash(3, 5).unwrap(), Buffer::from_bytes(&message[3..8]).hash(0, 5).unwrap());
-        assert_eq!(rodata_buffer().hash(0, 16).unwrap(), Buffer::from_bytes(b"vmvx-bytecode-fb").hash(0, 16).unwrap());
+        assert_eq!(buffer.hash(3, 5).unwrap(), Buffer::from_bytes(&message[3..8]).unwrap().hash(0, 5).unwrap());
+        assert_eq!(
+            rodata_buffer().hash(0, 16).unwrap(),
+            Buffer::from_bytes(b"vmvx-bytecode-fb").unwrap().hash(0, 16).unwrap()
+        );
         assert_eq!(code(buffer.hash(0, 701)), StatusCode::OutOfRange);
         assert_eq!(code(buffer.hash(-1, 1)), StatusCode::OutOfRange);
     }
@@ -785,5 +861,30 @@ mod tests {
         for index in 0..THREADS * PER_THREAD {
             assert_eq!(buffer.load_i32(index).unwrap(), (index * 31 + 19) as i32);
         }
+    }
+
+    #[test]
+    fn spans_share_memory_and_stay_in_bounds() {
+        let whole = Buffer::allocate(200, 0).unwrap();
+        assert_eq!(whole.as_ptr() as usize % 64, 0, "owned memory is 64-byte aligned");
+        let span = whole.span(8, 16).unwrap();
+        assert_eq!(span.len(), 16);
+        span.store_i32(1, 0x1234_5678).unwrap();
+        assert_eq!(whole.load_i32(3).unwrap(), 0x1234_5678, "a span writes its parent's bytes");
+        assert_eq!(span.as_ptr() as usize, whole.as_ptr() as usize + 8);
+        assert_eq!(code(span.store_i32(4, 0)), StatusCode::OutOfRange, "a span's length bounds it");
+        assert_eq!(code(span.span(8, 9)), StatusCode::OutOfRange);
+        assert_eq!(code(whole.span(usize::MAX, 2)), StatusCode::OutOfRange);
+        assert!(whole.span(200, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn copies_between_overlapping_spans_behave_like_memmove() {
+        let whole = Buffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
+        let (low, high) = (whole.span(0, 8).unwrap(), whole.span(2, 8).unwrap());
+        Buffer::copy(&low, 0, &high, 0, 8).unwrap();
+        assert_eq!(whole.to_vec(), [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]);
+        Buffer::copy(&high, 0, &low, 0, 8).unwrap();
+        assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]);
     }
 }
