@@ -90,6 +90,11 @@ enum rtx_status_code_t
   RTX_STATUS_CODE_DATA_LOSS = 15,
   RTX_STATUS_CODE_UNAUTHENTICATED = 16,
   /**
+   * Not done yet (a pending fence).
+   */
+  RTX_STATUS_CODE_DEFERRED = 17,
+  RTX_STATUS_CODE_INCOMPATIBLE = 18,
+  /**
    * A Rust panic was caught at the C boundary; the call did not complete.
    */
   RTX_STATUS_CODE_PANIC = 100,

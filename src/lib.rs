@@ -5,5 +5,6 @@
 //! place that knows C exists.
 
 pub mod ffi;
+pub mod hal;
 pub mod host;
 pub mod vm;

@@ -124,21 +124,6 @@ fn every_exported_function_has_an_invocation() {
     }
 }
 
-/// Why the regeneration check cannot run here, or `None` when it can.
-fn regeneration_skip_reason() -> Option<String> {
-    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
-        return Some("RTX_CHECK_FIXTURES is not 1".to_owned());
-    }
-    if std::env::var_os("RTX_IREE_TOOLS").is_some() {
-        return None;
-    }
-    match Command::new(repo().join("scripts/iree-tools.sh")).output() {
-        Ok(output) if output.status.success() => None,
-        Ok(output) => Some(format!("scripts/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim())),
-        Err(error) => Some(format!("cannot run scripts/iree-tools.sh: {error}")),
-    }
-}
-
 fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     for dir in [root.to_path_buf(), root.join("expected"), root.join("loader")] {
@@ -155,7 +140,7 @@ fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn checked_in_fixtures_match_a_fresh_regeneration() {
-    if let Some(reason) = regeneration_skip_reason() {
+    if let Some(reason) = common::regeneration_skip_reason() {
         println!("skipped the VM fixture regeneration check: {reason}");
         return;
     }

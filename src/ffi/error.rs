@@ -28,6 +28,9 @@ pub enum rtx_status_code_t {
     RTX_STATUS_CODE_UNAVAILABLE = 14,
     RTX_STATUS_CODE_DATA_LOSS = 15,
     RTX_STATUS_CODE_UNAUTHENTICATED = 16,
+    /// Not done yet (a pending fence).
+    RTX_STATUS_CODE_DEFERRED = 17,
+    RTX_STATUS_CODE_INCOMPATIBLE = 18,
     /// A Rust panic was caught at the C boundary; the call did not complete.
     RTX_STATUS_CODE_PANIC = 100,
 }
@@ -53,6 +56,8 @@ impl From<StatusCode> for rtx_status_code_t {
             StatusCode::Unavailable => RTX_STATUS_CODE_UNAVAILABLE,
             StatusCode::DataLoss => RTX_STATUS_CODE_DATA_LOSS,
             StatusCode::Unauthenticated => RTX_STATUS_CODE_UNAUTHENTICATED,
+            StatusCode::Deferred => RTX_STATUS_CODE_DEFERRED,
+            StatusCode::Incompatible => RTX_STATUS_CODE_INCOMPATIBLE,
             StatusCode::Panic => RTX_STATUS_CODE_PANIC,
         }
     }
@@ -153,7 +158,7 @@ pub extern "C" fn rtx_status_code_name(code: u32) -> *const c_char {
     })
 }
 
-const STATUS_NAMES: [&std::ffi::CStr; 18] = [
+const STATUS_NAMES: [&std::ffi::CStr; 20] = [
     c"OK",
     c"CANCELLED",
     c"UNKNOWN",
@@ -171,6 +176,8 @@ const STATUS_NAMES: [&std::ffi::CStr; 18] = [
     c"UNAVAILABLE",
     c"DATA_LOSS",
     c"UNAUTHENTICATED",
+    c"DEFERRED",
+    c"INCOMPATIBLE",
     c"PANIC",
 ];
 

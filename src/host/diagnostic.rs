@@ -24,6 +24,9 @@ pub enum StatusCode {
     Unavailable = 14,
     DataLoss = 15,
     Unauthenticated = 16,
+    /// Not done yet: a pending fence (`hal.fence.query`), work that will complete later.
+    Deferred = 17,
+    Incompatible = 18,
     /// A Rust panic was caught at the C boundary; the operation did not complete.
     Panic = 100,
 }
@@ -49,6 +52,8 @@ impl StatusCode {
             StatusCode::Unavailable => "UNAVAILABLE",
             StatusCode::DataLoss => "DATA_LOSS",
             StatusCode::Unauthenticated => "UNAUTHENTICATED",
+            StatusCode::Deferred => "DEFERRED",
+            StatusCode::Incompatible => "INCOMPATIBLE",
             StatusCode::Panic => "PANIC",
         }
     }
@@ -56,7 +61,7 @@ impl StatusCode {
     /// The code with this number, if it is one we define.
     pub fn from_u32(code: u32) -> Option<StatusCode> {
         use StatusCode::*;
-        const ALL: [StatusCode; 18] = [
+        const ALL: [StatusCode; 20] = [
             Ok,
             Cancelled,
             Unknown,
@@ -74,6 +79,8 @@ impl StatusCode {
             Unavailable,
             DataLoss,
             Unauthenticated,
+            Deferred,
+            Incompatible,
             Panic,
         ];
         ALL.into_iter().find(|c| *c as u32 == code)

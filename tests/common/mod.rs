@@ -6,6 +6,7 @@
 pub mod ffi;
 
 use std::path::PathBuf;
+use std::process::Command;
 
 /// A folder under `tests/fixtures/vm` ("" for the folder itself).
 pub fn fixture_dir(sub: &str) -> PathBuf {
@@ -58,4 +59,21 @@ pub fn invocations() -> Vec<Invocation> {
         invocations.push(Invocation { line: index + 1, module, function, flags: fields.collect(), expected });
     }
     invocations
+}
+
+/// Why a fixture regeneration check cannot run here, or `None` when it can: it needs
+/// `RTX_CHECK_FIXTURES=1` and the IREE tools (`RTX_IREE_TOOLS`, or scripts/iree-tools.sh).
+pub fn regeneration_skip_reason() -> Option<String> {
+    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
+        return Some("RTX_CHECK_FIXTURES is not 1".to_owned());
+    }
+    if std::env::var_os("RTX_IREE_TOOLS").is_some() {
+        return None;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/iree-tools.sh");
+    match Command::new(script).output() {
+        Ok(output) if output.status.success() => None,
+        Ok(output) => Some(format!("scripts/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim())),
+        Err(error) => Some(format!("cannot run scripts/iree-tools.sh: {error}")),
+    }
 }

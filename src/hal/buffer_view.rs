@@ -1,0 +1,163 @@
+//! `!hal.buffer_view`: a buffer seen as a tensor — shape, element type and encoding. This is what
+//! tensor arguments and results of compiled functions are.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::buffer::{self, memory_type, usage, Buffer};
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::buffer::Buffer as Bytes;
+use crate::vm::refs::{Ref, RefObject};
+
+/// `IREE_HAL_ENCODING_TYPE_DENSE_ROW_MAJOR`.
+pub const DENSE_ROW_MAJOR: u32 = 1;
+/// `IREE_HAL_ENCODING_TYPE_OPAQUE`: the data is not interpreted (assertions let it pass).
+pub const OPAQUE_ENCODING: u32 = 0;
+
+/// A tensor view of a buffer.
+#[derive(Debug)]
+pub struct BufferView {
+    /// The `hal.buffer` ref (returned as itself by `buffer_view.buffer`).
+    buffer: Ref,
+    shape: Vec<i64>,
+    element_type: u32,
+    encoding: u32,
+}
+
+impl RefObject for BufferView {
+    fn type_name(&self) -> &'static str {
+        "hal.buffer_view"
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl BufferView {
+    /// A view of `buffer` (a `hal.buffer` ref).
+    pub fn new(buffer: Ref, shape: Vec<i64>, element_type: u32, encoding: u32) -> Result<BufferView, Diagnostic> {
+        buffer::deref(&buffer)?;
+        if let Some(dim) = shape.iter().find(|&&d| d < 0) {
+            return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("negative dimension {dim} in a shape")));
+        }
+        Ok(BufferView { buffer, shape, element_type, encoding })
+    }
+
+    /// A dense row-major view of a copy of host `bytes` (how hosts pass tensors in).
+    pub fn from_host(shape: Vec<i64>, element_type: u32, bytes: &[u8]) -> Result<BufferView, Diagnostic> {
+        let buffer = Buffer::wrap(Bytes::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
+        BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR)
+    }
+
+    /// A copy of the viewed bytes (how hosts read tensors out).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.buffer().bytes().to_vec()
+    }
+
+    pub fn buffer_ref(&self) -> &Ref {
+        &self.buffer
+    }
+
+    pub fn buffer(&self) -> &Buffer {
+        buffer::deref(&self.buffer).expect("checked at construction")
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+
+    pub fn element_type(&self) -> u32 {
+        self.element_type
+    }
+
+    pub fn encoding(&self) -> u32 {
+        self.encoding
+    }
+
+    pub fn into_ref(self) -> Ref {
+        Ref::Object(Arc::new(self))
+    }
+
+    /// `hal.buffer_view.assert`: encoding, element type, rank and dimensions as the program
+    /// expects them, with IREE's messages prefixed by the program's name for the value.
+    pub fn check(&self, what: &str, element_type: u32, encoding: u32, shape: &[i64]) -> Result<(), Diagnostic> {
+        let fail = |message: String| Err(Diagnostic::new(StatusCode::InvalidArgument, message));
+        if self.encoding != OPAQUE_ENCODING && self.encoding != encoding {
+            return fail(format!("{what} encoding mismatch; expected {encoding:08X} but have {:08X}", self.encoding));
+        }
+        if !element_types_compatible(self.element_type, element_type) {
+            return fail(format!(
+                "{what} element type mismatch; expected {element_type:08X} but have {:08X}",
+                self.element_type
+            ));
+        }
+        let scalar = |rank: usize| if rank == 0 { " (scalar)" } else { "" };
+        if self.shape.len() != shape.len() {
+            return fail(format!(
+                "{what} shape rank mismatch; expected {}{} but have {}{}",
+                shape.len(),
+                scalar(shape.len()),
+                self.shape.len(),
+                scalar(self.shape.len())
+            ));
+        }
+        if let Some(i) = (0..shape.len()).find(|&i| self.shape[i] != shape[i]) {
+            return fail(format!(
+                "{what} shape dimension {i} mismatch; expected {} but have {}",
+                shape[i], self.shape[i]
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether data of `actual` type may be used as `expected`: opaque data passes, integers of one
+/// width pass whatever their signedness, anything else must be equal (IREE's rule).
+fn element_types_compatible(actual: u32, expected: u32) -> bool {
+    let numerical = |t: u32| t >> 24;
+    let is_integer = |t: u32| (0x10..=0x12).contains(&numerical(t));
+    numerical(actual) == 0
+        || (is_integer(actual) && is_integer(expected) && actual & 0xFF == expected & 0xFF)
+        || actual == expected
+}
+
+/// The buffer view a ref holds, or INVALID_ARGUMENT naming what was there.
+pub fn deref(value: &Ref) -> Result<&BufferView, Diagnostic> {
+    value.downcast::<BufferView>().ok_or_else(|| buffer::wrong_type("hal.buffer_view", value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F32: u32 = 0x2100_0020;
+    const I32: u32 = 0x1000_0020;
+    const SI32: u32 = 0x1100_0020;
+
+    fn view(shape: Vec<i64>, element_type: u32) -> BufferView {
+        let buffer = Buffer::allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64).unwrap();
+        BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR).unwrap()
+    }
+
+    #[test]
+    fn assertions_say_what_differs() {
+        let v = view(vec![2, 3], F32);
+        v.check("input0", F32, DENSE_ROW_MAJOR, &[2, 3]).unwrap();
+        let message = |r: Result<(), Diagnostic>| r.unwrap_err().message;
+        assert_eq!(
+            message(v.check("input0", F32, DENSE_ROW_MAJOR, &[2, 4])),
+            "input0 shape dimension 1 mismatch; expected 4 but have 3"
+        );
+        assert_eq!(
+            message(v.check("input0", F32, DENSE_ROW_MAJOR, &[])),
+            "input0 shape rank mismatch; expected 0 (scalar) but have 2"
+        );
+        assert_eq!(
+            message(v.check("x", I32, DENSE_ROW_MAJOR, &[2, 3])),
+            "x element type mismatch; expected 10000020 but have 21000020"
+        );
+        // Signless and signed integers of one width are interchangeable.
+        view(vec![4], SI32).check("y", I32, DENSE_ROW_MAJOR, &[4]).unwrap();
+    }
+}

@@ -1,0 +1,144 @@
+//! `!hal.fence`: a set of points on device timelines, built on AsyncValue. Each point is a chain
+//! that becomes available when the queue work it stands for is done (or an error when that work
+//! failed); waiting is `run_when_ready`, never a blocked worker.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::buffer::wrong_type;
+use crate::host::{run_when_ready, AsyncValueRef, Chain, Diagnostic, RcAsyncValue, StatusCode};
+use crate::vm::refs::{Ref, RefObject};
+
+/// A HAL fence.
+#[derive(Debug)]
+pub struct Fence {
+    points: Vec<AsyncValueRef<Chain>>,
+}
+
+impl RefObject for Fence {
+    fn type_name(&self) -> &'static str {
+        "hal.fence"
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What a point's state says to `fence.query` and `fence.await`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reached {
+    Yes,
+    No,
+    Failed(Diagnostic),
+}
+
+impl Fence {
+    /// One new, unsignaled point (`hal.fence.create`).
+    pub fn new() -> Fence {
+        Fence { points: vec![AsyncValueRef::unconstructed()] }
+    }
+
+    /// A fence that is reached when all of `fences` are (`hal.fence.join`).
+    pub fn join<'a>(fences: impl IntoIterator<Item = &'a Fence>) -> Fence {
+        Fence { points: fences.into_iter().flat_map(|f| f.points.iter().cloned()).collect() }
+    }
+
+    /// Marks every point reached (`hal.fence.signal`, and queue work completing).
+    pub fn signal(&self) {
+        for point in &self.points {
+            if !point.as_untyped().is_available() {
+                // A point set by someone else in between stays as they set it.
+                let _ = point.emplace(Chain);
+            }
+        }
+    }
+
+    /// Fails every unreached point (`hal.fence.fail`, and queue work failing).
+    pub fn fail(&self, diagnostic: &Diagnostic) {
+        for point in &self.points {
+            if !point.as_untyped().is_available() {
+                let _ = point.as_untyped().set_error(diagnostic.clone());
+            }
+        }
+    }
+
+    /// Whether every point is reached, or the first failure.
+    pub fn reached(&self) -> Reached {
+        let mut all = true;
+        for point in &self.points {
+            let point = point.as_untyped();
+            if let Some(error) = point.get_error() {
+                return Reached::Failed(error.clone());
+            }
+            all &= point.is_available();
+        }
+        if all {
+            Reached::Yes
+        } else {
+            Reached::No
+        }
+    }
+
+    /// Runs `then` once every point is available (reached or failed), on the thread that makes
+    /// the last one so, or at once.
+    pub fn when_reached(&self, then: impl FnOnce() + Send + 'static) {
+        let values: Vec<RcAsyncValue> = self.points.iter().map(|p| p.as_untyped().clone()).collect();
+        run_when_ready(&values, then);
+    }
+
+    pub fn into_ref(self) -> Ref {
+        Ref::Object(Arc::new(self))
+    }
+}
+
+impl Default for Fence {
+    fn default() -> Fence {
+        Fence::new()
+    }
+}
+
+/// The fence a ref holds, or INVALID_ARGUMENT naming what was there.
+pub fn deref(value: &Ref) -> Result<&Fence, Diagnostic> {
+    value.downcast::<Fence>().ok_or_else(|| wrong_type("hal.fence", value))
+}
+
+/// `fence.query`'s answer: OK, DEFERRED while pending, or the failure's code.
+pub fn status_code(reached: &Reached) -> StatusCode {
+    match reached {
+        Reached::Yes => StatusCode::Ok,
+        Reached::No => StatusCode::Deferred,
+        Reached::Failed(error) => error.code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn joins_are_reached_when_every_part_is() {
+        let (a, b) = (Fence::new(), Fence::new());
+        let joined = Fence::join([&a, &b]);
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        joined.when_reached(move || flag.store(true, Ordering::SeqCst));
+        a.signal();
+        assert_eq!(joined.reached(), Reached::No);
+        assert!(!ran.load(Ordering::SeqCst));
+        b.signal();
+        assert_eq!(joined.reached(), Reached::Yes);
+        assert!(ran.load(Ordering::SeqCst));
+        assert_eq!(status_code(&joined.reached()), StatusCode::Ok);
+    }
+
+    #[test]
+    fn failures_reach_waiters_and_queries() {
+        let fence = Fence::new();
+        assert_eq!(status_code(&fence.reached()), StatusCode::Deferred);
+        fence.fail(&Diagnostic::new(StatusCode::Aborted, "device lost"));
+        fence.signal(); // too late: failed stays failed
+        assert_eq!(status_code(&fence.reached()), StatusCode::Aborted);
+    }
+}

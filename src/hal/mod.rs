@@ -1,0 +1,14 @@
+//! The HAL: host buffers and buffer views, the CPU devices (`local-sync`), command buffers,
+//! executables (VMVX, and native code through our ELF loader or `dlopen`), fences on AsyncValue,
+//! and the `hal` VM module that compiled programs import. Stands on `host` and plugs into `vm` as
+//! a native module.
+
+pub mod buffer;
+pub mod buffer_view;
+pub mod command_buffer;
+pub mod device;
+pub mod executable;
+pub mod fence;
+pub mod file;
+pub mod local;
+pub mod module;

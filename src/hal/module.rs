@@ -1,0 +1,912 @@
+//! The `hal` VM module, version 7: the 58 functions IREE-compiled host programs import to drive a
+//! device, with the calling conventions the compiler's imports carry (IREE 3.13
+//! `runtime/src/iree/modules/hal/exports.inl`).
+//!
+//! Queue operations on `local-sync` run inline when their wait fence is reached (the usual case:
+//! everything before them ran inline too) and otherwise once it is, from the fence's continuation,
+//! so no thread ever blocks on a fence; `fence.await` on an unreached fence suspends the calling
+//! invocation the same way.
+
+use std::sync::Arc;
+
+use super::buffer::{self, usage, Buffer};
+use super::buffer_view::{self, BufferView};
+use super::command_buffer::{self, BufferRange, BufferSource, CommandBuffer, TableEntry};
+use super::device::{self, Device};
+use super::executable;
+use super::fence::{self, Fence, Reached};
+use super::file::{self, File};
+use crate::host::{AsyncValueRef, Diagnostic, StatusCode};
+use crate::vm::buffer::Buffer as Bytes;
+use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::refs::Ref;
+use crate::vm::value::Value;
+
+/// `IREE_HAL_MODULE_VERSION_0_7`.
+pub const VERSION: u32 = 7;
+
+/// Bindings one dispatch may take (`IREE_HAL_MODULE_MAX_DESCRIPTOR_BINDING_COUNT`).
+const MAX_BINDINGS: usize = 32;
+
+type Handler = fn(&HalState, &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>;
+
+/// Name, calling convention and implementation of every function, sorted by name as IREE's
+/// export table is.
+const FUNCTIONS: [(&str, &str, Handler); 58] = [
+    ("allocator.allocate", "0rIiiI_r", allocator_allocate),
+    ("allocator.import", "0riIiirII_r", allocator_import),
+    ("allocator.select", "0iiICrID_rI", allocator_select),
+    ("buffer.allocation.discard", "0r_i", buffer_allocation_discard),
+    ("buffer.allocation.is_terminal", "0r_i", buffer_allocation_is_terminal),
+    ("buffer.allocation.preserve", "0r_v", buffer_allocation_preserve),
+    ("buffer.assert", "0rrrIii_v", buffer_assert),
+    ("buffer.length", "0r_I", buffer_length),
+    ("buffer.load", "0rIi_i", buffer_load),
+    ("buffer.store", "0irIi_v", buffer_store),
+    ("buffer.subspan", "0rII_r", buffer_subspan),
+    ("buffer_view.assert", "0rriiCID_v", buffer_view_assert),
+    ("buffer_view.buffer", "0r_r", buffer_view_buffer),
+    ("buffer_view.create", "0rIIiiCID_r", buffer_view_create),
+    ("buffer_view.dim", "0ri_I", buffer_view_dim),
+    ("buffer_view.element_type", "0r_i", buffer_view_element_type),
+    ("buffer_view.encoding_type", "0r_i", buffer_view_encoding_type),
+    ("buffer_view.rank", "0r_i", buffer_view_rank),
+    ("buffer_view.trace", "0rCrD_v", buffer_view_trace),
+    ("channel.create", "0rIIrrii_r", collectives),
+    ("channel.rank_and_count", "0r_ii", collectives),
+    ("channel.split", "0riiI_r", collectives),
+    ("command_buffer.advise_buffer", "0rrIIIi_v", command_buffer_hint),
+    ("command_buffer.begin_debug_group", "0rr_v", command_buffer_hint),
+    ("command_buffer.collective", "0rriiiirrIIIII_v", collectives),
+    ("command_buffer.copy_buffer", "0riirIrIII_v", command_buffer_copy_buffer),
+    ("command_buffer.create", "0riiIi_r", command_buffer_create),
+    ("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v", command_buffer_dispatch),
+    ("command_buffer.dispatch.indirect", "0rrIirIICiDCiirIID_v", command_buffer_dispatch_indirect),
+    ("command_buffer.end_debug_group", "0r_v", command_buffer_hint),
+    ("command_buffer.execution_barrier", "0riiI_v", command_buffer_execution_barrier),
+    ("command_buffer.fill_buffer", "0rrIIiIiI_v", command_buffer_fill_buffer),
+    ("command_buffer.finalize", "0r_v", command_buffer_finalize),
+    ("command_buffer.update_buffer", "0rrIrIIiI_v", command_buffer_update_buffer),
+    ("device.allocator", "0r_r", device_allocator),
+    ("device.query.i64", "0rrr_iI", device_query_i64),
+    ("device.queue.alloca", "0rIrrIiiII_r", queue_alloca),
+    ("device.queue.barrier", "0rIrrI_v", queue_barrier),
+    ("device.queue.copy", "0rIrrrIrIII_v", queue_copy),
+    ("device.queue.dealloca", "0rIrrrI_v", queue_dealloca),
+    ("device.queue.execute", "0rIrrrI_v", queue_execute),
+    ("device.queue.execute.indirect", "0rIrrrICrIID_v", queue_execute_indirect),
+    ("device.queue.fill", "0rIrrrIIIiI_v", queue_fill),
+    ("device.queue.flush", "0rI_v", queue_flush),
+    ("device.queue.read", "0rIrrrIrIII_v", queue_read),
+    ("device.queue.update", "0rIrrrIrIII_v", queue_update),
+    ("device.queue.write", "0rIrrrIrIII_v", queue_write),
+    ("devices.count", "0v_i", devices_count),
+    ("devices.get", "0i_r", devices_get),
+    ("ex.file.from_memory", "0rIirIIi_r", ex_file_from_memory),
+    ("executable.create", "0rIrrr_r", executable_create),
+    ("executable.lookup.function", "0rr_I", executable_lookup_function),
+    ("fence.await", "0iICrD_i", fence_await),
+    ("fence.create", "0rI_r", fence_create),
+    ("fence.fail", "0ri_v", fence_fail),
+    ("fence.join", "0ICrD_r", fence_join),
+    ("fence.query", "0r_i", fence_query),
+    ("fence.signal", "0r_v", fence_signal),
+];
+
+/// The `hal` module over a set of devices (one per context that adds it shares them).
+pub struct HalModule {
+    devices: Vec<Ref>,
+    functions: Vec<NativeFunction>,
+}
+
+/// Per-context state: the devices the program enumerates.
+struct HalState {
+    devices: Vec<Ref>,
+}
+
+impl HalModule {
+    pub fn new(devices: Vec<Device>) -> HalModule {
+        HalModule {
+            devices: devices.into_iter().map(Device::into_ref).collect(),
+            functions: FUNCTIONS.iter().map(|(name, cconv, _)| NativeFunction::new(*name, *cconv)).collect(),
+        }
+    }
+}
+
+impl NativeModule for HalModule {
+    fn name(&self) -> &str {
+        "hal"
+    }
+
+    fn version(&self) -> u32 {
+        VERSION
+    }
+
+    fn functions(&self) -> &[NativeFunction] {
+        &self.functions
+    }
+
+    fn create_state(&self) -> Result<NativeState, Diagnostic> {
+        Ok(Box::new(HalState { devices: self.devices.clone() }))
+    }
+
+    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+        let state = state
+            .downcast_ref::<HalState>()
+            .ok_or_else(|| Diagnostic::new(StatusCode::Internal, "hal module state of another module"))?;
+        let (name, _, handler) = FUNCTIONS
+            .get(ordinal)
+            .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("hal function {ordinal} does not exist")))?;
+        if *name == "fence.await" {
+            return fence_await_outcome(&mut Args::new(arguments));
+        }
+        handler(state, &mut Args::new(arguments)).map(NativeOutcome::Ready)
+    }
+}
+
+/// Reads a native call's arguments in order (their kinds were checked against the calling
+/// convention before the call).
+struct Args<'a> {
+    values: &'a [Value],
+    next: usize,
+}
+
+impl<'a> Args<'a> {
+    fn new(values: &'a [Value]) -> Args<'a> {
+        Args { values, next: 0 }
+    }
+
+    fn take(&mut self) -> Result<&'a Value, Diagnostic> {
+        let value = self
+            .values
+            .get(self.next)
+            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("missing argument {}", self.next)))?;
+        self.next += 1;
+        Ok(value)
+    }
+
+    fn mismatch(&self, expected: &str, value: &Value) -> Diagnostic {
+        Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("argument {} is {} where {expected} was expected", self.next - 1, value.type_name()),
+        )
+    }
+
+    fn i32(&mut self) -> Result<i32, Diagnostic> {
+        match self.take()? {
+            Value::I32(v) => Ok(*v),
+            other => Err(self.mismatch("i32", other)),
+        }
+    }
+
+    fn i64(&mut self) -> Result<i64, Diagnostic> {
+        match self.take()? {
+            Value::I64(v) => Ok(*v),
+            other => Err(self.mismatch("i64", other)),
+        }
+    }
+
+    /// A ref that may be null.
+    fn opt_ref(&mut self) -> Result<Option<&'a Ref>, Diagnostic> {
+        match self.take()? {
+            Value::Ref(r) => Ok(r.as_ref()),
+            other => Err(self.mismatch("a ref", other)),
+        }
+    }
+
+    /// A ref that must not be null.
+    fn r(&mut self) -> Result<&'a Ref, Diagnostic> {
+        let index = self.next;
+        self.opt_ref()?
+            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("argument {index} is a null ref")))
+    }
+
+    /// A `!vm.buffer` argument.
+    fn bytes(&mut self) -> Result<&'a Arc<Bytes>, Diagnostic> {
+        let value = self.r()?;
+        value.as_buffer().ok_or_else(|| buffer::wrong_type("vm.buffer", value))
+    }
+
+    /// A `!vm.buffer` holding text (names, messages, query keys).
+    fn string(&mut self) -> Result<String, Diagnostic> {
+        Ok(String::from_utf8_lossy(&self.bytes()?.to_vec()).into_owned())
+    }
+
+    /// The tuple count of a variadic span.
+    fn span(&mut self) -> Result<usize, Diagnostic> {
+        let count = self.i32()?;
+        usize::try_from(count)
+            .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("negative span count {count}")))
+    }
+
+    fn i64_span(&mut self) -> Result<Vec<i64>, Diagnostic> {
+        let count = self.span()?;
+        (0..count).map(|_| self.i64()).collect()
+    }
+}
+
+fn out(value: impl Into<Value>) -> Result<Vec<Value>, Diagnostic> {
+    Ok(vec![value.into()])
+}
+
+fn none() -> Result<Vec<Value>, Diagnostic> {
+    Ok(Vec::new())
+}
+
+fn some(value: Ref) -> Value {
+    Value::Ref(Some(value))
+}
+
+// -- allocator -----------------------------------------------------------------------------------
+
+fn allocator_allocate(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let allocator = device::deref_allocator(a.r()?)?;
+    let (_affinity, memory_types, buffer_usage, size) = (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?);
+    out(some(allocator.allocate(memory_types, buffer_usage, size)?.into_ref()))
+}
+
+fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    device::deref_allocator(a.r()?)?;
+    let (_is_try, _affinity, memory_types, buffer_usage) = (a.i32()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
+    let source = a.bytes()?;
+    let (offset, length) = (a.i64()?, a.i64()?);
+    let available = source.len() as i64;
+    let length = if length == -1 { available } else { length };
+    if length < 0 || offset < 0 || offset > available || length > available - offset {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "byte range out of bounds (requested {offset}-{} of available {available})",
+                offset.wrapping_add(length).wrapping_sub(1)
+            ),
+        ));
+    }
+    if !source.is_mutable() && buffer_usage & usage::SHARING_IMMUTABLE == 0 {
+        return Err(Diagnostic::new(
+            StatusCode::PermissionDenied,
+            "source buffer is immutable and can only be imported for constant usage",
+        ));
+    }
+    // Host memory imports always: the program's rodata becomes the buffer, no copy.
+    let bytes = source.span(offset as usize, length as usize)?;
+    out(some(Buffer::wrap(bytes, memory_types, buffer_usage).into_ref()))
+}
+
+fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (_memory_types, _usage, _flags) = (a.i32()?, a.i32()?, a.i64()?);
+    let count = a.span()?;
+    let mut first = None;
+    for _ in 0..count {
+        let (device, affinity) = (a.r()?, a.i64()?);
+        device::deref(device)?;
+        first.get_or_insert((device.clone(), affinity));
+    }
+    // Every CPU device allocates host memory: the first candidate is as good as any.
+    let (device, affinity) = first
+        .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, "allocator.select needs at least one device"))?;
+    Ok(vec![some(device), Value::I64(affinity)])
+}
+
+// -- buffer --------------------------------------------------------------------------------------
+
+// Host memory is freed when its last reference goes, so every buffer counts as its allocation's
+// only user: discarding it is always terminal and the program deallocates (which only signals).
+fn buffer_allocation_discard(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    buffer::deref(a.r()?)?;
+    out(Value::I32(1))
+}
+
+fn buffer_allocation_is_terminal(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    buffer::deref(a.r()?)?;
+    out(Value::I32(1))
+}
+
+fn buffer_allocation_preserve(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    buffer::deref(a.r()?)?;
+    none()
+}
+
+fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let buffer = buffer::deref(a.r()?)?;
+    let message = a.string()?;
+    device::deref_allocator(a.r()?)?;
+    let (minimum_length, memory_types, buffer_usage) = (a.i64()?, a.i32()? as u32, a.i32()? as u32);
+    let length = buffer.len() as i64;
+    if length < minimum_length {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("{message} buffer byte length {length} less than expected minimum {minimum_length}"),
+        ));
+    }
+    if buffer.memory_types() & memory_types != memory_types {
+        return Err(Diagnostic::new(
+            StatusCode::PermissionDenied,
+            format!(
+                "{message} buffer memory type is not compatible; buffer has {:08X}, operation requires {memory_types:08X}",
+                buffer.memory_types()
+            ),
+        ));
+    }
+    if buffer.usage() & buffer_usage != buffer_usage {
+        return Err(Diagnostic::new(
+            StatusCode::PermissionDenied,
+            format!(
+                "{message} requested usage was not specified when the buffer was allocated; buffer allows {:08X}, \
+                 operation requires {buffer_usage:08X}",
+                buffer.usage()
+            ),
+        ));
+    }
+    none()
+}
+
+fn buffer_length(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I64(buffer::deref(a.r()?)?.len() as i64))
+}
+
+fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let buffer = buffer::deref(a.r()?)?;
+    let (offset, length) = (a.i64()?, a.i32()?);
+    let bytes = small_range(buffer, offset, length, "load")?;
+    let mut value = [0u8; 4];
+    value[..bytes.len()].copy_from_slice(&bytes);
+    out(Value::I32(i32::from_le_bytes(value)))
+}
+
+fn buffer_store(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let value = a.i32()?;
+    let buffer = buffer::deref(a.r()?)?;
+    let (offset, length) = (a.i64()?, a.i32()?);
+    small_range(buffer, offset, length, "store")?;
+    let source = Bytes::from_bytes(&value.to_le_bytes()[..length as usize])?;
+    Bytes::copy(&source, 0, buffer.bytes(), offset, i64::from(length))?;
+    none()
+}
+
+/// The bytes of a `buffer.load`/`buffer.store` of at most 4 bytes, with IREE's checks.
+fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<Vec<u8>, Diagnostic> {
+    if !(0..=4).contains(&length) {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("{what} length byte count {length} exceeds max"),
+        ));
+    }
+    let total = buffer.len() as i64;
+    if offset < 0 || offset + i64::from(length) > total {
+        return Err(Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("{what} out of bounds (offset={offset}, length={length} into max {total})"),
+        ));
+    }
+    buffer.bytes().read_bytes(offset as usize, length as usize)
+}
+
+fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let buffer = buffer::deref(a.r()?)?;
+    let (offset, length) = (a.i64()?, a.i64()?);
+    out(some(buffer.subspan(offset, length)?.into_ref()))
+}
+
+// -- buffer_view ---------------------------------------------------------------------------------
+
+fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let view = buffer_view::deref(a.r()?)?;
+    let message = a.string()?;
+    let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
+    let shape = a.i64_span()?;
+    view.check(&message, element_type, encoding, &shape)?;
+    none()
+}
+
+fn buffer_view_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(some(buffer_view::deref(a.r()?)?.buffer_ref().clone()))
+}
+
+fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let buffer_ref = a.r()?;
+    let buffer = buffer::deref(buffer_ref)?;
+    let (offset, length, element_type, encoding) = (a.i64()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
+    let shape = a.i64_span()?;
+    let source = if offset != 0 || length != buffer.len() as i64 {
+        buffer
+            .subspan(offset, length)
+            .map_err(|e| {
+                Diagnostic::new(
+                    e.code,
+                    format!(
+                        "invalid subspan of an existing buffer (source_offset={offset}, length={length}); {}",
+                        e.message
+                    ),
+                )
+            })?
+            .into_ref()
+    } else {
+        buffer_ref.clone()
+    };
+    out(some(BufferView::new(source, shape, element_type, encoding)?.into_ref()))
+}
+
+fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let view = buffer_view::deref(a.r()?)?;
+    let index = a.i32()?;
+    let dim = usize::try_from(index).ok().and_then(|i| view.shape().get(i)).ok_or_else(|| {
+        Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("dimension {index} out of range of a rank {} buffer view", view.shape().len()),
+        )
+    })?;
+    out(Value::I64(*dim))
+}
+
+fn buffer_view_element_type(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I32(buffer_view::deref(a.r()?)?.element_type() as i32))
+}
+
+fn buffer_view_encoding_type(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I32(buffer_view::deref(a.r()?)?.encoding() as i32))
+}
+
+fn buffer_view_rank(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I32(buffer_view::deref(a.r()?)?.shape().len() as i32))
+}
+
+/// Tracing hook (`--iree-hal-instrument-...`): the views are checked, nothing is recorded (rtx
+/// has no trace sink).
+fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    a.bytes()?;
+    for _ in 0..a.span()? {
+        buffer_view::deref(a.r()?)?;
+    }
+    none()
+}
+
+// -- channels and collectives --------------------------------------------------------------------
+
+fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    Err(Diagnostic::new(
+        StatusCode::Unimplemented,
+        "collective channels need a multi-device transport; the CPU devices run one device",
+    ))
+}
+
+// -- command_buffer ------------------------------------------------------------------------------
+
+/// Debug groups and buffer advice are hints a CPU device has no use for; the command buffer is
+/// still checked.
+fn command_buffer_hint(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    command_buffer::deref(a.r()?)?;
+    none()
+}
+
+/// A buffer operand given as (slot, ref-or-null, offset, length).
+fn range(slot: i32, buffer: Option<&Ref>, offset: i64, length: i64) -> Result<BufferRange, Diagnostic> {
+    let source = match buffer {
+        Some(buffer) => {
+            buffer::deref(buffer)?;
+            BufferSource::Direct(buffer.clone())
+        }
+        None => BufferSource::Slot(slot as u32),
+    };
+    Ok(BufferRange { source, offset, length })
+}
+
+fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let (source_slot, target_slot) = (a.i32()?, a.i32()?);
+    let (source, source_offset) = (a.opt_ref()?, a.i64()?);
+    let (target, target_offset) = (a.opt_ref()?, a.i64()?);
+    let (length, _flags) = (a.i64()?, a.i64()?);
+    cmd.copy(range(source_slot, source, source_offset, length)?, range(target_slot, target, target_offset, length)?)?;
+    none()
+}
+
+fn command_buffer_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    device::deref(a.r()?)?;
+    let (modes, _categories, _affinity, binding_capacity) = (a.i32()? as u32, a.i32()?, a.i64()?, a.i32()?);
+    out(some(CommandBuffer::new(modes, binding_capacity.max(0) as u32).into_ref()))
+}
+
+/// The constants and bindings spans shared by both dispatch forms.
+fn dispatch_operands(a: &mut Args<'_>) -> Result<(Vec<u32>, Vec<BufferRange>), Diagnostic> {
+    let constants = (0..a.span()?).map(|_| a.i32().map(|c| c as u32)).collect::<Result<Vec<_>, _>>()?;
+    let count = a.span()?;
+    if count > MAX_BINDINGS {
+        return Err(Diagnostic::new(StatusCode::OutOfRange, format!("binding count {count} > {MAX_BINDINGS}")));
+    }
+    let mut bindings = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (_reserved, slot, buffer, offset, length) = (a.i32()?, a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
+        bindings.push(range(slot, buffer, offset, length)?);
+    }
+    Ok((constants, bindings))
+}
+
+fn workgroup_count(x: i32, y: i32, z: i32) -> Result<[u32; 3], Diagnostic> {
+    match (u32::try_from(x), u32::try_from(y), u32::try_from(z)) {
+        (Ok(x), Ok(y), Ok(z)) => Ok([x, y, z]),
+        _ => Err(Diagnostic::new(StatusCode::InvalidArgument, format!("negative workgroup count {x}x{y}x{z}"))),
+    }
+}
+
+fn export_ordinal(function: i64) -> Result<usize, Diagnostic> {
+    usize::try_from(function)
+        .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("invalid executable function {function}")))
+}
+
+fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let executable = a.r()?;
+    let export = export_ordinal(a.i64()?)?;
+    let count = workgroup_count(a.i32()?, a.i32()?, a.i32()?)?;
+    let _flags = a.i64()?;
+    let (constants, bindings) = dispatch_operands(a)?;
+    cmd.dispatch(executable.clone(), export, count, constants, bindings)?;
+    none()
+}
+
+fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let executable = a.r()?;
+    let export = export_ordinal(a.i64()?)?;
+    let (slot, buffer, offset, _flags) = (a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
+    let (constants, bindings) = dispatch_operands(a)?;
+    cmd.dispatch_indirect(executable.clone(), export, range(slot, buffer, offset, 12)?, constants, bindings)?;
+    none()
+}
+
+fn command_buffer_execution_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let (_source_stages, _target_stages, _flags) = (a.i32()?, a.i32()?, a.i64()?);
+    cmd.barrier()?;
+    none()
+}
+
+fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let (target, offset, length, slot) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?);
+    let (pattern, pattern_length, _flags) = (a.i64()?, a.i32()?, a.i64()?);
+    cmd.fill(range(slot, target, offset, length)?, pattern as u64, pattern_length.max(0) as usize)?;
+    none()
+}
+
+fn command_buffer_finalize(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    command_buffer::deref(a.r()?)?.finalize()?;
+    none()
+}
+
+fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let cmd = command_buffer::deref(a.r()?)?;
+    let (source, source_offset) = (a.bytes()?, a.i64()?);
+    let (target, target_offset, length, slot, _flags) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
+    let source_offset = usize::try_from(source_offset).map_err(|_| {
+        Diagnostic::new(StatusCode::OutOfRange, format!("negative update source offset {source_offset}"))
+    })?;
+    cmd.update(source.clone(), source_offset, range(slot, target, target_offset, length)?)?;
+    none()
+}
+
+// -- device --------------------------------------------------------------------------------------
+
+fn device_allocator(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(some(device::deref(a.r()?)?.allocator().clone()))
+}
+
+fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let device = device::deref(a.r()?)?;
+    let (category, key) = (a.string()?, a.string()?);
+    // An unknown key is an answer (ok = 0), not a failure of the call.
+    Ok(match device.query_i64(&category, &key) {
+        Ok(value) => vec![Value::I32(1), Value::I64(value)],
+        Err(_) => vec![Value::I32(0), Value::I64(0)],
+    })
+}
+
+/// Runs queue work once `wait` (null: nothing) is reached, then signals `signal` — at once when
+/// the wait is already over (errors then surface from the call itself), or from the wait's
+/// continuation (errors then fail `signal`).
+fn submit(
+    wait: Option<&Ref>,
+    signal: &Ref,
+    work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
+) -> Result<(), Diagnostic> {
+    let signal_ref = signal.clone();
+    fence::deref(signal)?;
+    let finish = move |result: Result<(), Diagnostic>| {
+        let signal = fence::deref(&signal_ref).expect("checked before the work was queued");
+        match &result {
+            Ok(()) => signal.signal(),
+            Err(e) => signal.fail(e),
+        }
+        result
+    };
+    let Some(wait) = wait else { return finish(work()) };
+    let wait_fence = fence::deref(wait)?;
+    match wait_fence.reached() {
+        Reached::Yes => finish(work()),
+        Reached::Failed(e) => finish(Err(e)),
+        Reached::No => {
+            let wait = wait.clone();
+            wait_fence.when_reached(move || {
+                let result = match fence::deref(&wait).map(Fence::reached) {
+                    Ok(Reached::Failed(e)) => Err(e),
+                    _ => work(),
+                };
+                // Nobody is left to hand an error to: it lives on in the signal fence.
+                let _ = finish(result);
+            });
+            Ok(())
+        }
+    }
+}
+
+/// The (device, affinity, wait, signal) operands every queue operation starts with.
+fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(Option<&'a Ref>, &'a Ref), Diagnostic> {
+    device::deref(a.r()?)?;
+    let _affinity = a.i64()?;
+    Ok((a.opt_ref()?, a.r()?))
+}
+
+fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let (pool, memory_types, buffer_usage, size, _flags) =
+        (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?, a.i64()?);
+    if pool != 0 {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("pool {pool}: only pool 0 exists")));
+    }
+    let buffer = Buffer::allocate(memory_types, buffer_usage, size)?;
+    submit(wait, signal, || Ok(()))?;
+    out(some(buffer.into_ref()))
+}
+
+fn queue_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let _flags = a.i64()?;
+    submit(wait, signal, || Ok(()))?;
+    none()
+}
+
+fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (length, _flags) = (a.i64()?, a.i64()?);
+    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    none()
+}
+
+fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    buffer::deref(a.r()?)?;
+    let _flags = a.i64()?;
+    // The memory goes with the buffer's last reference; the queue only orders the signal.
+    submit(wait, signal, || Ok(()))?;
+    none()
+}
+
+fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let cmd = a.opt_ref()?.cloned();
+    let _flags = a.i64()?;
+    execute(wait, signal, cmd, Vec::new())
+}
+
+fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let cmd = a.opt_ref()?.cloned();
+    let _flags = a.i64()?;
+    let count = a.span()?;
+    let mut table = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (buffer, offset, length) = (a.opt_ref()?, a.i64()?, a.i64()?);
+        if let Some(buffer) = buffer {
+            buffer::deref(buffer)?;
+        }
+        table.push(TableEntry { buffer: buffer.cloned(), offset, length });
+    }
+    execute(wait, signal, cmd, table)
+}
+
+/// Executes a command buffer (null: nothing, a barrier) with a binding table.
+fn execute(
+    wait: Option<&Ref>,
+    signal: &Ref,
+    cmd: Option<Ref>,
+    table: Vec<TableEntry>,
+) -> Result<Vec<Value>, Diagnostic> {
+    if let Some(cmd) = &cmd {
+        command_buffer::deref(cmd)?;
+    }
+    submit(wait, signal, move || match &cmd {
+        Some(cmd) => command_buffer::deref(cmd)?.execute(&table),
+        None => Ok(()),
+    })?;
+    none()
+}
+
+fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let target = a.r()?.clone();
+    buffer::deref(&target)?;
+    let (offset, length, pattern, pattern_length, _flags) = (a.i64()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
+    let cmd = CommandBuffer::new(command_buffer::MODE_ONE_SHOT, 0);
+    cmd.fill(
+        BufferRange { source: BufferSource::Direct(target), offset, length },
+        pattern as u64,
+        pattern_length.max(0) as usize,
+    )?;
+    cmd.finalize()?;
+    submit(wait, signal, move || cmd.execute(&[]))?;
+    none()
+}
+
+/// Queues run as work is submitted: there is nothing to flush.
+fn queue_flush(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    device::deref(a.r()?)?;
+    let _affinity = a.i64()?;
+    none()
+}
+
+fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (file::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (length, _flags) = (a.i64()?, a.i64()?);
+    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    none()
+}
+
+fn queue_update(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (a.bytes()?.clone(), a.i64()?);
+    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (length, _flags) = (a.i64()?, a.i64()?);
+    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    none()
+}
+
+fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let (wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (target, target_offset) = (file::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (length, _flags) = (a.i64()?, a.i64()?);
+    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    none()
+}
+
+// -- devices, files, executables -----------------------------------------------------------------
+
+fn devices_count(state: &HalState, _: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I32(state.devices.len() as i32))
+}
+
+fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let index = a.i32()?;
+    let device = usize::try_from(index).ok().and_then(|i| state.devices.get(i)).ok_or_else(|| {
+        Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("device {index} out of range (the context has {})", state.devices.len()),
+        )
+    })?;
+    out(some(device.clone()))
+}
+
+fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    device::deref(a.r()?)?;
+    let (_affinity, _access) = (a.i64()?, a.i32()?);
+    let source = a.bytes()?;
+    let (offset, length, _flags) = (a.i64()?, a.i64()?, a.i32()?);
+    let (Ok(offset), Ok(length)) = (usize::try_from(offset), usize::try_from(length)) else {
+        return Err(Diagnostic::new(StatusCode::OutOfRange, format!("file range {offset}+{length} is negative")));
+    };
+    out(some(File::new(source.span(offset, length)?).into_ref()))
+}
+
+fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let device = device::deref(a.r()?)?;
+    let _affinity = a.i64()?;
+    let format = a.string()?;
+    let data = a.bytes()?.to_vec();
+    let constants = match a.opt_ref()? {
+        None => Vec::new(),
+        Some(buffer) => {
+            let bytes = buffer.as_buffer().ok_or_else(|| buffer::wrong_type("vm.buffer", buffer))?.to_vec();
+            bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        }
+    };
+    out(some(device.create_executable(&format, &data, &constants)?.into_ref()))
+}
+
+fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let executable = executable::deref(a.r()?)?;
+    out(Value::I64(executable.lookup(&a.string()?)? as i64))
+}
+
+// -- fences --------------------------------------------------------------------------------------
+
+/// The non-null fences of a span.
+fn fences<'a>(a: &mut Args<'a>) -> Result<Vec<&'a Fence>, Diagnostic> {
+    let count = a.span()?;
+    let mut fences = Vec::with_capacity(count);
+    for _ in 0..count {
+        if let Some(value) = a.opt_ref()? {
+            fences.push(fence::deref(value)?);
+        }
+    }
+    Ok(fences)
+}
+
+/// Not called: `fence.await` may suspend, so [`HalModule::call`] routes it to
+/// [`fence_await_outcome`]; the table entry only keeps the export list complete.
+fn fence_await(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    match fence_await_outcome(a)? {
+        NativeOutcome::Ready(values) => Ok(values),
+        NativeOutcome::Pending(_) => Err(Diagnostic::new(StatusCode::Internal, "fence.await cannot suspend here")),
+    }
+}
+
+/// `fence.await(timeout_millis, flags, fences...) -> status`: the status as a value (OK, the first
+/// failure, or DEADLINE_EXCEEDED for a zero timeout on an unreached fence); otherwise the caller
+/// suspends until every fence is reached or failed.
+fn fence_await_outcome(a: &mut Args<'_>) -> Result<NativeOutcome, Diagnostic> {
+    let (timeout, _flags) = (a.i32()?, a.i64()?);
+    let joined = Fence::join(fences(a)?);
+    let code = |reached: &Reached| Value::I32(fence::status_code(reached) as i32);
+    match joined.reached() {
+        Reached::No if timeout == 0 => Ok(NativeOutcome::Ready(vec![Value::I32(StatusCode::DeadlineExceeded as i32)])),
+        Reached::No => {
+            let results = AsyncValueRef::<Vec<Value>>::unconstructed();
+            let done = results.clone();
+            let joined = Arc::new(joined);
+            let fence = joined.clone();
+            joined.when_reached(move || {
+                let _ = done.emplace(vec![code(&fence.reached())]);
+            });
+            Ok(NativeOutcome::Pending(results))
+        }
+        reached => Ok(NativeOutcome::Ready(vec![code(&reached)])),
+    }
+}
+
+fn fence_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    device::deref(a.r()?)?;
+    let _flags = a.i64()?;
+    out(some(Fence::new().into_ref()))
+}
+
+fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let fence = fence::deref(a.r()?)?;
+    let status = a.i32()?;
+    let code = StatusCode::from_u32(status as u32).unwrap_or(StatusCode::Unknown);
+    fence.fail(&Diagnostic::new(code, "fence failed by the program"));
+    none()
+}
+
+fn fence_join(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    let _flags = a.i64()?;
+    out(some(Fence::join(fences(a)?).into_ref()))
+}
+
+fn fence_query(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    out(Value::I32(fence::status_code(&fence::deref(a.r()?)?.reached()) as i32))
+}
+
+fn fence_signal(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+    fence::deref(a.r()?)?.signal();
+    none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_are_sorted_and_complete() {
+        let names: Vec<&str> = FUNCTIONS.iter().map(|(name, _, _)| *name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        for (name, cconv, _) in FUNCTIONS {
+            assert!(crate::vm::abi::CallingConvention::parse(cconv).is_ok(), "{name}: {cconv}");
+        }
+    }
+}

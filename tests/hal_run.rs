@@ -1,0 +1,142 @@
+//! Tensor programs compiled by iree-compile 3.13 for every CPU executable format run on
+//! `local-sync` and give the values computed by hand. With `RTX_CHECK_FIXTURES=1` the modules are
+//! also rebuilt by scripts/regen-hal-run-fixtures.sh and must match the checked-in ones.
+
+use std::sync::Arc;
+
+use rtx::hal::buffer_view::{self, BufferView};
+use rtx::hal::device::{Device, DeviceKind};
+use rtx::hal::module::HalModule;
+use rtx::vm::context::Context;
+use rtx::vm::value::Value;
+use rtx::vm::Module;
+
+mod common;
+
+const F32: u32 = 0x2100_0020;
+const I32: u32 = 0x1000_0020;
+const FORMATS: [&str; 3] = ["vmvx", "embedded", "system"];
+
+fn context(format: &str) -> Context {
+    let path = format!("{}/tests/fixtures/hal_run/programs_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
+    let module = Module::load_file(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let context = Context::new();
+    context.add_native_module(Arc::new(HalModule::new(vec![Device::new(DeviceKind::LocalSync)]))).unwrap();
+    context.add_module(Arc::new(module)).unwrap();
+    context
+}
+
+fn f32s(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn i32s(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn tensor(shape: &[i64], element_type: u32, bytes: &[u8]) -> Value {
+    Value::Ref(Some(BufferView::from_host(shape.to_vec(), element_type, bytes).unwrap().into_ref()))
+}
+
+fn call(context: &Context, function: &str, arguments: Vec<Value>) -> Vec<(Vec<i64>, u32, Vec<u8>)> {
+    let handle = context.lookup(function).unwrap();
+    let results = context.invoke(&handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
+    results
+        .iter()
+        .map(|value| match value {
+            Value::Ref(Some(r)) => {
+                let view = buffer_view::deref(r).unwrap();
+                (view.shape().to_vec(), view.element_type(), view.to_vec())
+            }
+            other => panic!("{function} returned {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn elementwise_programs_compute_what_the_source_says() {
+    for format in FORMATS {
+        let context = context(format);
+        let out = call(&context, "abs", vec![tensor(&[4], F32, &f32s(&[-1.0, 2.0, -3.5, 0.0]))]);
+        assert_eq!(out, [(vec![4], F32, f32s(&[1.0, 2.0, 3.5, 0.0]))], "{format}");
+        let a = tensor(&[2, 3], I32, &i32s(&[1, 2, 3, 4, 5, i32::MAX]));
+        let b = tensor(&[2, 3], I32, &i32s(&[10, 20, 30, 40, 50, 1]));
+        let out = call(&context, "add", vec![a, b]);
+        assert_eq!(out, [(vec![2, 3], I32, i32s(&[11, 22, 33, 44, 55, i32::MIN]))], "{format}");
+    }
+}
+
+#[test]
+fn matmul_and_a_dense_layer_with_constant_weights() {
+    let a: Vec<f32> = (0..32).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..32).map(|i| (i % 5) as f32 * 0.5).collect();
+    let mut expected = [0f32; 16];
+    for i in 0..4 {
+        for j in 0..4 {
+            expected[i * 4 + j] = (0..8).map(|k| a[i * 8 + k] * b[k * 4 + j]).sum();
+        }
+    }
+    // dense_relu: x = [0.5, -1, 2, 1] against the constant weights and bias in programs.mlir.
+    let w = [[1.0, -1.0, 0.5], [2.0, 0.0, -0.5], [-1.0, 1.0, 1.0], [0.5, 2.0, -2.0]];
+    let (x, bias) = ([0.5f32, -1.0, 2.0, 1.0], [0.5f32, -1.0, 0.25]);
+    let dense: Vec<f32> = (0..3).map(|j| ((0..4).map(|k| x[k] * w[k][j]).sum::<f32>() + bias[j]).max(0.0)).collect();
+    assert_eq!(dense, [0.0, 2.5, 1.0], "hand check of the layer");
+    for format in FORMATS {
+        let context = context(format);
+        let out = call(&context, "matmul", vec![tensor(&[4, 8], F32, &f32s(&a)), tensor(&[8, 4], F32, &f32s(&b))]);
+        assert_eq!(out, [(vec![4, 4], F32, f32s(&expected))], "{format}");
+        let out = call(&context, "dense_relu", vec![tensor(&[1, 4], F32, &f32s(&x))]);
+        assert_eq!(out, [(vec![1, 3], F32, f32s(&dense))], "{format}");
+    }
+}
+
+#[test]
+fn dynamic_shapes_and_rank_zero_results() {
+    for format in FORMATS {
+        let context = context(format);
+        for n in [0usize, 1, 5, 1000] {
+            let input: Vec<f32> = (0..n).map(|i| i as f32 - 2.5).collect();
+            let out = call(&context, "scale_dynamic", vec![tensor(&[n as i64], F32, &f32s(&input)), Value::F32(-2.0)]);
+            let expected: Vec<f32> = input.iter().map(|v| v * -2.0).collect();
+            assert_eq!(out, [(vec![n as i64], F32, f32s(&expected))], "{format} n={n}");
+        }
+        let values: Vec<i32> = (1..=15).collect();
+        let out = call(&context, "sum", vec![tensor(&[3, 5], I32, &i32s(&values))]);
+        assert_eq!(out, [(vec![], I32, i32s(&[120]))], "{format}");
+    }
+}
+
+#[test]
+fn wrong_inputs_fail_with_the_programs_message() {
+    let context = context("vmvx");
+    let handle = context.lookup("abs").unwrap();
+    let error = context.invoke(&handle, vec![tensor(&[5], F32, &f32s(&[0.0; 5]))]).unwrap_err();
+    assert!(error.message.contains("input0 shape dimension 0 mismatch; expected 4 but have 5"), "{error}");
+    let error = context.invoke(&handle, vec![tensor(&[4], I32, &i32s(&[0; 4]))]).unwrap_err();
+    assert!(error.message.contains("input0 element type mismatch"), "{error}");
+    let error = context.invoke(&handle, vec![Value::Ref(None)]).unwrap_err();
+    assert!(error.message.contains("null"), "{error}");
+}
+
+#[test]
+fn fixtures_are_what_the_compiler_makes_of_their_source() {
+    if let Some(reason) = common::regeneration_skip_reason() {
+        eprintln!("SKIP: {reason}");
+        return;
+    }
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let scratch = std::env::temp_dir().join(format!("rtx-hal-run-fixtures-{}", std::process::id()));
+    let status = std::process::Command::new(repo.join("scripts/regen-hal-run-fixtures.sh"))
+        .arg("--out")
+        .arg(&scratch)
+        .status()
+        .expect("the regeneration script runs");
+    assert!(status.success(), "scripts/regen-hal-run-fixtures.sh failed");
+    for format in FORMATS {
+        let name = format!("programs_{format}.vmfb");
+        let fresh = std::fs::read(scratch.join(&name)).expect("regenerated module");
+        let checked_in = std::fs::read(repo.join("tests/fixtures/hal_run").join(&name)).expect("checked-in module");
+        assert!(fresh == checked_in, "{name} is stale: run scripts/regen-hal-run-fixtures.sh");
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
