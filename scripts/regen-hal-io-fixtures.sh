@@ -3,9 +3,9 @@
 # (found or installed by scripts/iree-tools.sh):
 #
 #   data/*.npy, data/*.bin   input files, written by numpy (from the tools' virtual environment)
-#   src/<name>.mlir          identity functions, compiled (local device, vmvx backend) into a
-#                            scratch directory: the modules are not checked in, since the test
-#                            only parses and prints tensors
+#   src/<name>.mlir       -> <name>.vmfb
+#                            identity functions, compiled (local device, vmvx backend); the test
+#                            runs them with `rtx run`
 #   invocations.txt       -> expected/<name>.<function>.<n>.txt
 #                            what iree-run-module --device=local-sync printed, and
 #                            expected/<name>.<function>.<n>.<file> for every file the run wrote
@@ -58,7 +58,7 @@ out=$(cd "$out" && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-rm -f "$out"/expected/* "$out"/data/*
+rm -f "$out"/expected/* "$out"/data/* "$out"/*.vmfb
 
 # Input files. numpy writes version 1 headers; the version 3 file is assembled by hand.
 "$tools/python" - "$out/data" <<'EOF'
@@ -99,7 +99,7 @@ for source in "${sources[@]}"; do
     read -r -a extra_flags <<<"$(sed -n 's|^// iree-compile-flags: ||p' "$source" | tr '\n' ' ')"
     if ! (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local \
         --iree-hal-local-target-device-backends=vmvx ${extra_flags[@]+"${extra_flags[@]}"} \
-        "$name.mlir" -o "$scratch/$name.vmfb" 2>"$scratch/$name.log"); then
+        "$name.mlir" -o "$out/$name.vmfb" 2>"$scratch/$name.log"); then
         cat "$scratch/$name.log" >&2
         echo "regen-hal-io-fixtures.sh: iree-compile failed on src/$name.mlir" >&2
         exit 1
@@ -122,7 +122,7 @@ while IFS= read -r line || [[ -n "$line" ]]; do
     for field in "${raw[@]}"; do
         fields+=("$(trim "$field")")
     done
-    if [[ ${#fields[@]} -lt 2 || ! -f "$scratch/${fields[0]}.vmfb" ]]; then
+    if [[ ${#fields[@]} -lt 2 || ! -f "$out/${fields[0]}.vmfb" ]]; then
         echo "regen-hal-io-fixtures.sh: invocations.txt:$line_number: expected \`<module> | <function> | flags...\` naming a module in src/" >&2
         exit 1
     fi
@@ -135,7 +135,7 @@ while IFS= read -r line || [[ -n "$line" ]]; do
     run=$scratch/run
     rm -rf "$run"
     cp -r "$out/data" "$run"
-    cp "$scratch/$name.vmfb" "$run/"
+    cp "$out/$name.vmfb" "$run/"
     command=(iree-run-module --device=local-sync "--module=$name.vmfb" "--function=$function"
         ${flags[@]+"${flags[@]}"})
     status=0

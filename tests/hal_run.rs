@@ -140,3 +140,53 @@ fn fixtures_are_what_the_compiler_makes_of_their_source() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// `rtx run` and `iree-run-module` on the same module and inputs print the same thing, for every
+/// executable format (needs the IREE tools: `RTX_CHECK_FIXTURES=1`, as in scripts/test.sh).
+#[test]
+fn rtx_run_prints_what_iree_run_module_prints() {
+    let tools = match common::iree_tools() {
+        Ok(tools) => tools,
+        Err(reason) => {
+            eprintln!("SKIP: {reason}");
+            return;
+        }
+    };
+    let calls: [&[&str]; 7] = [
+        &["--function=abs", "--input=4xf32=-1 2.5 -0 nan"],
+        &["--function=add", "--input=2x3xi32=[1 2 3][4 5 2147483647]", "--input=2x3xi32=1"],
+        &[
+            "--function=matmul",
+            "--input=4x8xf32=[1 2 3 4 5 6 7 8][0 1 0 1 0 1 0 1][2 2 2 2 2 2 2 2][-1 0 1 0 -1 0 1 0]",
+            "--input=8x4xf32=0.5",
+        ],
+        &["--function=dense_relu", "--input=1x4xf32=0.5 -1 2 1"],
+        &["--function=scale_dynamic", "--input=7xf32=1 2 3 4 5 6 7", "--input=-0.5"],
+        &["--function=sum", "--input=3x5xi32=[1 2 3 4 5][6 7 8 9 10][11 12 13 14 15]"],
+        &["--function=abs", "--input=5xf32=1"],
+    ];
+    let directory = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_run");
+    for format in FORMATS {
+        for call in calls {
+            let run = |program: std::path::PathBuf, first: Option<&str>| {
+                let output = std::process::Command::new(program)
+                    .current_dir(&directory)
+                    .args(first)
+                    .arg("--device=local-sync")
+                    .arg(format!("--module=programs_{format}.vmfb"))
+                    .args(call)
+                    .output()
+                    .expect("the tool runs");
+                let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+                (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+            };
+            let (ours_ok, ours, our_errors) = run(env!("CARGO_BIN_EXE_rtx").into(), Some("run"));
+            let (theirs_ok, theirs, their_errors) = run(tools.join("iree-run-module"), None);
+            assert_eq!(
+                (ours_ok, &ours),
+                (theirs_ok, &theirs),
+                "{format} {call:?}\nrtx: {our_errors}\nIREE: {their_errors}"
+            );
+        }
+    }
+}

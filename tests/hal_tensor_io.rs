@@ -1,10 +1,9 @@
 //! Tensor inputs and outputs against the oracle: every line of tests/fixtures/hal_io/
 //! invocations.txt ran an identity function through IREE 3.13's `iree-run-module`
 //! (scripts/regen-hal-io-fixtures.sh recorded its exit status, stdout, stderr and written files).
-//! Since the function returns its inputs, rtx reproduces the run without executing anything:
-//! it parses each `--input` with `rtx::hal::tensor_io`, and prints, writes or compares those
-//! tensors as the results. Every byte must match; error lines must match after IREE's source
-//! location and before the function declaration it appends.
+//! `rtx run` runs the same module with the same flags in a fresh copy of the input files: every
+//! byte of stdout and of the written files must match, and error lines must match after IREE's
+//! source location and before the function declaration it appends.
 //!
 //! With `RTX_CHECK_FIXTURES=1` and the IREE tools at hand, the fixtures are also regenerated into
 //! a scratch directory and compared, so a stale fixture fails.
@@ -13,12 +12,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use rtx::hal::tensor_io::{
-    c_trim, compare_results, parse_tensor, read_npy_inputs, write_output_file, Equality, EqualityMode, HostTensor,
-    InputFiles, OutputSpec, ResultValue,
-};
-use rtx::host::Diagnostic;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_io")
@@ -76,140 +69,46 @@ fn iree_status(stderr: &str) -> String {
     }
 }
 
-/// `CODE; message; annotations...` as IREE joins a status and its annotations.
-fn status_line(error: &Diagnostic, annotations: &[String]) -> String {
-    let mut parts = vec![error.code.to_string()];
-    if !error.message.is_empty() {
-        parts.push(error.message.clone());
-    }
-    parts.extend(annotations.iter().cloned());
-    parts.join("; ")
-}
-
-/// What rtx does with one `--input` of a function whose arguments are all tensors.
-fn parse_input(text: &str, files: &mut InputFiles) -> Result<Vec<ResultValue>, Diagnostic> {
-    let text = c_trim(text);
-    if text.is_empty() {
-        return Err(Diagnostic::new(rtx::host::StatusCode::InvalidArgument, "no value specified for input"));
-    }
-    if text == "(null)" || text == "(ignored)" {
-        return Ok(vec![ResultValue::Empty]);
-    }
-    if text.starts_with(['@', '+', '*']) {
-        return Ok(read_npy_inputs(text, files)?.into_iter().map(ResultValue::Tensor).collect());
-    }
-    Ok(vec![ResultValue::Tensor(parse_tensor(text, files)?)])
-}
-
-fn parse_all(texts: &[&str], context: &str) -> Result<Vec<ResultValue>, String> {
-    let mut files = InputFiles::relative_to(fixtures().join("data"));
-    let mut values = Vec::new();
-    for text in texts {
-        let parsed = parse_input(text, &mut files)
-            .map_err(|error| status_line(&error, &[format!("parsing input `{}`", c_trim(text)), context.to_owned()]))?;
-        values.extend(parsed);
-    }
-    Ok(values)
-}
-
-fn tensor(value: &ResultValue) -> &HostTensor {
-    match value {
-        ResultValue::Tensor(tensor) => tensor,
-        other => panic!("identity functions return tensors, not {other:?}"),
-    }
-}
-
-/// What a replay produced: exit status, stdout, the status line (if it failed) and the files it
+/// What a run produced: exit status, stdout, the status line (if it failed) and the files it
 /// wrote (name, bytes).
-type Replay = (i32, String, Option<String>, Vec<(String, Vec<u8>)>);
+type Run = (i32, String, Option<String>, Vec<(String, Vec<u8>)>);
 
-fn replay(invocation: &Invocation, scratch: &Path) -> Replay {
-    let flags = |name: &str| -> Vec<&str> {
-        invocation.flags.iter().filter_map(|flag| flag.strip_prefix(&format!("--{name}="))).collect()
-    };
-    let single = |name: &str| flags(name).last().map(|value| value.to_string());
-    let results = match parse_all(&flags("input"), "parsing function inputs") {
-        Ok(results) => results,
-        Err(line) => return (1, String::new(), Some(line), Vec::new()),
-    };
-    let mut stdout = format!("EXEC @{}\n", invocation.function);
-    let processing = "processing function outputs".to_owned();
-    let max_element_count =
-        single("output_max_element_count").map_or(1024, |text| text.parse::<i32>().expect("count") as isize as usize);
-    let expected_outputs = flags("expected_output");
-    if !expected_outputs.is_empty() {
-        let defaults = Equality::default();
-        let equality = Equality {
-            mode: match single("equality_mode").as_deref() {
-                Some("exact") => EqualityMode::Exact,
-                _ => EqualityMode::Approximate,
-            },
-            f16_atol: single("expected_f16_threshold").map_or(defaults.f16_atol, |t| t.parse().unwrap()),
-            bf16_atol: single("expected_bf16_threshold").map_or(defaults.bf16_atol, |t| t.parse().unwrap()),
-            f32_atol: single("expected_f32_threshold").map_or(defaults.f32_atol, |t| t.parse().unwrap()),
-            f64_atol: single("expected_f64_threshold").map_or(defaults.f64_atol, |t| t.parse().unwrap()),
-            rtol: single("expected_rtol").map_or(defaults.rtol, |t| t.parse().unwrap()),
-        };
-        let expected = match parse_all(&expected_outputs, "parsing expected function outputs") {
-            Ok(expected) => expected,
-            Err(line) => return (1, stdout, Some(format!("{line}; {processing}")), Vec::new()),
-        };
-        let (matched, report) = compare_results(&expected, &results, &equality).expect("comparison");
-        stdout.push_str(&report);
-        return (if matched { 0 } else { 1 }, stdout, None, Vec::new());
+/// Runs `rtx run` as the recording ran `iree-run-module`: in a fresh copy of data/ holding the
+/// module.
+fn run(invocation: &Invocation, scratch: &Path) -> Run {
+    let module = invocation.stem.split('.').next().expect("module name");
+    let _ = fs::remove_dir_all(scratch);
+    fs::create_dir_all(scratch).expect("scratch directory");
+    for entry in fs::read_dir(fixtures().join("data")).expect("data/") {
+        let path = entry.expect("entry").path();
+        fs::copy(&path, scratch.join(path.file_name().expect("file name"))).expect("copy input");
     }
-    let outputs = flags("output");
-    if outputs.is_empty() {
-        for (index, result) in results.iter().enumerate() {
-            match tensor(result).format(max_element_count) {
-                Ok(text) => stdout.push_str(&format!("result[{index}]: hal.buffer_view\n{text}\n")),
-                Err(error) => {
-                    let line = status_line(&error, &["printing results".to_owned(), processing]);
-                    return (1, stdout, Some(line), Vec::new());
-                }
-            }
-        }
-        return (0, stdout, None, Vec::new());
-    }
-    let annotations = ["outputting results".to_owned(), processing];
-    if outputs.len() != results.len() {
-        let line = format!(
-            "OUT_OF_RANGE; {} outputs specified but the provided variant list only has {} elements; {}",
-            outputs.len(),
-            results.len(),
-            annotations.join("; ")
-        );
-        return (1, stdout, Some(line), Vec::new());
-    }
-    let mut written: Vec<String> = Vec::new();
-    for (spec, result) in outputs.iter().zip(&results) {
-        let outcome = OutputSpec::parse(spec).and_then(|spec| match spec {
-            OutputSpec::Ignore => Ok(()),
-            OutputSpec::Print => {
-                stdout.push_str(&format!("hal.buffer_view\n{}\n", tensor(result).format(max_element_count)?));
-                Ok(())
-            }
-            OutputSpec::File { path, append } => {
-                let target = scratch.join(&path);
-                write_output_file(target.to_str().expect("utf-8 path"), append, tensor(result))?;
-                if !written.contains(&path) {
-                    written.push(path);
-                }
-                Ok(())
-            }
-        });
-        if let Err(error) = outcome {
-            return (1, stdout, Some(status_line(&error, &annotations)), Vec::new());
+    fs::copy(fixtures().join(format!("{module}.vmfb")), scratch.join(format!("{module}.vmfb"))).expect("copy module");
+    let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
+        .current_dir(scratch)
+        .arg("run")
+        .arg("--device=local-sync")
+        .arg(format!("--module={module}.vmfb"))
+        .arg(format!("--function={}", invocation.function))
+        .args(&invocation.flags)
+        .output()
+        .expect("rtx runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut written = Vec::new();
+    for entry in fs::read_dir(scratch).expect("scratch") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        if name.starts_with("out") {
+            written.push((name, fs::read(&path).expect("written output")));
         }
     }
-    let written = written
-        .into_iter()
-        .map(|name| {
-            let bytes = fs::read(scratch.join(&name)).expect("written output");
-            (name, bytes)
-        })
-        .collect();
-    (0, stdout, None, written)
+    written.sort();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        (!stderr.is_empty()).then(|| iree_status(&stderr)),
+        written,
+    )
 }
 
 #[test]
@@ -222,7 +121,7 @@ fn rtx_reads_prints_writes_and_compares_tensors_like_iree_run_module() {
         let scratch = scratch_root.join(&invocation.stem);
         fs::create_dir_all(&scratch).expect("scratch directory");
         let (status, stdout, stderr) = recorded(&invocation.stem);
-        let (got_status, got_stdout, got_status_line, written) = replay(invocation, &scratch);
+        let (got_status, got_stdout, got_status_line, written) = run(invocation, &scratch);
         let expected_line = (!stderr.is_empty()).then(|| iree_status(&stderr));
         if (got_status, &got_stdout, &got_status_line) != (status, &stdout, &expected_line) {
             failures.push(format!(

@@ -5,16 +5,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rtx::host::Diagnostic;
+use rtx::hal::device::{Device, DeviceKind};
+use rtx::hal::module::HalModule;
+use rtx::hal::run_io::{self, OutputOptions};
+use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
 use rtx::vm::abi::CconvItem;
 use rtx::vm::context::{Context, FunctionHandle};
 use rtx::vm::dump::{write_dump, DumpOptions, DumpOutput};
-use rtx::vm::function_io::{format_value, parse_scalar};
 use rtx::vm::value::Value;
 use rtx::vm::Module;
 
 const USAGE: &str = "usage:
   rtx run --module=X.vmfb [--module=Y.vmfb ...] --function=F [--input=V ...] [--device=local-sync]
+          [--output=-|@f.npy|+f.npy|@f.bin ...] [--output_max_element_count=N]
+          [--expected_output=V ...] [--expected_f32_threshold=T] [--expected_rtol=R] [--equality_mode=exact]
   rtx bench --module=X.vmfb --function=F [--input=V ...] [--benchmark_min_time=SECONDS] [--rounds=N] [--no_iree]
             (alternates with iree-benchmark-module when it is in RTX_IREE_TOOLS or on PATH)
   rtx dump [--output=all|metadata|disassembly] [--function=F] [--bytecode_offsets] X.vmfb";
@@ -95,17 +99,26 @@ struct Prepared {
 
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
     let device = flags.last("device").unwrap_or("local-sync");
-    if !matches!(device, "local-sync" | "local-task") {
-        return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
-    }
-    let modules = flags.all("module");
-    if modules.is_empty() {
+    let paths = flags.all("module");
+    if paths.is_empty() {
         return Err(format!("no --module given\n{USAGE}"));
     }
+    let modules = paths
+        .iter()
+        .map(|path| Module::load_file(path).map(Arc::new).map_err(|e| format!("loading `{path}`: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let context = Context::new();
+    // Programs with tensors import the `hal` module: give them the device. Scalar programs run
+    // in the VM alone, on either CPU device name.
+    if modules.iter().any(|m| m.dependencies().iter().any(|d| d.name == "hal")) {
+        let kind = DeviceKind::parse(device).map_err(|e| e.message)?;
+        let hal = HalModule::new(vec![Device::new(kind)]);
+        context.add_native_module(Arc::new(hal)).map_err(|e| e.to_string())?;
+    } else if !matches!(device, "local-sync" | "local-task") {
+        return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
+    }
     let mut last = None;
-    for path in modules {
-        let module = Arc::new(Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?);
+    for (path, module) in paths.iter().zip(modules) {
         context.add_module(module.clone()).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
         last = Some(module);
     }
@@ -119,7 +132,6 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
         .and_then(|signature| signature.attr("iree.abi.declaration"))
         .map(str::to_owned);
     let cconv = rtx::vm::abi::CallingConvention::parse(&function.cconv).map_err(|e| e.to_string())?;
-    let inputs = flags.all("input");
     let kinds: Vec<_> = cconv
         .arguments
         .iter()
@@ -130,32 +142,73 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
             }
         })
         .collect::<Result<_, _>>()?;
-    if inputs.len() != kinds.len() {
-        return Err(format!(
-            "parsing function inputs: input list and function mismatch; expected {} arguments but passed {}",
-            kinds.len(),
-            inputs.len()
-        ));
-    }
-    let arguments = inputs
-        .iter()
-        .zip(kinds)
-        .map(|(text, kind)| parse_scalar(text, kind))
-        .collect::<Result<Vec<_>, Diagnostic>>()
-        .map_err(|e| format!("parsing function inputs: {}: {}", e.code, e.message))?;
+    let arguments = run_io::parse_inputs(&flags.all("input"), &kinds, &mut InputFiles::new())
+        .map_err(|line| tooling_error(&line))?;
     Ok(Prepared { context, function, name: local.to_owned(), declaration, arguments })
 }
 
+/// A failure of the tool's own input or output handling, with a location prefix in the place
+/// of IREE's C source position.
+fn tooling_error(status_line: &str) -> String {
+    format!("<tooling>:0: {status_line}")
+}
+
+/// `--output`, `--expected_output` and their options.
+fn output_options(flags: &Flags) -> Result<OutputOptions, String> {
+    fn number<T: std::str::FromStr>(flags: &Flags, name: &str, default: T) -> Result<T, String> {
+        flags.last(name).map_or(Ok(default), |text| text.parse().map_err(|_| format!("bad --{name} `{text}`")))
+    }
+    let defaults = Equality::default();
+    let equality = Equality {
+        mode: match flags.last("equality_mode") {
+            None | Some("approximate") => EqualityMode::Approximate,
+            Some("exact") => EqualityMode::Exact,
+            Some(other) => return Err(format!("bad --equality_mode `{other}` (approximate or exact)")),
+        },
+        f16_atol: number(flags, "expected_f16_threshold", defaults.f16_atol)?,
+        bf16_atol: number(flags, "expected_bf16_threshold", defaults.bf16_atol)?,
+        f32_atol: number(flags, "expected_f32_threshold", defaults.f32_atol)?,
+        f64_atol: number(flags, "expected_f64_threshold", defaults.f64_atol)?,
+        rtol: number(flags, "expected_rtol", defaults.rtol)?,
+    };
+    let max_element_count = match flags.last("output_max_element_count") {
+        None => 1024,
+        // An int32 cast to a size, as IREE does: -1 prints everything.
+        Some(text) => {
+            text.parse::<i32>().map_err(|_| format!("bad --output_max_element_count `{text}`"))? as isize as usize
+        }
+    };
+    let owned = |name: &str| flags.all(name).into_iter().map(str::to_owned).collect();
+    Ok(OutputOptions { outputs: owned("output"), expected: owned("expected_output"), max_element_count, equality })
+}
+
 fn run(flags: &Flags) -> Result<ExitCode, String> {
-    flags.only(&["module", "function", "input", "device"])?;
+    flags.only(&[
+        "module",
+        "function",
+        "input",
+        "device",
+        "output",
+        "output_max_element_count",
+        "expected_output",
+        "expected_f16_threshold",
+        "expected_bf16_threshold",
+        "expected_f32_threshold",
+        "expected_f64_threshold",
+        "expected_rtol",
+        "equality_mode",
+    ])?;
+    let options = output_options(flags)?;
     let prepared = prepare(flags)?;
     println!("EXEC @{}", prepared.name);
     match prepared.context.invoke(&prepared.function, prepared.arguments) {
         Ok(results) => {
-            for (index, value) in results.iter().enumerate() {
-                println!("result[{index}]: {}", format_value(value));
+            let report = run_io::report(&results, &options, std::path::Path::new("."));
+            print!("{}", report.stdout);
+            if let Some(line) = report.error {
+                eprintln!("{}", tooling_error(&line));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(report.status))
         }
         Err(error) => {
             // The layout of IREE's status printing: `<vm>:0: CODE; message`, then annotations.

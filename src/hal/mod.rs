@@ -14,4 +14,5 @@ pub mod file;
 pub mod local;
 pub mod module;
 pub mod npy;
+pub mod run_io;
 pub mod tensor_io;

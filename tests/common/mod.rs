@@ -77,3 +77,14 @@ pub fn regeneration_skip_reason() -> Option<String> {
         Err(error) => Some(format!("cannot run scripts/iree-tools.sh: {error}")),
     }
 }
+
+/// The folder holding the IREE 3.13 tools, when a check against them may run here (see
+/// [`regeneration_skip_reason`]); otherwise why not.
+pub fn iree_tools() -> Result<PathBuf, String> {
+    if let Some(reason) = regeneration_skip_reason() {
+        return Err(reason);
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/iree-tools.sh");
+    let output = Command::new(script).output().map_err(|e| format!("cannot run scripts/iree-tools.sh: {e}"))?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+}

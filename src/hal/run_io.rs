@@ -1,0 +1,227 @@
+//! A function call's inputs and outputs as `iree-run-module` takes and prints them: `--input`
+//! values become VM values (tensors become buffer views on host memory), results are printed,
+//! written (`--output`) or compared (`--expected_output`), and failures become IREE's status
+//! lines (`CODE; message; annotation; ...`). `rtx run` is this plus the call.
+
+use std::path::Path;
+
+use super::buffer_view::{self, BufferView};
+use super::element_type::ElementType;
+use super::tensor_io::{
+    c_trim, compare_results, parse_tensor, read_npy_inputs, write_output_file, Equality, HostTensor, InputFiles,
+    OutputSpec, ResultValue,
+};
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::abi::ValueKind;
+use crate::vm::function_io::{format_value, parse_scalar};
+use crate::vm::value::Value;
+
+/// `CODE; message; annotations...`, as IREE joins a status and its annotations (an empty message
+/// is left out, as IREE prints a bare code).
+pub fn status_line(error: &Diagnostic, annotations: &[&str]) -> String {
+    let mut parts = vec![error.code.to_string()];
+    if !error.message.is_empty() {
+        parts.push(error.message.clone());
+    }
+    parts.extend(annotations.iter().map(|a| a.to_string()));
+    parts.join("; ")
+}
+
+/// One `--input` for an argument of `kind` (the next argument's; `None` past the last): scalars
+/// by the argument's type, tensors in every form the tools accept. A `.npy` file may hold
+/// several inputs.
+fn parse_input(text: &str, kind: Option<ValueKind>, files: &mut InputFiles) -> Result<Vec<Value>, Diagnostic> {
+    let text = c_trim(text);
+    if text.is_empty() {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, "no value specified for input"));
+    }
+    if text == "(null)" || text == "(ignored)" {
+        return Ok(vec![Value::Ref(None)]);
+    }
+    if text.starts_with(['@', '+', '*']) {
+        return read_npy_inputs(text, files)?.into_iter().map(tensor_value).collect();
+    }
+    match kind {
+        Some(kind) if kind != ValueKind::Ref => Ok(vec![parse_scalar(text, kind)?]),
+        _ => Ok(vec![tensor_value(parse_tensor(text, files)?)?]),
+    }
+}
+
+/// A host tensor as a buffer view argument.
+pub fn tensor_value(tensor: HostTensor) -> Result<Value, Diagnostic> {
+    let shape = tensor.shape.iter().map(|&d| d as i64).collect();
+    let view = BufferView::from_host(shape, tensor.element_type.0, &tensor.data)?;
+    Ok(Value::Ref(Some(view.into_ref())))
+}
+
+/// The `--input`s of a function taking `kinds`; an error is the status line to print.
+pub fn parse_inputs(texts: &[&str], kinds: &[ValueKind], files: &mut InputFiles) -> Result<Vec<Value>, String> {
+    let context = "parsing function inputs";
+    let mut values = Vec::new();
+    for text in texts {
+        let parsed = parse_input(text, kinds.get(values.len()).copied(), files)
+            .map_err(|e| status_line(&e, &[&format!("parsing input `{}`", c_trim(text)), context]))?;
+        values.extend(parsed);
+    }
+    if values.len() != kinds.len() {
+        let error = Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("input list and function mismatch; expected {} arguments but passed {}", kinds.len(), values.len()),
+        );
+        return Err(status_line(&error, &[context]));
+    }
+    Ok(values)
+}
+
+/// A call's value as the comparison and output code sees it: buffer views read back to host.
+pub fn result_value(value: &Value) -> ResultValue {
+    match value {
+        Value::None | Value::Ref(None) => ResultValue::Empty,
+        Value::I32(v) => ResultValue::I32(*v),
+        Value::I64(v) => ResultValue::I64(*v),
+        Value::F32(v) => ResultValue::F32(*v),
+        Value::F64(v) => ResultValue::F64(*v),
+        Value::Ref(Some(r)) => match buffer_view::deref(r) {
+            Ok(view) => ResultValue::Tensor(HostTensor {
+                shape: view.shape().iter().map(|&d| d as usize).collect(),
+                element_type: ElementType(view.element_type()),
+                data: view.to_vec(),
+            }),
+            Err(_) => ResultValue::Ref(r.type_name().to_owned()),
+        },
+    }
+}
+
+/// What to do with the results (`--output`, `--expected_output` and their options).
+#[derive(Clone, Debug)]
+pub struct OutputOptions {
+    pub outputs: Vec<String>,
+    pub expected: Vec<String>,
+    /// `--output_max_element_count` (IREE reads an int32 and casts it, so -1 means all).
+    pub max_element_count: usize,
+    pub equality: Equality,
+}
+
+impl Default for OutputOptions {
+    fn default() -> OutputOptions {
+        OutputOptions {
+            outputs: Vec::new(),
+            expected: Vec::new(),
+            max_element_count: 1024,
+            equality: Equality::default(),
+        }
+    }
+}
+
+/// What the tool prints after `EXEC @f`: stdout text, and the status line when it fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub stdout: String,
+    pub error: Option<String>,
+    /// The exit status: 0 when everything was printed and matched.
+    pub status: u8,
+}
+
+impl Report {
+    fn failed(stdout: String, error: String) -> Report {
+        Report { stdout, error: Some(error), status: 1 }
+    }
+}
+
+/// Prints, writes or compares `results` as `iree-run-module` does; `.npy`/`.bin` outputs and
+/// `@file` expectations are relative to `directory`.
+pub fn report(results: &[Value], options: &OutputOptions, directory: &Path) -> Report {
+    let results: Vec<ResultValue> = results.iter().map(result_value).collect();
+    let processing = "processing function outputs";
+    if !options.expected.is_empty() {
+        let mut files = InputFiles::relative_to(directory);
+        let mut expected = Vec::new();
+        for text in &options.expected {
+            let parsed = parse_input(text, None, &mut files).map_err(|e| {
+                status_line(
+                    &e,
+                    &[&format!("parsing input `{}`", c_trim(text)), "parsing expected function outputs", processing],
+                )
+            });
+            match parsed {
+                Ok(values) => expected.extend(values.iter().map(result_value)),
+                Err(line) => return Report::failed(String::new(), line),
+            }
+        }
+        return match compare_results(&expected, &results, &options.equality) {
+            Ok((matched, text)) => Report { stdout: text, error: None, status: if matched { 0 } else { 1 } },
+            Err(e) => Report::failed(String::new(), status_line(&e, &[processing])),
+        };
+    }
+    let mut stdout = String::new();
+    if options.outputs.is_empty() {
+        for (index, result) in results.iter().enumerate() {
+            match print(result, options.max_element_count) {
+                Ok(text) => stdout.push_str(&format!("result[{index}]: {text}\n")),
+                Err(e) => return Report::failed(stdout, status_line(&e, &["printing results", processing])),
+            }
+        }
+        return Report { stdout, error: None, status: 0 };
+    }
+    let annotations = ["outputting results", processing];
+    if options.outputs.len() != results.len() {
+        let error = Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!(
+                "{} outputs specified but the provided variant list only has {} elements",
+                options.outputs.len(),
+                results.len()
+            ),
+        );
+        return Report::failed(stdout, status_line(&error, &annotations));
+    }
+    for (spec, result) in options.outputs.iter().zip(&results) {
+        let outcome = OutputSpec::parse(spec).and_then(|spec| match spec {
+            OutputSpec::Ignore => Ok(()),
+            OutputSpec::Print => {
+                stdout.push_str(&print(result, options.max_element_count)?);
+                stdout.push('\n');
+                Ok(())
+            }
+            OutputSpec::File { path, append } => {
+                let target = directory.join(&path);
+                let target = target.to_str().ok_or_else(|| {
+                    Diagnostic::new(StatusCode::InvalidArgument, format!("output path `{path}` is not UTF-8"))
+                })?;
+                write_output_file(target, append, &as_tensor(result)?)
+            }
+        });
+        if let Err(e) = outcome {
+            return Report::failed(stdout, status_line(&e, &annotations));
+        }
+    }
+    Report { stdout, error: None, status: 0 }
+}
+
+/// A result as `result[i]: ` continues: a tensor's type line and contents, or a scalar.
+fn print(result: &ResultValue, max_element_count: usize) -> Result<String, Diagnostic> {
+    Ok(match result {
+        ResultValue::Tensor(tensor) => format!("hal.buffer_view\n{}", tensor.format(max_element_count)?),
+        ResultValue::Empty => format_value(&Value::Ref(None)),
+        ResultValue::I32(v) => format_value(&Value::I32(*v)),
+        ResultValue::I64(v) => format_value(&Value::I64(*v)),
+        ResultValue::F32(v) => format_value(&Value::F32(*v)),
+        ResultValue::F64(v) => format_value(&Value::F64(*v)),
+        ResultValue::Ref(name) => name.clone(),
+    })
+}
+
+/// What a file output holds: tensors as they are, scalars as rank-0 tensors.
+fn as_tensor(result: &ResultValue) -> Result<HostTensor, Diagnostic> {
+    let scalar = |element_type: ElementType, data: Vec<u8>| HostTensor { shape: Vec::new(), element_type, data };
+    Ok(match result {
+        ResultValue::Tensor(tensor) => tensor.clone(),
+        ResultValue::I32(v) => scalar(ElementType::INT_32, v.to_le_bytes().to_vec()),
+        ResultValue::I64(v) => scalar(ElementType::INT_64, v.to_le_bytes().to_vec()),
+        ResultValue::F32(v) => scalar(ElementType::FLOAT_32, v.to_le_bytes().to_vec()),
+        ResultValue::F64(v) => scalar(ElementType::FLOAT_64, v.to_le_bytes().to_vec()),
+        ResultValue::Empty | ResultValue::Ref(_) => {
+            return Err(Diagnostic::new(StatusCode::Unimplemented, "only tensors and scalars can be written to files"))
+        }
+    })
+}
