@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates tests/fixtures/hal_run: tests/fixtures/hal_run/src/programs.mlir compiled by the real
-# IREE 3.13 compiler (found or installed by scripts/iree-tools.sh) for every CPU executable format
-# rtx loads:
+# Regenerates tests/fixtures/hal_run: every tests/fixtures/hal_run/src/<name>.mlir compiled by the
+# real IREE 3.13 compiler (found or installed by scripts/iree-tools.sh) for every CPU executable
+# format rtx loads:
 #
-#   programs_vmvx.vmfb      --iree-hal-local-target-device-backends=vmvx
-#   programs_embedded.vmfb  llvm-cpu, embedded ELF (the default), generic x86-64 CPU
-#   programs_system.vmfb    llvm-cpu, system ELF (--iree-llvmcpu-link-embedded=false)
+#   <name>_vmvx.vmfb      --iree-hal-local-target-device-backends=vmvx
+#   <name>_embedded.vmfb  llvm-cpu, embedded ELF (the default), generic x86-64 CPU
+#   <name>_system.vmfb    llvm-cpu, system ELF (--iree-llvmcpu-link-embedded=false)
 #
 # It compiles from inside src/ with relative names, so no machine path ends up in the output.
 #
@@ -26,11 +26,15 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 compile() {
-    local name=$1
-    shift
-    (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local "$@" programs.mlir -o "$out/programs_$name.vmfb")
+    local source=$1 format=$2
+    shift 2
+    (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local "$@" "$source.mlir" \
+        -o "$out/${source}_$format.vmfb")
 }
-compile vmvx --iree-hal-local-target-device-backends=vmvx
-compile embedded --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic
-compile system --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic \
-    --iree-llvmcpu-link-embedded=false
+for source in "$fixtures"/src/*.mlir; do
+    source=$(basename "$source" .mlir)
+    compile "$source" vmvx --iree-hal-local-target-device-backends=vmvx
+    compile "$source" embedded --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic
+    compile "$source" system --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic \
+        --iree-llvmcpu-link-embedded=false
+done

@@ -132,10 +132,20 @@ fn fixtures_are_what_the_compiler_makes_of_their_source() {
         .status()
         .expect("the regeneration script runs");
     assert!(status.success(), "scripts/regen-hal-run-fixtures.sh failed");
-    for format in FORMATS {
-        let name = format!("programs_{format}.vmfb");
-        let fresh = std::fs::read(scratch.join(&name)).expect("regenerated module");
-        let checked_in = std::fs::read(repo.join("tests/fixtures/hal_run").join(&name)).expect("checked-in module");
+    let modules = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .expect("module directory")
+            .map(|entry| entry.expect("entry").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "vmfb"))
+            .map(|path| (path.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let (fresh, checked_in) = (modules(&scratch), modules(&repo.join("tests/fixtures/hal_run")));
+    let names = |files: &[(String, Vec<u8>)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&fresh), names(&checked_in), "module sets differ");
+    for ((name, fresh), (_, checked_in)) in fresh.iter().zip(&checked_in) {
         assert!(fresh == checked_in, "{name} is stale: run scripts/regen-hal-run-fixtures.sh");
     }
     let _ = std::fs::remove_dir_all(&scratch);
@@ -188,5 +198,37 @@ fn rtx_run_prints_what_iree_run_module_prints() {
                 "{format} {call:?}\nrtx: {our_errors}\nIREE: {their_errors}"
             );
         }
+    }
+}
+
+/// `rtx check` runs every argument-less export as a test with the check module: the expectations
+/// in src/checks.mlir pass or fail as written, with IREE's messages.
+#[test]
+fn rtx_check_reports_every_test() {
+    let expected = "PASS add_ok
+PASS near_ok
+PASS scalar_ok
+FAIL mismatch: Expected equality of these values. Contents does not match.
+  lhs:
+    2x2xi32=[1 4][9 16]
+  rhs:
+    2x2xi32=[1 4][9 15]
+FAIL not_near: Expected near equality of these values. Contents does not match to tolerance parameters \
+atol=0.0001, rtol=0. The first failure occurs at index 1 as the lhs value 0.5 differs from the rhs value 0.6 by \
+1.000e-01.
+  lhs:
+    2xf32=1 0.5
+  rhs:
+    2xf32=1 0.6
+3 passed, 2 failed
+";
+    for format in FORMATS {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rtx"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hal_run"))
+            .args(["check", "--device=local-sync", &format!("--module=checks_{format}.vmfb")])
+            .output()
+            .expect("rtx runs");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), expected, "{format}");
+        assert_eq!(output.status.code(), Some(1), "{format}: failures exit 1");
     }
 }

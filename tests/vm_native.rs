@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use rtx::hal::check::CheckModule;
 use rtx::host::{AsyncValueRef, Diagnostic, StatusCode};
-use rtx::vm::check::CheckModule;
 use rtx::vm::context::Context;
 use rtx::vm::interpreter::Step;
 use rtx::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};

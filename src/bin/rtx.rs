@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rtx::hal::check::CheckModule;
 use rtx::hal::device::{Device, DeviceKind};
 use rtx::hal::module::HalModule;
 use rtx::hal::run_io::{self, OutputOptions};
@@ -21,6 +22,8 @@ const USAGE: &str = "usage:
           [--expected_output=V ...] [--expected_f32_threshold=T] [--expected_rtol=R] [--equality_mode=exact]
   rtx bench --module=X.vmfb --function=F [--input=V ...] [--benchmark_min_time=SECONDS] [--rounds=N] [--no_iree]
             (alternates with iree-benchmark-module when it is in RTX_IREE_TOOLS or on PATH)
+  rtx check --module=X.vmfb [--device=local-sync]
+            (runs every exported function without arguments with the check module, like iree-check-module)
   rtx dump [--output=all|metadata|disassembly] [--function=F] [--bytecode_offsets] X.vmfb";
 
 /// Flags as IREE's tools take them: `--name=value`, repeatable, plus bare positional arguments.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "run" => run(&flags),
         "bench" => bench(&flags),
+        "check" => check(&flags),
         "dump" => dump(&flags),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -97,7 +101,9 @@ struct Prepared {
     arguments: Vec<Value>,
 }
 
-fn prepare(flags: &Flags) -> Result<Prepared, String> {
+/// A context with the `--module`s linked in order, after the `hal` module with the `--device`
+/// when a module imports it, and after `check` when given; returns the last module too.
+fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Module>), String> {
     let device = flags.last("device").unwrap_or("local-sync");
     let paths = flags.all("module");
     if paths.is_empty() {
@@ -117,12 +123,19 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
     } else if !matches!(device, "local-sync" | "local-task") {
         return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
     }
+    if let Some(check) = check {
+        context.add_native_module(Arc::new(check.clone())).map_err(|e| e.to_string())?;
+    }
     let mut last = None;
     for (path, module) in paths.iter().zip(modules) {
         context.add_module(module.clone()).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
         last = Some(module);
     }
-    let module = last.expect("at least one module");
+    Ok((context, last.expect("at least one module")))
+}
+
+fn prepare(flags: &Flags) -> Result<Prepared, String> {
+    let (context, module) = link(flags, None)?;
     let name = flags.last("function").ok_or_else(|| format!("no --function given\n{USAGE}"))?.to_owned();
     let function = context.lookup(&name).map_err(|e| e.to_string())?;
     let local = name.rsplit_once('.').map_or(name.as_str(), |(_, f)| f);
@@ -221,6 +234,38 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Runs every exported function that takes and returns nothing as a test: it passes when it
+/// returns and no `check.expect_*` failed.
+fn check(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&["module", "device"])?;
+    let checks = CheckModule::new();
+    let (context, module) = link(flags, Some(&checks))?;
+    let tests: Vec<&str> = module
+        .exported_functions()
+        .iter()
+        .filter(|export| !export.local_name.starts_with("__"))
+        .filter(|export| module.export_signature(export).and_then(|s| s.calling_convention.as_deref()) == Some("0v_v"))
+        .map(|export| export.local_name.as_str())
+        .collect();
+    let (mut passed, mut failed) = (0, 0);
+    for name in tests {
+        let outcome = context.lookup(name).and_then(|function| context.invoke(&function, Vec::new()));
+        let mut failures = checks.take_failures();
+        if let Err(error) = outcome {
+            failures.push(format!("{}; {}", error.code, error.message));
+        }
+        if failures.is_empty() {
+            passed += 1;
+            println!("PASS {name}");
+        } else {
+            failed += 1;
+            println!("FAIL {name}: {}", failures.join("\n"));
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn bench(flags: &Flags) -> Result<ExitCode, String> {

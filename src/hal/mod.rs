@@ -5,6 +5,7 @@
 
 pub mod buffer;
 pub mod buffer_view;
+pub mod check;
 pub mod command_buffer;
 pub mod device;
 pub mod element_type;

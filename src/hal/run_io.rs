@@ -82,13 +82,18 @@ pub fn result_value(value: &Value) -> ResultValue {
         Value::F32(v) => ResultValue::F32(*v),
         Value::F64(v) => ResultValue::F64(*v),
         Value::Ref(Some(r)) => match buffer_view::deref(r) {
-            Ok(view) => ResultValue::Tensor(HostTensor {
-                shape: view.shape().iter().map(|&d| d as usize).collect(),
-                element_type: ElementType(view.element_type()),
-                data: view.to_vec(),
-            }),
+            Ok(view) => ResultValue::Tensor(host_tensor(view)),
             Err(_) => ResultValue::Ref(r.type_name().to_owned()),
         },
+    }
+}
+
+/// A copy of a buffer view's contents on the host.
+pub fn host_tensor(view: &BufferView) -> HostTensor {
+    HostTensor {
+        shape: view.shape().iter().map(|&d| d as usize).collect(),
+        element_type: ElementType(view.element_type()),
+        data: view.to_vec(),
     }
 }
 

@@ -576,7 +576,7 @@ pub fn format_element(bytes: &[u8], element_type: ElementType) -> String {
 }
 
 /// The element as a float for approximate comparison, for the four types IREE compares that way.
-fn approximate_value(bytes: &[u8], element_type: ElementType) -> Option<f64> {
+pub fn approximate_value(bytes: &[u8], element_type: ElementType) -> Option<f64> {
     let word = |n: usize| bytes.get(..n).map(|b| b.iter().rev().fold(0u64, |w, &x| (w << 8) | u64::from(x)));
     Some(match element_type {
         ElementType::FLOAT_16 => f64::from(F16.decode(word(2)? as u32)),
@@ -919,14 +919,18 @@ impl Equality {
             return expected == actual;
         }
         match (approximate_value(actual, element_type), approximate_value(expected, element_type)) {
-            (Some(actual), Some(expected)) => {
-                actual == expected
-                    || (actual.is_nan() && expected.is_nan())
-                    || (expected.is_finite() && (actual - expected).abs() <= atol + self.rtol * expected.abs())
-            }
+            (Some(actual), Some(expected)) => fuzzy_equal(actual, expected, atol, self.rtol),
             (actual, expected) => actual.is_none() && expected.is_none(),
         }
     }
+}
+
+/// IREE's approximate equality (`iree_math_fuzzy_compare_f64`): equal, both NaN, or within
+/// `atol + rtol * |expected|` of a finite expectation.
+pub fn fuzzy_equal(actual: f64, expected: f64, atol: f64, rtol: f64) -> bool {
+    actual == expected
+        || (actual.is_nan() && expected.is_nan())
+        || (expected.is_finite() && (actual - expected).abs() <= atol + rtol * expected.abs())
 }
 
 /// A function result as the comparison sees it.

@@ -4,7 +4,6 @@
 pub mod abi;
 pub mod buffer;
 pub mod bytecode;
-pub mod check;
 pub mod container;
 pub mod context;
 pub mod dump;
