@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job: builds and installs rtx into target/rtx-prefix (as needed; cargo and cmake
-# rebuild only what changed), builds the C examples against it, and runs vm_invoke, a C program
-# that loads an IREE-compiled module (tests/fixtures/vm/control_flow.vmfb, built by iree-compile
-# 3.13) through the C API and runs its functions on the CPU, then host_pipeline, which drives the
-# host runtime end to end. Build output is hidden unless a step fails.
+# The main job: builds rtx, then classifies the sample digits of models/digits with a small MLP
+# compiled by iree-compile 3.13 for the CPU (llvm-cpu, run by `rtx run` on local-sync: the VM runs
+# the host program, our ELF loader the compiled dispatches); then installs rtx into
+# target/rtx-prefix, builds the C examples against it and runs vm_invoke, a C program that loads an
+# IREE-compiled module (tests/fixtures/vm/control_flow.vmfb) through the C API and runs its
+# functions, and host_pipeline, which drives the host runtime end to end. Cargo and cmake rebuild
+# only what changed; build output is hidden unless a step fails.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +24,22 @@ quietly() {
     exit 1
   fi
 }
+
+quietly cargo build --release --bin rtx
+echo "Classifying models/digits/digit_*.npy (8x8 images) with models/digits/mlp.vmfb on the CPU:"
+correct=0
+for d in 0 1 2 3 4 5 6 7 8 9; do
+  printed=$(cd models/digits && "$target/release/rtx" run --device=local-sync --module=mlp.vmfb \
+    --function=predict "--input=@digit_$d.npy")
+  # The result line is `1x10xf32=[p0 p1 ... p9]`: the class is the index of the largest.
+  read -r class probability < <(sed -n 's/^1x10xf32=\[\(.*\)\]$/\1/p' <<<"$printed" |
+    awk '{ best = 1; for (i = 2; i <= NF; i++) if ($i + 0 > $best + 0) best = i; print best - 1, $best }')
+  echo "  digit_$d.npy -> $class (p = $probability)"
+  [ "$class" = "$d" ] && correct=$((correct + 1))
+done
+echo "$correct of 10 sample digits classified as the digit they show"
+[ "$correct" = 10 ] || { echo "run.sh: the model misclassified a sample" >&2; exit 1; }
+echo
 
 quietly env RTX_INSTALL_QUIET=1 scripts/install.sh "$prefix"
 quietly cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix"
