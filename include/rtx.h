@@ -51,9 +51,13 @@ enum rtx_value_type_t
   RTX_VALUE_TYPE_F64 = 6,
   RTX_VALUE_TYPE_CHAIN = 7,
   /**
-   * A payload C has no accessor for (created by the runtime, e.g. a later layer's tensor).
+   * A payload C has no accessor for (created by the runtime for its own use).
    */
   RTX_VALUE_TYPE_OTHER = 8,
+  /**
+   * A tensor: read it with `rtx_async_value_get_buffer_view`.
+   */
+  RTX_VALUE_TYPE_BUFFER_VIEW = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -120,7 +124,8 @@ enum rtx_value_kind_t
   RTX_VALUE_KIND_F32 = 2,
   RTX_VALUE_KIND_F64 = 3,
   /**
-   * A reference (buffer, list, buffer view, ...): not representable in C values yet.
+   * A reference. `rtx_context_invoke` passes and returns tensors there: async values holding
+   * buffer views (`rtx_async_value_new_buffer_view`); other refs (lists, buffers) not yet.
    */
   RTX_VALUE_KIND_REF = 4,
 };
@@ -136,6 +141,12 @@ typedef uint32_t rtx_value_kind_t;
  * An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
  */
 typedef struct rtx_async_value rtx_async_value;
+
+/**
+ * A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
+ * counted; immutable, so every function on it is thread-safe.
+ */
+typedef struct rtx_buffer_view rtx_buffer_view;
 
 /**
  * A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
@@ -169,6 +180,11 @@ typedef struct rtx_task rtx_task;
  * The handle type C sees.
  */
 typedef struct rtx_async_value rtx_async_value_t;
+
+/**
+ * The handle type C sees.
+ */
+typedef struct rtx_buffer_view rtx_buffer_view_t;
 
 /**
  * The handle type C sees: `rtx_error_t*`, owned by the caller, freed with `rtx_error_delete`.
@@ -470,6 +486,13 @@ rtx_async_value_t *rtx_async_value_new_f64(double value);
 rtx_async_value_t *rtx_async_value_new_chain(void);
 
 /**
+ * A new available value holding `view` (a tensor), for a tensor argument of
+ * `rtx_context_invoke`. The value takes a reference of its own: the caller keeps (and still
+ * releases) `view`. NULL if `view` is NULL.
+ */
+rtx_async_value_t *rtx_async_value_new_buffer_view(rtx_buffer_view_t *view);
+
+/**
  * A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
  * type; `rtx_async_value_set_error` makes it an error.
  */
@@ -517,6 +540,13 @@ rtx_error_t *rtx_async_value_set_f64(rtx_async_value_t *value, double v);
  * As `rtx_async_value_set_i1`, making the value an available chain.
  */
 rtx_error_t *rtx_async_value_set_chain(rtx_async_value_t *value);
+
+/**
+ * As `rtx_async_value_set_i1`, making the value hold `view` (a tensor). The value takes a
+ * reference of its own: the caller keeps (and still releases) `view`. INVALID_ARGUMENT for a
+ * NULL `view`.
+ */
+rtx_error_t *rtx_async_value_set_buffer_view(rtx_async_value_t *value, rtx_buffer_view_t *view);
 
 /**
  * Makes an unavailable value an error with code `RTX_STATUS_CODE_INTERNAL` and `message`
@@ -583,6 +613,16 @@ rtx_error_t *rtx_async_value_get_f32(const rtx_async_value_t *value, float *out)
 rtx_error_t *rtx_async_value_get_f64(const rtx_async_value_t *value, double *out);
 
 /**
+ * Reads a tensor: writes a new reference to the value's buffer view to `*out_view` (release it
+ * with `rtx_buffer_view_release`; it stays valid after the value is released). Errors as
+ * `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
+ * yet, INVALID_ARGUMENT if it holds something else (the message says what) or an argument is
+ * NULL. `*out_view` is written only on success.
+ */
+rtx_error_t *rtx_async_value_get_buffer_view(const rtx_async_value_t *value,
+                                             rtx_buffer_view_t **out_view);
+
+/**
  * NULL if the value is not an error (or is NULL); otherwise an owned copy of its error, which
  * the caller frees with `rtx_error_delete`.
  */
@@ -626,6 +666,76 @@ rtx_async_value_t *rtx_async_value_retain(rtx_async_value_t *value);
  * Drops a reference; the last one frees the value. NULL does nothing.
  */
 void rtx_async_value_release(rtx_async_value_t *value);
+
+/**
+ * Creates a buffer view of `rank` dimensions `shape[0..rank]` (row-major, outermost first) whose
+ * elements are of `element_type`, an IREE HAL element type code (`(numerical type << 24) | bit
+ * count`: f32 is 0x21000020, i32 0x10000020, si8 0x11000008, i1 0x13000008, f16 0x21000010),
+ * from a copy of `byte_length` bytes at `data` (the caller may free them when the call returns).
+ * `byte_length` must be exactly what the shape needs: element count × bits per element / 8,
+ * rounded up (sub-byte elements are packed). `shape` may be NULL when `rank` is 0 (a scalar
+ * tensor of one element), `data` when `byte_length` is 0.
+ *
+ * Errors (INVALID_ARGUMENT, the message naming the argument and the numbers): NULL `out_view`,
+ * NULL `shape` with a non-zero `rank`, NULL `data` with a non-zero `byte_length`, a negative
+ * dimension, an element type whose bit count is 0, a `byte_length` different from what the shape
+ * needs. RESOURCE_EXHAUSTED when the memory cannot be allocated. `*out_view` is written only on
+ * success; release it with `rtx_buffer_view_release`.
+ */
+rtx_error_t *rtx_buffer_view_new(uint32_t element_type,
+                                 const int64_t *shape,
+                                 size_t rank,
+                                 const void *data,
+                                 size_t byte_length,
+                                 rtx_buffer_view_t **out_view);
+
+/**
+ * Adds a reference and returns `view` (NULL stays NULL).
+ */
+rtx_buffer_view_t *rtx_buffer_view_retain(rtx_buffer_view_t *view);
+
+/**
+ * Drops a reference; the last one (counting the async values and running programs that hold
+ * the view) frees it. NULL does nothing.
+ */
+void rtx_buffer_view_release(rtx_buffer_view_t *view);
+
+/**
+ * The element type code (e.g. 0x21000020 for f32). 0 for NULL.
+ */
+uint32_t rtx_buffer_view_element_type(const rtx_buffer_view_t *view);
+
+/**
+ * The number of dimensions (0 for a scalar tensor). 0 for NULL.
+ */
+size_t rtx_buffer_view_rank(const rtx_buffer_view_t *view);
+
+/**
+ * Dimension `index` (0 ≤ index < `rtx_buffer_view_rank`), never negative. -1 if `view` is NULL
+ * or `index` is out of range.
+ */
+int64_t rtx_buffer_view_dim(const rtx_buffer_view_t *view, size_t index);
+
+/**
+ * The length of the view's data in bytes (what `rtx_buffer_view_copy_data` writes). 0 for NULL.
+ */
+size_t rtx_buffer_view_byte_length(const rtx_buffer_view_t *view);
+
+/**
+ * The view's data, borrowed: `rtx_buffer_view_byte_length` bytes, valid while the view lives,
+ * dense row-major, little-endian. Read only; do not read it while a call that was given the
+ * view as an argument is still running (a program may write its arguments in place). Any
+ * pointer (not to be read) when the length is 0; NULL for NULL.
+ */
+const void *rtx_buffer_view_data(const rtx_buffer_view_t *view);
+
+/**
+ * Copies the view's data (`rtx_buffer_view_byte_length` bytes) to `out`, which has room for
+ * `capacity` bytes; the bytes past the data are left as they were. OUT_OF_RANGE, writing
+ * nothing, if `capacity` is smaller than the data (the message gives both sizes);
+ * INVALID_ARGUMENT for a NULL `view`, or a NULL `out` with data to copy.
+ */
+rtx_error_t *rtx_buffer_view_copy_data(const rtx_buffer_view_t *view, void *out, size_t capacity);
 
 /**
  * Fills `options` with the defaults (multi-threaded queue, system allocator). NULL does nothing.
@@ -726,6 +836,19 @@ rtx_error_t *rtx_context_allocate(rtx_context_t *context,
 void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size_t align);
 
 /**
+ * Gives the context the device `device` to run tensor programs on: `"local-sync"` (the CPU,
+ * every dispatch inline on the thread that runs the call; `"local-sync://"` is accepted too) is
+ * the only one today. This adds the `hal` module over that device to the context, so it must
+ * come before `rtx_context_add_module` for modules that import `hal` (any module compiled from
+ * tensor code, for any CPU target: vmvx, embedded or system ELF). One device per context.
+ *
+ * Errors: NOT_FOUND for an unknown device name (the message lists the known ones);
+ * ALREADY_EXISTS if the context already has a device (or a native module named `hal`);
+ * INVALID_ARGUMENT for NULL arguments. On failure the context is left as it was. Thread-safe.
+ */
+rtx_error_t *rtx_context_add_device(rtx_context_t *context, const char *device);
+
+/**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
  * become `RTX_STATUS_CODE_UNKNOWN`) and `message` (copied; NULL = empty), for host callbacks
  * that report failure, such as native module functions. Owned by the caller until returned to
@@ -760,18 +883,27 @@ const char *rtx_status_code_name(uint32_t code);
  * bytecode module) with `num_args` argument values, without blocking: the call runs on the
  * context's work queue once every argument is available (they may be unavailable now).
  *
+ * Arguments and results follow the function's calling convention: `i`/`I`/`f`/`F` are i32/i64/
+ * f32/f64 values, `r` (a ref) is a tensor: an async value holding a buffer view
+ * (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
+ * needs a device (`rtx_context_add_device`) before they are added.
+ *
  * On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
- * release each) that become the function's i32/i64/f32/f64 results, or, if the call fails,
- * errors: every result gets the same error, carrying the `vm.fail` status code and message and
- * the failing location; an error argument is passed on (its code, the message naming the
- * argument); an argument of the wrong type gives INVALID_ARGUMENT; a cancelled or released
- * context gives CANCELLED. The arguments are only read, never consumed.
+ * release each) that become the function's results — scalars, or for `r` results a buffer view
+ * (`rtx_async_value_get_buffer_view`) — or, if the call fails, errors: every result gets the
+ * same error, carrying the `vm.fail` status code and message and the failing location; an error
+ * argument is passed on (its code, the message naming the argument); an argument of the wrong
+ * type (an i32 for a tensor, a buffer view for an f32) gives INVALID_ARGUMENT; a tensor whose
+ * element type or shape the function does not accept gives the program's own INVALID_ARGUMENT
+ * (`input0 shape dimension 0 mismatch; ...`); a ref result that is not a buffer view (a list, a
+ * null ref) gives UNIMPLEMENTED for that result; a cancelled or released context gives
+ * CANCELLED. The arguments are only read, never consumed: a buffer view passed in stays the
+ * caller's.
  *
  * Fails at once, writing nothing to `results`, with NOT_FOUND when there is no such function,
- * and INVALID_ARGUMENT for NULL arguments, `num_args`/`num_results` that differ from the
- * function's calling convention, or a function that takes or returns refs (buffers, lists,
- * buffer views: not representable in C async values yet). Thread-safe; the name lookup shares
- * the VM context's lock, so it waits while a slice of this context's VM code runs elsewhere.
+ * and INVALID_ARGUMENT for NULL arguments or `num_args`/`num_results` that differ from the
+ * function's calling convention. Thread-safe; the name lookup shares the VM context's lock, so
+ * it waits while a slice of this context's VM code runs elsewhere.
  */
 rtx_error_t *rtx_context_invoke(rtx_context_t *context,
                                 const char *function,
@@ -842,8 +974,9 @@ rtx_error_t *rtx_module_function_signature(const rtx_module_t *module,
  * before it, resolves its imports (by name and exact calling convention), creates its state and
  * runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
  * ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
- * `__init`'s own failure; INVALID_ARGUMENT for NULL arguments. On failure the context is left as
- * it was.
+ * `__init`'s own failure; FAILED_PRECONDITION for a module that imports `hal` (compiled from
+ * tensor code) when the context has no device (`rtx_context_add_device`); INVALID_ARGUMENT for
+ * NULL arguments. On failure the context is left as it was.
  */
 rtx_error_t *rtx_context_add_module(rtx_context_t *context, rtx_module_t *module);
 

@@ -4,7 +4,8 @@
 # the host program, our ELF loader the compiled dispatches); then installs rtx into
 # target/rtx-prefix, builds the C examples against it and runs vm_invoke, a C program that loads an
 # IREE-compiled module (tests/fixtures/vm/control_flow.vmfb) through the C API and runs its
-# functions, and host_pipeline, which drives the host runtime end to end. Cargo and cmake rebuild
+# functions, tensor_invoke, which calls tensor programs (matmul, a dense layer) with buffer views
+# through the C API, and host_pipeline, which drives the host runtime end to end. Cargo and cmake rebuild
 # only what changed; build output is hidden unless a step fails.
 set -euo pipefail
 
@@ -43,7 +44,9 @@ echo
 
 quietly env RTX_INSTALL_QUIET=1 scripts/install.sh "$prefix"
 quietly cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix"
-quietly cmake --build "$build" --target vm_invoke host_pipeline --parallel "$(nproc 2>/dev/null || echo 2)"
+quietly cmake --build "$build" --target vm_invoke tensor_invoke host_pipeline --parallel "$(nproc 2>/dev/null || echo 2)"
 "$build/vm_invoke" "$repo/tests/fixtures/vm/control_flow.vmfb"
+echo
+"$build/tensor_invoke" "$repo/tests/fixtures/hal_run/programs_embedded.vmfb" "$repo/tests/fixtures/hal_run/programs_vmvx.vmfb"
 echo
 exec "$build/host_pipeline"

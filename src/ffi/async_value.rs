@@ -3,10 +3,13 @@
 
 use std::ffi::c_char;
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 
+use super::buffer_view::{self, rtx_buffer_view_t};
 use super::context::rtx_context_t;
 use super::error::{rtx_error_t, status_from_c};
 use super::{catch_error, catch_or, invalid_argument, message_arg, non_null, Callback, UserData};
+use crate::hal::buffer_view::BufferView;
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
 
 /// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
@@ -33,8 +36,10 @@ pub enum rtx_value_type_t {
     RTX_VALUE_TYPE_F32 = 5,
     RTX_VALUE_TYPE_F64 = 6,
     RTX_VALUE_TYPE_CHAIN = 7,
-    /// A payload C has no accessor for (created by the runtime, e.g. a later layer's tensor).
+    /// A payload C has no accessor for (created by the runtime for its own use).
     RTX_VALUE_TYPE_OTHER = 8,
+    /// A tensor: read it with `rtx_async_value_get_buffer_view`.
+    RTX_VALUE_TYPE_BUFFER_VIEW = 9,
 }
 
 /// Hands a new reference to C.
@@ -164,6 +169,18 @@ pub extern "C" fn rtx_async_value_new_chain() -> *mut rtx_async_value_t {
     new_available(Chain)
 }
 
+/// A new available value holding `view` (a tensor), for a tensor argument of
+/// `rtx_context_invoke`. The value takes a reference of its own: the caller keeps (and still
+/// releases) `view`. NULL if `view` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_new_buffer_view(view: *mut rtx_buffer_view_t) -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || {
+        // SAFETY: forwarded from the caller.
+        let Ok(view) = (unsafe { buffer_view::borrow(view, "", "") }) else { return std::ptr::null_mut() };
+        into_handle(AsyncValueRef::available(Arc::clone(&*view)).into_untyped())
+    })
+}
+
 /// A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
 /// type; `rtx_async_value_set_error` makes it an error.
 #[no_mangle]
@@ -230,6 +247,28 @@ pub unsafe extern "C" fn rtx_async_value_set_f64(value: *mut rtx_async_value_t, 
 pub unsafe extern "C" fn rtx_async_value_set_chain(value: *mut rtx_async_value_t) -> *mut rtx_error_t {
     // SAFETY: forwarded from the caller.
     unsafe { set(value, Chain, "rtx_async_value_set_chain") }
+}
+
+/// As `rtx_async_value_set_i1`, making the value hold `view` (a tensor). The value takes a
+/// reference of its own: the caller keeps (and still releases) `view`. INVALID_ARGUMENT for a
+/// NULL `view`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_set_buffer_view(
+    value: *mut rtx_async_value_t,
+    view: *mut rtx_buffer_view_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_set_buffer_view";
+        // SAFETY: forwarded from the caller.
+        let view = unsafe { buffer_view::borrow(view, FUNCTION, "view") }?;
+        // SAFETY: forwarded from the caller.
+        let error = unsafe { set(value, Arc::clone(&*view), FUNCTION) };
+        match error.is_null() {
+            true => Ok(()),
+            // SAFETY: an error `set` just returned, taken over once.
+            false => Err(unsafe { super::error::rtx_error::take(error) }),
+        }
+    })
 }
 
 /// Makes an unavailable value an error with code `RTX_STATUS_CODE_INTERNAL` and `message`
@@ -329,6 +368,8 @@ pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -
             RTX_VALUE_TYPE_F64
         } else if value.is_type::<Chain>() {
             RTX_VALUE_TYPE_CHAIN
+        } else if value.is_type::<Arc<BufferView>>() {
+            RTX_VALUE_TYPE_BUFFER_VIEW
         } else {
             RTX_VALUE_TYPE_OTHER
         }
@@ -370,6 +411,42 @@ pub unsafe extern "C" fn rtx_async_value_get_f32(value: *const rtx_async_value_t
 pub unsafe extern "C" fn rtx_async_value_get_f64(value: *const rtx_async_value_t, out: *mut f64) -> *mut rtx_error_t {
     // SAFETY: forwarded from the caller.
     unsafe { get(value, out, "rtx_async_value_get_f64") }
+}
+
+/// Reads a tensor: writes a new reference to the value's buffer view to `*out_view` (release it
+/// with `rtx_buffer_view_release`; it stays valid after the value is released). Errors as
+/// `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
+/// yet, INVALID_ARGUMENT if it holds something else (the message says what) or an argument is
+/// NULL. `*out_view` is written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
+    value: *const rtx_async_value_t,
+    out_view: *mut *mut rtx_buffer_view_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_get_buffer_view";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { borrow(value, FUNCTION, "value") }?;
+        if out_view.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_view' is NULL")));
+        }
+        let view = value.try_get::<Arc<BufferView>>().map_err(|e| match e {
+            // The value's own error goes back unchanged, so C sees the producer's code and message.
+            crate::host::async_value::AccessError::IsError(diagnostic) => diagnostic,
+            crate::host::async_value::AccessError::WrongType { .. } => invalid_argument(format!(
+                "{FUNCTION}: the value holds {}, not a buffer view",
+                super::invocation::held_type(&value)
+            )),
+            other => {
+                let mut diagnostic = other.into_diagnostic();
+                diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
+                diagnostic
+            }
+        })?;
+        // SAFETY: `out_view` is non-null and writable by contract; written only on success.
+        unsafe { out_view.write(buffer_view::into_handle(Arc::clone(view))) };
+        Ok(())
+    })
 }
 
 /// NULL if the value is not an error (or is NULL); otherwise an owned copy of its error, which

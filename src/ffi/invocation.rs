@@ -19,9 +19,11 @@ use std::ffi::c_char;
 use std::sync::{Arc, Weak};
 
 use super::async_value::{borrow_all, into_handle, rtx_async_value_t};
+use super::buffer_view;
 use super::context::{self, rtx_context_t};
 use super::error::rtx_error_t;
 use super::{c_str, catch_error, invalid_argument};
+use crate::hal::buffer_view::BufferView;
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
@@ -123,6 +125,18 @@ impl Call {
                 (ValueKind::I64, Value::I64(v)) => result.emplace(v),
                 (ValueKind::F32, Value::F32(v)) => result.emplace(v),
                 (ValueKind::F64, Value::F64(v)) => result.emplace(v),
+                (ValueKind::Ref, Value::Ref(r)) => match r.as_ref().and_then(buffer_view::from_ref) {
+                    Some(view) => result.emplace(view),
+                    None => result.set_error(Diagnostic::new(
+                        StatusCode::Unimplemented,
+                        format!(
+                            "result {index} of `{}` is {}, which C async values cannot hold (of refs, only \
+                             buffer views cross the C API)",
+                            self.function.full_name,
+                            r.as_ref().map_or("a null ref".to_owned(), |r| format!("a `{}`", r.type_name()))
+                        ),
+                    )),
+                },
                 (kind, value) => result.set_error(Diagnostic::new(
                     StatusCode::Internal,
                     format!(
@@ -175,18 +189,24 @@ fn argument(value: &RcAsyncValue, kind: ValueKind) -> Result<Value, Diagnostic> 
         ValueKind::I64 => value.try_get::<i64>().map(|v| Value::I64(*v)),
         ValueKind::F32 => value.try_get::<f32>().map(|v| Value::F32(*v)),
         ValueKind::F64 => value.try_get::<f64>().map(|v| Value::F64(*v)),
-        ValueKind::Ref => unreachable!("rtx_context_invoke rejects functions with ref arguments"),
+        ValueKind::Ref => {
+            value.try_get::<Arc<BufferView>>().map(|v| Value::Ref(Some(buffer_view::to_ref(Arc::clone(v)))))
+        }
+    };
+    let expected = match kind {
+        ValueKind::Ref => "a buffer view (ref)",
+        other => other.name(),
     };
     read.map_err(|_| {
         Diagnostic::new(
             StatusCode::InvalidArgument,
-            format!("expected {} but the value holds {}", kind.name(), held_type(value)),
+            format!("expected {expected} but the value holds {}", held_type(value)),
         )
     })
 }
 
 /// What a value holds, in C's terms.
-fn held_type(value: &RcAsyncValue) -> &'static str {
+pub(crate) fn held_type(value: &RcAsyncValue) -> &'static str {
     if value.is_type::<bool>() {
         "i1"
     } else if value.is_type::<i32>() {
@@ -199,6 +219,8 @@ fn held_type(value: &RcAsyncValue) -> &'static str {
         "f64"
     } else if value.is_type::<Chain>() {
         "a chain"
+    } else if value.is_type::<Arc<BufferView>>() {
+        "a buffer view"
     } else {
         value.type_name()
     }
@@ -211,7 +233,7 @@ fn result_promise(kind: ValueKind) -> RcAsyncValue {
         ValueKind::I64 => AsyncValueRef::<i64>::unconstructed().into_untyped(),
         ValueKind::F32 => AsyncValueRef::<f32>::unconstructed().into_untyped(),
         ValueKind::F64 => AsyncValueRef::<f64>::unconstructed().into_untyped(),
-        ValueKind::Ref => unreachable!("rtx_context_invoke rejects functions with ref results"),
+        ValueKind::Ref => AsyncValueRef::<Arc<BufferView>>::unconstructed().into_untyped(),
     }
 }
 
@@ -227,18 +249,27 @@ fn plural(count: usize, noun: &str) -> String {
 /// bytecode module) with `num_args` argument values, without blocking: the call runs on the
 /// context's work queue once every argument is available (they may be unavailable now).
 ///
+/// Arguments and results follow the function's calling convention: `i`/`I`/`f`/`F` are i32/i64/
+/// f32/f64 values, `r` (a ref) is a tensor: an async value holding a buffer view
+/// (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
+/// needs a device (`rtx_context_add_device`) before they are added.
+///
 /// On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
-/// release each) that become the function's i32/i64/f32/f64 results, or, if the call fails,
-/// errors: every result gets the same error, carrying the `vm.fail` status code and message and
-/// the failing location; an error argument is passed on (its code, the message naming the
-/// argument); an argument of the wrong type gives INVALID_ARGUMENT; a cancelled or released
-/// context gives CANCELLED. The arguments are only read, never consumed.
+/// release each) that become the function's results — scalars, or for `r` results a buffer view
+/// (`rtx_async_value_get_buffer_view`) — or, if the call fails, errors: every result gets the
+/// same error, carrying the `vm.fail` status code and message and the failing location; an error
+/// argument is passed on (its code, the message naming the argument); an argument of the wrong
+/// type (an i32 for a tensor, a buffer view for an f32) gives INVALID_ARGUMENT; a tensor whose
+/// element type or shape the function does not accept gives the program's own INVALID_ARGUMENT
+/// (`input0 shape dimension 0 mismatch; ...`); a ref result that is not a buffer view (a list, a
+/// null ref) gives UNIMPLEMENTED for that result; a cancelled or released context gives
+/// CANCELLED. The arguments are only read, never consumed: a buffer view passed in stays the
+/// caller's.
 ///
 /// Fails at once, writing nothing to `results`, with NOT_FOUND when there is no such function,
-/// and INVALID_ARGUMENT for NULL arguments, `num_args`/`num_results` that differ from the
-/// function's calling convention, or a function that takes or returns refs (buffers, lists,
-/// buffer views: not representable in C async values yet). Thread-safe; the name lookup shares
-/// the VM context's lock, so it waits while a slice of this context's VM code runs elsewhere.
+/// and INVALID_ARGUMENT for NULL arguments or `num_args`/`num_results` that differ from the
+/// function's calling convention. Thread-safe; the name lookup shares the VM context's lock, so
+/// it waits while a slice of this context's VM code runs elsewhere.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_invoke(
     context: *mut rtx_context_t,
@@ -295,7 +326,8 @@ pub unsafe extern "C" fn rtx_context_invoke(
     })
 }
 
-/// The plain argument and result kinds of a function the C API can call.
+/// The argument and result kinds of a function the C API can call (scalars and refs; refs are
+/// buffer views, checked per value when the call runs).
 fn signature(handle: &FunctionHandle) -> Result<(Vec<ValueKind>, Vec<ValueKind>), Diagnostic> {
     const FUNCTION: &str = "rtx_context_invoke";
     let name = &handle.full_name;
@@ -311,12 +343,6 @@ fn signature(handle: &FunctionHandle) -> Result<(Vec<ValueKind>, Vec<ValueKind>)
             handle.cconv
         )));
     };
-    if arguments.contains(&ValueKind::Ref) || results.contains(&ValueKind::Ref) {
-        return Err(invalid_argument(format!(
-            "{FUNCTION}: `{name}` (calling convention `{}`) takes or returns a ref, which C async values cannot hold yet",
-            handle.cconv
-        )));
-    }
     Ok((arguments, results))
 }
 
@@ -379,6 +405,84 @@ mod tests {
             assert!(rtx_async_value_get_i32(result, &mut out).is_null());
             assert_eq!(out, 42);
             rtx_async_value_release(result);
+            rtx_context_release(handle);
+        }
+    }
+
+    /// `refs.echo(r) -> r` returns its argument, `refs.buffer() -> r` a `vm.buffer`, `refs.null()
+    /// -> r` a null ref.
+    struct Refs {
+        functions: Vec<NativeFunction>,
+    }
+
+    impl NativeModule for Refs {
+        fn name(&self) -> &str {
+            "refs"
+        }
+
+        fn functions(&self) -> &[NativeFunction] {
+            &self.functions
+        }
+
+        fn call(&self, _: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+            let result = match ordinal {
+                0 => arguments[0].clone(),
+                1 => Value::Ref(Some(crate::vm::refs::Ref::Buffer(crate::vm::buffer::Buffer::from_bytes(&[1, 2])?))),
+                _ => Value::Ref(None),
+            };
+            Ok(NativeOutcome::Ready(vec![result]))
+        }
+    }
+
+    #[test]
+    fn a_buffer_view_goes_through_the_vm_as_itself_and_other_refs_are_unimplemented() {
+        use crate::ffi::async_value::{
+            rtx_async_value_get_buffer_view, rtx_async_value_get_error, rtx_async_value_new_buffer_view,
+        };
+        use crate::ffi::buffer_view::{rtx_buffer_view_new, rtx_buffer_view_release};
+        use crate::ffi::error::{rtx_error_code, rtx_error_delete, rtx_error_message, rtx_status_code_t};
+        let functions = ["echo", "buffer", "null"].iter().zip(["0r_r", "0v_r", "0v_r"]);
+        let module = Refs { functions: functions.map(|(name, cconv)| NativeFunction::new(*name, cconv)).collect() };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: NULL options (defaults) and valid out pointers; every handle is released below.
+        unsafe {
+            assert!(rtx_context_new(std::ptr::null(), &mut handle).is_null());
+            let context = context::borrow(handle, "test").unwrap();
+            context.vm.add_native_module(Arc::new(module)).unwrap();
+            let mut view = std::ptr::null_mut();
+            let data = [0u8; 4];
+            let shape = [1i64];
+            let error = rtx_buffer_view_new(0x2100_0020, shape.as_ptr(), 1, data.as_ptr().cast(), 4, &mut view);
+            assert!(error.is_null());
+            let argument = rtx_async_value_new_buffer_view(view);
+            let mut results = [std::ptr::null_mut(); 3];
+            assert!(rtx_context_invoke(handle, c"refs.echo".as_ptr(), &argument, 1, &mut results[0], 1).is_null());
+            assert!(
+                rtx_context_invoke(handle, c"refs.buffer".as_ptr(), std::ptr::null(), 0, &mut results[1], 1).is_null()
+            );
+            assert!(
+                rtx_context_invoke(handle, c"refs.null".as_ptr(), std::ptr::null(), 0, &mut results[2], 1).is_null()
+            );
+            let values: Vec<RcAsyncValue> =
+                results.iter().map(|&r| (*crate::ffi::async_value::borrow(r, "test", "r").unwrap()).clone()).collect();
+            context.host.await_values(&values).unwrap();
+            drop(values);
+            let mut echoed = std::ptr::null_mut();
+            assert!(rtx_async_value_get_buffer_view(results[0], &mut echoed).is_null());
+            assert_eq!(echoed, view, "the VM passed the view itself, not a copy");
+            for (result, what) in [(results[1], "a `vm.buffer`"), (results[2], "a null ref")] {
+                let error = rtx_async_value_get_error(result);
+                assert_eq!(rtx_error_code(error), rtx_status_code_t::RTX_STATUS_CODE_UNIMPLEMENTED);
+                let message = std::ffi::CStr::from_ptr(rtx_error_message(error)).to_str().unwrap().to_owned();
+                assert!(message.contains("result 0 of `refs."), "{message}");
+                assert!(message.contains(&format!("is {what}, which C async values cannot hold")), "{message}");
+                rtx_error_delete(error);
+            }
+            for value in results.into_iter().chain([argument]) {
+                rtx_async_value_release(value);
+            }
+            rtx_buffer_view_release(echoed);
+            rtx_buffer_view_release(view);
             rtx_context_release(handle);
         }
     }

@@ -20,7 +20,9 @@
 
 pub mod allocator;
 pub mod async_value;
+pub mod buffer_view;
 pub mod context;
+pub mod device;
 pub mod error;
 pub mod invocation;
 pub mod module;

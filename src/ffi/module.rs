@@ -21,7 +21,8 @@ pub enum rtx_value_kind_t {
     RTX_VALUE_KIND_I64 = 1,
     RTX_VALUE_KIND_F32 = 2,
     RTX_VALUE_KIND_F64 = 3,
-    /// A reference (buffer, list, buffer view, ...): not representable in C values yet.
+    /// A reference. `rtx_context_invoke` passes and returns tensors there: async values holding
+    /// buffer views (`rtx_async_value_new_buffer_view`); other refs (lists, buffers) not yet.
     RTX_VALUE_KIND_REF = 4,
 }
 
@@ -320,8 +321,9 @@ pub unsafe extern "C" fn rtx_module_function_signature(
 /// before it, resolves its imports (by name and exact calling convention), creates its state and
 /// runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
 /// ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
-/// `__init`'s own failure; INVALID_ARGUMENT for NULL arguments. On failure the context is left as
-/// it was.
+/// `__init`'s own failure; FAILED_PRECONDITION for a module that imports `hal` (compiled from
+/// tensor code) when the context has no device (`rtx_context_add_device`); INVALID_ARGUMENT for
+/// NULL arguments. On failure the context is left as it was.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_add_module(
     context: *mut rtx_context_t,
@@ -333,9 +335,8 @@ pub unsafe extern "C" fn rtx_context_add_module(
         let context = unsafe { context::borrow(context, FUNCTION) }?;
         // SAFETY: forwarded from the caller.
         let module = unsafe { borrow(module, FUNCTION) }?;
-        context
-            .vm
-            .add_module(Arc::clone(&module.module))
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })
+        let prefixed = |e: Diagnostic| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e };
+        super::device::check_device_for(&module.module, &context.vm.module_names()).map_err(prefixed)?;
+        context.vm.add_module(Arc::clone(&module.module)).map_err(prefixed)
     })
 }

@@ -1,0 +1,262 @@
+//! `rtx_buffer_view_t`: a tensor for C hosts — element type, shape and host bytes, the C face of
+//! the HAL's `!hal.buffer_view`. It is what `rtx_context_invoke` passes for a function's tensor
+//! (`r`) arguments and returns for its tensor results, inside async values.
+//!
+//! A handle is the `Arc<BufferView>` itself (no wrapper allocation), so the VM's ref to the same
+//! view and the C handle share one reference count. Immutable once created (shape, type and
+//! length never change), so every function on it is thread-safe.
+
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use super::error::rtx_error_t;
+use super::{catch_error, catch_or, invalid_argument, non_null};
+use crate::hal::buffer_view::BufferView;
+use crate::hal::element_type::ElementType;
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::refs::{Ref, RefObject};
+
+/// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
+/// counted; immutable, so every function on it is thread-safe.
+#[allow(non_camel_case_types)]
+pub struct rtx_buffer_view {
+    _private: [u8; 0],
+}
+
+/// The handle type C sees.
+#[allow(non_camel_case_types)]
+pub type rtx_buffer_view_t = rtx_buffer_view;
+
+/// Hands a new reference to C.
+pub(crate) fn into_handle(view: Arc<BufferView>) -> *mut rtx_buffer_view_t {
+    Arc::into_raw(view) as *mut rtx_buffer_view_t
+}
+
+/// Borrows a buffer view handle without touching its count, or names the NULL argument.
+///
+/// # Safety
+/// A non-null `view` must be a live buffer view handle.
+pub(crate) unsafe fn borrow(
+    view: *const rtx_buffer_view_t,
+    function: &str,
+    argument: &str,
+) -> Result<ManuallyDrop<Arc<BufferView>>, Diagnostic> {
+    // SAFETY: forwarded from the caller; only used to check for NULL.
+    unsafe { non_null(view, function, argument) }?;
+    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
+    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) }))
+}
+
+/// The VM ref of a view (what a `!hal.buffer_view` argument register holds).
+pub(crate) fn to_ref(view: Arc<BufferView>) -> Ref {
+    Ref::Object(view as Arc<dyn RefObject>)
+}
+
+/// The view a VM ref holds, as a shared `Arc` (what a C handle is), or `None` for another type.
+pub(crate) fn from_ref(value: &Ref) -> Option<Arc<BufferView>> {
+    let Ref::Object(object) = value else { return None };
+    if !object.as_any().is::<BufferView>() {
+        return None;
+    }
+    let raw = Arc::into_raw(Arc::clone(object));
+    // SAFETY: the object's concrete type is `BufferView` (checked above), so the data pointer of
+    // the `Arc<dyn RefObject>` is that of an `Arc<BufferView>` with the same allocation layout:
+    // this is what `Arc::downcast` does for `dyn Any` (which `RefObject` cannot be upcast to on
+    // the crate's minimum Rust version). The clone's reference moves to the returned `Arc`.
+    Some(unsafe { Arc::from_raw(raw.cast::<BufferView>()) })
+}
+
+/// The bytes a dense row-major tensor of `shape` and `element_type` takes (sub-byte elements
+/// packed, as the HAL stores them), or INVALID_ARGUMENT naming the problem.
+fn dense_byte_length(element_type: u32, shape: &[i64], function: &str) -> Result<usize, Diagnostic> {
+    let bits = ElementType(element_type).bit_count();
+    if bits == 0 {
+        return Err(invalid_argument(format!(
+            "{function}: element type 0x{element_type:08X} has no size (its low byte, the bit count, is 0); \
+             use an IREE element type code such as 0x21000020 (f32)"
+        )));
+    }
+    let too_large = || {
+        invalid_argument(format!(
+            "{function}: shape {shape:?} of {} elements is too large to address",
+            ElementType(element_type)
+        ))
+    };
+    let mut count: usize = 1;
+    for (index, &dim) in shape.iter().enumerate() {
+        let dim = usize::try_from(dim).map_err(|_| {
+            invalid_argument(format!("{function}: dimension {index} of shape {shape:?} is negative ({dim})"))
+        })?;
+        count = count.checked_mul(dim).ok_or_else(too_large)?;
+    }
+    Ok(count.checked_mul(bits).ok_or_else(too_large)?.div_ceil(8))
+}
+
+/// Creates a buffer view of `rank` dimensions `shape[0..rank]` (row-major, outermost first) whose
+/// elements are of `element_type`, an IREE HAL element type code (`(numerical type << 24) | bit
+/// count`: f32 is 0x21000020, i32 0x10000020, si8 0x11000008, i1 0x13000008, f16 0x21000010),
+/// from a copy of `byte_length` bytes at `data` (the caller may free them when the call returns).
+/// `byte_length` must be exactly what the shape needs: element count × bits per element / 8,
+/// rounded up (sub-byte elements are packed). `shape` may be NULL when `rank` is 0 (a scalar
+/// tensor of one element), `data` when `byte_length` is 0.
+///
+/// Errors (INVALID_ARGUMENT, the message naming the argument and the numbers): NULL `out_view`,
+/// NULL `shape` with a non-zero `rank`, NULL `data` with a non-zero `byte_length`, a negative
+/// dimension, an element type whose bit count is 0, a `byte_length` different from what the shape
+/// needs. RESOURCE_EXHAUSTED when the memory cannot be allocated. `*out_view` is written only on
+/// success; release it with `rtx_buffer_view_release`.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_new(
+    element_type: u32,
+    shape: *const i64,
+    rank: usize,
+    data: *const c_void,
+    byte_length: usize,
+    out_view: *mut *mut rtx_buffer_view_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_buffer_view_new";
+        if out_view.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_view' is NULL")));
+        }
+        let shape: &[i64] = match (shape.is_null(), rank) {
+            (_, 0) => &[],
+            (true, rank) => {
+                return Err(invalid_argument(format!("{FUNCTION}: argument 'shape' is NULL but rank is {rank}")))
+            }
+            // SAFETY: the caller guarantees `rank` readable dimensions at a non-null `shape`.
+            (false, rank) => unsafe { std::slice::from_raw_parts(shape, rank) },
+        };
+        let needed = dense_byte_length(element_type, shape, FUNCTION)?;
+        if byte_length != needed {
+            return Err(invalid_argument(format!(
+                "{FUNCTION}: shape {shape:?} of {} (0x{element_type:08X}) needs {needed} bytes, but byte_length is \
+                 {byte_length}",
+                ElementType(element_type)
+            )));
+        }
+        let bytes: &[u8] = match (data.is_null(), byte_length) {
+            (_, 0) => &[],
+            (true, length) => {
+                return Err(invalid_argument(format!(
+                    "{FUNCTION}: argument 'data' is NULL but byte_length is {length}"
+                )))
+            }
+            // SAFETY: the caller guarantees `byte_length` readable bytes at a non-null `data`.
+            (false, length) => unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) },
+        };
+        let view = BufferView::from_host(shape.to_vec(), element_type, bytes)
+            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        // SAFETY: checked non-null above; written only on success.
+        unsafe { out_view.write(into_handle(Arc::new(view))) };
+        Ok(())
+    })
+}
+
+/// Adds a reference and returns `view` (NULL stays NULL).
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_retain(view: *mut rtx_buffer_view_t) -> *mut rtx_buffer_view_t {
+    catch_or(view, || {
+        if !view.is_null() {
+            // SAFETY: a live handle from `Arc::into_raw`.
+            unsafe { Arc::increment_strong_count(view as *const BufferView) };
+        }
+        view
+    })
+}
+
+/// Drops a reference; the last one (counting the async values and running programs that hold
+/// the view) frees it. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_release(view: *mut rtx_buffer_view_t) {
+    catch_or((), || {
+        if !view.is_null() {
+            // SAFETY: the caller gives up one reference it owns.
+            drop(unsafe { Arc::from_raw(view as *const BufferView) });
+        }
+    })
+}
+
+/// The element type code (e.g. 0x21000020 for f32). 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_element_type(view: *const rtx_buffer_view_t) -> u32 {
+    // SAFETY: forwarded from the caller.
+    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.element_type()))
+}
+
+/// The number of dimensions (0 for a scalar tensor). 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_rank(view: *const rtx_buffer_view_t) -> usize {
+    // SAFETY: forwarded from the caller.
+    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.shape().len()))
+}
+
+/// Dimension `index` (0 ≤ index < `rtx_buffer_view_rank`), never negative. -1 if `view` is NULL
+/// or `index` is out of range.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_dim(view: *const rtx_buffer_view_t, index: usize) -> i64 {
+    catch_or(-1, || {
+        // SAFETY: forwarded from the caller.
+        unsafe { borrow(view, "", "") }.map_or(-1, |v| v.shape().get(index).copied().unwrap_or(-1))
+    })
+}
+
+/// The length of the view's data in bytes (what `rtx_buffer_view_copy_data` writes). 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_byte_length(view: *const rtx_buffer_view_t) -> usize {
+    // SAFETY: forwarded from the caller.
+    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.buffer().len()))
+}
+
+/// The view's data, borrowed: `rtx_buffer_view_byte_length` bytes, valid while the view lives,
+/// dense row-major, little-endian. Read only; do not read it while a call that was given the
+/// view as an argument is still running (a program may write its arguments in place). Any
+/// pointer (not to be read) when the length is 0; NULL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_data(view: *const rtx_buffer_view_t) -> *const c_void {
+    catch_or(std::ptr::null(), || {
+        // SAFETY: forwarded from the caller.
+        unsafe { borrow(view, "", "") }.map_or(std::ptr::null(), |v| v.buffer().bytes().as_ptr().cast::<c_void>())
+    })
+}
+
+/// Copies the view's data (`rtx_buffer_view_byte_length` bytes) to `out`, which has room for
+/// `capacity` bytes; the bytes past the data are left as they were. OUT_OF_RANGE, writing
+/// nothing, if `capacity` is smaller than the data (the message gives both sizes);
+/// INVALID_ARGUMENT for a NULL `view`, or a NULL `out` with data to copy.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_copy_data(
+    view: *const rtx_buffer_view_t,
+    out: *mut c_void,
+    capacity: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_buffer_view_copy_data";
+        // SAFETY: forwarded from the caller.
+        let view = unsafe { borrow(view, FUNCTION, "view") }?;
+        let length = view.buffer().len();
+        if length == 0 {
+            return Ok(());
+        }
+        if out.is_null() {
+            return Err(invalid_argument(format!(
+                "{FUNCTION}: argument 'out' is NULL but the view has {length} bytes"
+            )));
+        }
+        if capacity < length {
+            return Err(Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!(
+                    "{FUNCTION}: the view has {length} bytes but 'out' has room for {capacity} (capacity); \
+                     nothing was copied"
+                ),
+            ));
+        }
+        let bytes = view.to_vec();
+        // SAFETY: `out` is non-null with room for `capacity >= bytes.len()` bytes by contract, and
+        // cannot overlap the freshly made copy.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), bytes.len()) };
+        Ok(())
+    })
+}

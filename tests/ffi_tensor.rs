@@ -1,0 +1,533 @@
+//! Tensors through the C API, exercised from Rust through the exported functions: buffer views
+//! (creation checks, accessors, copies out), async values holding them, a context's device, and
+//! `rtx_context_invoke` running the tensor programs of `tests/fixtures/hal_run` (iree-compile 3.13
+//! for vmvx, embedded ELF and system ELF) with buffer views in and out.
+
+mod common;
+
+use common::ffi::{code, new_context, ok, take};
+
+use std::ffi::{c_void, CStr, CString};
+use std::mem::ManuallyDrop;
+use std::ptr;
+use std::sync::Arc;
+
+use rtx::ffi::async_value::*;
+use rtx::ffi::buffer_view::*;
+use rtx::ffi::context::*;
+use rtx::ffi::device::*;
+use rtx::ffi::error::*;
+use rtx::ffi::invocation::*;
+use rtx::ffi::module::*;
+use rtx::hal::buffer_view::BufferView;
+
+use rtx_status_code_t::*;
+
+const F32: u32 = 0x2100_0020;
+const I32: u32 = 0x1000_0020;
+const I4: u32 = 0x1000_0004;
+const FORMATS: [&str; 3] = ["vmvx", "embedded", "system"];
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn i32_bytes(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// A new buffer view (the caller releases it).
+fn view(element_type: u32, shape: &[i64], bytes: &[u8]) -> *mut rtx_buffer_view_t {
+    let mut out = ptr::null_mut();
+    // SAFETY: arrays of the stated lengths and a writable out-pointer.
+    ok(unsafe {
+        rtx_buffer_view_new(element_type, shape.as_ptr(), shape.len(), bytes.as_ptr().cast(), bytes.len(), &mut out)
+    });
+    assert!(!out.is_null());
+    out
+}
+
+/// What `rtx_buffer_view_new` says about these arguments: (code, message), out left untouched.
+fn refused(
+    element_type: u32,
+    shape: *const i64,
+    rank: usize,
+    data: *const u8,
+    length: usize,
+) -> (rtx_status_code_t, String) {
+    let sentinel = 0x5a5a as *mut rtx_buffer_view_t;
+    let mut out = sentinel;
+    // SAFETY: non-null arrays are of the stated lengths; `out` is writable.
+    let error = unsafe { rtx_buffer_view_new(element_type, shape, rank, data.cast(), length, &mut out) };
+    assert_eq!(out, sentinel, "out_view must be written only on success");
+    take(error).expect("the call fails")
+}
+
+/// Element type, shape and bytes of a view, read through the C accessors.
+fn contents(view: *const rtx_buffer_view_t) -> (u32, Vec<i64>, Vec<u8>) {
+    // SAFETY: a live view; the buffer has room for the byte length.
+    unsafe {
+        let rank = rtx_buffer_view_rank(view);
+        let shape = (0..rank).map(|i| rtx_buffer_view_dim(view, i)).collect();
+        assert_eq!(rtx_buffer_view_dim(view, rank), -1, "a dimension past the rank is -1");
+        let mut bytes = vec![0u8; rtx_buffer_view_byte_length(view)];
+        ok(rtx_buffer_view_copy_data(view, bytes.as_mut_ptr().cast(), bytes.len()));
+        (rtx_buffer_view_element_type(view), shape, bytes)
+    }
+}
+
+/// How many references the view has: C handles, async values and VM refs share one count.
+fn references(view: *const rtx_buffer_view_t) -> usize {
+    // SAFETY: a live handle is an `Arc<BufferView>` from `Arc::into_raw` (the module's documented
+    // representation); ManuallyDrop keeps the count untouched.
+    let arc = ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) });
+    Arc::strong_count(&arc)
+}
+
+fn program(format: &str) -> CString {
+    let path = format!("{}/tests/fixtures/hal_run/programs_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
+    CString::new(path).unwrap()
+}
+
+fn load(format: &str) -> *mut rtx_module_t {
+    let mut module = ptr::null_mut();
+    // SAFETY: valid path and out pointer.
+    ok(unsafe { rtx_module_load_file(program(format).as_ptr(), &mut module) });
+    module
+}
+
+/// A context on `spec` with the local-sync device and the programs compiled for `format`.
+fn tensor_context(spec: &CStr, format: &str) -> *mut rtx_context_t {
+    let context = new_context(spec);
+    let module = load(format);
+    // SAFETY: live handles; the context keeps its own reference to the module.
+    unsafe {
+        ok(rtx_context_add_device(context, c"local-sync".as_ptr()));
+        ok(rtx_context_add_module(context, module));
+        rtx_module_release(module);
+    }
+    context
+}
+
+/// Invokes `function`, awaits the results and returns them (the caller releases them).
+fn invoke(
+    context: *mut rtx_context_t,
+    function: &str,
+    args: &[*mut rtx_async_value_t],
+    num_results: usize,
+) -> Vec<*mut rtx_async_value_t> {
+    let name = CString::new(function).unwrap();
+    let mut results = vec![ptr::null_mut(); num_results];
+    // SAFETY: live handles and arrays of the stated sizes.
+    unsafe {
+        ok(rtx_context_invoke(context, name.as_ptr(), args.as_ptr(), args.len(), results.as_mut_ptr(), num_results));
+        ok(rtx_async_value_await(context, results.as_ptr(), results.len()));
+    }
+    results
+}
+
+/// Calls `function` with tensor arguments and returns each tensor result's contents.
+fn call(
+    context: *mut rtx_context_t,
+    function: &str,
+    views: &[*mut rtx_buffer_view_t],
+    num_results: usize,
+) -> Vec<(u32, Vec<i64>, Vec<u8>)> {
+    // SAFETY: live views; every handle made here is released here.
+    unsafe {
+        let args: Vec<_> = views.iter().map(|&v| rtx_async_value_new_buffer_view(v)).collect();
+        let results = invoke(context, function, &args, num_results);
+        let out = results.iter().map(|&r| {
+            assert_eq!(rtx_async_value_type(r), rtx_value_type_t::RTX_VALUE_TYPE_BUFFER_VIEW, "{function}");
+            let view = get_view(r);
+            let contents = contents(view);
+            rtx_buffer_view_release(view);
+            contents
+        });
+        let out = out.collect();
+        release_all(&results);
+        release_all(&args);
+        out
+    }
+}
+
+fn get_view(value: *mut rtx_async_value_t) -> *mut rtx_buffer_view_t {
+    let mut view = ptr::null_mut();
+    // SAFETY: a live value and a writable out-pointer.
+    ok(unsafe { rtx_async_value_get_buffer_view(value, &mut view) });
+    view
+}
+
+fn release_all(values: &[*mut rtx_async_value_t]) {
+    for &value in values {
+        // SAFETY: each is a reference the test owns.
+        unsafe { rtx_async_value_release(value) };
+    }
+}
+
+/// The error of an error value.
+fn error_of(value: *mut rtx_async_value_t) -> (rtx_status_code_t, String) {
+    // SAFETY: a live value.
+    take(unsafe { rtx_async_value_get_error(value) }).expect("the value is an error")
+}
+
+#[test]
+fn a_buffer_view_holds_a_copy_of_the_host_data_with_its_type_and_shape() {
+    let values: Vec<f32> = (0..6).map(|i| i as f32 * 1.5 - 2.0).collect();
+    let mut bytes = f32_bytes(&values);
+    let v = view(F32, &[2, 3], &bytes);
+    bytes.fill(0); // the view copied them
+    assert_eq!(contents(v), (F32, vec![2, 3], f32_bytes(&values)));
+    // SAFETY: a live view; the borrowed data has byte_length bytes while it lives.
+    unsafe {
+        assert_eq!(rtx_buffer_view_byte_length(v), 24);
+        let data = std::slice::from_raw_parts(rtx_buffer_view_data(v).cast::<u8>(), 24);
+        assert_eq!(data, f32_bytes(&values).as_slice());
+        assert_eq!(references(v), 1);
+        assert_eq!(rtx_buffer_view_retain(v), v);
+        assert_eq!(references(v), 2);
+        rtx_buffer_view_release(v);
+        rtx_buffer_view_release(v);
+    }
+
+    // Rank 0 (one element, NULL shape allowed), an empty tensor (NULL data allowed) and packed
+    // sub-byte elements.
+    let scalar = {
+        let mut out = ptr::null_mut();
+        let bytes = i32_bytes(&[7]);
+        // SAFETY: NULL shape with rank 0, 4 readable bytes, writable out.
+        ok(unsafe { rtx_buffer_view_new(I32, ptr::null(), 0, bytes.as_ptr().cast(), 4, &mut out) });
+        out
+    };
+    assert_eq!(contents(scalar), (I32, vec![], i32_bytes(&[7])));
+    let empty = {
+        let mut out = ptr::null_mut();
+        // SAFETY: a shape of one dimension, no data, writable out.
+        ok(unsafe { rtx_buffer_view_new(F32, [0i64].as_ptr(), 1, ptr::null(), 0, &mut out) });
+        out
+    };
+    assert_eq!(contents(empty), (F32, vec![0], vec![]));
+    // SAFETY: an empty view copies nothing, even to NULL.
+    ok(unsafe { rtx_buffer_view_copy_data(empty, ptr::null_mut(), 0) });
+    let nibbles = view(I4, &[3], &[0x21, 0x03]);
+    assert_eq!(contents(nibbles), (I4, vec![3], vec![0x21, 0x03]));
+    // SAFETY: handles owned here.
+    unsafe {
+        rtx_buffer_view_release(scalar);
+        rtx_buffer_view_release(empty);
+        rtx_buffer_view_release(nibbles);
+    }
+}
+
+#[test]
+fn buffer_view_creation_names_what_is_wrong() {
+    let bytes = [0u8; 64];
+    let shape = [2i64, 3];
+    let (status, message) = refused(F32, shape.as_ptr(), 2, bytes.as_ptr(), 20);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("shape [2, 3] of f32 (0x21000020) needs 24 bytes, but byte_length is 20"), "{message}");
+    let (status, message) = refused(F32, [2i64, -3].as_ptr(), 2, bytes.as_ptr(), 24);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("dimension 1 of shape [2, -3] is negative"), "{message}");
+    let (status, message) = refused(0x2100_0000, shape.as_ptr(), 2, bytes.as_ptr(), 0);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("element type 0x21000000 has no size"), "{message}");
+    let (status, message) = refused(F32, ptr::null(), 2, bytes.as_ptr(), 24);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("'shape' is NULL but rank is 2"), "{message}");
+    let (status, message) = refused(F32, shape.as_ptr(), 2, ptr::null(), 24);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("'data' is NULL but byte_length is 24"), "{message}");
+    let (status, message) = refused(F32, [i64::MAX, i64::MAX].as_ptr(), 2, bytes.as_ptr(), 24);
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("too large"), "{message}");
+    // SAFETY: a NULL out-pointer is refused before anything is read.
+    let error = unsafe { rtx_buffer_view_new(F32, shape.as_ptr(), 2, bytes.as_ptr().cast(), 24, ptr::null_mut()) };
+    assert_eq!(code(error), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+}
+
+#[test]
+fn a_too_small_output_buffer_is_out_of_range_and_left_untouched() {
+    let v = view(I32, &[4], &i32_bytes(&[1, 2, 3, 4]));
+    let mut out = [0xEEu8; 15];
+    // SAFETY: `out` has 15 writable bytes.
+    let (status, message) = take(unsafe { rtx_buffer_view_copy_data(v, out.as_mut_ptr().cast(), out.len()) }).unwrap();
+    assert_eq!(status, RTX_STATUS_CODE_OUT_OF_RANGE);
+    assert!(message.contains("the view has 16 bytes but 'out' has room for 15"), "{message}");
+    assert_eq!(out, [0xEE; 15], "nothing was copied");
+    let mut large = [0xEEu8; 20];
+    // SAFETY: `large` has 20 writable bytes.
+    ok(unsafe { rtx_buffer_view_copy_data(v, large.as_mut_ptr().cast(), large.len()) });
+    assert_eq!(&large[..16], i32_bytes(&[1, 2, 3, 4]).as_slice());
+    assert_eq!(&large[16..], [0xEE; 4], "bytes past the data are left as they were");
+    // SAFETY: NULL out with data to copy is refused.
+    let error = unsafe { rtx_buffer_view_copy_data(v, ptr::null_mut(), 16) };
+    assert_eq!(code(error), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+    // SAFETY: the view is owned here.
+    unsafe { rtx_buffer_view_release(v) };
+}
+
+#[test]
+fn null_buffer_views_are_invalid_arguments_or_ignored() {
+    // SAFETY: every function is called with NULL where a handle is expected.
+    unsafe {
+        let mut byte = 0u8;
+        let error = rtx_buffer_view_copy_data(ptr::null(), (&mut byte as *mut u8).cast::<c_void>(), 1);
+        assert_eq!(code(error), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        assert_eq!(rtx_buffer_view_element_type(ptr::null()), 0);
+        assert_eq!(rtx_buffer_view_rank(ptr::null()), 0);
+        assert_eq!(rtx_buffer_view_dim(ptr::null(), 0), -1);
+        assert_eq!(rtx_buffer_view_byte_length(ptr::null()), 0);
+        assert!(rtx_buffer_view_data(ptr::null()).is_null());
+        assert!(rtx_buffer_view_retain(ptr::null_mut()).is_null());
+        rtx_buffer_view_release(ptr::null_mut());
+        assert!(rtx_async_value_new_buffer_view(ptr::null_mut()).is_null());
+
+        let value = rtx_async_value_new_unavailable();
+        let (status, message) = take(rtx_async_value_set_buffer_view(value, ptr::null_mut())).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.contains("'view' is NULL"), "{message}");
+        let v = view(F32, &[1], &f32_bytes(&[1.0]));
+        assert_eq!(code(rtx_async_value_set_buffer_view(ptr::null_mut(), v)), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        let mut out = ptr::null_mut();
+        assert_eq!(
+            code(rtx_async_value_get_buffer_view(ptr::null(), &mut out)),
+            Some(RTX_STATUS_CODE_INVALID_ARGUMENT)
+        );
+        assert_eq!(
+            code(rtx_async_value_get_buffer_view(value, ptr::null_mut())),
+            Some(RTX_STATUS_CODE_INVALID_ARGUMENT)
+        );
+        assert_eq!(references(v), 1, "failed calls took no reference");
+        rtx_buffer_view_release(v);
+        rtx_async_value_release(value);
+
+        assert_eq!(
+            code(rtx_context_add_device(ptr::null_mut(), c"local-sync".as_ptr())),
+            Some(RTX_STATUS_CODE_INVALID_ARGUMENT)
+        );
+        let context = new_context(c"s");
+        assert_eq!(code(rtx_context_add_device(context, ptr::null())), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        rtx_context_release(context);
+    }
+}
+
+#[test]
+fn async_values_hold_buffer_views_and_share_their_reference_count() {
+    let v = view(F32, &[2], &f32_bytes(&[1.0, -1.0]));
+    // SAFETY: handles created and released here.
+    unsafe {
+        let value = rtx_async_value_new_buffer_view(v);
+        assert_eq!(references(v), 2, "the value holds a reference of its own");
+        assert_eq!(rtx_async_value_type(value), rtx_value_type_t::RTX_VALUE_TYPE_BUFFER_VIEW);
+        let read = get_view(value);
+        assert_eq!(read, v, "the same view comes back, not a copy");
+        assert_eq!(references(v), 3);
+        rtx_buffer_view_release(read);
+
+        // A buffer view is not a scalar, and a scalar is not a buffer view.
+        let mut scalar = 0f32;
+        assert_eq!(code(rtx_async_value_get_f32(value, &mut scalar)), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        let number = rtx_async_value_new_i32(5);
+        let mut out = ptr::null_mut();
+        let (status, message) = take(rtx_async_value_get_buffer_view(number, &mut out)).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.contains("the value holds i32, not a buffer view"), "{message}");
+        assert!(out.is_null());
+
+        // Promises: unavailable is FAILED_PRECONDITION, then set once.
+        let promise = rtx_async_value_new_unavailable();
+        assert_eq!(code(rtx_async_value_get_buffer_view(promise, &mut out)), Some(RTX_STATUS_CODE_FAILED_PRECONDITION));
+        ok(rtx_async_value_set_buffer_view(promise, v));
+        assert_eq!(code(rtx_async_value_set_buffer_view(promise, v)), Some(RTX_STATUS_CODE_FAILED_PRECONDITION));
+        assert_eq!(references(v), 3);
+        // An error value's error comes back unchanged.
+        let failed = rtx_async_value_new_error(RTX_STATUS_CODE_DATA_LOSS as u32, c"no tensor".as_ptr());
+        let (status, message) = take(rtx_async_value_get_buffer_view(failed, &mut out)).unwrap();
+        assert_eq!((status, message.as_str()), (RTX_STATUS_CODE_DATA_LOSS, "no tensor"));
+
+        // Released in any order: the view outlives the values and the values the view handle.
+        release_all(&[value, number, failed]);
+        assert_eq!(references(v), 2);
+        rtx_buffer_view_release(v);
+        let read = get_view(promise);
+        assert_eq!(contents(read), (F32, vec![2], f32_bytes(&[1.0, -1.0])));
+        rtx_async_value_release(promise);
+        assert_eq!(references(read), 1);
+        rtx_buffer_view_release(read);
+    }
+}
+
+#[test]
+fn modules_that_import_hal_need_a_device_and_devices_are_checked() {
+    let context = new_context(c"s");
+    let module = load("vmvx");
+    // SAFETY: handles created and released here.
+    unsafe {
+        let (status, message) = take(rtx_context_add_module(context, module)).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_FAILED_PRECONDITION);
+        assert!(message.contains("module `module` runs tensor programs (it imports `hal`)"), "{message}");
+        assert!(message.contains("rtx_context_add_device(context, \"local-sync\")"), "{message}");
+
+        let (status, message) = take(rtx_context_add_device(context, c"cuda".as_ptr())).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_NOT_FOUND);
+        assert!(message.contains("no device `cuda`") && message.contains("local-sync"), "{message}");
+        ok(rtx_context_add_device(context, c"local-sync://".as_ptr()));
+        let (status, message) = take(rtx_context_add_device(context, c"local-sync".as_ptr())).unwrap();
+        assert_eq!(status, RTX_STATUS_CODE_ALREADY_EXISTS);
+        assert!(message.contains("already has a device"), "{message}");
+
+        ok(rtx_context_add_module(context, module));
+        rtx_module_release(module);
+        rtx_context_release(context);
+    }
+}
+
+#[test]
+fn tensor_programs_run_through_invoke_on_every_format_and_queue() {
+    let a: Vec<f32> = (0..32).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..32).map(|i| (i % 5) as f32 * 0.5).collect();
+    let mut product = [0f32; 16];
+    for i in 0..4 {
+        for j in 0..4 {
+            product[i * 4 + j] = (0..8).map(|k| a[i * 8 + k] * b[k * 4 + j]).sum();
+        }
+    }
+    let x = [0.5f32, -1.0, 2.0, 1.0];
+    // By hand: x · W + bias, then relu, with the constants in programs.mlir.
+    let dense = [0.0f32, 2.5, 1.0];
+    let sum_input: Vec<i32> = (1..=15).collect();
+    for spec in [c"s", c"mstd:2,2"] {
+        for format in FORMATS {
+            let context = tensor_context(spec, format);
+            let what = format!("{format} on {spec:?}");
+            let (va, vb) = (view(F32, &[4, 8], &f32_bytes(&a)), view(F32, &[8, 4], &f32_bytes(&b)));
+            assert_eq!(call(context, "matmul", &[va, vb], 1), [(F32, vec![4, 4], f32_bytes(&product))], "{what}");
+            let vx = view(F32, &[1, 4], &f32_bytes(&x));
+            assert_eq!(call(context, "module.dense_relu", &[vx], 1), [(F32, vec![1, 3], f32_bytes(&dense))], "{what}");
+            let vs = view(I32, &[3, 5], &i32_bytes(&sum_input));
+            assert_eq!(call(context, "sum", &[vs], 1), [(I32, vec![], i32_bytes(&[120]))], "{what}");
+            // A tensor and a scalar in; a dynamic shape out.
+            let input: Vec<f32> = (0..5).map(|i| i as f32 - 2.5).collect();
+            let vd = view(F32, &[5], &f32_bytes(&input));
+            // SAFETY: handles created and released here.
+            unsafe {
+                let args = [rtx_async_value_new_buffer_view(vd), rtx_async_value_new_f32(-2.0)];
+                let results = invoke(context, "scale_dynamic", &args, 1);
+                let out = get_view(results[0]);
+                let expected: Vec<f32> = input.iter().map(|v| v * -2.0).collect();
+                assert_eq!(contents(out), (F32, vec![5], f32_bytes(&expected)), "{what}");
+                rtx_buffer_view_release(out);
+                release_all(&results);
+                release_all(&args);
+                for v in [va, vb, vx, vs, vd] {
+                    assert_eq!(references(v), 1, "the call let go of its argument ({what})");
+                    rtx_buffer_view_release(v);
+                }
+                rtx_context_release(context);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_argument_set_after_the_call_is_waited_for() {
+    let context = tensor_context(c"mstd:2,2", "embedded");
+    let v = view(F32, &[4], &f32_bytes(&[-1.0, 2.0, -3.5, 0.0]));
+    // SAFETY: handles created and released here.
+    unsafe {
+        let promise = rtx_async_value_new_unavailable();
+        let mut result = ptr::null_mut();
+        ok(rtx_context_invoke(context, c"abs".as_ptr(), &promise, 1, &mut result, 1));
+        rtx_context_quiesce(context);
+        assert!(!rtx_async_value_is_available(result));
+        ok(rtx_async_value_set_buffer_view(promise, v));
+        ok(rtx_async_value_await(context, &result, 1));
+        let out = get_view(result);
+        assert_eq!(contents(out), (F32, vec![4], f32_bytes(&[1.0, 2.0, 3.5, 0.0])));
+        rtx_buffer_view_release(out);
+        release_all(&[promise, result]);
+        rtx_buffer_view_release(v);
+        rtx_context_release(context);
+    }
+}
+
+#[test]
+fn wrong_tensor_arguments_become_the_results_error() {
+    let context = tensor_context(c"s", "vmvx");
+    // SAFETY: handles created and released here.
+    unsafe {
+        // A scalar where a tensor goes.
+        let number = rtx_async_value_new_i32(3);
+        let results = invoke(context, "abs", &[number], 1);
+        let (status, message) = error_of(results[0]);
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(
+            message.contains("argument 0 of `module.abs`: expected a buffer view (ref) but the value holds i32"),
+            "{message}"
+        );
+        release_all(&results);
+
+        // A tensor where a scalar goes.
+        let v = view(F32, &[4], &f32_bytes(&[0.0; 4]));
+        let tensor = rtx_async_value_new_buffer_view(v);
+        let results = invoke(context, "scale_dynamic", &[tensor, tensor], 1);
+        let (status, message) = error_of(results[0]);
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(
+            message.contains("argument 1 of `module.scale_dynamic`: expected f32 but the value holds a buffer view"),
+            "{message}"
+        );
+        release_all(&results);
+
+        // The program's own checks: element type and shape.
+        let ints = view(I32, &[4], &i32_bytes(&[0; 4]));
+        let wrong_type = rtx_async_value_new_buffer_view(ints);
+        let results = invoke(context, "abs", &[wrong_type], 1);
+        let (status, message) = error_of(results[0]);
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.contains("input0 element type mismatch"), "{message}");
+        release_all(&results);
+        let five = view(F32, &[5], &f32_bytes(&[0.0; 5]));
+        let wrong_shape = rtx_async_value_new_buffer_view(five);
+        let results = invoke(context, "abs", &[wrong_shape], 1);
+        let (status, message) = error_of(results[0]);
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.contains("input0 shape dimension 0 mismatch; expected 4 but have 5"), "{message}");
+        release_all(&results);
+
+        // Wrong counts fail at once and write nothing.
+        let mut result = ptr::null_mut();
+        let error = rtx_context_invoke(context, c"abs".as_ptr(), [tensor, tensor].as_ptr(), 2, &mut result, 1);
+        assert_eq!(code(error), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+        assert!(result.is_null());
+
+        release_all(&[number, tensor, wrong_type, wrong_shape]);
+        for v in [v, ints, five] {
+            assert_eq!(references(v), 1, "failed calls let go of their arguments");
+            rtx_buffer_view_release(v);
+        }
+        rtx_context_release(context);
+    }
+}
+
+#[test]
+fn results_outlive_the_context_and_the_module() {
+    let context = tensor_context(c"mstd:2,2", "system");
+    let v = view(I32, &[2, 3], &i32_bytes(&[1, 2, 3, 4, 5, i32::MAX]));
+    let w = view(I32, &[2, 3], &i32_bytes(&[10, 20, 30, 40, 50, 1]));
+    // SAFETY: handles created and released here.
+    unsafe {
+        let args = [rtx_async_value_new_buffer_view(v), rtx_async_value_new_buffer_view(w)];
+        let results = invoke(context, "add", &args, 1);
+        rtx_context_release(context);
+        release_all(&args);
+        rtx_buffer_view_release(v);
+        rtx_buffer_view_release(w);
+        let out = get_view(results[0]);
+        release_all(&results);
+        assert_eq!(references(out), 1, "only the caller holds the result now");
+        assert_eq!(contents(out), (I32, vec![2, 3], i32_bytes(&[11, 22, 33, 44, 55, i32::MIN])));
+        rtx_buffer_view_release(out);
+    }
+}
