@@ -88,7 +88,12 @@ impl Buffer {
                 format!("subspan range {offset}+{length} out of range of a buffer of {total} bytes"),
             ));
         }
-        Ok(Buffer { bytes: self.bytes.span(offset as usize, length as usize)?, ..*self })
+        let bytes = if offset == 0 && length == total {
+            self.bytes.clone()
+        } else {
+            self.bytes.span(offset as usize, length as usize)?
+        };
+        Ok(Buffer { bytes, ..*self })
     }
 
     pub fn len(&self) -> usize {

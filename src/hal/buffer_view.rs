@@ -80,22 +80,22 @@ impl BufferView {
     }
 
     /// `hal.buffer_view.assert`: encoding, element type, rank and dimensions as the program
-    /// expects them, with IREE's messages prefixed by the program's name for the value.
-    pub fn check(&self, what: &str, element_type: u32, encoding: u32, shape: &[i64]) -> Result<(), Diagnostic> {
+    /// expects them, with IREE's messages (the caller prefixes the program's name for the value).
+    pub fn check(&self, element_type: u32, encoding: u32, shape: &[i64]) -> Result<(), Diagnostic> {
         let fail = |message: String| Err(Diagnostic::new(StatusCode::InvalidArgument, message));
         if self.encoding != OPAQUE_ENCODING && self.encoding != encoding {
-            return fail(format!("{what} encoding mismatch; expected {encoding:08X} but have {:08X}", self.encoding));
+            return fail(format!("encoding mismatch; expected {encoding:08X} but have {:08X}", self.encoding));
         }
         if !element_types_compatible(self.element_type, element_type) {
             return fail(format!(
-                "{what} element type mismatch; expected {element_type:08X} but have {:08X}",
+                "element type mismatch; expected {element_type:08X} but have {:08X}",
                 self.element_type
             ));
         }
         let scalar = |rank: usize| if rank == 0 { " (scalar)" } else { "" };
         if self.shape.len() != shape.len() {
             return fail(format!(
-                "{what} shape rank mismatch; expected {}{} but have {}{}",
+                "shape rank mismatch; expected {}{} but have {}{}",
                 shape.len(),
                 scalar(shape.len()),
                 self.shape.len(),
@@ -103,10 +103,7 @@ impl BufferView {
             ));
         }
         if let Some(i) = (0..shape.len()).find(|&i| self.shape[i] != shape[i]) {
-            return fail(format!(
-                "{what} shape dimension {i} mismatch; expected {} but have {}",
-                shape[i], self.shape[i]
-            ));
+            return fail(format!("shape dimension {i} mismatch; expected {} but have {}", shape[i], self.shape[i]));
         }
         Ok(())
     }
@@ -143,21 +140,18 @@ mod tests {
     #[test]
     fn assertions_say_what_differs() {
         let v = view(vec![2, 3], F32);
-        v.check("input0", F32, DENSE_ROW_MAJOR, &[2, 3]).unwrap();
+        v.check(F32, DENSE_ROW_MAJOR, &[2, 3]).unwrap();
         let message = |r: Result<(), Diagnostic>| r.unwrap_err().message;
         assert_eq!(
-            message(v.check("input0", F32, DENSE_ROW_MAJOR, &[2, 4])),
-            "input0 shape dimension 1 mismatch; expected 4 but have 3"
+            message(v.check(F32, DENSE_ROW_MAJOR, &[2, 4])),
+            "shape dimension 1 mismatch; expected 4 but have 3"
         );
+        assert_eq!(message(v.check(F32, DENSE_ROW_MAJOR, &[])), "shape rank mismatch; expected 0 (scalar) but have 2");
         assert_eq!(
-            message(v.check("input0", F32, DENSE_ROW_MAJOR, &[])),
-            "input0 shape rank mismatch; expected 0 (scalar) but have 2"
-        );
-        assert_eq!(
-            message(v.check("x", I32, DENSE_ROW_MAJOR, &[2, 3])),
-            "x element type mismatch; expected 10000020 but have 21000020"
+            message(v.check(I32, DENSE_ROW_MAJOR, &[2, 3])),
+            "element type mismatch; expected 10000020 but have 21000020"
         );
         // Signless and signed integers of one width are interchangeable.
-        view(vec![4], SI32).check("y", I32, DENSE_ROW_MAJOR, &[4]).unwrap();
+        view(vec![4], SI32).check(I32, DENSE_ROW_MAJOR, &[4]).unwrap();
     }
 }

@@ -209,7 +209,7 @@ impl<'a> Args<'a> {
 
     /// A `!vm.buffer` holding text (names, messages, query keys).
     fn string(&mut self) -> Result<String, Diagnostic> {
-        Ok(String::from_utf8_lossy(&self.bytes()?.to_vec()).into_owned())
+        Ok(text(self.bytes()?))
     }
 
     /// The tuple count of a variadic span.
@@ -223,6 +223,11 @@ impl<'a> Args<'a> {
         let count = self.span()?;
         (0..count).map(|_| self.i64()).collect()
     }
+}
+
+/// The text a `!vm.buffer` holds.
+fn text(bytes: &Bytes) -> String {
+    String::from_utf8_lossy(&bytes.to_vec()).into_owned()
 }
 
 fn out(value: impl Into<Value>) -> Result<Vec<Value>, Diagnostic> {
@@ -308,21 +313,23 @@ fn buffer_allocation_preserve(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Valu
 
 fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
-    let message = a.string()?;
+    // The value's name is only read for a message: asserts run on every call.
+    let name = a.bytes()?;
     device::deref_allocator(a.r()?)?;
     let (minimum_length, memory_types, buffer_usage) = (a.i64()?, a.i32()? as u32, a.i32()? as u32);
     let length = buffer.len() as i64;
     if length < minimum_length {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
-            format!("{message} buffer byte length {length} less than expected minimum {minimum_length}"),
+            format!("{} buffer byte length {length} less than expected minimum {minimum_length}", text(name)),
         ));
     }
     if buffer.memory_types() & memory_types != memory_types {
         return Err(Diagnostic::new(
             StatusCode::PermissionDenied,
             format!(
-                "{message} buffer memory type is not compatible; buffer has {:08X}, operation requires {memory_types:08X}",
+                "{} buffer memory type is not compatible; buffer has {:08X}, operation requires {memory_types:08X}",
+                text(name),
                 buffer.memory_types()
             ),
         ));
@@ -331,8 +338,9 @@ fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnosti
         return Err(Diagnostic::new(
             StatusCode::PermissionDenied,
             format!(
-                "{message} requested usage was not specified when the buffer was allocated; buffer allows {:08X}, \
+                "{} requested usage was not specified when the buffer was allocated; buffer allows {:08X}, \
                  operation requires {buffer_usage:08X}",
+                text(name),
                 buffer.usage()
             ),
         ));
@@ -391,10 +399,11 @@ fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnost
 
 fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let view = buffer_view::deref(a.r()?)?;
-    let message = a.string()?;
+    let name = a.bytes()?;
     let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
     let shape = a.i64_span()?;
-    view.check(&message, element_type, encoding, &shape)?;
+    view.check(element_type, encoding, &shape)
+        .map_err(|e| Diagnostic::new(e.code, format!("{} {}", text(name), e.message)))?;
     none()
 }
 
