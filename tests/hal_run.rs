@@ -18,10 +18,14 @@ const I32: u32 = 0x1000_0020;
 const FORMATS: [&str; 3] = ["vmvx", "embedded", "system"];
 
 fn context(format: &str) -> Context {
+    context_on(format, Device::new(DeviceKind::LocalSync))
+}
+
+fn context_on(format: &str, device: Device) -> Context {
     let path = format!("{}/tests/fixtures/hal_run/programs_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
     let module = Module::load_file(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let context = Context::new();
-    context.add_native_module(Arc::new(HalModule::new(vec![Device::new(DeviceKind::LocalSync)]))).unwrap();
+    context.add_native_module(Arc::new(HalModule::new(vec![device]))).unwrap();
     context.add_module(Arc::new(module)).unwrap();
     context
 }
@@ -106,6 +110,24 @@ fn dynamic_shapes_and_rank_zero_results() {
     }
 }
 
+/// `local-task` spreads a dispatch's workgroups over worker threads: the dynamic-shape program
+/// with 100000 elements runs 25 workgroups, which must give what one thread gives.
+#[test]
+fn local_task_spreads_workgroups_and_computes_the_same() {
+    let input: Vec<f32> = (0..100_000).map(|i| (i % 1000) as f32 * 0.25 - 7.0).collect();
+    let expected: Vec<f32> = input.iter().map(|v| v * 3.0).collect();
+    for workers in [1, 2, 4] {
+        for format in FORMATS {
+            let context = context_on(format, Device::with_workers(DeviceKind::LocalTask, workers));
+            let arguments = vec![tensor(&[100_000], F32, &f32s(&input)), Value::F32(3.0)];
+            let out = call(&context, "scale_dynamic", arguments);
+            assert_eq!(out, [(vec![100_000], F32, f32s(&expected))], "{format} on {workers} workers");
+            let out = call(&context, "abs", vec![tensor(&[4], F32, &f32s(&[-1.0, 2.0, -3.5, 0.0]))]);
+            assert_eq!(out, [(vec![4], F32, f32s(&[1.0, 2.0, 3.5, 0.0]))], "{format}");
+        }
+    }
+}
+
 #[test]
 fn wrong_inputs_fail_with_the_programs_message() {
     let context = context("vmvx");
@@ -176,13 +198,13 @@ fn rtx_run_prints_what_iree_run_module_prints() {
         &["--function=abs", "--input=5xf32=1"],
     ];
     let directory = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_run");
-    for format in FORMATS {
+    for (format, device) in FORMATS.iter().flat_map(|f| ["local-sync", "local-task"].map(|d| (*f, d))) {
         for call in calls {
             let run = |program: std::path::PathBuf, first: Option<&str>| {
                 let output = std::process::Command::new(program)
                     .current_dir(&directory)
                     .args(first)
-                    .arg("--device=local-sync")
+                    .arg(format!("--device={device}"))
                     .arg(format!("--module=programs_{format}.vmfb"))
                     .args(call)
                     .output()

@@ -19,8 +19,9 @@ use crate::host::{Diagnostic, StatusCode};
 pub(crate) const HAL_MODULE: &str = "hal";
 
 /// Gives the context the device `device` to run tensor programs on: `"local-sync"` (the CPU,
-/// every dispatch inline on the thread that runs the call; `"local-sync://"` is accepted too) is
-/// the only one today. This adds the `hal` module over that device to the context, so it must
+/// every dispatch inline on the thread that runs the call) or `"local-task"` (the CPU, a
+/// dispatch's workgroups spread over one worker thread per core); `"local-sync://"` and
+/// `"local-task://"` are accepted too. This adds the `hal` module over that device to the context, so it must
 /// come before `rtx_context_add_module` for modules that import `hal` (any module compiled from
 /// tensor code, for any CPU target: vmvx, embedded or system ELF). One device per context.
 ///

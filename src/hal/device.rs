@@ -5,6 +5,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
 use super::buffer::{wrong_type, Buffer};
 use super::executable::{Executable, ExecutableCode};
 use super::local::library::ExecutableFormat;
@@ -18,16 +20,20 @@ use crate::vm::refs::{Ref, RefObject};
 pub enum DeviceKind {
     /// Everything inline on the calling thread.
     LocalSync,
+    /// Queue work inline too, but a dispatch's workgroups spread over a pool of worker threads
+    /// (one per core). Dispatches of one workgroup and VMVX dispatches run inline.
+    LocalTask,
 }
 
 impl DeviceKind {
-    /// From `--device=`: `local-sync` (IREE's URI forms `local-sync://` too).
+    /// From `--device=`: `local-sync` or `local-task` (IREE's URI forms `local-sync://` too).
     pub fn parse(text: &str) -> Result<DeviceKind, Diagnostic> {
         match text.trim_end_matches("://") {
             "local-sync" => Ok(DeviceKind::LocalSync),
+            "local-task" => Ok(DeviceKind::LocalTask),
             other => Err(Diagnostic::new(
                 StatusCode::NotFound,
-                format!("no device `{other}`: rtx runs tensor programs on `local-sync`"),
+                format!("no device `{other}`: rtx runs tensor programs on `local-sync` or `local-task`"),
             )),
         }
     }
@@ -36,6 +42,7 @@ impl DeviceKind {
     pub fn id(self) -> &'static str {
         match self {
             DeviceKind::LocalSync => "local-sync",
+            DeviceKind::LocalTask => "local-task",
         }
     }
 }
@@ -45,6 +52,8 @@ impl DeviceKind {
 pub struct Device {
     kind: DeviceKind,
     allocator: Ref,
+    /// `local-task`'s workers.
+    pool: Option<Arc<ThreadPool>>,
 }
 
 impl RefObject for Device {
@@ -58,8 +67,25 @@ impl RefObject for Device {
 }
 
 impl Device {
+    /// A device; `local-task` with one worker per available core.
     pub fn new(kind: DeviceKind) -> Device {
-        Device { kind, allocator: Ref::Object(Arc::new(Allocator)) }
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Device::with_workers(kind, workers)
+    }
+
+    /// A device whose `local-task` pool has `workers` threads (ignored for `local-sync`). If the
+    /// threads cannot be started the device runs workgroups inline, like `local-sync`.
+    pub fn with_workers(kind: DeviceKind, workers: usize) -> Device {
+        let pool = match kind {
+            DeviceKind::LocalSync => None,
+            DeviceKind::LocalTask => ThreadPoolBuilder::new()
+                .num_threads(workers.max(1))
+                .thread_name(|i| format!("rtx-local-task-{i}"))
+                .build()
+                .ok()
+                .map(Arc::new),
+        };
+        Device { kind, allocator: Ref::Object(Arc::new(Allocator)), pool }
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -75,7 +101,9 @@ impl Device {
         match (category, key) {
             ("hal.device.id", pattern) => Ok(glob_match(pattern, self.kind.id()) as i64),
             ("hal.executable.format", format) => Ok(supports_format(format) as i64),
-            ("hal.device" | "hal.dispatch", "concurrency") => Ok(1),
+            ("hal.device" | "hal.dispatch", "concurrency") => {
+                Ok(self.pool.as_ref().map_or(1, |pool| pool.current_num_threads()) as i64)
+            }
             _ => Err(Diagnostic::new(
                 StatusCode::NotFound,
                 format!("unknown device configuration key value '{category} :: {key}'"),
@@ -87,7 +115,7 @@ impl Device {
     pub fn create_executable(&self, format: &str, data: &[u8], constants: &[u32]) -> Result<Executable, Diagnostic> {
         let code: Box<dyn ExecutableCode> = match (format, ExecutableFormat::from_name(format)) {
             (vmvx::FORMAT, _) => Box::new(VmvxExecutable::load(data, constants)?),
-            (_, Some(native)) => Box::new(NativeExecutable::load(native, data, constants)?),
+            (_, Some(native)) => Box::new(NativeExecutable::load(native, data, constants, self.pool.clone())?),
             (other, None) => {
                 return Err(Diagnostic::new(
                     StatusCode::NotFound,

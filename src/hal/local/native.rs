@@ -1,12 +1,18 @@
 //! Executables of native code (the llvm-cpu backend's `embedded-elf-x86_64` and
-//! `system-elf-x86_64`): the loaded library's dispatch functions, called once per workgroup on the
-//! submitting thread with the bound buffers' addresses.
+//! `system-elf-x86_64`): the loaded library's dispatch functions, called once per workgroup with
+//! the bound buffers' addresses — on the submitting thread (`local-sync`, and any dispatch of one
+//! workgroup), or spread over the device's worker pool (`local-task`), each worker with its own
+//! workgroup local memory.
 //!
 //! Trust: the VM program is verified, but an executable is machine code — as in IREE, a module's
 //! executables are trusted to be what `iree-compile` made of its source, and the buffers the
 //! program binds are trusted to have the sizes the code was compiled for.
 
 use std::fmt;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use rayon::ThreadPool;
 
 use super::library::{Binding, ExecutableFormat, ExecutableLibrary, ImportFunction};
 use crate::hal::executable::{Dispatch, ExecutableCode};
@@ -16,6 +22,8 @@ use crate::host::{Diagnostic, StatusCode};
 pub struct NativeExecutable {
     library: ExecutableLibrary,
     names: Vec<String>,
+    /// Where workgroups run in parallel; `None` runs them all on the submitting thread.
+    pool: Option<Arc<ThreadPool>>,
 }
 
 impl fmt::Debug for NativeExecutable {
@@ -27,14 +35,19 @@ impl fmt::Debug for NativeExecutable {
 impl NativeExecutable {
     /// Loads `data` of `format`. Executables that import host functions cannot load: the CPU
     /// devices provide none (IREE's runtime provides none either; they come from plugins).
-    pub fn load(format: ExecutableFormat, data: &[u8], constants: &[u32]) -> Result<NativeExecutable, Diagnostic> {
+    pub fn load(
+        format: ExecutableFormat,
+        data: &[u8],
+        constants: &[u32],
+        pool: Option<Arc<ThreadPool>>,
+    ) -> Result<NativeExecutable, Diagnostic> {
         let no_imports = |_: &str| -> Option<ImportFunction> { None };
         // SAFETY: runs the executable's initializers and query function; executables are trusted
         // compiler output (see the module documentation).
         let library = unsafe { ExecutableLibrary::load(format, data, constants, &no_imports) }
             .map_err(|e| Diagnostic::new(StatusCode::InvalidArgument, format!("{} executable: {e}", format.name())))?;
         let names = library.exports().iter().map(|export| export.name.clone()).collect();
-        Ok(NativeExecutable { library, names })
+        Ok(NativeExecutable { library, names, pool })
     }
 }
 
@@ -56,13 +69,41 @@ impl ExecutableCode for NativeExecutable {
             })
             .collect();
         let failed = |e: super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());
-        let prepared = self
+        let mut prepared = self
             .library
             .prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, &bindings)
             .map_err(failed)?;
-        let mut local_memory = vec![0u8; prepared.local_memory_size()];
-        // SAFETY: the executable is trusted compiler output and the bindings are the buffers the
-        // program bound for it (see the module documentation).
-        unsafe { prepared.run_all_workgroups(&mut local_memory) }.map_err(failed)
+        let [x, y, z] = dispatch.workgroup_count;
+        let total = u64::from(x) * u64::from(y) * u64::from(z);
+        let local_memory = prepared.local_memory_size();
+        match &self.pool {
+            // One workgroup (or none) is not worth a wake-up.
+            Some(pool) if total > 1 => {
+                prepared.set_max_concurrency(pool.current_num_threads().min(255) as u8);
+                let prepared = &prepared;
+                pool.install(|| {
+                    (0..total).into_par_iter().try_for_each_init(
+                        || vec![0u8; local_memory],
+                        |memory, index| {
+                            let id = [
+                                (index % u64::from(x)) as u32,
+                                (index / u64::from(x) % u64::from(y)) as u32,
+                                (index / (u64::from(x) * u64::from(y))) as u32,
+                            ];
+                            let processor = rayon::current_thread_index().unwrap_or(0) as u32;
+                            // SAFETY: as below; each worker has its own local memory.
+                            unsafe { prepared.run_workgroup(id, processor, memory) }
+                        },
+                    )
+                })
+                .map_err(failed)
+            }
+            _ => {
+                let mut memory = vec![0u8; local_memory];
+                // SAFETY: the executable is trusted compiler output and the bindings are the
+                // buffers the program bound for it (see the module documentation).
+                unsafe { prepared.run_all_workgroups(&mut memory) }.map_err(failed)
+            }
+        }
     }
 }
