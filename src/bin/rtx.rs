@@ -118,7 +118,15 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
     // in the VM alone, on either CPU device name.
     if modules.iter().any(|m| m.dependencies().iter().any(|d| d.name == "hal")) {
         let kind = DeviceKind::parse(device).map_err(|e| e.message)?;
-        let hal = HalModule::new(vec![Device::new(kind)]);
+        // IREE's flag for the number of local-task workers.
+        let device = match flags.last("task_topology_group_count") {
+            None => Device::new(kind),
+            Some(text) => {
+                let workers = text.parse().map_err(|_| format!("bad --task_topology_group_count `{text}`"))?;
+                Device::with_workers(kind, workers)
+            }
+        };
+        let hal = HalModule::new(vec![device]);
         context.add_native_module(Arc::new(hal)).map_err(|e| e.to_string())?;
     } else if !matches!(device, "local-sync" | "local-task") {
         return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
@@ -201,6 +209,7 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
         "function",
         "input",
         "device",
+        "task_topology_group_count",
         "output",
         "output_max_element_count",
         "expected_output",
@@ -239,7 +248,7 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
 /// Runs every exported function that takes and returns nothing as a test: it passes when it
 /// returns and no `check.expect_*` failed.
 fn check(flags: &Flags) -> Result<ExitCode, String> {
-    flags.only(&["module", "device"])?;
+    flags.only(&["module", "device", "task_topology_group_count"])?;
     let checks = CheckModule::new();
     let (context, module) = link(flags, Some(&checks))?;
     let tests: Vec<&str> = module
@@ -269,7 +278,16 @@ fn check(flags: &Flags) -> Result<ExitCode, String> {
 }
 
 fn bench(flags: &Flags) -> Result<ExitCode, String> {
-    flags.only(&["module", "function", "input", "device", "benchmark_min_time", "rounds", "no_iree"])?;
+    flags.only(&[
+        "module",
+        "function",
+        "input",
+        "device",
+        "task_topology_group_count",
+        "benchmark_min_time",
+        "rounds",
+        "no_iree",
+    ])?;
     let min_time: f64 = match flags.last("benchmark_min_time") {
         Some(text) => text.trim_end_matches('s').parse().map_err(|_| format!("bad --benchmark_min_time `{text}`"))?,
         None => 1.0,
@@ -348,6 +366,9 @@ fn iree_benchmark_module() -> Option<std::path::PathBuf> {
 fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, seconds: f64) -> Result<f64, String> {
     let mut command = std::process::Command::new(tool);
     command.arg(format!("--device={}", flags.last("device").unwrap_or("local-sync")));
+    if let Some(count) = flags.last("task_topology_group_count") {
+        command.arg(format!("--task_topology_group_count={count}"));
+    }
     for module in flags.all("module") {
         command.arg(format!("--module={module}"));
     }

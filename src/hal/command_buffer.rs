@@ -269,7 +269,12 @@ fn resolve(range: &BufferRange, table: &[TableEntry]) -> Result<Arc<Bytes>, Diag
             let buffer = entry.buffer.as_ref().ok_or_else(|| {
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
-            buffer::deref(buffer)?.subspan(entry.offset, entry.length)?.subspan(range.offset, range.length)?
+            let table_span = buffer::deref(buffer)?.subspan(entry.offset, entry.length)?;
+            if range.offset == 0 && (range.length == -1 || range.length == table_span.len() as i64) {
+                table_span
+            } else {
+                table_span.subspan(range.offset, range.length)?
+            }
         }
     };
     Ok(span.bytes().clone())

@@ -292,7 +292,8 @@ impl Invocation {
                                     break Transfer::Enter { instance, function }
                                 }
                                 Resolved::Native { instance, function } => {
-                                    let arguments = native_arguments(call, regs, env.refs);
+                                    let mut arguments = std::mem::take(&mut self.native_arguments);
+                                    native_arguments(call, regs, env.refs, &mut arguments);
                                     break Transfer::Native { instance, function, arguments };
                                 }
                             }
@@ -357,8 +358,11 @@ impl Invocation {
                         return Ok(Step::Done(results));
                     }
                 }
-                Transfer::Native { instance, function, arguments } => {
-                    match call_native(instances, states, (instance, function), &arguments) {
+                Transfer::Native { instance, function, mut arguments } => {
+                    let outcome = call_native(instances, states, (instance, function), &arguments);
+                    arguments.clear();
+                    self.native_arguments = arguments;
+                    match outcome {
                         Ok(NativeOutcome::Ready(results)) => {
                             self.finish_native_call(instances, (instance, function), results)?
                         }
@@ -398,10 +402,9 @@ fn division_error(lhs: i64, rhs: i64) -> Diagnostic {
     }
 }
 
-/// Gathers a native call's arguments: plain values in order, and for each variadic span its
-/// tuple count followed by the flattened tuples.
-fn native_arguments(call: &CallOp, regs: &mut [u32], refs: &mut [Option<Ref>]) -> Vec<Value> {
-    let mut values = Vec::with_capacity(call.arguments.len() + call.segments.len());
+/// Gathers a native call's arguments into `values` (empty): plain values in order, and for each
+/// variadic span its tuple count followed by the flattened tuples.
+fn native_arguments(call: &CallOp, regs: &mut [u32], refs: &mut [Option<Ref>], values: &mut Vec<Value>) {
     let mut slots = call.arguments.iter();
     let mut read = |slot: &super::op::Slot| match slot.kind {
         ValueKind::I32 => Value::I32(regs[slot.reg as usize] as i32),
@@ -411,7 +414,8 @@ fn native_arguments(call: &CallOp, regs: &mut [u32], refs: &mut [Option<Ref>]) -
         ValueKind::Ref => Value::Ref(take_or_clone(refs, RefReg { reg: slot.reg, is_move: slot.is_move })),
     };
     if call.segments.is_empty() {
-        return slots.map(&mut read).collect();
+        values.extend(slots.map(&mut read));
+        return;
     }
     for segment in call.segments.iter() {
         match *segment {
@@ -422,5 +426,4 @@ fn native_arguments(call: &CallOp, regs: &mut [u32], refs: &mut [Option<Ref>]) -
             }
         }
     }
-    values
 }

@@ -54,6 +54,7 @@ pub(crate) struct Stack {
     frames: Vec<Frame>,
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
+    native_arguments: Vec<Value>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +85,9 @@ pub struct Invocation {
     refs: Vec<Option<Ref>>,
     /// A call made from the host straight into a native function.
     native_entry: Option<(u32, u32, Vec<Value>)>,
+    /// The arguments of a call from bytecode into a native function, reused call after call
+    /// (programs driving the HAL make dozens per invocation).
+    native_arguments: Vec<Value>,
     pending: Option<Pending>,
     /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
     /// ([`UNLIMITED`]: never).
@@ -140,6 +144,7 @@ impl Invocation {
             i32s: stack.i32s,
             refs: stack.refs,
             native_entry: None,
+            native_arguments: stack.native_arguments,
             pending: None,
             budget: linked.budget,
         };
@@ -218,6 +223,7 @@ impl Invocation {
                 frames: std::mem::take(&mut self.frames),
                 i32s: std::mem::take(&mut self.i32s),
                 refs: std::mem::take(&mut self.refs),
+                native_arguments: std::mem::take(&mut self.native_arguments),
             });
         }
     }
