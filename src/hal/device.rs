@@ -5,13 +5,12 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use rayon::{ThreadPool, ThreadPoolBuilder};
-
 use super::buffer::{wrong_type, Buffer};
 use super::executable::{Executable, ExecutableCode};
 use super::local::library::ExecutableFormat;
 use super::local::native::NativeExecutable;
 use super::local::vmvx::{self, VmvxExecutable};
+use super::local::workers::Workers;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::refs::{Ref, RefObject};
 
@@ -53,7 +52,7 @@ pub struct Device {
     kind: DeviceKind,
     allocator: Ref,
     /// `local-task`'s workers.
-    pool: Option<Arc<ThreadPool>>,
+    pool: Option<Arc<Workers>>,
 }
 
 impl RefObject for Device {
@@ -78,12 +77,7 @@ impl Device {
     pub fn with_workers(kind: DeviceKind, workers: usize) -> Device {
         let pool = match kind {
             DeviceKind::LocalSync => None,
-            DeviceKind::LocalTask => ThreadPoolBuilder::new()
-                .num_threads(workers.max(1))
-                .thread_name(|i| format!("rtx-local-task-{i}"))
-                .build()
-                .ok()
-                .map(Arc::new),
+            DeviceKind::LocalTask => Workers::new(workers).map(Arc::new),
         };
         Device { kind, allocator: Ref::Object(Arc::new(Allocator)), pool }
     }
@@ -102,7 +96,7 @@ impl Device {
             ("hal.device.id", pattern) => Ok(glob_match(pattern, self.kind.id()) as i64),
             ("hal.executable.format", format) => Ok(supports_format(format) as i64),
             ("hal.device" | "hal.dispatch", "concurrency") => {
-                Ok(self.pool.as_ref().map_or(1, |pool| pool.current_num_threads()) as i64)
+                Ok(self.pool.as_ref().map_or(1, |workers| workers.pool().current_num_threads()) as i64)
             }
             _ => Err(Diagnostic::new(
                 StatusCode::NotFound,

@@ -7,3 +7,4 @@ pub mod library;
 pub mod native;
 pub mod system_library;
 pub mod vmvx;
+pub mod workers;

@@ -12,9 +12,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use rayon::ThreadPool;
 
 use super::library::{Binding, ExecutableFormat, ExecutableLibrary, ImportFunction};
+use super::workers::Workers;
 use crate::hal::executable::{Dispatch, ExecutableCode};
 use crate::host::{Diagnostic, StatusCode};
 
@@ -23,7 +23,7 @@ pub struct NativeExecutable {
     library: ExecutableLibrary,
     names: Vec<String>,
     /// Where workgroups run in parallel; `None` runs them all on the submitting thread.
-    pool: Option<Arc<ThreadPool>>,
+    pool: Option<Arc<Workers>>,
 }
 
 impl fmt::Debug for NativeExecutable {
@@ -39,7 +39,7 @@ impl NativeExecutable {
         format: ExecutableFormat,
         data: &[u8],
         constants: &[u32],
-        pool: Option<Arc<ThreadPool>>,
+        pool: Option<Arc<Workers>>,
     ) -> Result<NativeExecutable, Diagnostic> {
         let no_imports = |_: &str| -> Option<ImportFunction> { None };
         // SAFETY: runs the executable's initializers and query function; executables are trusted
@@ -78,7 +78,8 @@ impl ExecutableCode for NativeExecutable {
         let local_memory = prepared.local_memory_size();
         match &self.pool {
             // One workgroup (or none) is not worth a wake-up.
-            Some(pool) if total > 1 => {
+            Some(workers) if total > 1 => {
+                let pool = workers.pool();
                 prepared.set_max_concurrency(pool.current_num_threads().min(255) as u8);
                 let prepared = &prepared;
                 pool.install(|| {
