@@ -254,3 +254,27 @@ atol=0.0001, rtol=0. The first failure occurs at index 1 as the lhs value 0.5 di
         assert_eq!(output.status.code(), Some(1), "{format}: failures exit 1");
     }
 }
+
+/// A dispatch that sorts its constant operand in place (the compiler ties the result to the
+/// imported constant): the constant must be writable memory, not the read-only mapped module.
+#[test]
+fn constants_written_in_place_get_writable_memory() {
+    for format in FORMATS {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rtx"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hal_run"))
+            .args([
+                "run",
+                "--device=local-sync",
+                &format!("--module=in_place_{format}.vmfb"),
+                "--function=sort_constant",
+            ])
+            .output()
+            .expect("rtx runs");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "EXEC @sort_constant\nresult[0]: hal.buffer_view\n4xi32=0 1 2 3\n",
+            "{format}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -28,7 +28,8 @@ pub mod usage {
     pub const TRANSFER: u32 = 0b11;
     pub const DISPATCH_INDIRECT_PARAMETERS: u32 = 1 << 8;
     pub const DISPATCH_UNIFORM_READ: u32 = 1 << 9;
-    pub const DISPATCH_STORAGE: u32 = 1 << 10 | 1 << 11;
+    pub const DISPATCH_STORAGE_WRITE: u32 = 1 << 11;
+    pub const DISPATCH_STORAGE: u32 = 1 << 10 | DISPATCH_STORAGE_WRITE;
     pub const DISPATCH_IMAGE: u32 = 1 << 12 | 1 << 13;
     pub const SHARING: u32 = 0b1111 << 16;
     pub const SHARING_IMMUTABLE: u32 = 1 << 19;

@@ -272,8 +272,16 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
             "source buffer is immutable and can only be imported for constant usage",
         ));
     }
-    // Host memory imports always: the program's rodata becomes the buffer, no copy.
+    // Host memory imports always: the program's rodata becomes the buffer, no copy — unless
+    // dispatches may write it. The compiler does tie results to constant operands (a sort or
+    // scatter in place), and the module's bytes are mapped read-only, so such constants get
+    // their own writable copy (once: programs import constants in `__init`).
     let bytes = source.span(offset as usize, length as usize)?;
+    let bytes = if !bytes.is_mutable() && buffer_usage & usage::DISPATCH_STORAGE_WRITE != 0 {
+        bytes.clone_range(0, length, 64)?
+    } else {
+        bytes
+    };
     out(some(Buffer::wrap(bytes, memory_types, buffer_usage).into_ref()))
 }
 

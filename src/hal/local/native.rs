@@ -61,7 +61,8 @@ impl ExecutableCode for NativeExecutable {
             .bindings
             .iter()
             .map(|bytes| {
-                // Constants imported from rodata are read-only memory the code only reads.
+                // Read-only memory (rodata imported for read-only use) is only bound where the
+                // program does not write: writable imports are copies (`allocator.import`).
                 let address = bytes.as_mut_ptr().unwrap_or(bytes.as_ptr().cast_mut());
                 // SAFETY: `bytes` is held by the dispatch for as long as the code runs; the same
                 // memory bound twice (at different offsets) is what dispatches do.
