@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::ffi::{code, new_context, ok, take};
+use common::ffi::{code, error_of, invoke, load_file, new_context, ok, release_all, take};
 
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::Arc;
@@ -84,16 +84,11 @@ fn references(view: *const rtx_buffer_view_t) -> usize {
     Arc::strong_count(&arc)
 }
 
-fn program(format: &str) -> CString {
-    let path = format!("{}/tests/fixtures/hal_run/programs_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
-    CString::new(path).unwrap()
-}
-
 fn load(format: &str) -> *mut rtx_module_t {
-    let mut module = ptr::null_mut();
-    // SAFETY: valid path and out pointer.
-    ok(unsafe { rtx_module_load_file(program(format).as_ptr(), &mut module) });
-    module
+    load_file(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/fixtures/hal_run/programs_{format}.vmfb")),
+    )
 }
 
 /// A context on `spec` with the local-sync device and the programs compiled for `format`.
@@ -107,23 +102,6 @@ fn tensor_context(spec: &CStr, format: &str) -> *mut rtx_context_t {
         rtx_module_release(module);
     }
     context
-}
-
-/// Invokes `function`, awaits the results and returns them (the caller releases them).
-fn invoke(
-    context: *mut rtx_context_t,
-    function: &str,
-    args: &[*mut rtx_async_value_t],
-    num_results: usize,
-) -> Vec<*mut rtx_async_value_t> {
-    let name = CString::new(function).unwrap();
-    let mut results = vec![ptr::null_mut(); num_results];
-    // SAFETY: live handles and arrays of the stated sizes.
-    unsafe {
-        ok(rtx_context_invoke(context, name.as_ptr(), args.as_ptr(), args.len(), results.as_mut_ptr(), num_results));
-        ok(rtx_async_value_await(context, results.as_ptr(), results.len()));
-    }
-    results
 }
 
 /// Calls `function` with tensor arguments and returns each tensor result's contents.
@@ -156,19 +134,6 @@ fn get_view(value: *mut rtx_async_value_t) -> *mut rtx_buffer_view_t {
     // SAFETY: a live value and a writable out-pointer.
     ok(unsafe { rtx_async_value_get_buffer_view(value, &mut view) });
     view
-}
-
-fn release_all(values: &[*mut rtx_async_value_t]) {
-    for &value in values {
-        // SAFETY: each is a reference the test owns.
-        unsafe { rtx_async_value_release(value) };
-    }
-}
-
-/// The error of an error value.
-fn error_of(value: *mut rtx_async_value_t) -> (rtx_status_code_t, String) {
-    // SAFETY: a live value.
-    take(unsafe { rtx_async_value_get_error(value) }).expect("the value is an error")
 }
 
 #[test]

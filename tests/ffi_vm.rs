@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::ffi::{code, new_context, ok, take};
+use common::ffi::{code, error_of, invoke, load_file, new_context, ok, release_all, take};
 
 use std::ffi::{c_void, CStr, CString};
 use std::ptr;
@@ -25,10 +25,7 @@ fn fixture(name: &str) -> CString {
 }
 
 fn load(name: &str) -> *mut rtx_module_t {
-    let mut module = ptr::null_mut();
-    // SAFETY: valid path and out pointer.
-    ok(unsafe { rtx_module_load_file(fixture(name).as_ptr(), &mut module) });
-    module
+    load_file(&common::fixture_dir("").join(name))
 }
 
 /// A context (of `spec`) with the fixture `name` added.
@@ -43,30 +40,6 @@ fn context_with(spec: &CStr, name: &str) -> *mut rtx_context_t {
     context
 }
 
-/// Invokes `function`, awaits the results and returns them (the caller releases them).
-fn invoke(
-    context: *mut rtx_context_t,
-    function: &str,
-    args: &[*mut rtx_async_value_t],
-    num_results: usize,
-) -> Vec<*mut rtx_async_value_t> {
-    let name = CString::new(function).unwrap();
-    let mut results = vec![ptr::null_mut(); num_results];
-    // SAFETY: live handles and arrays of the stated sizes.
-    unsafe {
-        ok(rtx_context_invoke(context, name.as_ptr(), args.as_ptr(), args.len(), results.as_mut_ptr(), num_results));
-        ok(rtx_async_value_await(context, results.as_ptr(), results.len()));
-    }
-    results
-}
-
-fn release_all(values: &[*mut rtx_async_value_t]) {
-    for &value in values {
-        // SAFETY: each is a reference the test owns.
-        unsafe { rtx_async_value_release(value) };
-    }
-}
-
 fn get_i32(value: *mut rtx_async_value_t) -> i32 {
     let mut out = 0;
     // SAFETY: a live value and a writable out-parameter.
@@ -79,12 +52,6 @@ fn get_i64(value: *mut rtx_async_value_t) -> i64 {
     // SAFETY: as above.
     ok(unsafe { rtx_async_value_get_i64(value, &mut out) });
     out
-}
-
-/// The error of an error value.
-fn error_of(value: *mut rtx_async_value_t) -> (rtx_status_code_t, String) {
-    // SAFETY: a live value.
-    take(unsafe { rtx_async_value_get_error(value) }).expect("the value is an error")
 }
 
 fn c(text: *const std::ffi::c_char) -> String {

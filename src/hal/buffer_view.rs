@@ -5,6 +5,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::buffer::{self, memory_type, usage, Buffer};
+use super::element_type::{ElementType, NumericalType};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -112,10 +113,9 @@ impl BufferView {
 /// Whether data of `actual` type may be used as `expected`: opaque data passes, integers of one
 /// width pass whatever their signedness, anything else must be equal (IREE's rule).
 fn element_types_compatible(actual: u32, expected: u32) -> bool {
-    let numerical = |t: u32| t >> 24;
-    let is_integer = |t: u32| (0x10..=0x12).contains(&numerical(t));
-    numerical(actual) == 0
-        || (is_integer(actual) && is_integer(expected) && actual & 0xFF == expected & 0xFF)
+    let (actual, expected) = (ElementType(actual), ElementType(expected));
+    actual.numerical_type() == NumericalType::UNKNOWN
+        || (actual.is_integer() && expected.is_integer() && actual.bit_count() == expected.bit_count())
         || actual == expected
 }
 

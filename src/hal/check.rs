@@ -109,7 +109,7 @@ fn unsupported(element_type: ElementType) -> Diagnostic {
 fn all_true(view: &BufferView) -> Result<Option<String>, Diagnostic> {
     let element_type = ElementType(view.element_type());
     let size = match element_type.bit_count() {
-        8 | 16 | 32 | 64 if is_integer(element_type) => element_type.bit_count() / 8,
+        8 | 16 | 32 | 64 if element_type.is_integer() => element_type.bit_count() / 8,
         _ if element_type == ElementType::FLOAT_32 => 4,
         _ if element_type == ElementType::FLOAT_64 => 8,
         _ => return Err(unsupported(element_type)),
@@ -126,10 +126,6 @@ fn all_true(view: &BufferView) -> Result<Option<String>, Diagnostic> {
             printed(view)?
         ))),
     }
-}
-
-fn is_integer(element_type: ElementType) -> bool {
-    (0x10..=0x12).contains(&(element_type.0 >> 24))
 }
 
 /// `expect_eq` (exact, `tolerance` None) and `expect_almost_eq`: element types, shapes and

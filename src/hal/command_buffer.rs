@@ -40,9 +40,10 @@ pub struct TableEntry {
     pub length: i64,
 }
 
-/// A dispatch's grid: given when recording, or three u32s read from a buffer when executing.
+/// A dispatch's grid: given when recording, or three u32s (12 bytes) read from a buffer when
+/// executing.
 #[derive(Debug)]
-enum Workgroups {
+pub enum Workgroups {
     Fixed([u32; 3]),
     Indirect(BufferRange),
 }
@@ -112,37 +113,12 @@ impl CommandBuffer {
         &self,
         executable: Ref,
         export: usize,
-        workgroup_count: [u32; 3],
+        workgroups: Workgroups,
         constants: Vec<u32>,
         bindings: Vec<BufferRange>,
     ) -> Result<(), Diagnostic> {
         executable::deref(&executable)?;
-        self.record(Command::Dispatch {
-            executable,
-            export,
-            workgroups: Workgroups::Fixed(workgroup_count),
-            constants,
-            bindings,
-        })
-    }
-
-    /// Records a dispatch whose grid is read from `workgroups` (12 bytes) when it executes.
-    pub fn dispatch_indirect(
-        &self,
-        executable: Ref,
-        export: usize,
-        workgroups: BufferRange,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    ) -> Result<(), Diagnostic> {
-        executable::deref(&executable)?;
-        self.record(Command::Dispatch {
-            executable,
-            export,
-            workgroups: Workgroups::Indirect(workgroups),
-            constants,
-            bindings,
-        })
+        self.record(Command::Dispatch { executable, export, workgroups, constants, bindings })
     }
 
     /// Records a fill of `target` with a 1, 2, 4 or 8-byte pattern.

@@ -126,7 +126,7 @@ impl Device {
 }
 
 /// The executable formats the CPU devices load.
-const FORMATS: [&str; 3] = [vmvx::FORMAT, "embedded-elf-x86_64", "system-elf-x86_64"];
+const FORMATS: [&str; 3] = [vmvx::FORMAT, ExecutableFormat::EmbeddedElf.name(), ExecutableFormat::SystemElf.name()];
 
 fn supports_format(format: &str) -> bool {
     FORMATS.iter().any(|f| glob_match(format, f))

@@ -77,6 +77,14 @@ impl ElementType {
         NumericalType((self.0 >> 24) as u8)
     }
 
+    /// Integers of any signedness (signless, signed, unsigned).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self.numerical_type(),
+            NumericalType::INTEGER | NumericalType::INTEGER_SIGNED | NumericalType::INTEGER_UNSIGNED
+        )
+    }
+
     /// Bits per element; 0 for `NONE`, which cannot size a buffer.
     pub fn bit_count(self) -> usize {
         (self.0 & 0xFF) as usize

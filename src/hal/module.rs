@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::buffer::{self, usage, Buffer};
 use super::buffer_view::{self, BufferView};
-use super::command_buffer::{self, BufferRange, BufferSource, CommandBuffer, TableEntry};
+use super::command_buffer::{self, BufferRange, BufferSource, CommandBuffer, TableEntry, Workgroups};
 use super::device::{self, Device};
 use super::executable;
 use super::fence::{self, Fence, Reached};
@@ -28,69 +28,75 @@ pub const VERSION: u32 = 7;
 /// Bindings one dispatch may take (`IREE_HAL_MODULE_MAX_DESCRIPTOR_BINDING_COUNT`).
 const MAX_BINDINGS: usize = 32;
 
-type Handler = fn(&HalState, &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>;
+/// A function's implementation: results now (all but one), or an outcome that may be pending
+/// (`fence.await`, which suspends the caller on an unreached fence).
+#[derive(Clone, Copy)]
+enum Handler {
+    Ready(fn(&HalState, &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>),
+    Outcome(fn(&mut Args<'_>) -> Result<NativeOutcome, Diagnostic>),
+}
 
 /// Name, calling convention and implementation of every function, sorted by name as IREE's
 /// export table is.
 const FUNCTIONS: [(&str, &str, Handler); 58] = [
-    ("allocator.allocate", "0rIiiI_r", allocator_allocate),
-    ("allocator.import", "0riIiirII_r", allocator_import),
-    ("allocator.select", "0iiICrID_rI", allocator_select),
-    ("buffer.allocation.discard", "0r_i", buffer_allocation_discard),
-    ("buffer.allocation.is_terminal", "0r_i", buffer_allocation_is_terminal),
-    ("buffer.allocation.preserve", "0r_v", buffer_allocation_preserve),
-    ("buffer.assert", "0rrrIii_v", buffer_assert),
-    ("buffer.length", "0r_I", buffer_length),
-    ("buffer.load", "0rIi_i", buffer_load),
-    ("buffer.store", "0irIi_v", buffer_store),
-    ("buffer.subspan", "0rII_r", buffer_subspan),
-    ("buffer_view.assert", "0rriiCID_v", buffer_view_assert),
-    ("buffer_view.buffer", "0r_r", buffer_view_buffer),
-    ("buffer_view.create", "0rIIiiCID_r", buffer_view_create),
-    ("buffer_view.dim", "0ri_I", buffer_view_dim),
-    ("buffer_view.element_type", "0r_i", buffer_view_element_type),
-    ("buffer_view.encoding_type", "0r_i", buffer_view_encoding_type),
-    ("buffer_view.rank", "0r_i", buffer_view_rank),
-    ("buffer_view.trace", "0rCrD_v", buffer_view_trace),
-    ("channel.create", "0rIIrrii_r", collectives),
-    ("channel.rank_and_count", "0r_ii", collectives),
-    ("channel.split", "0riiI_r", collectives),
-    ("command_buffer.advise_buffer", "0rrIIIi_v", command_buffer_hint),
-    ("command_buffer.begin_debug_group", "0rr_v", command_buffer_hint),
-    ("command_buffer.collective", "0rriiiirrIIIII_v", collectives),
-    ("command_buffer.copy_buffer", "0riirIrIII_v", command_buffer_copy_buffer),
-    ("command_buffer.create", "0riiIi_r", command_buffer_create),
-    ("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v", command_buffer_dispatch),
-    ("command_buffer.dispatch.indirect", "0rrIirIICiDCiirIID_v", command_buffer_dispatch_indirect),
-    ("command_buffer.end_debug_group", "0r_v", command_buffer_hint),
-    ("command_buffer.execution_barrier", "0riiI_v", command_buffer_execution_barrier),
-    ("command_buffer.fill_buffer", "0rrIIiIiI_v", command_buffer_fill_buffer),
-    ("command_buffer.finalize", "0r_v", command_buffer_finalize),
-    ("command_buffer.update_buffer", "0rrIrIIiI_v", command_buffer_update_buffer),
-    ("device.allocator", "0r_r", device_allocator),
-    ("device.query.i64", "0rrr_iI", device_query_i64),
-    ("device.queue.alloca", "0rIrrIiiII_r", queue_alloca),
-    ("device.queue.barrier", "0rIrrI_v", queue_barrier),
-    ("device.queue.copy", "0rIrrrIrIII_v", queue_copy),
-    ("device.queue.dealloca", "0rIrrrI_v", queue_dealloca),
-    ("device.queue.execute", "0rIrrrI_v", queue_execute),
-    ("device.queue.execute.indirect", "0rIrrrICrIID_v", queue_execute_indirect),
-    ("device.queue.fill", "0rIrrrIIIiI_v", queue_fill),
-    ("device.queue.flush", "0rI_v", queue_flush),
-    ("device.queue.read", "0rIrrrIrIII_v", queue_read),
-    ("device.queue.update", "0rIrrrIrIII_v", queue_update),
-    ("device.queue.write", "0rIrrrIrIII_v", queue_write),
-    ("devices.count", "0v_i", devices_count),
-    ("devices.get", "0i_r", devices_get),
-    ("ex.file.from_memory", "0rIirIIi_r", ex_file_from_memory),
-    ("executable.create", "0rIrrr_r", executable_create),
-    ("executable.lookup.function", "0rr_I", executable_lookup_function),
-    ("fence.await", "0iICrD_i", fence_await),
-    ("fence.create", "0rI_r", fence_create),
-    ("fence.fail", "0ri_v", fence_fail),
-    ("fence.join", "0ICrD_r", fence_join),
-    ("fence.query", "0r_i", fence_query),
-    ("fence.signal", "0r_v", fence_signal),
+    ("allocator.allocate", "0rIiiI_r", Handler::Ready(allocator_allocate)),
+    ("allocator.import", "0riIiirII_r", Handler::Ready(allocator_import)),
+    ("allocator.select", "0iiICrID_rI", Handler::Ready(allocator_select)),
+    ("buffer.allocation.discard", "0r_i", Handler::Ready(buffer_allocation_discard)),
+    ("buffer.allocation.is_terminal", "0r_i", Handler::Ready(buffer_allocation_is_terminal)),
+    ("buffer.allocation.preserve", "0r_v", Handler::Ready(buffer_allocation_preserve)),
+    ("buffer.assert", "0rrrIii_v", Handler::Ready(buffer_assert)),
+    ("buffer.length", "0r_I", Handler::Ready(buffer_length)),
+    ("buffer.load", "0rIi_i", Handler::Ready(buffer_load)),
+    ("buffer.store", "0irIi_v", Handler::Ready(buffer_store)),
+    ("buffer.subspan", "0rII_r", Handler::Ready(buffer_subspan)),
+    ("buffer_view.assert", "0rriiCID_v", Handler::Ready(buffer_view_assert)),
+    ("buffer_view.buffer", "0r_r", Handler::Ready(buffer_view_buffer)),
+    ("buffer_view.create", "0rIIiiCID_r", Handler::Ready(buffer_view_create)),
+    ("buffer_view.dim", "0ri_I", Handler::Ready(buffer_view_dim)),
+    ("buffer_view.element_type", "0r_i", Handler::Ready(buffer_view_element_type)),
+    ("buffer_view.encoding_type", "0r_i", Handler::Ready(buffer_view_encoding_type)),
+    ("buffer_view.rank", "0r_i", Handler::Ready(buffer_view_rank)),
+    ("buffer_view.trace", "0rCrD_v", Handler::Ready(buffer_view_trace)),
+    ("channel.create", "0rIIrrii_r", Handler::Ready(collectives)),
+    ("channel.rank_and_count", "0r_ii", Handler::Ready(collectives)),
+    ("channel.split", "0riiI_r", Handler::Ready(collectives)),
+    ("command_buffer.advise_buffer", "0rrIIIi_v", Handler::Ready(command_buffer_hint)),
+    ("command_buffer.begin_debug_group", "0rr_v", Handler::Ready(command_buffer_hint)),
+    ("command_buffer.collective", "0rriiiirrIIIII_v", Handler::Ready(collectives)),
+    ("command_buffer.copy_buffer", "0riirIrIII_v", Handler::Ready(command_buffer_copy_buffer)),
+    ("command_buffer.create", "0riiIi_r", Handler::Ready(command_buffer_create)),
+    ("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v", Handler::Ready(command_buffer_dispatch)),
+    ("command_buffer.dispatch.indirect", "0rrIirIICiDCiirIID_v", Handler::Ready(command_buffer_dispatch_indirect)),
+    ("command_buffer.end_debug_group", "0r_v", Handler::Ready(command_buffer_hint)),
+    ("command_buffer.execution_barrier", "0riiI_v", Handler::Ready(command_buffer_execution_barrier)),
+    ("command_buffer.fill_buffer", "0rrIIiIiI_v", Handler::Ready(command_buffer_fill_buffer)),
+    ("command_buffer.finalize", "0r_v", Handler::Ready(command_buffer_finalize)),
+    ("command_buffer.update_buffer", "0rrIrIIiI_v", Handler::Ready(command_buffer_update_buffer)),
+    ("device.allocator", "0r_r", Handler::Ready(device_allocator)),
+    ("device.query.i64", "0rrr_iI", Handler::Ready(device_query_i64)),
+    ("device.queue.alloca", "0rIrrIiiII_r", Handler::Ready(queue_alloca)),
+    ("device.queue.barrier", "0rIrrI_v", Handler::Ready(queue_barrier)),
+    ("device.queue.copy", "0rIrrrIrIII_v", Handler::Ready(queue_copy)),
+    ("device.queue.dealloca", "0rIrrrI_v", Handler::Ready(queue_dealloca)),
+    ("device.queue.execute", "0rIrrrI_v", Handler::Ready(queue_execute)),
+    ("device.queue.execute.indirect", "0rIrrrICrIID_v", Handler::Ready(queue_execute_indirect)),
+    ("device.queue.fill", "0rIrrrIIIiI_v", Handler::Ready(queue_fill)),
+    ("device.queue.flush", "0rI_v", Handler::Ready(queue_flush)),
+    ("device.queue.read", "0rIrrrIrIII_v", Handler::Ready(queue_read)),
+    ("device.queue.update", "0rIrrrIrIII_v", Handler::Ready(queue_update)),
+    ("device.queue.write", "0rIrrrIrIII_v", Handler::Ready(queue_write)),
+    ("devices.count", "0v_i", Handler::Ready(devices_count)),
+    ("devices.get", "0i_r", Handler::Ready(devices_get)),
+    ("ex.file.from_memory", "0rIirIIi_r", Handler::Ready(ex_file_from_memory)),
+    ("executable.create", "0rIrrr_r", Handler::Ready(executable_create)),
+    ("executable.lookup.function", "0rr_I", Handler::Ready(executable_lookup_function)),
+    ("fence.await", "0iICrD_i", Handler::Outcome(fence_await)),
+    ("fence.create", "0rI_r", Handler::Ready(fence_create)),
+    ("fence.fail", "0ri_v", Handler::Ready(fence_fail)),
+    ("fence.join", "0ICrD_r", Handler::Ready(fence_join)),
+    ("fence.query", "0r_i", Handler::Ready(fence_query)),
+    ("fence.signal", "0r_v", Handler::Ready(fence_signal)),
 ];
 
 /// The `hal` module over a set of devices (one per context that adds it shares them).
@@ -134,13 +140,14 @@ impl NativeModule for HalModule {
         let state = state
             .downcast_ref::<HalState>()
             .ok_or_else(|| Diagnostic::new(StatusCode::Internal, "hal module state of another module"))?;
-        let (name, _, handler) = FUNCTIONS
+        let (_, _, handler) = FUNCTIONS
             .get(ordinal)
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("hal function {ordinal} does not exist")))?;
-        if *name == "fence.await" {
-            return fence_await_outcome(&mut Args::new(arguments));
+        let mut arguments = Args::new(arguments);
+        match handler {
+            Handler::Ready(function) => function(state, &mut arguments).map(NativeOutcome::Ready),
+            Handler::Outcome(function) => function(&mut arguments),
         }
-        handler(state, &mut Args::new(arguments)).map(NativeOutcome::Ready)
     }
 }
 
@@ -557,7 +564,7 @@ fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>,
     let count = workgroup_count(a.i32()?, a.i32()?, a.i32()?)?;
     let _flags = a.i64()?;
     let (constants, bindings) = dispatch_operands(a)?;
-    cmd.dispatch(executable.clone(), export, count, constants, bindings)?;
+    cmd.dispatch(executable.clone(), export, Workgroups::Fixed(count), constants, bindings)?;
     none()
 }
 
@@ -567,7 +574,8 @@ fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Ve
     let export = export_ordinal(a.i64()?)?;
     let (slot, buffer, offset, _flags) = (a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
     let (constants, bindings) = dispatch_operands(a)?;
-    cmd.dispatch_indirect(executable.clone(), export, range(slot, buffer, offset, 12)?, constants, bindings)?;
+    let workgroups = Workgroups::Indirect(range(slot, buffer, offset, 12)?);
+    cmd.dispatch(executable.clone(), export, workgroups, constants, bindings)?;
     none()
 }
 
@@ -852,19 +860,10 @@ fn fences<'a>(a: &mut Args<'a>) -> Result<Vec<&'a Fence>, Diagnostic> {
     Ok(fences)
 }
 
-/// Not called: `fence.await` may suspend, so [`HalModule::call`] routes it to
-/// [`fence_await_outcome`]; the table entry only keeps the export list complete.
-fn fence_await(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    match fence_await_outcome(a)? {
-        NativeOutcome::Ready(values) => Ok(values),
-        NativeOutcome::Pending(_) => Err(Diagnostic::new(StatusCode::Internal, "fence.await cannot suspend here")),
-    }
-}
-
 /// `fence.await(timeout_millis, flags, fences...) -> status`: the status as a value (OK, the first
 /// failure, or DEADLINE_EXCEEDED for a zero timeout on an unreached fence); otherwise the caller
 /// suspends until every fence is reached or failed.
-fn fence_await_outcome(a: &mut Args<'_>) -> Result<NativeOutcome, Diagnostic> {
+fn fence_await(a: &mut Args<'_>) -> Result<NativeOutcome, Diagnostic> {
     let (timeout, _flags) = (a.i32()?, a.i64()?);
     let joined = Fence::join(fences(a)?);
     let code = |reached: &Reached| Value::I32(fence::status_code(reached) as i32);

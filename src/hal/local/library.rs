@@ -36,7 +36,7 @@ impl ExecutableFormat {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             ExecutableFormat::EmbeddedElf => "embedded-elf-x86_64",
             ExecutableFormat::SystemElf => "system-elf-x86_64",
