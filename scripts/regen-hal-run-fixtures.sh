@@ -7,7 +7,9 @@
 #   <name>_embedded.vmfb  llvm-cpu, embedded ELF (the default), generic x86-64 CPU
 #   <name>_system.vmfb    llvm-cpu, system ELF (--iree-llvmcpu-link-embedded=false)
 #
-# It compiles from inside src/ with relative names, so no machine path ends up in the output.
+# A source whose first line is `// iree-compile flags: ...` gets those flags too (e.g. the
+# `coarse-fences` model for async.mlir). It compiles from inside src/ with relative names, so no
+# machine path ends up in the output.
 #
 # Usage: scripts/regen-hal-run-fixtures.sh [--out DIR]   (default: tests/fixtures/hal_run)
 set -euo pipefail
@@ -26,9 +28,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 compile() {
-    local source=$1 format=$2
+    local source=$1 format=$2 flags
     shift 2
-    (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local "$@" "$source.mlir" \
+    flags=$(sed -n '1s|^// iree-compile flags: ||p' "$fixtures/src/$source.mlir")
+    # shellcheck disable=SC2086 # the flags are words
+    (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local $flags "$@" "$source.mlir" \
         -o "$out/${source}_$format.vmfb")
 }
 for source in "$fixtures"/src/*.mlir; do

@@ -615,6 +615,19 @@ fn loaded_executables_are_independent_and_unload_cleanly() {
     }
 }
 
+/// Each system library is the one its bytes hold, even when loaded while others are open: the
+/// dynamic linker knows loaded libraries by their path, and a reused `/proc/self/fd/N` once
+/// handed back an earlier executable.
+#[test]
+fn every_system_library_loaded_alongside_others_is_its_own() {
+    let names = ["matmul", "elementwise", "dynamic", "transcendental", "matmul", "elementwise"];
+    let libraries: Vec<ExecutableLibrary> = names.iter().map(|name| load(name, ExecutableFormat::SystemElf)).collect();
+    for (name, library) in names.iter().zip(&libraries) {
+        let expected = load(name, ExecutableFormat::EmbeddedElf);
+        assert_eq!(library.exports(), expected.exports(), "{name}");
+    }
+}
+
 #[test]
 fn workgroups_of_one_dispatch_run_on_several_threads() {
     let n = 3 * 4096 + 10;

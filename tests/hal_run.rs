@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rtx::hal::buffer_view::{self, BufferView};
 use rtx::hal::device::{Device, DeviceKind};
+use rtx::hal::invoke;
 use rtx::hal::module::HalModule;
 use rtx::vm::context::Context;
 use rtx::vm::value::Value;
@@ -22,7 +23,12 @@ fn context(format: &str) -> Context {
 }
 
 fn context_on(format: &str, device: Device) -> Context {
-    let path = format!("{}/tests/fixtures/hal_run/programs_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
+    module_context("programs", format, device)
+}
+
+/// A context with `<name>_<format>.vmfb` on `device`.
+fn module_context(name: &str, format: &str, device: Device) -> Context {
+    let path = format!("{}/tests/fixtures/hal_run/{name}_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
     let module = Module::load_file(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let context = Context::new();
     context.add_native_module(Arc::new(HalModule::new(vec![device]))).unwrap();
@@ -44,7 +50,7 @@ fn tensor(shape: &[i64], element_type: u32, bytes: &[u8]) -> Value {
 
 fn call(context: &Context, function: &str, arguments: Vec<Value>) -> Vec<(Vec<i64>, u32, Vec<u8>)> {
     let handle = context.lookup(function).unwrap();
-    let results = context.invoke(&handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
+    let results = invoke::call_to_completion(context, &handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
     results
         .iter()
         .map(|value| match value {
@@ -128,6 +134,57 @@ fn local_task_spreads_workgroups_and_computes_the_same() {
     }
 }
 
+/// `coarse-fences` functions (src/async.mlir) called to completion: a null wait fence, a new
+/// signal fence, results read once it is reached; on both devices, several dispatches deep.
+#[test]
+fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
+    let x = tensor(&[2, 3], F32, &f32s(&[1.0, 0.0, -1.0, 0.5, 2.0, 1.0]));
+    let w = tensor(&[3, 4], F32, &f32s(&[1.0, 2.0, 3.0, 4.0, 0.0, 1.0, 0.0, 1.0, -1.0, 0.0, 1.0, 2.0]));
+    // logits = x·w = [[2 2 2 2] [-0.5 3 2.5 6]]; softmax per row; the sum of the logits is 19.
+    let row = [-0.5f32, 3.0, 2.5, 6.0];
+    let total: f32 = row.iter().map(|v| v.exp()).sum();
+    let softmax: Vec<f32> = [0.25; 4].into_iter().chain(row.iter().map(|v| v.exp() / total)).collect();
+    for format in FORMATS {
+        for device in [Device::new(DeviceKind::LocalSync), Device::with_workers(DeviceKind::LocalTask, 2)] {
+            let context = module_context("async", format, device);
+            assert_eq!(context.lookup("scores").unwrap().model, rtx::vm::abi::AbiModel::CoarseFences);
+            let out = call(&context, "scores", vec![x.clone(), w.clone()]);
+            assert_eq!(out.len(), 2, "{format}");
+            assert_eq!((&out[0].0, out[0].1), (&vec![2, 4], F32), "{format}");
+            let probabilities: Vec<f32> =
+                out[0].2.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+            for (got, want) in probabilities.iter().zip(&softmax) {
+                assert!((got - want).abs() <= 1e-6, "{format}: {probabilities:?} vs {softmax:?}");
+            }
+            assert_eq!(out[1], (vec![], F32, f32s(&[19.0])), "{format}");
+            let out = call(&context, "scale", vec![tensor(&[5], I32, &i32s(&[1, 2, 3, -4, 5])), Value::I32(-3)]);
+            assert_eq!(out, [(vec![5], I32, i32s(&[-3, -6, -9, 12, -15]))], "{format}");
+            // A shape the program rejects fails the call itself, before any fence matters.
+            let handle = context.lookup("scale").unwrap();
+            let error =
+                invoke::call_to_completion(&context, &handle, vec![tensor(&[5, 2], I32, &[0; 40]), Value::I32(1)])
+                    .unwrap_err();
+            assert!(error.message.contains("input0 shape rank mismatch; expected 1 but have 2"), "{error}");
+        }
+    }
+}
+
+/// Dispatches run with denormals flushed to zero, as on IREE's CPU devices (programs are tested
+/// against that): a denormal input reads as zero and a product below f32's normal range is zero.
+/// The host side keeps IEEE semantics: the denormal input itself arrives intact.
+#[test]
+fn dispatches_flush_denormals_to_zero() {
+    let input = [1e-40f32, -1e-20, 1e-20, 2.0];
+    for format in FORMATS {
+        for device in [Device::new(DeviceKind::LocalSync), Device::with_workers(DeviceKind::LocalTask, 2)] {
+            let context = context_on(format, device);
+            let out = call(&context, "scale_dynamic", vec![tensor(&[4], F32, &f32s(&input)), Value::F32(1e-20)]);
+            assert_eq!(out, [(vec![4], F32, f32s(&[0.0, -0.0, 0.0, 2e-20]))], "{format}");
+        }
+    }
+    assert!(std::hint::black_box(1e-20f32) * std::hint::black_box(1e-20f32) > 0.0, "the caller's mode is restored");
+}
+
 #[test]
 fn wrong_inputs_fail_with_the_programs_message() {
     let context = context("vmvx");
@@ -184,28 +241,38 @@ fn rtx_run_prints_what_iree_run_module_prints() {
             return;
         }
     };
-    let calls: [&[&str]; 7] = [
-        &["--function=abs", "--input=4xf32=-1 2.5 -0 nan"],
-        &["--function=add", "--input=2x3xi32=[1 2 3][4 5 2147483647]", "--input=2x3xi32=1"],
-        &[
-            "--function=matmul",
-            "--input=4x8xf32=[1 2 3 4 5 6 7 8][0 1 0 1 0 1 0 1][2 2 2 2 2 2 2 2][-1 0 1 0 -1 0 1 0]",
-            "--input=8x4xf32=0.5",
-        ],
-        &["--function=dense_relu", "--input=1x4xf32=0.5 -1 2 1"],
-        &["--function=scale_dynamic", "--input=7xf32=1 2 3 4 5 6 7", "--input=-0.5"],
-        &["--function=sum", "--input=3x5xi32=[1 2 3 4 5][6 7 8 9 10][11 12 13 14 15]"],
-        &["--function=abs", "--input=5xf32=1"],
+    let calls: [(&str, &[&str]); 11] = [
+        ("programs", &["--function=scale_dynamic", "--input=4xf32=1e-40 -1e-20 1e-20 2", "--input=1e-20"]),
+        ("programs", &["--function=abs", "--input=4xf32=-1 2.5 -0 nan"]),
+        ("programs", &["--function=add", "--input=2x3xi32=[1 2 3][4 5 2147483647]", "--input=2x3xi32=1"]),
+        (
+            "programs",
+            &[
+                "--function=matmul",
+                "--input=4x8xf32=[1 2 3 4 5 6 7 8][0 1 0 1 0 1 0 1][2 2 2 2 2 2 2 2][-1 0 1 0 -1 0 1 0]",
+                "--input=8x4xf32=0.5",
+            ],
+        ),
+        ("programs", &["--function=dense_relu", "--input=1x4xf32=0.5 -1 2 1"]),
+        ("programs", &["--function=scale_dynamic", "--input=7xf32=1 2 3 4 5 6 7", "--input=-0.5"]),
+        ("programs", &["--function=sum", "--input=3x5xi32=[1 2 3 4 5][6 7 8 9 10][11 12 13 14 15]"]),
+        ("programs", &["--function=abs", "--input=5xf32=1"]),
+        (
+            "async",
+            &["--function=scores", "--input=2x3xf32=[1 0 -1][0.5 2 1]", "--input=3x4xf32=[1 2 3 4][0 1 0 1][-1 0 1 2]"],
+        ),
+        ("async", &["--function=scale", "--input=6xi32=1 2 3 -4 5 2147483647", "--input=-3"]),
+        ("async", &["--function=scale", "--input=5x2xi32=1", "--input=-3"]),
     ];
     let directory = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_run");
     for (format, device) in FORMATS.iter().flat_map(|f| ["local-sync", "local-task"].map(|d| (*f, d))) {
-        for call in calls {
+        for (module, call) in calls {
             let run = |program: std::path::PathBuf, first: Option<&str>| {
                 let output = std::process::Command::new(program)
                     .current_dir(&directory)
                     .args(first)
                     .arg(format!("--device={device}"))
-                    .arg(format!("--module=programs_{format}.vmfb"))
+                    .arg(format!("--module={module}_{format}.vmfb"))
                     .args(call)
                     .output()
                     .expect("the tool runs");

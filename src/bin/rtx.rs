@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use rtx::hal::check::CheckModule;
 use rtx::hal::device::{Device, DeviceKind};
+use rtx::hal::invoke;
 use rtx::hal::module::HalModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
@@ -153,8 +154,9 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
         .and_then(|signature| signature.attr("iree.abi.declaration"))
         .map(str::to_owned);
     let cconv = rtx::vm::abi::CallingConvention::parse(&function.cconv).map_err(|e| e.to_string())?;
-    let kinds: Vec<_> = cconv
-        .arguments
+    // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
+    let declared = invoke::declared_arguments(&function, cconv.arguments.len());
+    let kinds: Vec<_> = cconv.arguments[..declared]
         .iter()
         .map(|item| match item {
             CconvItem::Value(kind) => Ok(*kind),
@@ -223,7 +225,7 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
     let options = output_options(flags)?;
     let prepared = prepare(flags)?;
     println!("EXEC @{}", prepared.name);
-    match prepared.context.invoke(&prepared.function, prepared.arguments) {
+    match invoke::call_to_completion(&prepared.context, &prepared.function, prepared.arguments) {
         Ok(results) => {
             let report = run_io::report(&results, &options, std::path::Path::new("."));
             print!("{}", report.stdout);
@@ -251,16 +253,20 @@ fn check(flags: &Flags) -> Result<ExitCode, String> {
     flags.only(&["module", "device", "task_topology_group_count"])?;
     let checks = CheckModule::new();
     let (context, module) = link(flags, Some(&checks))?;
-    let tests: Vec<&str> = module
+    // Tests take and return nothing but the fences of the `coarse-fences` model.
+    let tests: Vec<(&str, FunctionHandle)> = module
         .exported_functions()
         .iter()
         .filter(|export| !export.local_name.starts_with("__"))
-        .filter(|export| module.export_signature(export).and_then(|s| s.calling_convention.as_deref()) == Some("0v_v"))
-        .map(|export| export.local_name.as_str())
+        .filter_map(|export| Some((export.local_name.as_str(), context.lookup(&export.local_name).ok()?)))
+        .filter(|(_, function)| {
+            let fences = "r".repeat(function.model.fence_arguments());
+            function.cconv == format!("0{}_v", if fences.is_empty() { "v" } else { &fences })
+        })
         .collect();
     let (mut passed, mut failed) = (0, 0);
-    for name in tests {
-        let outcome = context.lookup(name).and_then(|function| context.invoke(&function, Vec::new()));
+    for (name, function) in tests {
+        let outcome = invoke::call_to_completion(&context, &function, Vec::new());
         let mut failures = checks.take_failures();
         if let Err(error) = outcome {
             failures.push(format!("{}; {}", error.code, error.message));
@@ -297,7 +303,7 @@ fn bench(flags: &Flags) -> Result<ExitCode, String> {
         None => 5,
     };
     let prepared = prepare(flags)?;
-    let call = || prepared.context.invoke(&prepared.function, prepared.arguments.clone());
+    let call = || invoke::call_to_completion(&prepared.context, &prepared.function, prepared.arguments.clone());
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
     // Batches long enough (~1 ms) that timer overhead vanishes.
     let mut batch = 1u64;

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::wrong_type;
+use super::local::fpu::FlushDenormals;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -67,6 +68,7 @@ impl Executable {
                 format!("export ordinal {} out of range (the executable has {count})", dispatch.export),
             ));
         }
+        let _mode = FlushDenormals::enter();
         self.code.dispatch(dispatch)
     }
 

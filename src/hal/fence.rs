@@ -1,18 +1,19 @@
-//! `!hal.fence`: a set of points on device timelines, built on AsyncValue. Each point is a chain
-//! that becomes available when the queue work it stands for is done (or an error when that work
-//! failed); waiting is `run_when_ready`, never a blocked worker.
+//! `!hal.fence`: a set of points on device timelines, built on AsyncValue. Each point is a value
+//! (a chain) that becomes available when the queue work it stands for is done (or an error when
+//! that work failed); waiting is `run_when_ready`, never a blocked worker. A point may be a C
+//! host's own promise, which is how `coarse-fences` calls surface their fences as async values.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use super::buffer::wrong_type;
-use crate::host::{run_when_ready, AsyncValueRef, Chain, Diagnostic, RcAsyncValue, StatusCode};
+use crate::host::{block_until_ready, run_when_ready, AsyncValueRef, Chain, Diagnostic, RcAsyncValue, StatusCode};
 use crate::vm::refs::{Ref, RefObject};
 
 /// A HAL fence.
 #[derive(Debug)]
 pub struct Fence {
-    points: Vec<AsyncValueRef<Chain>>,
+    points: Vec<RcAsyncValue>,
 }
 
 impl RefObject for Fence {
@@ -36,7 +37,14 @@ pub enum Reached {
 impl Fence {
     /// One new, unsignaled point (`hal.fence.create`).
     pub fn new() -> Fence {
-        Fence { points: vec![AsyncValueRef::unconstructed()] }
+        Fence { points: vec![AsyncValueRef::<Chain>::unconstructed().into_untyped()] }
+    }
+
+    /// A fence with one point that someone else made: reached when `point` is available (failed
+    /// if it is an error), and signaling it sets it to a chain. A C host passes its promises
+    /// this way; whether they can take a chain is checked by the caller.
+    pub fn from_point(point: RcAsyncValue) -> Fence {
+        Fence { points: vec![point] }
     }
 
     /// A fence that is reached when all of `fences` are (`hal.fence.join`).
@@ -47,7 +55,7 @@ impl Fence {
     /// Marks every point reached (`hal.fence.signal`, and queue work completing).
     pub fn signal(&self) {
         for point in &self.points {
-            if !point.as_untyped().is_available() {
+            if !point.is_available() {
                 // A point set by someone else in between stays as they set it.
                 let _ = point.emplace(Chain);
             }
@@ -57,8 +65,8 @@ impl Fence {
     /// Fails every unreached point (`hal.fence.fail`, and queue work failing).
     pub fn fail(&self, diagnostic: &Diagnostic) {
         for point in &self.points {
-            if !point.as_untyped().is_available() {
-                let _ = point.as_untyped().set_error(diagnostic.clone());
+            if !point.is_available() {
+                let _ = point.set_error(diagnostic.clone());
             }
         }
     }
@@ -67,7 +75,6 @@ impl Fence {
     pub fn reached(&self) -> Reached {
         let mut all = true;
         for point in &self.points {
-            let point = point.as_untyped();
             if let Some(error) = point.get_error() {
                 return Reached::Failed(error.clone());
             }
@@ -83,8 +90,17 @@ impl Fence {
     /// Runs `then` once every point is available (reached or failed), on the thread that makes
     /// the last one so, or at once.
     pub fn when_reached(&self, then: impl FnOnce() + Send + 'static) {
-        let values: Vec<RcAsyncValue> = self.points.iter().map(|p| p.as_untyped().clone()).collect();
-        run_when_ready(&values, then);
+        run_when_ready(&self.points, then);
+    }
+
+    /// Blocks the calling thread until every point is available: for tools and hosts outside the
+    /// runtime's threads only.
+    pub fn wait(&self) -> Result<(), Diagnostic> {
+        block_until_ready(&self.points);
+        match self.reached() {
+            Reached::Failed(error) => Err(error),
+            _ => Ok(()),
+        }
     }
 
     pub fn into_ref(self) -> Ref {

@@ -13,6 +13,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::abi::declaration::MODEL_ATTR;
+use super::abi::AbiModel;
 use super::buffer::Buffer;
 use super::interpreter::{self, Invocation, Stack};
 use super::module::Module;
@@ -50,17 +52,21 @@ impl Instance {
     }
 
     /// Finds an exported function by name, with its calling convention.
-    fn export(&self, instance: u32, name: &str) -> Option<(Resolved, String)> {
+    fn export(&self, instance: u32, name: &str) -> Option<(Resolved, String, AbiModel)> {
         match self {
             Instance::Bytecode { module, .. } => {
                 let export = module.lookup_export(name)?;
                 let signature = module.function_signatures().get(export.internal_ordinal as usize)?;
                 let cconv = signature.calling_convention.clone().unwrap_or_default();
-                Some((Resolved::Bytecode { instance, function: export.internal_ordinal }, cconv))
+                // An unknown model is the caller's business (they may pass fences of their own),
+                // as in IREE's tools: only `coarse-fences` changes how a call is made.
+                let model = AbiModel::from_attr(signature.attr(MODEL_ATTR)).unwrap_or_default();
+                Some((Resolved::Bytecode { instance, function: export.internal_ordinal }, cconv, model))
             }
             Instance::Native(native) => {
                 let (ordinal, function) = native.functions().iter().enumerate().find(|(_, f)| f.name == name)?;
-                Some((Resolved::Native { instance, function: ordinal as u32 }, function.cconv.clone()))
+                let target = Resolved::Native { instance, function: ordinal as u32 };
+                Some((target, function.cconv.clone(), AbiModel::Sync))
             }
         }
     }
@@ -103,6 +109,9 @@ pub struct FunctionHandle {
     /// `module.name`.
     pub full_name: String,
     pub cconv: String,
+    /// How the function is called: `coarse-fences` functions take a wait and a signal fence after
+    /// their declared arguments.
+    pub model: AbiModel,
 }
 
 /// A set of linked modules with their state. See the module documentation for thread safety.
@@ -214,8 +223,8 @@ impl Context {
                 .and_then(|(index, i)| i.export(index as u32, name).map(|f| (i.name(), name, f))),
         };
         match found {
-            Some((module, function, (target, cconv))) => {
-                Ok(FunctionHandle { target, full_name: format!("{module}.{function}"), cconv })
+            Some((module, function, (target, cconv, model))) => {
+                Ok(FunctionHandle { target, full_name: format!("{module}.{function}"), cconv, model })
             }
             None => Err(Diagnostic::new(
                 StatusCode::NotFound,
@@ -327,8 +336,8 @@ fn resolve_imports(instances: &[Instance], module: &Module) -> Result<Box<[Optio
                 .filter(|(_, i)| i.name() == module_name)
                 .find_map(|(index, i)| i.export(index as u32, function));
             match found {
-                Some((target, cconv)) if cconv == expected => Ok(Some(target)),
-                Some((_, cconv)) => Err(Diagnostic::new(
+                Some((target, cconv, _)) if cconv == expected => Ok(Some(target)),
+                Some((_, cconv, _)) => Err(Diagnostic::new(
                     StatusCode::Internal,
                     format!(
                         "import `{}` of module `{}`: signature mismatch: the import expects `{expected}` but the \

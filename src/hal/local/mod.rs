@@ -3,6 +3,7 @@
 
 pub mod abi;
 pub mod elf;
+pub mod fpu;
 pub mod library;
 pub mod native;
 pub mod system_library;

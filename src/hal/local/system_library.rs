@@ -35,6 +35,10 @@ pub enum SystemLibraryError {
 pub struct SystemLibrary {
     handle: NonNull<c_void>,
     symbol: NonNull<c_void>,
+    /// Kept open until after `dlclose`: the dynamic linker recognises loaded libraries by the
+    /// path string, so a `/proc/self/fd/N` whose descriptor was closed and reused for another
+    /// executable while this one is loaded would hand back this library instead.
+    _staged: Staged,
 }
 
 // SAFETY: dlopen handles may be used and closed from any thread.
@@ -53,12 +57,11 @@ impl SystemLibrary {
         let staged = Staged::new(bytes).map_err(SystemLibraryError::Stage)?;
         // SAFETY: the path is a valid C string; the caller accepts running the library's code.
         let handle = unsafe { libc::dlopen(staged.path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        drop(staged);
         let handle = NonNull::new(handle).ok_or_else(|| SystemLibraryError::Open(last_dl_error()))?;
         // SAFETY: `handle` came from a successful dlopen and the name is a valid C string.
         let address = unsafe { libc::dlsym(handle.as_ptr(), symbol_name.as_ptr()) };
         match NonNull::new(address) {
-            Some(symbol) => Ok(SystemLibrary { handle, symbol }),
+            Some(symbol) => Ok(SystemLibrary { handle, symbol, _staged: staged }),
             None => {
                 // SAFETY: closing the handle we just opened; nothing refers into the library yet.
                 unsafe { libc::dlclose(handle.as_ptr()) };
@@ -103,8 +106,7 @@ fn last_dl_error() -> String {
     }
 }
 
-/// The library's bytes in a file `dlopen` can open, removed (or closed) on drop; the dynamic
-/// linker keeps its own mapping.
+/// The library's bytes in a file `dlopen` can open, removed (or closed) on drop.
 struct Staged {
     path: CString,
     file: File,

@@ -6,6 +6,8 @@ use std::thread::JoinHandle;
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
+use super::fpu;
+
 /// A pool of worker threads for spreading workgroups.
 #[derive(Debug)]
 pub struct Workers {
@@ -21,9 +23,11 @@ impl Workers {
         let pool = ThreadPoolBuilder::new()
             .num_threads(count.max(1))
             .spawn_handler(|thread| {
-                let handle = std::thread::Builder::new()
-                    .name(format!("rtx-local-task-{}", thread.index()))
-                    .spawn(|| thread.run())?;
+                let handle =
+                    std::thread::Builder::new().name(format!("rtx-local-task-{}", thread.index())).spawn(|| {
+                        fpu::flush_denormals_on_this_thread();
+                        thread.run()
+                    })?;
                 threads.lock().unwrap_or_else(|p| p.into_inner()).push(handle);
                 Ok(())
             })
