@@ -890,6 +890,13 @@ const char *rtx_status_code_name(uint32_t code);
  * (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
  * needs a device (`rtx_context_add_device`) before they are added.
  *
+ * A `coarse-fences` function (`iree.abi.model`, from `--iree-execution-model=async-external`)
+ * takes its declared arguments, then optionally two more: a wait fence, any async value (the
+ * call starts once it is available; an error fails the call), and a signal fence, an unavailable
+ * value from `rtx_async_value_new_unavailable` that becomes a chain when the program's queued
+ * work is done, or that work's error. Without them the call makes its own. Either way the
+ * results become available only once the signal is reached.
+ *
  * On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
  * release each) that become the function's results — scalars, or for `r` results a buffer view
  * (`rtx_async_value_get_buffer_view`) — or, if the call fails, errors: every result gets the

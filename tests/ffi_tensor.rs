@@ -84,20 +84,24 @@ fn references(view: *const rtx_buffer_view_t) -> usize {
     Arc::strong_count(&arc)
 }
 
-fn load(format: &str) -> *mut rtx_module_t {
+fn load(name: &str, format: &str) -> *mut rtx_module_t {
     load_file(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("tests/fixtures/hal_run/programs_{format}.vmfb")),
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/hal_run/{name}_{format}.vmfb")),
     )
 }
 
 /// A context on `spec` with the local-sync device and the programs compiled for `format`.
 fn tensor_context(spec: &CStr, format: &str) -> *mut rtx_context_t {
+    module_context(spec, "programs", format, c"local-sync")
+}
+
+/// A context on `spec` with `device` and `<name>_<format>.vmfb`.
+fn module_context(spec: &CStr, name: &str, format: &str, device: &CStr) -> *mut rtx_context_t {
     let context = new_context(spec);
-    let module = load(format);
+    let module = load(name, format);
     // SAFETY: live handles; the context keeps its own reference to the module.
     unsafe {
-        ok(rtx_context_add_device(context, c"local-sync".as_ptr()));
+        ok(rtx_context_add_device(context, device.as_ptr()));
         ok(rtx_context_add_module(context, module));
         rtx_module_release(module);
     }
@@ -326,7 +330,7 @@ fn async_values_hold_buffer_views_and_share_their_reference_count() {
 #[test]
 fn modules_that_import_hal_need_a_device_and_devices_are_checked() {
     let context = new_context(c"s");
-    let module = load("vmvx");
+    let module = load("programs", "vmvx");
     // SAFETY: handles created and released here.
     unsafe {
         let (status, message) = take(rtx_context_add_module(context, module)).unwrap();
@@ -392,6 +396,108 @@ fn tensor_programs_run_through_invoke_on_every_format_and_queue() {
                 rtx_context_release(context);
             }
         }
+    }
+}
+
+/// A `coarse-fences` function called with its declared arguments only: the call supplies the
+/// fences and the results are available once the program's signal is reached.
+#[test]
+fn coarse_fences_functions_take_implicit_fences() {
+    for format in FORMATS {
+        for device in [c"local-sync", c"local-task"] {
+            let context = module_context(c"mstd:2,2", "async", format, device);
+            let x = view(I32, &[5], &i32_bytes(&[1, 2, 3, -4, 5]));
+            // SAFETY: handles created here and released here.
+            unsafe {
+                let args = [rtx_async_value_new_buffer_view(x), rtx_async_value_new_i32(-3)];
+                let results = invoke(context, "scale", &args, 1);
+                let out = get_view(results[0]);
+                assert_eq!(contents(out), (I32, vec![5], i32_bytes(&[-3, -6, -9, 12, -15])), "{format}");
+                rtx_buffer_view_release(out);
+                release_all(&results);
+                release_all(&args);
+                rtx_buffer_view_release(x);
+                rtx_context_release(context);
+            }
+        }
+    }
+}
+
+/// With explicit fences the call starts when the wait value is set and sets the caller's signal
+/// promise (a chain) when the program's work is done; the results follow it.
+#[test]
+fn coarse_fences_functions_take_async_values_as_fences() {
+    for format in FORMATS {
+        let context = module_context(c"mstd:2,2", "async", format, c"local-task");
+        let x = view(I32, &[3], &i32_bytes(&[7, -1, 0]));
+        // SAFETY: handles created and released here.
+        unsafe {
+            let (wait, signal) = (rtx_async_value_new_unavailable(), rtx_async_value_new_unavailable());
+            let args = [rtx_async_value_new_buffer_view(x), rtx_async_value_new_i32(4), wait, signal];
+            let mut result = ptr::null_mut();
+            ok(rtx_context_invoke(context, c"scale".as_ptr(), args.as_ptr(), 4, &mut result, 1));
+            rtx_context_quiesce(context);
+            assert!(!rtx_async_value_is_available(signal), "{format}: nothing runs before the wait");
+            assert!(!rtx_async_value_is_available(result));
+            ok(rtx_async_value_set_chain(wait));
+            ok(rtx_async_value_await(context, &signal, 1));
+            assert_eq!(rtx_async_value_type(signal), rtx_value_type_t::RTX_VALUE_TYPE_CHAIN, "{format}");
+            ok(rtx_async_value_await(context, &result, 1));
+            let out = get_view(result);
+            assert_eq!(contents(out), (I32, vec![3], i32_bytes(&[28, -4, 0])), "{format}");
+            rtx_buffer_view_release(out);
+            release_all(&args);
+            release_all(&[result]);
+            rtx_buffer_view_release(x);
+            rtx_context_release(context);
+        }
+    }
+}
+
+/// A failed wait fence fails the results and the signal; a signal that cannot become a chain
+/// is refused up front; a wrong count names both forms.
+#[test]
+fn coarse_fences_errors_reach_the_signal_and_bad_fences_are_refused() {
+    let context = module_context(c"mstd:2,2", "async", "embedded", c"local-sync");
+    let x = view(I32, &[1], &i32_bytes(&[1]));
+    // SAFETY: handles created and released here.
+    unsafe {
+        let wait = rtx_async_value_new_error(RTX_STATUS_CODE_ABORTED as u32, c"producer failed".as_ptr());
+        let signal = rtx_async_value_new_unavailable();
+        let args = [rtx_async_value_new_buffer_view(x), rtx_async_value_new_i32(2), wait, signal];
+        let results = invoke(context, "scale", &args, 1);
+        ok(rtx_async_value_await(context, &signal, 1));
+        for value in [results[0], signal] {
+            let (code, message) = error_of(value);
+            assert_eq!(code, RTX_STATUS_CODE_ABORTED);
+            assert!(message.contains("the wait fence of `module.scale` failed: producer failed"), "{message}");
+        }
+        release_all(&results);
+
+        let available = rtx_async_value_new_chain();
+        let typed = rtx_async_value_new_i32(0);
+        for (bad, what) in [(available, "available (a chain)"), (typed, "available (i32)")] {
+            let args = [args[0], args[1], args[2], bad];
+            let mut result = ptr::null_mut();
+            let (code, message) =
+                take(rtx_context_invoke(context, c"scale".as_ptr(), args.as_ptr(), 4, &mut result, 1)).unwrap();
+            assert_eq!(code, RTX_STATUS_CODE_INVALID_ARGUMENT);
+            assert!(message.contains("argument 3) must be an unavailable value"), "{message}");
+            assert!(message.contains(what), "{message}");
+            assert!(result.is_null());
+        }
+        let mut result = ptr::null_mut();
+        let (code, message) =
+            take(rtx_context_invoke(context, c"scale".as_ptr(), args.as_ptr(), 3, &mut result, 1)).unwrap();
+        assert_eq!(code, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(
+            message.contains("takes 2 arguments (coarse-fences: or 4 with a wait and a signal fence)"),
+            "{message}"
+        );
+        release_all(&args);
+        release_all(&[available, typed]);
+        rtx_buffer_view_release(x);
+        rtx_context_release(context);
     }
 }
 

@@ -11,6 +11,14 @@
 //! 4. `Step::Done` fulfils the results; any error (an error argument, a type mismatch, a
 //!    `vm.fail`, cancellation) becomes every result's error.
 //!
+//! A `coarse-fences` function (compiled with `--iree-execution-model=async-external`) returns
+//! once its work is queued; its results are ready when its signal fence is. The caller passes
+//! either its declared arguments only (the call supplies the fences, and its results become
+//! available when the signal is reached) or two more async values: the wait fence (the call
+//! starts once it is available; an error fails the call) and the signal fence, an unavailable
+//! chain promise that the program's work sets (or fails), so that hosts can order their own work
+//! after it without reading the results.
+//!
 //! Queued work and waiters hold the host context only weakly (a task owning the context that owns
 //! its queue would be a cycle); a call whose context is gone by the time it would run ends with
 //! CANCELLED results.
@@ -24,12 +32,24 @@ use super::context::{self, rtx_context_t};
 use super::error::rtx_error_t;
 use super::{c_str, catch_error, invalid_argument};
 use crate::hal::buffer_view::BufferView;
+use crate::hal::fence::{Fence, Reached};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
 use crate::vm::context::{Context as VmContext, FunctionHandle};
 use crate::vm::interpreter::{Invocation, Step};
+use crate::vm::refs::Ref;
 use crate::vm::value::Value;
+
+/// The fences of a `coarse-fences` call.
+enum Fences {
+    /// A synchronous function.
+    None,
+    /// The caller passed only the declared arguments: no wait, a signal fence of our own.
+    Implicit,
+    /// The caller's wait and signal async values.
+    Explicit { wait: RcAsyncValue, signal: RcAsyncValue },
+}
 
 /// Where a call is.
 enum Stage {
@@ -48,6 +68,9 @@ struct Call {
     function: FunctionHandle,
     arguments: Vec<ValueKind>,
     results: Vec<(ValueKind, RcAsyncValue)>,
+    fences: Fences,
+    /// The fence the program signals when its results are ready.
+    signal: Option<Arc<Fence>>,
     stage: Stage,
 }
 
@@ -78,7 +101,7 @@ impl Call {
         };
         loop {
             match invocation.run() {
-                Ok(Step::Done(values)) => return self.finish(values),
+                Ok(Step::Done(values)) => return self.when_signaled(values),
                 Ok(Step::Wait(value)) if value.is_available() => continue,
                 Ok(Step::Wait(value)) => {
                     self.stage = Stage::Running(invocation);
@@ -89,10 +112,11 @@ impl Call {
         }
     }
 
-    /// Reads the arguments (all available by now) and starts the invocation.
-    fn begin(&self, values: &[RcAsyncValue]) -> Result<Invocation, Diagnostic> {
+    /// Reads the arguments (all available by now, but for an explicit signal fence), adds the
+    /// fences, and starts the invocation.
+    fn begin(&mut self, values: &[RcAsyncValue]) -> Result<Invocation, Diagnostic> {
         let name = &self.function.full_name;
-        let arguments = values
+        let mut arguments = values
             .iter()
             .zip(&self.arguments)
             .enumerate()
@@ -103,7 +127,36 @@ impl Call {
                 })
             })
             .collect::<Result<Vec<Value>, Diagnostic>>()?;
+        let signal = match &self.fences {
+            Fences::None => None,
+            Fences::Implicit => Some(Fence::new()),
+            Fences::Explicit { wait, signal } => {
+                if let Some(error) = wait.get_error() {
+                    return Err(Diagnostic {
+                        message: format!("the wait fence of `{name}` failed: {}", error.message),
+                        ..error.clone()
+                    });
+                }
+                Some(Fence::from_point(signal.clone()))
+            }
+        };
+        if let Some(signal) = signal {
+            let signal = Arc::new(signal);
+            // The wait is over by now (the call waited for it), so the program gets no wait fence.
+            arguments.extend([Value::Ref(None), Value::Ref(Some(Ref::Object(signal.clone())))]);
+            self.signal = Some(signal);
+        }
         self.vm.begin(&self.function, arguments)
+    }
+
+    /// Finishes with `values` once the signal fence (if any) is reached: results of queued work
+    /// are not readable before.
+    fn when_signaled(mut self, values: Vec<Value>) {
+        let Some(signal) = self.signal.take() else { return self.finish(values) };
+        signal.clone().when_reached(move || match signal.reached() {
+            Reached::Failed(error) => self.fail(error),
+            _ => self.finish(values),
+        });
     }
 
     fn finish(mut self, values: Vec<Value>) {
@@ -151,12 +204,22 @@ impl Call {
         self.stage = Stage::Finished;
     }
 
-    /// Makes every result (not yet set) the error.
+    /// Makes every result (not yet set) the error, and the caller's signal fence too: whoever
+    /// waits on it must not wait forever.
     fn fail(mut self, error: Diagnostic) {
+        self.fail_all(&error);
+        self.stage = Stage::Finished;
+    }
+
+    fn fail_all(&mut self, error: &Diagnostic) {
         for (_, result) in std::mem::take(&mut self.results) {
             let _ = result.set_error(error.clone());
         }
-        self.stage = Stage::Finished;
+        if let Fences::Explicit { signal, .. } = &self.fences {
+            if !signal.is_available() {
+                let _ = signal.set_error(error.clone());
+            }
+        }
     }
 }
 
@@ -168,9 +231,7 @@ impl Drop for Call {
             StatusCode::Cancelled,
             format!("call to `{}` was dropped before it finished (its work queue shut down)", self.function.full_name),
         );
-        for (_, result) in std::mem::take(&mut self.results) {
-            let _ = result.set_error(error.clone());
-        }
+        self.fail_all(&error);
     }
 }
 
@@ -254,6 +315,13 @@ fn plural(count: usize, noun: &str) -> String {
 /// (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
 /// needs a device (`rtx_context_add_device`) before they are added.
 ///
+/// A `coarse-fences` function (`iree.abi.model`, from `--iree-execution-model=async-external`)
+/// takes its declared arguments, then optionally two more: a wait fence, any async value (the
+/// call starts once it is available; an error fails the call), and a signal fence, an unavailable
+/// value from `rtx_async_value_new_unavailable` that becomes a chain when the program's queued
+/// work is done, or that work's error. Without them the call makes its own. Either way the
+/// results become available only once the signal is reached.
+///
 /// On success `results[0..num_results]` receive new, unavailable values (owned by the caller;
 /// release each) that become the function's results — scalars, or for `r` results a buffer view
 /// (`rtx_async_value_get_buffer_view`) — or, if the call fails, errors: every result gets the
@@ -287,25 +355,59 @@ pub unsafe extern "C" fn rtx_context_invoke(
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
         let handle =
             context.vm.lookup(name).map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
-        let (argument_kinds, result_kinds) = signature(&handle)?;
+        let (mut argument_kinds, result_kinds) = signature(&handle)?;
+        let declared = argument_kinds.len() - handle.model.fence_arguments();
+        let with_fences = handle.model.fence_arguments() > 0 && num_args == argument_kinds.len();
+        if !with_fences {
+            argument_kinds.truncate(declared);
+        }
         if num_args != argument_kinds.len() || num_results != result_kinds.len() {
+            let fences = if declared == argument_kinds.len() && handle.model.fence_arguments() == 0 {
+                String::new()
+            } else {
+                format!(" (coarse-fences: or {} with a wait and a signal fence)", declared + 2)
+            };
             return Err(invalid_argument(format!(
-                "{FUNCTION}: `{}` (calling convention `{}`) takes {} and returns {}, but the call passes \
-                 num_args = {num_args} and num_results = {num_results}",
+                "{FUNCTION}: `{}` (calling convention `{}`) takes {}{fences} and returns {}, but the call \
+                 passes num_args = {num_args} and num_results = {num_results}",
                 handle.full_name,
                 handle.cconv,
-                plural(argument_kinds.len(), "argument"),
+                plural(declared, "argument"),
                 plural(result_kinds.len(), "result"),
             )));
         }
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
-        let arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
+        let mut arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
             .map_err(|e| Diagnostic { message: e.message.replace("'values", "'args"), ..e })?;
         if results.is_null() && num_results != 0 {
             return Err(invalid_argument(format!(
                 "{FUNCTION}: argument 'results' is NULL but num_results is {num_results}"
             )));
         }
+        let fences = if with_fences {
+            argument_kinds.truncate(declared);
+            // The signal is the program's to set: the call must not wait for it.
+            let signal = arguments.pop().expect("num_args counts the fences");
+            if !signal.can_take::<Chain>() {
+                return Err(invalid_argument(format!(
+                    "{FUNCTION}: the signal fence of `{}` (argument {}) must be an unavailable value that can \
+                     become a chain (rtx_async_value_new_unavailable), but it is {}",
+                    handle.full_name,
+                    declared + 1,
+                    if signal.is_available() {
+                        format!("available ({})", held_type(&signal))
+                    } else {
+                        format!("a promise for {}", held_type(&signal))
+                    }
+                )));
+            }
+            let wait = arguments.last().expect("num_args counts the fences").clone();
+            Fences::Explicit { wait, signal }
+        } else if handle.model.fence_arguments() > 0 {
+            Fences::Implicit
+        } else {
+            Fences::None
+        };
         let promises: Vec<(ValueKind, RcAsyncValue)> =
             result_kinds.iter().map(|&kind| (kind, result_promise(kind))).collect();
         for (index, (_, promise)) in promises.iter().enumerate() {
@@ -319,6 +421,8 @@ pub unsafe extern "C" fn rtx_context_invoke(
             function: handle,
             arguments: argument_kinds,
             results: promises,
+            fences,
+            signal: None,
             stage: Stage::Arguments(arguments.clone()),
         };
         join::run_when_ready(&arguments, move || call.schedule());

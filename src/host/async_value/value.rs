@@ -146,6 +146,15 @@ impl RcAsyncValue {
         Ok(unsafe { &*target.payload::<T>().cast::<T>() })
     }
 
+    /// Whether [`RcAsyncValue::emplace`] of a `T` would succeed now: the value is unavailable and
+    /// typed `T`, an untyped slot that fits `T`, or indirect (whose target is checked then).
+    pub fn can_take<T: 'static>(&self) -> bool {
+        !self.is_available()
+            && (self.ptr.kind() == Kind::Indirect
+                || self.ptr.holds_type::<T>()
+                || (self.ptr.holds_type::<Slot>() && fits_slot::<T>()))
+    }
+
     /// Sets an unavailable value to `value`: a typed unconstructed value of type `T`, or an
     /// untyped slot (which takes `T`'s type), with `T` at most eight bytes for the slot.
     pub fn emplace<T: Send + Sync + 'static>(&self, value: T) -> Result<(), AccessError> {
