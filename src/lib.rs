@@ -7,4 +7,5 @@
 pub mod ffi;
 pub mod hal;
 pub mod host;
+pub mod mlir;
 pub mod vm;

@@ -25,7 +25,9 @@ const USAGE: &str = "usage:
             (alternates with iree-benchmark-module when it is in RTX_IREE_TOOLS or on PATH)
   rtx check --module=X.vmfb [--device=local-sync]
             (runs every exported function without arguments with the check module, like iree-check-module)
-  rtx dump [--output=all|metadata|disassembly] [--function=F] [--bytecode_offsets] X.vmfb";
+  rtx dump [--output=all|metadata|disassembly] [--function=F] [--bytecode_offsets] X.vmfb
+  rtx translate --mlirbc-to-mlir IN.mlirbc [-o OUT.mlir] [--print-debuginfo]
+            (MLIR bytecode, versions 0-6, to MLIR's generic text form)";
 
 /// Flags as IREE's tools take them: `--name=value`, repeatable, plus bare positional arguments.
 struct Flags {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         "bench" => bench(&flags),
         "check" => check(&flags),
         "dump" => dump(&flags),
+        "translate" => translate(&flags),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -428,5 +431,26 @@ fn dump(flags: &Flags) -> Result<ExitCode, String> {
     let mut text = String::new();
     write_dump(&module, &mut text, &options).map_err(|e| e.to_string())?;
     print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rtx translate --mlirbc-to-mlir IN [-o OUT] [--print-debuginfo]`; `-` or no `-o` is stdout.
+fn translate(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&["mlirbc_to_mlir", "print_debuginfo"])?;
+    if !flags.has("mlirbc_to_mlir") {
+        return Err(format!("say what to translate (--mlirbc-to-mlir)\n{USAGE}"));
+    }
+    let (input, output) = match flags.positional.as_slice() {
+        [input] => (input, None),
+        [input, o, output] | [o, output, input] if o == "-o" => (input, Some(output)),
+        _ => return Err(format!("expected one input file and an optional `-o OUT`\n{USAGE}")),
+    };
+    let bytes = std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?;
+    let text =
+        rtx::mlir::mlirbc_to_mlir(&bytes, flags.has("print_debuginfo")).map_err(|e| format!("`{input}`: {e}"))?;
+    match output.map(String::as_str) {
+        None | Some("-") => print!("{text}"),
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("writing `{path}`: {e}"))?,
+    }
     Ok(ExitCode::SUCCESS)
 }

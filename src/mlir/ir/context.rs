@@ -1,0 +1,215 @@
+//! The owner of everything a module interns: strings, dialects, operation names, attributes and
+//! types. Interned things are referred to by small copyable ids ([`Sym`], [`DialectId`],
+//! [`OpNameId`], [`AttrId`], [`TypeId`]), so operations hold no heap strings of their own.
+
+use std::collections::HashMap;
+
+use super::attribute::Attribute;
+use super::types::Type;
+
+/// An interned byte string (MLIR strings may hold any bytes, not only UTF-8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// A dialect known to the module (by name; rtx registers no dialects).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DialectId(pub u32);
+
+/// An operation name (`dialect.op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpNameId(pub u32);
+
+/// An interned attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttrId(pub u32);
+
+/// An interned type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TypeId(pub u32);
+
+/// A dialect and, when the producing file carried one, its dialect-defined version payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    pub name: Sym,
+    /// The raw version payload of bytecode v1+ (builtin: one varint); kept for writing it back.
+    pub version: Option<Box<[u8]>>,
+}
+
+/// An operation name. `registered` is what the producer recorded (bytecode v5+): a registered op
+/// carries its properties in its dialect's native encoding, an unregistered one as a dictionary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpName {
+    pub dialect: DialectId,
+    /// The part after the dialect prefix (`addi` in `arith.addi`); empty for a legacy undotted name.
+    pub short: Sym,
+    /// The full name (`arith.addi`).
+    pub full: Sym,
+    pub registered: bool,
+}
+
+/// Interning tables. Lookups by content (`intern_*`) build their hash maps on first use, so a
+/// reader that fills the tables from a file's already-deduplicated tables pays nothing for them.
+#[derive(Default, Debug)]
+pub struct Context {
+    string_bytes: Vec<u8>,
+    string_spans: Vec<(u32, u32)>,
+    string_map: HashMap<Box<[u8]>, Sym>,
+    strings_indexed: usize,
+    dialects: Vec<Dialect>,
+    op_names: Vec<OpName>,
+    attrs: Vec<Attribute>,
+    attr_map: HashMap<Attribute, AttrId>,
+    attrs_indexed: usize,
+    types: Vec<Type>,
+    type_map: HashMap<Type, TypeId>,
+    types_indexed: usize,
+}
+
+impl Context {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bytes of an interned string.
+    pub fn str_bytes(&self, sym: Sym) -> &[u8] {
+        let (start, len) = self.string_spans[sym.0 as usize];
+        &self.string_bytes[start as usize..(start + len) as usize]
+    }
+
+    /// The string, lossily converted to UTF-8 where it is not.
+    pub fn str(&self, sym: Sym) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.str_bytes(sym))
+    }
+
+    pub fn num_strings(&self) -> usize {
+        self.string_spans.len()
+    }
+
+    /// Adds a string without deduplicating it (the bytecode string table is already unique).
+    pub(crate) fn push_string(&mut self, bytes: &[u8]) -> Sym {
+        let start = self.string_bytes.len() as u32;
+        self.string_bytes.extend_from_slice(bytes);
+        self.string_spans.push((start, bytes.len() as u32));
+        Sym(self.string_spans.len() as u32 - 1)
+    }
+
+    /// Interns a string: equal contents give the same [`Sym`].
+    pub fn intern_str(&mut self, bytes: &[u8]) -> Sym {
+        for index in self.strings_indexed..self.string_spans.len() {
+            let key: Box<[u8]> = self.str_bytes(Sym(index as u32)).into();
+            self.string_map.entry(key).or_insert(Sym(index as u32));
+        }
+        self.strings_indexed = self.string_spans.len();
+        if let Some(&sym) = self.string_map.get(bytes) {
+            return sym;
+        }
+        let sym = self.push_string(bytes);
+        self.string_map.insert(bytes.into(), sym);
+        self.strings_indexed = self.string_spans.len();
+        sym
+    }
+
+    pub fn dialect(&self, id: DialectId) -> &Dialect {
+        &self.dialects[id.0 as usize]
+    }
+
+    pub fn dialect_name(&self, id: DialectId) -> std::borrow::Cow<'_, str> {
+        self.str(self.dialect(id).name)
+    }
+
+    pub fn dialects(&self) -> &[Dialect] {
+        &self.dialects
+    }
+
+    /// The dialect named `name`, added if new.
+    pub fn intern_dialect(&mut self, name: &str) -> DialectId {
+        let sym = self.intern_str(name.as_bytes());
+        if let Some(index) = self.dialects.iter().position(|d| d.name == sym) {
+            return DialectId(index as u32);
+        }
+        self.push_dialect(Dialect { name: sym, version: None })
+    }
+
+    pub(crate) fn push_dialect(&mut self, dialect: Dialect) -> DialectId {
+        self.dialects.push(dialect);
+        DialectId(self.dialects.len() as u32 - 1)
+    }
+
+    pub fn op_name(&self, id: OpNameId) -> &OpName {
+        &self.op_names[id.0 as usize]
+    }
+
+    pub fn op_names(&self) -> &[OpName] {
+        &self.op_names
+    }
+
+    pub(crate) fn push_op_name(&mut self, name: OpName) -> OpNameId {
+        self.op_names.push(name);
+        OpNameId(self.op_names.len() as u32 - 1)
+    }
+
+    pub fn attr(&self, id: AttrId) -> &Attribute {
+        &self.attrs[id.0 as usize]
+    }
+
+    pub fn attrs(&self) -> &[Attribute] {
+        &self.attrs
+    }
+
+    pub fn ty(&self, id: TypeId) -> &Type {
+        &self.types[id.0 as usize]
+    }
+
+    pub fn types(&self) -> &[Type] {
+        &self.types
+    }
+
+    /// Appends without deduplicating (a bytecode attribute table is already unique).
+    pub(crate) fn push_attr(&mut self, attr: Attribute) -> AttrId {
+        self.attrs.push(attr);
+        AttrId(self.attrs.len() as u32 - 1)
+    }
+
+    pub(crate) fn push_type(&mut self, ty: Type) -> TypeId {
+        self.types.push(ty);
+        TypeId(self.types.len() as u32 - 1)
+    }
+
+    pub(crate) fn set_attr(&mut self, id: AttrId, attr: Attribute) {
+        self.attrs[id.0 as usize] = attr;
+    }
+
+    pub(crate) fn set_type(&mut self, id: TypeId, ty: Type) {
+        self.types[id.0 as usize] = ty;
+    }
+
+    /// Interns an attribute: equal attributes give the same [`AttrId`].
+    pub fn intern_attr(&mut self, attr: Attribute) -> AttrId {
+        for index in self.attrs_indexed..self.attrs.len() {
+            self.attr_map.entry(self.attrs[index].clone()).or_insert(AttrId(index as u32));
+        }
+        self.attrs_indexed = self.attrs.len();
+        if let Some(&id) = self.attr_map.get(&attr) {
+            return id;
+        }
+        let id = self.push_attr(attr.clone());
+        self.attr_map.insert(attr, id);
+        self.attrs_indexed = self.attrs.len();
+        id
+    }
+
+    /// Interns a type: equal types give the same [`TypeId`].
+    pub fn intern_type(&mut self, ty: Type) -> TypeId {
+        for index in self.types_indexed..self.types.len() {
+            self.type_map.entry(self.types[index].clone()).or_insert(TypeId(index as u32));
+        }
+        self.types_indexed = self.types.len();
+        if let Some(&id) = self.type_map.get(&ty) {
+            return id;
+        }
+        let id = self.push_type(ty.clone());
+        self.type_map.insert(ty, id);
+        self.types_indexed = self.types.len();
+        id
+    }
+}

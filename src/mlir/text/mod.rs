@@ -1,0 +1,3 @@
+//! MLIR's textual form: the generic printer.
+
+pub mod print;

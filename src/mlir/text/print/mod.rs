@@ -1,0 +1,314 @@
+//! The generic-form printer: `"dialect.op"(%a) [^succ] <{props}> ({regions}) {attrs} : (types) ->
+//! (types) loc(...)`, with builtin attributes and types in their own syntax, other dialects' as the
+//! text they were stored as, and `{-# dialect_resources #-}` blobs. The output is meant for
+//! machines first (upstream MLIR parses it to the same module), so it favours exact, always-valid
+//! spellings: values are `%v<id>`, blocks `^bb<id>`, names always quoted, floats in hexadecimal,
+//! dense data as hex strings.
+
+mod attr;
+mod types;
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::mlir::ir::{
+    AttrId, Attribute, BlockId, Module, OpId, Properties, RegionId, ResourceValue, ValueDef, ValueId,
+};
+
+/// What to print.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrintOptions {
+    /// Print locations (`loc(...)` after ops and block arguments), like `--mlir-print-debuginfo`.
+    pub debuginfo: bool,
+}
+
+/// Something in the module that has no textual form rtx can produce.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrintError {
+    #[error("attribute of dialect `{0}` is stored in that dialect's own bytecode encoding, which rtx cannot print")]
+    CustomAttribute(String),
+    #[error("type of dialect `{0}` is stored in that dialect's own bytecode encoding, which rtx cannot print")]
+    CustomType(String),
+    #[error("op `{0}` has native properties that rtx cannot decode (unknown op schema)")]
+    OpaqueProperties(String),
+}
+
+pub(crate) struct Printer<'m> {
+    pub(crate) module: &'m Module,
+    pub(crate) out: String,
+    options: PrintOptions,
+    /// `distinct[N]` numbers, in order of first print.
+    pub(crate) distinct_ids: HashMap<u32, usize>,
+    pub(crate) error: Option<PrintError>,
+}
+
+/// Prints a module in MLIR's generic form.
+pub fn print_generic(module: &Module, options: PrintOptions) -> Result<String, PrintError> {
+    let mut p = Printer {
+        module,
+        out: String::with_capacity(64 * module.ops.len() + 1024),
+        options,
+        distinct_ids: HashMap::new(),
+        error: None,
+    };
+    for &op in &module.top_level {
+        p.op(op, 0);
+    }
+    p.resources();
+    match p.error {
+        Some(error) => Err(error),
+        None => Ok(p.out),
+    }
+}
+
+impl Printer<'_> {
+    pub(crate) fn fail(&mut self, error: PrintError) {
+        self.error.get_or_insert(error);
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn value(&mut self, value: ValueId) {
+        let m = self.module;
+        match m.value(value).def {
+            ValueDef::OpResult { op, index } if m.op(op).results.len > 1 => {
+                let _ = write!(self.out, "%v{}#{}", m.op(op).results.start, index);
+            }
+            _ => {
+                let _ = write!(self.out, "%v{}", value.0);
+            }
+        }
+    }
+
+    fn block_label(&mut self, block: BlockId) {
+        let _ = write!(self.out, "^bb{}", block.0);
+    }
+
+    fn op(&mut self, op_id: OpId, depth: usize) {
+        let m = self.module;
+        let op = m.op(op_id);
+        self.indent(depth);
+        if op.results.len > 0 {
+            let _ = write!(self.out, "%v{}", op.results.start);
+            if op.results.len > 1 {
+                let _ = write!(self.out, ":{}", op.results.len);
+            }
+            self.out.push_str(" = ");
+        }
+        self.string(m.context.str_bytes(m.context.op_name(op.name).full));
+        self.out.push('(');
+        for (i, &operand) in m.operands(op_id).iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.value(operand);
+        }
+        self.out.push(')');
+        let successors = m.successors(op_id);
+        if !successors.is_empty() {
+            self.out.push('[');
+            for (i, &block) in successors.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.block_label(block);
+            }
+            self.out.push(']');
+        }
+        match &op.properties {
+            Properties::None => {}
+            Properties::Dict(attr) => {
+                self.out.push_str(" <");
+                self.attr(*attr);
+                self.out.push('>');
+            }
+            Properties::Opaque(_) => self.fail(PrintError::OpaqueProperties(m.op_name(op_id).into_owned())),
+        }
+        let regions = m.op_regions(op_id);
+        if !regions.is_empty() {
+            self.out.push_str(" (");
+            for (i, &region) in regions.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.region(region, depth);
+            }
+            self.out.push(')');
+        }
+        if let Some(attrs) = op.attrs {
+            if !matches!(m.context.attr(attrs), Attribute::Dictionary(entries) if entries.is_empty()) {
+                self.out.push(' ');
+                self.attr(attrs);
+            }
+        }
+        self.out.push_str(" : (");
+        for (i, &operand) in m.operands(op_id).iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.ty(m.value(operand).ty);
+        }
+        self.out.push_str(") -> (");
+        for (i, result) in m.results(op_id).enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.ty(m.value(result).ty);
+        }
+        self.out.push(')');
+        if self.options.debuginfo {
+            self.out.push(' ');
+            self.loc(op.loc);
+        }
+        self.out.push('\n');
+    }
+
+    fn region(&mut self, region: RegionId, depth: usize) {
+        let m = self.module;
+        self.out.push_str("{\n");
+        for &block in &m.region(region).blocks {
+            self.indent(depth);
+            self.block_label(block);
+            let args = m.block(block).arguments;
+            if args.len > 0 {
+                self.out.push('(');
+                for (i, arg) in m.arguments(block).enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.value(arg);
+                    self.out.push_str(": ");
+                    self.ty(m.value(arg).ty);
+                    if self.options.debuginfo {
+                        self.out.push(' ');
+                        match m.value(arg).loc {
+                            Some(loc) => self.loc(loc),
+                            None => self.out.push_str("loc(unknown)"),
+                        }
+                    }
+                }
+                self.out.push(')');
+            }
+            self.out.push_str(":\n");
+            for &op in &m.block(block).ops {
+                self.op(op, depth + 1);
+            }
+        }
+        self.indent(depth);
+        self.out.push('}');
+    }
+
+    /// `loc(...)`.
+    fn loc(&mut self, loc: AttrId) {
+        match self.module.context.attr(loc) {
+            Attribute::Text { .. } | Attribute::Custom { .. } => self.attr(loc),
+            _ => {
+                self.out.push_str("loc(");
+                self.loc_body(loc);
+                self.out.push(')');
+            }
+        }
+    }
+
+    fn resources(&mut self) {
+        let m = self.module;
+        let resources = &m.resources;
+        let printable =
+            |entries: &[crate::mlir::ir::ResourceEntry]| entries.iter().any(|e| e.value != ResourceValue::Elided);
+        let dialect_groups: Vec<_> = resources.dialect.iter().filter(|g| printable(&g.entries)).collect();
+        let external_groups: Vec<_> = resources.external.iter().filter(|g| printable(&g.entries)).collect();
+        if dialect_groups.is_empty() && external_groups.is_empty() {
+            return;
+        }
+        self.out.push_str("\n{-#\n");
+        let mut sections = Vec::new();
+        if !dialect_groups.is_empty() {
+            sections.push((
+                "dialect_resources",
+                dialect_groups.iter().map(|g| (m.context.dialect(g.owner).name, &g.entries)).collect::<Vec<_>>(),
+            ));
+        }
+        if !external_groups.is_empty() {
+            sections.push(("external_resources", external_groups.iter().map(|g| (g.owner, &g.entries)).collect()));
+        }
+        for (s, (section, groups)) in sections.into_iter().enumerate() {
+            if s > 0 {
+                self.out.push_str(",\n");
+            }
+            let _ = writeln!(self.out, "  {section}: {{");
+            for (g, (owner, entries)) in groups.into_iter().enumerate() {
+                if g > 0 {
+                    self.out.push_str(",\n");
+                }
+                self.out.push_str("    ");
+                self.keyword_or_string(m.context.str_bytes(owner));
+                self.out.push_str(": {\n");
+                let mut first = true;
+                for entry in entries.iter().filter(|e| e.value != ResourceValue::Elided) {
+                    if !first {
+                        self.out.push_str(",\n");
+                    }
+                    first = false;
+                    self.out.push_str("      ");
+                    self.string(m.context.str_bytes(entry.key));
+                    self.out.push_str(": ");
+                    match &entry.value {
+                        ResourceValue::Blob { alignment, data } => {
+                            self.out.push_str("\"0x");
+                            self.hex(&(*alignment as u32).to_le_bytes());
+                            self.hex(data.bytes());
+                            self.out.push('"');
+                        }
+                        ResourceValue::Bool(value) => self.out.push_str(if *value { "true" } else { "false" }),
+                        ResourceValue::String(sym) => self.string(m.context.str_bytes(*sym)),
+                        ResourceValue::Elided => {}
+                    }
+                }
+                self.out.push_str("\n    }");
+            }
+            self.out.push_str("\n  }");
+        }
+        self.out.push_str("\n#-}\n");
+    }
+
+    pub(crate) fn hex(&mut self, bytes: &[u8]) {
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+        self.out.reserve(bytes.len() * 2);
+        for &b in bytes {
+            self.out.push(DIGITS[(b >> 4) as usize] as char);
+            self.out.push(DIGITS[(b & 15) as usize] as char);
+        }
+    }
+
+    /// A quoted string with MLIR's escapes (`\XX` for anything but printable ASCII).
+    pub(crate) fn string(&mut self, bytes: &[u8]) {
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+        self.out.push('"');
+        for &b in bytes {
+            if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+                self.out.push(b as char);
+            } else {
+                self.out.push('\\');
+                self.out.push(DIGITS[(b >> 4) as usize] as char);
+                self.out.push(DIGITS[(b & 15) as usize] as char);
+            }
+        }
+        self.out.push('"');
+    }
+
+    /// A bare identifier when `bytes` is one, else a quoted string.
+    pub(crate) fn keyword_or_string(&mut self, bytes: &[u8]) {
+        let bare = !bytes.is_empty()
+            && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+            && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.');
+        if bare {
+            self.out.push_str(std::str::from_utf8(bytes).expect("ASCII"));
+        } else {
+            self.string(bytes);
+        }
+    }
+}
