@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::buffer::{wrong_type, Buffer};
 use super::executable::{Executable, ExecutableCode};
+use super::local::cpu;
 use super::local::library::ExecutableFormat;
 use super::local::native::NativeExecutable;
 use super::local::vmvx::{self, VmvxExecutable};
@@ -98,6 +99,12 @@ impl Device {
             ("hal.device" | "hal.dispatch", "concurrency") => {
                 Ok(self.pool.as_ref().map_or(1, |workers| workers.pool().current_num_threads()) as i64)
             }
+            ("hal.cpu", feature) => cpu::feature(feature).ok_or_else(|| {
+                Diagnostic::new(
+                    StatusCode::NotFound,
+                    format!("CPU feature '{feature}' unknown on {}", std::env::consts::ARCH),
+                )
+            }),
             _ => Err(Diagnostic::new(
                 StatusCode::NotFound,
                 format!("unknown device configuration key value '{category} :: {key}'"),
@@ -193,6 +200,7 @@ mod tests {
         assert_eq!(device.query_i64("hal.executable.format", "vmvx-*").unwrap(), 1);
         assert_eq!(device.query_i64("hal.dispatch", "concurrency").unwrap(), 1);
         assert_eq!(device.query_i64("hal.cpu", "nope").unwrap_err().code, StatusCode::NotFound);
+        assert_eq!(device.query_i64("hal.cpu", "sse3").unwrap(), 1, "x86-64 CPUs have SSE3");
         assert!(glob_match("l?cal-s*c", "local-sync"));
         assert!(!glob_match("local", "local-sync"));
     }

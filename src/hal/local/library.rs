@@ -10,6 +10,7 @@ use super::abi::{
     DISPATCH_FLAG_SEQUENTIAL, DISPATCH_FLAG_WORKGROUP_SIZE_DYNAMIC, LIBRARY_QUERY_SYMBOL, LIBRARY_VERSION,
     LOCAL_MEMORY_PAGE_SIZE, MAX_BINDING_COUNT, MAX_CONSTANT_COUNT,
 };
+use super::cpu;
 use super::elf::{ElfError, ElfModule};
 use super::system_library::{SystemLibrary, SystemLibraryError};
 
@@ -169,7 +170,7 @@ impl ExecutableLibrary {
             import_thunk: Some(call_import),
             import_funcs: std::ptr::null(),
             import_contexts: std::ptr::null(),
-            processor: host_processor(),
+            processor: cpu::host_processor(),
         });
         // SAFETY: the address is the non-null, loaded `iree_hal_executable_library_query`, whose
         // C signature `QueryFn` transcribes; it stays loaded as long as `code`.
@@ -556,41 +557,4 @@ unsafe fn read_imports(library: &LibraryV0) -> Result<Vec<String>, LibraryError>
                 .ok_or_else(|| LibraryError::Malformed(format!("import {ordinal} has no name")))
         })
         .collect()
-}
-
-/// Describes this CPU the way IREE's runtime does (`iree/schemas/cpu_feature_bits.inl`): word 0
-/// holds one bit per x86-64 feature, set only when the CPU and the OS both support it. Compiled
-/// code reads it to pick among variants (microkernels); a zero bit only means a slower path.
-fn host_processor() -> Processor {
-    let mut processor = Processor::default();
-    let features: [(u32, bool); 22] = [
-        (0, is_x86_feature_detected!("sse3")),
-        (1, is_x86_feature_detected!("ssse3")),
-        (2, is_x86_feature_detected!("sse4.1")),
-        (3, is_x86_feature_detected!("sse4.2")),
-        (4, is_x86_feature_detected!("sse4a")),
-        (10, is_x86_feature_detected!("avx")),
-        (11, is_x86_feature_detected!("fma")),
-        (14, is_x86_feature_detected!("f16c")),
-        (15, is_x86_feature_detected!("avx2")),
-        (20, is_x86_feature_detected!("avx512f")),
-        (21, is_x86_feature_detected!("avx512cd")),
-        (22, is_x86_feature_detected!("avx512vl")),
-        (23, is_x86_feature_detected!("avx512dq")),
-        (24, is_x86_feature_detected!("avx512bw")),
-        (25, is_x86_feature_detected!("avx512ifma")),
-        (26, is_x86_feature_detected!("avx512vbmi")),
-        (27, is_x86_feature_detected!("avx512vpopcntdq")),
-        (28, is_x86_feature_detected!("avx512vnni")),
-        (29, is_x86_feature_detected!("avx512vbmi2")),
-        (30, is_x86_feature_detected!("avx512bitalg")),
-        (31, is_x86_feature_detected!("avx512bf16")),
-        (32, is_x86_feature_detected!("avx512fp16")),
-    ];
-    for (bit, present) in features {
-        if present {
-            processor.data[0] |= 1 << bit;
-        }
-    }
-    processor
 }

@@ -1,10 +1,12 @@
 //! `vmvx-bytecode-fb` executables: the data is itself a `.vmfb` whose exports are dispatch
 //! functions, run by our VM once per workgroup with the calling convention IREE's VMVX loader
 //! uses: `(local_memory, constants, bindings: list<buffer>, workgroup id xyz, workgroup size xyz,
-//! workgroup count xyz)`.
+//! workgroup count xyz)`. Executables compiled with microkernels also import the `vmvx` module
+//! (see [`super::vmvx_kernels`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::vmvx_kernels::{self, VmvxModule};
 use crate::hal::executable::{Dispatch, ExecutableCode};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -45,16 +47,6 @@ impl VmvxExecutable {
         let invalid =
             |message: String| Diagnostic::new(StatusCode::InvalidArgument, format!("vmvx executable: {message}"));
         let module = Module::load_memory(data).map_err(|e| invalid(e.to_string()))?;
-        if let Some(import) = module.imported_functions().first() {
-            return Err(Diagnostic::new(
-                StatusCode::Unimplemented,
-                format!(
-                    "vmvx executable imports `{}`: the vmvx microkernel module is not provided (compile without \
-                     --iree-vmvx-enable-microkernels)",
-                    import.full_name
-                ),
-            ));
-        }
         let mut dispatch_exports = Vec::new();
         for export in module.exported_functions() {
             if LIFECYCLE.contains(&export.local_name.as_str()) {
@@ -78,6 +70,10 @@ impl VmvxExecutable {
         }
         let has_set_constants = module.lookup_export("__set_constants").is_some();
         let context = Context::new();
+        // Executables compiled with --iree-vmvx-enable-microkernels call the `vmvx` module.
+        if module.dependencies().iter().any(|d| d.name == vmvx_kernels::NAME) {
+            context.add_native_module(Arc::new(VmvxModule::new()))?;
+        }
         context.add_module(Arc::new(module))?;
         match (has_set_constants, constants.is_empty()) {
             (true, _) => {
