@@ -201,10 +201,13 @@ impl CommandBuffer {
                             format!("copy of {} bytes into a range of {}", source.len(), target.len()),
                         ));
                     }
-                    Bytes::copy(&source, 0, &target, 0, source.len() as i64)?;
+                    // SAFETY: queue work runs in submission order; nothing else touches its
+                    // buffers meanwhile (as for dispatches).
+                    unsafe { Bytes::copy_ordered(&source, 0, &target, 0, source.len() as i64) }?;
                 }
                 Command::Update { source, source_offset, target } => {
                     let target = resolve(target, table)?;
+                    // The source is a host buffer the program may still be touching: byte moves.
                     Bytes::copy(source, *source_offset as i64, &target, 0, target.len() as i64)?;
                 }
             }

@@ -695,7 +695,10 @@ fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> 
     let (source, source_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
     let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
     let (length, _flags) = (a.i64()?, a.i64()?);
-    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    // SAFETY: queue work runs in submission order, nothing else touching its buffers meanwhile.
+    submit(wait, signal, move || unsafe {
+        Bytes::copy_ordered(&source, source_offset, &target, target_offset, length)
+    })?;
     none()
 }
 

@@ -246,6 +246,31 @@ impl Buffer {
         Ok(())
     }
 
+    /// [`Buffer::copy`] as one `memmove` rather than atomic byte moves, for the HAL's transfers:
+    /// several times faster on the tensors programs shuffle between dispatches.
+    ///
+    /// # Safety
+    /// Nothing else may access either range while the copy runs. The HAL's queue order gives
+    /// that, as it does for compiled dispatches, which write these bytes through raw pointers.
+    pub unsafe fn copy_ordered(
+        source: &Buffer,
+        source_offset: i64,
+        target: &Buffer,
+        target_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let from = source.view(source_offset, length, 1)?;
+        let to = target.view_mut(target_offset, length, 1)?;
+        let source = match from {
+            View::Rodata(bytes) => bytes.as_ptr(),
+            View::Owned(bytes) => bytes.as_ptr().cast::<u8>(),
+        };
+        // SAFETY: both ranges were bounds-checked above and the target is owned (writable)
+        // memory; `copy` allows overlap; the caller rules out concurrent access.
+        unsafe { std::ptr::copy(source, to.as_ptr().cast::<u8>().cast_mut(), to.len()) };
+        Ok(())
+    }
+
     /// Whether `length` bytes at both offsets are equal (`vm.buffer.compare`).
     pub fn compare(
         lhs: &Buffer,
@@ -886,5 +911,21 @@ mod tests {
         assert_eq!(whole.to_vec(), [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]);
         Buffer::copy(&high, 0, &low, 0, 8).unwrap();
         assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]);
+    }
+
+    #[test]
+    fn ordered_copies_check_ranges_and_move_like_memmove() {
+        let whole = Buffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
+        let (low, high) = (whole.span(0, 8).unwrap(), whole.span(2, 8).unwrap());
+        // SAFETY: this thread alone touches these buffers.
+        unsafe {
+            Buffer::copy_ordered(&low, 0, &high, 0, 8).unwrap();
+            assert_eq!(whole.to_vec(), [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]);
+            Buffer::copy_ordered(&high, 0, &low, 0, 8).unwrap();
+            assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]);
+            let error = Buffer::copy_ordered(&low, 4, &high, 0, 5).unwrap_err();
+            assert_eq!(error.code, StatusCode::OutOfRange);
+            assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7], "nothing moved");
+        }
     }
 }
