@@ -7,7 +7,7 @@ use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::buffer::{self, wrong_type};
-use super::executable::{self, Dispatch};
+use super::executable::{self, BoundBytes, Dispatch};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -165,13 +165,15 @@ impl CommandBuffer {
         if !recording.finalized {
             return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
         }
+        // One allocation per execution for every dispatch's bindings.
+        let mut bound = Vec::new();
         for command in &recording.commands {
             match command {
                 Command::Dispatch { executable, export, workgroups, constants, bindings } => {
                     let workgroup_count = match workgroups {
                         Workgroups::Fixed(count) => *count,
                         Workgroups::Indirect(range) => {
-                            let bytes = resolve(range, table)?;
+                            let bytes = resolve(range, table)?.span()?;
                             [0, 1, 2]
                                 .map(|i| bytes.load_i32(i).map(|v| v as u32))
                                 .into_iter()
@@ -180,17 +182,19 @@ impl CommandBuffer {
                                 .expect("three counts")
                         }
                     };
-                    let bindings =
-                        bindings.iter().map(|range| resolve(range, table)).collect::<Result<Vec<_>, Diagnostic>>()?;
+                    bound.clear();
+                    for range in bindings {
+                        bound.push(resolve(range, table)?);
+                    }
                     executable::deref(executable)?.dispatch(&Dispatch {
                         export: *export,
                         workgroup_count,
                         constants,
-                        bindings: &bindings,
+                        bindings: &bound,
                     })?;
                 }
                 Command::Fill { target, pattern, pattern_length } => {
-                    let target = resolve(target, table)?;
+                    let target = resolve(target, table)?.span()?;
                     fill(&target, *pattern, *pattern_length)?;
                 }
                 Command::Copy { source, target } => {
@@ -203,12 +207,20 @@ impl CommandBuffer {
                     }
                     // SAFETY: queue work runs in submission order; nothing else touches its
                     // buffers meanwhile (as for dispatches).
-                    unsafe { Bytes::copy_ordered(&source, 0, &target, 0, source.len() as i64) }?;
+                    unsafe {
+                        Bytes::copy_ordered(
+                            source.buffer(),
+                            source.offset(),
+                            target.buffer(),
+                            target.offset(),
+                            source.len() as i64,
+                        )
+                    }?;
                 }
                 Command::Update { source, source_offset, target } => {
                     let target = resolve(target, table)?;
                     // The source is a host buffer the program may still be touching: byte moves.
-                    Bytes::copy(source, *source_offset as i64, &target, 0, target.len() as i64)?;
+                    Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)?;
                 }
             }
         }
@@ -235,9 +247,11 @@ fn command_ranges(command: &Command) -> Vec<&BufferRange> {
 }
 
 /// The bytes a range names, with the table applied.
-fn resolve(range: &BufferRange, table: &[TableEntry]) -> Result<Arc<Bytes>, Diagnostic> {
-    let span = match &range.source {
-        BufferSource::Direct(buffer) => buffer::deref(buffer)?.subspan(range.offset, range.length)?,
+fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundBytes<'a>, Diagnostic> {
+    match &range.source {
+        BufferSource::Direct(buffer) => {
+            BoundBytes::whole(buffer::deref(buffer)?.bytes()).range(range.offset, range.length)
+        }
         BufferSource::Slot(slot) => {
             let entry = table.get(*slot as usize).ok_or_else(|| {
                 Diagnostic::new(
@@ -248,15 +262,11 @@ fn resolve(range: &BufferRange, table: &[TableEntry]) -> Result<Arc<Bytes>, Diag
             let buffer = entry.buffer.as_ref().ok_or_else(|| {
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
-            let table_span = buffer::deref(buffer)?.subspan(entry.offset, entry.length)?;
-            if range.offset == 0 && (range.length == -1 || range.length == table_span.len() as i64) {
-                table_span
-            } else {
-                table_span.subspan(range.offset, range.length)?
-            }
+            BoundBytes::whole(buffer::deref(buffer)?.bytes())
+                .range(entry.offset, entry.length)?
+                .range(range.offset, range.length)
         }
-    };
-    Ok(span.bytes().clone())
+    }
 }
 
 fn fill(target: &Bytes, pattern: u64, pattern_length: usize) -> Result<(), Diagnostic> {
@@ -279,4 +289,50 @@ fn fill(target: &Bytes, pattern: u64, pattern_length: usize) -> Result<(), Diagn
 /// The command buffer a ref holds, or INVALID_ARGUMENT naming what was there.
 pub fn deref(value: &Ref) -> Result<&CommandBuffer, Diagnostic> {
     value.downcast::<CommandBuffer>().ok_or_else(|| wrong_type("hal.command_buffer", value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hal::buffer::Buffer;
+
+    fn buffer_ref(bytes: &[u8]) -> Ref {
+        Buffer::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0).into_ref()
+    }
+
+    /// Ranges resolve without copying: direct and through the table, offsets adding up, `-1` the
+    /// rest, and every way out of bounds refused with the sizes involved.
+    #[test]
+    fn ranges_resolve_within_their_buffers_and_tables() {
+        let data = buffer_ref(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        let direct = BufferRange { source: BufferSource::Direct(data.clone()), offset: 2, length: -1 };
+        let bound = resolve(&direct, &[]).unwrap();
+        assert_eq!((bound.offset(), bound.len()), (2, 6));
+        assert_eq!(bound.span().unwrap().to_vec(), [2, 3, 4, 5, 6, 7]);
+        let table = [
+            TableEntry { buffer: Some(data.clone()), offset: 4, length: 4 },
+            TableEntry { buffer: None, offset: 0, length: 0 },
+        ];
+        let slot = BufferRange { source: BufferSource::Slot(0), offset: 1, length: 2 };
+        let bound = resolve(&slot, &table).unwrap();
+        assert_eq!(bound.span().unwrap().to_vec(), [5, 6]);
+        assert_eq!(bound.address(), resolve(&direct, &[]).unwrap().address().wrapping_add(3));
+        let message = |range: BufferRange| resolve(&range, &table).err().unwrap().message;
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(0), offset: 3, length: 2 }),
+            "range 3+2 out of range of a buffer of 4 bytes"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(2), offset: 0, length: 1 }),
+            "binding table slot 2 out of range (the table has 2 entries)"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(1), offset: 0, length: 1 }),
+            "binding table slot 1 is null"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Direct(data), offset: -1, length: 1 }),
+            "range -1+1 out of range of a buffer of 8 bytes"
+        );
+    }
 }

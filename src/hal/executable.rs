@@ -17,7 +17,68 @@ pub struct Dispatch<'a> {
     pub export: usize,
     pub workgroup_count: [u32; 3],
     pub constants: &'a [u32],
-    pub bindings: &'a [Arc<Bytes>],
+    pub bindings: &'a [BoundBytes<'a>],
+}
+
+/// `length` bytes of a buffer from `offset`, bounds-checked: a binding as the command buffer
+/// resolved it, borrowed rather than made into a span (which allocates) for every dispatch.
+#[derive(Clone, Copy)]
+pub struct BoundBytes<'a> {
+    bytes: &'a Arc<Bytes>,
+    offset: usize,
+    length: usize,
+}
+
+impl<'a> BoundBytes<'a> {
+    /// The whole of `bytes`.
+    pub fn whole(bytes: &'a Arc<Bytes>) -> BoundBytes<'a> {
+        BoundBytes { bytes, offset: 0, length: bytes.len() }
+    }
+
+    /// `length` bytes from `offset` within this range; `-1` is the rest.
+    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, Diagnostic> {
+        let total = self.length as i64;
+        let length = if length == -1 { total.saturating_sub(offset) } else { length };
+        if offset < 0 || length < 0 || offset > total || length > total - offset {
+            return Err(Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!("range {offset}+{length} out of range of a buffer of {total} bytes"),
+            ));
+        }
+        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset as usize, length: length as usize })
+    }
+
+    pub fn buffer(&self) -> &'a Arc<Bytes> {
+        self.bytes
+    }
+
+    pub fn offset(&self) -> i64 {
+        self.offset as i64
+    }
+
+    pub fn len(&self) -> usize {
+        self.length
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+
+    /// The first byte, for native code; writable unless the memory is read-only (rodata bound
+    /// where the program does not write: writable imports are copies, `allocator.import`).
+    pub fn address(&self) -> *mut u8 {
+        let base = self.bytes.as_mut_ptr().unwrap_or(self.bytes.as_ptr().cast_mut());
+        base.wrapping_add(self.offset)
+    }
+
+    /// The range as a buffer of its own (a span sharing the memory).
+    pub fn span(&self) -> Result<Arc<Bytes>, Diagnostic> {
+        if self.offset == 0 && self.length == self.bytes.len() {
+            Ok(self.bytes.clone())
+        } else {
+            self.bytes.span(self.offset, self.length)
+        }
+    }
 }
 
 /// What a loader produces: dispatch functions by ordinal.

@@ -60,13 +60,10 @@ impl ExecutableCode for NativeExecutable {
         let bindings: Vec<Binding<'_>> = dispatch
             .bindings
             .iter()
-            .map(|bytes| {
-                // Read-only memory (rodata imported for read-only use) is only bound where the
-                // program does not write: writable imports are copies (`allocator.import`).
-                let address = bytes.as_mut_ptr().unwrap_or(bytes.as_ptr().cast_mut());
-                // SAFETY: `bytes` is held by the dispatch for as long as the code runs; the same
-                // memory bound twice (at different offsets) is what dispatches do.
-                unsafe { Binding::from_raw_parts(address, bytes.len()) }
+            .map(|bound| {
+                // SAFETY: the bound memory is held by the dispatch for as long as the code runs;
+                // the same memory bound twice (at different offsets) is what dispatches do.
+                unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
             })
             .collect();
         let failed = |e: super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());

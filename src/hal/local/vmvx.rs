@@ -111,7 +111,7 @@ impl ExecutableCode for VmvxExecutable {
         let bindings =
             List::new(ListElementType::from_list_type_name("!vm.list<!vm.buffer>")?, dispatch.bindings.len() as i32)?;
         for binding in dispatch.bindings {
-            bindings.push(Value::Ref(Some(Ref::Buffer(binding.clone()))))?;
+            bindings.push(Value::Ref(Some(Ref::Buffer(binding.span()?))))?;
         }
         let bindings = Ref::List(bindings);
         let local_memory = Ref::Buffer(Bytes::allocate(entry.local_memory as i64, 64)?);
