@@ -89,22 +89,35 @@ impl BufferView {
         }
         if !element_types_compatible(self.element_type, element_type) {
             return fail(format!(
-                "element type mismatch; expected {element_type:08X} but have {:08X}",
+                "element type mismatch; expected {} ({element_type:08X}) but have {} ({:08X})",
+                ElementType(element_type),
+                ElementType(self.element_type),
                 self.element_type
             ));
         }
         let scalar = |rank: usize| if rank == 0 { " (scalar)" } else { "" };
+        // Shape failures carry both shapes, as IREE annotates them.
+        let shapes = || {
+            let text = |dims: &[i64]| dims.iter().map(i64::to_string).collect::<Vec<_>>().join("x");
+            format!("; expected shape `{}`, actual shape `{}`", text(shape), text(&self.shape))
+        };
         if self.shape.len() != shape.len() {
             return fail(format!(
-                "shape rank mismatch; expected {}{} but have {}{}",
+                "shape rank mismatch; expected {}{} but have {}{}{}",
                 shape.len(),
                 scalar(shape.len()),
                 self.shape.len(),
-                scalar(self.shape.len())
+                scalar(self.shape.len()),
+                shapes()
             ));
         }
         if let Some(i) = (0..shape.len()).find(|&i| self.shape[i] != shape[i]) {
-            return fail(format!("shape dimension {i} mismatch; expected {} but have {}", shape[i], self.shape[i]));
+            return fail(format!(
+                "shape dimension {i} mismatch; expected {} but have {}{}",
+                shape[i],
+                self.shape[i],
+                shapes()
+            ));
         }
         Ok(())
     }
@@ -144,12 +157,15 @@ mod tests {
         let message = |r: Result<(), Diagnostic>| r.unwrap_err().message;
         assert_eq!(
             message(v.check(F32, DENSE_ROW_MAJOR, &[2, 4])),
-            "shape dimension 1 mismatch; expected 4 but have 3"
+            "shape dimension 1 mismatch; expected 4 but have 3; expected shape `2x4`, actual shape `2x3`"
         );
-        assert_eq!(message(v.check(F32, DENSE_ROW_MAJOR, &[])), "shape rank mismatch; expected 0 (scalar) but have 2");
+        assert_eq!(
+            message(v.check(F32, DENSE_ROW_MAJOR, &[])),
+            "shape rank mismatch; expected 0 (scalar) but have 2; expected shape ``, actual shape `2x3`"
+        );
         assert_eq!(
             message(v.check(I32, DENSE_ROW_MAJOR, &[2, 3])),
-            "element type mismatch; expected 10000020 but have 21000020"
+            "element type mismatch; expected i32 (10000020) but have f32 (21000020)"
         );
         // Signless and signed integers of one width are interchangeable.
         view(vec![4], SI32).check(I32, DENSE_ROW_MAJOR, &[4]).unwrap();

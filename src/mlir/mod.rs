@@ -1,5 +1,5 @@
 //! MLIR without LLVM: a small dialect-agnostic IR ([`ir`]), the bytecode reader for versions 0–6
-//! ([`bytecode`]) and the generic text printer ([`text`]).
+//! and writer ([`bytecode`]) and the generic text printer ([`text`]).
 //!
 //! ```no_run
 //! let bytes = std::fs::read("model.mlirbc").unwrap();
@@ -13,7 +13,7 @@ pub mod ir;
 pub mod ods;
 pub mod text;
 
-pub use bytecode::{read_bytecode, ReadError};
+pub use bytecode::{read_bytecode, write_bytecode, ReadError, WriteError, WriteOptions};
 pub use ir::Module;
 pub use text::print::{print_generic, PrintError, PrintOptions};
 

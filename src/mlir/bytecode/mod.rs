@@ -1,5 +1,7 @@
-//! MLIR bytecode (`MLïR` files): the reader for versions 0–6.
+//! MLIR bytecode (`MLïR` files): the reader and the writer for versions 0–6.
 
 pub mod reader;
+pub mod writer;
 
 pub use reader::{read_bytecode, read_bytecode_shared, ReadError, ReadErrorKind};
+pub use writer::{write_bytecode, WriteError, WriteOptions};

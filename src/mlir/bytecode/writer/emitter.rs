@@ -1,0 +1,153 @@
+//! The byte-level encoder: varints, NUL-terminated strings and (nested, possibly aligned)
+//! sections, as upstream's `EncodingEmitter` lays them out.
+
+/// Padding byte before aligned data (`bytecode::kAlignmentByte`).
+const ALIGNMENT_BYTE: u8 = 0xCB;
+
+/// A growing buffer plus the alignment its start must have in the final file. A section's payload
+/// is built in its own `Emitter`, aligned relative to its own start; [`Emitter::section`] then
+/// places it at an offset of the parent that keeps that alignment.
+#[derive(Debug)]
+pub(super) struct Emitter {
+    pub buf: Vec<u8>,
+    /// The largest alignment any data in `buf` needs from the buffer's start (1 = none).
+    pub alignment: u64,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Self { buf: Vec::new(), alignment: 1 }
+    }
+}
+
+impl Emitter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn byte(&mut self, byte: u8) {
+        self.buf.push(byte);
+    }
+
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// A PrefixVarInt: the count of trailing zero bits of the first byte is the count of extra
+    /// bytes; a first byte of zero means eight little-endian bytes follow.
+    pub fn varint(&mut self, value: u64) {
+        if value >> 7 == 0 {
+            self.buf.push(((value << 1) | 1) as u8);
+            return;
+        }
+        for num_bytes in 2..9usize {
+            if value >> (7 * num_bytes) == 0 {
+                let encoded = ((value << 1) | 1) << (num_bytes - 1);
+                self.buf.extend_from_slice(&encoded.to_le_bytes()[..num_bytes]);
+                return;
+            }
+        }
+        self.buf.push(0);
+        self.buf.extend_from_slice(&value.to_le_bytes());
+    }
+
+    /// A zigzag-encoded signed varint.
+    pub fn signed_varint(&mut self, value: i64) {
+        self.varint(((value as u64) << 1) ^ ((value >> 63) as u64));
+    }
+
+    /// `varint((value << 1) | flag)`.
+    pub fn varint_with_flag(&mut self, value: u64, flag: bool) {
+        self.varint((value << 1) | u64::from(flag));
+    }
+
+    pub fn cstr(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        self.buf.push(0);
+    }
+
+    /// `varint len` then the bytes.
+    pub fn blob(&mut self, bytes: &[u8]) {
+        self.varint(bytes.len() as u64);
+        self.bytes(bytes);
+    }
+
+    /// Pads with `0xCB` up to `alignment` (a power of two) from the buffer's start, and records
+    /// that the buffer's start needs that alignment.
+    pub fn align_to(&mut self, alignment: u64) {
+        if alignment < 2 {
+            return;
+        }
+        while self.buf.len() as u64 % alignment != 0 {
+            self.buf.push(ALIGNMENT_BYTE);
+        }
+        self.alignment = self.alignment.max(alignment);
+    }
+
+    /// Appends a section: `byte(id | aligned << 7)`, `varint length`, then, only when the payload
+    /// needs an alignment this offset does not already have, `varint alignment` and padding. When
+    /// the offset happens to be aligned, the requirement moves up to this emitter instead (what
+    /// upstream does, so its files and ours agree on when the flag is set).
+    pub fn section(&mut self, id: u8, payload: Emitter) {
+        let code_at = self.buf.len();
+        self.buf.push(id);
+        self.varint(payload.buf.len() as u64);
+        if payload.alignment > 1 {
+            if self.buf.len() as u64 % payload.alignment != 0 {
+                self.varint(payload.alignment);
+                self.align_to(payload.alignment);
+                self.buf[code_at] |= 0x80;
+            } else {
+                self.alignment = self.alignment.max(payload.alignment);
+            }
+        }
+        if self.buf.is_empty() {
+            self.buf = payload.buf;
+        } else {
+            self.buf.extend_from_slice(&payload.buf);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Emitter;
+
+    fn varint(value: u64) -> Vec<u8> {
+        let mut e = Emitter::new();
+        e.varint(value);
+        e.buf
+    }
+
+    #[test]
+    fn varints_use_prefix_encoding() {
+        assert_eq!(varint(0), [0x01]);
+        assert_eq!(varint(6), [0x0d]);
+        assert_eq!(varint(127), [0xff]);
+        assert_eq!(varint(128), [0x02, 0x02]);
+        assert_eq!(varint(u64::MAX), [0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(varint(1 << 55), [0x80, 0, 0, 0, 0, 0, 0, 0x80]);
+    }
+
+    #[test]
+    fn aligned_section_pads_only_when_needed() {
+        let mut payload = Emitter::new();
+        payload.align_to(8);
+        payload.bytes(&[1, 2, 3]);
+        let mut outer = Emitter::new();
+        outer.bytes(&[0xAA]);
+        outer.section(5, payload);
+        // id|0x80, len 3, align 8, padding to offset 8, data.
+        assert_eq!(outer.buf, [0xAA, 0x85, 0x07, 0x11, 0xCB, 0xCB, 0xCB, 0xCB, 1, 2, 3]);
+        let mut payload = Emitter::new();
+        payload.align_to(2);
+        let mut outer = Emitter::new();
+        outer.section(5, payload);
+        assert_eq!(outer.buf, [0x05, 0x01]);
+        assert_eq!(outer.alignment, 2);
+    }
+}

@@ -1,0 +1,360 @@
+//! The IR section: ops, regions, blocks and values, numbered the way the reader expects (a value's
+//! number is its slot in the scope of the nearest isolated region: a region's values follow those
+//! of all enclosing regions of the same scope, in block order, arguments before results), with
+//! regions of isolated ops in nested sections from version 2 on, use-list orders from version 3,
+//! and the properties table they index from version 5.
+
+use std::collections::HashMap;
+
+use super::emitter::Emitter;
+use super::error::WriteError;
+use super::numbering::{
+    self, block, op, op_name, operands, region, regions, successors, value, value_run, AttrKey, NativeItem, Plan,
+    PropsPlan, Result,
+};
+use super::version;
+use crate::mlir::bytecode::reader::MAX_NESTING;
+use crate::mlir::ir::{Attribute, BlockId, Module, OpId, RegionId, UseListOrder, ValueDef, ValueId};
+
+const UNNUMBERED: u32 = u32::MAX;
+
+pub(super) struct IrWriter<'a> {
+    m: &'a Module,
+    plan: &'a Plan,
+    version: u32,
+    /// Each value's number in its isolated scope (set when its region is entered).
+    numbers: Vec<u32>,
+    /// Whether each op's regions use no value from outside the op.
+    isolated: Vec<bool>,
+    use_lists: HashMap<ValueId, Vec<&'a UseListOrder>>,
+    /// Serialized properties entries (size-prefixed), deduplicated.
+    pub properties: Vec<Vec<u8>>,
+    properties_index: HashMap<Vec<u8>, u64>,
+}
+
+/// The region a value is defined in (`None`: the top level).
+fn defining_region(m: &Module, v: ValueId) -> Result<Option<RegionId>> {
+    match value(m, v)?.def {
+        ValueDef::OpResult { op: def, .. } => match op(m, def)?.parent {
+            Some(b) => Ok(block(m, b)?.parent),
+            None => Ok(None),
+        },
+        ValueDef::BlockArgument { block: b, .. } => Ok(block(m, b)?.parent),
+        ValueDef::Undefined => Err(malformed_undefined()),
+    }
+}
+
+fn malformed_undefined() -> WriteError {
+    WriteError::UndefinedValue(String::new())
+}
+
+fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
+    match op(m, id)?.parent {
+        Some(b) => Ok(block(m, b)?.parent),
+        None => Ok(None),
+    }
+}
+
+impl<'a> IrWriter<'a> {
+    pub fn new(m: &'a Module, plan: &'a Plan, version: u32) -> Result<Self> {
+        // An op is isolated unless some op inside it uses a value defined outside it: walk up from
+        // each use to the region defining the value, marking every op crossed.
+        let mut isolated = vec![true; m.ops.len()];
+        for &user in &plan.walk {
+            let o = op(m, user)?;
+            for &v in operands(m, o)? {
+                let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
+                let mut current = parent_region(m, user)?;
+                let mut steps = 0usize;
+                while current != def {
+                    let Some(r) = current else {
+                        return Err(WriteError::ValueNotVisible(op_name(m, user)));
+                    };
+                    let owner =
+                        region(m, r)?.parent.ok_or_else(|| numbering::malformed("region without a parent op"))?;
+                    isolated[owner.0 as usize] = false;
+                    current = parent_region(m, owner)?;
+                    steps += 1;
+                    if steps > m.ops.len() {
+                        return Err(numbering::malformed("op parents form a cycle"));
+                    }
+                }
+            }
+        }
+        let mut use_lists: HashMap<ValueId, Vec<&UseListOrder>> = HashMap::new();
+        if version >= version::USE_LIST_ORDERING {
+            for order in &m.use_list_orders {
+                use_lists.entry(order.value).or_default().push(order);
+            }
+        }
+        Ok(Self {
+            m,
+            plan,
+            version,
+            numbers: vec![UNNUMBERED; m.values.len()],
+            isolated,
+            use_lists,
+            properties: Vec::new(),
+            properties_index: HashMap::new(),
+        })
+    }
+
+    /// The IR section payload: the top-level ops as one block without arguments.
+    pub fn write(&mut self) -> Result<Emitter> {
+        let mut e = Emitter::new();
+        e.varint_with_flag(self.m.top_level.len() as u64, false);
+        for &top in &self.m.top_level {
+            if op(self.m, top)?.results.len > 0 {
+                return Err(WriteError::TopLevelResults(op_name(self.m, top)));
+            }
+            self.op(&mut e, top, None, 0, 0)?;
+        }
+        Ok(e)
+    }
+
+    fn op(&mut self, e: &mut Emitter, id: OpId, parent: Option<RegionId>, next_base: u32, depth: usize) -> Result<()> {
+        let m = self.m;
+        let o = op(m, id)?;
+        let plan = self.plan.ops[id.0 as usize].as_ref().ok_or_else(|| numbering::malformed("op not planned"))?;
+        e.varint(self.plan.op_name_index(o.name)?);
+        let mask_at = e.len();
+        e.byte(0);
+        let mut mask = 0u8;
+        e.varint(self.plan.attr_index(AttrKey::Module(o.loc))?);
+        if let Some(attrs) = plan.attrs {
+            mask |= 0x01;
+            e.varint(self.plan.attr_index(attrs)?);
+        }
+        if self.version >= version::NATIVE_PROPERTIES {
+            if let Some(blob) = self.properties_blob(&plan.props)? {
+                mask |= 0x40;
+                let index = self.intern_properties(blob);
+                e.varint(index);
+            }
+        }
+        let results = value_run(m, o.results)?;
+        if !results.is_empty() {
+            mask |= 0x02;
+            e.varint(results.len() as u64);
+            for v in results.clone() {
+                e.varint(self.plan.type_index(value(m, ValueId(v))?.ty)?);
+            }
+        }
+        let operand_list = operands(m, o)?;
+        if !operand_list.is_empty() {
+            mask |= 0x04;
+            e.varint(operand_list.len() as u64);
+            for &v in operand_list {
+                match self.numbers.get(v.0 as usize) {
+                    Some(&n) if n != UNNUMBERED => e.varint(u64::from(n)),
+                    _ => return Err(WriteError::ValueNotVisible(op_name(m, id))),
+                }
+            }
+        }
+        let succ = successors(m, o)?;
+        if !succ.is_empty() {
+            mask |= 0x08;
+            e.varint(succ.len() as u64);
+            let blocks = match parent {
+                Some(r) => &region(m, r)?.blocks[..],
+                None => &[],
+            };
+            for b in succ {
+                let index = blocks
+                    .iter()
+                    .position(|x| x == b)
+                    .ok_or_else(|| WriteError::SuccessorOutsideRegion(op_name(m, id)))?;
+                e.varint(index as u64);
+            }
+        }
+        if self.use_list_records(e, results.start, results.len())? {
+            mask |= 0x20;
+        }
+        let op_regions = regions(m, o)?;
+        if !op_regions.is_empty() {
+            mask |= 0x10;
+        }
+        e.buf[mask_at] = mask;
+        if op_regions.is_empty() {
+            return Ok(());
+        }
+        if depth >= MAX_NESTING {
+            return Err(WriteError::TooDeep(MAX_NESTING));
+        }
+        let isolated = self.isolated[id.0 as usize];
+        e.varint_with_flag(op_regions.len() as u64, isolated);
+        if isolated && self.version >= version::LAZY_LOADING {
+            let mut nested = Emitter::new();
+            for &r in op_regions {
+                self.region(&mut nested, r, 0, depth + 1)?;
+            }
+            e.section(4, nested);
+        } else {
+            let base = if isolated { 0 } else { next_base };
+            for &r in op_regions {
+                self.region(e, r, base, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn region(&mut self, e: &mut Emitter, id: RegionId, base: u32, depth: usize) -> Result<()> {
+        let m = self.m;
+        let blocks = &region(m, id)?.blocks;
+        if blocks.is_empty() {
+            e.varint(0);
+            return Ok(());
+        }
+        // Number every value of the region first: later blocks may be referred to before they are
+        // written (forward references), and nested regions see all of them.
+        let mut next = base;
+        for &b in blocks {
+            let blk = block(m, b)?;
+            for v in value_run(m, blk.arguments)? {
+                self.numbers[v as usize] = next;
+                next += 1;
+            }
+            for &o in &blk.ops {
+                for v in value_run(m, op(m, o)?.results)? {
+                    self.numbers[v as usize] = next;
+                    next += 1;
+                }
+            }
+        }
+        e.varint(blocks.len() as u64);
+        e.varint(u64::from(next - base));
+        for &b in blocks {
+            self.block(e, b, id, next, depth)?;
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, e: &mut Emitter, id: BlockId, parent: RegionId, next_base: u32, depth: usize) -> Result<()> {
+        let m = self.m;
+        let blk = block(m, id)?;
+        let args = value_run(m, blk.arguments)?;
+        e.varint_with_flag(blk.ops.len() as u64, !args.is_empty());
+        if !args.is_empty() {
+            e.varint(args.len() as u64);
+            for v in args.clone() {
+                let arg = value(m, ValueId(v))?;
+                let ty = self.plan.type_index(arg.ty)?;
+                let loc =
+                    arg.loc.filter(|&l| !matches!(m.context.attrs().get(l.0 as usize), Some(Attribute::UnknownLoc)));
+                if self.version >= version::ELIDE_UNKNOWN_BLOCK_ARG_LOCATION {
+                    e.varint_with_flag(ty, loc.is_some());
+                    if let Some(loc) = loc {
+                        e.varint(self.plan.attr_index(AttrKey::Module(loc))?);
+                    }
+                } else {
+                    e.varint(ty);
+                    let loc = match arg.loc {
+                        Some(loc) => AttrKey::Module(loc),
+                        None => self.plan.unknown_loc.ok_or_else(|| numbering::malformed("no UnknownLoc numbered"))?,
+                    };
+                    e.varint(self.plan.attr_index(loc)?);
+                }
+            }
+            if self.version >= version::USE_LIST_ORDERING {
+                let flag_at = e.len();
+                e.byte(0);
+                if self.use_list_records(e, args.start, args.len())? {
+                    e.buf[flag_at] = 0x20;
+                }
+            }
+        }
+        for &o in &blk.ops {
+            self.op(e, o, Some(parent), next_base, depth)?;
+        }
+        Ok(())
+    }
+
+    /// The use-list records of the `len` values from `first`, as the module stores them; whether
+    /// there were any.
+    fn use_list_records(&mut self, e: &mut Emitter, first: u32, len: usize) -> Result<bool> {
+        if self.use_lists.is_empty() || len == 0 {
+            return Ok(false);
+        }
+        let mut records: Vec<(u32, &UseListOrder)> = Vec::new();
+        for i in 0..len as u32 {
+            if let Some(orders) = self.use_lists.get(&ValueId(first + i)) {
+                records.extend(orders.iter().map(|&o| (i, o)));
+            }
+        }
+        if records.is_empty() {
+            return Ok(false);
+        }
+        if len > 1 {
+            e.varint(records.len() as u64);
+        }
+        for (index, order) in records {
+            if len > 1 {
+                e.varint(u64::from(index));
+            }
+            e.varint_with_flag(order.indices.len() as u64, order.is_pairs);
+            for &i in order.indices.iter() {
+                e.varint(u64::from(i));
+            }
+        }
+        Ok(true)
+    }
+
+    fn properties_blob(&self, props: &PropsPlan) -> Result<Option<Vec<u8>>> {
+        let mut e = Emitter::new();
+        match props {
+            PropsPlan::None => return Ok(None),
+            PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
+            PropsPlan::Native(items) => {
+                for item in items {
+                    match item {
+                        NativeItem::Required(a) => e.varint(self.plan.attr_index(AttrKey::Module(*a))?),
+                        NativeItem::Optional(None) => e.varint(0),
+                        NativeItem::Optional(Some(a)) => {
+                            e.varint_with_flag(self.plan.attr_index(AttrKey::Module(*a))?, true)
+                        }
+                        NativeItem::Segments(values) => sparse_array(&mut e, values),
+                    }
+                }
+            }
+        }
+        Ok(Some(e.buf))
+    }
+
+    fn intern_properties(&mut self, blob: Vec<u8>) -> u64 {
+        let mut entry = Emitter::new();
+        entry.blob(&blob);
+        if let Some(&index) = self.properties_index.get(&entry.buf) {
+            return index;
+        }
+        let index = self.properties.len() as u64;
+        self.properties.push(entry.buf.clone());
+        self.properties_index.insert(entry.buf, index);
+        index
+    }
+}
+
+/// `writeSparseArray`: dense (`n` values) unless at most half the values are non-zero and the
+/// last non-zero index is at most 256, then `(value << indexBits) | index` pairs.
+fn sparse_array(e: &mut Emitter, values: &[i32]) {
+    let non_zero = values.iter().filter(|&&v| v != 0).count();
+    let last = values.iter().rposition(|&v| v != 0).unwrap_or(0);
+    if last > 256 || non_zero > values.len() / 2 {
+        e.varint_with_flag(values.len() as u64, false);
+        for &v in values {
+            e.varint(v as u64);
+        }
+        return;
+    }
+    e.varint_with_flag(non_zero as u64, true);
+    if non_zero == 0 {
+        return;
+    }
+    // ceil(log2(last + 1)): the bits needed to hold `last`.
+    let bits = usize::BITS - last.leading_zeros();
+    e.varint(u64::from(bits));
+    for (index, &v) in values.iter().enumerate().take(last + 1) {
+        if v != 0 {
+            e.varint(((v as u64) << bits) | index as u64);
+        }
+    }
+}

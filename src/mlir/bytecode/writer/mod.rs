@@ -1,0 +1,232 @@
+//! The MLIR bytecode writer, versions 0–6: the inverse of [`super::reader`], laid out the way
+//! upstream's `BytecodeWriter.cpp` lays files out (same sections, same order, same alignment
+//! rules), so that upstream MLIR reads what rtx writes.
+//!
+//! Output is deterministic but not byte-identical to upstream's: attributes, types and strings are
+//! numbered in the order the IR meets them (upstream sorts them by use count), and resources the
+//! module holds are all kept (upstream keeps only referenced ones).
+//!
+//! **What each version can hold, and what happens when it cannot:**
+//! - Properties of registered ops (bytecode v5+) are written in their native ODS encoding when
+//!   [`crate::mlir::ods`] knows the op and the properties fit its schema (v6 writes segment sizes as
+//!   a sparse array, v5 as an attribute); otherwise the op name is written as unregistered with its
+//!   properties as a dictionary attribute, which upstream also reads back into the op's properties.
+//!   Below v5, a registered op's properties are folded into its attribute dictionary, exactly as
+//!   upstream does (upstream restores them when reading; rtx's reader shows them as attributes).
+//! - Not expressible, so an error unless [`WriteOptions::allow_lossy_downgrade`] is set (in which
+//!   case they are dropped, as upstream's writer silently does): unregistered ops' properties below
+//!   v5, use-list orders below v3, dialect version payloads in v0.
+//! - Never writable: attributes/types in another dialect's own custom encoding and undecoded
+//!   native properties ([`crate::mlir::ir::Properties::Opaque`]), since they hold indices into the
+//!   file they came from.
+//! - Regions of ops that use no value from outside are flagged isolated (structurally, as
+//!   upstream does) and, from v2 on, written as nested sections a reader may load lazily.
+
+mod attr_type;
+mod emitter;
+pub mod error;
+mod ir;
+mod numbering;
+
+pub use error::WriteError;
+
+use super::reader::version as reader_version;
+use crate::mlir::ir::{Module, ResourceValue};
+use emitter::Emitter;
+use numbering::{Plan, ResourceEntries, Result};
+
+/// Version gates, as `u32`s for [`WriteOptions::version`].
+pub(crate) mod version {
+    use super::reader_version as r;
+    pub const DIALECT_VERSIONING: u32 = r::DIALECT_VERSIONING as u32;
+    pub const LAZY_LOADING: u32 = r::LAZY_LOADING as u32;
+    pub const USE_LIST_ORDERING: u32 = r::USE_LIST_ORDERING as u32;
+    pub const ELIDE_UNKNOWN_BLOCK_ARG_LOCATION: u32 = r::ELIDE_UNKNOWN_BLOCK_ARG_LOCATION as u32;
+    pub const NATIVE_PROPERTIES: u32 = r::NATIVE_PROPERTIES as u32;
+    pub const NATIVE_PROPERTIES_ODS_SEGMENT_SIZE: u32 = r::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE as u32;
+}
+
+/// The newest version rtx writes, and the default (as upstream's).
+pub const DEFAULT_VERSION: u32 = 6;
+
+/// How to write a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// The bytecode version, 0–6 (default 6).
+    pub version: u32,
+    /// The producer string in the file header (default `"rtx <crate version>"`).
+    pub producer: String,
+    /// Drop what the target version cannot express (unregistered ops' properties below v5,
+    /// use-list orders below v3, dialect versions in v0) instead of failing, matching what
+    /// upstream's writer does. Off by default: then such a module gives
+    /// [`WriteError::NotRepresentable`].
+    pub allow_lossy_downgrade: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            version: DEFAULT_VERSION,
+            producer: concat!("rtx ", env!("CARGO_PKG_VERSION")).to_owned(),
+            allow_lossy_downgrade: false,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// The default options for `version`.
+    pub fn version(version: u32) -> Self {
+        Self { version, ..Self::default() }
+    }
+}
+
+const MAGIC: &[u8; 4] = b"ML\xEFR";
+
+/// Writes `module` as MLIR bytecode.
+pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::Result<Vec<u8>, WriteError> {
+    let v = options.version;
+    if v > DEFAULT_VERSION {
+        return Err(WriteError::UnsupportedVersion(v));
+    }
+    if v < version::USE_LIST_ORDERING && !module.use_list_orders.is_empty() && !options.allow_lossy_downgrade {
+        return Err(WriteError::NotRepresentable {
+            version: v,
+            needs: version::USE_LIST_ORDERING,
+            what: format!("use-list orders ({} values)", module.use_list_orders.len()),
+        });
+    }
+    let mut plan = numbering::plan(module, options)?;
+    if v < version::DIALECT_VERSIONING && !options.allow_lossy_downgrade {
+        if let Some(d) = plan.dialects.iter().find(|d| d.version.is_some()) {
+            return Err(WriteError::NotRepresentable {
+                version: v,
+                needs: version::DIALECT_VERSIONING,
+                what: format!("the version of dialect `{}`", String::from_utf8_lossy(&d.name)),
+            });
+        }
+    }
+
+    let mut ir = ir::IrWriter::new(module, &plan, v)?;
+    let ir_section = ir.write()?;
+    let properties = std::mem::take(&mut ir.properties);
+    drop(ir);
+
+    let mut out = Emitter::new();
+    out.bytes(MAGIC);
+    out.varint(u64::from(v));
+    out.cstr(options.producer.as_bytes());
+    write_dialect_section(&mut out, &mut plan, v);
+    attr_type::write_attr_type_sections(&mut out, &plan)?;
+    out.section(4, ir_section);
+    write_resource_sections(&mut out, &mut plan, module)?;
+    let mut strings = Emitter::new();
+    strings.varint(plan.strings.strings.len() as u64);
+    for s in plan.strings.strings.iter().rev() {
+        strings.varint(s.len() as u64 + 1);
+    }
+    for s in &plan.strings.strings {
+        strings.cstr(s);
+    }
+    out.section(0, strings);
+    if v >= version::NATIVE_PROPERTIES {
+        let mut section = Emitter::new();
+        section.varint(properties.len() as u64);
+        for entry in &properties {
+            section.bytes(entry);
+        }
+        out.section(8, section);
+    }
+    Ok(out.buf)
+}
+
+fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
+    let mut e = Emitter::new();
+    e.varint(plan.dialects.len() as u64);
+    for i in 0..plan.dialects.len() {
+        let name = plan.strings.insert(&plan.dialects[i].name);
+        let dialect = &plan.dialects[i];
+        match &dialect.version {
+            Some(payload) if v >= version::DIALECT_VERSIONING => {
+                e.varint_with_flag(u64::from(name), true);
+                let mut section = Emitter::new();
+                section.bytes(payload);
+                e.section(7, section);
+            }
+            _ if v >= version::DIALECT_VERSIONING => e.varint_with_flag(u64::from(name), false),
+            _ => e.varint(u64::from(name)),
+        }
+    }
+    if v >= version::ELIDE_UNKNOWN_BLOCK_ARG_LOCATION {
+        e.varint(plan.op_names.len() as u64);
+    }
+    for run in plan.op_names.chunk_by(|a, b| a.dialect == b.dialect) {
+        e.varint(u64::from(run[0].dialect));
+        e.varint(run.len() as u64);
+        for name in run {
+            if v >= version::NATIVE_PROPERTIES {
+                e.varint_with_flag(u64::from(name.short), name.registered);
+            } else {
+                e.varint(u64::from(name.short));
+            }
+        }
+    }
+    out.section(1, e);
+}
+
+/// Resource offset (6) then resource (5) sections; always present, as upstream writes them.
+fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Result<()> {
+    let mut data = Emitter::new();
+    let mut offsets = Emitter::new();
+    let mut group = |plan: &mut Plan, offsets: &mut Emitter, owner: u64, entries: &ResourceEntries| -> Result<()> {
+        offsets.varint(owner);
+        offsets.varint(entries.len() as u64);
+        for (key, value) in entries {
+            let start = data.len();
+            let kind = match value {
+                ResourceValue::Blob { alignment, data: blob } => {
+                    if !alignment.is_power_of_two() || *alignment > 1 << 32 {
+                        return Err(WriteError::BadResourceAlignment {
+                            key: String::from_utf8_lossy(key).into_owned(),
+                            alignment: *alignment,
+                        });
+                    }
+                    data.varint(*alignment);
+                    data.varint(blob.len() as u64);
+                    data.align_to(*alignment);
+                    data.bytes(blob.bytes());
+                    0
+                }
+                ResourceValue::Bool(b) => {
+                    data.byte(u8::from(*b));
+                    1
+                }
+                ResourceValue::String(s) => {
+                    let index = plan.strings.insert(numbering::string(m, *s)?);
+                    data.varint(u64::from(index));
+                    2
+                }
+                ResourceValue::Elided => 0,
+            };
+            let key = plan.strings.insert(key);
+            offsets.varint(u64::from(key));
+            offsets.varint((data.len() - start) as u64);
+            offsets.byte(kind);
+        }
+        Ok(())
+    };
+    let external = std::mem::take(&mut plan.external_resources);
+    offsets.varint(external.len() as u64);
+    for (owner, entries) in &external {
+        let owner = plan.strings.insert(owner);
+        group(plan, &mut offsets, u64::from(owner), entries)?;
+    }
+    let dialect = std::mem::take(&mut plan.dialect_resources);
+    for (owner, entries) in &dialect {
+        group(plan, &mut offsets, u64::from(*owner), entries)?;
+    }
+    plan.external_resources = external;
+    plan.dialect_resources = dialect;
+    out.section(6, offsets);
+    out.section(5, data);
+    Ok(())
+}

@@ -1,0 +1,940 @@
+//! Everything the sections refer to by index, decided before any byte is written: the dialects,
+//! operation names, attributes and types the module uses (reachable ones only, equal ones merged,
+//! grouped by dialect), the string table, resources, and how each op's attributes and properties
+//! are written for the target version.
+//!
+//! Attributes and types are copied into the writer's own tables in a *canonical* form: the same
+//! [`Attribute`]/[`Type`] data, but with every reference being an index into the file being
+//! written (`AttrId(i)` is attribute entry `i`, `Sym(i)` string `i`, `DialectId(i)` dialect `i`;
+//! see [`Mapper`]). Two entries that are equal in that form are the same entry.
+
+use std::collections::HashMap;
+
+use super::error::WriteError;
+use super::version;
+use super::WriteOptions;
+use crate::mlir::bytecode::reader::MAX_NESTING;
+use crate::mlir::ir::{
+    AttrId, Attribute, Block, BlockId, DialectId, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
+    ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
+};
+use crate::mlir::ods::{op_schema, OpSchema};
+
+pub(super) type Result<T> = std::result::Result<T, WriteError>;
+
+const UNSET: u32 = u32::MAX;
+
+// ---------------------------------------------------------------------------------------------
+// Checked access to the module (a hand-built module may hold dangling ids: an error, not a panic).
+
+pub(super) fn malformed(what: impl Into<String>) -> WriteError {
+    WriteError::Malformed(what.into())
+}
+
+pub(super) fn op(m: &Module, id: OpId) -> Result<&Operation> {
+    m.ops.get(id.0 as usize).ok_or_else(|| malformed(format!("op {} does not exist", id.0)))
+}
+pub(super) fn block(m: &Module, id: BlockId) -> Result<&Block> {
+    m.blocks.get(id.0 as usize).ok_or_else(|| malformed(format!("block {} does not exist", id.0)))
+}
+pub(super) fn region(m: &Module, id: RegionId) -> Result<&Region> {
+    m.regions.get(id.0 as usize).ok_or_else(|| malformed(format!("region {} does not exist", id.0)))
+}
+pub(super) fn value(m: &Module, id: ValueId) -> Result<&Value> {
+    m.values.get(id.0 as usize).ok_or_else(|| malformed(format!("value {} does not exist", id.0)))
+}
+fn pool<'a, T>(pool: &'a [T], span: crate::mlir::ir::Span, what: &str) -> Result<&'a [T]> {
+    let end = span.start.checked_add(span.len).ok_or_else(|| malformed(format!("{what} span overflows")))?;
+    pool.get(span.start as usize..end as usize).ok_or_else(|| malformed(format!("{what} span out of range")))
+}
+pub(super) fn operands<'a>(m: &'a Module, op: &Operation) -> Result<&'a [ValueId]> {
+    pool(&m.operand_pool, op.operands, "operand")
+}
+pub(super) fn successors<'a>(m: &'a Module, op: &Operation) -> Result<&'a [BlockId]> {
+    pool(&m.successor_pool, op.successors, "successor")
+}
+pub(super) fn regions<'a>(m: &'a Module, op: &Operation) -> Result<&'a [RegionId]> {
+    pool(&m.region_pool, op.regions, "region")
+}
+/// A run of consecutive values (results, block arguments), checked to exist.
+pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::ops::Range<u32>> {
+    let end = span.start.checked_add(span.len).ok_or_else(|| malformed("value span overflows"))?;
+    if span.len > 0 && end as usize > m.values.len() {
+        return Err(malformed("value span out of range"));
+    }
+    Ok(if span.len == 0 { 0..0 } else { span.start..end })
+}
+pub(super) fn attr(m: &Module, id: AttrId) -> Result<&Attribute> {
+    m.context.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
+}
+pub(super) fn ty(m: &Module, id: TypeId) -> Result<&Type> {
+    m.context.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
+}
+pub(super) fn string(m: &Module, sym: Sym) -> Result<&[u8]> {
+    if sym.0 as usize >= m.context.num_strings() {
+        return Err(malformed(format!("string {} does not exist", sym.0)));
+    }
+    Ok(m.context.str_bytes(sym))
+}
+pub(super) fn op_name(m: &Module, id: OpId) -> String {
+    m.ops
+        .get(id.0 as usize)
+        .and_then(|op| m.context.op_names().get(op.name.0 as usize))
+        .filter(|name| (name.full.0 as usize) < m.context.num_strings())
+        .map(|name| m.context.str(name.full).into_owned())
+        .unwrap_or_else(|| format!("<op {}>", id.0))
+}
+
+/// Every op in pre-order (an op before the ops of its regions), checking the structure.
+pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
+    let mut order = Vec::with_capacity(m.ops.len());
+    let mut stack: Vec<OpId> = m.top_level.iter().rev().copied().collect();
+    while let Some(id) = stack.pop() {
+        if order.len() > m.ops.len() {
+            return Err(malformed("an op is reachable twice"));
+        }
+        order.push(id);
+        let o = op(m, id)?;
+        for &r in regions(m, o)?.iter().rev() {
+            for &b in region(m, r)?.blocks.iter().rev() {
+                stack.extend(block(m, b)?.ops.iter().rev().copied());
+            }
+        }
+    }
+    Ok(order)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical forms.
+
+/// Rewrites the references inside an attribute or type. [`map_attr`]/[`map_type`] call it for
+/// every child, in encoding order.
+pub(super) trait Mapper {
+    fn attr(&mut self, id: AttrId) -> Result<AttrId>;
+    fn ty(&mut self, id: TypeId) -> Result<TypeId>;
+    /// A string of the string table (string attributes, dense strings).
+    fn string(&mut self, sym: Sym) -> Result<Sym>;
+    /// A dialect attribute or type kept as text.
+    fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)>;
+    fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef>;
+    fn custom(&mut self, kind: &'static str, dialect: DialectId) -> WriteError;
+}
+
+fn attrs(items: &[AttrId], m: &mut impl Mapper) -> Result<Box<[AttrId]>> {
+    items.iter().map(|&x| m.attr(x)).collect()
+}
+
+pub(super) fn map_attr(a: &Attribute, m: &mut impl Mapper) -> Result<Attribute> {
+    use Attribute as A;
+    Ok(match a {
+        A::Array(items) => A::Array(attrs(items, m)?),
+        A::Dictionary(entries) => {
+            A::Dictionary(entries.iter().map(|&(k, v)| Ok((m.attr(k)?, m.attr(v)?))).collect::<Result<_>>()?)
+        }
+        A::String { value, ty } => {
+            let value = m.string(*value)?;
+            A::String { value, ty: ty.map(|t| m.ty(t)).transpose()? }
+        }
+        A::FlatSymbolRef(x) => A::FlatSymbolRef(m.attr(*x)?),
+        A::SymbolRef { root, nested } => A::SymbolRef { root: m.attr(*root)?, nested: attrs(nested, m)? },
+        A::Type(t) => A::Type(m.ty(*t)?),
+        A::Unit => A::Unit,
+        A::Integer { ty, value } => A::Integer { ty: m.ty(*ty)?, value: value.clone() },
+        A::Float { ty, bits } => A::Float { ty: m.ty(*ty)?, bits: bits.clone() },
+        A::DenseArray { elem, count, data } => A::DenseArray { elem: m.ty(*elem)?, count: *count, data: data.clone() },
+        A::DenseElements { ty, data } => A::DenseElements { ty: m.ty(*ty)?, data: data.clone() },
+        A::DenseString { ty, splat, values } => {
+            let ty = m.ty(*ty)?;
+            A::DenseString { ty, splat: *splat, values: values.iter().map(|&s| m.string(s)).collect::<Result<_>>()? }
+        }
+        A::DenseResource { ty, resource } => {
+            let ty = m.ty(*ty)?;
+            A::DenseResource { ty, resource: m.resource(*resource)? }
+        }
+        A::Sparse { ty, indices, values } => {
+            A::Sparse { ty: m.ty(*ty)?, indices: m.attr(*indices)?, values: m.attr(*values)? }
+        }
+        A::Distinct { id, referenced } => A::Distinct { id: *id, referenced: m.attr(*referenced)? },
+        A::AffineMap(map) => A::AffineMap(map.clone()),
+        A::IntegerSet(set) => A::IntegerSet(set.clone()),
+        A::StridedLayout { offset, strides } => A::StridedLayout { offset: *offset, strides: strides.clone() },
+        A::UnknownLoc => A::UnknownLoc,
+        A::FileLineColLoc { filename, line, column } => {
+            A::FileLineColLoc { filename: m.attr(*filename)?, line: *line, column: *column }
+        }
+        A::FileLineColRange { filename, parts } => {
+            A::FileLineColRange { filename: m.attr(*filename)?, parts: parts.clone() }
+        }
+        A::NameLoc { name, child } => A::NameLoc { name: m.attr(*name)?, child: m.attr(*child)? },
+        A::CallSiteLoc { callee, caller } => A::CallSiteLoc { callee: m.attr(*callee)?, caller: m.attr(*caller)? },
+        A::FusedLoc { locations, metadata } => {
+            let locations = attrs(locations, m)?;
+            A::FusedLoc { locations, metadata: metadata.map(|x| m.attr(x)).transpose()? }
+        }
+        A::Text { dialect, text } => {
+            let (dialect, text) = m.text(*dialect, *text)?;
+            A::Text { dialect, text }
+        }
+        A::Custom { dialect, .. } => return Err(m.custom("attribute", *dialect)),
+    })
+}
+
+pub(super) fn map_type(t: &Type, m: &mut impl Mapper) -> Result<Type> {
+    let types =
+        |items: &[TypeId], m: &mut _| -> Result<Box<[TypeId]>> { items.iter().map(|&x| Mapper::ty(m, x)).collect() };
+    Ok(match t {
+        Type::Integer { .. } | Type::Index | Type::Float(_) | Type::None => t.clone(),
+        Type::Function { inputs, results } => Type::Function { inputs: types(inputs, m)?, results: types(results, m)? },
+        Type::Complex(x) => Type::Complex(m.ty(*x)?),
+        Type::MemRef { shape, elem, layout, memory_space } => {
+            let memory_space = memory_space.map(|x| m.attr(x)).transpose()?;
+            let elem = m.ty(*elem)?;
+            Type::MemRef { shape: shape.clone(), elem, layout: m.attr(*layout)?, memory_space }
+        }
+        Type::UnrankedMemRef { elem, memory_space } => {
+            let memory_space = memory_space.map(|x| m.attr(x)).transpose()?;
+            Type::UnrankedMemRef { elem: m.ty(*elem)?, memory_space }
+        }
+        Type::RankedTensor { shape, elem, encoding } => {
+            let encoding = encoding.map(|x| m.attr(x)).transpose()?;
+            Type::RankedTensor { shape: shape.clone(), elem: m.ty(*elem)?, encoding }
+        }
+        Type::UnrankedTensor { elem } => Type::UnrankedTensor { elem: m.ty(*elem)? },
+        Type::Vector { shape, scalable, elem } => {
+            Type::Vector { shape: shape.clone(), scalable: scalable.clone(), elem: m.ty(*elem)? }
+        }
+        Type::Tuple(items) => Type::Tuple(types(items, m)?),
+        Type::Text { dialect, text } => {
+            let (dialect, text) = m.text(*dialect, *text)?;
+            Type::Text { dialect, text }
+        }
+        Type::Custom { dialect, .. } => return Err(m.custom("type", *dialect)),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan.
+
+/// An attribute the writer refers to: one of the module's, or one it made up (a merged attribute
+/// dictionary for versions before 5, an `UnknownLoc` for block arguments without a location).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum AttrKey {
+    Module(AttrId),
+    Extra(u32),
+}
+
+/// The string table, in first-insertion order, each string once.
+#[derive(Default)]
+pub(super) struct StringTable {
+    pub strings: Vec<Box<[u8]>>,
+    map: HashMap<Box<[u8]>, u32>,
+}
+
+impl StringTable {
+    pub fn insert(&mut self, bytes: &[u8]) -> u32 {
+        if let Some(&index) = self.map.get(bytes) {
+            return index;
+        }
+        let index = self.strings.len() as u32;
+        self.strings.push(bytes.into());
+        self.map.insert(bytes.into(), index);
+        index
+    }
+}
+
+pub(super) struct DialectEntry {
+    pub name: Box<[u8]>,
+    pub version: Option<Box<[u8]>>,
+}
+
+pub(super) struct OpNameEntry {
+    pub dialect: u32,
+    /// String index of the name without its dialect prefix.
+    pub short: u32,
+    pub registered: bool,
+}
+
+/// One field of a registered op's native (ODS) properties encoding.
+pub(super) enum NativeItem {
+    Required(AttrId),
+    Optional(Option<AttrId>),
+    /// `operandSegmentSizes`/`resultSegmentSizes` as a sparse array (version 6).
+    Segments(Vec<i32>),
+}
+
+pub(super) enum PropsPlan {
+    None,
+    /// An unregistered op's properties: the dictionary attribute's index.
+    Dict(AttrId),
+    Native(Vec<NativeItem>),
+}
+
+pub(super) struct OpPlan {
+    pub attrs: Option<AttrKey>,
+    pub props: PropsPlan,
+}
+
+pub(super) type ResourceEntries = Vec<(Box<[u8]>, ResourceValue)>;
+type ResourceSlot = (u32, u32);
+type DictEntries = Box<[(AttrId, AttrId)]>;
+
+pub(super) struct Plan {
+    pub strings: StringTable,
+    pub dialects: Vec<DialectEntry>,
+    /// Grouped by dialect.
+    pub op_names: Vec<OpNameEntry>,
+    /// Writer op-name index of each of the module's op names (`UNSET` if unused).
+    op_name_index: Vec<u32>,
+    /// Canonical attributes and types with their dialect, grouped by dialect.
+    pub attrs: Vec<(u32, Attribute)>,
+    pub types: Vec<(u32, Type)>,
+    /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries).
+    pub texts: Vec<Box<[u8]>>,
+    attr_index: Vec<u32>,
+    extra_index: Vec<u32>,
+    type_index: Vec<u32>,
+    /// Indexed by `OpId`; `None` for ops not in the module's tree.
+    pub ops: Vec<Option<OpPlan>>,
+    /// An `UnknownLoc` for block arguments without a location (before version 4).
+    pub unknown_loc: Option<AttrKey>,
+    pub external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
+    /// Resource groups by writer dialect index; canonical `DenseResource` refers to
+    /// `(DialectId(group), Sym(entry))`.
+    pub dialect_resources: Vec<(u32, ResourceEntries)>,
+    pub walk: Vec<OpId>,
+}
+
+impl Plan {
+    pub fn attr_index(&self, key: AttrKey) -> Result<u64> {
+        let index = match key {
+            AttrKey::Module(id) => self.attr_index.get(id.0 as usize),
+            AttrKey::Extra(i) => self.extra_index.get(i as usize),
+        };
+        match index {
+            Some(&i) if i != UNSET => Ok(u64::from(i)),
+            _ => Err(malformed(format!("attribute {key:?} was not numbered"))),
+        }
+    }
+
+    pub fn type_index(&self, id: TypeId) -> Result<u64> {
+        match self.type_index.get(id.0 as usize) {
+            Some(&i) if i != UNSET => Ok(u64::from(i)),
+            _ => Err(malformed(format!("type {} was not numbered", id.0))),
+        }
+    }
+
+    pub fn op_name_index(&self, id: OpNameId) -> Result<u64> {
+        match self.op_name_index.get(id.0 as usize) {
+            Some(&i) if i != UNSET => Ok(u64::from(i)),
+            _ => Err(malformed(format!("op name {} was not numbered", id.0))),
+        }
+    }
+
+    /// The resource handle of canonical `(group, entry)`: its index over all dialect resources.
+    pub fn resource_handle(&self, resource: ResourceRef) -> u64 {
+        let before: usize = self.dialect_resources[..resource.dialect.0 as usize].iter().map(|(_, e)| e.len()).sum();
+        (before + resource.key.0 as usize) as u64
+    }
+}
+
+pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
+    let walk = walk(m)?;
+    let mut n = Numberer {
+        m,
+        strings: StringTable::default(),
+        dialects: Vec::new(),
+        dialect_map: HashMap::new(),
+        dialect_of: vec![UNSET; m.context.dialects().len()],
+        texts: Vec::new(),
+        text_map: HashMap::new(),
+        extras: Vec::new(),
+        attr_memo: vec![UNSET; m.context.attrs().len()],
+        extra_memo: Vec::new(),
+        type_memo: vec![UNSET; m.context.types().len()],
+        attrs: Vec::new(),
+        attr_dedup: HashMap::new(),
+        types: Vec::new(),
+        type_dedup: HashMap::new(),
+        builtin: None,
+        external_resources: Vec::new(),
+        dialect_resources: Vec::new(),
+        resource_lookup: HashMap::new(),
+        unknown_loc_key: None,
+        depth: 0,
+    };
+    let version = options.version;
+
+    // Op names, and whether each is written as registered (v5+: only with a native encoding
+    // rtx can produce for every op of that name).
+    let names = m.context.op_names();
+    let mut registered: Vec<bool> = names
+        .iter()
+        .map(|name| {
+            name.registered
+                && (name.full.0 as usize) < m.context.num_strings()
+                && op_schema(m.context.str_bytes(name.full)).is_some()
+        })
+        .collect();
+    let v6 = version >= version::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE;
+    let mut native: HashMap<OpId, Vec<NativeItem>> = HashMap::new();
+    if version >= version::NATIVE_PROPERTIES {
+        for &id in &walk {
+            let o = op(m, id)?;
+            let name = o.name.0 as usize;
+            let name_ok = registered.get(name).copied().ok_or_else(|| malformed("op name out of range"))?;
+            match &o.properties {
+                Properties::Opaque(_) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
+                Properties::Dict(dict) if name_ok => {
+                    let schema = op_schema(m.context.str_bytes(names[name].full)).expect("checked above");
+                    match native_plan(m, schema, *dict, v6)? {
+                        Some(items) => {
+                            native.insert(id, items);
+                        }
+                        None => registered[name] = false,
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
+    for &id in &walk {
+        let o = op(m, id)?;
+        let name = &names[o.name.0 as usize];
+        let attrs = o.attrs.filter(
+            |&a| !matches!(m.context.attrs().get(a.0 as usize), Some(Attribute::Dictionary(e)) if e.is_empty()),
+        );
+        let plan = match &o.properties {
+            Properties::None => OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::None },
+            Properties::Opaque(_) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
+            Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES => {
+                let props = match native.remove(&id) {
+                    Some(items) if registered[o.name.0 as usize] => PropsPlan::Native(items),
+                    _ => PropsPlan::Dict(*dict),
+                };
+                OpPlan { attrs: attrs.map(AttrKey::Module), props }
+            }
+            Properties::Dict(dict) if name.registered => {
+                // Below v5 upstream writes a registered op's inherent attributes in its attribute
+                // dictionary; reading them back restores its properties.
+                let merged = merge_dicts(m, id, attrs, *dict, version)?;
+                let attrs = match merged {
+                    Some(entries) => {
+                        n.extras.push(Attribute::Dictionary(entries));
+                        n.extra_memo.push(UNSET);
+                        Some(AttrKey::Extra(n.extras.len() as u32 - 1))
+                    }
+                    None => attrs.map(AttrKey::Module),
+                };
+                OpPlan { attrs, props: PropsPlan::None }
+            }
+            Properties::Dict(_) => {
+                if !options.allow_lossy_downgrade {
+                    return Err(WriteError::NotRepresentable {
+                        version,
+                        needs: version::NATIVE_PROPERTIES,
+                        what: format!("the properties of unregistered op `{}`", op_name(m, id)),
+                    });
+                }
+                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::None }
+            }
+        };
+        ops[id.0 as usize] = Some(plan);
+    }
+
+    // Resources first, so that `dense_resource` references find their entries.
+    for group in &m.resources.external {
+        let entries = group
+            .entries
+            .iter()
+            .map(|e| Ok((Box::from(string(m, e.key)?), e.value.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        n.external_resources.push((string(m, group.owner)?.into(), entries));
+    }
+    for group in &m.resources.dialect {
+        if group.entries.is_empty() {
+            continue;
+        }
+        let dialect = n.dialect(group.owner)?;
+        for entry in &group.entries {
+            n.add_resource(dialect, string(m, entry.key)?, entry.value.clone());
+        }
+    }
+
+    // Op names, grouped by dialect in order of first use.
+    let mut name_keys: HashMap<(u32, Box<[u8]>, bool), u32> = HashMap::new();
+    let mut provisional_names: Vec<(u32, Box<[u8]>, bool)> = Vec::new();
+    let mut op_name_index = vec![UNSET; names.len()];
+    for &id in &walk {
+        let name_id = op(m, id)?.name;
+        let slot = op_name_index.get_mut(name_id.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
+        if *slot != UNSET {
+            continue;
+        }
+        let name = &names[name_id.0 as usize];
+        let dialect = n.dialect(name.dialect)?;
+        let short: Box<[u8]> = string(m, name.short)?.into();
+        let key = (dialect, short, version >= version::NATIVE_PROPERTIES && registered[name_id.0 as usize]);
+        *slot = *name_keys.entry(key.clone()).or_insert_with(|| {
+            provisional_names.push(key);
+            provisional_names.len() as u32 - 1
+        });
+    }
+    let name_order = stable_order_by(&provisional_names, |k| k.0);
+    for slot in op_name_index.iter_mut().filter(|s| **s != UNSET) {
+        *slot = name_order[*slot as usize];
+    }
+    let mut op_names: Vec<Option<OpNameEntry>> = (0..provisional_names.len()).map(|_| None).collect();
+    for (p, (dialect, short, registered)) in provisional_names.into_iter().enumerate() {
+        let short = n.strings.insert(&short);
+        op_names[name_order[p] as usize] = Some(OpNameEntry { dialect, short, registered });
+    }
+    let op_names = op_names.into_iter().map(|e| e.expect("a permutation")).collect();
+
+    // Attributes and types, in the order the IR section meets them.
+    for &id in &walk {
+        let o = op(m, id)?;
+        n.attr_key(AttrKey::Module(o.loc))?;
+        let plan = ops[id.0 as usize].as_ref().expect("planned above");
+        if let Some(key) = plan.attrs {
+            n.attr_key(key)?;
+        }
+        match &plan.props {
+            PropsPlan::None => {}
+            PropsPlan::Dict(dict) => {
+                n.attr_key(AttrKey::Module(*dict))?;
+            }
+            PropsPlan::Native(items) => {
+                for item in items {
+                    match item {
+                        NativeItem::Required(a) | NativeItem::Optional(Some(a)) => {
+                            n.attr_key(AttrKey::Module(*a))?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for v in value_run(m, o.results)? {
+            n.type_key(value(m, ValueId(v))?.ty)?;
+        }
+        for &r in regions(m, o)? {
+            for &b in &region(m, r)?.blocks {
+                for v in value_run(m, block(m, b)?.arguments)? {
+                    let arg = value(m, ValueId(v))?;
+                    n.type_key(arg.ty)?;
+                    match arg.loc {
+                        Some(loc) => {
+                            n.attr_key(AttrKey::Module(loc))?;
+                        }
+                        None if version < version::ELIDE_UNKNOWN_BLOCK_ARG_LOCATION => {
+                            n.unknown_loc()?;
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+    let unknown_loc = n.unknown_loc_key;
+    n.finish(ops, walk, op_names, op_name_index, unknown_loc)
+}
+
+/// The attribute dictionary of a registered op written below v5: its discardable attributes and
+/// its properties in one dictionary sorted by name, or `None` when the properties are empty.
+fn merge_dicts(
+    m: &Module,
+    id: OpId,
+    attrs: Option<AttrId>,
+    props: AttrId,
+    version: u32,
+) -> Result<Option<DictEntries>> {
+    let entries = |a: AttrId| -> Result<&[(AttrId, AttrId)]> {
+        match attr(m, a)? {
+            Attribute::Dictionary(entries) => Ok(entries),
+            _ => Err(malformed(format!("op `{}`: attributes or properties are not a dictionary", op_name(m, id)))),
+        }
+    };
+    let props = entries(props)?;
+    if props.is_empty() {
+        return Ok(None);
+    }
+    let mut merged: Vec<(Vec<u8>, (AttrId, AttrId))> = Vec::new();
+    for &(k, v) in attrs.map(entries).transpose()?.unwrap_or(&[]).iter().chain(props) {
+        merged.push((key_name(m, k)?.to_vec(), (k, v)));
+    }
+    merged.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(w) = merged.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(WriteError::AttributeConflict {
+            op: op_name(m, id),
+            name: String::from_utf8_lossy(&w[0].0).into_owned(),
+            version,
+        });
+    }
+    Ok(Some(merged.into_iter().map(|(_, e)| e).collect()))
+}
+
+fn key_name(m: &Module, key: AttrId) -> Result<&[u8]> {
+    match attr(m, key)? {
+        Attribute::String { value, .. } => string(m, *value),
+        _ => Err(malformed("dictionary key is not a string")),
+    }
+}
+
+/// The native properties encoding of a registered op's properties dictionary, or `None` when the
+/// dictionary does not fit the op's schema.
+fn native_plan(m: &Module, schema: &OpSchema, dict: AttrId, v6: bool) -> Result<Option<Vec<NativeItem>>> {
+    let Attribute::Dictionary(entries) = attr(m, dict)? else {
+        return Ok(None);
+    };
+    let mut by_name: HashMap<&[u8], AttrId> = HashMap::new();
+    for &(k, v) in entries.iter() {
+        by_name.insert(key_name(m, k)?, v);
+    }
+    let mut segment_names: Vec<&str> = Vec::new();
+    if schema.operand_segments > 0 {
+        segment_names.push("operandSegmentSizes");
+    }
+    if schema.result_segments > 0 {
+        segment_names.push("resultSegmentSizes");
+    }
+    let known = |name: &[u8]| {
+        schema.attrs.iter().any(|(n, _)| n.as_bytes() == name) || segment_names.iter().any(|n| n.as_bytes() == name)
+    };
+    if by_name.len() != entries.len() || !by_name.keys().all(|k| known(k)) {
+        return Ok(None);
+    }
+    let mut fields: Vec<(&str, Option<bool>)> = schema.attrs.iter().map(|&(n, r)| (n, Some(r))).collect();
+    if !v6 {
+        fields.extend(segment_names.iter().map(|&n| (n, None)));
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    let mut items = Vec::new();
+    for (name, required) in fields {
+        let value = by_name.get(name.as_bytes()).copied();
+        match required {
+            Some(false) => items.push(NativeItem::Optional(value)),
+            _ => match value {
+                Some(a) => items.push(NativeItem::Required(a)),
+                None => return Ok(None),
+            },
+        }
+    }
+    if v6 {
+        for (name, size) in
+            segment_names.iter().zip([schema.operand_segments, schema.result_segments].iter().filter(|&&s| s > 0))
+        {
+            let Some(&a) = by_name.get(name.as_bytes()) else { return Ok(None) };
+            let Attribute::DenseArray { elem, count, data } = attr(m, a)? else { return Ok(None) };
+            let i32_elem = matches!(ty(m, *elem)?, Type::Integer { width: 32, signedness: Signedness::Signless });
+            if !i32_elem || *count != u64::from(*size) || data.len() as u64 != count * 4 {
+                return Ok(None);
+            }
+            let values: Vec<i32> =
+                data.bytes().chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            if values.iter().any(|&v| v < 0) {
+                return Ok(None);
+            }
+            items.push(NativeItem::Segments(values));
+        }
+    }
+    Ok(Some(items))
+}
+
+/// For each item, its position after a stable sort by `key`.
+fn stable_order_by<T>(items: &[T], key: impl Fn(&T) -> u32) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    order.sort_by_key(|&i| key(&items[i as usize]));
+    let mut position = vec![0u32; items.len()];
+    for (pos, &i) in order.iter().enumerate() {
+        position[i as usize] = pos as u32;
+    }
+    position
+}
+
+struct Numberer<'m> {
+    m: &'m Module,
+    strings: StringTable,
+    dialects: Vec<DialectEntry>,
+    dialect_map: HashMap<Box<[u8]>, u32>,
+    dialect_of: Vec<u32>,
+    texts: Vec<Box<[u8]>>,
+    text_map: HashMap<Box<[u8]>, u32>,
+    extras: Vec<Attribute>,
+    attr_memo: Vec<u32>,
+    extra_memo: Vec<u32>,
+    type_memo: Vec<u32>,
+    attrs: Vec<(u32, Attribute)>,
+    attr_dedup: HashMap<(u32, Attribute), u32>,
+    types: Vec<(u32, Type)>,
+    type_dedup: HashMap<(u32, Type), u32>,
+    builtin: Option<u32>,
+    external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
+    dialect_resources: Vec<(u32, ResourceEntries)>,
+    /// `(writer dialect, key)` to `(group, entry)`.
+    resource_lookup: HashMap<(u32, Box<[u8]>), ResourceSlot>,
+    unknown_loc_key: Option<AttrKey>,
+    depth: usize,
+}
+
+impl Numberer<'_> {
+    fn intern_dialect(&mut self, name: &[u8], version: Option<&[u8]>) -> u32 {
+        if let Some(&i) = self.dialect_map.get(name) {
+            return i;
+        }
+        let i = self.dialects.len() as u32;
+        self.dialects.push(DialectEntry { name: name.into(), version: version.map(Box::from) });
+        self.dialect_map.insert(name.into(), i);
+        i
+    }
+
+    fn dialect(&mut self, id: DialectId) -> Result<u32> {
+        let slot = *self.dialect_of.get(id.0 as usize).ok_or_else(|| malformed("dialect out of range"))?;
+        if slot != UNSET {
+            return Ok(slot);
+        }
+        let d = self.m.context.dialect(id);
+        let name = string(self.m, d.name)?;
+        let i = self.intern_dialect(name, d.version.as_deref());
+        self.dialect_of[id.0 as usize] = i;
+        Ok(i)
+    }
+
+    fn builtin(&mut self) -> u32 {
+        if let Some(b) = self.builtin {
+            return b;
+        }
+        let version = self
+            .m
+            .context
+            .dialects()
+            .iter()
+            .find(|d| {
+                (d.name.0 as usize) < self.m.context.num_strings() && self.m.context.str_bytes(d.name) == b"builtin"
+            })
+            .and_then(|d| d.version.clone());
+        let b = self.intern_dialect(b"builtin", version.as_deref());
+        self.builtin = Some(b);
+        b
+    }
+
+    fn add_resource(&mut self, dialect: u32, key: &[u8], value: ResourceValue) -> (u32, u32) {
+        let group = match self.dialect_resources.iter().position(|(d, _)| *d == dialect) {
+            Some(g) => g,
+            None => {
+                self.dialect_resources.push((dialect, Vec::new()));
+                self.dialect_resources.len() - 1
+            }
+        };
+        let entries = &mut self.dialect_resources[group].1;
+        let at = (group as u32, entries.len() as u32);
+        entries.push((key.into(), value));
+        *self.resource_lookup.entry((dialect, key.into())).or_insert(at)
+    }
+
+    fn unknown_loc(&mut self) -> Result<u32> {
+        let key = match self.unknown_loc_key {
+            Some(key) => key,
+            None => {
+                self.extras.push(Attribute::UnknownLoc);
+                self.extra_memo.push(UNSET);
+                let key = AttrKey::Extra(self.extras.len() as u32 - 1);
+                self.unknown_loc_key = Some(key);
+                key
+            }
+        };
+        self.attr_key(key)
+    }
+
+    fn attr_key(&mut self, key: AttrKey) -> Result<u32> {
+        let memo = match key {
+            AttrKey::Module(id) => self.attr_memo.get(id.0 as usize),
+            AttrKey::Extra(i) => self.extra_memo.get(i as usize),
+        };
+        match memo {
+            Some(&p) if p != UNSET => return Ok(p),
+            Some(_) => {}
+            None => return Err(malformed(format!("attribute {key:?} does not exist"))),
+        }
+        if self.depth >= MAX_NESTING {
+            return Err(WriteError::TooDeep(MAX_NESTING));
+        }
+        let source = match key {
+            AttrKey::Module(id) => attr(self.m, id)?.clone(),
+            AttrKey::Extra(i) => self.extras[i as usize].clone(),
+        };
+        self.depth += 1;
+        let canonical = map_attr(&source, self);
+        self.depth -= 1;
+        let canonical = canonical?;
+        let dialect = match &canonical {
+            Attribute::Text { dialect, .. } => dialect.0,
+            _ => self.builtin(),
+        };
+        let dedup_key = (dialect, canonical);
+        let index = match self.attr_dedup.get(&dedup_key) {
+            Some(&i) => i,
+            None => {
+                let i = self.attrs.len() as u32;
+                self.attrs.push(dedup_key.clone());
+                self.attr_dedup.insert(dedup_key, i);
+                i
+            }
+        };
+        match key {
+            AttrKey::Module(id) => self.attr_memo[id.0 as usize] = index,
+            AttrKey::Extra(i) => self.extra_memo[i as usize] = index,
+        }
+        Ok(index)
+    }
+
+    fn type_key(&mut self, id: TypeId) -> Result<u32> {
+        match self.type_memo.get(id.0 as usize) {
+            Some(&p) if p != UNSET => return Ok(p),
+            Some(_) => {}
+            None => return Err(malformed(format!("type {} does not exist", id.0))),
+        }
+        if self.depth >= MAX_NESTING {
+            return Err(WriteError::TooDeep(MAX_NESTING));
+        }
+        let source = ty(self.m, id)?.clone();
+        self.depth += 1;
+        let canonical = map_type(&source, self);
+        self.depth -= 1;
+        let canonical = canonical?;
+        let dialect = match &canonical {
+            Type::Text { dialect, .. } => dialect.0,
+            _ => self.builtin(),
+        };
+        let dedup_key = (dialect, canonical);
+        let index = match self.type_dedup.get(&dedup_key) {
+            Some(&i) => i,
+            None => {
+                let i = self.types.len() as u32;
+                self.types.push(dedup_key.clone());
+                self.type_dedup.insert(dedup_key, i);
+                i
+            }
+        };
+        self.type_memo[id.0 as usize] = index;
+        Ok(index)
+    }
+
+    fn finish(
+        self,
+        ops: Vec<Option<OpPlan>>,
+        walk: Vec<OpId>,
+        op_names: Vec<OpNameEntry>,
+        op_name_index: Vec<u32>,
+        unknown_loc: Option<AttrKey>,
+    ) -> Result<Plan> {
+        let attr_order = stable_order_by(&self.attrs, |e| e.0);
+        let type_order = stable_order_by(&self.types, |e| e.0);
+        let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
+        let mut attrs: Vec<Option<(u32, Attribute)>> = (0..self.attrs.len()).map(|_| None).collect();
+        for (p, (dialect, a)) in self.attrs.iter().enumerate() {
+            attrs[attr_order[p] as usize] = Some((*dialect, map_attr(a, &mut renumber)?));
+        }
+        let mut types: Vec<Option<(u32, Type)>> = (0..self.types.len()).map(|_| None).collect();
+        for (p, (dialect, t)) in self.types.iter().enumerate() {
+            types[type_order[p] as usize] = Some((*dialect, map_type(t, &mut renumber)?));
+        }
+        let remap = |memo: Vec<u32>, order: &[u32]| -> Vec<u32> {
+            memo.into_iter().map(|p| if p == UNSET { UNSET } else { order[p as usize] }).collect()
+        };
+        Ok(Plan {
+            strings: self.strings,
+            dialects: self.dialects,
+            op_names,
+            op_name_index,
+            attrs: attrs.into_iter().map(|e| e.expect("a permutation")).collect(),
+            types: types.into_iter().map(|e| e.expect("a permutation")).collect(),
+            texts: self.texts,
+            attr_index: remap(self.attr_memo, &attr_order),
+            extra_index: remap(self.extra_memo, &attr_order),
+            type_index: remap(self.type_memo, &type_order),
+            ops,
+            unknown_loc,
+            external_resources: self.external_resources,
+            dialect_resources: self.dialect_resources,
+            walk,
+        })
+    }
+}
+
+impl Mapper for Numberer<'_> {
+    fn attr(&mut self, id: AttrId) -> Result<AttrId> {
+        self.attr_key(AttrKey::Module(id)).map(AttrId)
+    }
+    fn ty(&mut self, id: TypeId) -> Result<TypeId> {
+        self.type_key(id).map(TypeId)
+    }
+    fn string(&mut self, sym: Sym) -> Result<Sym> {
+        let bytes = string(self.m, sym)?;
+        Ok(Sym(self.strings.insert(bytes)))
+    }
+    fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
+        let dialect = self.dialect(dialect)?;
+        let bytes = string(self.m, text)?;
+        let index = match self.text_map.get(bytes) {
+            Some(&i) => i,
+            None => {
+                let i = self.texts.len() as u32;
+                self.texts.push(bytes.into());
+                self.text_map.insert(bytes.into(), i);
+                i
+            }
+        };
+        Ok((DialectId(dialect), Sym(index)))
+    }
+    fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
+        let dialect = self.dialect(resource.dialect)?;
+        let key = string(self.m, resource.key)?;
+        let (group, entry) = match self.resource_lookup.get(&(dialect, Box::from(key))) {
+            Some(&found) => found,
+            // A reference to a resource the module does not hold: declare it without data, as
+            // upstream does for resources it only knows by name.
+            None => self.add_resource(dialect, key, ResourceValue::Elided),
+        };
+        Ok(ResourceRef { dialect: DialectId(group), key: Sym(entry) })
+    }
+    fn custom(&mut self, kind: &'static str, dialect: DialectId) -> WriteError {
+        let name = self
+            .m
+            .context
+            .dialects()
+            .get(dialect.0 as usize)
+            .and_then(|d| string(self.m, d.name).ok())
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default();
+        WriteError::CustomEncoding { kind, dialect: name }
+    }
+}
+
+/// Provisional to final indices (after grouping by dialect).
+struct Renumber<'a> {
+    attrs: &'a [u32],
+    types: &'a [u32],
+}
+
+impl Mapper for Renumber<'_> {
+    fn attr(&mut self, id: AttrId) -> Result<AttrId> {
+        Ok(AttrId(self.attrs[id.0 as usize]))
+    }
+    fn ty(&mut self, id: TypeId) -> Result<TypeId> {
+        Ok(TypeId(self.types[id.0 as usize]))
+    }
+    fn string(&mut self, sym: Sym) -> Result<Sym> {
+        Ok(sym)
+    }
+    fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
+        Ok((dialect, text))
+    }
+    fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
+        Ok(resource)
+    }
+    fn custom(&mut self, kind: &'static str, _: DialectId) -> WriteError {
+        malformed(format!("custom {kind} in canonical form"))
+    }
+}
