@@ -88,3 +88,17 @@ pub fn iree_tools() -> Result<PathBuf, String> {
     let output = Command::new(script).output().map_err(|e| format!("cannot run scripts/iree-tools.sh: {e}"))?;
     Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
 }
+
+/// Upstream MLIR's generic print of `input` (text or bytecode), locations included, or its
+/// error output.
+pub fn upstream_generic(tools: &std::path::Path, input: &std::path::Path) -> Result<String, String> {
+    let out = Command::new(tools.join("iree-opt"))
+        .args(["--allow-unregistered-dialect", "--mlir-print-op-generic", "--mlir-print-debuginfo"])
+        .arg(input)
+        .output()
+        .expect("run iree-opt");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8(out.stdout).expect("utf-8"))
+}

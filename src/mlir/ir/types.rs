@@ -37,6 +37,28 @@ pub enum FloatKind {
 }
 
 impl FloatKind {
+    /// Every kind, for lookups by keyword.
+    pub const ALL: [FloatKind; 18] = [
+        FloatKind::BF16,
+        FloatKind::F16,
+        FloatKind::F32,
+        FloatKind::F64,
+        FloatKind::F80,
+        FloatKind::F128,
+        FloatKind::TF32,
+        FloatKind::F8E5M2,
+        FloatKind::F8E4M3,
+        FloatKind::F8E4M3FN,
+        FloatKind::F8E5M2FNUZ,
+        FloatKind::F8E4M3FNUZ,
+        FloatKind::F8E4M3B11FNUZ,
+        FloatKind::F8E3M4,
+        FloatKind::F4E2M1FN,
+        FloatKind::F6E2M3FN,
+        FloatKind::F6E3M2FN,
+        FloatKind::F8E8M0FNU,
+    ];
+
     /// The keyword MLIR uses for the type.
     pub fn keyword(self) -> &'static str {
         match self {

@@ -1,3 +1,4 @@
-//! MLIR's textual form: the generic printer.
+//! MLIR's textual form: the generic printer and parser.
 
+pub mod parse;
 pub mod print;
