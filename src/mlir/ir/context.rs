@@ -175,12 +175,10 @@ impl Context {
         TypeId(self.types.len() as u32 - 1)
     }
 
-    pub(crate) fn set_attr(&mut self, id: AttrId, attr: Attribute) {
-        self.attrs[id.0 as usize] = attr;
-    }
-
-    pub(crate) fn set_type(&mut self, id: TypeId, ty: Type) {
-        self.types[id.0 as usize] = ty;
+    /// Makes room for `attrs` more attributes and `types` more types.
+    pub(crate) fn reserve(&mut self, attrs: usize, types: usize) {
+        self.attrs.reserve(attrs);
+        self.types.reserve(types);
     }
 
     /// Interns an attribute: equal attributes give the same [`AttrId`].

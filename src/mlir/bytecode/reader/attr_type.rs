@@ -61,31 +61,28 @@ pub(super) fn read_attrs_and_types(state: &mut FileState<'_>, data: Section<'_>,
     let builtin =
         state.module.context.dialects().iter().position(|d| state.module.context.str_bytes(d.name) == b"builtin");
     let builtin = builtin.map(|i| DialectId(i as u32));
-    // Reserve the ids first so that entries may refer to later ones.
-    for _ in 0..num_attrs {
-        state.module.context.push_attr(Attribute::Unit);
-    }
-    for _ in 0..num_types {
-        state.module.context.push_type(Type::None);
-    }
-    // Types first: integer and float attributes need their type's width to decode.
-    for (index, entry) in entries[num_attrs..].iter().enumerate() {
+    // Entries refer to each other by index only (bounded by the counts above), and decoding looks
+    // at no other entry but the type of an integer or float attribute, so types are decoded first
+    // and each entry is appended in order. Room is left for the few attributes and types that
+    // decoding native properties makes up, so that they do not reallocate the whole table.
+    state.module.context.reserve(num_attrs + 64, num_types + 8);
+    for entry in &entries[num_attrs..] {
         let ty = decode_entry(state, entry, builtin, num_attrs, num_types, |d, c| d.builtin_type(c))?;
         let ty = match ty {
             Decoded::Builtin(ty) => ty,
             Decoded::Text(dialect, text) => Type::Text { dialect, text },
             Decoded::Custom(dialect, payload) => Type::Custom { dialect, payload },
         };
-        state.module.context.set_type(TypeId(index as u32), ty);
+        state.module.context.push_type(ty);
     }
-    for (index, entry) in entries[..num_attrs].iter().enumerate() {
+    for entry in &entries[..num_attrs] {
         let attr = decode_entry(state, entry, builtin, num_attrs, num_types, |d, c| d.builtin_attr(c))?;
         let attr = match attr {
             Decoded::Builtin(attr) => attr,
             Decoded::Text(dialect, text) => Attribute::Text { dialect, text },
             Decoded::Custom(dialect, payload) => Attribute::Custom { dialect, payload },
         };
-        state.module.context.set_attr(AttrId(index as u32), attr);
+        state.module.context.push_attr(attr);
     }
     check_graph(state, &entries, num_attrs)?;
     for (index, entry) in entries[..num_attrs].iter().enumerate() {
@@ -155,6 +152,7 @@ impl Decoder<'_, '_> {
         (0..n).map(|_| c.signed_varint("dimension")).collect()
     }
 
+    #[inline]
     fn u32(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u32> {
         let offset = c.offset();
         let value = c.varint(what)?;
@@ -523,6 +521,15 @@ fn check_graph(state: &FileState<'_>, entries: &[Entry<'_>], num_attrs: usize) -
             continue;
         }
         children(state, num_attrs, root, &mut scratch);
+        // Most entries refer only to entries already measured (or to none): no walk needed.
+        if scratch.iter().all(|&k| depth[k] != UNSEEN && depth[k] != ACTIVE) {
+            let d = 1 + scratch.iter().map(|&k| depth[k]).max().unwrap_or(0);
+            if d as usize > MAX_NESTING {
+                return Err(ReadError::new(entries[root].offset, ReadErrorKind::TooDeep(MAX_NESTING)));
+            }
+            depth[root] = d;
+            continue;
+        }
         depth[root] = ACTIVE;
         stack.push((root, arena.len(), arena.len()));
         arena.extend_from_slice(&scratch);

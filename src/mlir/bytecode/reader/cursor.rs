@@ -16,10 +16,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// Offset of the next byte in the whole file.
+    #[inline]
     pub fn offset(&self) -> usize {
         self.base + self.pos
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
@@ -36,12 +38,14 @@ impl<'a> Cursor<'a> {
         self.error(ReadErrorKind::Invalid(message.into()))
     }
 
+    #[inline]
     pub fn byte(&mut self, what: &'static str) -> Result<u8> {
         let byte = *self.data.get(self.pos).ok_or_else(|| self.error(ReadErrorKind::Truncated(what)))?;
         self.pos += 1;
         Ok(byte)
     }
 
+    #[inline]
     pub fn bytes(&mut self, len: u64, what: &'static str) -> Result<&'a [u8]> {
         if len > self.remaining() as u64 {
             return Err(self.error(ReadErrorKind::Truncated(what)));
@@ -52,7 +56,29 @@ impl<'a> Cursor<'a> {
     }
 
     /// A PrefixVarInt: trailing zero bits of the first byte count the extra bytes.
+    #[inline(always)]
     pub fn varint(&mut self, what: &'static str) -> Result<u64> {
+        // One-byte values (below 128) are by far the most common: indices, counts, small ints.
+        let rest = &self.data[self.pos..];
+        if let Some(&first) = rest.first() {
+            if first & 1 == 1 {
+                self.pos += 1;
+                return Ok(u64::from(first >> 1));
+            }
+            // Up to 8 bytes in one load when they are all there.
+            if first != 0 && rest.len() >= 8 {
+                let word = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
+                let len = first.trailing_zeros() as usize + 1;
+                let value = if len == 8 { word } else { word & ((1u64 << (8 * len)) - 1) };
+                self.pos += len;
+                return Ok(value >> len);
+            }
+        }
+        self.varint_multibyte(what)
+    }
+
+    /// The rest of [`Self::varint`]: values of 9 bytes, and values near the end of the data.
+    fn varint_multibyte(&mut self, what: &'static str) -> Result<u64> {
         let first = self.byte(what)?;
         if first & 1 == 1 {
             return Ok(u64::from(first >> 1));
@@ -63,20 +89,21 @@ impl<'a> Cursor<'a> {
         }
         let extra = first.trailing_zeros() as usize;
         let rest = self.bytes(extra as u64, what)?;
-        let mut value = u64::from(first);
-        for (i, &b) in rest.iter().enumerate() {
-            value |= u64::from(b) << (8 * (i + 1));
-        }
-        Ok(value >> (extra + 1))
+        let mut word = [0u8; 8];
+        word[0] = first;
+        word[1..=extra].copy_from_slice(rest);
+        Ok(u64::from_le_bytes(word) >> (extra + 1))
     }
 
     /// A zigzag-encoded signed varint.
+    #[inline]
     pub fn signed_varint(&mut self, what: &'static str) -> Result<i64> {
         let value = self.varint(what)?;
         Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
     }
 
     /// A varint `(value << 1) | flag`.
+    #[inline]
     pub fn varint_with_flag(&mut self, what: &'static str) -> Result<(u64, bool)> {
         let value = self.varint(what)?;
         Ok((value >> 1, value & 1 == 1))
@@ -84,12 +111,14 @@ impl<'a> Cursor<'a> {
 
     /// A count of items that each take at least `min_item_bytes` bytes: refused when the rest of
     /// the data cannot hold that many, so a corrupt count never drives a huge allocation.
+    #[inline(always)]
     pub fn count(&mut self, what: &'static str, min_item_bytes: usize) -> Result<usize> {
         let offset = self.offset();
         let count = self.varint(what)?;
         self.check_count(count, what, min_item_bytes, offset)
     }
 
+    #[inline]
     pub fn check_count(&self, count: u64, what: &'static str, min_item_bytes: usize, offset: usize) -> Result<usize> {
         let remaining = self.remaining();
         if count.saturating_mul(min_item_bytes as u64) > remaining as u64 {
@@ -99,6 +128,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An index below `limit`.
+    #[inline(always)]
     pub fn index(&mut self, what: &'static str, limit: usize) -> Result<usize> {
         let offset = self.offset();
         let index = self.varint(what)?;

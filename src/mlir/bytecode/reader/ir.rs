@@ -28,6 +28,8 @@ struct IrReader<'s, 'a> {
     num_types: usize,
     num_op_names: usize,
     unknown_loc: Option<AttrId>,
+    /// The result types of the op being read (reused, so reading an op allocates nothing of its own).
+    result_types: Vec<TypeId>,
 }
 
 pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>) -> Result<()> {
@@ -36,7 +38,13 @@ pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>) ->
     let num_op_names = state.module.context.op_names().len();
     let unknown_loc =
         state.module.context.attrs().iter().position(|a| matches!(a, Attribute::UnknownLoc)).map(|i| AttrId(i as u32));
-    let mut reader = IrReader { state, num_attrs, num_types, num_op_names, unknown_loc };
+    // Every op takes at least 3 bytes (name, mask, location) and a typical one 8 to 20: reserve for
+    // one per 8 bytes, which bounds the reservation by a small multiple of the section itself.
+    let expected_ops = section.data.len() / 8;
+    state.module.ops.reserve(expected_ops);
+    state.module.operand_pool.reserve(expected_ops);
+    state.module.values.reserve(expected_ops);
+    let mut reader = IrReader { state, num_attrs, num_types, num_op_names, unknown_loc, result_types: Vec::new() };
     let mut c = section.cursor();
     let (num_ops, has_args) = c.varint_with_flag("top-level block header")?;
     if has_args {
@@ -54,10 +62,12 @@ pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>) ->
 }
 
 impl IrReader<'_, '_> {
+    #[inline]
     fn attr(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<AttrId> {
         Ok(AttrId(c.index(what, self.num_attrs)? as u32))
     }
 
+    #[inline]
     fn location(&self, c: &mut Cursor<'_>) -> Result<AttrId> {
         let offset = c.offset();
         let loc = self.attr(c, "location")?;
@@ -68,11 +78,13 @@ impl IrReader<'_, '_> {
         Ok(loc)
     }
 
+    #[inline]
     fn ty(&self, c: &mut Cursor<'_>) -> Result<TypeId> {
         Ok(TypeId(c.index("type", self.num_types)? as u32))
     }
 
     /// Gives the next slot of the current region to a new value.
+    #[inline]
     fn define(
         &mut self,
         c: &Cursor<'_>,
@@ -140,7 +152,8 @@ impl IrReader<'_, '_> {
             Properties::None
         };
         let op = OpId(self.state.module.ops.len() as u32);
-        let mut result_types = Vec::new();
+        let mut result_types = std::mem::take(&mut self.result_types);
+        result_types.clear();
         if mask & 0x02 != 0 {
             let n = c.count("result count", 1)?;
             result_types.reserve(n);
@@ -190,8 +203,10 @@ impl IrReader<'_, '_> {
             isolated: false,
             parent,
         });
+        let num_results = result_types.len();
+        self.result_types = result_types;
         if mask & 0x20 != 0 {
-            self.read_use_lists(c, results_start, result_types.len())?;
+            self.read_use_lists(c, results_start, num_results)?;
         }
         if mask & 0x10 != 0 {
             let (num_regions, isolated) = c.varint_with_flag("region count")?;

@@ -1,0 +1,137 @@
+//! MLIR bytecode costs: the "MLIR bytecode read, 100k-op module" row of
+//! shared/design/PERFORMANCE.md.
+//!
+//! Setup builds a module of 100 functions × 1000 unregistered ops (two operands, one result, an
+//! integer and a string attribute, a file-line-col location each), in generic text parsed by rtx
+//! and written by rtx's own writer as bytecode v6 (2,061,563 bytes; the PERFORMANCE.md row says
+//! ≈1.8 MB). Rows:
+//!
+//! - `read_bytecode`: rtx reads the file into its IR. The anchor is upstream MLIR's parse of the
+//!   same file: the `Parser` phase that `iree-opt --allow-unregistered-dialect --mlir-timing`
+//!   reports (wall time of `parseSourceFile`, i.e. bytecode reading into upstream's IR, without
+//!   process start, context setup, verification or printing). Each anchor round runs iree-opt once.
+//!   Found through `RTX_IREE_TOOLS` or `target/iree-venv/bin`; without it the row is skipped.
+//! - `write_bytecode`: rtx writes the module back, anchored on rtx's own read (no upstream writer
+//!   timing is reported separately by iree-opt), so the ratio says how writing compares to reading.
+//!
+//! `cargo bench --bench mlir [-- FILTER]`; `RTX_BENCH_MLIR_SAVE=PATH` also saves the bench file
+//! (for profiling the reader alone, or timing iree-opt by hand).
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use rtx::mlir::{parse_text, read_bytecode, write_bytecode, WriteOptions};
+
+#[allow(dead_code)] // `per_call` is for per-call rows, which this bench has none of.
+mod support;
+
+use support::row;
+
+const FUNCTIONS: usize = 100;
+const OPS_PER_FUNCTION: usize = 1000;
+
+/// The generic text of the bench module.
+fn module_text() -> String {
+    let mut s = String::with_capacity(FUNCTIONS * OPS_PER_FUNCTION * 120);
+    s.push_str("\"builtin.module\"() ({\n");
+    for f in 0..FUNCTIONS {
+        s.push_str("  \"bench.func\"() ({\n  ^bb0(%a: i32, %b: i32):\n");
+        let mut prev = "%a".to_owned();
+        for i in 0..OPS_PER_FUNCTION {
+            let name = ["bench.add", "bench.mul", "bench.sub", "bench.xor"][i % 4];
+            let _ = writeln!(
+                s,
+                "    %{i} = \"{name}\"({prev}, %b) {{index = {i} : i64, tag = \"t{}\"}} : (i32, i32) -> i32 loc(\"bench_{f}.py\":{}:{})",
+                i % 16,
+                i + 1,
+                i % 80
+            );
+            prev = format!("%{i}");
+        }
+        let _ =
+            writeln!(s, "    \"bench.return\"({prev}) : (i32) -> () loc(\"bench_{f}.py\":{}:1)", OPS_PER_FUNCTION + 1);
+        let _ = writeln!(s, "  }}) {{sym_name = \"f{f}\"}} : () -> () loc(\"bench_{f}.py\":0:0)");
+    }
+    s.push_str("}) : () -> ()\n");
+    s
+}
+
+/// The directory with `iree-opt`, if installed.
+fn iree_tools() -> Option<PathBuf> {
+    let dir = std::env::var_os("RTX_IREE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/iree-venv/bin"));
+    dir.join("iree-opt").is_file().then_some(dir)
+}
+
+/// Nanoseconds of the `Parser` phase of one `iree-opt --mlir-timing` run over `file`.
+fn upstream_parse_ns(iree_opt: &PathBuf, file: &PathBuf) -> f64 {
+    let out = Command::new(iree_opt)
+        .args(["--allow-unregistered-dialect", "--mlir-timing", "--mlir-disable-threading", "-o", "/dev/null"])
+        .arg(file)
+        .output()
+        .expect("run iree-opt");
+    assert!(out.status.success(), "iree-opt failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report = String::from_utf8_lossy(&out.stderr);
+    // `  0.0931 (100.0%)  Parser` (wall time in seconds, optionally preceded by user+system time).
+    let line = report.lines().find(|l| l.trim_end().ends_with("Parser")).expect("Parser phase in --mlir-timing");
+    let secs: f64 = line.split_whitespace().next().and_then(|t| t.parse().ok()).expect("Parser time");
+    secs * 1e9
+}
+
+fn main() {
+    let wanted = support::filter();
+    let start = Instant::now();
+    let module = parse_text(&module_text()).expect("bench module parses");
+    let bytes = write_bytecode(&module, &WriteOptions::default()).expect("bench module writes");
+    drop(module);
+    if let Some(path) = std::env::var_os("RTX_BENCH_MLIR_SAVE") {
+        std::fs::write(path, &bytes).expect("save bench module");
+    }
+    println!(
+        "module: {} ops, {} bytes of bytecode v6 (built in {:.2} s); {} alternating rounds; medians; ratio = rtx / anchor",
+        FUNCTIONS * (OPS_PER_FUNCTION + 2) + 1,
+        bytes.len(),
+        start.elapsed().as_secs_f64(),
+        support::ROUNDS
+    );
+    let read_ns = |bytes: &[u8]| {
+        let start = Instant::now();
+        let module = read_bytecode(black_box(bytes)).expect("rtx reads its own file");
+        let ns = start.elapsed().as_nanos() as f64;
+        drop(black_box(module));
+        ns
+    };
+
+    if wanted("read_bytecode") {
+        match iree_tools() {
+            Some(dir) => {
+                let file = std::env::temp_dir().join(format!("rtx-bench-mlir-{}.mlirbc", std::process::id()));
+                std::fs::write(&file, &bytes).expect("write temp file");
+                let iree_opt = dir.join("iree-opt");
+                row(
+                    "read_bytecode (100k ops)",
+                    "iree-opt Parser phase",
+                    &mut || upstream_parse_ns(&iree_opt, &file),
+                    &mut || read_ns(&bytes),
+                );
+                let _ = std::fs::remove_file(&file);
+            }
+            None => println!("read_bytecode: skipped, no iree-opt (set RTX_IREE_TOOLS)"),
+        }
+    }
+    if wanted("write_bytecode") {
+        let module = read_bytecode(&bytes).expect("rtx reads its own file");
+        let options = WriteOptions::default();
+        row("write_bytecode (100k ops)", "rtx read_bytecode", &mut || read_ns(&bytes), &mut || {
+            let start = Instant::now();
+            let out = write_bytecode(black_box(&module), &options).expect("rtx writes");
+            let ns = start.elapsed().as_nanos() as f64;
+            drop(black_box(out));
+            ns
+        });
+    }
+}
