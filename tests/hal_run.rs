@@ -234,13 +234,7 @@ fn fixtures_are_what_the_compiler_makes_of_their_source() {
 /// executable format (needs the IREE tools: `RTX_CHECK_FIXTURES=1`, as in scripts/test.sh).
 #[test]
 fn rtx_run_prints_what_iree_run_module_prints() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let calls: [(&str, &[&str]); 11] = [
         ("programs", &["--function=scale_dynamic", "--input=4xf32=1e-40 -1e-20 1e-20 2", "--input=1e-20"]),
         ("programs", &["--function=abs", "--input=4xf32=-1 2.5 -0 nan"]),

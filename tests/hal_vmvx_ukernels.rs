@@ -189,13 +189,7 @@ fn fixture_is_what_the_compiler_makes_of_its_source() {
 /// exit status, and bit for bit the same result.
 #[test]
 fn rtx_run_matches_iree_run_module_bit_for_bit() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let scratch = std::env::temp_dir().join(format!("rtx-vmvx-ukernel-live-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch folder");
     let calls = CALLS.iter().map(|(call, _)| *call).chain(LIVE_ONLY.iter().copied());

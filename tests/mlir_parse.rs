@@ -132,13 +132,7 @@ fn custom_op_syntax_is_refused_with_a_hint() {
 
 #[test]
 fn upstream_reprints_rtx_text_of_parsed_fixtures_exactly() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP upstream comparison: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let scratch = std::env::temp_dir().join(format!("rtx-mlir-parse-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let mut failures = Vec::new();

@@ -52,13 +52,7 @@ fn every_fixture_reads_and_prints() {
 
 #[test]
 fn upstream_parses_rtx_text_to_the_same_module() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP upstream comparison: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let scratch = std::env::temp_dir().join(format!("rtx-mlir-read-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let mut failures = Vec::new();

@@ -249,13 +249,7 @@ const PRINT: &[&str] = &["--mlir-print-op-generic", "--mlir-print-debuginfo"];
 
 #[test]
 fn upstream_reads_rtx_files_as_its_own() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP upstream comparison: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let scratch = std::env::temp_dir().join(format!("rtx-mlir-write-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let mut jobs = Vec::new();
@@ -298,13 +292,7 @@ fn upstream_reads_rtx_files_as_its_own() {
 
 #[test]
 fn upstream_keeps_rtx_use_list_orders() {
-    let tools = match common::iree_tools() {
-        Ok(tools) => tools,
-        Err(reason) => {
-            eprintln!("SKIP upstream comparison: {reason}");
-            return;
-        }
-    };
+    let Some(tools) = common::iree_tools_or_skip() else { return };
     let scratch = std::env::temp_dir().join(format!("rtx-mlir-uselists-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let original = read_fixture("uselists", 6);

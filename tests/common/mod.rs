@@ -89,6 +89,11 @@ pub fn iree_tools() -> Result<PathBuf, String> {
     Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
 }
 
+/// [`iree_tools`], or `None` after printing why the comparison is skipped.
+pub fn iree_tools_or_skip() -> Option<PathBuf> {
+    iree_tools().map_err(|reason| eprintln!("SKIP: {reason}")).ok()
+}
+
 /// Upstream MLIR's generic print of `input` (text or bytecode), locations included, or its
 /// error output.
 pub fn upstream_generic(tools: &std::path::Path, input: &std::path::Path) -> Result<String, String> {
