@@ -2,9 +2,10 @@
 //! shared/design/PERFORMANCE.md.
 //!
 //! Setup builds a module of 100 functions × 1000 unregistered ops (two operands, one result, an
-//! integer and a string attribute, a file-line-col location each), in generic text parsed by rtx
-//! and written by rtx's own writer as bytecode v6 (2,061,563 bytes; the PERFORMANCE.md row says
-//! ≈1.8 MB). Rows:
+//! integer and a string attribute, a file-line-col location each, two ops per source line as a
+//! frontend emits them), in generic text parsed by rtx and written by rtx's own writer as bytecode
+//! v6 (1,647,615 bytes; the PERFORMANCE.md row says ≈1.8 MB; one location per op would make it
+//! 2,061,563). Rows:
 //!
 //! - `read_bytecode`: rtx reads the file into its IR. The anchor is upstream MLIR's parse of the
 //!   same file: the `Parser` phase that `iree-opt --allow-unregistered-dialect --mlir-timing`
@@ -44,10 +45,9 @@ fn module_text() -> String {
             let name = ["bench.add", "bench.mul", "bench.sub", "bench.xor"][i % 4];
             let _ = writeln!(
                 s,
-                "    %{i} = \"{name}\"({prev}, %b) {{index = {i} : i64, tag = \"t{}\"}} : (i32, i32) -> i32 loc(\"bench_{f}.py\":{}:{})",
+                "    %{i} = \"{name}\"({prev}, %b) {{index = {i} : i64, tag = \"t{}\"}} : (i32, i32) -> i32 loc(\"bench_{f}.py\":{}:5)",
                 i % 16,
-                i + 1,
-                i % 80
+                i / 2 + 1
             );
             prev = format!("%{i}");
         }

@@ -13,7 +13,9 @@ pub mod ir;
 pub mod ods;
 pub mod text;
 
-pub use bytecode::{read_bytecode, write_bytecode, ReadError, WriteError, WriteOptions};
+pub use bytecode::{
+    read_bytecode, read_bytecode_lazy, write_bytecode, LazyModule, ReadError, WriteError, WriteOptions,
+};
 pub use ir::Module;
 pub use text::parse::{parse_text, parse_text_with, ParseError, ParseOptions};
 pub use text::print::{print_generic, PrintError, PrintOptions};

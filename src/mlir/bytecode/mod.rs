@@ -3,5 +3,5 @@
 pub mod reader;
 pub mod writer;
 
-pub use reader::{read_bytecode, read_bytecode_shared, ReadError, ReadErrorKind};
+pub use reader::{read_bytecode, read_bytecode_lazy, read_bytecode_shared, LazyModule, ReadError, ReadErrorKind};
 pub use writer::{write_bytecode, WriteError, WriteOptions};

@@ -84,6 +84,29 @@ pub(super) fn read_attrs_and_types(state: &mut FileState<'_>, data: Section<'_>,
         };
         state.module.context.push_attr(attr);
     }
+    // Other dialects' own encodings that rtx can print become text (the first table pass keeps
+    // them encoded, since they may refer to any entry).
+    let supported: Vec<bool> = state
+        .module
+        .context
+        .dialects()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            Some(DialectId(i as u32)) != builtin
+                && super::dialects::is_supported(state.module.context.str_bytes(d.name))
+        })
+        .collect();
+    let customs: Vec<super::dialects::CustomEntry<'_>> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.custom && supported[e.dialect.0 as usize])
+        .map(|(node, e)| super::dialects::CustomEntry { node, dialect: e.dialect, data: e.data, offset: e.offset })
+        .collect();
+    if !customs.is_empty() {
+        let offsets: Vec<usize> = entries.iter().map(|e| e.offset).collect();
+        super::dialects::resolve(state, &customs, &offsets, num_attrs)?;
+    }
     check_graph(state, &entries, num_attrs)?;
     for (index, entry) in entries[..num_attrs].iter().enumerate() {
         check_attr(state, AttrId(index as u32))
@@ -448,7 +471,7 @@ impl Decoder<'_, '_> {
 }
 
 /// Node `i < num_attrs` is attribute `i`; node `num_attrs + j` is type `j`.
-fn children(state: &FileState<'_>, num_attrs: usize, node: usize, out: &mut Vec<usize>) {
+pub(super) fn children(state: &FileState<'_>, num_attrs: usize, node: usize, out: &mut Vec<usize>) {
     let ctx = &state.module.context;
     let a = |id: AttrId| id.0 as usize;
     let t = |id: TypeId| num_attrs + id.0 as usize;

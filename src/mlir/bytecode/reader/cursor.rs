@@ -65,10 +65,17 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 return Ok(u64::from(first >> 1));
             }
-            // Up to 8 bytes in one load when they are all there.
-            if first != 0 && rest.len() >= 8 {
-                let word = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
+            if first != 0 {
                 let len = first.trailing_zeros() as usize + 1;
+                // Up to 8 bytes in one load when 8 are there; otherwise (the short slices of
+                // attribute entries, the end of a section) gathered into a word.
+                let word = if rest.len() >= 8 {
+                    u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"))
+                } else if rest.len() >= len {
+                    rest[..len].iter().rev().fold(0u64, |word, &b| word << 8 | u64::from(b))
+                } else {
+                    return Err(self.error(ReadErrorKind::Truncated(what)));
+                };
                 let value = if len == 8 { word } else { word & ((1u64 << (8 * len)) - 1) };
                 self.pos += len;
                 return Ok(value >> len);
@@ -77,22 +84,13 @@ impl<'a> Cursor<'a> {
         self.varint_multibyte(what)
     }
 
-    /// The rest of [`Self::varint`]: values of 9 bytes, and values near the end of the data.
+    /// The rest of [`Self::varint`]: 9-byte values (a zero first byte), and the end of the data.
+    #[cold]
     fn varint_multibyte(&mut self, what: &'static str) -> Result<u64> {
         let first = self.byte(what)?;
-        if first & 1 == 1 {
-            return Ok(u64::from(first >> 1));
-        }
-        if first == 0 {
-            let bytes = self.bytes(8, what)?;
-            return Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")));
-        }
-        let extra = first.trailing_zeros() as usize;
-        let rest = self.bytes(extra as u64, what)?;
-        let mut word = [0u8; 8];
-        word[0] = first;
-        word[1..=extra].copy_from_slice(rest);
-        Ok(u64::from_le_bytes(word) >> (extra + 1))
+        debug_assert_eq!(first, 0, "shorter values are decoded inline");
+        let bytes = self.bytes(8, what)?;
+        Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
     }
 
     /// A zigzag-encoded signed varint.

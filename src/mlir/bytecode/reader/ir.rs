@@ -1,5 +1,10 @@
 //! The IR section: operations, regions and blocks, value numbering and forward references,
 //! use-list orders, and isolated regions in nested (lazily loadable) sections.
+//!
+//! Read lazily, an op whose isolated regions sit in a nested section (v2+) gets its regions but
+//! no blocks, and the section is recorded as [`Pending`]; [`read_isolated`] reads it later. Such a
+//! section is self-contained — its values are numbered from a fresh scope and its blocks are its
+//! own — so reading it afterwards gives the same IR as reading it in place.
 
 use super::cursor::Cursor;
 use super::error::{ReadError, ReadErrorKind, Result};
@@ -22,6 +27,16 @@ struct RegionFrame {
     num_blocks: u32,
 }
 
+/// The isolated regions of `op`, stored in the nested IR section at `offset..offset + len` of the
+/// file and not read yet; `depth` is the nesting depth of those regions.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pending {
+    pub op: OpId,
+    pub offset: usize,
+    pub len: usize,
+    pub depth: usize,
+}
+
 struct IrReader<'s, 'a> {
     state: &'s mut FileState<'a>,
     num_attrs: usize,
@@ -30,21 +45,55 @@ struct IrReader<'s, 'a> {
     unknown_loc: Option<AttrId>,
     /// The result types of the op being read (reused, so reading an op allocates nothing of its own).
     result_types: Vec<TypeId>,
+    /// Whether nested isolated-region sections are left for later (and recorded in `pending`).
+    lazy: bool,
+    pending: Vec<Pending>,
+    /// Where this read's values, operands and use-list orders start (what [`IrReader::finish`]
+    /// checks).
+    first_value: usize,
+    first_operand: usize,
+    first_use_list: usize,
 }
 
-pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>) -> Result<()> {
-    let num_attrs = state.module.context.attrs().len();
-    let num_types = state.module.context.types().len();
-    let num_op_names = state.module.context.op_names().len();
-    let unknown_loc =
-        state.module.context.attrs().iter().position(|a| matches!(a, Attribute::UnknownLoc)).map(|i| AttrId(i as u32));
+impl<'s, 'a> IrReader<'s, 'a> {
+    fn new(state: &'s mut FileState<'a>, lazy: bool) -> Self {
+        // The file's tables: native properties may append made-up attributes after them, which no
+        // index in the file can name.
+        let num_attrs = state.num_file_attrs;
+        let num_types = state.num_file_types;
+        let num_op_names = state.module.context.op_names().len();
+        let unknown_loc = state.module.context.attrs()[..num_attrs]
+            .iter()
+            .position(|a| matches!(a, Attribute::UnknownLoc))
+            .map(|i| AttrId(i as u32));
+        let first_value = state.module.values.len();
+        let first_operand = state.module.operand_pool.len();
+        let first_use_list = state.module.use_list_orders.len();
+        IrReader {
+            state,
+            num_attrs,
+            num_types,
+            num_op_names,
+            unknown_loc,
+            result_types: Vec::new(),
+            lazy,
+            pending: Vec::new(),
+            first_value,
+            first_operand,
+            first_use_list,
+        }
+    }
+}
+
+/// Reads the top-level IR section; with `lazy`, returns the isolated-region sections left unread.
+pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>, lazy: bool) -> Result<Vec<Pending>> {
     // Every op takes at least 3 bytes (name, mask, location) and a typical one 8 to 20: reserve for
     // one per 8 bytes, which bounds the reservation by a small multiple of the section itself.
     let expected_ops = section.data.len() / 8;
     state.module.ops.reserve(expected_ops);
     state.module.operand_pool.reserve(expected_ops);
     state.module.values.reserve(expected_ops);
-    let mut reader = IrReader { state, num_attrs, num_types, num_op_names, unknown_loc, result_types: Vec::new() };
+    let mut reader = IrReader::new(state, lazy);
     let mut c = section.cursor();
     let (num_ops, has_args) = c.varint_with_flag("top-level block header")?;
     if has_args {
@@ -58,6 +107,23 @@ pub(super) fn read_ir(state: &mut FileState<'_>, section: super::Section<'_>) ->
         reader.state.module.top_level.push(op);
     }
     c.expect_end("IR section")?;
+    reader.finish(section.offset + section.data.len())
+}
+
+/// Reads the isolated regions of `pending.op` from their nested section (the op's regions exist
+/// and have no blocks yet); returns the sections nested in it that are left for later.
+pub(super) fn read_isolated(state: &mut FileState<'_>, pending: Pending, lazy: bool) -> Result<Vec<Pending>> {
+    let buffer = state.buffer.clone();
+    let section =
+        super::Section { data: &buffer[pending.offset..pending.offset + pending.len], offset: pending.offset };
+    let regions = state.module.op_regions(pending.op).to_vec();
+    let mut reader = IrReader::new(state, lazy);
+    let mut c = section.cursor();
+    let mut fresh = Scope { slots: Vec::new() };
+    for region in regions {
+        reader.read_region(&mut c, &mut fresh, region, pending.depth)?;
+    }
+    c.expect_end("isolated region section")?;
     reader.finish(section.offset + section.data.len())
 }
 
@@ -237,12 +303,16 @@ impl IrReader<'_, '_> {
                         )),
                     ));
                 }
-                let mut nc = nested.cursor();
-                let mut fresh = Scope { slots: Vec::new() };
-                for &region in &regions {
-                    self.read_region(&mut nc, &mut fresh, region, depth + 1)?;
+                if self.lazy {
+                    self.pending.push(Pending { op, offset: nested.offset, len: nested.data.len(), depth: depth + 1 });
+                } else {
+                    let mut nc = nested.cursor();
+                    let mut fresh = Scope { slots: Vec::new() };
+                    for &region in &regions {
+                        self.read_region(&mut nc, &mut fresh, region, depth + 1)?;
+                    }
+                    nc.expect_end("isolated region section")?;
                 }
-                nc.expect_end("isolated region section")?;
             } else if isolated {
                 let mut fresh = Scope { slots: Vec::new() };
                 for &region in &regions {
@@ -362,11 +432,14 @@ impl IrReader<'_, '_> {
         Ok(())
     }
 
-    /// Final checks: every used value was defined; use-list orders fit their values' uses.
-    fn finish(self, end: usize) -> Result<()> {
+    /// Final checks of what this read added: every used value was defined; use-list orders fit
+    /// their values' uses. (Values are only used inside the section that defines them, so the
+    /// uses counted here are all their uses.)
+    fn finish(self, end: usize) -> Result<Vec<Pending>> {
         let module = &self.state.module;
-        let mut uses = vec![0u32; module.values.len()];
-        for &value in &module.operand_pool {
+        let first = self.first_value;
+        let mut uses = vec![0u32; module.values.len() - first];
+        for &value in &module.operand_pool[self.first_operand..] {
             if module.values[value.0 as usize].def == ValueDef::Undefined {
                 return Err(ReadError::new(
                     end,
@@ -376,10 +449,10 @@ impl IrReader<'_, '_> {
                     )),
                 ));
             }
-            uses[value.0 as usize] += 1;
+            uses[value.0 as usize - first] += 1;
         }
-        for order in &module.use_list_orders {
-            let n = uses[order.value.0 as usize];
+        for order in &module.use_list_orders[self.first_use_list..] {
+            let n = uses[order.value.0 as usize - first];
             let fits = if order.is_pairs {
                 order.indices.len() % 2 == 0 && order.indices.iter().all(|&i| i < n)
             } else {
@@ -398,6 +471,6 @@ impl IrReader<'_, '_> {
                 ));
             }
         }
-        Ok(())
+        Ok(self.pending)
     }
 }

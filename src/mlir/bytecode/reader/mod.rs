@@ -16,8 +16,10 @@
 
 mod attr_type;
 mod cursor;
+mod dialects;
 pub mod error;
 mod ir;
+mod lazy;
 mod properties;
 
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use std::sync::Arc;
 use cursor::Cursor;
 use error::Result;
 pub use error::{ReadError, ReadErrorKind};
+pub use lazy::LazyModule;
 
 use crate::mlir::ir::{
     Attribute, Blob, Dialect, DialectId, Module, OpName, ResourceEntry, ResourceGroup, ResourceRef, ResourceValue, Sym,
@@ -90,21 +93,53 @@ fn read_section<'a>(c: &mut Cursor<'a>) -> Result<(u8, Section<'a>)> {
 }
 
 /// What the passes share: the file, its version and its tables.
+#[derive(Default)]
 pub(crate) struct FileState<'a> {
     pub buffer: Arc<[u8]>,
+    /// What `buffer` holds, borrowed (slices of it need no reference count).
+    pub bytes: &'a [u8],
     pub version: u64,
     pub strings: Vec<Sym>,
     pub module: Module,
     /// Every dialect-group resource in file order (what a resource handle indexes).
     pub resource_handles: Vec<ResourceRef>,
-    pub properties: Vec<Section<'a>>,
+    /// The properties entries as `(file offset, length)`.
+    pub properties: Vec<(usize, usize)>,
     /// Attributes the reader makes up (decoded native properties), deduplicated among themselves
     /// and, for strings, against the file's own string attributes, without hashing the whole table.
     pub synthesized: std::collections::HashMap<Attribute, crate::mlir::ir::AttrId>,
     pub file_strings: Option<std::collections::HashMap<Sym, crate::mlir::ir::AttrId>>,
+    /// The sizes of the file's attribute and type tables, the only ones its indices can name
+    /// (made-up attributes follow them).
+    pub num_file_attrs: usize,
+    pub num_file_types: usize,
 }
 
-impl FileState<'_> {
+impl<'a> FileState<'a> {
+    /// The same state over `bytes` (which must be what `buffer` holds, or empty while nothing is
+    /// being read).
+    pub(crate) fn rebind(self, bytes: &[u8]) -> FileState<'_> {
+        FileState {
+            buffer: self.buffer,
+            bytes,
+            version: self.version,
+            strings: self.strings,
+            module: self.module,
+            resource_handles: self.resource_handles,
+            properties: self.properties,
+            synthesized: self.synthesized,
+            file_strings: self.file_strings,
+            num_file_attrs: self.num_file_attrs,
+            num_file_types: self.num_file_types,
+        }
+    }
+
+    /// Properties entry `index`.
+    pub(crate) fn property(&self, index: usize) -> Section<'a> {
+        let (offset, len) = self.properties[index];
+        Section { data: &self.bytes[offset..offset + len], offset }
+    }
+
     /// An attribute equal to `attr`: the file's own (for untyped strings) or a made-up one.
     pub(crate) fn intern_attr(&mut self, attr: Attribute) -> crate::mlir::ir::AttrId {
         if let Attribute::String { value, ty: None } = attr {
@@ -159,16 +194,28 @@ impl FileState<'_> {
 
 /// Reads a bytecode file (any version 0–6) into a [`Module`].
 pub fn read_bytecode(bytes: &[u8]) -> std::result::Result<Module, ReadError> {
-    let buffer: Arc<[u8]> = Arc::from(bytes);
-    read_shared(buffer.clone(), &buffer)
+    read_bytecode_shared(Arc::from(bytes))
 }
 
 /// Like [`read_bytecode`], sharing `buffer` (dense data and resources point into it).
 pub fn read_bytecode_shared(buffer: Arc<[u8]>) -> std::result::Result<Module, ReadError> {
-    read_shared(buffer.clone(), &buffer)
+    let (mut state, ir) = read_tables(buffer.clone(), &buffer)?;
+    ir::read_ir(&mut state, ir, false)?;
+    Ok(state.module)
 }
 
-fn read_shared(buffer: Arc<[u8]>, bytes: &[u8]) -> Result<Module> {
+/// Like [`read_bytecode_shared`], leaving the bodies of ops with isolated regions stored in their
+/// own sections (bytecode v2+: `func.func`, `builtin.module`, ...) unread until asked for. Tables
+/// and everything outside those sections are read and checked now; an error inside a section
+/// shows when it is materialized.
+pub fn read_bytecode_lazy(buffer: Arc<[u8]>) -> std::result::Result<LazyModule, ReadError> {
+    let (mut state, ir) = read_tables(buffer.clone(), &buffer)?;
+    let pending = ir::read_ir(&mut state, ir, true)?;
+    Ok(LazyModule::new(state.rebind(&[]), pending))
+}
+
+/// Reads the header and every table; returns the state and the IR section, not read yet.
+fn read_tables(buffer: Arc<[u8]>, bytes: &[u8]) -> Result<(FileState<'_>, Section<'_>)> {
     let mut c = Cursor::new(bytes, 0);
     if c.bytes(4, "magic number").ok() != Some(&MAGIC[..]) {
         return Err(ReadError::new(0, ReadErrorKind::BadMagic));
@@ -208,13 +255,10 @@ fn read_shared(buffer: Arc<[u8]>, bytes: &[u8]) -> Result<Module> {
 
     let mut state = FileState {
         buffer,
+        bytes,
         version,
-        strings: Vec::new(),
         module: Module { bytecode_version: Some(version), producer: Some(producer), ..Module::default() },
-        resource_handles: Vec::new(),
-        properties: Vec::new(),
-        synthesized: Default::default(),
-        file_strings: None,
+        ..FileState::default()
     };
     read_strings(&mut state, section(0))?;
     read_dialects(&mut state, section(1))?;
@@ -225,8 +269,9 @@ fn read_shared(buffer: Arc<[u8]>, bytes: &[u8]) -> Result<Module> {
         read_properties_table(&mut state, properties)?;
     }
     attr_type::read_attrs_and_types(&mut state, section(2), section(3))?;
-    ir::read_ir(&mut state, section(4))?;
-    Ok(state.module)
+    state.num_file_attrs = state.module.context.attrs().len();
+    state.num_file_types = state.module.context.types().len();
+    Ok((state, section(4)))
 }
 
 fn read_strings(state: &mut FileState<'_>, section: Section<'_>) -> Result<()> {
@@ -384,8 +429,8 @@ fn read_properties_table<'a>(state: &mut FileState<'a>, section: Section<'a>) ->
     for _ in 0..count {
         let size = c.varint("properties size")?;
         let offset = c.offset();
-        let data = c.bytes(size, "properties entry")?;
-        entries.push(Section { data, offset });
+        c.bytes(size, "properties entry")?;
+        entries.push((offset, size as usize));
     }
     c.expect_end("properties section")?;
     state.properties = entries;

@@ -8,7 +8,7 @@ use crate::mlir::ir::{AttrId, Attribute, Blob, OpNameId, Properties, Signedness,
 use crate::mlir::ods::{op_schema, OpSchema};
 
 pub(super) fn decode(state: &mut FileState<'_>, name: OpNameId, index: usize, num_attrs: usize) -> Result<Properties> {
-    let entry = state.properties[index];
+    let entry = state.property(index);
     let mut c = entry.cursor();
     let op_name = state.module.context.op_name(name).clone();
     if !op_name.registered {

@@ -265,6 +265,10 @@ impl Printer<'_> {
             }
             Attribute::Text { text, .. } => self.out.push_str(&ctx.str(*text)),
             Attribute::Custom { dialect, .. } => {
+                if let Some(text) = self.resolved.and_then(|r| r.attrs.get(&id)) {
+                    self.out.push_str(text);
+                    return;
+                }
                 self.out.push_str("unit");
                 self.fail(PrintError::CustomAttribute(ctx.dialect_name(*dialect).into_owned()));
             }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::mlir::ir::{
-    AttrId, Attribute, BlockId, Module, OpId, Properties, RegionId, ResourceValue, ValueDef, ValueId,
+    AttrId, Attribute, BlockId, Module, OpId, Properties, RegionId, ResourceValue, TypeId, ValueDef, ValueId,
 };
 
 /// What to print.
@@ -40,6 +40,45 @@ pub(crate) struct Printer<'m> {
     /// `distinct[N]` numbers, in order of first print.
     pub(crate) distinct_ids: HashMap<u32, usize>,
     pub(crate) error: Option<PrintError>,
+    /// Texts standing in for entries still held in their dialect's own encoding (the bytecode
+    /// reader decodes those in dependency order, before it swaps the texts into the context).
+    pub(crate) resolved: Option<&'m ResolvedCustom>,
+}
+
+/// Full textual forms, by id, of attributes and types that the context still holds as
+/// [`Attribute::Custom`] / [`crate::mlir::ir::Type::Custom`].
+#[derive(Default)]
+pub(crate) struct ResolvedCustom {
+    pub(crate) attrs: HashMap<AttrId, String>,
+    pub(crate) types: HashMap<TypeId, String>,
+}
+
+/// What to print on its own: one attribute (in attribute position) or one type.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Entity {
+    Attr(AttrId),
+    Type(TypeId),
+}
+
+/// One attribute or type in its full form (rtx prints no aliases), as it would appear nested in
+/// another dialect's attribute; custom-encoded entries print as their text in `resolved`.
+pub(crate) fn print_entity(module: &Module, entity: Entity, resolved: &ResolvedCustom) -> Result<String, PrintError> {
+    let mut p = Printer {
+        module,
+        out: String::new(),
+        options: PrintOptions::default(),
+        distinct_ids: HashMap::new(),
+        error: None,
+        resolved: Some(resolved),
+    };
+    match entity {
+        Entity::Attr(id) => p.attr(id),
+        Entity::Type(id) => p.ty(id),
+    }
+    match p.error {
+        Some(error) => Err(error),
+        None => Ok(p.out),
+    }
 }
 
 /// Prints a module in MLIR's generic form.
@@ -50,6 +89,7 @@ pub fn print_generic(module: &Module, options: PrintOptions) -> Result<String, P
         options,
         distinct_ids: HashMap::new(),
         error: None,
+        resolved: None,
     };
     for &op in &module.top_level {
         p.op(op, 0);

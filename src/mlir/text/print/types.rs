@@ -84,6 +84,10 @@ impl Printer<'_> {
             Type::None => self.out.push_str("none"),
             Type::Text { text, .. } => self.out.push_str(&m.context.str(*text)),
             Type::Custom { dialect, .. } => {
+                if let Some(text) = self.resolved.and_then(|r| r.types.get(&id)) {
+                    self.out.push_str(text);
+                    return;
+                }
                 self.out.push_str("none");
                 self.fail(PrintError::CustomType(m.context.dialect_name(*dialect).into_owned()));
             }
