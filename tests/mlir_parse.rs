@@ -238,6 +238,19 @@ fn aliases_are_substituted_into_dialect_text() {
     assert!(printed.contains("loc(\"f.py\":1:2)"), "{printed}");
 }
 
+/// Upstream prints a typed dialect attribute with its type (`#util.byte_pattern<1> : tensor<4xi8>`),
+/// also in alias definitions; the type belongs to the attribute, and an alias defined without one
+/// ends where its attribute does.
+#[test]
+fn typed_dialect_attributes_keep_their_type() {
+    let text = "#t = #hal.device.target<\"local\"> : !hal.device\n#e = #foo.e<1>\n\
+                \"test.op\"() {a = #util.byte_pattern<1> : tensor<4xi8>, b = #t, c = [#e]} : () -> ()\n";
+    let printed = print(&parse_text(text).unwrap());
+    assert!(printed.contains(r#""a" = #util.byte_pattern<1> : tensor<4xi8>"#), "{printed}");
+    assert!(printed.contains(r#""b" = #hal.device.target<"local"> : !hal.device"#), "{printed}");
+    assert!(printed.contains(r#""c" = [#foo.e<1>]"#), "{printed}");
+}
+
 #[test]
 fn resources_keep_their_alignment() {
     let text = r#"

@@ -272,7 +272,27 @@ impl<'s> Parser<'s> {
                 Some(&(attr, _)) => Ok(attr),
                 None => self.err_at(start, format!("undefined attribute alias '#{}'", String::from_utf8_lossy(name))),
             },
-            DialectSymbol::Text { dialect, text } => Ok(self.intern_attr(Attribute::Text { dialect, text })),
+            DialectSymbol::Text { dialect, text } => {
+                // A typed dialect attribute carries its type after a colon
+                // (`#util.byte_pattern<1> : tensor<4xi8>`), which upstream parses as part of the
+                // attribute and prints back: it belongs to the text.
+                let end = self.pos;
+                if !self.eat(b':') {
+                    // Whatever the search for a colon skipped is not part of the attribute (an
+                    // alias definition keeps its text up to here).
+                    self.pos = end;
+                    return Ok(self.intern_attr(Attribute::Text { dialect, text }));
+                }
+                self.ws();
+                let type_start = self.pos;
+                self.ty()?;
+                let type_text = self.substitute_aliases(&self.src[type_start..self.pos])?;
+                let mut typed = self.module.context.str_bytes(text).to_vec();
+                typed.extend_from_slice(b" : ");
+                typed.extend_from_slice(&type_text);
+                let text = self.module.context.intern_str(&typed);
+                Ok(self.intern_attr(Attribute::Text { dialect, text }))
+            }
         }
     }
 
