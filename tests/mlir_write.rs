@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rtx::mlir::bytecode::{read_bytecode_shared, WriteError};
 use rtx::mlir::ir::{Attribute, Module, ResourceEntry, ResourceGroup, ResourceValue};
-use rtx::mlir::{print_generic, read_bytecode, write_bytecode, PrintOptions, WriteOptions};
+use rtx::mlir::{parse_text, print_generic, read_bytecode, write_bytecode, PrintOptions, WriteOptions};
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mlir")
@@ -399,4 +399,36 @@ fn first_difference(expected: &str, actual: &str) -> String {
         }
     }
     format!("lengths differ: {} vs {} lines", expected.lines().count(), actual.lines().count())
+}
+
+#[test]
+fn a_registered_op_whose_properties_do_not_fit_its_schema_is_written_for_upstream_to_read() {
+    // `extra` is no inherent attribute of `arith.constant`: the native encoding cannot hold it, so
+    // from v5 on the properties go to the attribute dictionary (upstream would misread a
+    // dictionary as the native encoding of an op it has registered).
+    let text = r#""builtin.module"() ({
+  %0 = "arith.constant"() <{extra = 7 : i64, value = 1 : i32}> : () -> i32
+  %1 = "arith.constant"() <{value = 2 : i32}> : () -> i32
+  "test.use"(%0, %1) : (i32, i32) -> ()
+}) : () -> ()
+"#;
+    let module = parse_text(text).unwrap();
+    let Some(tools) = common::iree_tools_or_skip() else {
+        for version in 0..=6 {
+            write_bytecode(&module, &lossy(version)).unwrap();
+        }
+        return;
+    };
+    let scratch = std::env::temp_dir().join(format!("rtx-mlir-misfit-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    for version in 0..=6 {
+        let path = scratch.join(format!("misfit.v{version}.mlirbc"));
+        std::fs::write(&path, write_bytecode(&module, &lossy(version)).unwrap()).unwrap();
+        let text = upstream(&tools, &["--mlir-print-op-generic"], &path)
+            .unwrap_or_else(|e| panic!("v{version}: upstream rejects rtx's file: {e}"));
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains(r#""arith.constant"() <{value = 1 : i32}> {extra = 7 : i64}"#), "v{version}:\n{text}");
+        assert!(text.contains(r#""arith.constant"() <{value = 2 : i32}>"#), "v{version}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
 }

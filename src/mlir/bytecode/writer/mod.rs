@@ -9,8 +9,9 @@
 //! **What each version can hold, and what happens when it cannot:**
 //! - Properties of registered ops (bytecode v5+) are written in their native ODS encoding when
 //!   [`crate::mlir::ods`] knows the op and the properties fit its schema (v6 writes segment sizes as
-//!   a sparse array, v5 as an attribute); otherwise the op name is written as unregistered with its
-//!   properties as a dictionary attribute, which upstream also reads back into the op's properties.
+//!   a sparse array, v5 as an attribute); otherwise they are folded into its attribute dictionary,
+//!   from which upstream restores them (it would misread a dictionary as the native encoding of
+//!   an op it has registered). Unregistered ops' properties are a dictionary attribute.
 //!   Below v5, a registered op's properties are folded into its attribute dictionary, exactly as
 //!   upstream does (upstream restores them when reading; rtx's reader shows them as attributes).
 //! - Not expressible, so an error unless [`WriteOptions::allow_lossy_downgrade`] is set (in which

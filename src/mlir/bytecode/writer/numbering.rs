@@ -364,10 +364,9 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     };
     let version = options.version;
 
-    // Op names, and whether each is written as registered (v5+: only with a native encoding
-    // rtx can produce for every op of that name).
+    // Registered op names whose native properties encoding rtx knows.
     let names = m.context.op_names();
-    let mut registered: Vec<bool> = names
+    let has_schema: Vec<bool> = names
         .iter()
         .map(|name| {
             name.registered
@@ -381,16 +380,14 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         for &id in &walk {
             let o = op(m, id)?;
             let name = o.name.0 as usize;
-            let name_ok = registered.get(name).copied().ok_or_else(|| malformed("op name out of range"))?;
+            let name_ok = has_schema.get(name).copied().ok_or_else(|| malformed("op name out of range"))?;
             match &o.properties {
                 Properties::Opaque(_) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
                 Properties::Dict(dict) if name_ok => {
                     let schema = op_schema(m.context.str_bytes(names[name].full)).expect("checked above");
-                    match native_plan(m, schema, *dict, v6)? {
-                        Some(items) => {
-                            native.insert(id, items);
-                        }
-                        None => registered[name] = false,
+                    // Properties that do not fit the schema go to the attribute dictionary below.
+                    if let Some(items) = native_plan(m, schema, *dict, v6)? {
+                        native.insert(id, items);
                     }
                 }
                 _ => {}
@@ -408,16 +405,20 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         let plan = match &o.properties {
             Properties::None => OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::None },
             Properties::Opaque(_) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
-            Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES => {
-                let props = match native.remove(&id) {
-                    Some(items) if registered[o.name.0 as usize] => PropsPlan::Native(items),
-                    _ => PropsPlan::Dict(*dict),
-                };
-                OpPlan { attrs: attrs.map(AttrKey::Module), props }
+            Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES && !name.registered => {
+                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Dict(*dict) }
+            }
+            Properties::Dict(_) if native.contains_key(&id) => {
+                let items = native.remove(&id).expect("checked");
+                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(items) }
             }
             Properties::Dict(dict) if name.registered => {
                 // Below v5 upstream writes a registered op's inherent attributes in its attribute
-                // dictionary; reading them back restores its properties.
+                // dictionary; reading them back restores its properties. From v5 on, a registered
+                // op whose native encoding rtx does not know is written the same way: upstream
+                // decodes any properties blob of an op it has registered natively, so a dictionary
+                // there would be misread, while inherent attributes in the attribute dictionary
+                // become its properties.
                 let merged = merge_dicts(m, id, attrs, *dict, version)?;
                 let attrs = match merged {
                     Some(entries) => {
@@ -475,7 +476,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         let name = &names[name_id.0 as usize];
         let dialect = n.dialect(name.dialect)?;
         let short: Box<[u8]> = string(m, name.short)?.into();
-        let key = (dialect, short, version >= version::NATIVE_PROPERTIES && registered[name_id.0 as usize]);
+        let key = (dialect, short, version >= version::NATIVE_PROPERTIES && name.registered);
         *slot = *name_keys.entry(key.clone()).or_insert_with(|| {
             provisional_names.push(key);
             provisional_names.len() as u32 - 1
