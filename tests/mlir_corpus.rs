@@ -29,36 +29,22 @@ use std::process::Command;
 use rtx::mlir::ir::ResourceEntry;
 use rtx::mlir::{parse_text, print_generic, read_bytecode, write_bytecode, Module, PrintOptions, WriteOptions};
 
-/// Entries that cannot print yet because the reader does not decode the stablehlo, chlo, quant
-/// and llvm dialects' own bytecode encodings of their attributes and types (it keeps them as
-/// `Attribute::Custom` / `Type::Custom`). Remove an entry as soon as the reader learns it (the
-/// test says so when an entry passes).
-const PENDING_DIALECT_ENCODINGS: &[&str] = &[
-    "collatz.executable-targets.llvm-cpu",
-    "collatz.source",
-    "mlp.executable-targets.llvm-cpu",
-    "mnist_fake_weights.source",
-    "unidirectional_lstm.source",
-];
+/// Entries that cannot print yet because the reader does not decode the llvm dialect's own
+/// bytecode encoding of its (debug-info) attributes (it keeps them as `Attribute::Custom`).
+/// Remove an entry as soon as the reader learns it (the test says so when an entry passes).
+const PENDING_DIALECT_ENCODINGS: &[&str] = &["collatz.executable-targets.llvm-cpu", "mlp.executable-targets.llvm-cpu"];
 
 /// Entries with ops whose native properties rtx has no (or a wrong) schema for in
-/// src/mlir/ods/schemas.rs, which is generated from the Python bindings and so misses dialects
-/// without bindings and properties that are not attributes: `check.expect_almost_eq(_const)`,
-/// `ub.poison`, every `stablehlo.*` op with properties, and `llvm.getelementptr`, whose
-/// `noWrapFlags` is an enum property. rtx cannot decode their v5+ properties, and treats them as
-/// unregistered ops (refuses to write v0–v4, does not move their inherent attributes into
-/// properties). Remove an entry when the schemas cover it.
+/// src/mlir/ods/schemas.rs: `ub.poison` (upstream MLIR's ub dialect has no Python bindings in
+/// IREE 3.13) and `llvm.getelementptr`, whose `noWrapFlags` is an enum property, not an
+/// attribute. rtx cannot decode their v5+ properties, and treats them as unregistered ops
+/// (refuses to write v0–v4, does not move their inherent attributes into properties). Remove an
+/// entry when the schemas cover it.
 const MISSING_OP_SCHEMAS: &[&str] = &[
-    "argmax.codegen.vmvx",
-    "argmax.global-optimization",
     "collatz.executable-targets.llvm-cpu",
-    "collatz.source",
     "mlp.codegen.llvm-cpu",
     "mlp.executable-targets.llvm-cpu",
-    "mnist_fake_weights.source",
     "softmax.codegen.llvm-cpu",
-    "softmax.input",
-    "unidirectional_lstm.source",
 ];
 
 fn corpus_dir() -> PathBuf {
