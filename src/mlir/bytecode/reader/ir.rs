@@ -128,12 +128,12 @@ pub(super) fn read_isolated(state: &mut FileState<'_>, pending: Pending, lazy: b
 }
 
 impl IrReader<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn attr(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<AttrId> {
         Ok(AttrId(c.index(what, self.num_attrs)? as u32))
     }
 
-    #[inline]
+    #[inline(always)]
     fn location(&self, c: &mut Cursor<'_>) -> Result<AttrId> {
         let offset = c.offset();
         let loc = self.attr(c, "location")?;
@@ -144,13 +144,13 @@ impl IrReader<'_, '_> {
         Ok(loc)
     }
 
-    #[inline]
+    #[inline(always)]
     fn ty(&self, c: &mut Cursor<'_>) -> Result<TypeId> {
         Ok(TypeId(c.index("type", self.num_types)? as u32))
     }
 
     /// Gives the next slot of the current region to a new value.
-    #[inline]
+    #[inline(always)]
     fn define(
         &mut self,
         c: &Cursor<'_>,
@@ -438,6 +438,12 @@ impl IrReader<'_, '_> {
     fn finish(self, end: usize) -> Result<Vec<Pending>> {
         let module = &self.state.module;
         let first = self.first_value;
+        // Walking the operands touches values all over the arena: only needed when some value
+        // was never defined (one use of it is an error) or use-list orders need use counts.
+        let undefined = module.values[first..].iter().any(|v| v.def == ValueDef::Undefined);
+        if !undefined && module.use_list_orders.len() == self.first_use_list {
+            return Ok(self.pending);
+        }
         let mut uses = vec![0u32; module.values.len() - first];
         for &value in &module.operand_pool[self.first_operand..] {
             if module.values[value.0 as usize].def == ValueDef::Undefined {
