@@ -1,18 +1,22 @@
 //! Other dialects' own attribute/type encodings, turned into the exact text upstream MLIR prints
 //! for them, so that a module read from bytecode can be printed and written back without the
 //! dialect. Covered: the dialects that IREE 3.13's `iree-opt` writes with custom encodings and
-//! whose attributes turn up in real input (`stablehlo`, `chlo`, `quant`). Entries of any other
-//! dialect stay [`Attribute::Custom`] / [`Type::Custom`].
+//! whose attributes turn up in real input (`stablehlo`, `chlo`, `quant`, `llvm`). Entries of any
+//! other dialect stay [`Attribute::Custom`] / [`Type::Custom`].
 //!
 //! A custom entry may refer to any other entry by index, before or after it, so decoding waits
 //! until the whole table is read: each payload is first parsed into a [`Template`] (literal text
 //! with holes for the entries it refers to), then templates are rendered depth-first so that every
 //! entry a template prints (directly, or nested in a builtin entry) is rendered before it, with
 //! cycle detection and the reader's nesting bound. Nested entries print through rtx's own printer,
-//! in full (rtx prints no aliases). Finally the context is rebuilt once with the texts swapped in.
+//! in full (rtx prints no aliases). `distinct[N]<...>` attributes inside the texts are numbered
+//! in the order the texts first print them, one numbering for the whole file, so that equal ids
+//! stay one attribute when upstream parses rtx's print. Finally the context is rebuilt once with
+//! the texts swapped in.
 
 mod chlo;
 mod float_text;
+mod llvm;
 mod quant;
 mod stablehlo;
 
@@ -35,7 +39,7 @@ pub(super) struct CustomEntry<'a> {
 
 /// Whether rtx decodes custom entries of the dialect named `name`.
 pub(super) fn is_supported(name: &[u8]) -> bool {
-    matches!(name, b"stablehlo" | b"chlo" | b"quant")
+    matches!(name, b"stablehlo" | b"chlo" | b"quant" | b"llvm")
 }
 
 /// One part of an entry's text.
@@ -49,6 +53,12 @@ enum Piece {
         id: AttrId,
         mnemonic: &'static str,
         offset: usize,
+    },
+    /// A builtin `distinct[N]<referenced>` attribute (`id` is its [`Attribute::Distinct`] id;
+    /// `None` prints `<>`, upstream's spelling for a unit referenced attribute).
+    Distinct {
+        id: u32,
+        referenced: Option<AttrId>,
     },
 }
 
@@ -78,6 +88,10 @@ impl Template {
         self.pieces.push(Piece::StrippedAttr { id, mnemonic, offset });
     }
 
+    pub(super) fn distinct(&mut self, id: u32, referenced: Option<AttrId>) {
+        self.pieces.push(Piece::Distinct { id, referenced });
+    }
+
     /// A quoted string as `llvm::printEscapedString` writes it.
     pub(super) fn string(&mut self, bytes: &[u8]) {
         const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
@@ -103,6 +117,7 @@ impl Template {
         self.pieces.iter().filter_map(|piece| match piece {
             Piece::Text(_) => None,
             Piece::Attr(id) | Piece::StrippedAttr { id, .. } => Some(Entity::Attr(*id)),
+            Piece::Distinct { referenced, .. } => referenced.map(Entity::Attr),
             Piece::Type(id) => Some(Entity::Type(*id)),
         })
     }
@@ -209,6 +224,7 @@ fn decode(dialect: &[u8], is_type: bool, p: &mut Payload<'_, '_>) -> Decoded {
         (b"stablehlo", true) => stablehlo::ty(p),
         (b"chlo", false) => chlo::attr(p),
         (b"quant", true) => quant::ty(p),
+        (b"llvm", false) => llvm::attr(p),
         _ => Ok(None),
     }
 }
@@ -257,6 +273,7 @@ pub(super) fn resolve(
     let mut scratch = Vec::new();
     let mut roots: Vec<usize> = templates.keys().copied().collect();
     roots.sort_unstable();
+    let mut distinct_numbers = number_distincts(&templates, &roots, num_attrs);
     for root in roots {
         if mark[root] != UNSEEN {
             continue;
@@ -298,7 +315,9 @@ pub(super) fn resolve(
             let dialect_name = state.module.context.dialect_name(*dialect).into_owned();
             // An entry that prints an entry rtx cannot print (another dialect's encoding) stays
             // encoded itself.
-            let Some(text) = render(state, template, &dialect_name, &resolved)? else { continue };
+            let Some(text) = render(state, template, &dialect_name, &resolved, &mut distinct_numbers)? else {
+                continue;
+            };
             match entity_of(node) {
                 Entity::Attr(id) => resolved.attrs.insert(id, text.clone()),
                 Entity::Type(id) => resolved.types.insert(id, text.clone()),
@@ -310,18 +329,73 @@ pub(super) fn resolve(
     Ok(())
 }
 
+/// Numbers the `distinct` attributes of the templates in the order a top-down print meets them
+/// (entries by table index, each entry's text left to right, nested entries where they print).
+fn number_distincts(
+    templates: &HashMap<usize, (Template, DialectId)>,
+    roots: &[usize],
+    num_attrs: usize,
+) -> HashMap<u32, usize> {
+    let mut numbers = HashMap::new();
+    let mut seen = vec![false; num_attrs];
+    for &root in roots {
+        if root >= num_attrs || seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        // Frames: (node, next piece).
+        let mut stack = vec![(root, 0usize)];
+        while let Some((node, next)) = stack.last_mut() {
+            let Some(piece) = templates[node].0.pieces.get(*next) else {
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            match piece {
+                Piece::Distinct { id, .. } => {
+                    let n = numbers.len();
+                    numbers.entry(*id).or_insert(n);
+                }
+                Piece::Attr(id) | Piece::StrippedAttr { id, .. } => {
+                    let kid = id.0 as usize;
+                    if kid < num_attrs && !seen[kid] && templates.contains_key(&kid) && stack.len() < MAX_NESTING {
+                        seen[kid] = true;
+                        stack.push((kid, 0));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    numbers
+}
+
 /// The template's text, or `None` when a nested entry has no printable form.
 fn render(
     state: &FileState<'_>,
     template: &Template,
     dialect: &str,
     resolved: &ResolvedCustom,
+    distinct_numbers: &mut HashMap<u32, usize>,
 ) -> Result<Option<String>> {
     let mut out = String::new();
     for piece in &template.pieces {
         let entity = match piece {
             Piece::Text(text) => {
                 out.push_str(text);
+                continue;
+            }
+            Piece::Distinct { id, referenced } => {
+                let next = distinct_numbers.len();
+                let number = *distinct_numbers.entry(*id).or_insert(next);
+                out.push_str(&format!("distinct[{number}]<"));
+                if let Some(referenced) = referenced {
+                    let Ok(text) = print_entity(&state.module, Entity::Attr(*referenced), resolved) else {
+                        return Ok(None);
+                    };
+                    out.push_str(&text);
+                }
+                out.push('>');
                 continue;
             }
             Piece::Attr(id) | Piece::StrippedAttr { id, .. } => Entity::Attr(*id),

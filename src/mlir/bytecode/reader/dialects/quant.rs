@@ -7,7 +7,7 @@
 use super::float_text::{print_float, FloatFormat};
 use super::{Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
-use crate::mlir::ir::{AttrId, Attribute, FloatKind, Type, TypeId};
+use crate::mlir::ir::{AttrId, Attribute, FloatKind, Signedness, Type, TypeId};
 
 /// `QuantizationFlags::Signed`.
 const SIGNED: u64 = 1;
@@ -16,7 +16,7 @@ const SIGNED: u64 = 1;
 fn storage(p: &Payload<'_, '_>, offset: usize, ty: TypeId, flags: u64) -> Result<(String, i64, i64)> {
     let signed = flags & SIGNED != 0;
     match p.ctx.ty(ty) {
-        Type::Integer { width, .. } if (1..=64).contains(width) => {
+        Type::Integer { width, signedness } if (1..=64).contains(width) => {
             let width = *width;
             let (min, max) = if signed {
                 (i64::MIN >> (64 - width), i64::MAX >> (64 - width))
@@ -26,7 +26,15 @@ fn storage(p: &Payload<'_, '_>, offset: usize, ty: TypeId, flags: u64) -> Result
             } else {
                 (0, (1i64 << width) - 1)
             };
-            Ok((format!("{}{width}", if signed { "i" } else { "u" }), min, max))
+            // Written as `i8`/`u8` the storage type is signless; written `si8`/`ui8` it keeps its
+            // signedness, and prints as that integer type.
+            let prefix = match signedness {
+                Signedness::Signless if signed => "i",
+                Signedness::Signless => "u",
+                Signedness::Signed => "si",
+                Signedness::Unsigned => "ui",
+            };
+            Ok((format!("{prefix}{width}"), min, max))
         }
         Type::Float(kind) => {
             let bound = match kind {
