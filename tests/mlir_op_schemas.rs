@@ -2,7 +2,8 @@
 //! upstream MLIR: every fixture written by `scripts/regen-mlir-schema-fixtures.sh` (IREE 3.13's
 //! iree-opt, bytecode versions 5 and 6; stablehlo, chlo, iree_linalg_ext, iree_encoding,
 //! iree_vector_ext, hal_inline, hal_loader, io_parameters and llvm ops with optional attributes
-//! present and absent, and segment sizes) reads with no properties left opaque, prints as
+//! present and absent, and segment sizes; llvm, affine and util ops with non-attribute properties;
+//! ub, bufferization, quant and ml_program ops) reads with no properties left opaque, prints as
 //! iree-opt's generic print (checked-in `<name>.generic.mlir`, parsed and printed by rtx), and
 //! survives rtx's own write→read.
 //! With `RTX_CHECK_FIXTURES=1` and the IREE tools, iree-opt must re-print rtx's generic text and
@@ -103,6 +104,33 @@ fn fixtures_exercise_optional_attributes_and_segment_sizes() {
     let order = expected("name_order");
     assert!(order.contains("<{CConv = #llvm.cconv<fastcc>, alignment = 16 : i64"), "{order}");
     assert!(order.contains("<{CConv = #llvm.cconv<fastcc>, TailCallKind = "), "{order}");
+    let props = expected("llvm_props");
+    assert!(props.contains("noWrapFlags = 0 : i32") && props.contains("noWrapFlags = 7 : i32"), "{props}");
+    assert!(props.contains("overflowFlags = 3 : i32"), "{props}");
+    assert!(props.contains("<{disjoint = false, ") && props.contains("<{disjoint, "), "{props}");
+    let strings = expected("iree_props");
+    assert!(strings.contains(r#"<{inverseTag = "to_x", tag = ""}>"#), "{strings}");
+    let misc = expected("upstream_misc");
+    for op in ["ub.poison", "bufferization.alloc_tensor", "quant.scast", "ml_program.global_load"] {
+        assert!(misc.contains(&format!("\"{op}\"")), "no {op} in upstream_misc");
+    }
+}
+
+#[test]
+fn writer_refuses_a_property_that_does_not_fit_its_native_encoding() {
+    let text = r#""builtin.module"() ({
+  "llvm.func"() <{CConv = #llvm.cconv<ccc>, function_type = !llvm.func<ptr (ptr)>, linkage = #llvm.linkage<external>, sym_name = "f", unnamed_addr = 0 : i64, visibility_ = 0 : i64}> ({
+  ^bb0(%arg0: !llvm.ptr):
+    %0 = "llvm.getelementptr"(%arg0) <{elem_type = f32, noWrapFlags = "nuw", rawConstantIndices = array<i32: 1>}> : (!llvm.ptr) -> !llvm.ptr
+    "llvm.return"(%0) : (!llvm.ptr) -> ()
+  }) : () -> ()
+}) : () -> ()
+"#;
+    let module = parse_text(text).expect("generic text");
+    let error = write_bytecode(&module, &WriteOptions { version: 6, ..WriteOptions::default() })
+        .expect_err("a string noWrapFlags has no native encoding");
+    let message = error.to_string();
+    assert!(message.contains("noWrapFlags") && message.contains("i32"), "{message}");
 }
 
 #[test]

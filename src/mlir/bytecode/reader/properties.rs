@@ -4,8 +4,8 @@
 use super::cursor::Cursor;
 use super::error::{ReadError, ReadErrorKind, Result};
 use super::{version, FileState};
-use crate::mlir::ir::{AttrId, Attribute, Blob, OpNameId, Properties, Signedness, Type};
-use crate::mlir::ods::{op_schema, OpSchema};
+use crate::mlir::ir::{ApInt, AttrId, Attribute, Blob, OpNameId, Properties, Signedness, Type};
+use crate::mlir::ods::{op_schema, OpSchema, PropKind};
 
 pub(super) fn decode(state: &mut FileState<'_>, name: OpNameId, index: usize, num_attrs: usize) -> Result<Properties> {
     let entry = state.property(index);
@@ -88,6 +88,11 @@ fn decode_native(
             _ => entries.push((name, AttrId(c.index("attribute", num_attrs)? as u32))),
         }
     }
+    // Non-attribute properties follow the attributes, in declaration order.
+    let mut props: Vec<(&str, Attribute)> = Vec::new();
+    for &(name, kind) in schema.props {
+        props.push((name, decode_prop(state, c, kind)?));
+    }
     let mut segments = Vec::new();
     if v6 {
         if schema.operand_segments > 0 {
@@ -101,6 +106,10 @@ fn decode_native(
         return Err(ReadError::new(c.offset(), ReadErrorKind::TrailingBytes(c.remaining(), "properties")));
     }
     let mut dict: Vec<(Vec<u8>, AttrId)> = entries.into_iter().map(|(n, a)| (n.as_bytes().to_vec(), a)).collect();
+    for (name, value) in props {
+        let attr = state.intern_attr(value);
+        dict.push((name.as_bytes().to_vec(), attr));
+    }
     if !segments.is_empty() {
         let i32_type = state.module.context.intern_type(Type::Integer { width: 32, signedness: Signedness::Signless });
         for (name, values) in segments {
@@ -122,4 +131,29 @@ fn decode_native(
         })
         .collect();
     Ok(Properties::Dict(state.intern_attr(Attribute::Dictionary(entries))))
+}
+
+/// A non-attribute property as the attribute upstream converts it to (`convertToAttribute`).
+fn decode_prop(state: &mut FileState<'_>, c: &mut Cursor<'_>, kind: PropKind) -> Result<Attribute> {
+    let mut integer = |width: u32, value: u64| {
+        let ty = state.module.context.intern_type(Type::Integer { width, signedness: Signedness::Signless });
+        Attribute::Integer { ty, value: ApInt::from_u64(width, value) }
+    };
+    Ok(match kind {
+        PropKind::I32 => {
+            let v = c.varint("int32 property")?;
+            integer(32, v)
+        }
+        PropKind::I64 => {
+            let v = c.varint("int64 property")?;
+            integer(64, v)
+        }
+        PropKind::Bool | PropKind::Unit => match c.byte("bool property")? {
+            0 => integer(1, 0),
+            1 if kind == PropKind::Unit => Attribute::Unit,
+            1 => integer(1, 1),
+            _ => return Err(c.invalid("bool property is neither 0 nor 1")),
+        },
+        PropKind::String => Attribute::String { value: state.string(c, "string property")?, ty: None },
+    })
 }

@@ -313,6 +313,8 @@ impl<'a> IrWriter<'a> {
                             e.varint_with_flag(self.plan.attr_index(AttrKey::Module(*a))?, true)
                         }
                         NativeItem::Segments(values) => sparse_array(&mut e, values),
+                        NativeItem::Varint(v) => e.varint(*v),
+                        NativeItem::Bool(b) => e.byte(u8::from(*b)),
                     }
                 }
             }

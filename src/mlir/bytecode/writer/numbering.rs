@@ -18,7 +18,7 @@ use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, DialectId, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
     ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
 };
-use crate::mlir::ods::{op_schema, OpSchema};
+use crate::mlir::ods::{op_schema, OpSchema, PropKind};
 
 pub(super) type Result<T> = std::result::Result<T, WriteError>;
 
@@ -260,6 +260,10 @@ pub(super) enum NativeItem {
     Optional(Option<AttrId>),
     /// `operandSegmentSizes`/`resultSegmentSizes` as a sparse array (version 6).
     Segments(Vec<i32>),
+    /// A non-attribute property written as a varint (`IntProp`, `EnumProp`).
+    Varint(u64),
+    /// A non-attribute property written as one byte (`BoolProp`, `UnitProp`).
+    Bool(bool),
 }
 
 pub(super) enum PropsPlan {
@@ -386,7 +390,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
                 Properties::Dict(dict) if name_ok => {
                     let schema = op_schema(m.context.str_bytes(names[name].full)).expect("checked above");
                     // Properties that do not fit the schema go to the attribute dictionary below.
-                    if let Some(items) = native_plan(m, schema, *dict, v6)? {
+                    if let Some(items) = native_plan(m, id, schema, *dict, v6, &mut n.strings)? {
                         native.insert(id, items);
                     }
                 }
@@ -419,7 +423,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
                 // decodes any properties blob of an op it has registered natively, so a dictionary
                 // there would be misread, while inherent attributes in the attribute dictionary
                 // become its properties.
-                let merged = merge_dicts(m, id, attrs, *dict, version)?;
+                let merged = merge_dicts(m, id, attrs, *dict, version, options.allow_lossy_downgrade)?;
                 let attrs = match merged {
                     Some(entries) => {
                         n.extras.push(Attribute::Dictionary(entries));
@@ -512,7 +516,10 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
                         NativeItem::Required(a) | NativeItem::Optional(Some(a)) => {
                             n.attr_key(AttrKey::Module(*a))?;
                         }
-                        _ => {}
+                        NativeItem::Optional(None)
+                        | NativeItem::Segments(_)
+                        | NativeItem::Varint(_)
+                        | NativeItem::Bool(_) => {}
                     }
                 }
             }
@@ -550,6 +557,7 @@ fn merge_dicts(
     attrs: Option<AttrId>,
     props: AttrId,
     version: u32,
+    lossy: bool,
 ) -> Result<Option<DictEntries>> {
     let entries = |a: AttrId| -> Result<&[(AttrId, AttrId)]> {
         match attr(m, a)? {
@@ -561,9 +569,33 @@ fn merge_dicts(
     if props.is_empty() {
         return Ok(None);
     }
+    // Properties that are not attributes (ODS `Property`s) have no place in an attribute
+    // dictionary: upstream leaves them out, and a reader gives them their default again.
+    let schema = op_schema(m.context.str_bytes(m.context.op_name(op(m, id)?.name).full));
+    let is_property = |key: &[u8]| schema.is_some_and(|s| s.props.iter().any(|(n, _)| n.as_bytes() == key));
     let mut merged: Vec<(Vec<u8>, (AttrId, AttrId))> = Vec::new();
-    for &(k, v) in attrs.map(entries).transpose()?.unwrap_or(&[]).iter().chain(props) {
+    let own = attrs.map(entries).transpose()?.unwrap_or(&[]);
+    for &(k, v) in own {
         merged.push((key_name(m, k)?.to_vec(), (k, v)));
+    }
+    for &(k, v) in props {
+        let key = key_name(m, k)?;
+        if is_property(key) {
+            let default = match attr(m, v)? {
+                Attribute::Integer { value, .. } => value.words().iter().all(|&w| w == 0),
+                Attribute::String { value, .. } => string(m, *value)?.is_empty(),
+                _ => false,
+            };
+            if default || lossy {
+                continue;
+            }
+            return Err(WriteError::NotRepresentable {
+                version,
+                needs: version::NATIVE_PROPERTIES,
+                what: format!("property `{}` of op `{}`", String::from_utf8_lossy(key), op_name(m, id)),
+            });
+        }
+        merged.push((key.to_vec(), (k, v)));
     }
     merged.sort_by(|a, b| a.0.cmp(&b.0));
     if let Some(w) = merged.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -584,8 +616,17 @@ fn key_name(m: &Module, key: AttrId) -> Result<&[u8]> {
 }
 
 /// The native properties encoding of a registered op's properties dictionary, or `None` when the
-/// dictionary does not fit the op's schema.
-fn native_plan(m: &Module, schema: &OpSchema, dict: AttrId, v6: bool) -> Result<Option<Vec<NativeItem>>> {
+/// dictionary does not fit the op's schema. A non-attribute property (see [`PropKind`]) is encoded
+/// from the attribute upstream shows for it; one of the wrong kind is an error, since upstream
+/// would refuse it too, and a missing one is written as its zero default.
+fn native_plan(
+    m: &Module,
+    id: OpId,
+    schema: &OpSchema,
+    dict: AttrId,
+    v6: bool,
+    strings: &mut StringTable,
+) -> Result<Option<Vec<NativeItem>>> {
     let Attribute::Dictionary(entries) = attr(m, dict)? else {
         return Ok(None);
     };
@@ -601,7 +642,9 @@ fn native_plan(m: &Module, schema: &OpSchema, dict: AttrId, v6: bool) -> Result<
         segment_names.push("resultSegmentSizes");
     }
     let known = |name: &[u8]| {
-        schema.attrs.iter().any(|(n, _)| n.as_bytes() == name) || segment_names.iter().any(|n| n.as_bytes() == name)
+        schema.attrs.iter().any(|(n, _)| n.as_bytes() == name)
+            || schema.props.iter().any(|(n, _)| n.as_bytes() == name)
+            || segment_names.iter().any(|n| n.as_bytes() == name)
     };
     if by_name.len() != entries.len() || !by_name.keys().all(|k| known(k)) {
         return Ok(None);
@@ -622,6 +665,10 @@ fn native_plan(m: &Module, schema: &OpSchema, dict: AttrId, v6: bool) -> Result<
             },
         }
     }
+    for &(name, kind) in schema.props {
+        let value = by_name.get(name.as_bytes()).copied();
+        items.push(prop_item(m, id, name, kind, value, strings)?);
+    }
     if v6 {
         for (name, size) in
             segment_names.iter().zip([schema.operand_segments, schema.result_segments].iter().filter(|&&s| s > 0))
@@ -641,6 +688,60 @@ fn native_plan(m: &Module, schema: &OpSchema, dict: AttrId, v6: bool) -> Result<
         }
     }
     Ok(Some(items))
+}
+
+/// The encoding of non-attribute property `name` from the attribute that stands for it
+/// (`None`: absent, written as the zero or empty string its storage defaults to). Strings go to
+/// the string table.
+fn prop_item(
+    m: &Module,
+    id: OpId,
+    name: &str,
+    kind: PropKind,
+    value: Option<AttrId>,
+    strings: &mut StringTable,
+) -> Result<NativeItem> {
+    let Some(value) = value else {
+        return Ok(match kind {
+            PropKind::I32 | PropKind::I64 => NativeItem::Varint(0),
+            PropKind::Bool | PropKind::Unit => NativeItem::Bool(false),
+            PropKind::String => NativeItem::Varint(u64::from(strings.insert(b""))),
+        });
+    };
+    let integer = |width: u32| -> Result<Option<u64>> {
+        let Attribute::Integer { ty: t, value } = attr(m, value)? else { return Ok(None) };
+        let fits = matches!(ty(m, *t)?, Type::Integer { width: w, signedness: Signedness::Signless } if *w == width);
+        Ok(fits.then(|| value.words()[0]))
+    };
+    let item = match kind {
+        // Upstream writes the storage value (`int32_t`) widened to 64 bits, sign-extended.
+        PropKind::I32 => integer(32)?.map(|v| NativeItem::Varint(v as u32 as i32 as i64 as u64)),
+        PropKind::I64 => integer(64)?.map(NativeItem::Varint),
+        PropKind::Bool => integer(1)?.map(|v| NativeItem::Bool(v != 0)),
+        PropKind::Unit => match attr(m, value)? {
+            Attribute::Unit => Some(NativeItem::Bool(true)),
+            _ => integer(1)?.map(|v| NativeItem::Bool(v != 0)),
+        },
+        PropKind::String => match attr(m, value)? {
+            Attribute::String { value, ty: None } => {
+                Some(NativeItem::Varint(u64::from(strings.insert(string(m, *value)?))))
+            }
+            _ => None,
+        },
+    };
+    item.ok_or_else(|| {
+        let expected = match kind {
+            PropKind::I32 => "an `i32` integer",
+            PropKind::I64 => "an `i64` integer",
+            PropKind::Bool => "a boolean",
+            PropKind::Unit => "`unit` or a boolean",
+            PropKind::String => "a string",
+        };
+        malformed(format!(
+            "op `{}`: property `{name}` must be {expected} to be written in its native encoding",
+            op_name(m, id)
+        ))
+    })
 }
 
 /// For each item, its position after a stable sort by `key`.

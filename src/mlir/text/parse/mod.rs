@@ -738,16 +738,21 @@ impl<'s> Parser<'s> {
         let attrs = attrs.filter(|&a| !matches!(ctx.attr(a), Attribute::Dictionary(e) if e.is_empty()));
         let schema = crate::mlir::ods::op_schema(ctx.str_bytes(ctx.op_name(name).full));
         let Some(schema) = schema.filter(|_| !self.verbatim_properties) else { return (attrs, properties) };
-        let has_properties = !schema.attrs.is_empty() || schema.operand_segments > 0 || schema.result_segments > 0;
+        let has_properties = !schema.attrs.is_empty()
+            || !schema.props.is_empty()
+            || schema.operand_segments > 0
+            || schema.result_segments > 0;
         if !has_properties || !matches!(properties, Properties::None) {
             return (attrs, properties);
         }
         let Some(dict) = attrs else {
-            return (attrs, Properties::Dict(ctx.intern_attr(Attribute::Dictionary(Box::new([])))));
+            let props = with_default_props(ctx, schema, Vec::new());
+            return (attrs, Properties::Dict(ctx.intern_attr(Attribute::Dictionary(props.into()))));
         };
         let Attribute::Dictionary(entries) = ctx.attr(dict).clone() else { return (attrs, properties) };
         let inherent = |key: &[u8]| {
             schema.attrs.iter().any(|(n, _)| n.as_bytes() == key)
+                || schema.props.iter().any(|(n, _)| n.as_bytes() == key)
                 || (schema.operand_segments > 0 && key == b"operandSegmentSizes")
                 || (schema.result_segments > 0 && key == b"resultSegmentSizes")
         };
@@ -756,6 +761,7 @@ impl<'s> Parser<'s> {
             _ => false,
         });
 
+        let props = with_default_props(ctx, schema, props);
         let props = ctx.intern_attr(Attribute::Dictionary(props.into()));
         let rest = (!rest.is_empty()).then(|| ctx.intern_attr(Attribute::Dictionary(rest.into())));
         (rest, Properties::Dict(props))
@@ -1379,4 +1385,42 @@ pub(crate) fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
             Some((hi * 16 + lo) as u8)
         })
         .collect()
+}
+
+/// `props` (a registered op's properties, sorted by name) with each non-attribute property it
+/// lacks set to its storage default, as upstream builds them.
+fn with_default_props(
+    ctx: &mut crate::mlir::ir::Context,
+    schema: &crate::mlir::ods::OpSchema,
+    mut props: Vec<(AttrId, AttrId)>,
+) -> Vec<(AttrId, AttrId)> {
+    let name_of = |ctx: &crate::mlir::ir::Context, key: AttrId| match ctx.attr(key) {
+        Attribute::String { value, .. } => ctx.str_bytes(*value).to_vec(),
+        _ => Vec::new(),
+    };
+    let mut added = false;
+    for &(name, kind) in schema.props {
+        if props.iter().any(|&(k, _)| name_of(ctx, k) == name.as_bytes()) {
+            continue;
+        }
+        let value = match kind.default_width() {
+            Some(width) => {
+                let signedness = crate::mlir::ir::Signedness::Signless;
+                let ty = ctx.intern_type(crate::mlir::ir::Type::Integer { width, signedness });
+                ctx.intern_attr(Attribute::Integer { ty, value: crate::mlir::ir::ApInt::from_u64(width, 0) })
+            }
+            None => {
+                let empty = ctx.intern_str(b"");
+                ctx.intern_attr(Attribute::String { value: empty, ty: None })
+            }
+        };
+        let value_sym = ctx.intern_str(name.as_bytes());
+        let key = ctx.intern_attr(Attribute::String { value: value_sym, ty: None });
+        props.push((key, value));
+        added = true;
+    }
+    if added {
+        props.sort_by_key(|&(k, _)| name_of(ctx, k));
+    }
+    props
 }
