@@ -9,8 +9,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use rtx::mlir::ir::{Attribute, Module, Type};
 use rtx::mlir::{print_generic, read_bytecode, write_bytecode, PrintOptions, WriteOptions};
@@ -21,18 +20,7 @@ fn fixture_dir() -> PathBuf {
 
 /// Every `.mlirbc` fixture, sorted: (name, version, path).
 fn fixtures() -> Vec<(String, u32, PathBuf)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(fixture_dir()).expect("fixture dir") {
-        let path = entry.expect("entry").path();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        if let Some(stem) = file.strip_suffix(".mlirbc") {
-            let (name, version) = stem.rsplit_once(".v").expect("<name>.v<N>.mlirbc");
-            out.push((name.to_owned(), version.parse().expect("version number"), path));
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 28, "expected the generated fixtures, found {}", out.len());
-    out
+    common::mlir_fixtures(&fixture_dir(), 28)
 }
 
 fn expected(name: &str) -> String {
@@ -159,18 +147,6 @@ fn known_entries_decode_exactly() {
     }
 }
 
-fn upstream_print(tools: &Path, input: &Path) -> Result<String, String> {
-    let out = Command::new(tools.join("iree-opt"))
-        .args(["--allow-unregistered-dialect", "--mlir-print-op-generic", "--mlir-print-local-scope"])
-        .arg(input)
-        .output()
-        .expect("run iree-opt");
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(String::from_utf8(out.stdout).expect("utf-8"))
-}
-
 #[test]
 fn upstream_reads_rtx_text_and_bytecode_as_the_source() {
     let Some(tools) = common::iree_tools_or_skip() else { return };
@@ -187,7 +163,7 @@ fn upstream_reads_rtx_text_and_bytecode_as_the_source() {
         let bc_path = scratch.join(format!("{name}.v{version}.mlirbc"));
         std::fs::write(&bc_path, &bytes).unwrap();
         for (kind, input) in [("text", &text_path), ("bytecode", &bc_path)] {
-            match upstream_print(&tools, input) {
+            match common::upstream_print(&tools, input, "--mlir-print-local-scope") {
                 Ok(reprint) if reprint == expected => {}
                 Ok(reprint) => failures.push(format!(
                     "{name} v{version}: upstream's print of rtx's {kind} differs:\n{}",

@@ -22,18 +22,7 @@ fn fixture_dir() -> PathBuf {
 
 /// Every `.mlirbc` fixture, sorted: (name, version, path).
 fn fixtures() -> Vec<(String, u32, PathBuf)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(fixture_dir()).expect("fixture dir") {
-        let path = entry.expect("entry").path();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        if let Some(stem) = file.strip_suffix(".mlirbc") {
-            let (name, version) = stem.rsplit_once(".v").expect("<name>.v<N>.mlirbc");
-            out.push((name.to_owned(), version.parse().expect("version number"), path));
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 10, "expected the generated fixtures, found {}", out.len());
-    out
+    common::mlir_fixtures(&fixture_dir(), 10)
 }
 
 fn expected(name: &str) -> String {

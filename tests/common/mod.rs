@@ -97,8 +97,13 @@ pub fn iree_tools_or_skip() -> Option<PathBuf> {
 /// Upstream MLIR's generic print of `input` (text or bytecode), locations included, or its
 /// error output.
 pub fn upstream_generic(tools: &std::path::Path, input: &std::path::Path) -> Result<String, String> {
+    upstream_print(tools, input, "--mlir-print-debuginfo")
+}
+
+/// Upstream MLIR's generic print of `input` with one more printing flag, or its error output.
+pub fn upstream_print(tools: &std::path::Path, input: &std::path::Path, flag: &str) -> Result<String, String> {
     let out = Command::new(tools.join("iree-opt"))
-        .args(["--allow-unregistered-dialect", "--mlir-print-op-generic", "--mlir-print-debuginfo"])
+        .args(["--allow-unregistered-dialect", "--mlir-print-op-generic", flag])
         .arg(input)
         .output()
         .expect("run iree-opt");
@@ -106,4 +111,20 @@ pub fn upstream_generic(tools: &std::path::Path, input: &std::path::Path) -> Res
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     Ok(String::from_utf8(out.stdout).expect("utf-8"))
+}
+
+/// Every `<name>.v<N>.mlirbc` in `dir`, sorted: (name, version, path); at least `min` of them.
+pub fn mlir_fixtures(dir: &std::path::Path, min: usize) -> Vec<(String, u32, PathBuf)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("fixture dir") {
+        let path = entry.expect("entry").path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(stem) = file.strip_suffix(".mlirbc") {
+            let (name, version) = stem.rsplit_once(".v").expect("<name>.v<N>.mlirbc");
+            out.push((name.to_owned(), version.parse().expect("version number"), path));
+        }
+    }
+    out.sort();
+    assert!(out.len() >= min, "expected the generated fixtures in {}, found {}", dir.display(), out.len());
+    out
 }
