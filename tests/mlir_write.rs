@@ -432,3 +432,32 @@ fn a_registered_op_whose_properties_do_not_fit_its_schema_is_written_for_upstrea
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+#[test]
+fn an_op_of_an_upstream_dialect_without_a_schema_is_written_for_upstream_to_read() {
+    // rtx has no schema for emitc ops, but upstream registers the dialect: the properties must
+    // reach it through the attribute dictionary, never as a dictionary blob.
+    let text = r#""builtin.module"() ({
+  %0 = "emitc.constant"() <{value = 1 : i32}> : () -> i32
+  "test.use"(%0) : (i32) -> ()
+}) : () -> ()
+"#;
+    let module = parse_text(text).unwrap();
+    let Some(tools) = common::iree_tools_or_skip() else {
+        for version in 0..=6 {
+            write_bytecode(&module, &lossy(version)).unwrap();
+        }
+        return;
+    };
+    let scratch = std::env::temp_dir().join(format!("rtx-mlir-noschema-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    for version in 0..=6 {
+        let path = scratch.join(format!("emitc.v{version}.mlirbc"));
+        std::fs::write(&path, write_bytecode(&module, &lossy(version)).unwrap()).unwrap();
+        let text = upstream(&tools, &["--mlir-print-op-generic"], &path)
+            .unwrap_or_else(|e| panic!("v{version}: upstream rejects rtx's file: {e}"));
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains(r#""emitc.constant"() <{value = 1 : i32}> : () -> i32"#), "v{version}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -53,6 +53,78 @@ impl PropKind {
     }
 }
 
+/// The dialects upstream MLIR as shipped in IREE 3.13 registers (`iree-opt --show-dialects`),
+/// sorted. An op of one of them is registered there even where rtx has no schema for it, so its
+/// properties must never reach upstream as a dictionary blob, which it would read as the op's
+/// native encoding.
+const UPSTREAM_DIALECTS: &[&str] = &[
+    "affine",
+    "amdgpu",
+    "arith",
+    "arm_neon",
+    "arm_sme",
+    "arm_sve",
+    "bufferization",
+    "builtin",
+    "cf",
+    "check",
+    "chlo",
+    "complex",
+    "emitc",
+    "flow",
+    "func",
+    "gpu",
+    "hal",
+    "hal_inline",
+    "hal_loader",
+    "io_parameters",
+    "iree_codegen",
+    "iree_cpu",
+    "iree_encoding",
+    "iree_gpu",
+    "iree_linalg_ext",
+    "iree_map",
+    "iree_tensor_ext",
+    "iree_vector_ext",
+    "linalg",
+    "llvm",
+    "math",
+    "memref",
+    "ml_program",
+    "nvgpu",
+    "nvvm",
+    "pcf",
+    "pdl",
+    "pdl_interp",
+    "quant",
+    "rocdl",
+    "rocm",
+    "scf",
+    "shape",
+    "smt",
+    "spirv",
+    "stablehlo",
+    "stream",
+    "tensor",
+    "tm_tensor",
+    "torch",
+    "torch_c",
+    "tosa",
+    "transform",
+    "ub",
+    "util",
+    "vector",
+    "vhlo",
+    "vm",
+    "vmvx",
+];
+
+/// Whether upstream registers the dialect of the op named `full_name` (`dialect.op`).
+pub fn is_upstream_dialect_op(full_name: &[u8]) -> bool {
+    let dialect = full_name.split(|&b| b == b'.').next().unwrap_or(full_name);
+    UPSTREAM_DIALECTS.binary_search_by(|d| d.as_bytes().cmp(dialect)).is_ok()
+}
+
 /// The schema of a registered operation, by full name.
 pub fn op_schema(name: &[u8]) -> Option<&'static OpSchema> {
     schemas::SCHEMAS.binary_search_by(|s| s.name.as_bytes().cmp(name)).ok().map(|i| &schemas::SCHEMAS[i])
@@ -64,6 +136,9 @@ mod tests {
     fn schemas_are_sorted_for_binary_search() {
         assert!(super::schemas::SCHEMAS.windows(2).all(|w| w[0].name < w[1].name));
         assert!(super::op_schema(b"func.func").is_some());
+        assert!(super::UPSTREAM_DIALECTS.windows(2).all(|w| w[0] < w[1]));
+        assert!(super::is_upstream_dialect_op(b"emitc.constant"));
+        assert!(!super::is_upstream_dialect_op(b"test.op"));
     }
 
     #[test]

@@ -529,7 +529,9 @@ impl<'s> Parser<'s> {
         let dialect = ctx.intern_dialect(&String::from_utf8_lossy(dialect_name));
         let short = ctx.intern_str(short);
         let full_sym = ctx.intern_str(full);
-        let registered = crate::mlir::ods::op_schema(full).is_some();
+        // Ops of dialects upstream registers count as registered even without a schema: then
+        // the writer keeps their properties out of a dictionary blob upstream would misread.
+        let registered = crate::mlir::ods::op_schema(full).is_some() || crate::mlir::ods::is_upstream_dialect_op(full);
         let id = ctx.push_op_name(OpName { dialect, short, full: full_sym, registered });
         self.op_names.insert(full.to_vec(), id);
         id
