@@ -65,9 +65,11 @@ pub enum Properties {
     /// A dictionary attribute: an unregistered op's properties, or a registered op's native
     /// properties decoded into the attributes they stand for.
     Dict(AttrId),
-    /// A registered op's native encoding that rtx could not decode. It holds attribute indices of
-    /// the file it came from, so it can be neither printed nor written to another file as is.
-    Opaque(Box<[u8]>),
+    /// A registered op's native encoding that rtx could not decode: index into
+    /// [`Module::opaque_properties`] (kept out of line so that every operation stays small). It
+    /// holds attribute indices of the file it came from, so it can be neither printed nor
+    /// written to another file as is.
+    Opaque(u32),
 }
 
 /// How a value's uses were ordered in the producing program (bytecode v3+ use-list records),
@@ -126,6 +128,8 @@ pub struct Module {
     pub region_pool: Vec<RegionId>,
     pub resources: Resources,
     pub use_list_orders: Vec<UseListOrder>,
+    /// The bytes of [`Properties::Opaque`] blobs.
+    pub opaque_properties: Vec<Box<[u8]>>,
     /// The bytecode version and producer string of the file it was read from, if any.
     pub bytecode_version: Option<u64>,
     pub producer: Option<String>,
@@ -238,5 +242,15 @@ impl Context {
     pub fn num_elements(&self, ty: TypeId) -> Option<u64> {
         let shape = self.ty(ty).shape()?;
         shape.iter().try_fold(1u64, |acc, &dim| if dim < 0 { None } else { acc.checked_mul(dim as u64) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Reading is bound by the memory written per operation: keep it small.
+    #[test]
+    fn an_operation_stays_small() {
+        assert!(std::mem::size_of::<super::Operation>() <= 72, "{}", std::mem::size_of::<super::Operation>());
+        assert_eq!(std::mem::size_of::<super::Properties>(), 8);
     }
 }

@@ -72,7 +72,7 @@ impl LazyModule {
 
 /// The arena sizes before a read, to undo a failed one (a read only appends, and fills in the
 /// blocks of the op's regions).
-struct Lengths([usize; 8]);
+struct Lengths([usize; 9]);
 
 impl Lengths {
     fn of(m: &Module) -> Self {
@@ -85,11 +85,12 @@ impl Lengths {
             m.successor_pool.len(),
             m.region_pool.len(),
             m.use_list_orders.len(),
+            m.opaque_properties.len(),
         ])
     }
 
     fn restore(&self, m: &mut Module, op: OpId) {
-        let [ops, blocks, regions, values, operands, successors, region_pool, use_lists] = self.0;
+        let [ops, blocks, regions, values, operands, successors, region_pool, use_lists, opaque] = self.0;
         m.ops.truncate(ops);
         m.blocks.truncate(blocks);
         m.regions.truncate(regions);
@@ -98,6 +99,7 @@ impl Lengths {
         m.successor_pool.truncate(successors);
         m.region_pool.truncate(region_pool);
         m.use_list_orders.truncate(use_lists);
+        m.opaque_properties.truncate(opaque);
         for region in m.op_regions(op).to_vec() {
             m.regions[region.0 as usize].blocks.clear();
         }

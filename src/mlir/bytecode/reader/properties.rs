@@ -19,7 +19,11 @@ pub(super) fn decode(state: &mut FileState<'_>, name: OpNameId, index: usize, nu
     let schema = op_schema(state.module.context.str_bytes(op_name.full));
     match schema.and_then(|schema| decode_native(state, schema, &mut c, num_attrs).ok()) {
         Some(props) => Ok(props),
-        None => Ok(Properties::Opaque(entry.data.into())),
+        None => {
+            let blobs = &mut state.module.opaque_properties;
+            blobs.push(entry.data.into());
+            Ok(Properties::Opaque(blobs.len() as u32 - 1))
+        }
     }
 }
 
