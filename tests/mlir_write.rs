@@ -406,42 +406,36 @@ fn a_registered_op_whose_properties_do_not_fit_its_schema_is_written_for_upstrea
     // `extra` is no inherent attribute of `arith.constant`: the native encoding cannot hold it, so
     // from v5 on the properties go to the attribute dictionary (upstream would misread a
     // dictionary as the native encoding of an op it has registered).
-    let text = r#""builtin.module"() ({
+    upstream_reads_every_version(
+        "misfit",
+        r#""builtin.module"() ({
   %0 = "arith.constant"() <{extra = 7 : i64, value = 1 : i32}> : () -> i32
   %1 = "arith.constant"() <{value = 2 : i32}> : () -> i32
   "test.use"(%0, %1) : (i32, i32) -> ()
 }) : () -> ()
-"#;
-    let module = parse_text(text).unwrap();
-    let Some(tools) = common::iree_tools_or_skip() else {
-        for version in 0..=6 {
-            write_bytecode(&module, &lossy(version)).unwrap();
-        }
-        return;
-    };
-    let scratch = std::env::temp_dir().join(format!("rtx-mlir-misfit-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    for version in 0..=6 {
-        let path = scratch.join(format!("misfit.v{version}.mlirbc"));
-        std::fs::write(&path, write_bytecode(&module, &lossy(version)).unwrap()).unwrap();
-        let text = upstream(&tools, &["--mlir-print-op-generic"], &path)
-            .unwrap_or_else(|e| panic!("v{version}: upstream rejects rtx's file: {e}"));
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.contains(r#""arith.constant"() <{value = 1 : i32}> {extra = 7 : i64}"#), "v{version}:\n{text}");
-        assert!(text.contains(r#""arith.constant"() <{value = 2 : i32}>"#), "v{version}:\n{text}");
-    }
-    let _ = std::fs::remove_dir_all(&scratch);
+"#,
+        &[r#""arith.constant"() <{value = 1 : i32}> {extra = 7 : i64}"#, r#""arith.constant"() <{value = 2 : i32}>"#],
+    );
 }
 
 #[test]
 fn an_op_of_an_upstream_dialect_without_a_schema_is_written_for_upstream_to_read() {
     // rtx has no schema for emitc ops, but upstream registers the dialect: the properties must
     // reach it through the attribute dictionary, never as a dictionary blob.
-    let text = r#""builtin.module"() ({
+    upstream_reads_every_version(
+        "noschema",
+        r#""builtin.module"() ({
   %0 = "emitc.constant"() <{value = 1 : i32}> : () -> i32
   "test.use"(%0) : (i32) -> ()
 }) : () -> ()
-"#;
+"#,
+        &[r#""emitc.constant"() <{value = 1 : i32}> : () -> i32"#],
+    );
+}
+
+/// rtx parses `text` and writes it at every version; upstream reads each file, and its generic
+/// print contains every one of `expected` (without the tools, writing must still succeed).
+fn upstream_reads_every_version(name: &str, text: &str, expected: &[&str]) {
     let module = parse_text(text).unwrap();
     let Some(tools) = common::iree_tools_or_skip() else {
         for version in 0..=6 {
@@ -449,15 +443,17 @@ fn an_op_of_an_upstream_dialect_without_a_schema_is_written_for_upstream_to_read
         }
         return;
     };
-    let scratch = std::env::temp_dir().join(format!("rtx-mlir-noschema-{}", std::process::id()));
+    let scratch = std::env::temp_dir().join(format!("rtx-mlir-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     for version in 0..=6 {
-        let path = scratch.join(format!("emitc.v{version}.mlirbc"));
+        let path = scratch.join(format!("{name}.v{version}.mlirbc"));
         std::fs::write(&path, write_bytecode(&module, &lossy(version)).unwrap()).unwrap();
         let text = upstream(&tools, &["--mlir-print-op-generic"], &path)
             .unwrap_or_else(|e| panic!("v{version}: upstream rejects rtx's file: {e}"));
         let text = String::from_utf8(text).unwrap();
-        assert!(text.contains(r#""emitc.constant"() <{value = 1 : i32}> : () -> i32"#), "v{version}:\n{text}");
+        for want in expected {
+            assert!(text.contains(want), "v{version}: no {want} in\n{text}");
+        }
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }

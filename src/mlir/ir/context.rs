@@ -175,6 +175,29 @@ impl Context {
         TypeId(self.types.len() as u32 - 1)
     }
 
+    /// Overwrites attribute `id`, for a reader that learns an entry's final form only after the
+    /// whole table is read (other dialects' encodings); keeps the interning map in step.
+    pub(crate) fn replace_attr(&mut self, id: AttrId, attr: Attribute) {
+        let old = std::mem::replace(&mut self.attrs[id.0 as usize], attr);
+        if (id.0 as usize) < self.attrs_indexed {
+            if self.attr_map.get(&old) == Some(&id) {
+                self.attr_map.remove(&old);
+            }
+            self.attr_map.entry(self.attrs[id.0 as usize].clone()).or_insert(id);
+        }
+    }
+
+    /// [`Context::replace_attr`] for types.
+    pub(crate) fn replace_type(&mut self, id: TypeId, ty: Type) {
+        let old = std::mem::replace(&mut self.types[id.0 as usize], ty);
+        if (id.0 as usize) < self.types_indexed {
+            if self.type_map.get(&old) == Some(&id) {
+                self.type_map.remove(&old);
+            }
+            self.type_map.entry(self.types[id.0 as usize].clone()).or_insert(id);
+        }
+    }
+
     /// Makes room for `attrs` more attributes and `types` more types.
     pub(crate) fn reserve(&mut self, attrs: usize, types: usize) {
         self.attrs.reserve(attrs);

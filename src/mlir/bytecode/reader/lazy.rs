@@ -42,16 +42,7 @@ impl LazyModule {
         let Some(index) = self.pending.iter().position(|p| p.op == op) else {
             return Ok(());
         };
-        let pending = self.pending[index];
-        let buffer = self.state.buffer.clone();
-        let mut state = std::mem::take(&mut self.state).rebind(&buffer);
-        let before = Lengths::of(&state.module);
-        let result = ir::read_isolated(&mut state, pending, true);
-        if result.is_err() {
-            before.restore(&mut state.module, op);
-        }
-        self.state = state.rebind(&[]);
-        let nested = result?;
+        let nested = self.read(self.pending[index], true)?;
         self.pending.remove(index);
         self.pending.extend(nested);
         Ok(())
@@ -60,13 +51,23 @@ impl LazyModule {
     /// Reads every pending region (including those nested in them) and returns the module.
     pub fn finish(mut self) -> Result<Module, ReadError> {
         while let Some(pending) = self.pending.pop() {
-            let buffer = self.state.buffer.clone();
-            let mut state = std::mem::take(&mut self.state).rebind(&buffer);
-            let nested = ir::read_isolated(&mut state, pending, false)?;
+            let nested = self.read(pending, false)?;
             debug_assert!(nested.is_empty(), "an eager read leaves nothing pending");
-            self.state = state.rebind(&[]);
         }
         Ok(self.state.module)
+    }
+
+    /// Reads one pending section over the file's bytes; a failed read is undone.
+    fn read(&mut self, pending: Pending, lazy: bool) -> Result<Vec<Pending>, ReadError> {
+        let buffer = self.state.buffer.clone();
+        let mut state = std::mem::take(&mut self.state).rebind(&buffer);
+        let before = Lengths::of(&state.module);
+        let result = ir::read_isolated(&mut state, pending, lazy);
+        if result.is_err() {
+            before.restore(&mut state.module, pending.op);
+        }
+        self.state = state.rebind(&[]);
+        result
     }
 }
 

@@ -419,39 +419,15 @@ fn render(
     Ok(Some(out))
 }
 
-/// Replaces the context by a copy in which the decoded entries are text (the context has no way
-/// to overwrite an entry, and every id stays the same).
+/// Turns the decoded entries into text in place (every id stays the same).
 fn rebuild(state: &mut FileState<'_>, texts: Vec<(usize, DialectId, String)>, num_attrs: usize) {
-    if texts.is_empty() {
-        return;
-    }
-    let old = std::mem::take(&mut state.module.context);
-    let mut new = Context::new();
-    for index in 0..old.num_strings() {
-        new.push_string(old.str_bytes(Sym(index as u32)));
-    }
-    for dialect in old.dialects() {
-        new.push_dialect(dialect.clone());
-    }
-    for name in old.op_names() {
-        new.push_op_name(name.clone());
-    }
-    let mut replacements: HashMap<usize, (DialectId, Sym)> = HashMap::with_capacity(texts.len());
+    let ctx = &mut state.module.context;
     for (node, dialect, text) in texts {
-        replacements.insert(node, (dialect, new.push_string(text.as_bytes())));
+        let text = ctx.push_string(text.as_bytes());
+        if node < num_attrs {
+            ctx.replace_attr(AttrId(node as u32), Attribute::Text { dialect, text });
+        } else {
+            ctx.replace_type(TypeId((node - num_attrs) as u32), Type::Text { dialect, text });
+        }
     }
-    new.reserve(old.attrs().len() + 64, old.types().len() + 8);
-    for (index, ty) in old.types().iter().enumerate() {
-        new.push_type(match replacements.get(&(num_attrs + index)) {
-            Some(&(dialect, text)) => Type::Text { dialect, text },
-            None => ty.clone(),
-        });
-    }
-    for (index, attr) in old.attrs().iter().enumerate() {
-        new.push_attr(match replacements.get(&index) {
-            Some(&(dialect, text)) => Attribute::Text { dialect, text },
-            None => attr.clone(),
-        });
-    }
-    state.module.context = new;
 }
