@@ -293,6 +293,10 @@ fn upstream_text_parses_and_round_trips_through_every_version() {
             {
                 Ok(None) => continue,
                 Ok(Some(text)) if text == expected => continue,
+                // rtx writes LLVM debug-info attributes that share distinct ids in the llvm
+                // dialect's encoding, which it reads back spelled as upstream's attribute printer
+                // spells them.
+                Ok(Some(text)) if normalize_debug_info(&text) == normalize_debug_info(&expected) => continue,
                 Ok(Some(text)) => format!("{} -> v{version}: {}", entry.name, first_difference(&expected, &text)),
                 Err(error) => format!("{} -> v{version}: {error}", entry.name),
             };

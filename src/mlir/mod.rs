@@ -9,6 +9,7 @@
 //! ```
 
 pub mod bytecode;
+pub(crate) mod dialects;
 pub mod ir;
 pub mod ods;
 pub mod text;

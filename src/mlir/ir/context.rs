@@ -49,7 +49,7 @@ pub struct OpName {
 
 /// Interning tables. Lookups by content (`intern_*`) build their hash maps on first use, so a
 /// reader that fills the tables from a file's already-deduplicated tables pays nothing for them.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct Context {
     string_bytes: Vec<u8>,
     string_spans: Vec<(u32, u32)>,

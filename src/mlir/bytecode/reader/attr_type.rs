@@ -103,6 +103,9 @@ pub(super) fn read_attrs_and_types(state: &mut FileState<'_>, data: Section<'_>,
         .filter(|(_, e)| e.custom && supported[e.dialect.0 as usize])
         .map(|(node, e)| super::dialects::CustomEntry { node, dialect: e.dialect, data: e.data, offset: e.offset })
         .collect();
+    // Before the decoded entries print the texts they refer to.
+    let raw = entries[..num_attrs].iter().enumerate().filter(|(_, e)| !e.custom).map(|(i, _)| i);
+    super::text_distinct::renumber(state, raw, num_attrs as u64);
     if !customs.is_empty() {
         let offsets: Vec<usize> = entries.iter().map(|e| e.offset).collect();
         super::dialects::resolve(state, &customs, &offsets, num_attrs)?;

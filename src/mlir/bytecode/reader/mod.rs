@@ -21,6 +21,7 @@ pub mod error;
 mod ir;
 mod lazy;
 mod properties;
+mod text_distinct;
 
 use std::sync::Arc;
 

@@ -3,7 +3,8 @@
 //! dialects' as the text they were kept as.
 
 use super::emitter::Emitter;
-use super::numbering::{malformed, Plan, Result};
+use super::llvm::{Item, Native};
+use super::numbering::{malformed, Entry, Plan, Result};
 use crate::mlir::ir::{AffineExpr, AffineMap, ApInt, Attribute, FloatKind, Signedness, Type, TypeId};
 
 /// Writes the offset section (3) and the attribute/type section (2), in that order.
@@ -13,9 +14,12 @@ pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result
     offsets.varint(plan.attrs.len() as u64);
     offsets.varint(plan.types.len() as u64);
     let mut sizes: Vec<(u32, u64, bool)> = Vec::with_capacity(plan.attrs.len() + plan.types.len());
-    for (dialect, attr) in &plan.attrs {
+    for (dialect, entry) in &plan.attrs {
         let start = data.len();
-        let custom = encode_attr(&mut data, plan, attr)?;
+        let custom = match entry {
+            Entry::Attr(attr) => encode_attr(&mut data, plan, attr)?,
+            Entry::Native(native) => encode_native(&mut data, native),
+        };
         sizes.push((*dialect, (data.len() - start) as u64, custom));
     }
     let num_attrs = sizes.len();
@@ -36,6 +40,19 @@ pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result
     out.section(3, offsets);
     out.section(2, data);
     Ok(())
+}
+
+/// An attribute in its dialect's own encoding (whose references are final entry indices).
+fn encode_native(e: &mut Emitter, native: &Native) -> bool {
+    for item in native.items.iter() {
+        match *item {
+            Item::Varint(v) => e.varint(v),
+            Item::Byte(b) => e.byte(b),
+            Item::Attr(id) => e.varint(u64::from(id.0)),
+            Item::OptAttr(id) => e.varint(id.map_or(0, |id| u64::from(id.0) << 1 | 1)),
+        }
+    }
+    true
 }
 
 fn text(e: &mut Emitter, plan: &Plan, index: u32) -> Result<bool> {

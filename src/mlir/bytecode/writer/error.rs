@@ -12,6 +12,10 @@ pub enum WriteError {
     NotRepresentable { version: u32, needs: u32, what: String },
     #[error("{kind} of dialect `{dialect}` is held in that dialect's own bytecode encoding, whose references into the file it came from rtx cannot renumber")]
     CustomEncoding { kind: &'static str, dialect: String },
+    /// An LLVM attribute that must be written in the dialect's own encoding (it holds a
+    /// `distinct` id) but whose text does not read as that attribute.
+    #[error("cannot encode `{text}` in the llvm dialect's encoding: {reason}")]
+    DialectAttribute { text: String, reason: String },
     #[error("op `{0}` has native properties that rtx could not decode, so they cannot be written to another file")]
     OpaqueProperties(String),
     #[error("op `{op}` has attribute `{name}` both in its properties and in its attribute dictionary, which bytecode version {version} merges")]

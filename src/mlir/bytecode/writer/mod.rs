@@ -17,6 +17,9 @@
 //! - Not expressible, so an error unless [`WriteOptions::allow_lossy_downgrade`] is set (in which
 //!   case they are dropped, as upstream's writer silently does): unregistered ops' properties below
 //!   v5, use-list orders below v3, dialect version payloads in v0.
+//! - LLVM debug-info attributes and loop annotations that hold a `distinct` id are written in the
+//!   llvm dialect's own encoding (see [`llvm`]), so that an id two of them share stays one
+//!   attribute; every other dialect attribute or type kept as text is written as text.
 //! - Never writable: attributes/types in another dialect's own custom encoding and undecoded
 //!   native properties ([`crate::mlir::ir::Properties::Opaque`]), since they hold indices into the
 //!   file they came from.
@@ -27,6 +30,7 @@ mod attr_type;
 mod emitter;
 pub mod error;
 mod ir;
+mod llvm;
 mod numbering;
 
 pub use error::WriteError;
@@ -202,7 +206,7 @@ fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Re
                     1
                 }
                 ResourceValue::String(s) => {
-                    let index = plan.strings.insert(numbering::string(m, *s)?);
+                    let index = plan.strings.insert(numbering::string(&m.context, *s)?);
                     data.varint(u64::from(index));
                     2
                 }

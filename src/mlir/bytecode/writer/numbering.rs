@@ -11,12 +11,13 @@
 use std::collections::HashMap;
 
 use super::error::WriteError;
+use super::llvm::{self, Item, Native};
 use super::version;
 use super::WriteOptions;
 use crate::mlir::bytecode::reader::MAX_NESTING;
 use crate::mlir::ir::{
-    AttrId, Attribute, Block, BlockId, DialectId, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
-    ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
+    AttrId, Attribute, Block, BlockId, Context, DialectId, Module, OpId, OpNameId, Operation, Properties, Region,
+    RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
 };
 use crate::mlir::ods::{op_schema, OpSchema, PropKind};
 
@@ -64,17 +65,17 @@ pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::
     }
     Ok(if span.len == 0 { 0..0 } else { span.start..end })
 }
-pub(super) fn attr(m: &Module, id: AttrId) -> Result<&Attribute> {
-    m.context.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
+pub(super) fn attr(ctx: &Context, id: AttrId) -> Result<&Attribute> {
+    ctx.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
 }
-pub(super) fn ty(m: &Module, id: TypeId) -> Result<&Type> {
-    m.context.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
+pub(super) fn ty(ctx: &Context, id: TypeId) -> Result<&Type> {
+    ctx.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
 }
-pub(super) fn string(m: &Module, sym: Sym) -> Result<&[u8]> {
-    if sym.0 as usize >= m.context.num_strings() {
+pub(super) fn string(ctx: &Context, sym: Sym) -> Result<&[u8]> {
+    if sym.0 as usize >= ctx.num_strings() {
         return Err(malformed(format!("string {} does not exist", sym.0)));
     }
-    Ok(m.context.str_bytes(sym))
+    Ok(ctx.str_bytes(sym))
 }
 pub(super) fn op_name(m: &Module, id: OpId) -> String {
     m.ops
@@ -116,6 +117,8 @@ pub(super) trait Mapper {
     fn string(&mut self, sym: Sym) -> Result<Sym>;
     /// A dialect attribute or type kept as text.
     fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)>;
+    /// The dialect of an attribute in its dialect's own encoding.
+    fn dialect(&mut self, dialect: DialectId) -> Result<DialectId>;
     fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef>;
     fn custom(&mut self, kind: &'static str, dialect: DialectId) -> WriteError;
 }
@@ -212,6 +215,30 @@ pub(super) fn map_type(t: &Type, m: &mut impl Mapper) -> Result<Type> {
     })
 }
 
+/// An attribute entry: in the builtin encoding or as text ([`Attribute`]), or in its dialect's
+/// own encoding ([`Native`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Entry {
+    Attr(Attribute),
+    Native(Native),
+}
+
+/// A native encoding with its references (and its dialect) rewritten.
+fn map_native(native: &Native, m: &mut impl Mapper) -> Result<Native> {
+    let items = native
+        .items
+        .iter()
+        .map(|item| {
+            Ok(match item {
+                Item::Attr(id) => Item::Attr(m.attr(*id)?),
+                Item::OptAttr(id) => Item::OptAttr(id.map(|id| m.attr(id)).transpose()?),
+                Item::Varint(_) | Item::Byte(_) => item.clone(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Native { dialect: m.dialect(native.dialect)?, items })
+}
+
 // ---------------------------------------------------------------------------------------------
 // The plan.
 
@@ -290,7 +317,7 @@ pub(super) struct Plan {
     /// Writer op-name index of each of the module's op names (`UNSET` if unused).
     op_name_index: Vec<u32>,
     /// Canonical attributes and types with their dialect, grouped by dialect.
-    pub attrs: Vec<(u32, Attribute)>,
+    pub attrs: Vec<(u32, Entry)>,
     pub types: Vec<(u32, Type)>,
     /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries).
     pub texts: Vec<Box<[u8]>>,
@@ -343,18 +370,21 @@ impl Plan {
 
 pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     let walk = walk(m)?;
+    let lowering = llvm::lower(m)?;
+    let ctx = lowering.as_ref().map_or(&m.context, |l| &l.context);
     let mut n = Numberer {
-        m,
+        ctx,
+        native: lowering.as_ref().map(|l| &l.native),
         strings: StringTable::default(),
         dialects: Vec::new(),
         dialect_map: HashMap::new(),
-        dialect_of: vec![UNSET; m.context.dialects().len()],
+        dialect_of: vec![UNSET; ctx.dialects().len()],
         texts: Vec::new(),
         text_map: HashMap::new(),
         extras: Vec::new(),
-        attr_memo: vec![UNSET; m.context.attrs().len()],
+        attr_memo: vec![UNSET; ctx.attrs().len()],
         extra_memo: Vec::new(),
-        type_memo: vec![UNSET; m.context.types().len()],
+        type_memo: vec![UNSET; ctx.types().len()],
         attrs: Vec::new(),
         attr_dedup: HashMap::new(),
         types: Vec::new(),
@@ -453,9 +483,9 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         let entries = group
             .entries
             .iter()
-            .map(|e| Ok((Box::from(string(m, e.key)?), e.value.clone())))
+            .map(|e| Ok((Box::from(string(&m.context, e.key)?), e.value.clone())))
             .collect::<Result<Vec<_>>>()?;
-        n.external_resources.push((string(m, group.owner)?.into(), entries));
+        n.external_resources.push((string(&m.context, group.owner)?.into(), entries));
     }
     for group in &m.resources.dialect {
         if group.entries.is_empty() {
@@ -463,7 +493,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
         let dialect = n.dialect(group.owner)?;
         for entry in &group.entries {
-            n.add_resource(dialect, string(m, entry.key)?, entry.value.clone());
+            n.add_resource(dialect, string(&m.context, entry.key)?, entry.value.clone());
         }
     }
 
@@ -479,7 +509,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
         let name = &names[name_id.0 as usize];
         let dialect = n.dialect(name.dialect)?;
-        let short: Box<[u8]> = string(m, name.short)?.into();
+        let short: Box<[u8]> = string(&m.context, name.short)?.into();
         let key = (dialect, short, version >= version::NATIVE_PROPERTIES && name.registered);
         *slot = *name_keys.entry(key.clone()).or_insert_with(|| {
             provisional_names.push(key);
@@ -560,7 +590,7 @@ fn merge_dicts(
     lossy: bool,
 ) -> Result<Option<DictEntries>> {
     let entries = |a: AttrId| -> Result<&[(AttrId, AttrId)]> {
-        match attr(m, a)? {
+        match attr(&m.context, a)? {
             Attribute::Dictionary(entries) => Ok(entries),
             _ => Err(malformed(format!("op `{}`: attributes or properties are not a dictionary", op_name(m, id)))),
         }
@@ -581,9 +611,9 @@ fn merge_dicts(
     for &(k, v) in props {
         let key = key_name(m, k)?;
         if is_property(key) {
-            let default = match attr(m, v)? {
+            let default = match attr(&m.context, v)? {
                 Attribute::Integer { value, .. } => value.words().iter().all(|&w| w == 0),
-                Attribute::String { value, .. } => string(m, *value)?.is_empty(),
+                Attribute::String { value, .. } => string(&m.context, *value)?.is_empty(),
                 _ => false,
             };
             if default || lossy {
@@ -609,8 +639,8 @@ fn merge_dicts(
 }
 
 fn key_name(m: &Module, key: AttrId) -> Result<&[u8]> {
-    match attr(m, key)? {
-        Attribute::String { value, .. } => string(m, *value),
+    match attr(&m.context, key)? {
+        Attribute::String { value, .. } => string(&m.context, *value),
         _ => Err(malformed("dictionary key is not a string")),
     }
 }
@@ -627,7 +657,7 @@ fn native_plan(
     v6: bool,
     strings: &mut StringTable,
 ) -> Result<Option<Vec<NativeItem>>> {
-    let Attribute::Dictionary(entries) = attr(m, dict)? else {
+    let Attribute::Dictionary(entries) = attr(&m.context, dict)? else {
         return Ok(None);
     };
     let mut by_name: HashMap<&[u8], AttrId> = HashMap::new();
@@ -674,8 +704,9 @@ fn native_plan(
             segment_names.iter().zip([schema.operand_segments, schema.result_segments].iter().filter(|&&s| s > 0))
         {
             let Some(&a) = by_name.get(name.as_bytes()) else { return Ok(None) };
-            let Attribute::DenseArray { elem, count, data } = attr(m, a)? else { return Ok(None) };
-            let i32_elem = matches!(ty(m, *elem)?, Type::Integer { width: 32, signedness: Signedness::Signless });
+            let Attribute::DenseArray { elem, count, data } = attr(&m.context, a)? else { return Ok(None) };
+            let i32_elem =
+                matches!(ty(&m.context, *elem)?, Type::Integer { width: 32, signedness: Signedness::Signless });
             if !i32_elem || *count != u64::from(*size) || data.len() as u64 != count * 4 {
                 return Ok(None);
             }
@@ -709,8 +740,9 @@ fn prop_item(
         });
     };
     let integer = |width: u32| -> Result<Option<u64>> {
-        let Attribute::Integer { ty: t, value } = attr(m, value)? else { return Ok(None) };
-        let fits = matches!(ty(m, *t)?, Type::Integer { width: w, signedness: Signedness::Signless } if *w == width);
+        let Attribute::Integer { ty: t, value } = attr(&m.context, value)? else { return Ok(None) };
+        let fits =
+            matches!(ty(&m.context, *t)?, Type::Integer { width: w, signedness: Signedness::Signless } if *w == width);
         Ok(fits.then(|| value.words()[0]))
     };
     let item = match kind {
@@ -718,13 +750,13 @@ fn prop_item(
         PropKind::I32 => integer(32)?.map(|v| NativeItem::Varint(v as u32 as i32 as i64 as u64)),
         PropKind::I64 => integer(64)?.map(NativeItem::Varint),
         PropKind::Bool => integer(1)?.map(|v| NativeItem::Bool(v != 0)),
-        PropKind::Unit => match attr(m, value)? {
+        PropKind::Unit => match attr(&m.context, value)? {
             Attribute::Unit => Some(NativeItem::Bool(true)),
             _ => integer(1)?.map(|v| NativeItem::Bool(v != 0)),
         },
-        PropKind::String => match attr(m, value)? {
+        PropKind::String => match attr(&m.context, value)? {
             Attribute::String { value, ty: None } => {
-                Some(NativeItem::Varint(u64::from(strings.insert(string(m, *value)?))))
+                Some(NativeItem::Varint(u64::from(strings.insert(string(&m.context, *value)?))))
             }
             _ => None,
         },
@@ -756,7 +788,9 @@ fn stable_order_by<T>(items: &[T], key: impl Fn(&T) -> u32) -> Vec<u32> {
 }
 
 struct Numberer<'m> {
-    m: &'m Module,
+    /// The module's context, or the lowering's copy of it with more attributes.
+    ctx: &'m Context,
+    native: Option<&'m HashMap<AttrId, Native>>,
     strings: StringTable,
     dialects: Vec<DialectEntry>,
     dialect_map: HashMap<Box<[u8]>, u32>,
@@ -767,8 +801,8 @@ struct Numberer<'m> {
     attr_memo: Vec<u32>,
     extra_memo: Vec<u32>,
     type_memo: Vec<u32>,
-    attrs: Vec<(u32, Attribute)>,
-    attr_dedup: HashMap<(u32, Attribute), u32>,
+    attrs: Vec<(u32, Entry)>,
+    attr_dedup: HashMap<(u32, Entry), u32>,
     types: Vec<(u32, Type)>,
     type_dedup: HashMap<(u32, Type), u32>,
     builtin: Option<u32>,
@@ -796,8 +830,8 @@ impl Numberer<'_> {
         if slot != UNSET {
             return Ok(slot);
         }
-        let d = self.m.context.dialect(id);
-        let name = string(self.m, d.name)?;
+        let d = self.ctx.dialect(id);
+        let name = string(self.ctx, d.name)?;
         let i = self.intern_dialect(name, d.version.as_deref());
         self.dialect_of[id.0 as usize] = i;
         Ok(i)
@@ -808,13 +842,10 @@ impl Numberer<'_> {
             return b;
         }
         let version = self
-            .m
-            .context
+            .ctx
             .dialects()
             .iter()
-            .find(|d| {
-                (d.name.0 as usize) < self.m.context.num_strings() && self.m.context.str_bytes(d.name) == b"builtin"
-            })
+            .find(|d| (d.name.0 as usize) < self.ctx.num_strings() && self.ctx.str_bytes(d.name) == b"builtin")
             .and_then(|d| d.version.clone());
         let b = self.intern_dialect(b"builtin", version.as_deref());
         self.builtin = Some(b);
@@ -862,17 +893,27 @@ impl Numberer<'_> {
         if self.depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let source = match key {
-            AttrKey::Module(id) => attr(self.m, id)?.clone(),
-            AttrKey::Extra(i) => self.extras[i as usize].clone(),
+        let native = match key {
+            AttrKey::Module(id) => self.native.and_then(|n| n.get(&id)),
+            AttrKey::Extra(_) => None,
         };
         self.depth += 1;
-        let canonical = map_attr(&source, self);
+        let canonical = match native {
+            Some(native) => map_native(native, self).map(Entry::Native),
+            None => {
+                let source = match key {
+                    AttrKey::Module(id) => attr(self.ctx, id)?.clone(),
+                    AttrKey::Extra(i) => self.extras[i as usize].clone(),
+                };
+                map_attr(&source, self).map(Entry::Attr)
+            }
+        };
         self.depth -= 1;
         let canonical = canonical?;
         let dialect = match &canonical {
-            Attribute::Text { dialect, .. } => dialect.0,
-            _ => self.builtin(),
+            Entry::Attr(Attribute::Text { dialect, .. }) => dialect.0,
+            Entry::Native(native) => native.dialect.0,
+            Entry::Attr(_) => self.builtin(),
         };
         let dedup_key = (dialect, canonical);
         let index = match self.attr_dedup.get(&dedup_key) {
@@ -900,7 +941,7 @@ impl Numberer<'_> {
         if self.depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let source = ty(self.m, id)?.clone();
+        let source = ty(self.ctx, id)?.clone();
         self.depth += 1;
         let canonical = map_type(&source, self);
         self.depth -= 1;
@@ -934,9 +975,13 @@ impl Numberer<'_> {
         let attr_order = stable_order_by(&self.attrs, |e| e.0);
         let type_order = stable_order_by(&self.types, |e| e.0);
         let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
-        let mut attrs: Vec<Option<(u32, Attribute)>> = (0..self.attrs.len()).map(|_| None).collect();
+        let mut attrs: Vec<Option<(u32, Entry)>> = (0..self.attrs.len()).map(|_| None).collect();
         for (p, (dialect, a)) in self.attrs.iter().enumerate() {
-            attrs[attr_order[p] as usize] = Some((*dialect, map_attr(a, &mut renumber)?));
+            let entry = match a {
+                Entry::Attr(a) => Entry::Attr(map_attr(a, &mut renumber)?),
+                Entry::Native(native) => Entry::Native(map_native(native, &mut renumber)?),
+            };
+            attrs[attr_order[p] as usize] = Some((*dialect, entry));
         }
         let mut types: Vec<Option<(u32, Type)>> = (0..self.types.len()).map(|_| None).collect();
         for (p, (dialect, t)) in self.types.iter().enumerate() {
@@ -973,12 +1018,15 @@ impl Mapper for Numberer<'_> {
         self.type_key(id).map(TypeId)
     }
     fn string(&mut self, sym: Sym) -> Result<Sym> {
-        let bytes = string(self.m, sym)?;
+        let bytes = string(self.ctx, sym)?;
         Ok(Sym(self.strings.insert(bytes)))
     }
+    fn dialect(&mut self, dialect: DialectId) -> Result<DialectId> {
+        Numberer::dialect(self, dialect).map(DialectId)
+    }
     fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
-        let dialect = self.dialect(dialect)?;
-        let bytes = string(self.m, text)?;
+        let dialect = Numberer::dialect(self, dialect)?;
+        let bytes = string(self.ctx, text)?;
         let index = match self.text_map.get(bytes) {
             Some(&i) => i,
             None => {
@@ -992,7 +1040,7 @@ impl Mapper for Numberer<'_> {
     }
     fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
         let dialect = self.dialect(resource.dialect)?;
-        let key = string(self.m, resource.key)?;
+        let key = string(self.ctx, resource.key)?;
         let (group, entry) = match self.resource_lookup.get(&(dialect, Box::from(key))) {
             Some(&found) => found,
             // A reference to a resource the module does not hold: declare it without data, as
@@ -1003,11 +1051,10 @@ impl Mapper for Numberer<'_> {
     }
     fn custom(&mut self, kind: &'static str, dialect: DialectId) -> WriteError {
         let name = self
-            .m
-            .context
+            .ctx
             .dialects()
             .get(dialect.0 as usize)
-            .and_then(|d| string(self.m, d.name).ok())
+            .and_then(|d| string(self.ctx, d.name).ok())
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default();
         WriteError::CustomEncoding { kind, dialect: name }
@@ -1032,6 +1079,9 @@ impl Mapper for Renumber<'_> {
     }
     fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
         Ok((dialect, text))
+    }
+    fn dialect(&mut self, dialect: DialectId) -> Result<DialectId> {
+        Ok(dialect)
     }
     fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
         Ok(resource)

@@ -23,9 +23,10 @@ mod types;
 use std::collections::HashMap;
 
 use crate::mlir::ir::{
-    AttrId, Attribute, Block, BlockId, Module, OpId, OpName, OpNameId, Operation, Properties, Region, RegionId,
-    ResourceEntry, ResourceGroup, ResourceValue, Span, TypeId, Value, ValueDef, ValueId,
+    AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpName, OpNameId, Operation, Properties, Region,
+    RegionId, ResourceEntry, ResourceGroup, ResourceValue, Span, TypeId, Value, ValueDef, ValueId,
 };
+use crate::mlir::text::print::{print_entity, Entity, ResolvedCustom};
 
 /// How deep operations, regions, attributes, types and locations may nest before the text is
 /// refused (an op and each of its regions count one level each). The parser recurses; this
@@ -69,6 +70,22 @@ pub fn parse_text_with(source: &str, options: &ParseOptions) -> Result<Module, P
     let mut parser = Parser::new(source.as_bytes(), options);
     parser.file()?;
     parser.finish()
+}
+
+/// Parses one attribute written on its own (no aliases, no trailing text) into `context`, as
+/// upstream parses an attribute kept as text in bytecode. Equal attributes are interned once.
+pub(crate) fn parse_attribute_in(context: &mut Context, text: &str) -> Result<AttrId, ParseError> {
+    let mut parser = Parser::new(text.as_bytes(), &ParseOptions::default());
+    parser.module.context = std::mem::take(context);
+    let result = parser.attr().and_then(|attr| match parser.peek() {
+        None => Ok(attr),
+        Some(_) => {
+            let found = parser.describe_next();
+            parser.err(format!("expected the end of the attribute, found {found}"))
+        }
+    });
+    *context = std::mem::take(&mut parser.module.context);
+    result
 }
 
 type R<T> = Result<T, ParseError>;
@@ -496,7 +513,16 @@ impl<'s> Parser<'s> {
         self.ws();
         let value_start = self.pos;
         let attr = self.attr()?;
-        let text = self.substitute_aliases(&self.src[value_start..self.pos])?;
+        // A location alias stands for `loc(...)` in attribute position, but the aliases inside
+        // its own definition are bare locations (`fused[#loc1, #loc2]`): its text is its print.
+        let text = if self.module.context.attr(attr).is_location() {
+            match print_entity(&self.module, Entity::Attr(attr), &ResolvedCustom::default()) {
+                Ok(text) => text.into_bytes(),
+                Err(e) => return self.err_at(value_start, format!("cannot print location alias: {e}")),
+            }
+        } else {
+            self.substitute_aliases(&self.src[value_start..self.pos])?
+        };
         self.attr_aliases.insert(name, (attr, text));
         Ok(())
     }

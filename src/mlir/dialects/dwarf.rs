@@ -4,9 +4,9 @@
 //! here has no name rtx knows, and the entry that holds it stays in its dialect encoding.
 
 /// `(value, name)`, sorted by value.
-pub(super) type Names = &'static [(u64, &'static str)];
+pub(crate) type Names = &'static [(u64, &'static str)];
 
-pub(super) const TAGS: Names = &[
+pub(crate) const TAGS: Names = &[
     (0x0, "DW_TAG_null"),
     (0x1, "DW_TAG_array_type"),
     (0x2, "DW_TAG_class_type"),
@@ -123,7 +123,7 @@ pub(super) const TAGS: Names = &[
     (0xb004, "DW_TAG_BORLAND_Delphi_variant"),
 ];
 
-pub(super) const ENCODINGS: Names = &[
+pub(crate) const ENCODINGS: Names = &[
     (0x1, "DW_ATE_address"),
     (0x2, "DW_ATE_boolean"),
     (0x3, "DW_ATE_complex_float"),
@@ -150,7 +150,7 @@ pub(super) const ENCODINGS: Names = &[
     (0x86, "DW_ATE_HP_imaginary_float128"),
 ];
 
-pub(super) const CALLING_CONVENTIONS: Names = &[
+pub(crate) const CALLING_CONVENTIONS: Names = &[
     (0x1, "DW_CC_normal"),
     (0x2, "DW_CC_program"),
     (0x3, "DW_CC_nocall"),
@@ -180,7 +180,7 @@ pub(super) const CALLING_CONVENTIONS: Names = &[
     (0xff, "DW_CC_GDB_IBM_OpenCL"),
 ];
 
-pub(super) const OPERATIONS: Names = &[
+pub(crate) const OPERATIONS: Names = &[
     (0x3, "DW_OP_addr"),
     (0x6, "DW_OP_deref"),
     (0x8, "DW_OP_const1u"),
@@ -371,6 +371,11 @@ pub(super) const OPERATIONS: Names = &[
 ];
 
 /// The name of `value` in `names`.
-pub(super) fn name(names: Names, value: u64) -> Option<&'static str> {
+pub(crate) fn name(names: Names, value: u64) -> Option<&'static str> {
     names.binary_search_by_key(&value, |&(v, _)| v).ok().map(|i| names[i].1)
+}
+
+/// The value named `name` in `names`.
+pub(crate) fn value(names: Names, name: &str) -> Option<u64> {
+    names.iter().find(|&&(_, n)| n == name).map(|&(v, _)| v)
 }

@@ -5,11 +5,9 @@
 //! constants and flags by name). Every other LLVM attribute, and every LLVM type, is written as
 //! text and needs no decoding.
 
-mod dwarf;
-mod flags;
-
 use super::{dialect_symbol, Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
+use crate::mlir::dialects::{dwarf, llvm_flags as flags};
 use crate::mlir::ir::{AttrId, Attribute};
 
 /// An attribute's `struct(params)` body under construction: `#llvm.mnemonic<a = .., b = ..>`.

@@ -87,18 +87,28 @@ fn bit_enum(cases: BitCases, value: u64) -> Option<Option<String>> {
     Some(Some(if is_case { text } else { format!("\"{text}\"") }))
 }
 
+/// The value of a bit enum as printed (`Definition`, `"Definition|Optimized"`), `None` for a name
+/// no case has.
+fn parse_bit_enum(cases: BitCases, text: &str) -> Option<u64> {
+    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    text.split('|').try_fold(0u64, |value, name| {
+        let name = name.trim();
+        cases.iter().find(|&&(_, n, _)| n == name).map(|&(bits, _, _)| value | u64::from(bits))
+    })
+}
+
 /// `DIFlags`, for a `flags = ...` parameter.
-pub(super) fn di_flags(value: u64) -> Option<Option<String>> {
+pub(crate) fn di_flags(value: u64) -> Option<Option<String>> {
     bit_enum(DI_FLAGS, value)
 }
 
 /// `DISubprogramFlags`, for `subprogramFlags = ...`.
-pub(super) fn subprogram_flags(value: u64) -> Option<Option<String>> {
+pub(crate) fn subprogram_flags(value: u64) -> Option<Option<String>> {
     bit_enum(SUBPROGRAM_FLAGS, value)
 }
 
 /// `DIEmissionKind` (`None`, the zero value, is left out).
-pub(super) fn emission_kind(value: u64) -> Option<Option<&'static str>> {
+pub(crate) fn emission_kind(value: u64) -> Option<Option<&'static str>> {
     Some(match value {
         0 => None,
         1 => Some("Full"),
@@ -109,7 +119,7 @@ pub(super) fn emission_kind(value: u64) -> Option<Option<&'static str>> {
 }
 
 /// `DINameTableKind` (`Default`, the zero value, is left out).
-pub(super) fn name_table_kind(value: u64) -> Option<Option<&'static str>> {
+pub(crate) fn name_table_kind(value: u64) -> Option<Option<&'static str>> {
     Some(match value {
         0 => None,
         1 => Some("GNU"),
@@ -117,4 +127,19 @@ pub(super) fn name_table_kind(value: u64) -> Option<Option<&'static str>> {
         3 => Some("Apple"),
         _ => return None,
     })
+}
+
+/// The value of a printed `DIFlags`.
+pub(crate) fn parse_di_flags(text: &str) -> Option<u64> {
+    parse_bit_enum(DI_FLAGS, text)
+}
+
+/// The value of a printed `DISubprogramFlags`.
+pub(crate) fn parse_subprogram_flags(text: &str) -> Option<u64> {
+    parse_bit_enum(SUBPROGRAM_FLAGS, text)
+}
+
+/// The value of a printed `DIEmissionKind` or `DINameTableKind`: the value whose printer gives it.
+pub(crate) fn parse_kind(print: fn(u64) -> Option<Option<&'static str>>, text: &str) -> Option<u64> {
+    (1..16).find(|&v| print(v) == Some(Some(text)))
 }
