@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::error::WriteError;
 use super::numbering::Result;
+use crate::mlir::dialects::llvm_attrs::{by_mnemonic, Param as P, Spec};
 use crate::mlir::dialects::{dwarf, llvm_flags};
 use crate::mlir::ir::{AttrId, Attribute, Context, DialectId, Module};
 use crate::mlir::text::parse::parse_attribute_in;
@@ -41,210 +42,6 @@ pub(super) struct Lowering {
     pub context: Context,
     pub native: HashMap<AttrId, Native>,
 }
-
-/// How one parameter is encoded; the parameters of an attribute are encoded in the order they
-/// are declared, which is also the order its assembly format prints them.
-#[derive(Clone, Copy)]
-enum Param {
-    /// An optional attribute printed in full (strings, distinct ids, locations, other classes).
-    Attr,
-    Required,
-    /// An optional attribute of class `#llvm.<mnemonic>`, printed without that prefix.
-    Stripped(&'static str),
-    RequiredStripped(&'static str),
-    /// A byte, 1 for `true`.
-    Bool,
-    /// A varint, 0 when left out.
-    Uint,
-    /// `writeOptionalInt`: the value with a presence flag in its low bit.
-    OptionalUint,
-    /// A DWARF constant by name (0 when left out).
-    Dwarf(dwarf::Names),
-    /// A compile unit's `DW_LANG_*`, an attribute `#llvm.di_source_language_name<...>` of its own.
-    Language,
-    Emission,
-    NameTable,
-    DiFlags,
-    SubprogramFlags,
-    /// `writeOptionalArrayRef` of attributes printed as a bare comma-separated list ...
-    List,
-    /// ... in brackets ...
-    Bracketed,
-    /// ... or bare, each without its `#llvm.<mnemonic>` prefix.
-    StrippedList(&'static str),
-}
-
-use Param as P;
-
-/// `(mnemonic, code, parameters in encoding order)`.
-type Spec = (&'static str, u64, &'static [(&'static str, Param)]);
-
-/// The encoded attributes that can hold a distinct id, directly or in a parameter. (Basic types,
-/// files and expressions cannot, and stay text.)
-const SPECS: &[Spec] = &[
-    (
-        "di_compile_unit",
-        1,
-        &[
-            ("recId", P::Attr),
-            ("isRecSelf", P::Bool),
-            ("id", P::Attr),
-            ("sourceLanguage", P::Language),
-            ("file", P::Stripped("di_file")),
-            ("producer", P::Attr),
-            ("isOptimized", P::Bool),
-            ("emissionKind", P::Emission),
-            ("isDebugInfoForProfiling", P::Bool),
-            ("nameTableKind", P::NameTable),
-            ("splitDebugFilename", P::Attr),
-            ("importedEntities", P::List),
-        ],
-    ),
-    (
-        "di_composite_type",
-        2,
-        &[
-            ("recId", P::Attr),
-            ("isRecSelf", P::Bool),
-            ("tag", P::Dwarf(dwarf::TAGS)),
-            ("name", P::Attr),
-            ("file", P::Stripped("di_file")),
-            ("line", P::Uint),
-            ("scope", P::Attr),
-            ("baseType", P::Attr),
-            ("flags", P::DiFlags),
-            ("sizeInBits", P::Uint),
-            ("alignInBits", P::Uint),
-            ("dataLocation", P::Stripped("di_expression")),
-            ("rank", P::Stripped("di_expression")),
-            ("allocated", P::Stripped("di_expression")),
-            ("associated", P::Stripped("di_expression")),
-            ("identifier", P::Attr),
-            ("discriminator", P::Stripped("di_derived_type")),
-            ("elements", P::List),
-        ],
-    ),
-    (
-        "di_derived_type",
-        3,
-        &[
-            ("tag", P::Dwarf(dwarf::TAGS)),
-            ("name", P::Attr),
-            ("file", P::Stripped("di_file")),
-            ("line", P::Uint),
-            ("scope", P::Attr),
-            ("baseType", P::Attr),
-            ("sizeInBits", P::Uint),
-            ("alignInBits", P::Uint),
-            ("offsetInBits", P::Uint),
-            ("dwarfAddressSpace", P::OptionalUint),
-            ("flags", P::DiFlags),
-            ("extraData", P::Attr),
-        ],
-    ),
-    (
-        "di_global_variable",
-        7,
-        &[
-            ("scope", P::Attr),
-            ("name", P::Attr),
-            ("linkageName", P::Attr),
-            ("file", P::RequiredStripped("di_file")),
-            ("line", P::Uint),
-            ("type", P::Required),
-            ("isLocalToUnit", P::Bool),
-            ("isDefined", P::Bool),
-            ("alignInBits", P::Uint),
-        ],
-    ),
-    (
-        "di_global_variable_expression",
-        8,
-        &[("var", P::RequiredStripped("di_global_variable")), ("expr", P::Stripped("di_expression"))],
-    ),
-    (
-        "di_imported_entity",
-        9,
-        &[
-            ("tag", P::Dwarf(dwarf::TAGS)),
-            ("scope", P::Required),
-            ("entity", P::Required),
-            ("file", P::Stripped("di_file")),
-            ("line", P::Uint),
-            ("name", P::Attr),
-            ("elements", P::List),
-        ],
-    ),
-    ("di_label", 10, &[("scope", P::Required), ("name", P::Attr), ("file", P::Stripped("di_file")), ("line", P::Uint)]),
-    (
-        "di_lexical_block",
-        11,
-        &[("scope", P::Required), ("file", P::Stripped("di_file")), ("line", P::Uint), ("column", P::Uint)],
-    ),
-    (
-        "di_lexical_block_file",
-        12,
-        &[("scope", P::Required), ("file", P::Stripped("di_file")), ("discriminator", P::Uint)],
-    ),
-    (
-        "di_local_variable",
-        13,
-        &[
-            ("scope", P::Required),
-            ("name", P::Attr),
-            ("file", P::Stripped("di_file")),
-            ("line", P::Uint),
-            ("arg", P::Uint),
-            ("alignInBits", P::Uint),
-            ("type", P::Attr),
-            ("flags", P::DiFlags),
-        ],
-    ),
-    ("di_namespace", 14, &[("name", P::Attr), ("scope", P::Attr), ("exportSymbols", P::Bool)]),
-    (
-        "di_subprogram",
-        15,
-        &[
-            ("recId", P::Attr),
-            ("isRecSelf", P::Bool),
-            ("id", P::Attr),
-            ("compileUnit", P::Stripped("di_compile_unit")),
-            ("scope", P::Attr),
-            ("name", P::Attr),
-            ("linkageName", P::Attr),
-            ("file", P::Stripped("di_file")),
-            ("line", P::Uint),
-            ("scopeLine", P::Uint),
-            ("subprogramFlags", P::SubprogramFlags),
-            ("type", P::Stripped("di_subroutine_type")),
-            ("retainedNodes", P::Bracketed),
-            ("annotations", P::Bracketed),
-        ],
-    ),
-    ("di_subrange", 16, &[("count", P::Attr), ("lowerBound", P::Attr), ("upperBound", P::Attr), ("stride", P::Attr)]),
-    ("di_subroutine_type", 17, &[("callingConvention", P::Dwarf(dwarf::CALLING_CONVENTIONS)), ("types", P::List)]),
-    (
-        "loop_annotation",
-        18,
-        &[
-            ("disableNonforced", P::Attr),
-            ("vectorize", P::Stripped("loop_vectorize")),
-            ("interleave", P::Stripped("loop_interleave")),
-            ("unroll", P::Stripped("loop_unroll")),
-            ("unrollAndJam", P::Stripped("loop_unroll_and_jam")),
-            ("licm", P::Stripped("loop_licm")),
-            ("distribute", P::Stripped("loop_distribute")),
-            ("pipeline", P::Stripped("loop_pipeline")),
-            ("peeled", P::Stripped("loop_peeled")),
-            ("unswitch", P::Stripped("loop_unswitch")),
-            ("mustProgress", P::Attr),
-            ("isVectorized", P::Attr),
-            ("startLoc", P::Attr),
-            ("endLoc", P::Attr),
-            ("parallelAccesses", P::StrippedList("access_group")),
-        ],
-    ),
-];
 
 /// The native encodings the module needs, or `None` when no LLVM attribute holds a distinct id.
 pub(super) fn lower(m: &Module) -> Result<Option<Lowering>> {
@@ -287,7 +84,7 @@ pub(super) fn lower(m: &Module) -> Result<Option<Lowering>> {
 fn spec(text: &[u8]) -> Option<&'static Spec> {
     let rest = text.strip_prefix(b"#llvm.")?;
     let end = rest.iter().position(|&b| b == b'<')?;
-    SPECS.iter().find(|s| s.0.as_bytes() == &rest[..end])
+    by_mnemonic(&rest[..end])
 }
 
 fn encode(ctx: &mut Context, text: &str) -> std::result::Result<Vec<Item>, String> {
@@ -325,18 +122,18 @@ fn encode(ctx: &mut Context, text: &str) -> std::result::Result<Vec<Item>, Strin
         let bad = || format!("bad value for parameter `{name}`");
         let uint = |v: &str| v.parse::<u64>().map_err(|_| bad());
         match param {
-            P::Attr => items.push(Item::OptAttr(value.map(|v| parse(ctx, v)).transpose()?)),
+            P::Attr | P::Distinct => items.push(Item::OptAttr(value.map(|v| parse(ctx, v)).transpose()?)),
             P::Required => items.push(Item::Attr(parse(ctx, value.ok_or_else(|| missing(name))?)?)),
             P::Stripped(class) => items.push(Item::OptAttr(value.map(|v| stripped(ctx, class, v)).transpose()?)),
             P::RequiredStripped(class) => {
                 items.push(Item::Attr(stripped(ctx, class, value.ok_or_else(|| missing(name))?)?))
             }
-            P::Bool => items.push(Item::Byte(match value {
+            P::Bool | P::BoolAlways => items.push(Item::Byte(match value {
                 None | Some("false") => 0,
                 Some("true") => 1,
                 Some(_) => return Err(bad()),
             })),
-            P::Uint => items.push(Item::Varint(value.map(uint).transpose()?.unwrap_or(0))),
+            P::Uint | P::UintAlways => items.push(Item::Varint(value.map(uint).transpose()?.unwrap_or(0))),
             P::OptionalUint => items.push(Item::Varint(value.map(uint).transpose()?.map_or(0, |v| v << 1 | 1))),
             P::Dwarf(names) => {
                 let v = value.map(|v| dwarf::value(names, v).ok_or_else(bad)).transpose()?;

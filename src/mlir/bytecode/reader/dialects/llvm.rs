@@ -7,6 +7,7 @@
 
 use super::{dialect_symbol, Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
+use crate::mlir::dialects::llvm_attrs::{self, Param, Spec};
 use crate::mlir::dialects::{dwarf, llvm_flags as flags};
 use crate::mlir::ir::{AttrId, Attribute};
 
@@ -72,33 +73,29 @@ impl Struct {
         }
     }
 
-    /// An array parameter printed as a bare comma-separated list (left out when empty).
-    fn list(&mut self, name: &str, items: &[AttrId]) {
+    /// An array parameter (left out when empty): a bare comma-separated list or, with
+    /// `brackets`, in `[...]`; with `stripped`, of attributes of class `#llvm.<mnemonic>` printed
+    /// without that prefix (the payload offset of the list for errors).
+    fn list(&mut self, name: &str, items: &[AttrId], brackets: bool, stripped: Option<(&'static str, usize)>) {
         if items.is_empty() {
             return;
         }
         let t = self.key(name);
+        if brackets {
+            t.text("[");
+        }
         for (i, &item) in items.iter().enumerate() {
             if i > 0 {
                 t.text(", ");
             }
-            t.attr(item);
-        }
-    }
-
-    /// An array parameter printed in brackets (left out when empty).
-    fn bracketed_list(&mut self, name: &str, items: &[AttrId]) {
-        if items.is_empty() {
-            return;
-        }
-        self.key(name).text("[");
-        for (i, &item) in items.iter().enumerate() {
-            if i > 0 {
-                self.t.text(", ");
+            match stripped {
+                Some((mnemonic, offset)) => t.stripped_attr(item, mnemonic, offset),
+                None => t.attr(item),
             }
-            self.t.attr(item);
         }
-        self.t.text("]");
+        if brackets {
+            t.text("]");
+        }
     }
 
     fn finish(mut self) -> Template {
@@ -240,6 +237,9 @@ fn source_language(p: &Payload<'_, '_>, id: AttrId) -> Option<String> {
 pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
     let code_offset = p.offset();
     let code = p.varint("llvm attribute code")?;
+    if let Some(spec) = llvm_attrs::by_code(code) {
+        return parameters(p, spec);
+    }
     let t = match code {
         0 => {
             // DIBasicTypeAttr
@@ -256,125 +256,6 @@ pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
             if let Some(encoding) = encoding {
                 s.text("encoding", encoding);
             }
-            s.finish()
-        }
-        1 => {
-            // DICompileUnitAttr
-            let rec_id = p.optional_distinct("recursive id")?;
-            let is_rec_self = p.bool("isRecSelf")?;
-            let id = p.optional_distinct("compile unit id")?;
-            let language = p.optional_attr("source language")?;
-            let language = match language {
-                Some(id) => Some(known!(source_language(p, id))),
-                None => None,
-            };
-            let file = p.optional_attr_at("file")?;
-            let producer = p.optional_attr("producer")?;
-            let is_optimized = p.bool("isOptimized")?;
-            let emission = known!(flags::emission_kind(p.varint("emission kind")?));
-            let for_profiling = p.bool("isDebugInfoForProfiling")?;
-            let name_table = known!(flags::name_table_kind(p.varint("name table kind")?));
-            let split = p.optional_attr("split debug filename")?;
-            let imported = p.optional_attr_list("imported entities")?;
-            let mut s = Struct::new("di_compile_unit");
-            s.distinct("recId", rec_id);
-            s.bool("isRecSelf", is_rec_self);
-            s.distinct("id", id);
-            if let Some(language) = language {
-                s.text("sourceLanguage", &language);
-            }
-            s.stripped("file", file, "di_file");
-            s.attr("producer", producer);
-            s.bool("isOptimized", is_optimized);
-            if let Some(emission) = emission {
-                s.text("emissionKind", emission);
-            }
-            s.bool("isDebugInfoForProfiling", for_profiling);
-            if let Some(name_table) = name_table {
-                s.text("nameTableKind", name_table);
-            }
-            s.attr("splitDebugFilename", split);
-            s.list("importedEntities", &imported);
-            s.finish()
-        }
-        2 => {
-            // DICompositeTypeAttr
-            let rec_id = p.optional_distinct("recursive id")?;
-            let is_rec_self = p.bool("isRecSelf")?;
-            let tag = named!(p.dwarf("DWARF tag", dwarf::TAGS)?);
-            let name = p.optional_attr("name")?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let scope = p.optional_attr("scope")?;
-            let base_type = p.optional_attr("base type")?;
-            let flags = known!(flags::di_flags(p.varint("DI flags")?));
-            let size = p.varint("size in bits")?;
-            let align = p.varint("align in bits")?;
-            let data_location = p.optional_attr_at("data location")?;
-            let rank = p.optional_attr_at("rank")?;
-            let allocated = p.optional_attr_at("allocated")?;
-            let associated = p.optional_attr_at("associated")?;
-            let identifier = p.optional_attr("identifier")?;
-            let discriminator = p.optional_attr_at("discriminator")?;
-            let elements = p.optional_attr_list("elements")?;
-            let mut s = Struct::new("di_composite_type");
-            s.distinct("recId", rec_id);
-            s.bool("isRecSelf", is_rec_self);
-            if let Some(tag) = tag {
-                s.text("tag", tag);
-            }
-            s.attr("name", name);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.attr("scope", scope);
-            s.attr("baseType", base_type);
-            if let Some(flags) = flags {
-                s.text("flags", &flags);
-            }
-            s.uint("sizeInBits", size);
-            s.uint("alignInBits", align);
-            s.stripped("dataLocation", data_location, "di_expression");
-            s.stripped("rank", rank, "di_expression");
-            s.stripped("allocated", allocated, "di_expression");
-            s.stripped("associated", associated, "di_expression");
-            s.attr("identifier", identifier);
-            s.stripped("discriminator", discriminator, "di_derived_type");
-            s.list("elements", &elements);
-            s.finish()
-        }
-        3 => {
-            // DIDerivedTypeAttr
-            let tag = named!(p.dwarf("DWARF tag", dwarf::TAGS)?);
-            let name = p.optional_attr("name")?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let scope = p.optional_attr("scope")?;
-            let base_type = p.optional_attr("base type")?;
-            let size = p.varint("size in bits")?;
-            let align = p.varint("align in bits")?;
-            let offset = p.varint("offset in bits")?;
-            let address_space = p.optional_int("DWARF address space")?;
-            let flags = known!(flags::di_flags(p.varint("DI flags")?));
-            let extra = p.optional_attr("extra data")?;
-            let mut s = Struct::new("di_derived_type");
-            if let Some(tag) = tag {
-                s.text("tag", tag);
-            }
-            s.attr("name", name);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.attr("scope", scope);
-            s.attr("baseType", base_type);
-            s.uint("sizeInBits", size);
-            s.uint("alignInBits", align);
-            s.uint("offsetInBits", offset);
-            if let Some(space) = address_space {
-                s.text("dwarfAddressSpace", &(space as u32).to_string());
-            }
-            if let Some(flags) = flags {
-                s.text("flags", &flags);
-            }
-            s.attr("extraData", extra);
             s.finish()
         }
         4 => {
@@ -432,222 +313,93 @@ pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
             t.text(">");
             t
         }
-        7 => {
-            // DIGlobalVariableAttr
-            let scope = p.optional_attr("scope")?;
-            let name = p.optional_attr("name")?;
-            let linkage_name = p.optional_attr("linkage name")?;
-            let file = p.attr_at()?;
-            let line = p.varint("line")?;
-            let ty = p.attr()?;
-            let is_local = p.bool("isLocalToUnit")?;
-            let is_defined = p.bool("isDefined")?;
-            let align = p.varint("align in bits")?;
-            let mut s = Struct::new("di_global_variable");
-            s.attr("scope", scope);
-            s.attr("name", name);
-            s.attr("linkageName", linkage_name);
-            s.stripped("file", Some(file), "di_file");
-            s.text("line", &(line as u32).to_string());
-            s.key("type").attr(ty);
-            s.bool("isLocalToUnit", is_local);
-            s.bool("isDefined", is_defined);
-            s.uint("alignInBits", align);
-            s.finish()
-        }
-        8 => {
-            // DIGlobalVariableExpressionAttr
-            let var = p.attr_at()?;
-            let expr = p.optional_attr_at("expression")?;
-            let mut s = Struct::new("di_global_variable_expression");
-            s.stripped("var", Some(var), "di_global_variable");
-            s.stripped("expr", expr, "di_expression");
-            s.finish()
-        }
-        9 => {
-            // DIImportedEntityAttr
-            let tag = named!(p.dwarf("DWARF tag", dwarf::TAGS)?);
-            let scope = p.attr()?;
-            let entity = p.attr()?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let name = p.optional_attr("name")?;
-            let elements = p.optional_attr_list("elements")?;
-            let mut s = Struct::new("di_imported_entity");
-            if let Some(tag) = tag {
-                s.text("tag", tag);
-            }
-            s.key("scope").attr(scope);
-            s.key("entity").attr(entity);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.attr("name", name);
-            s.list("elements", &elements);
-            s.finish()
-        }
-        10 => {
-            // DILabelAttr
-            let scope = p.attr()?;
-            let name = p.optional_attr("name")?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let mut s = Struct::new("di_label");
-            s.key("scope").attr(scope);
-            s.attr("name", name);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.finish()
-        }
-        11 => {
-            // DILexicalBlockAttr
-            let scope = p.attr()?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let column = p.varint("column")?;
-            let mut s = Struct::new("di_lexical_block");
-            s.key("scope").attr(scope);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.uint("column", column);
-            s.finish()
-        }
-        12 => {
-            // DILexicalBlockFileAttr
-            let scope = p.attr()?;
-            let file = p.optional_attr_at("file")?;
-            let discriminator = p.varint("discriminator")?;
-            let mut s = Struct::new("di_lexical_block_file");
-            s.key("scope").attr(scope);
-            s.stripped("file", file, "di_file");
-            s.text("discriminator", &(discriminator as u32).to_string());
-            s.finish()
-        }
-        13 => {
-            // DILocalVariableAttr
-            let scope = p.attr()?;
-            let name = p.optional_attr("name")?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let arg = p.varint("argument number")?;
-            let align = p.varint("align in bits")?;
-            let ty = p.optional_attr("type")?;
-            let flags = known!(flags::di_flags(p.varint("DI flags")?));
-            let mut s = Struct::new("di_local_variable");
-            s.key("scope").attr(scope);
-            s.attr("name", name);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.uint("arg", arg);
-            s.uint("alignInBits", align);
-            s.attr("type", ty);
-            if let Some(flags) = flags {
-                s.text("flags", &flags);
-            }
-            s.finish()
-        }
-        14 => {
-            // DINamespaceAttr
-            let name = p.optional_attr("name")?;
-            let scope = p.optional_attr("scope")?;
-            let export_symbols = p.bool("exportSymbols")?;
-            let mut s = Struct::new("di_namespace");
-            s.attr("name", name);
-            s.attr("scope", scope);
-            s.text("exportSymbols", if export_symbols { "true" } else { "false" });
-            s.finish()
-        }
-        15 => {
-            // DISubprogramAttr
-            let rec_id = p.optional_distinct("recursive id")?;
-            let is_rec_self = p.bool("isRecSelf")?;
-            let id = p.optional_distinct("subprogram id")?;
-            let compile_unit = p.optional_attr_at("compile unit")?;
-            let scope = p.optional_attr("scope")?;
-            let name = p.optional_attr("name")?;
-            let linkage_name = p.optional_attr("linkage name")?;
-            let file = p.optional_attr_at("file")?;
-            let line = p.varint("line")?;
-            let scope_line = p.varint("scope line")?;
-            let sp_flags = known!(flags::subprogram_flags(p.varint("subprogram flags")?));
-            let ty = p.optional_attr_at("subroutine type")?;
-            let retained = p.optional_attr_list("retained nodes")?;
-            let annotations = p.optional_attr_list("annotations")?;
-            let mut s = Struct::new("di_subprogram");
-            s.distinct("recId", rec_id);
-            s.bool("isRecSelf", is_rec_self);
-            s.distinct("id", id);
-            s.stripped("compileUnit", compile_unit, "di_compile_unit");
-            s.attr("scope", scope);
-            s.attr("name", name);
-            s.attr("linkageName", linkage_name);
-            s.stripped("file", file, "di_file");
-            s.uint("line", line);
-            s.uint("scopeLine", scope_line);
-            if let Some(sp_flags) = sp_flags {
-                s.text("subprogramFlags", &sp_flags);
-            }
-            s.stripped("type", ty, "di_subroutine_type");
-            s.bracketed_list("retainedNodes", &retained);
-            s.bracketed_list("annotations", &annotations);
-            s.finish()
-        }
-        16 => {
-            // DISubrangeAttr
-            let mut s = Struct::new("di_subrange");
-            for name in ["count", "lowerBound", "upperBound", "stride"] {
-                let value = p.optional_attr("subrange bound")?;
-                s.attr(name, value);
-            }
-            s.finish()
-        }
-        17 => {
-            // DISubroutineTypeAttr
-            let convention = named!(p.dwarf("DWARF calling convention", dwarf::CALLING_CONVENTIONS)?);
-            let types = p.optional_attr_list("subroutine types")?;
-            let mut s = Struct::new("di_subroutine_type");
-            if let Some(convention) = convention {
-                s.text("callingConvention", convention);
-            }
-            s.list("types", &types);
-            s.finish()
-        }
-        18 => {
-            // LoopAnnotationAttr
-            let mut s = Struct::new("loop_annotation");
-            let disable_nonforced = p.optional_attr("disableNonforced")?;
-            s.attr("disableNonforced", disable_nonforced);
-            for (name, mnemonic) in [
-                ("vectorize", "loop_vectorize"),
-                ("interleave", "loop_interleave"),
-                ("unroll", "loop_unroll"),
-                ("unrollAndJam", "loop_unroll_and_jam"),
-                ("licm", "loop_licm"),
-                ("distribute", "loop_distribute"),
-                ("pipeline", "loop_pipeline"),
-                ("peeled", "loop_peeled"),
-                ("unswitch", "loop_unswitch"),
-            ] {
-                let value = p.optional_attr_at("loop annotation")?;
-                s.stripped(name, value, mnemonic);
-            }
-            for name in ["mustProgress", "isVectorized", "startLoc", "endLoc"] {
-                let value = p.optional_attr("loop annotation")?;
-                s.attr(name, value);
-            }
-            let offset = p.offset();
-            let accesses = p.optional_attr_list("parallel accesses")?;
-            if !accesses.is_empty() {
-                let t = s.key("parallelAccesses");
-                for (i, &access) in accesses.iter().enumerate() {
-                    if i > 0 {
-                        t.text(", ");
-                    }
-                    t.stripped_attr(access, "access_group", offset);
-                }
-            }
-            s.finish()
-        }
         _ => return Err(p.invalid(code_offset, format!("unknown llvm attribute code {code}"))),
     };
     Ok(Some(t))
+}
+
+/// An attribute of [`llvm_attrs::STRUCTS`]: its parameters read in order, each printed as its
+/// `struct(params)` format prints it.
+fn parameters(p: &mut Payload<'_, '_>, &(mnemonic, _, params): &Spec) -> Decoded {
+    let mut s = Struct::new(mnemonic);
+    for &(name, param) in params {
+        match param {
+            Param::Distinct => {
+                let value = p.optional_distinct(name)?;
+                s.distinct(name, value);
+            }
+            Param::Attr => {
+                let value = p.optional_attr(name)?;
+                s.attr(name, value);
+            }
+            Param::Required => {
+                let value = p.attr()?;
+                s.key(name).attr(value);
+            }
+            Param::Stripped(class) => {
+                let value = p.optional_attr_at(name)?;
+                s.stripped(name, value, class);
+            }
+            Param::RequiredStripped(class) => {
+                let value = p.attr_at()?;
+                s.stripped(name, Some(value), class);
+            }
+            Param::Bool => {
+                let value = p.bool(name)?;
+                s.bool(name, value);
+            }
+            Param::BoolAlways => {
+                let value = p.bool(name)?;
+                s.text(name, if value { "true" } else { "false" });
+            }
+            Param::Uint => {
+                let value = p.varint(name)?;
+                s.uint(name, value);
+            }
+            Param::UintAlways => {
+                let value = p.varint(name)?;
+                s.text(name, &(value as u32).to_string());
+            }
+            Param::OptionalUint => {
+                if let Some(value) = p.optional_int(name)? {
+                    s.text(name, &(value as u32).to_string());
+                }
+            }
+            Param::Dwarf(names) => {
+                if let Some(value) = named!(p.dwarf(name, names)?) {
+                    s.text(name, value);
+                }
+            }
+            Param::Language => {
+                if let Some(id) = p.optional_attr(name)? {
+                    s.text(name, &known!(source_language(p, id)));
+                }
+            }
+            Param::Emission | Param::NameTable => {
+                let value = p.varint(name)?;
+                let print =
+                    if matches!(param, Param::Emission) { flags::emission_kind } else { flags::name_table_kind };
+                if let Some(value) = known!(print(value)) {
+                    s.text(name, value);
+                }
+            }
+            Param::DiFlags | Param::SubprogramFlags => {
+                let value = p.varint(name)?;
+                let print = if matches!(param, Param::DiFlags) { flags::di_flags } else { flags::subprogram_flags };
+                if let Some(value) = known!(print(value)) {
+                    s.text(name, &value);
+                }
+            }
+            Param::List | Param::Bracketed => {
+                let items = p.optional_attr_list(name)?;
+                s.list(name, &items, matches!(param, Param::Bracketed), None);
+            }
+            Param::StrippedList(class) => {
+                let offset = p.offset();
+                let items = p.optional_attr_list(name)?;
+                s.list(name, &items, false, Some((class, offset)));
+            }
+        }
+    }
+    Ok(Some(s.finish()))
 }
