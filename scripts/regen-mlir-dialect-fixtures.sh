@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the fixtures of other dialects' own attribute/type encodings (stablehlo, chlo,
-# quant, llvm) from the text sources in tests/fixtures/mlir/dialects/src with upstream MLIR (iree-opt
+# quant, llvm, vhlo) from the text sources in tests/fixtures/mlir/dialects/src with upstream MLIR (iree-opt
 # from IREE 3.13, found through scripts/iree-tools.sh):
 #
 #   tests/fixtures/mlir/dialects/<name>.v<N>.mlirbc    iree-opt --emit-bytecode --emit-bytecode-version=N

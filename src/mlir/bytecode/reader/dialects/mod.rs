@@ -1,8 +1,9 @@
 //! Other dialects' own attribute/type encodings, turned into the exact text upstream MLIR prints
 //! for them, so that a module read from bytecode can be printed and written back without the
 //! dialect. Covered: the dialects that IREE 3.13's `iree-opt` writes with custom encodings and
-//! whose attributes turn up in real input (`stablehlo`, `chlo`, `quant`, `llvm`). Entries of any
-//! other dialect stay [`Attribute::Custom`] / [`Type::Custom`].
+//! whose attributes turn up in real input (`stablehlo`, `chlo`, `quant`, `llvm`, and `vhlo`, the
+//! versioned dialect of StableHLO portable artifacts). Entries of any other dialect stay
+//! [`Attribute::Custom`] / [`Type::Custom`].
 //!
 //! A custom entry may refer to any other entry by index, before or after it, so decoding waits
 //! until the whole table is read: each payload is first parsed into a [`Template`] (literal text
@@ -19,6 +20,7 @@ mod float_text;
 mod llvm;
 mod quant;
 mod stablehlo;
+mod vhlo;
 
 use std::collections::HashMap;
 
@@ -39,7 +41,7 @@ pub(super) struct CustomEntry<'a> {
 
 /// Whether rtx decodes custom entries of the dialect named `name`.
 pub(super) fn is_supported(name: &[u8]) -> bool {
-    matches!(name, b"stablehlo" | b"chlo" | b"quant" | b"llvm")
+    matches!(name, b"stablehlo" | b"chlo" | b"quant" | b"llvm" | b"vhlo")
 }
 
 /// One part of an entry's text.
@@ -225,6 +227,8 @@ fn decode(dialect: &[u8], is_type: bool, p: &mut Payload<'_, '_>) -> Decoded {
         (b"chlo", false) => chlo::attr(p),
         (b"quant", true) => quant::ty(p),
         (b"llvm", false) => llvm::attr(p),
+        (b"vhlo", false) => vhlo::attr(p),
+        (b"vhlo", true) => vhlo::ty(p),
         _ => Ok(None),
     }
 }
