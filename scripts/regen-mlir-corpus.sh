@@ -5,7 +5,8 @@
 #
 #   1. Each corpus entry below is a source taken to one stage: `source` is the file as written
 #      (raw stablehlo, util, linalg ...); a phase name is `iree-compile --compile-to=<phase>` with a
-#      local device on the named backend (llvm-cpu for generic x86-64, or vmvx); `codegen` is
+#      local device on the named backend (llvm-cpu for generic x86-64, or vmvx), or the vulkan device
+#      for vulkan-spirv (its executables are spirv.module ops); `codegen` is
 #      `--compile-to=executable-configurations` followed by the backend's
 #      lower-executable-target pass inside each executable (vector, scf, memref, iree_codegen).
 #      The stage stays bytecode (iree-compile --emit-mlir-bytecode, iree-opt --emit-bytecode), so
@@ -65,6 +66,8 @@ entries=(
     "mlp.input mlp input llvm-cpu $all"
     "mlp.codegen.llvm-cpu mlp codegen llvm-cpu 4 6"
     "mlp.executable-targets.llvm-cpu mlp executable-targets llvm-cpu 6"
+    "mlp.executable-targets.vulkan-spirv mlp executable-targets vulkan-spirv 5 6"
+    "softmax.executable-targets.vulkan-spirv softmax executable-targets vulkan-spirv 0 5 6"
     "hal_programs.stream hal_programs stream llvm-cpu 3 6"
     "hal_programs.executable-configurations.vmvx hal_programs executable-configurations vmvx 6"
     "hal_programs.vm.llvm-cpu hal_programs vm llvm-cpu 0 6"
@@ -84,7 +87,9 @@ stage() {
         return
     fi
     local device=(--iree-hal-target-device=local "--iree-hal-local-target-device-backends=$backend")
-    if [[ $backend == llvm-cpu ]]; then
+    if [[ $backend == vulkan-spirv ]]; then
+        device=(--iree-hal-target-device=vulkan)
+    elif [[ $backend == llvm-cpu ]]; then
         device+=(--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu --iree-llvmcpu-target-cpu=generic)
     fi
     if [[ $phase == codegen ]]; then

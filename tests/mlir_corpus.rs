@@ -1,7 +1,8 @@
 //! rtx against a corpus of real IREE compiler output (`scripts/regen-mlir-corpus.sh`): IREE's own
 //! test programs and a few of ours, taken by iree-compile 3.13 through its phases (raw stablehlo,
 //! input, global optimization, dispatch creation, flow, stream, executable sources and
-//! configurations, codegen, executable targets, hal, vm) for llvm-cpu and vmvx, and written by
+//! configurations, codegen, executable targets, hal, vm) for llvm-cpu and vmvx (and executable
+//! targets for vulkan-spirv, whose executables are `spirv.module`s), and written by
 //! iree-opt as bytecode of versions 0–6. Dialects rtx has never heard of (util, flow, stream, hal,
 //! vm, iree_codegen, stablehlo, llvm ...), isolated regions nested four deep, block arguments,
 //! successors, properties, dense constants up to 400 KB and `dense_resource` blobs.

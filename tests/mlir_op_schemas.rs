@@ -3,8 +3,9 @@
 //! iree-opt, bytecode versions 5 and 6; stablehlo, chlo, iree_linalg_ext, iree_encoding,
 //! iree_vector_ext, hal_inline, hal_loader, io_parameters and llvm ops with optional attributes
 //! present and absent, and segment sizes; llvm, affine and util ops with non-attribute properties;
-//! ub, bufferization, quant and ml_program ops) reads with no properties left opaque, prints as
-//! iree-opt's generic print (checked-in `<name>.generic.mlir`, parsed and printed by rtx), and
+//! ub, bufferization, quant and ml_program ops; torch, torch_c and tm_tensor ops; spirv ops with
+//! their optional attributes and implicit `sym_visibility`) reads with no properties left opaque,
+//! prints as iree-opt's generic print (checked-in `<name>.generic.mlir`, parsed and printed by rtx), and
 //! survives rtx's own write→read.
 //! With `RTX_CHECK_FIXTURES=1` and the IREE tools, iree-opt must re-print rtx's generic text and
 //! rtx's v5/v6 bytecode exactly as its own print of the source.
@@ -103,6 +104,14 @@ fn fixtures_exercise_optional_attributes_and_segment_sizes() {
     for op in ["ub.poison", "bufferization.alloc_tensor", "quant.scast", "ml_program.global_load"] {
         assert!(misc.contains(&format!("\"{op}\"")), "no {op} in upstream_misc");
     }
+    let torch = expected("torch");
+    for op in ["torch.constant.int", "torch.class_type", "torch_c.to_builtin_tensor", "tm_tensor.scatter"] {
+        assert!(torch.contains(&format!("\"{op}\"")), "no {op} in torch");
+    }
+    let spirv = expected("spirv");
+    assert!(spirv.contains("\"spirv.Load\"(%") && spirv.contains("memory_access = #spirv.memory_access<Volatile>"));
+    assert!(spirv.contains("\"spirv.BranchConditional\"") && spirv.contains("branch_weights = [5 : i32, 10 : i32]"));
+    assert!(spirv.contains("built_in = \"GlobalInvocationId\""), "{spirv}");
 }
 
 #[test]
