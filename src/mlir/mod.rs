@@ -10,6 +10,7 @@
 
 pub mod bytecode;
 pub(crate) mod dialects;
+pub(crate) mod float;
 pub mod ir;
 pub mod ods;
 pub mod text;

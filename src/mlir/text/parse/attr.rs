@@ -1,7 +1,7 @@
 //! Builtin attribute and location syntax; dialect attributes as balanced text.
 
-use super::float::decimal_to_bits;
 use super::{decode_hex, Parser, R};
+use crate::mlir::float::decimal_to_bits;
 use crate::mlir::ir::{
     AffineExpr, AffineMap, ApInt, AttrId, Attribute, Blob, DialectId, FloatKind, IntegerSet, ResourceRef, ScalarKind,
     Signedness, Sym, Type, TypeId,

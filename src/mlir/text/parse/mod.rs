@@ -17,7 +17,6 @@
 //! and no input makes the parser panic.
 
 mod attr;
-mod float;
 mod types;
 
 use std::collections::HashMap;

@@ -16,7 +16,6 @@
 //! the texts swapped in.
 
 mod chlo;
-mod float_text;
 mod llvm;
 mod quant;
 mod stablehlo;

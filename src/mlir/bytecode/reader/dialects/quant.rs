@@ -4,9 +4,9 @@
 //! (`i8`/`u8` by the signed flag, bounds only when they differ from the storage type's full range),
 //! so the decoder looks at the (builtin) types the payload names.
 
-use super::float_text::{print_float, FloatFormat};
 use super::{Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
+use crate::mlir::float::print_float;
 use crate::mlir::ir::{AttrId, Attribute, FloatKind, Signedness, Type, TypeId};
 
 /// `QuantizationFlags::Signed`.
@@ -74,7 +74,7 @@ impl Storage {
 }
 
 fn double(bits: u64) -> String {
-    print_float(bits, FloatFormat::F64)
+    print_float(bits, FloatKind::F64)
 }
 
 /// `scale` or `scale:zero_point` (a zero zero point is left out).
@@ -201,10 +201,7 @@ fn dense_params(p: &Payload<'_, '_>, scales: AttrId, zero_points: AttrId) -> Opt
     let (shape, scale_elem, scale_data, count) = dense(p, scales)?;
     let (_, zp_elem, zp_data, zp_count) = dense(p, zero_points)?;
     let format = match scale_elem {
-        Type::Float(FloatKind::F16) => FloatFormat::F16,
-        Type::Float(FloatKind::BF16) => FloatFormat::BF16,
-        Type::Float(FloatKind::F32) => FloatFormat::F32,
-        Type::Float(FloatKind::F64) => FloatFormat::F64,
+        Type::Float(kind @ (FloatKind::F16 | FloatKind::BF16 | FloatKind::F32 | FloatKind::F64)) => *kind,
         _ => return None,
     };
     let Type::Integer { width, .. } = zp_elem else { return None };
@@ -212,7 +209,7 @@ fn dense_params(p: &Payload<'_, '_>, scales: AttrId, zero_points: AttrId) -> Opt
     if width == 0 || width > 64 || zp_count != count || shape.is_empty() || shape.iter().any(|&d| d <= 0) {
         return None;
     }
-    let scale_size = (format.width() / 8) as usize;
+    let scale_size = (format.bit_width() / 8) as usize;
     let zp_size = width.div_ceil(8) as usize;
     if scale_data.len() != scale_size && scale_data.len() != scale_size.checked_mul(count)? {
         return None;

@@ -1,9 +1,10 @@
 //! StableHLO's attribute and type encodings (`StablehloBytecode.cpp` in openxla/stablehlo, as
 //! built into IREE 3.13) and the text its printers give each of them.
 
-use super::float_text::{print_float, FloatFormat};
 use super::{dialect_symbol, Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
+use crate::mlir::float::print_float;
+use crate::mlir::ir::FloatKind;
 
 pub(super) const COMPARISON_DIRECTIONS: &[(u64, &str)] =
     &[(0, "EQ"), (1, "NE"), (2, "GE"), (3, "GT"), (4, "LE"), (5, "LT")];
@@ -202,10 +203,10 @@ pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
             t.text("#stablehlo.result_accuracy<");
             // Zero tolerances and ulps are left out.
             if atol & !(1 << 63) != 0 {
-                t.text(&format!("atol = {}, ", print_float(atol, FloatFormat::F64)));
+                t.text(&format!("atol = {}, ", print_float(atol, FloatKind::F64)));
             }
             if rtol & !(1 << 63) != 0 {
-                t.text(&format!("rtol = {}, ", print_float(rtol, FloatFormat::F64)));
+                t.text(&format!("rtol = {}, ", print_float(rtol, FloatKind::F64)));
             }
             if ulps != 0 {
                 t.text(&format!("ulps = {ulps}, "));

@@ -4,12 +4,11 @@
 //! `tensor<2xf32>`). The printed text depends on the type's structure, so these decoders look
 //! into the payloads of the VHLO types they name (still encoded while the table is decoded).
 
-use super::super::float_text::FloatFormat;
 use super::super::Payload;
-use super::floats::{self, Float};
 use crate::mlir::bytecode::reader::cursor::Cursor;
 use crate::mlir::bytecode::reader::error::Result;
-use crate::mlir::ir::{AttrId, Type, TypeId};
+use crate::mlir::float::print_float;
+use crate::mlir::ir::{AttrId, FloatKind, Type, TypeId};
 
 /// The element types of builtin integer, float and dense attributes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +16,7 @@ pub(super) enum Scalar {
     Bool,
     Int { width: u32, unsigned: bool },
     Index,
-    Float(Float),
+    Float(FloatKind),
     Complex(Box<Scalar>),
 }
 
@@ -37,20 +36,17 @@ pub(super) const SIMPLE_TYPES: &[(u64, &str, Option<Scalar>)] = {
     const fn uint(width: u32) -> Option<Scalar> {
         Some(Int { width, unsigned: true })
     }
-    const fn ieee(format: FloatFormat) -> Option<Scalar> {
-        Some(Scalar::Float(Float::Ieee(format)))
-    }
-    const fn narrow(n: floats::Narrow) -> Option<Scalar> {
-        Some(Scalar::Float(Float::Narrow(n)))
+    const fn float(kind: FloatKind) -> Option<Scalar> {
+        Some(Scalar::Float(kind))
     }
     &[
         (0, "bool_v1", Some(Bool)),
-        (2, "bf16_v1", ieee(FloatFormat::BF16)),
-        (3, "f16_v1", ieee(FloatFormat::F16)),
-        (4, "f32_v1", ieee(FloatFormat::F32)),
-        (5, "f64_v1", ieee(FloatFormat::F64)),
-        (6, "f8E4M3FN_v1", narrow(floats::F8E4M3FN)),
-        (7, "f8E5M2_v1", narrow(floats::F8E5M2)),
+        (2, "bf16_v1", float(FloatKind::BF16)),
+        (3, "f16_v1", float(FloatKind::F16)),
+        (4, "f32_v1", float(FloatKind::F32)),
+        (5, "f64_v1", float(FloatKind::F64)),
+        (6, "f8E4M3FN_v1", float(FloatKind::F8E4M3FN)),
+        (7, "f8E5M2_v1", float(FloatKind::F8E5M2)),
         (9, "index_v1", Some(Index)),
         (10, "i4_v1", int(4)),
         (11, "i8_v1", int(8)),
@@ -64,20 +60,20 @@ pub(super) const SIMPLE_TYPES: &[(u64, &str, Option<Scalar>)] = {
         (19, "ui64_v1", uint(64)),
         (22, "token_v1", None),
         (26, "witness_v1", None),
-        (27, "f8E4M3FNUZ_v1", narrow(floats::F8E4M3FNUZ)),
-        (28, "f8E5M2FNUZ_v1", narrow(floats::F8E5M2FNUZ)),
-        (29, "f8E4M3B11FNUZ_v1", narrow(floats::F8E4M3B11FNUZ)),
+        (27, "f8E4M3FNUZ_v1", float(FloatKind::F8E4M3FNUZ)),
+        (28, "f8E5M2FNUZ_v1", float(FloatKind::F8E5M2FNUZ)),
+        (29, "f8E4M3B11FNUZ_v1", float(FloatKind::F8E4M3B11FNUZ)),
         (31, "i2_v1", int(2)),
         (32, "ui2_v1", uint(2)),
         (33, "none_v1", None),
         // Upstream's mnemonic for TF32 really is `tf31_v1`.
-        (34, "tf31_v1", narrow(floats::TF32)),
-        (35, "f8E4M3_v1", narrow(floats::F8E4M3)),
-        (36, "f8E3M4_v1", narrow(floats::F8E3M4)),
-        (37, "f4E2M1FN_v1", narrow(floats::F4E2M1FN)),
-        (38, "f6E2M3FN_v1", narrow(floats::F6E2M3FN)),
-        (39, "f6E3M2FN_v1", narrow(floats::F6E3M2FN)),
-        (40, "f8E8M0FNU_v1", narrow(floats::F8E8M0FNU)),
+        (34, "tf31_v1", float(FloatKind::TF32)),
+        (35, "f8E4M3_v1", float(FloatKind::F8E4M3)),
+        (36, "f8E3M4_v1", float(FloatKind::F8E3M4)),
+        (37, "f4E2M1FN_v1", float(FloatKind::F4E2M1FN)),
+        (38, "f6E2M3FN_v1", float(FloatKind::F6E2M3FN)),
+        (39, "f6E3M2FN_v1", float(FloatKind::F6E3M2FN)),
+        (40, "f8E8M0FNU_v1", float(FloatKind::F8E8M0FNU)),
     ]
 };
 
@@ -140,7 +136,7 @@ impl Scalar {
             Scalar::Bool => 1,
             Scalar::Int { width, .. } => width.div_ceil(8) as usize,
             Scalar::Index => 8,
-            Scalar::Float(f) => f.storage_bytes(),
+            Scalar::Float(f) => f.bit_width().div_ceil(8) as usize,
             Scalar::Complex(inner) => 2 * inner.storage_bytes(),
         }
     }
@@ -151,7 +147,7 @@ impl Scalar {
             Scalar::Int { width, unsigned: false } => format!("i{width}"),
             Scalar::Int { width, unsigned: true } => format!("ui{width}"),
             Scalar::Index => "index".to_owned(),
-            Scalar::Float(f) => f.builtin_name().to_owned(),
+            Scalar::Float(f) => f.keyword().to_owned(),
             Scalar::Complex(inner) => format!("complex<{}>", inner.builtin_name()),
         }
     }
@@ -174,7 +170,7 @@ impl Scalar {
             Scalar::Bool => (if raw & 1 == 1 { "true" } else { "false" }).to_owned(),
             Scalar::Int { width, unsigned } => Scalar::int_text(raw, *width, *unsigned),
             Scalar::Index => (raw as i64).to_string(),
-            Scalar::Float(f) => f.text(raw),
+            Scalar::Float(f) => print_float(raw, *f),
             Scalar::Complex(inner) => {
                 let half = inner.storage_bytes();
                 format!("({},{})", inner.element_text(&bytes[..half]), inner.element_text(&bytes[half..]))

@@ -8,15 +8,13 @@
 //! `float_v1` and `tensor_v1` print builtin forms, see [`builtin`].
 
 mod builtin;
-mod floats;
 
 use self::builtin::{dense_text, scalar, unpack_bools, view, Scalar, View, SIMPLE_TYPES};
-use self::floats::Float;
-use super::float_text::FloatFormat;
 use super::stablehlo::{enum_attr, COMPARISON_DIRECTIONS, COMPARISON_TYPES};
 use super::{Decoded, Payload, Template};
 use crate::mlir::bytecode::reader::error::Result;
-use crate::mlir::ir::{AttrId, TypeId, DYNAMIC};
+use crate::mlir::float::print_float;
+use crate::mlir::ir::{AttrId, FloatKind, TypeId, DYNAMIC};
 
 const API_VERSIONS: &[(u64, &str)] = &[
     (0, "API_VERSION_UNSPECIFIED"),
@@ -76,7 +74,7 @@ fn ap_int(p: &mut Payload<'_, '_>, width: u32, what: &'static str) -> Result<u64
 }
 
 fn double(bits: u64) -> String {
-    Float::Ieee(FloatFormat::F64).text(bits)
+    print_float(bits, FloatKind::F64)
 }
 
 pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
@@ -118,8 +116,8 @@ pub(super) fn attr(p: &mut Payload<'_, '_>) -> Decoded {
                 Some(_) => return Err(p.invalid(offset, "vhlo float_v1 of a non-float type")),
                 None => return Ok(None),
             };
-            let bits = ap_int(p, format.bits(), "vhlo float value")?;
-            t.text(&format!("#vhlo.float_v1<{} : ", format.text(bits)));
+            let bits = ap_int(p, format.bit_width(), "vhlo float value")?;
+            t.text(&format!("#vhlo.float_v1<{} : ", print_float(bits, format)));
             t.ty(ty);
             t.text(">");
         }
