@@ -4,7 +4,9 @@
 //! iree_vector_ext, hal_inline, hal_loader, io_parameters and llvm ops with optional attributes
 //! present and absent, and segment sizes; llvm, affine and util ops with non-attribute properties;
 //! ub, bufferization, quant and ml_program ops; torch, torch_c and tm_tensor ops; spirv ops with
-//! their optional attributes and implicit `sym_visibility`) reads with no properties left opaque,
+//! their optional attributes and implicit `sym_visibility`; spirv group, non-uniform, cooperative
+//! matrix, image, integer dot product and spec-constant ops; emitc, pdl_interp, arm_sve, arm_sme
+//! and nvgpu ops) reads with no properties left opaque,
 //! prints as iree-opt's generic print (checked-in `<name>.generic.mlir`, parsed and printed by rtx), and
 //! survives rtx's own write→read.
 //! With `RTX_CHECK_FIXTURES=1` and the IREE tools, iree-opt must re-print rtx's generic text and
@@ -112,6 +114,45 @@ fn fixtures_exercise_optional_attributes_and_segment_sizes() {
     assert!(spirv.contains("\"spirv.Load\"(%") && spirv.contains("memory_access = #spirv.memory_access<Volatile>"));
     assert!(spirv.contains("\"spirv.BranchConditional\"") && spirv.contains("branch_weights = [5 : i32, 10 : i32]"));
     assert!(spirv.contains("built_in = \"GlobalInvocationId\""), "{spirv}");
+    let spirv_more = expected("spirv_more");
+    for op in [
+        "spirv.GroupNonUniformFAdd",
+        "spirv.KHR.CooperativeMatrixLoad",
+        "spirv.SDotAccSat",
+        "spirv.SpecConstantComposite",
+        "spirv.ImageSampleExplicitLod",
+    ] {
+        assert!(spirv_more.contains(&format!("\"{op}\"")), "no {op} in spirv_more");
+    }
+    assert!(spirv_more.contains("alignment = 16 : i32, matrix_layout = #spirv.coop_matrix_layout_khr<RowMajor>, memory_operand = #spirv.memory_access<Aligned>"), "{spirv_more}");
+    assert!(spirv_more.contains("<{format = #spirv.packed_vector_format<PackedVectorFormat4x8Bit>}>"), "{spirv_more}");
+    let emitc = expected("emitc");
+    assert!(
+        emitc.contains("<{const_specifier, initial_value = 4 : i32, static_specifier, sym_name = \"g2\", type = i32}>"),
+        "{emitc}"
+    );
+    assert!(emitc.contains("<{class_type = 0 : i32, final_specifier, sym_name = \"D\"}>"), "{emitc}");
+    let arm = expected("arm_misc");
+    assert!(
+        arm.contains("<{layout = #arm_sme.layout<vertical>, operandSegmentSizes = array<i32: 1, 2, 1, 1>}>"),
+        "{arm}"
+    );
+    assert!(arm.contains("<{kind = #arm_sme.kind<sub>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}>"), "{arm}");
+    assert!(arm.contains("\"arm_sve.dupq_lane\"") && arm.contains("<{lane = 1 : i64}>"), "{arm}");
+    let nvgpu = expected("nvgpu");
+    assert!(
+        nvgpu.contains("<{bypassL1, dstElements = 8 : index, operandSegmentSizes = array<i32: 1, 3, 1, 2, 1>}>"),
+        "{nvgpu}"
+    );
+    assert!(nvgpu.contains("<{mmaShape = [16, 8, 4], tf32Enabled}>"), "{nvgpu}");
+    let pdl_interp = expected("pdl_interp");
+    assert!(pdl_interp.contains("<{isNegated = true, name = \"myConstraint\"}>"), "{pdl_interp}");
+    assert!(
+        pdl_interp.contains(
+            "operandSegmentSizes = array<i32: 2, 1>, rewriter = @rewriters::@rewrite, rootKind = \"foo.op\"}>"
+        ),
+        "{pdl_interp}"
+    );
 }
 
 #[test]
