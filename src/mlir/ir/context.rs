@@ -121,6 +121,15 @@ impl Context {
         &self.dialects
     }
 
+    /// The dialect named `name`, if the context has it.
+    pub fn find_dialect(&self, name: &[u8]) -> Option<DialectId> {
+        let index = self
+            .dialects
+            .iter()
+            .position(|d| (d.name.0 as usize) < self.string_spans.len() && self.str_bytes(d.name) == name)?;
+        Some(DialectId(index as u32))
+    }
+
     /// The dialect named `name`, added if new.
     pub fn intern_dialect(&mut self, name: &str) -> DialectId {
         let sym = self.intern_str(name.as_bytes());

@@ -58,9 +58,7 @@ pub(super) fn read_attrs_and_types(state: &mut FileState<'_>, data: Section<'_>,
     }
     c.expect_end("attribute/type offset section")?;
 
-    let builtin =
-        state.module.context.dialects().iter().position(|d| state.module.context.str_bytes(d.name) == b"builtin");
-    let builtin = builtin.map(|i| DialectId(i as u32));
+    let builtin = state.module.context.find_dialect(b"builtin");
     // Entries refer to each other by index only (bounded by the counts above), and decoding looks
     // at no other entry but the type of an integer or float attribute, so types are decoded first
     // and each entry is appended in order. Room is left for the few attributes and types that

@@ -2,11 +2,12 @@
 //! printed it on its own, so its ids are its own (upstream prints every access group written as
 //! text as `distinct[0]`), and upstream's reader gives each entry fresh distinct attributes. rtx
 //! keeps the text, and prints and writes a module's texts as one: the ids of each such entry are
-//! renumbered past every id the module's texts use, so that two entries never share one by
-//! accident.
+//! renumbered, apart from every other entry's and from the ids rtx gives decoded entries, so that
+//! two entries never share one by accident.
 
 use super::FileState;
 use crate::mlir::ir::{AttrId, Attribute};
+use crate::mlir::text::string_literal_end;
 
 /// Renumbers the ids inside the text entries `raw` (attribute indices), entry by entry, from
 /// `first` on. The ids rtx gives the distinct attributes of decoded entries are below the number
@@ -40,13 +41,7 @@ fn rewrite(text: &[u8], mut map: impl FnMut(u32) -> u32) -> Option<Vec<u8>> {
     let (mut i, mut copied, mut found) = (0, 0, false);
     while i < text.len() {
         match text[i] {
-            b'"' => {
-                i += 1;
-                while i < text.len() && text[i] != b'"' {
-                    i += if text[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
+            b'"' => i = string_literal_end(text, i).unwrap_or(text.len()),
             b'd' if text[i..].starts_with(KEY) && (i == 0 || !text[i - 1].is_ascii_alphanumeric()) => {
                 let start = i + KEY.len();
                 let end = start + text[start..].iter().take_while(|b| b.is_ascii_digit()).count();

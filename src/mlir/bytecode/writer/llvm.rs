@@ -17,6 +17,7 @@ use crate::mlir::dialects::llvm_attrs::{by_mnemonic, Param as P, Spec};
 use crate::mlir::dialects::{dwarf, llvm_flags};
 use crate::mlir::ir::{AttrId, Attribute, Context, DialectId, Module};
 use crate::mlir::text::parse::parse_attribute_in;
+use crate::mlir::text::string_literal_end;
 
 /// One field of a native encoding.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -46,11 +47,7 @@ pub(super) struct Lowering {
 /// The native encodings the module needs, or `None` when no LLVM attribute holds a distinct id.
 pub(super) fn lower(m: &Module) -> Result<Option<Lowering>> {
     let ctx = &m.context;
-    let Some(llvm) = (0..ctx.dialects().len() as u32).map(DialectId).find(|&d| {
-        (ctx.dialect(d).name.0 as usize) < ctx.num_strings() && ctx.str_bytes(ctx.dialect(d).name) == b"llvm"
-    }) else {
-        return Ok(None);
-    };
+    let Some(llvm) = ctx.find_dialect(b"llvm") else { return Ok(None) };
     let needs = |ctx: &Context, a: &Attribute| match a {
         Attribute::Text { dialect, text } if *dialect == llvm && (text.0 as usize) < ctx.num_strings() => {
             let text = ctx.str_bytes(*text);
@@ -210,10 +207,8 @@ fn split_top_level(text: &str) -> std::result::Result<Vec<&str>, String> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
+                i = string_literal_end(bytes, i).ok_or("unterminated string")?;
+                continue;
             }
             b'-' if bytes.get(i + 1) == Some(&b'>') => i += 1,
             b'<' | b'(' | b'[' | b'{' => depth += 1,
@@ -226,8 +221,8 @@ fn split_top_level(text: &str) -> std::result::Result<Vec<&str>, String> {
         }
         i += 1;
     }
-    if depth != 0 || i > bytes.len() {
-        return Err("unbalanced brackets or string".into());
+    if depth != 0 {
+        return Err("unbalanced brackets".into());
     }
     let last = text[start..].trim();
     if !last.is_empty() || !parts.is_empty() {

@@ -841,12 +841,7 @@ impl Numberer<'_> {
         if let Some(b) = self.builtin {
             return b;
         }
-        let version = self
-            .ctx
-            .dialects()
-            .iter()
-            .find(|d| (d.name.0 as usize) < self.ctx.num_strings() && self.ctx.str_bytes(d.name) == b"builtin")
-            .and_then(|d| d.version.clone());
+        let version = self.ctx.find_dialect(b"builtin").and_then(|d| self.ctx.dialect(d).version.clone());
         let b = self.intern_dialect(b"builtin", version.as_deref());
         self.builtin = Some(b);
         b

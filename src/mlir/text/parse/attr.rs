@@ -368,13 +368,9 @@ impl<'s> Parser<'s> {
             let b = text[i];
             if b == b'"' {
                 // Copy a string literal verbatim.
-                let start = i;
-                i += 1;
-                while i < text.len() && text[i] != b'"' {
-                    i += if text[i] == b'\\' { 2 } else { 1 };
-                }
-                i = (i + 1).min(text.len());
-                out.extend_from_slice(&text[start..i]);
+                let end = crate::mlir::text::string_literal_end(text, i).unwrap_or(text.len());
+                out.extend_from_slice(&text[i..end]);
+                i = end;
                 continue;
             }
             if (b == b'#' || b == b'!') && i + 1 < text.len() && is_symbol_char(text[i + 1]) {
