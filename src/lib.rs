@@ -8,4 +8,5 @@ pub mod ffi;
 pub mod hal;
 pub mod host;
 pub mod mlir;
+pub mod runtime;
 pub mod vm;

@@ -336,7 +336,7 @@ fn modules_that_import_hal_need_a_device_and_devices_are_checked() {
         let (status, message) = take(rtx_context_add_module(context, module)).unwrap();
         assert_eq!(status, RTX_STATUS_CODE_FAILED_PRECONDITION);
         assert!(message.contains("module `module` runs tensor programs (it imports `hal`)"), "{message}");
-        assert!(message.contains("rtx_context_add_device(context, \"local-sync\")"), "{message}");
+        assert!(message.contains("has no device: add one (e.g. \"local-sync\") before adding it"), "{message}");
 
         let (status, message) = take(rtx_context_add_device(context, c"cuda".as_ptr())).unwrap();
         assert_eq!(status, RTX_STATUS_CODE_NOT_FOUND);

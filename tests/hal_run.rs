@@ -2,15 +2,9 @@
 //! `local-sync` and give the values computed by hand. With `RTX_CHECK_FIXTURES=1` the modules are
 //! also rebuilt by scripts/regen-hal-run-fixtures.sh and must match the checked-in ones.
 
-use std::sync::Arc;
-
 use rtx::hal::buffer_view::{self, BufferView};
-use rtx::hal::device::{Device, DeviceKind};
-use rtx::hal::invoke;
-use rtx::hal::module::HalModule;
-use rtx::vm::context::Context;
+use rtx::runtime::{Context, ContextOptions, Module, Runtime};
 use rtx::vm::value::Value;
-use rtx::vm::Module;
 
 mod common;
 
@@ -18,21 +12,26 @@ const F32: u32 = 0x2100_0020;
 const I32: u32 = 0x1000_0020;
 const FORMATS: [&str; 3] = ["vmvx", "embedded", "system"];
 
+/// A CPU device: its name and, for `local-task`, its number of workers.
+type Device = (&'static str, usize);
+
+const LOCAL_SYNC: Device = ("local-sync", 1);
+
 fn context(format: &str) -> Context {
-    context_on(format, Device::new(DeviceKind::LocalSync))
+    context_on(format, LOCAL_SYNC)
 }
 
 fn context_on(format: &str, device: Device) -> Context {
     module_context("programs", format, device)
 }
 
-/// A context with `<name>_<format>.vmfb` on `device`.
-fn module_context(name: &str, format: &str, device: Device) -> Context {
+/// A context with `<name>_<format>.vmfb` on `device`, running calls on the calling thread.
+fn module_context(name: &str, format: &str, (device, workers): Device) -> Context {
     let path = format!("{}/tests/fixtures/hal_run/{name}_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
     let module = Module::load_file(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let context = Context::new();
-    context.add_native_module(Arc::new(HalModule::new(vec![device]))).unwrap();
-    context.add_module(Arc::new(module)).unwrap();
+    let context = Runtime::with_task_workers(workers).context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
+    context.add_device(device).unwrap();
+    context.add_module(&module).unwrap();
     context
 }
 
@@ -49,8 +48,8 @@ fn tensor(shape: &[i64], element_type: u32, bytes: &[u8]) -> Value {
 }
 
 fn call(context: &Context, function: &str, arguments: Vec<Value>) -> Vec<(Vec<i64>, u32, Vec<u8>)> {
-    let handle = context.lookup(function).unwrap();
-    let results = invoke::call_to_completion(context, &handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
+    let handle = context.function(function).unwrap().handle;
+    let results = context.call(&handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
     results
         .iter()
         .map(|value| match value {
@@ -124,7 +123,7 @@ fn local_task_spreads_workgroups_and_computes_the_same() {
     let expected: Vec<f32> = input.iter().map(|v| v * 3.0).collect();
     for workers in [1, 2, 4] {
         for format in FORMATS {
-            let context = context_on(format, Device::with_workers(DeviceKind::LocalTask, workers));
+            let context = context_on(format, ("local-task", workers));
             let arguments = vec![tensor(&[100_000], F32, &f32s(&input)), Value::F32(3.0)];
             let out = call(&context, "scale_dynamic", arguments);
             assert_eq!(out, [(vec![100_000], F32, f32s(&expected))], "{format} on {workers} workers");
@@ -145,9 +144,9 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
     let total: f32 = row.iter().map(|v| v.exp()).sum();
     let softmax: Vec<f32> = [0.25; 4].into_iter().chain(row.iter().map(|v| v.exp() / total)).collect();
     for format in FORMATS {
-        for device in [Device::new(DeviceKind::LocalSync), Device::with_workers(DeviceKind::LocalTask, 2)] {
+        for device in [LOCAL_SYNC, ("local-task", 2)] {
             let context = module_context("async", format, device);
-            assert_eq!(context.lookup("scores").unwrap().model, rtx::vm::abi::AbiModel::CoarseFences);
+            assert_eq!(context.function("scores").unwrap().handle.model, rtx::vm::abi::AbiModel::CoarseFences);
             let out = call(&context, "scores", vec![x.clone(), w.clone()]);
             assert_eq!(out.len(), 2, "{format}");
             assert_eq!((&out[0].0, out[0].1), (&vec![2, 4], F32), "{format}");
@@ -160,10 +159,8 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
             let out = call(&context, "scale", vec![tensor(&[5], I32, &i32s(&[1, 2, 3, -4, 5])), Value::I32(-3)]);
             assert_eq!(out, [(vec![5], I32, i32s(&[-3, -6, -9, 12, -15]))], "{format}");
             // A shape the program rejects fails the call itself, before any fence matters.
-            let handle = context.lookup("scale").unwrap();
-            let error =
-                invoke::call_to_completion(&context, &handle, vec![tensor(&[5, 2], I32, &[0; 40]), Value::I32(1)])
-                    .unwrap_err();
+            let handle = context.function("scale").unwrap().handle;
+            let error = context.call(&handle, vec![tensor(&[5, 2], I32, &[0; 40]), Value::I32(1)]).unwrap_err();
             assert!(error.message.contains("input0 shape rank mismatch; expected 1 but have 2"), "{error}");
         }
     }
@@ -176,7 +173,7 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
 fn dispatches_flush_denormals_to_zero() {
     let input = [1e-40f32, -1e-20, 1e-20, 2.0];
     for format in FORMATS {
-        for device in [Device::new(DeviceKind::LocalSync), Device::with_workers(DeviceKind::LocalTask, 2)] {
+        for device in [LOCAL_SYNC, ("local-task", 2)] {
             let context = context_on(format, device);
             let out = call(&context, "scale_dynamic", vec![tensor(&[4], F32, &f32s(&input)), Value::F32(1e-20)]);
             assert_eq!(out, [(vec![4], F32, f32s(&[0.0, -0.0, 0.0, 2e-20]))], "{format}");
@@ -188,12 +185,12 @@ fn dispatches_flush_denormals_to_zero() {
 #[test]
 fn wrong_inputs_fail_with_the_programs_message() {
     let context = context("vmvx");
-    let handle = context.lookup("abs").unwrap();
-    let error = context.invoke(&handle, vec![tensor(&[5], F32, &f32s(&[0.0; 5]))]).unwrap_err();
+    let handle = context.function("abs").unwrap().handle;
+    let error = context.call(&handle, vec![tensor(&[5], F32, &f32s(&[0.0; 5]))]).unwrap_err();
     assert!(error.message.contains("input0 shape dimension 0 mismatch; expected 4 but have 5"), "{error}");
-    let error = context.invoke(&handle, vec![tensor(&[4], I32, &i32s(&[0; 4]))]).unwrap_err();
+    let error = context.call(&handle, vec![tensor(&[4], I32, &i32s(&[0; 4]))]).unwrap_err();
     assert!(error.message.contains("input0 element type mismatch"), "{error}");
-    let error = context.invoke(&handle, vec![Value::Ref(None)]).unwrap_err();
+    let error = context.call(&handle, vec![Value::Ref(None)]).unwrap_err();
     assert!(error.message.contains("null"), "{error}");
 }
 

@@ -6,16 +6,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rtx::hal::check::CheckModule;
-use rtx::hal::device::{Device, DeviceKind};
-use rtx::hal::invoke;
-use rtx::hal::module::HalModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
-use rtx::vm::abi::CconvItem;
-use rtx::vm::context::{Context, FunctionHandle};
+use rtx::runtime::{Context, ContextOptions, Module, Runtime, HAL_MODULE};
+use rtx::vm::context::FunctionHandle;
 use rtx::vm::dump::{write_dump, DumpOptions, DumpOutput};
 use rtx::vm::value::Value;
-use rtx::vm::Module;
 
 const USAGE: &str = "usage:
   rtx run --module=X.vmfb [--module=Y.vmfb ...] --function=F [--input=V ...] [--device=local-sync]
@@ -106,9 +102,9 @@ struct Prepared {
     arguments: Vec<Value>,
 }
 
-/// A context with the `--module`s linked in order, after the `hal` module with the `--device`
-/// when a module imports it, and after `check` when given; returns the last module too.
-fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Module>), String> {
+/// A context with the `--module`s linked in order, after the `--device` when a module imports
+/// `hal`, and after `check` when given; returns the last module too.
+fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Module), String> {
     let device = flags.last("device").unwrap_or("local-sync");
     let paths = flags.all("module");
     if paths.is_empty() {
@@ -116,23 +112,24 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
     }
     let modules = paths
         .iter()
-        .map(|path| Module::load_file(path).map(Arc::new).map_err(|e| format!("loading `{path}`: {e}")))
+        .map(|path| Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let context = Context::new();
+    // IREE's flag for the number of local-task workers.
+    let runtime = match flags.last("task_topology_group_count") {
+        None => Runtime::new(),
+        Some(text) => {
+            Runtime::with_task_workers(text.parse().map_err(|_| format!("bad --task_topology_group_count `{text}`"))?)
+        }
+    };
+    // The tools run every call on the calling thread: no worker threads to start.
+    let context =
+        runtime.context_with(ContextOptions::from_spec("s").map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     // Programs with tensors import the `hal` module: give them the device. Scalar programs run
     // in the VM alone, on either CPU device name.
-    if modules.iter().any(|m| m.dependencies().iter().any(|d| d.name == "hal")) {
-        let kind = DeviceKind::parse(device).map_err(|e| e.message)?;
-        // IREE's flag for the number of local-task workers.
-        let device = match flags.last("task_topology_group_count") {
-            None => Device::new(kind),
-            Some(text) => {
-                let workers = text.parse().map_err(|_| format!("bad --task_topology_group_count `{text}`"))?;
-                Device::with_workers(kind, workers)
-            }
-        };
-        let hal = HalModule::new(vec![device]);
-        context.add_native_module(Arc::new(hal)).map_err(|e| e.to_string())?;
+    let imports_hal =
+        modules.iter().filter_map(Module::as_vm).any(|m| m.dependencies().iter().any(|d| d.name == HAL_MODULE));
+    if imports_hal {
+        context.add_device(device).map_err(|e| e.message)?;
     } else if !matches!(device, "local-sync" | "local-task") {
         return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
     }
@@ -141,7 +138,7 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
     }
     let mut last = None;
     for (path, module) in paths.iter().zip(modules) {
-        context.add_module(module.clone()).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
+        context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
         last = Some(module);
     }
     Ok((context, last.expect("at least one module")))
@@ -150,28 +147,18 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
     let (context, module) = link(flags, None)?;
     let name = flags.last("function").ok_or_else(|| format!("no --function given\n{USAGE}"))?.to_owned();
-    let function = context.lookup(&name).map_err(|e| e.to_string())?;
+    let function = context.function(&name).map_err(|e| e.to_string())?;
     let local = name.rsplit_once('.').map_or(name.as_str(), |(_, f)| f);
     let declaration = module
-        .lookup_export(local)
-        .and_then(|export| module.export_signature(export))
+        .as_vm()
+        .and_then(|module| module.export_signature(module.lookup_export(local)?))
         .and_then(|signature| signature.attr("iree.abi.declaration"))
         .map(str::to_owned);
-    let cconv = rtx::vm::abi::CallingConvention::parse(&function.cconv).map_err(|e| e.to_string())?;
     // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
-    let declared = invoke::declared_arguments(&function, cconv.arguments.len());
-    let kinds: Vec<_> = cconv.arguments[..declared]
-        .iter()
-        .map(|item| match item {
-            CconvItem::Value(kind) => Ok(*kind),
-            CconvItem::Span(_) => {
-                Err("functions with variadic arguments cannot be run from the command line".to_owned())
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let arguments = run_io::parse_inputs(&flags.all("input"), &kinds, &mut InputFiles::new())
+    let kinds = &function.arguments[..function.declared_arguments()];
+    let arguments = run_io::parse_inputs(&flags.all("input"), kinds, &mut InputFiles::new())
         .map_err(|line| tooling_error(&line))?;
-    Ok(Prepared { context, function, name: local.to_owned(), declaration, arguments })
+    Ok(Prepared { context, function: function.handle, name: local.to_owned(), declaration, arguments })
 }
 
 /// A failure of the tool's own input or output handling, with a location prefix in the place
@@ -229,7 +216,7 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
     let options = output_options(flags)?;
     let prepared = prepare(flags)?;
     println!("EXEC @{}", prepared.name);
-    match invoke::call_to_completion(&prepared.context, &prepared.function, prepared.arguments) {
+    match prepared.context.call(&prepared.function, prepared.arguments) {
         Ok(results) => {
             let report = run_io::report(&results, &options, std::path::Path::new("."));
             print!("{}", report.stdout);
@@ -258,11 +245,12 @@ fn check(flags: &Flags) -> Result<ExitCode, String> {
     let checks = CheckModule::new();
     let (context, module) = link(flags, Some(&checks))?;
     // Tests take and return nothing but the fences of the `coarse-fences` model.
+    let Some(module) = module.as_vm() else { return Err("`rtx check` runs IREE VM modules".to_owned()) };
     let tests: Vec<(&str, FunctionHandle)> = module
         .exported_functions()
         .iter()
         .filter(|export| !export.local_name.starts_with("__"))
-        .filter_map(|export| Some((export.local_name.as_str(), context.lookup(&export.local_name).ok()?)))
+        .filter_map(|export| Some((export.local_name.as_str(), context.function(&export.local_name).ok()?.handle)))
         .filter(|(_, function)| {
             let fences = "r".repeat(function.model.fence_arguments());
             function.cconv == format!("0{}_v", if fences.is_empty() { "v" } else { &fences })
@@ -270,7 +258,7 @@ fn check(flags: &Flags) -> Result<ExitCode, String> {
         .collect();
     let (mut passed, mut failed) = (0, 0);
     for (name, function) in tests {
-        let outcome = invoke::call_to_completion(&context, &function, Vec::new());
+        let outcome = context.call(&function, Vec::new());
         let mut failures = checks.take_failures();
         if let Err(error) = outcome {
             failures.push(format!("{}; {}", error.code, error.message));
@@ -307,7 +295,7 @@ fn bench(flags: &Flags) -> Result<ExitCode, String> {
         None => 5,
     };
     let prepared = prepare(flags)?;
-    let call = || invoke::call_to_completion(&prepared.context, &prepared.function, prepared.arguments.clone());
+    let call = || prepared.context.call(&prepared.function, prepared.arguments.clone());
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
     // Batches long enough (~1 ms) that timer overhead vanishes.
     let mut batch = 1u64;
@@ -428,7 +416,7 @@ fn dump(flags: &Flags) -> Result<ExitCode, String> {
         function: flags.last("function").map(str::to_owned),
         bytecode_offsets: flags.has("bytecode_offsets"),
     };
-    let module = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?;
+    let module = rtx::vm::Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?;
     let mut text = String::new();
     write_dump(&module, &mut text, &options).map_err(|e| e.to_string())?;
     print!("{text}");

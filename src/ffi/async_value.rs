@@ -435,7 +435,7 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
             crate::host::async_value::AccessError::IsError(diagnostic) => diagnostic,
             crate::host::async_value::AccessError::WrongType { .. } => invalid_argument(format!(
                 "{FUNCTION}: the value holds {}, not a buffer view",
-                super::invocation::held_type(&value)
+                crate::runtime::invocation::held_type(&value)
             )),
             other => {
                 let mut diagnostic = other.into_diagnostic();
@@ -514,7 +514,7 @@ pub unsafe extern "C" fn rtx_async_value_await(
         let context = unsafe { super::context::borrow(context, FUNCTION) }?;
         // SAFETY: forwarded from the caller.
         let values = unsafe { borrow_all(values, count, FUNCTION) }?;
-        context.host.await_values(&values)
+        context.await_values(&values)
     })
 }
 

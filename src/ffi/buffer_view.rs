@@ -15,7 +15,6 @@ use super::{catch_error, catch_or, invalid_argument, non_null};
 use crate::hal::buffer_view::BufferView;
 use crate::hal::element_type::ElementType;
 use crate::host::{Diagnostic, StatusCode};
-use crate::vm::refs::{Ref, RefObject};
 
 /// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
 /// counted; immutable, so every function on it is thread-safe.
@@ -46,25 +45,6 @@ pub(crate) unsafe fn borrow(
     unsafe { non_null(view, function, argument) }?;
     // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
     Ok(ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) }))
-}
-
-/// The VM ref of a view (what a `!hal.buffer_view` argument register holds).
-pub(crate) fn to_ref(view: Arc<BufferView>) -> Ref {
-    Ref::Object(view as Arc<dyn RefObject>)
-}
-
-/// The view a VM ref holds, as a shared `Arc` (what a C handle is), or `None` for another type.
-pub(crate) fn from_ref(value: &Ref) -> Option<Arc<BufferView>> {
-    let Ref::Object(object) = value else { return None };
-    if !object.as_any().is::<BufferView>() {
-        return None;
-    }
-    let raw = Arc::into_raw(Arc::clone(object));
-    // SAFETY: the object's concrete type is `BufferView` (checked above), so the data pointer of
-    // the `Arc<dyn RefObject>` is that of an `Arc<BufferView>` with the same allocation layout:
-    // this is what `Arc::downcast` does for `dyn Any` (which `RefObject` cannot be upcast to on
-    // the crate's minimum Rust version). The clone's reference moves to the returned `Arc`.
-    Some(unsafe { Arc::from_raw(raw.cast::<BufferView>()) })
 }
 
 /// The bytes a dense row-major tensor of `shape` and `element_type` takes (sub-byte elements

@@ -1,5 +1,5 @@
-//! `rtx_context_t`: a host context (work queue, allocator, cancellation) for C hosts. Later
-//! layers hang kernels, devices and module instances off the same handle.
+//! `rtx_context_t`: a runtime context for C hosts — work queue, allocator, cancellation, a device
+//! and module instances (`runtime::Context`). Contexts share the process-wide runtime's threads.
 
 use std::ffi::c_char;
 use std::mem::ManuallyDrop;
@@ -10,39 +10,12 @@ use super::async_value::{into_handle, rtx_async_value_t};
 use super::error::rtx_error_t;
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, Callback, UserData};
-use crate::host::work_queue::create_work_queue;
-use crate::host::{Diagnostic, HostAllocator, HostContext, StatusCode, SystemAllocator, WorkQueue};
+use crate::host::work_queue::WorkQueueSpec;
+use crate::host::{Diagnostic, HostAllocator, StatusCode, SystemAllocator};
+use crate::runtime::{Context, ContextOptions, QueueChoice, Runtime};
 
-/// What an `rtx_context_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
-pub struct Context {
-    /// The VM modules added with `rtx_context_add_module` / `rtx_context_add_native_module`.
-    /// Declared first so that `__deinit` runs while the work queue still exists.
-    pub(crate) vm: crate::vm::context::Context,
-    /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
-    /// `ffi::invocation`), so the context, its queue and its threads go away on the host thread
-    /// that releases the last reference.
-    pub(crate) host: Arc<HostContext>,
-}
-
-impl Context {
-    fn new(host: HostContext) -> Context {
-        Context { vm: crate::vm::context::Context::new(), host: Arc::new(host) }
-    }
-}
-
-/// Waits for the queue's pending work before anything is freed: a running task may hold a
-/// short-lived strong reference to the host context (upgraded from its `Weak`), and the last
-/// reference must not be dropped on a worker thread, which would have to detach the queue's
-/// threads instead of joining them. Then the VM context runs its modules' `__deinit`.
-impl Drop for Context {
-    fn drop(&mut self) {
-        // Fails only on one of the queue's own workers, where waiting would never end.
-        let _ = self.host.quiesce();
-    }
-}
-
-/// A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
-/// versions). Opaque; reference counted; every function on it is thread-safe.
+/// A context: work queue + allocator + cancellation, a device and the modules added to it.
+/// Opaque; reference counted; every function on it is thread-safe.
 #[allow(non_camel_case_types)]
 pub struct rtx_context {
     _private: [u8; 0],
@@ -118,8 +91,9 @@ pub unsafe extern "C" fn rtx_context_new(
         }
         // SAFETY: a non-null `options` points to a struct of at least `struct_size` bytes,
         // checked before any field is read.
-        let host = unsafe { host_from_options(options, FUNCTION) }?;
-        let handle = Arc::into_raw(Arc::new(Context::new(host))) as *mut rtx_context_t;
+        let options = unsafe { context_options(options, FUNCTION) }?;
+        let context = Runtime::shared().context_with(options).map_err(|e| e.context(FUNCTION))?;
+        let handle = Arc::into_raw(Arc::new(context)) as *mut rtx_context_t;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_context.write(handle) };
         Ok(())
@@ -128,10 +102,10 @@ pub unsafe extern "C" fn rtx_context_new(
 
 /// # Safety
 /// As for `rtx_context_new`'s `options`.
-unsafe fn host_from_options(options: *const rtx_context_options_t, function: &str) -> Result<HostContext, Diagnostic> {
+unsafe fn context_options(options: *const rtx_context_options_t, function: &str) -> Result<ContextOptions, Diagnostic> {
     // SAFETY: reading `struct_size` first is valid for any version of the struct.
     let Some(struct_size) = (unsafe { options.cast::<usize>().as_ref() }).copied() else {
-        return Ok(HostContext::new(create_work_queue("mstd")?, Arc::new(SystemAllocator)));
+        return Ok(ContextOptions::default());
     };
     check_struct_size(struct_size, std::mem::size_of::<rtx_context_options_t>(), "options", function)?;
     // SAFETY: the struct is at least as large as this version of it.
@@ -143,17 +117,19 @@ unsafe fn host_from_options(options: *const rtx_context_options_t, function: &st
     // failed call never runs the host's `destroy` callbacks.
     // SAFETY: readable by contract (above).
     let allocator = allocator_table.map(|table| unsafe { CAllocator::new(table, function) }).transpose()?;
-    let work_queue: Arc<dyn WorkQueue> = match queue_table {
+    let work_queue = match queue_table {
         Some(table) => {
             // SAFETY: readable by contract (above).
             let mut queue = unsafe { CWorkQueue::new(table, function) }?;
             queue.arm_destroy(table);
-            Arc::new(queue)
+            QueueChoice::Own(Arc::new(queue))
         }
-        None if options.work_queue.is_null() => create_work_queue("mstd")?,
+        None if options.work_queue.is_null() => ContextOptions::default().work_queue,
         // SAFETY: a non-null spec is NUL-terminated by contract.
-        None => create_work_queue(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
-            .map_err(|e| Diagnostic::new(e.code, format!("{function}: {}", e.message)))?,
+        None => QueueChoice::Spec(
+            WorkQueueSpec::parse(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
+                .map_err(|e| e.context(function))?,
+        ),
     };
     let allocator: Arc<dyn HostAllocator> = match (allocator, allocator_table) {
         (Some(mut c_allocator), Some(table)) => {
@@ -162,7 +138,7 @@ unsafe fn host_from_options(options: *const rtx_context_options_t, function: &st
         }
         _ => Arc::new(SystemAllocator),
     };
-    Ok(HostContext::new(work_queue, allocator))
+    Ok(ContextOptions { work_queue, allocator })
 }
 
 /// Adds a reference and returns `context` (NULL stays NULL).
@@ -198,7 +174,7 @@ pub unsafe extern "C" fn rtx_context_quiesce(context: *mut rtx_context_t) {
         // SAFETY: forwarded from the caller.
         if let Ok(context) = unsafe { borrow(context, "") } {
             // The only failure is being called from a worker, documented as returning at once.
-            let _ = context.host.quiesce();
+            let _ = context.host().quiesce();
         }
     })
 }
@@ -214,7 +190,7 @@ pub unsafe extern "C" fn rtx_context_cancel(context: *mut rtx_context_t) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
         if let Ok(context) = unsafe { borrow(context, "") } {
-            context.host.cancel();
+            context.host().cancel();
         }
     })
 }
@@ -225,7 +201,7 @@ pub unsafe extern "C" fn rtx_context_restart(context: *mut rtx_context_t) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
         if let Ok(context) = unsafe { borrow(context, "") } {
-            context.host.restart();
+            context.host().restart();
         }
     })
 }
@@ -234,7 +210,7 @@ pub unsafe extern "C" fn rtx_context_restart(context: *mut rtx_context_t) {
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_is_cancelled(context: *const rtx_context_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host.is_cancelled()))
+    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host().is_cancelled()))
 }
 
 /// A new reference to the context's cancellation value: unavailable until the context is
@@ -243,7 +219,7 @@ pub unsafe extern "C" fn rtx_context_is_cancelled(context: *const rtx_context_t)
 pub unsafe extern "C" fn rtx_context_cancellation_value(context: *const rtx_context_t) -> *mut rtx_async_value_t {
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(context, "") }.map_or(std::ptr::null_mut(), |c| into_handle(c.host.cancel_value()))
+        unsafe { borrow(context, "") }.map_or(std::ptr::null_mut(), |c| into_handle(c.host().cancel_value()))
     })
 }
 
@@ -284,14 +260,14 @@ unsafe fn enqueue(
         // SAFETY: forwarded from the caller.
         let context = unsafe { borrow(context, function) }?;
         let function_ptr = work.ok_or_else(|| invalid_argument(format!("{function}: argument 'work' is NULL")))?;
-        if context.host.is_cancelled() {
+        if context.host().is_cancelled() {
             return Err(Diagnostic::new(
                 StatusCode::Cancelled,
                 format!("{function}: the context is cancelled; work was not queued"),
             ));
         }
         let callback = Callback { function: function_ptr, user_data: UserData(user_data) };
-        let queue = context.host.work_queue();
+        let queue = context.host().work_queue();
         let task = Box::new(move || callback.call());
         if !blocking {
             queue.add_task(task);
@@ -311,7 +287,7 @@ unsafe fn enqueue(
 pub unsafe extern "C" fn rtx_context_parallelism(context: *const rtx_context_t) -> u32 {
     catch_or(0, || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(context, "") }.map_or(0, |c| u32::try_from(c.host.parallelism_level()).unwrap_or(u32::MAX))
+        unsafe { borrow(context, "") }.map_or(0, |c| u32::try_from(c.host().parallelism_level()).unwrap_or(u32::MAX))
     })
 }
 
@@ -319,7 +295,7 @@ pub unsafe extern "C" fn rtx_context_parallelism(context: *const rtx_context_t) 
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_is_in_worker_thread(context: *const rtx_context_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host.is_in_worker_thread()))
+    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host().is_in_worker_thread()))
 }
 
 /// Allocates `size` bytes aligned to `align` (a power of two) from the context's allocator.
@@ -344,7 +320,7 @@ pub unsafe extern "C" fn rtx_context_allocate(
                 "{FUNCTION}: size {size} with alignment {align} is not allocatable (size must be non-zero, alignment a power of two)"
             )));
         }
-        let ptr = context.host.allocator().allocate(size, align).ok_or_else(|| {
+        let ptr = context.host().allocator().allocate(size, align).ok_or_else(|| {
             Diagnostic::new(
                 StatusCode::ResourceExhausted,
                 format!("{FUNCTION}: the allocator has no {size} bytes aligned to {align}"),
@@ -371,6 +347,6 @@ pub unsafe extern "C" fn rtx_context_deallocate(
             return;
         };
         // SAFETY: the caller returns memory from this context's allocator with its size and align.
-        unsafe { context.host.allocator().deallocate(ptr, size, align) };
+        unsafe { context.host().allocator().deallocate(ptr, size, align) };
     })
 }

@@ -1,5 +1,6 @@
-//! `rtx_module_t`: a loaded, verified IREE VM bytecode module (`.vmfb`) and the reflection of its
-//! exported functions. Immutable once loaded, so every function on it is thread-safe.
+//! `rtx_module_t`: a loaded, verified module (`runtime::Module`: today IREE VM bytecode, `.vmfb`,
+//! recognised by its magic) and the reflection of its exported functions as C strings. Immutable
+//! once loaded, so every function on it is thread-safe.
 
 use std::ffi::{c_char, CString};
 use std::mem::ManuallyDrop;
@@ -9,8 +10,8 @@ use super::context::{self, rtx_context_t};
 use super::error::rtx_error_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null};
 use crate::host::{Diagnostic, StatusCode};
+use crate::runtime::Module;
 use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
-use crate::vm::Module;
 
 /// The type of one argument or result of a function, as its calling convention declares it.
 #[repr(u32)]
@@ -49,18 +50,19 @@ struct ExportedFunction {
 
 /// What an `rtx_module_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
 pub struct ModuleHandle {
-    pub(crate) module: Arc<Module>,
+    pub(crate) module: Module,
     name: CString,
     functions: Vec<ExportedFunction>,
 }
 
 impl ModuleHandle {
     fn new(module: Module) -> ModuleHandle {
-        let functions = module
+        let Module::Vm(vm) = &module;
+        let functions = vm
             .exported_functions()
             .iter()
             .map(|export| {
-                let signature = module.export_signature(export);
+                let signature = vm.export_signature(export);
                 let cconv = signature.and_then(|s| s.calling_convention.clone()).unwrap_or_default();
                 let declaration = signature.and_then(|s| s.attr("iree.abi.declaration")).map(c_string);
                 let kinds = CallingConvention::parse(&cconv)
@@ -88,7 +90,7 @@ impl ModuleHandle {
                 }
             })
             .collect();
-        ModuleHandle { name: c_string(module.name()), module: Arc::new(module), functions }
+        ModuleHandle { name: c_string(module.name()), module, functions }
     }
 }
 
@@ -161,7 +163,7 @@ unsafe fn load_into(
     if out.is_null() {
         return Err(invalid_argument(format!("{function}: argument 'out_module' is NULL")));
     }
-    let module = load().map_err(|e| Diagnostic { message: format!("{function}: {}", e.message), ..e })?;
+    let module = load().map_err(|e| e.context(function))?;
     let handle = Arc::into_raw(Arc::new(ModuleHandle::new(module))) as *mut rtx_module_t;
     // SAFETY: checked non-null above; written only on success.
     unsafe { out.write(handle) };
@@ -184,7 +186,7 @@ pub unsafe extern "C" fn rtx_module_load_file(
         // SAFETY: a non-null path is NUL-terminated by contract.
         let path = unsafe { c_str(path, FUNCTION, "path") }?;
         // SAFETY: forwarded from the caller.
-        unsafe { load_into(out_module, FUNCTION, || Module::load_file(path).map_err(Diagnostic::from)) }
+        unsafe { load_into(out_module, FUNCTION, || Module::load_file(path)) }
     })
 }
 
@@ -209,7 +211,7 @@ pub unsafe extern "C" fn rtx_module_load_memory(
             unsafe { std::slice::from_raw_parts(data, size) }
         };
         // SAFETY: forwarded from the caller.
-        unsafe { load_into(out_module, FUNCTION, || Module::load_memory(bytes).map_err(Diagnostic::from)) }
+        unsafe { load_into(out_module, FUNCTION, || Module::load_memory(bytes)) }
     })
 }
 
@@ -335,8 +337,6 @@ pub unsafe extern "C" fn rtx_context_add_module(
         let context = unsafe { context::borrow(context, FUNCTION) }?;
         // SAFETY: forwarded from the caller.
         let module = unsafe { borrow(module, FUNCTION) }?;
-        let prefixed = |e: Diagnostic| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e };
-        super::device::check_device_for(&module.module, &context.vm.module_names()).map_err(prefixed)?;
-        context.vm.add_module(Arc::clone(&module.module)).map_err(prefixed)
+        context.add_module(&module.module).map_err(|e| e.context(FUNCTION))
     })
 }

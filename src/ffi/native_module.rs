@@ -465,9 +465,6 @@ pub unsafe extern "C" fn rtx_context_add_native_module(
         // SAFETY: forwarded from the caller.
         let module = unsafe { borrow(module, FUNCTION) }?;
         let module: Arc<dyn NativeModule> = Arc::clone(&*module) as Arc<CNativeModule>;
-        context
-            .vm
-            .add_native_module(module)
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })
+        context.add_native_module(module).map_err(|e| e.context(FUNCTION))
     })
 }

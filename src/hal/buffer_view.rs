@@ -80,6 +80,26 @@ impl BufferView {
         Ref::Object(Arc::new(self))
     }
 
+    /// The VM ref of a shared view (what a `!hal.buffer_view` argument register holds).
+    pub fn shared_to_ref(view: Arc<BufferView>) -> Ref {
+        Ref::Object(view as Arc<dyn RefObject>)
+    }
+
+    /// The view a VM ref holds, as a shared `Arc` (what hosts hold), or `None` for another type.
+    pub fn shared_from_ref(value: &Ref) -> Option<Arc<BufferView>> {
+        let Ref::Object(object) = value else { return None };
+        if !object.as_any().is::<BufferView>() {
+            return None;
+        }
+        let raw = Arc::into_raw(Arc::clone(object));
+        // SAFETY: the object's concrete type is `BufferView` (checked above), so the data pointer
+        // of the `Arc<dyn RefObject>` is that of an `Arc<BufferView>` with the same allocation
+        // layout: this is what `Arc::downcast` does for `dyn Any` (which `RefObject` cannot be
+        // upcast to on the crate's minimum Rust version). The clone's reference moves to the
+        // returned `Arc`.
+        Some(unsafe { Arc::from_raw(raw.cast::<BufferView>()) })
+    }
+
     /// `hal.buffer_view.assert`: encoding, element type, rank and dimensions as the program
     /// expects them, with IREE's messages (the caller prefixes the program's name for the value).
     pub fn check(&self, element_type: u32, encoding: u32, shape: &[i64]) -> Result<(), Diagnostic> {

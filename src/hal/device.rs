@@ -80,11 +80,22 @@ impl Device {
             DeviceKind::LocalSync => None,
             DeviceKind::LocalTask => Workers::new(workers).map(Arc::new),
         };
+        Device::with_pool(kind, pool)
+    }
+
+    /// A device over a pool other devices may share (`local-task`; `None` runs workgroups
+    /// inline, which is what `local-sync` does).
+    pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> Device {
         Device { kind, allocator: Ref::Object(Arc::new(Allocator)), pool }
     }
 
     pub fn kind(&self) -> DeviceKind {
         self.kind
+    }
+
+    /// The worker pool dispatches spread over, if any.
+    pub fn pool(&self) -> Option<&Arc<Workers>> {
+        self.pool.as_ref()
     }
 
     pub fn allocator(&self) -> &Ref {

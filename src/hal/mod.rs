@@ -12,7 +12,6 @@ pub mod element_type;
 pub mod executable;
 pub mod fence;
 pub mod file;
-pub mod invoke;
 pub mod local;
 pub mod module;
 pub mod npy;

@@ -137,6 +137,12 @@ impl Diagnostic {
         Diagnostic::new(StatusCode::Cancelled, "cancelled: the context was cancelled before this work ran")
     }
 
+    /// The same error with `what` (a function, an argument, a file) before its message:
+    /// `what: message`.
+    pub fn context(self, what: impl fmt::Display) -> Diagnostic {
+        Diagnostic { message: format!("{what}: {}", self.message), ..self }
+    }
+
     pub fn with_location(mut self, location: Location) -> Diagnostic {
         self.location = Some(location);
         self

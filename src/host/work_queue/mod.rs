@@ -8,11 +8,13 @@
 //! Hosts may also plug in their own queue (`ffi::work_queue` adapts a C table of callbacks).
 
 mod multi_threaded;
+mod scoped;
 mod single_threaded;
 mod spec;
 mod task;
 
 pub use multi_threaded::MultiThreadedWorkQueue;
+pub use scoped::ScopedWorkQueue;
 pub use single_threaded::SingleThreadedWorkQueue;
 pub use spec::{create_work_queue, WorkQueueSpec};
 pub(crate) use task::{panic_message, refuse_on_own_thread, run_task};
