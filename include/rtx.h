@@ -149,8 +149,8 @@ typedef struct rtx_async_value rtx_async_value;
 typedef struct rtx_buffer_view rtx_buffer_view;
 
 /**
- * A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
- * versions). Opaque; reference counted; every function on it is thread-safe.
+ * A context: work queue + allocator + cancellation, a device and the modules added to it.
+ * Opaque; reference counted; every function on it is thread-safe.
  */
 typedef struct rtx_context rtx_context;
 
@@ -278,9 +278,11 @@ typedef struct rtx_context_options_t {
    */
   size_t struct_size;
   /**
-   * The work queue: `"s"` (single-threaded: tasks run only inside await/quiesce), `"mstd"`
-   * (one worker per core), `"mstd:N"` or `"mstd:N,M"` (N workers, at most M blocking
-   * threads). NULL means `"mstd"`. Copied.
+   * The work queue: `"s"` (single-threaded, the context's own: tasks run only inside
+   * await/quiesce), `"mstd"` (one worker per core), `"mstd:N"` or `"mstd:N,M"` (N workers, at
+   * most M blocking threads). NULL means `"mstd"`. Copied. Multi-threaded queues are shared:
+   * every live context of the process that names the same queue uses the same threads, which
+   * stop when the last such context is released.
    */
   const char *work_queue;
   /**
@@ -762,9 +764,10 @@ rtx_context_t *rtx_context_retain(rtx_context_t *context);
 void rtx_context_release(rtx_context_t *context);
 
 /**
- * Waits until no work is queued or running on the context's queue, including work that running
- * work adds. Called from one of the context's own worker threads it returns at once (it would
- * wait for itself). NULL does nothing.
+ * Waits until none of this context's work is queued or running, including work that running
+ * work adds (contexts share the process's worker threads; other contexts' work is not waited
+ * for). Called from one of the worker threads it returns at once (it would wait for itself).
+ * NULL does nothing.
  */
 void rtx_context_quiesce(rtx_context_t *context);
 
@@ -838,17 +841,17 @@ void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size
 /**
  * Gives the context the device `device` to run tensor programs on: `"local-sync"` (the CPU,
  * every dispatch inline on the thread that runs the call) or `"local-task"` (the CPU, a
- * dispatch's workgroups spread over one worker thread per core); `"local-sync://"` and
- * `"local-task://"` are accepted too. This adds the `hal` module over that device to the context, so it must
- * come before `rtx_context_add_module` for modules that import `hal` (any module compiled from
- * tensor code, for any CPU target: vmvx, embedded or system ELF). One device per context.
+ * dispatch's workgroups spread over worker threads, one per core, which every context of the
+ * process shares); `"local-sync://"` and `"local-task://"` are accepted too. This adds the `hal`
+ * module over that device to the context, so it must come before `rtx_context_add_module` for
+ * modules that import `hal` (any module compiled from tensor code, for any CPU target: vmvx,
+ * embedded or system ELF). One device per context.
  *
  * Errors: NOT_FOUND for an unknown device name (the message lists the known ones);
  * ALREADY_EXISTS if the context already has a device (or a native module named `hal`);
  * INVALID_ARGUMENT for NULL arguments. On failure the context is left as it was. Thread-safe.
  */
-rtx_error_t *rtx_context_add_device(rtx_context_t *context,
-                                    const char *device);
+rtx_error_t *rtx_context_add_device(rtx_context_t *context, const char *device);
 
 /**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`

@@ -32,9 +32,11 @@ pub type rtx_context_t = rtx_context;
 pub struct rtx_context_options_t {
     /// `sizeof(rtx_context_options_t)` as the caller's header knows it.
     pub struct_size: usize,
-    /// The work queue: `"s"` (single-threaded: tasks run only inside await/quiesce), `"mstd"`
-    /// (one worker per core), `"mstd:N"` or `"mstd:N,M"` (N workers, at most M blocking
-    /// threads). NULL means `"mstd"`. Copied.
+    /// The work queue: `"s"` (single-threaded, the context's own: tasks run only inside
+    /// await/quiesce), `"mstd"` (one worker per core), `"mstd:N"` or `"mstd:N,M"` (N workers, at
+    /// most M blocking threads). NULL means `"mstd"`. Copied. Multi-threaded queues are shared:
+    /// every live context of the process that names the same queue uses the same threads, which
+    /// stop when the last such context is released.
     pub work_queue: *const c_char,
     /// A host-provided queue; when set, `work_queue` is ignored. Copied; its `destroy` runs when
     /// the context is freed.
@@ -165,9 +167,10 @@ pub unsafe extern "C" fn rtx_context_release(context: *mut rtx_context_t) {
     })
 }
 
-/// Waits until no work is queued or running on the context's queue, including work that running
-/// work adds. Called from one of the context's own worker threads it returns at once (it would
-/// wait for itself). NULL does nothing.
+/// Waits until none of this context's work is queued or running, including work that running
+/// work adds (contexts share the process's worker threads; other contexts' work is not waited
+/// for). Called from one of the worker threads it returns at once (it would wait for itself).
+/// NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_quiesce(context: *mut rtx_context_t) {
     catch_or((), || {
