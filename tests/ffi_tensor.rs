@@ -194,7 +194,7 @@ fn buffer_view_creation_names_what_is_wrong() {
     let shape = [2i64, 3];
     let (status, message) = refused(F32, shape.as_ptr(), 2, bytes.as_ptr(), 20);
     assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
-    assert!(message.contains("shape [2, 3] of f32 (0x21000020) needs 24 bytes, but byte_length is 20"), "{message}");
+    assert!(message.contains("shape [2, 3] of f32 (0x21000020) needs 24 bytes, but 20 were given"), "{message}");
     let (status, message) = refused(F32, [2i64, -3].as_ptr(), 2, bytes.as_ptr(), 24);
     assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
     assert!(message.contains("dimension 1 of shape [2, -3] is negative"), "{message}");

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use super::error::rtx_error_t;
 use super::{catch_error, catch_or, invalid_argument, non_null};
 use crate::hal::buffer_view::BufferView;
-use crate::hal::element_type::ElementType;
 use crate::host::{Diagnostic, StatusCode};
 
 /// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
@@ -45,32 +44,6 @@ pub(crate) unsafe fn borrow(
     unsafe { non_null(view, function, argument) }?;
     // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
     Ok(ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) }))
-}
-
-/// The bytes a dense row-major tensor of `shape` and `element_type` takes (sub-byte elements
-/// packed, as the HAL stores them), or INVALID_ARGUMENT naming the problem.
-fn dense_byte_length(element_type: u32, shape: &[i64], function: &str) -> Result<usize, Diagnostic> {
-    let bits = ElementType(element_type).bit_count();
-    if bits == 0 {
-        return Err(invalid_argument(format!(
-            "{function}: element type 0x{element_type:08X} has no size (its low byte, the bit count, is 0); \
-             use an IREE element type code such as 0x21000020 (f32)"
-        )));
-    }
-    let too_large = || {
-        invalid_argument(format!(
-            "{function}: shape {shape:?} of {} elements is too large to address",
-            ElementType(element_type)
-        ))
-    };
-    let mut count: usize = 1;
-    for (index, &dim) in shape.iter().enumerate() {
-        let dim = usize::try_from(dim).map_err(|_| {
-            invalid_argument(format!("{function}: dimension {index} of shape {shape:?} is negative ({dim})"))
-        })?;
-        count = count.checked_mul(dim).ok_or_else(too_large)?;
-    }
-    Ok(count.checked_mul(bits).ok_or_else(too_large)?.div_ceil(8))
 }
 
 /// Creates a buffer view of `rank` dimensions `shape[0..rank]` (row-major, outermost first) whose
@@ -108,14 +81,6 @@ pub unsafe extern "C" fn rtx_buffer_view_new(
             // SAFETY: the caller guarantees `rank` readable dimensions at a non-null `shape`.
             (false, rank) => unsafe { std::slice::from_raw_parts(shape, rank) },
         };
-        let needed = dense_byte_length(element_type, shape, FUNCTION)?;
-        if byte_length != needed {
-            return Err(invalid_argument(format!(
-                "{FUNCTION}: shape {shape:?} of {} (0x{element_type:08X}) needs {needed} bytes, but byte_length is \
-                 {byte_length}",
-                ElementType(element_type)
-            )));
-        }
         let bytes: &[u8] = match (data.is_null(), byte_length) {
             (_, 0) => &[],
             (true, length) => {
@@ -126,8 +91,7 @@ pub unsafe extern "C" fn rtx_buffer_view_new(
             // SAFETY: the caller guarantees `byte_length` readable bytes at a non-null `data`.
             (false, length) => unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) },
         };
-        let view = BufferView::from_host(shape.to_vec(), element_type, bytes)
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        let view = BufferView::from_host(shape.to_vec(), element_type, bytes).map_err(|e| e.context(FUNCTION))?;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_view.write(into_handle(Arc::new(view))) };
         Ok(())

@@ -15,6 +15,28 @@ pub const DENSE_ROW_MAJOR: u32 = 1;
 /// `IREE_HAL_ENCODING_TYPE_OPAQUE`: the data is not interpreted (assertions let it pass).
 pub const OPAQUE_ENCODING: u32 = 0;
 
+/// The bytes a dense row-major tensor of `shape` and `element_type` takes (sub-byte elements
+/// packed, as the HAL stores them), or INVALID_ARGUMENT naming the problem.
+pub fn dense_byte_length(element_type: u32, shape: &[i64]) -> Result<usize, Diagnostic> {
+    let invalid = |message: String| Diagnostic::new(StatusCode::InvalidArgument, message);
+    let bits = ElementType(element_type).bit_count();
+    if bits == 0 {
+        return Err(invalid(format!(
+            "element type 0x{element_type:08X} has no size (its low byte, the bit count, is 0); use an IREE \
+             element type code such as 0x21000020 (f32)"
+        )));
+    }
+    let too_large =
+        || invalid(format!("shape {shape:?} of {} elements is too large to address", ElementType(element_type)));
+    let mut count: usize = 1;
+    for (index, &dim) in shape.iter().enumerate() {
+        let dim = usize::try_from(dim)
+            .map_err(|_| invalid(format!("dimension {index} of shape {shape:?} is negative ({dim})")))?;
+        count = count.checked_mul(dim).ok_or_else(too_large)?;
+    }
+    Ok(count.checked_mul(bits).ok_or_else(too_large)?.div_ceil(8))
+}
+
 /// A tensor view of a buffer.
 #[derive(Debug)]
 pub struct BufferView {
@@ -45,8 +67,21 @@ impl BufferView {
         Ok(BufferView { buffer, shape, element_type, encoding })
     }
 
-    /// A dense row-major view of a copy of host `bytes` (how hosts pass tensors in).
+    /// A dense row-major view of a copy of host `bytes` (how hosts pass tensors in), which must
+    /// be exactly what `shape` of `element_type` takes: INVALID_ARGUMENT naming the numbers
+    /// otherwise.
     pub fn from_host(shape: Vec<i64>, element_type: u32, bytes: &[u8]) -> Result<BufferView, Diagnostic> {
+        let needed = dense_byte_length(element_type, &shape)?;
+        if bytes.len() != needed {
+            return Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!(
+                    "shape {shape:?} of {} (0x{element_type:08X}) needs {needed} bytes, but {} were given",
+                    ElementType(element_type),
+                    bytes.len()
+                ),
+            ));
+        }
         let buffer = Buffer::wrap(Bytes::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
         BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR)
     }
