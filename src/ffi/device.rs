@@ -8,9 +8,9 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::context::{self, rtx_context_t};
+use super::context::rtx_context_t;
 use super::error::rtx_error_t;
-use super::{c_str, catch_error};
+use super::{c_str, catch_error, handle};
 use crate::hal::device::{Device, DeviceKind};
 use crate::hal::module::HalModule;
 use crate::host::{Diagnostic, StatusCode};
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn rtx_context_add_device(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_add_device";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(device, FUNCTION, "device") }?;
         let kind =

@@ -3,6 +3,7 @@
 use std::ffi::{c_char, CString};
 
 use super::catch_or;
+use super::handle::{self, Handle, OwnershipBox};
 use crate::host::{Diagnostic, StatusCode};
 
 /// Status codes (absl/IREE numbering). Returned values are always one of these; functions that
@@ -66,33 +67,43 @@ impl From<StatusCode> for rtx_status_code_t {
 /// An owned error: a status code and a NUL-terminated message ("where: what").
 #[allow(non_camel_case_types)]
 pub struct rtx_error {
-    diagnostic: Diagnostic,
-    message: CString,
+    _private: [u8; 0],
 }
 
 /// The handle type C sees: `rtx_error_t*`, owned by the caller, freed with `rtx_error_delete`.
 #[allow(non_camel_case_types)]
 pub type rtx_error_t = rtx_error;
 
-impl rtx_error {
-    pub(crate) fn into_raw(diagnostic: Diagnostic) -> *mut rtx_error {
-        let text = match &diagnostic.location {
-            Some(location) => format!("{location}: {}", diagnostic.message),
-            None => diagnostic.message.clone(),
-        };
-        // Interior NULs would cut the message short in C; show them instead.
-        let message = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
-        Box::into_raw(Box::new(rtx_error { diagnostic, message }))
-    }
+/// What an `rtx_error_t` owns: the diagnostic, and its text as C reads it. One owner (`Box`).
+pub struct CError {
+    diagnostic: Diagnostic,
+    message: CString,
+}
 
-    /// Takes back an error a host returned to us (from a C native function, say): its diagnostic.
-    ///
-    /// # Safety
-    /// `error` must be a non-null error from [`rtx_error::into_raw`], not used afterwards.
-    pub(crate) unsafe fn take(error: *mut rtx_error) -> Diagnostic {
-        // SAFETY: forwarded from the caller: an owned error, freed here.
-        unsafe { Box::from_raw(error) }.diagnostic
-    }
+impl Handle for rtx_error {
+    type RustType = CError;
+    type Ownership = OwnershipBox;
+}
+
+/// Hands `diagnostic` to C as a new owned error.
+pub(crate) fn to_handle(diagnostic: Diagnostic) -> *mut rtx_error_t {
+    let text = match &diagnostic.location {
+        Some(location) => format!("{location}: {}", diagnostic.message),
+        None => diagnostic.message.clone(),
+    };
+    // Interior NULs would cut the message short in C; show them instead.
+    let message = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
+    handle::box_to_handle(CError { diagnostic, message })
+}
+
+/// Takes back an error a host returned to us (from a C native function, say): its diagnostic,
+/// or `None` for NULL (no error).
+///
+/// # Safety
+/// A non-null `error` must be an error from this library that the caller owns; it is freed here.
+pub(crate) unsafe fn take(error: *mut rtx_error_t) -> Option<Diagnostic> {
+    // SAFETY: forwarded from the caller.
+    unsafe { handle::take_box(error) }.map(|error| error.diagnostic)
 }
 
 /// A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
@@ -108,7 +119,7 @@ pub unsafe extern "C" fn rtx_error_new(code: u32, message: *const c_char) -> *mu
             StatusCode::Ok => StatusCode::Unknown,
             code => code,
         };
-        rtx_error::into_raw(Diagnostic::new(code, message))
+        to_handle(Diagnostic::new(code, message))
     })
 }
 
@@ -117,7 +128,7 @@ pub unsafe extern "C" fn rtx_error_new(code: u32, message: *const c_char) -> *mu
 pub unsafe extern "C" fn rtx_error_code(error: *const rtx_error_t) -> rtx_status_code_t {
     catch_or(rtx_status_code_t::RTX_STATUS_CODE_INTERNAL, || {
         // SAFETY: a non-null `error` is a live error from this library.
-        match unsafe { error.as_ref() } {
+        match unsafe { handle::borrow_opt(error) } {
             Some(error) => error.diagnostic.code.into(),
             None => rtx_status_code_t::RTX_STATUS_CODE_OK,
         }
@@ -130,7 +141,7 @@ pub unsafe extern "C" fn rtx_error_code(error: *const rtx_error_t) -> rtx_status
 pub unsafe extern "C" fn rtx_error_message(error: *const rtx_error_t) -> *const c_char {
     catch_or(c"".as_ptr(), || {
         // SAFETY: a non-null `error` is a live error from this library.
-        match unsafe { error.as_ref() } {
+        match unsafe { handle::borrow_opt(error) } {
             Some(error) => error.message.as_ptr(),
             None => c"".as_ptr(),
         }
@@ -140,12 +151,8 @@ pub unsafe extern "C" fn rtx_error_message(error: *const rtx_error_t) -> *const 
 /// Frees an error. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_error_delete(error: *mut rtx_error_t) {
-    catch_or((), || {
-        if !error.is_null() {
-            // SAFETY: `error` came from `rtx_error_t::into_raw` and is freed once, by contract.
-            drop(unsafe { Box::from_raw(error) });
-        }
-    })
+    // SAFETY: a non-null `error` is the caller's to free, once, by contract.
+    catch_or((), || drop(unsafe { handle::take_box(error) }))
 }
 
 /// The upper-case name of a status code (`"INVALID_ARGUMENT"`); `"UNKNOWN"` for values that are

@@ -26,10 +26,11 @@
 use std::ffi::c_char;
 use std::sync::{Arc, Weak};
 
-use super::async_value::{borrow_all, into_handle, rtx_async_value_t};
+use super::async_value::{borrow_all, rtx_async_value_t};
 use super::buffer_view;
-use super::context::{self, rtx_context_t};
+use super::context::rtx_context_t;
 use super::error::rtx_error_t;
+use super::handle;
 use super::{c_str, catch_error, invalid_argument};
 use crate::hal::buffer_view::BufferView;
 use crate::hal::fence::{Fence, Reached};
@@ -350,7 +351,7 @@ pub unsafe extern "C" fn rtx_context_invoke(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_invoke";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
         let handle =
@@ -413,7 +414,7 @@ pub unsafe extern "C" fn rtx_context_invoke(
         for (index, (_, promise)) in promises.iter().enumerate() {
             // SAFETY: `results` has room for `num_results` handles by contract; each is a new
             // reference for the caller. Written only now, when nothing can fail any more.
-            unsafe { results.add(index).write(into_handle(promise.clone())) };
+            unsafe { results.add(index).write(handle::to_handle(promise.clone())) };
         }
         let call = Call {
             host: Arc::downgrade(&context.host),
@@ -489,7 +490,7 @@ mod tests {
         // SAFETY: NULL options (defaults) and a valid out pointer; every handle is released below.
         unsafe {
             assert!(rtx_context_new(std::ptr::null(), &mut handle).is_null());
-            let context = context::borrow(handle, "test").unwrap();
+            let context = handle::borrow(handle, "test", "context").unwrap();
             context.vm.add_native_module(Arc::new(module)).unwrap();
             let mut result = std::ptr::null_mut();
             let error = rtx_context_invoke(handle, c"later.value".as_ptr(), std::ptr::null(), 0, &mut result, 1);
@@ -501,7 +502,7 @@ mod tests {
                 std::thread::yield_now();
             };
             context.host.quiesce().unwrap();
-            let borrowed = crate::ffi::async_value::borrow(result, "test", "result").unwrap();
+            let borrowed = handle::borrow(result, "test", "result").unwrap();
             assert!(!borrowed.is_available(), "the call waits for the native result without a worker");
             promise.emplace(vec![Value::I32(42)]).unwrap();
             context.host.await_values(&[(*borrowed).clone()]).unwrap();
@@ -551,7 +552,7 @@ mod tests {
         // SAFETY: NULL options (defaults) and valid out pointers; every handle is released below.
         unsafe {
             assert!(rtx_context_new(std::ptr::null(), &mut handle).is_null());
-            let context = context::borrow(handle, "test").unwrap();
+            let context = handle::borrow(handle, "test", "context").unwrap();
             context.vm.add_native_module(Arc::new(module)).unwrap();
             let mut view = std::ptr::null_mut();
             let data = [0u8; 4];
@@ -567,8 +568,7 @@ mod tests {
             assert!(
                 rtx_context_invoke(handle, c"refs.null".as_ptr(), std::ptr::null(), 0, &mut results[2], 1).is_null()
             );
-            let values: Vec<RcAsyncValue> =
-                results.iter().map(|&r| (*crate::ffi::async_value::borrow(r, "test", "r").unwrap()).clone()).collect();
+            let values: Vec<RcAsyncValue> = results.iter().map(|&r| handle::clone(r, "test", "r").unwrap()).collect();
             context.host.await_values(&values).unwrap();
             drop(values);
             let mut echoed = std::ptr::null_mut();
