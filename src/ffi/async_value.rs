@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::buffer_view::rtx_buffer_view_t;
 use super::context::rtx_context_t;
-use super::error::{rtx_error_t, status_from_c};
+use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipAsyncValue};
 use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
 use crate::hal::buffer_view::BufferView;
@@ -185,7 +185,10 @@ pub unsafe extern "C" fn rtx_async_value_new_error(code: u32, message: *const c_
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { message_arg(message) };
-        handle::to_handle(RcAsyncValue::error(Diagnostic::new(status_from_c(code), message)))
+        handle::to_handle(RcAsyncValue::error(Diagnostic::new(
+            StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown),
+            message,
+        )))
     })
 }
 
@@ -277,11 +280,13 @@ pub unsafe extern "C" fn rtx_async_value_set_error_code(
         let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { message_arg(message) };
-        value.set_error(Diagnostic::new(status_from_c(code), message)).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-            diagnostic
-        })
+        value.set_error(Diagnostic::new(StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown), message)).map_err(
+            |e| {
+                let mut diagnostic = e.into_diagnostic();
+                diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
+                diagnostic
+            },
+        )
     })
 }
 
