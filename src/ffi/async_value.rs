@@ -84,11 +84,7 @@ unsafe fn set<T: Send + Sync + 'static>(value: *mut rtx_async_value_t, payload: 
     catch_error(|| {
         // SAFETY: forwarded from the caller.
         let value = unsafe { handle::borrow(value, function, "value") }?;
-        value.emplace(payload).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{function}: {}", diagnostic.message);
-            diagnostic
-        })
+        value.emplace(payload).map_err(|e| e.into_diagnostic().context(function))
     })
 }
 
@@ -104,11 +100,7 @@ unsafe fn get<T: Copy + 'static>(value: *const rtx_async_value_t, out: *mut T, f
         let payload = *value.try_get::<T>().map_err(|e| match e {
             // The value's own error goes back unchanged, so C sees the producer's code and message.
             crate::host::async_value::AccessError::IsError(diagnostic) => diagnostic,
-            other => {
-                let mut diagnostic = other.into_diagnostic();
-                diagnostic.message = format!("{function}: {}", diagnostic.message);
-                diagnostic
-            }
+            other => other.into_diagnostic().context(function),
         })?;
         // SAFETY: `out` is non-null and writable by contract; written only on success.
         unsafe { out.write(payload) };
@@ -280,13 +272,8 @@ pub unsafe extern "C" fn rtx_async_value_set_error_code(
         let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { message_arg(message) };
-        value.set_error(Diagnostic::new(StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown), message)).map_err(
-            |e| {
-                let mut diagnostic = e.into_diagnostic();
-                diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-                diagnostic
-            },
-        )
+        let code = StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown);
+        value.set_error(Diagnostic::new(code, message)).map_err(|e| e.into_diagnostic().context(FUNCTION))
     })
 }
 
@@ -309,11 +296,7 @@ pub unsafe extern "C" fn rtx_async_value_forward(
                 "{FUNCTION}: 'indirect' was not created by rtx_async_value_new_indirect"
             )));
         }
-        indirect.forward_indirect((*target).clone()).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-            diagnostic
-        })
+        indirect.forward_indirect((*target).clone()).map_err(|e| e.into_diagnostic().context(FUNCTION))
     })
 }
 
@@ -423,11 +406,7 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
                 "{FUNCTION}: the value holds {}, not a buffer view",
                 super::invocation::held_type(&value)
             )),
-            other => {
-                let mut diagnostic = other.into_diagnostic();
-                diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-                diagnostic
-            }
+            other => other.into_diagnostic().context(FUNCTION),
         })?;
         // SAFETY: `out_view` is non-null and writable by contract; written only on success.
         unsafe { out_view.write(handle::to_handle(Arc::clone(view))) };

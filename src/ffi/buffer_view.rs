@@ -14,7 +14,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::{catch_error, catch_or, invalid_argument};
 use crate::hal::buffer_view::BufferView;
 use crate::hal::element_type::ElementType;
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::vm::refs::{Ref, RefObject};
 
 /// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
@@ -131,8 +131,7 @@ pub unsafe extern "C" fn rtx_buffer_view_new(
             // SAFETY: the caller guarantees `byte_length` readable bytes at a non-null `data`.
             (false, length) => unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) },
         };
-        let view = BufferView::from_host(shape.to_vec(), element_type, bytes)
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        let view = BufferView::from_host(shape.to_vec(), element_type, bytes).context(FUNCTION)?;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_view.write(handle::to_handle(Arc::new(view))) };
         Ok(())

@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, Callback, UserData};
 use crate::host::work_queue::create_work_queue;
-use crate::host::{Diagnostic, HostAllocator, HostContext, StatusCode, SystemAllocator, WorkQueue};
+use crate::host::{Diagnostic, HostAllocator, HostContext, ResultExt, StatusCode, SystemAllocator, WorkQueue};
 
 /// What an `rtx_context_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
 pub struct Context {
@@ -143,7 +143,7 @@ unsafe fn host_from_options(options: *const rtx_context_options_t, function: &st
         None if options.work_queue.is_null() => create_work_queue("mstd")?,
         // SAFETY: a non-null spec is NUL-terminated by contract.
         None => create_work_queue(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
-            .map_err(|e| Diagnostic::new(e.code, format!("{function}: {}", e.message)))?,
+            .context(function)?,
     };
     let allocator: Arc<dyn HostAllocator> = match (allocator, allocator_table) {
         (Some(mut c_allocator), Some(table)) => {

@@ -13,7 +13,7 @@ use super::error::rtx_error_t;
 use super::{c_str, catch_error, handle};
 use crate::hal::device::{Device, DeviceKind};
 use crate::hal::module::HalModule;
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 
 /// The name of the native module that tensor programs import, and that a device provides.
 pub(crate) const HAL_MODULE: &str = "hal";
@@ -39,8 +39,7 @@ pub unsafe extern "C" fn rtx_context_add_device(
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(device, FUNCTION, "device") }?;
-        let kind =
-            DeviceKind::parse(name).map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        let kind = DeviceKind::parse(name).context(FUNCTION)?;
         if context.vm.module_names().iter().any(|m| m == HAL_MODULE) {
             return Err(Diagnostic::new(
                 StatusCode::AlreadyExists,
@@ -50,10 +49,7 @@ pub unsafe extern "C" fn rtx_context_add_device(
                 ),
             ));
         }
-        context
-            .vm
-            .add_native_module(Arc::new(HalModule::new(vec![Device::new(kind)])))
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })
+        context.vm.add_native_module(Arc::new(HalModule::new(vec![Device::new(kind)]))).context(FUNCTION)
     })
 }
 

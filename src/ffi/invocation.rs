@@ -34,7 +34,7 @@ use super::handle;
 use super::{c_str, catch_error, invalid_argument};
 use crate::hal::buffer_view::BufferView;
 use crate::hal::fence::{Fence, Reached};
-use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
+use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
 use crate::vm::context::{Context as VmContext, FunctionHandle};
@@ -122,10 +122,7 @@ impl Call {
             .zip(&self.arguments)
             .enumerate()
             .map(|(index, (value, kind))| {
-                argument(value, *kind).map_err(|error| Diagnostic {
-                    message: format!("argument {index} of `{name}`: {}", error.message),
-                    ..error
-                })
+                argument(value, *kind).with_context(|| format!("argument {index} of `{name}`"))
             })
             .collect::<Result<Vec<Value>, Diagnostic>>()?;
         let signal = match &self.fences {
@@ -133,10 +130,7 @@ impl Call {
             Fences::Implicit => Some(Fence::new()),
             Fences::Explicit { wait, signal } => {
                 if let Some(error) = wait.get_error() {
-                    return Err(Diagnostic {
-                        message: format!("the wait fence of `{name}` failed: {}", error.message),
-                        ..error.clone()
-                    });
+                    return Err(error.clone().context(format_args!("the wait fence of `{name}` failed")));
                 }
                 Some(Fence::from_point(signal.clone()))
             }
@@ -354,8 +348,7 @@ pub unsafe extern "C" fn rtx_context_invoke(
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
-        let handle =
-            context.vm.lookup(name).map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })?;
+        let handle = context.vm.lookup(name).context(FUNCTION)?;
         let (mut argument_kinds, result_kinds) = signature(&handle)?;
         let declared = argument_kinds.len() - handle.model.fence_arguments();
         let with_fences = handle.model.fence_arguments() > 0 && num_args == argument_kinds.len();
@@ -379,7 +372,7 @@ pub unsafe extern "C" fn rtx_context_invoke(
         }
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
         let mut arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
-            .map_err(|e| Diagnostic { message: e.message.replace("'values", "'args"), ..e })?;
+            .map_err(|e| e.map_message(|message| message.replace("'values", "'args")))?;
         if results.is_null() && num_results != 0 {
             return Err(invalid_argument(format!(
                 "{FUNCTION}: argument 'results' is NULL but num_results is {num_results}"

@@ -8,7 +8,7 @@ use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipArc};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument};
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
 use crate::vm::Module;
 
@@ -152,7 +152,7 @@ unsafe fn load_into(
     if out.is_null() {
         return Err(invalid_argument(format!("{function}: argument 'out_module' is NULL")));
     }
-    let module = load().map_err(|e| Diagnostic { message: format!("{function}: {}", e.message), ..e })?;
+    let module = load().context(function)?;
     // SAFETY: checked non-null above; written only on success.
     unsafe { out.write(handle::to_handle(Arc::new(ModuleHandle::new(module)))) };
     Ok(())
@@ -277,10 +277,7 @@ pub unsafe extern "C" fn rtx_module_function_signature(
                 ),
             )
         })?;
-        let (arguments, results) = function
-            .kinds
-            .as_ref()
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e.clone() })?;
+        let (arguments, results) = function.kinds.as_ref().map_err(|e| e.clone().context(FUNCTION))?;
         let array = |kinds: &[rtx_value_kind_t]| if kinds.is_empty() { std::ptr::null() } else { kinds.as_ptr() };
         let signature = rtx_function_signature_t {
             struct_size,
@@ -316,8 +313,7 @@ pub unsafe extern "C" fn rtx_context_add_module(
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
         let module = unsafe { handle::borrow(module, FUNCTION, "module") }?;
-        let prefixed = |e: Diagnostic| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e };
-        super::device::check_device_for(&module.module, &context.vm.module_names()).map_err(prefixed)?;
-        context.vm.add_module(Arc::clone(&module.module)).map_err(prefixed)
+        super::device::check_device_for(&module.module, &context.vm.module_names()).context(FUNCTION)?;
+        context.vm.add_module(Arc::clone(&module.module)).context(FUNCTION)
     })
 }

@@ -13,7 +13,7 @@ use super::error::{self, rtx_error_t};
 use super::handle::{self, Handle, OwnershipArc};
 use super::module::rtx_value_kind_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, UserData};
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
@@ -203,10 +203,7 @@ impl NativeModule for CNativeModule {
             let error = unsafe { create_state(self.host.user_data.0, &mut state) };
             // SAFETY: the host returned NULL or an error it owned; we take it over.
             if let Some(error) = unsafe { error::take(error) } {
-                return Err(Diagnostic {
-                    message: format!("native module `{}`: create_state failed: {}", self.name, error.message),
-                    ..error
-                });
+                return Err(error.context(format_args!("native module `{}`: create_state failed", self.name)));
             }
         }
         Ok(Box::new(CState { state: UserData(state), host: Arc::clone(&self.host) }))
@@ -260,7 +257,7 @@ impl NativeModule for CNativeModule {
             unsafe { (entry.function)(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, results.len()) };
         // SAFETY: the host returned NULL or an error it owned; we take it over.
         if let Some(error) = unsafe { error::take(error) } {
-            return Err(Diagnostic { message: format!("`{full_name}`: {}", error.message), ..error });
+            return Err(error.context(format_args!("`{full_name}`")));
         }
         let values = results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)).collect();
         Ok(NativeOutcome::Ready(values))
@@ -443,9 +440,6 @@ pub unsafe extern "C" fn rtx_context_add_native_module(
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
         let module: Arc<dyn NativeModule> = unsafe { handle::clone(module, FUNCTION, "module") }?;
-        context
-            .vm
-            .add_native_module(module)
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e })
+        context.vm.add_native_module(module).context(FUNCTION)
     })
 }

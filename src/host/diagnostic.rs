@@ -123,6 +123,36 @@ impl Diagnostic {
         self.location = Some(location);
         self
     }
+
+    /// The same error (code and location kept) with `what` in front of its message, `"what:
+    /// message"`: says where an error from deeper down surfaced.
+    pub fn context(self, what: impl fmt::Display) -> Diagnostic {
+        self.map_message(|message| format!("{what}: {message}"))
+    }
+
+    /// The same error (code and location kept) with its message rewritten by `rewrite`.
+    pub fn map_message(self, rewrite: impl FnOnce(String) -> String) -> Diagnostic {
+        Diagnostic { message: rewrite(self.message), ..self }
+    }
+}
+
+/// [`Diagnostic::context`] for results.
+pub trait ResultExt<T> {
+    /// Prefixes the error's message with `what` (see [`Diagnostic::context`]).
+    fn context(self, what: impl fmt::Display) -> Result<T, Diagnostic>;
+
+    /// As [`context`](ResultExt::context), building the prefix only on error.
+    fn with_context<D: fmt::Display>(self, what: impl FnOnce() -> D) -> Result<T, Diagnostic>;
+}
+
+impl<T, E: Into<Diagnostic>> ResultExt<T> for Result<T, E> {
+    fn context(self, what: impl fmt::Display) -> Result<T, Diagnostic> {
+        self.map_err(|error| error.into().context(what))
+    }
+
+    fn with_context<D: fmt::Display>(self, what: impl FnOnce() -> D) -> Result<T, Diagnostic> {
+        self.map_err(|error| error.into().context(what()))
+    }
 }
 
 impl fmt::Display for Diagnostic {
@@ -135,3 +165,30 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn located() -> Diagnostic {
+        Diagnostic::new(StatusCode::NotFound, "no `f`").with_location(Location::new("m.mlir", 3, 7))
+    }
+
+    #[test]
+    fn context_prefixes_the_message_and_keeps_code_and_location() {
+        let error = located().context("rtx_context_invoke");
+        assert_eq!(error.message, "rtx_context_invoke: no `f`");
+        assert_eq!((error.code, error.location), (StatusCode::NotFound, Some(Location::new("m.mlir", 3, 7))));
+        let error = located().map_message(|m| m.replace("`f`", "`g`"));
+        assert_eq!((error.code, error.message.as_str()), (StatusCode::NotFound, "no `g`"));
+    }
+
+    #[test]
+    fn result_context_touches_only_errors_and_builds_the_prefix_lazily() {
+        let failed: Result<(), Diagnostic> = Err(located());
+        assert_eq!(failed.clone().context("outer").unwrap_err().message, "outer: no `f`");
+        assert_eq!(failed.with_context(|| format!("argument {}", 2)).unwrap_err().message, "argument 2: no `f`");
+        let ok: Result<u8, Diagnostic> = Ok(1);
+        assert_eq!(ok.with_context(|| -> String { unreachable!("built on success") }), Ok(1));
+    }
+}
