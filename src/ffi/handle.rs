@@ -183,9 +183,8 @@ where
     if handle.is_null() {
         return Err(invalid_argument(format!("{function}: argument '{argument}' is NULL")));
     }
-    // SAFETY: a live handle (caller's contract); the borrowed pointer is never dropped.
-    let owner = ManuallyDrop::new(unsafe { <H::Ownership as Counted<H::RustType>>::from_raw(handle.cast()) });
-    Ok(Owner::<H>::clone(&owner))
+    // SAFETY: non-null, and live by the caller's contract.
+    Ok(unsafe { clone_live(handle) })
 }
 
 /// Adds a reference and returns `handle` (NULL stays NULL).
@@ -196,12 +195,23 @@ pub unsafe fn retain<H: Handle>(handle: *mut H) -> *mut H
 where
     H::Ownership: Counted<H::RustType>,
 {
-    // SAFETY: forwarded from the caller.
-    if let Ok(owner) = unsafe { clone(handle, "", "") } {
-        // The new reference now belongs to the C caller, who already holds its pointer.
-        std::mem::forget(owner);
+    if !handle.is_null() {
+        // SAFETY: non-null, and live by the caller's contract. The new reference is the C
+        // caller's, who already holds its pointer.
+        std::mem::forget(unsafe { clone_live(handle) });
     }
     handle
+}
+
+/// # Safety
+/// `handle` must be non-null and live.
+unsafe fn clone_live<H: Handle>(handle: *const H) -> Owner<H>
+where
+    H::Ownership: Counted<H::RustType>,
+{
+    // SAFETY: a live handle (caller's contract); this copy of its pointer is never dropped.
+    let borrowed = ManuallyDrop::new(unsafe { <H::Ownership as Counted<H::RustType>>::from_raw(handle.cast()) });
+    Owner::<H>::clone(&borrowed)
 }
 
 /// Drops the reference `handle` owned; NULL does nothing.
