@@ -8,7 +8,6 @@ mod common;
 use common::ffi::{code, error_of, invoke, load_file, new_context, ok, release_all, take};
 
 use std::ffi::{c_void, CStr};
-use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::Arc;
 
@@ -17,9 +16,9 @@ use rtx::ffi::buffer_view::*;
 use rtx::ffi::context::*;
 use rtx::ffi::device::*;
 use rtx::ffi::error::*;
+use rtx::ffi::handle;
 use rtx::ffi::invocation::*;
 use rtx::ffi::module::*;
-use rtx::hal::buffer_view::BufferView;
 
 use rtx_status_code_t::*;
 
@@ -78,10 +77,9 @@ fn contents(view: *const rtx_buffer_view_t) -> (u32, Vec<i64>, Vec<u8>) {
 
 /// How many references the view has: C handles, async values and VM refs share one count.
 fn references(view: *const rtx_buffer_view_t) -> usize {
-    // SAFETY: a live handle is an `Arc<BufferView>` from `Arc::into_raw` (the module's documented
-    // representation); ManuallyDrop keeps the count untouched.
-    let arc = ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) });
-    Arc::strong_count(&arc)
+    // SAFETY: `view` is a live handle.
+    let view = unsafe { handle::clone(view, "references", "view") }.unwrap();
+    Arc::strong_count(&view) - 1
 }
 
 fn load(name: &str, format: &str) -> *mut rtx_module_t {

@@ -2,13 +2,13 @@
 //! allocation); `_retain`/`_release` are its reference count. Every function is thread-safe.
 
 use std::ffi::c_char;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use super::buffer_view::{self, rtx_buffer_view_t};
+use super::buffer_view::rtx_buffer_view_t;
 use super::context::rtx_context_t;
-use super::error::{rtx_error_t, status_from_c};
-use super::{catch_error, catch_or, invalid_argument, message_arg, non_null, Callback, UserData};
+use super::error::rtx_error_t;
+use super::handle::{self, Handle, OwnershipAsyncValue};
+use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
 use crate::hal::buffer_view::BufferView;
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
 
@@ -21,6 +21,11 @@ pub struct rtx_async_value {
 /// The handle type C sees.
 #[allow(non_camel_case_types)]
 pub type rtx_async_value_t = rtx_async_value;
+
+impl Handle for rtx_async_value {
+    type RustType = RcAsyncValue;
+    type Ownership = OwnershipAsyncValue;
+}
 
 /// What a value holds, as far as C can tell.
 #[repr(u32)]
@@ -40,27 +45,6 @@ pub enum rtx_value_type_t {
     RTX_VALUE_TYPE_OTHER = 8,
     /// A tensor: read it with `rtx_async_value_get_buffer_view`.
     RTX_VALUE_TYPE_BUFFER_VIEW = 9,
-}
-
-/// Hands a new reference to C.
-pub(crate) fn into_handle(value: RcAsyncValue) -> *mut rtx_async_value_t {
-    value.into_raw() as *mut rtx_async_value_t
-}
-
-/// Borrows a C handle as an `RcAsyncValue` without touching its count.
-///
-/// # Safety
-/// A non-null `handle` must be a live value handle.
-pub(crate) unsafe fn borrow(
-    handle: *const rtx_async_value_t,
-    function: &str,
-    argument: &str,
-) -> Result<ManuallyDrop<RcAsyncValue>, Diagnostic> {
-    // SAFETY: forwarded from the caller; only used to check for NULL.
-    unsafe { non_null(handle, function, argument) }?;
-    // SAFETY: a live handle is a pointer from `RcAsyncValue::into_raw`; ManuallyDrop keeps the
-    // reference count untouched.
-    Ok(ManuallyDrop::new(unsafe { RcAsyncValue::from_raw(handle as *const ()) }))
 }
 
 /// Borrows every handle of a C array, naming the first NULL one.
@@ -85,46 +69,38 @@ pub(crate) unsafe fn borrow_all(
         .enumerate()
         .map(|(i, &handle)| {
             // SAFETY: each non-null entry is a live handle.
-            unsafe { borrow(handle, function, &format!("values[{i}]")) }.map(|v| (*v).clone())
+            unsafe { handle::clone(handle, function, &format!("values[{i}]")) }
         })
         .collect()
 }
 
 fn new_available<T: Send + Sync + 'static>(payload: T) -> *mut rtx_async_value_t {
-    catch_or(std::ptr::null_mut(), || into_handle(AsyncValueRef::available(payload).into_untyped()))
+    catch_or(std::ptr::null_mut(), || handle::to_handle(AsyncValueRef::available(payload).into_untyped()))
 }
 
 /// # Safety
-/// As for [`borrow`].
+/// A non-null `value` must be a live value handle.
 unsafe fn set<T: Send + Sync + 'static>(value: *mut rtx_async_value_t, payload: T, function: &str) -> *mut rtx_error_t {
     catch_error(|| {
         // SAFETY: forwarded from the caller.
-        let value = unsafe { borrow(value, function, "value") }?;
-        value.emplace(payload).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{function}: {}", diagnostic.message);
-            diagnostic
-        })
+        let value = unsafe { handle::borrow(value, function, "value") }?;
+        value.emplace(payload).map_err(|e| e.into_diagnostic().context(function))
     })
 }
 
 /// # Safety
-/// As for [`borrow`]; a non-null `out` must be writable.
+/// A non-null `value` must be a live value handle; a non-null `out` must be writable.
 unsafe fn get<T: Copy + 'static>(value: *const rtx_async_value_t, out: *mut T, function: &str) -> *mut rtx_error_t {
     catch_error(|| {
         // SAFETY: forwarded from the caller.
-        let value = unsafe { borrow(value, function, "value") }?;
+        let value = unsafe { handle::borrow(value, function, "value") }?;
         if out.is_null() {
             return Err(invalid_argument(format!("{function}: argument 'out' is NULL")));
         }
         let payload = *value.try_get::<T>().map_err(|e| match e {
             // The value's own error goes back unchanged, so C sees the producer's code and message.
             crate::host::async_value::AccessError::IsError(diagnostic) => diagnostic,
-            other => {
-                let mut diagnostic = other.into_diagnostic();
-                diagnostic.message = format!("{function}: {}", diagnostic.message);
-                diagnostic
-            }
+            other => other.into_diagnostic().context(function),
         })?;
         // SAFETY: `out` is non-null and writable by contract; written only on success.
         unsafe { out.write(payload) };
@@ -176,8 +152,8 @@ pub extern "C" fn rtx_async_value_new_chain() -> *mut rtx_async_value_t {
 pub unsafe extern "C" fn rtx_async_value_new_buffer_view(view: *mut rtx_buffer_view_t) -> *mut rtx_async_value_t {
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: forwarded from the caller.
-        let Ok(view) = (unsafe { buffer_view::borrow(view, "", "") }) else { return std::ptr::null_mut() };
-        into_handle(AsyncValueRef::available(Arc::clone(&*view)).into_untyped())
+        let Ok(view) = (unsafe { handle::clone(view, "", "") }) else { return std::ptr::null_mut() };
+        handle::to_handle(AsyncValueRef::available(view).into_untyped())
     })
 }
 
@@ -185,14 +161,14 @@ pub unsafe extern "C" fn rtx_async_value_new_buffer_view(view: *mut rtx_buffer_v
 /// type; `rtx_async_value_set_error` makes it an error.
 #[no_mangle]
 pub extern "C" fn rtx_async_value_new_unavailable() -> *mut rtx_async_value_t {
-    catch_or(std::ptr::null_mut(), || into_handle(RcAsyncValue::unavailable_slot()))
+    catch_or(std::ptr::null_mut(), || handle::to_handle(RcAsyncValue::unavailable_slot()))
 }
 
 /// A new unavailable value that is completed by forwarding it to another value
 /// (`rtx_async_value_forward`), e.g. a result whose producer is not known yet.
 #[no_mangle]
 pub extern "C" fn rtx_async_value_new_indirect() -> *mut rtx_async_value_t {
-    catch_or(std::ptr::null_mut(), || into_handle(IndirectAsyncValue::new().value()))
+    catch_or(std::ptr::null_mut(), || handle::to_handle(IndirectAsyncValue::new().value()))
 }
 
 /// A new error value with `code` (an `RTX_STATUS_CODE_*`) and `message` (copied; NULL = empty).
@@ -201,7 +177,10 @@ pub unsafe extern "C" fn rtx_async_value_new_error(code: u32, message: *const c_
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { message_arg(message) };
-        into_handle(RcAsyncValue::error(Diagnostic::new(status_from_c(code), message)))
+        handle::to_handle(RcAsyncValue::error(Diagnostic::new(
+            StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown),
+            message,
+        )))
     })
 }
 
@@ -260,14 +239,11 @@ pub unsafe extern "C" fn rtx_async_value_set_buffer_view(
     catch_error(|| {
         const FUNCTION: &str = "rtx_async_value_set_buffer_view";
         // SAFETY: forwarded from the caller.
-        let view = unsafe { buffer_view::borrow(view, FUNCTION, "view") }?;
+        let view = unsafe { handle::clone(view, FUNCTION, "view") }?;
         // SAFETY: forwarded from the caller.
-        let error = unsafe { set(value, Arc::clone(&*view), FUNCTION) };
-        match error.is_null() {
-            true => Ok(()),
-            // SAFETY: an error `set` just returned, taken over once.
-            false => Err(unsafe { super::error::rtx_error::take(error) }),
-        }
+        let error = unsafe { set(value, view, FUNCTION) };
+        // SAFETY: NULL or an error `set` just returned, taken over once.
+        unsafe { super::error::take(error) }.map_or(Ok(()), Err)
     })
 }
 
@@ -293,14 +269,11 @@ pub unsafe extern "C" fn rtx_async_value_set_error_code(
     catch_error(|| {
         const FUNCTION: &str = "rtx_async_value_set_error_code";
         // SAFETY: forwarded from the caller.
-        let value = unsafe { borrow(value, FUNCTION, "value") }?;
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { message_arg(message) };
-        value.set_error(Diagnostic::new(status_from_c(code), message)).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-            diagnostic
-        })
+        let code = StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown);
+        value.set_error(Diagnostic::new(code, message)).map_err(|e| e.into_diagnostic().context(FUNCTION))
     })
 }
 
@@ -315,19 +288,15 @@ pub unsafe extern "C" fn rtx_async_value_forward(
     catch_error(|| {
         const FUNCTION: &str = "rtx_async_value_forward";
         // SAFETY: forwarded from the caller.
-        let indirect = unsafe { borrow(indirect, FUNCTION, "indirect") }?;
+        let indirect = unsafe { handle::borrow(indirect, FUNCTION, "indirect") }?;
         // SAFETY: forwarded from the caller.
-        let target = unsafe { borrow(target, FUNCTION, "target") }?;
+        let target = unsafe { handle::borrow(target, FUNCTION, "target") }?;
         if !indirect.is_indirect() {
             return Err(invalid_argument(format!(
                 "{FUNCTION}: 'indirect' was not created by rtx_async_value_new_indirect"
             )));
         }
-        indirect.forward_indirect((*target).clone()).map_err(|e| {
-            let mut diagnostic = e.into_diagnostic();
-            diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-            diagnostic
-        })
+        indirect.forward_indirect((*target).clone()).map_err(|e| e.into_diagnostic().context(FUNCTION))
     })
 }
 
@@ -335,14 +304,14 @@ pub unsafe extern "C" fn rtx_async_value_forward(
 #[no_mangle]
 pub unsafe extern "C" fn rtx_async_value_is_available(value: *const rtx_async_value_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(value, "", "") }.is_ok_and(|v| v.is_available()))
+    catch_or(false, || unsafe { handle::borrow_opt(value) }.is_some_and(|v| v.is_available()))
 }
 
 /// True if the value is an error. False for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_async_value_is_error(value: *const rtx_async_value_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(value, "", "") }.is_ok_and(|v| v.is_error()))
+    catch_or(false, || unsafe { handle::borrow_opt(value) }.is_some_and(|v| v.is_error()))
 }
 
 /// What the value holds now. `RTX_VALUE_TYPE_UNAVAILABLE` for NULL.
@@ -351,7 +320,7 @@ pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -
     use rtx_value_type_t::*;
     catch_or(RTX_VALUE_TYPE_UNAVAILABLE, || {
         // SAFETY: forwarded from the caller.
-        let Ok(value) = (unsafe { borrow(value, "", "") }) else { return RTX_VALUE_TYPE_UNAVAILABLE };
+        let Some(value) = (unsafe { handle::borrow_opt(value) }) else { return RTX_VALUE_TYPE_UNAVAILABLE };
         if !value.is_available() {
             RTX_VALUE_TYPE_UNAVAILABLE
         } else if value.is_error() {
@@ -426,7 +395,7 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
     catch_error(|| {
         const FUNCTION: &str = "rtx_async_value_get_buffer_view";
         // SAFETY: forwarded from the caller.
-        let value = unsafe { borrow(value, FUNCTION, "value") }?;
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
         if out_view.is_null() {
             return Err(invalid_argument(format!("{FUNCTION}: argument 'out_view' is NULL")));
         }
@@ -437,14 +406,10 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
                 "{FUNCTION}: the value holds {}, not a buffer view",
                 crate::runtime::invocation::held_type(&value)
             )),
-            other => {
-                let mut diagnostic = other.into_diagnostic();
-                diagnostic.message = format!("{FUNCTION}: {}", diagnostic.message);
-                diagnostic
-            }
+            other => other.into_diagnostic().context(FUNCTION),
         })?;
         // SAFETY: `out_view` is non-null and writable by contract; written only on success.
-        unsafe { out_view.write(buffer_view::into_handle(Arc::clone(view))) };
+        unsafe { out_view.write(handle::to_handle(Arc::clone(view))) };
         Ok(())
     })
 }
@@ -455,9 +420,9 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
 pub unsafe extern "C" fn rtx_async_value_get_error(value: *const rtx_async_value_t) -> *mut rtx_error_t {
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: forwarded from the caller.
-        match unsafe { borrow(value, "", "") } {
-            Ok(value) => value.get_error().cloned().map_or(std::ptr::null_mut(), super::error::rtx_error::into_raw),
-            Err(_) => std::ptr::null_mut(),
+        match unsafe { handle::borrow_opt(value) } {
+            Some(value) => value.get_error().cloned().map_or(std::ptr::null_mut(), super::error::to_handle),
+            None => std::ptr::null_mut(),
         }
     })
 }
@@ -473,7 +438,7 @@ pub unsafe extern "C" fn rtx_async_value_and_then(
 ) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        let (Ok(value), Some(function)) = (unsafe { borrow(value, "", "") }, callback) else { return };
+        let (Some(value), Some(function)) = (unsafe { handle::borrow_opt(value) }, callback) else { return };
         let callback = Callback { function, user_data: UserData(user_data) };
         value.and_then(move || callback.call());
     })
@@ -511,7 +476,7 @@ pub unsafe extern "C" fn rtx_async_value_await(
     catch_error(|| {
         const FUNCTION: &str = "rtx_async_value_await";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { super::context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
         let values = unsafe { borrow_all(values, count, FUNCTION) }?;
         context.await_values(&values)
@@ -521,22 +486,13 @@ pub unsafe extern "C" fn rtx_async_value_await(
 /// Adds a reference and returns `value` (NULL stays NULL).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_async_value_retain(value: *mut rtx_async_value_t) -> *mut rtx_async_value_t {
-    catch_or(value, || {
-        // SAFETY: forwarded from the caller.
-        if let Ok(borrowed) = unsafe { borrow(value, "", "") } {
-            std::mem::forget((*borrowed).clone());
-        }
-        value
-    })
+    // SAFETY: a non-null `value` is a live handle by contract.
+    catch_or(value, || unsafe { handle::retain(value) })
 }
 
 /// Drops a reference; the last one frees the value. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_async_value_release(value: *mut rtx_async_value_t) {
-    catch_or((), || {
-        if !value.is_null() {
-            // SAFETY: the caller gives up one reference it owns.
-            drop(unsafe { RcAsyncValue::from_raw(value as *const ()) });
-        }
-    })
+    // SAFETY: the caller gives up one reference it owns.
+    catch_or((), || unsafe { handle::release(value) })
 }

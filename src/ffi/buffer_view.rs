@@ -7,13 +7,13 @@
 //! length never change), so every function on it is thread-safe.
 
 use std::ffi::c_void;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use super::error::rtx_error_t;
-use super::{catch_error, catch_or, invalid_argument, non_null};
+use super::handle::{self, Handle, OwnershipArc};
+use super::{catch_error, catch_or, invalid_argument};
 use crate::hal::buffer_view::BufferView;
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 
 /// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
 /// counted; immutable, so every function on it is thread-safe.
@@ -26,24 +26,9 @@ pub struct rtx_buffer_view {
 #[allow(non_camel_case_types)]
 pub type rtx_buffer_view_t = rtx_buffer_view;
 
-/// Hands a new reference to C.
-pub(crate) fn into_handle(view: Arc<BufferView>) -> *mut rtx_buffer_view_t {
-    Arc::into_raw(view) as *mut rtx_buffer_view_t
-}
-
-/// Borrows a buffer view handle without touching its count, or names the NULL argument.
-///
-/// # Safety
-/// A non-null `view` must be a live buffer view handle.
-pub(crate) unsafe fn borrow(
-    view: *const rtx_buffer_view_t,
-    function: &str,
-    argument: &str,
-) -> Result<ManuallyDrop<Arc<BufferView>>, Diagnostic> {
-    // SAFETY: forwarded from the caller; only used to check for NULL.
-    unsafe { non_null(view, function, argument) }?;
-    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
-    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(view as *const BufferView) }))
+impl Handle for rtx_buffer_view {
+    type RustType = BufferView;
+    type Ownership = OwnershipArc;
 }
 
 /// Creates a buffer view of `rank` dimensions `shape[0..rank]` (row-major, outermost first) whose
@@ -91,9 +76,9 @@ pub unsafe extern "C" fn rtx_buffer_view_new(
             // SAFETY: the caller guarantees `byte_length` readable bytes at a non-null `data`.
             (false, length) => unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) },
         };
-        let view = BufferView::from_host(shape.to_vec(), element_type, bytes).map_err(|e| e.context(FUNCTION))?;
+        let view = BufferView::from_host(shape.to_vec(), element_type, bytes).context(FUNCTION)?;
         // SAFETY: checked non-null above; written only on success.
-        unsafe { out_view.write(into_handle(Arc::new(view))) };
+        unsafe { out_view.write(handle::to_handle(Arc::new(view))) };
         Ok(())
     })
 }
@@ -101,39 +86,30 @@ pub unsafe extern "C" fn rtx_buffer_view_new(
 /// Adds a reference and returns `view` (NULL stays NULL).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_retain(view: *mut rtx_buffer_view_t) -> *mut rtx_buffer_view_t {
-    catch_or(view, || {
-        if !view.is_null() {
-            // SAFETY: a live handle from `Arc::into_raw`.
-            unsafe { Arc::increment_strong_count(view as *const BufferView) };
-        }
-        view
-    })
+    // SAFETY: a non-null `view` is a live handle by contract.
+    catch_or(view, || unsafe { handle::retain(view) })
 }
 
 /// Drops a reference; the last one (counting the async values and running programs that hold
 /// the view) frees it. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_release(view: *mut rtx_buffer_view_t) {
-    catch_or((), || {
-        if !view.is_null() {
-            // SAFETY: the caller gives up one reference it owns.
-            drop(unsafe { Arc::from_raw(view as *const BufferView) });
-        }
-    })
+    // SAFETY: the caller gives up one reference it owns.
+    catch_or((), || unsafe { handle::release(view) })
 }
 
 /// The element type code (e.g. 0x21000020 for f32). 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_element_type(view: *const rtx_buffer_view_t) -> u32 {
     // SAFETY: forwarded from the caller.
-    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.element_type()))
+    catch_or(0, || unsafe { handle::borrow_opt(view) }.map_or(0, |v| v.element_type()))
 }
 
 /// The number of dimensions (0 for a scalar tensor). 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_rank(view: *const rtx_buffer_view_t) -> usize {
     // SAFETY: forwarded from the caller.
-    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.shape().len()))
+    catch_or(0, || unsafe { handle::borrow_opt(view) }.map_or(0, |v| v.shape().len()))
 }
 
 /// Dimension `index` (0 ≤ index < `rtx_buffer_view_rank`), never negative. -1 if `view` is NULL
@@ -142,7 +118,7 @@ pub unsafe extern "C" fn rtx_buffer_view_rank(view: *const rtx_buffer_view_t) ->
 pub unsafe extern "C" fn rtx_buffer_view_dim(view: *const rtx_buffer_view_t, index: usize) -> i64 {
     catch_or(-1, || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(view, "", "") }.map_or(-1, |v| v.shape().get(index).copied().unwrap_or(-1))
+        unsafe { handle::borrow_opt(view) }.map_or(-1, |v| v.shape().get(index).copied().unwrap_or(-1))
     })
 }
 
@@ -150,7 +126,7 @@ pub unsafe extern "C" fn rtx_buffer_view_dim(view: *const rtx_buffer_view_t, ind
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_byte_length(view: *const rtx_buffer_view_t) -> usize {
     // SAFETY: forwarded from the caller.
-    catch_or(0, || unsafe { borrow(view, "", "") }.map_or(0, |v| v.buffer().len()))
+    catch_or(0, || unsafe { handle::borrow_opt(view) }.map_or(0, |v| v.buffer().len()))
 }
 
 /// The view's data, borrowed: `rtx_buffer_view_byte_length` bytes, valid while the view lives,
@@ -161,7 +137,7 @@ pub unsafe extern "C" fn rtx_buffer_view_byte_length(view: *const rtx_buffer_vie
 pub unsafe extern "C" fn rtx_buffer_view_data(view: *const rtx_buffer_view_t) -> *const c_void {
     catch_or(std::ptr::null(), || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(view, "", "") }.map_or(std::ptr::null(), |v| v.buffer().bytes().as_ptr().cast::<c_void>())
+        unsafe { handle::borrow_opt(view) }.map_or(std::ptr::null(), |v| v.buffer().bytes().as_ptr().cast::<c_void>())
     })
 }
 
@@ -178,7 +154,7 @@ pub unsafe extern "C" fn rtx_buffer_view_copy_data(
     catch_error(|| {
         const FUNCTION: &str = "rtx_buffer_view_copy_data";
         // SAFETY: forwarded from the caller.
-        let view = unsafe { borrow(view, FUNCTION, "view") }?;
+        let view = unsafe { handle::borrow(view, FUNCTION, "view") }?;
         let length = view.buffer().len();
         if length == 0 {
             return Ok(());

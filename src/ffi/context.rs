@@ -2,16 +2,16 @@
 //! and module instances (`runtime::Context`). Contexts share the process-wide runtime's threads.
 
 use std::ffi::c_char;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use super::allocator::{rtx_allocator_callbacks_t, CAllocator};
-use super::async_value::{into_handle, rtx_async_value_t};
+use super::async_value::rtx_async_value_t;
 use super::error::rtx_error_t;
+use super::handle::{self, Handle, OwnershipArc};
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
-use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, Callback, UserData};
+use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, Callback, UserData};
 use crate::host::work_queue::WorkQueueSpec;
-use crate::host::{Diagnostic, HostAllocator, StatusCode, SystemAllocator};
+use crate::host::{Diagnostic, HostAllocator, ResultExt, StatusCode, SystemAllocator};
 use crate::runtime::{Context, ContextOptions, QueueChoice, Runtime};
 
 /// A context: work queue + allocator + cancellation, a device and the modules added to it.
@@ -24,6 +24,11 @@ pub struct rtx_context {
 /// The handle type C sees.
 #[allow(non_camel_case_types)]
 pub type rtx_context_t = rtx_context;
+
+impl Handle for rtx_context {
+    type RustType = Context;
+    type Ownership = OwnershipArc;
+}
 
 /// Options for `rtx_context_new`. Initialise with `rtx_context_options_init`, which sets
 /// `struct_size`, so that a library newer than the header can tell which fields exist.
@@ -44,20 +49,6 @@ pub struct rtx_context_options_t {
     /// A host-provided allocator for the runtime's bulk memory; NULL means the system allocator.
     /// Copied; its `destroy` runs when the last memory from it is returned.
     pub allocator: *const rtx_allocator_callbacks_t,
-}
-
-/// Borrows a context handle, or names the NULL argument.
-///
-/// # Safety
-/// A non-null `context` must be a live context handle.
-pub(crate) unsafe fn borrow(
-    context: *const rtx_context_t,
-    function: &str,
-) -> Result<ManuallyDrop<Arc<Context>>, Diagnostic> {
-    // SAFETY: forwarded from the caller; only used to check for NULL.
-    unsafe { non_null(context, function, "context") }?;
-    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
-    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(context as *const Context) }))
 }
 
 /// Fills `options` with the defaults (multi-threaded queue, system allocator). NULL does nothing.
@@ -94,10 +85,9 @@ pub unsafe extern "C" fn rtx_context_new(
         // SAFETY: a non-null `options` points to a struct of at least `struct_size` bytes,
         // checked before any field is read.
         let options = unsafe { context_options(options, FUNCTION) }?;
-        let context = Runtime::shared().context_with(options).map_err(|e| e.context(FUNCTION))?;
-        let handle = Arc::into_raw(Arc::new(context)) as *mut rtx_context_t;
+        let context = Runtime::shared().context_with(options).context(FUNCTION)?;
         // SAFETY: checked non-null above; written only on success.
-        unsafe { out_context.write(handle) };
+        unsafe { out_context.write(handle::to_handle(Arc::new(context))) };
         Ok(())
     })
 }
@@ -130,7 +120,7 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
         // SAFETY: a non-null spec is NUL-terminated by contract.
         None => QueueChoice::Spec(
             WorkQueueSpec::parse(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
-                .map_err(|e| e.context(function))?,
+                .context(function)?,
         ),
     };
     let allocator: Arc<dyn HostAllocator> = match (allocator, allocator_table) {
@@ -146,25 +136,16 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
 /// Adds a reference and returns `context` (NULL stays NULL).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_retain(context: *mut rtx_context_t) -> *mut rtx_context_t {
-    catch_or(context, || {
-        if !context.is_null() {
-            // SAFETY: a live handle from `Arc::into_raw`.
-            unsafe { Arc::increment_strong_count(context as *const Context) };
-        }
-        context
-    })
+    // SAFETY: a non-null `context` is a live handle by contract.
+    catch_or(context, || unsafe { handle::retain(context) })
 }
 
 /// Drops a reference. The last one waits for the context's pending work (quiesce), stops its
 /// threads and frees it. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_release(context: *mut rtx_context_t) {
-    catch_or((), || {
-        if !context.is_null() {
-            // SAFETY: the caller gives up one reference it owns.
-            drop(unsafe { Arc::from_raw(context as *const Context) });
-        }
-    })
+    // SAFETY: the caller gives up one reference it owns.
+    catch_or((), || unsafe { handle::release(context) })
 }
 
 /// Waits until none of this context's work is queued or running, including work that running
@@ -175,7 +156,7 @@ pub unsafe extern "C" fn rtx_context_release(context: *mut rtx_context_t) {
 pub unsafe extern "C" fn rtx_context_quiesce(context: *mut rtx_context_t) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        if let Ok(context) = unsafe { borrow(context, "") } {
+        if let Some(context) = unsafe { handle::borrow_opt(context) } {
             // The only failure is being called from a worker, documented as returning at once.
             let _ = context.host().quiesce();
         }
@@ -192,7 +173,7 @@ pub unsafe extern "C" fn rtx_context_quiesce(context: *mut rtx_context_t) {
 pub unsafe extern "C" fn rtx_context_cancel(context: *mut rtx_context_t) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        if let Ok(context) = unsafe { borrow(context, "") } {
+        if let Some(context) = unsafe { handle::borrow_opt(context) } {
             context.host().cancel();
         }
     })
@@ -203,7 +184,7 @@ pub unsafe extern "C" fn rtx_context_cancel(context: *mut rtx_context_t) {
 pub unsafe extern "C" fn rtx_context_restart(context: *mut rtx_context_t) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        if let Ok(context) = unsafe { borrow(context, "") } {
+        if let Some(context) = unsafe { handle::borrow_opt(context) } {
             context.host().restart();
         }
     })
@@ -213,7 +194,7 @@ pub unsafe extern "C" fn rtx_context_restart(context: *mut rtx_context_t) {
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_is_cancelled(context: *const rtx_context_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host().is_cancelled()))
+    catch_or(false, || unsafe { handle::borrow_opt(context) }.is_some_and(|c| c.host().is_cancelled()))
 }
 
 /// A new reference to the context's cancellation value: unavailable until the context is
@@ -222,7 +203,8 @@ pub unsafe extern "C" fn rtx_context_is_cancelled(context: *const rtx_context_t)
 pub unsafe extern "C" fn rtx_context_cancellation_value(context: *const rtx_context_t) -> *mut rtx_async_value_t {
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(context, "") }.map_or(std::ptr::null_mut(), |c| into_handle(c.host().cancel_value()))
+        unsafe { handle::borrow_opt(context) }
+            .map_or(std::ptr::null_mut(), |c| handle::to_handle(c.host().cancel_value()))
     })
 }
 
@@ -261,7 +243,7 @@ unsafe fn enqueue(
 ) -> *mut rtx_error_t {
     catch_error(|| {
         // SAFETY: forwarded from the caller.
-        let context = unsafe { borrow(context, function) }?;
+        let context = unsafe { handle::borrow(context, function, "context") }?;
         let function_ptr = work.ok_or_else(|| invalid_argument(format!("{function}: argument 'work' is NULL")))?;
         if context.host().is_cancelled() {
             return Err(Diagnostic::new(
@@ -290,7 +272,8 @@ unsafe fn enqueue(
 pub unsafe extern "C" fn rtx_context_parallelism(context: *const rtx_context_t) -> u32 {
     catch_or(0, || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(context, "") }.map_or(0, |c| u32::try_from(c.host().parallelism_level()).unwrap_or(u32::MAX))
+        unsafe { handle::borrow_opt(context) }
+            .map_or(0, |c| u32::try_from(c.host().parallelism_level()).unwrap_or(u32::MAX))
     })
 }
 
@@ -298,7 +281,7 @@ pub unsafe extern "C" fn rtx_context_parallelism(context: *const rtx_context_t) 
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_is_in_worker_thread(context: *const rtx_context_t) -> bool {
     // SAFETY: forwarded from the caller.
-    catch_or(false, || unsafe { borrow(context, "") }.is_ok_and(|c| c.host().is_in_worker_thread()))
+    catch_or(false, || unsafe { handle::borrow_opt(context) }.is_some_and(|c| c.host().is_in_worker_thread()))
 }
 
 /// Allocates `size` bytes aligned to `align` (a power of two) from the context's allocator.
@@ -314,7 +297,7 @@ pub unsafe extern "C" fn rtx_context_allocate(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_allocate";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         if out_ptr.is_null() {
             return Err(invalid_argument(format!("{FUNCTION}: argument 'out_ptr' is NULL")));
         }
@@ -345,7 +328,8 @@ pub unsafe extern "C" fn rtx_context_deallocate(
 ) {
     catch_or((), || {
         // SAFETY: forwarded from the caller.
-        let (Ok(context), Some(ptr)) = (unsafe { borrow(context, "") }, std::ptr::NonNull::new(ptr.cast::<u8>()))
+        let (Some(context), Some(ptr)) =
+            (unsafe { handle::borrow_opt(context) }, std::ptr::NonNull::new(ptr.cast::<u8>()))
         else {
             return;
         };

@@ -4,9 +4,10 @@
 
 use std::ffi::c_char;
 
-use super::context::{self, rtx_context_t};
+use super::context::rtx_context_t;
 use super::error::rtx_error_t;
-use super::{c_str, catch_error};
+use super::{c_str, catch_error, handle};
+use crate::host::ResultExt;
 
 /// Gives the context the device `device` to run tensor programs on: `"local-sync"` (the CPU,
 /// every dispatch inline on the thread that runs the call) or `"local-task"` (the CPU, a
@@ -27,9 +28,9 @@ pub unsafe extern "C" fn rtx_context_add_device(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_add_device";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(device, FUNCTION, "device") }?;
-        context.add_device(name).map_err(|e| e.context(FUNCTION))
+        context.add_device(name).context(FUNCTION)
     })
 }

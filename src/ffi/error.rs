@@ -1,10 +1,14 @@
 //! `rtx_error_t`: the owned error object every fallible call returns (NULL means success).
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 
 use super::catch_or;
+use super::handle::{self, Handle, OwnershipBox};
+use crate::host::diagnostic::status_code_list;
 use crate::host::{Diagnostic, StatusCode};
 
+// Written out because cbindgen reads source, not macro output; `c_status_codes` below checks it
+// against the one list.
 /// Status codes (absl/IREE numbering). Returned values are always one of these; functions that
 /// take a code accept any `uint32_t` and treat unknown values as `RTX_STATUS_CODE_UNKNOWN`.
 #[repr(u32)]
@@ -35,64 +39,90 @@ pub enum rtx_status_code_t {
     RTX_STATUS_CODE_PANIC = 100,
 }
 
-impl From<StatusCode> for rtx_status_code_t {
-    fn from(code: StatusCode) -> rtx_status_code_t {
-        use rtx_status_code_t::*;
-        match code {
-            StatusCode::Ok => RTX_STATUS_CODE_OK,
-            StatusCode::Cancelled => RTX_STATUS_CODE_CANCELLED,
-            StatusCode::Unknown => RTX_STATUS_CODE_UNKNOWN,
-            StatusCode::InvalidArgument => RTX_STATUS_CODE_INVALID_ARGUMENT,
-            StatusCode::DeadlineExceeded => RTX_STATUS_CODE_DEADLINE_EXCEEDED,
-            StatusCode::NotFound => RTX_STATUS_CODE_NOT_FOUND,
-            StatusCode::AlreadyExists => RTX_STATUS_CODE_ALREADY_EXISTS,
-            StatusCode::PermissionDenied => RTX_STATUS_CODE_PERMISSION_DENIED,
-            StatusCode::ResourceExhausted => RTX_STATUS_CODE_RESOURCE_EXHAUSTED,
-            StatusCode::FailedPrecondition => RTX_STATUS_CODE_FAILED_PRECONDITION,
-            StatusCode::Aborted => RTX_STATUS_CODE_ABORTED,
-            StatusCode::OutOfRange => RTX_STATUS_CODE_OUT_OF_RANGE,
-            StatusCode::Unimplemented => RTX_STATUS_CODE_UNIMPLEMENTED,
-            StatusCode::Internal => RTX_STATUS_CODE_INTERNAL,
-            StatusCode::Unavailable => RTX_STATUS_CODE_UNAVAILABLE,
-            StatusCode::DataLoss => RTX_STATUS_CODE_DATA_LOSS,
-            StatusCode::Unauthenticated => RTX_STATUS_CODE_UNAUTHENTICATED,
-            StatusCode::Deferred => RTX_STATUS_CODE_DEFERRED,
-            StatusCode::Incompatible => RTX_STATUS_CODE_INCOMPATIBLE,
-            StatusCode::Panic => RTX_STATUS_CODE_PANIC,
+/// The C side of the one status code list (`host::diagnostic::status_code_list`): the conversion
+/// from `StatusCode` and the NUL-terminated names. A compile-time check, an exhaustive match over
+/// the C enum, fails the build when the enum above lacks a code of the list, has one more, or
+/// numbers one differently.
+macro_rules! c_status_codes {
+    ($($(#[$doc:meta])* $variant:ident = $number:literal, $name:literal, $c_name:ident;)*) => {
+        impl From<StatusCode> for rtx_status_code_t {
+            fn from(code: StatusCode) -> rtx_status_code_t {
+                match code {
+                    $(StatusCode::$variant => rtx_status_code_t::$c_name,)*
+                }
+            }
         }
+
+        const _: () = {
+            const fn number(code: rtx_status_code_t) -> u32 {
+                match code {
+                    $(rtx_status_code_t::$c_name => $number,)*
+                }
+            }
+            $(assert!(number(rtx_status_code_t::$c_name) == rtx_status_code_t::$c_name as u32);)*
+        };
+
+        /// The name of `code` as a C string (static storage).
+        fn c_name(code: StatusCode) -> &'static CStr {
+            match code {
+                $(StatusCode::$variant => {
+                    const NAME: &CStr = c_literal(concat!($name, "\0"));
+                    NAME
+                })*
+            }
+        }
+    };
+}
+status_code_list!(c_status_codes);
+
+/// A C string from a literal that ends in its NUL, checked at compile time.
+const fn c_literal(text: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(text.as_bytes()) {
+        Ok(text) => text,
+        Err(_) => panic!("a status code name has an interior NUL"),
     }
 }
 
 /// An owned error: a status code and a NUL-terminated message ("where: what").
 #[allow(non_camel_case_types)]
 pub struct rtx_error {
-    diagnostic: Diagnostic,
-    message: CString,
+    _private: [u8; 0],
 }
 
 /// The handle type C sees: `rtx_error_t*`, owned by the caller, freed with `rtx_error_delete`.
 #[allow(non_camel_case_types)]
 pub type rtx_error_t = rtx_error;
 
-impl rtx_error {
-    pub(crate) fn into_raw(diagnostic: Diagnostic) -> *mut rtx_error {
-        let text = match &diagnostic.location {
-            Some(location) => format!("{location}: {}", diagnostic.message),
-            None => diagnostic.message.clone(),
-        };
-        // Interior NULs would cut the message short in C; show them instead.
-        let message = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
-        Box::into_raw(Box::new(rtx_error { diagnostic, message }))
-    }
+/// What an `rtx_error_t` owns: the diagnostic, and its text as C reads it. One owner (`Box`).
+pub struct CError {
+    diagnostic: Diagnostic,
+    message: CString,
+}
 
-    /// Takes back an error a host returned to us (from a C native function, say): its diagnostic.
-    ///
-    /// # Safety
-    /// `error` must be a non-null error from [`rtx_error::into_raw`], not used afterwards.
-    pub(crate) unsafe fn take(error: *mut rtx_error) -> Diagnostic {
-        // SAFETY: forwarded from the caller: an owned error, freed here.
-        unsafe { Box::from_raw(error) }.diagnostic
-    }
+impl Handle for rtx_error {
+    type RustType = CError;
+    type Ownership = OwnershipBox;
+}
+
+/// Hands `diagnostic` to C as a new owned error.
+pub(crate) fn to_handle(diagnostic: Diagnostic) -> *mut rtx_error_t {
+    let text = match &diagnostic.location {
+        Some(location) => format!("{location}: {}", diagnostic.message),
+        None => diagnostic.message.clone(),
+    };
+    // Interior NULs would cut the message short in C; show them instead.
+    let message = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
+    handle::box_to_handle(CError { diagnostic, message })
+}
+
+/// Takes back an error a host returned to us (from a C native function, say): its diagnostic,
+/// or `None` for NULL (no error).
+///
+/// # Safety
+/// A non-null `error` must be an error from this library that the caller owns; it is freed here.
+pub(crate) unsafe fn take(error: *mut rtx_error_t) -> Option<Diagnostic> {
+    // SAFETY: forwarded from the caller.
+    unsafe { handle::take_box(error) }.map(|error| error.diagnostic)
 }
 
 /// A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
@@ -104,11 +134,11 @@ pub unsafe extern "C" fn rtx_error_new(code: u32, message: *const c_char) -> *mu
     catch_or(std::ptr::null_mut(), || {
         // SAFETY: a non-null message is NUL-terminated by contract.
         let message = unsafe { super::message_arg(message) };
-        let code = match status_from_c(code) {
-            StatusCode::Ok => StatusCode::Unknown,
-            code => code,
+        let code = match StatusCode::from_u32(code) {
+            None | Some(StatusCode::Ok) => StatusCode::Unknown,
+            Some(code) => code,
         };
-        rtx_error::into_raw(Diagnostic::new(code, message))
+        to_handle(Diagnostic::new(code, message))
     })
 }
 
@@ -117,7 +147,7 @@ pub unsafe extern "C" fn rtx_error_new(code: u32, message: *const c_char) -> *mu
 pub unsafe extern "C" fn rtx_error_code(error: *const rtx_error_t) -> rtx_status_code_t {
     catch_or(rtx_status_code_t::RTX_STATUS_CODE_INTERNAL, || {
         // SAFETY: a non-null `error` is a live error from this library.
-        match unsafe { error.as_ref() } {
+        match unsafe { handle::borrow_opt(error) } {
             Some(error) => error.diagnostic.code.into(),
             None => rtx_status_code_t::RTX_STATUS_CODE_OK,
         }
@@ -130,7 +160,7 @@ pub unsafe extern "C" fn rtx_error_code(error: *const rtx_error_t) -> rtx_status
 pub unsafe extern "C" fn rtx_error_message(error: *const rtx_error_t) -> *const c_char {
     catch_or(c"".as_ptr(), || {
         // SAFETY: a non-null `error` is a live error from this library.
-        match unsafe { error.as_ref() } {
+        match unsafe { handle::borrow_opt(error) } {
             Some(error) => error.message.as_ptr(),
             None => c"".as_ptr(),
         }
@@ -140,48 +170,59 @@ pub unsafe extern "C" fn rtx_error_message(error: *const rtx_error_t) -> *const 
 /// Frees an error. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_error_delete(error: *mut rtx_error_t) {
-    catch_or((), || {
-        if !error.is_null() {
-            // SAFETY: `error` came from `rtx_error_t::into_raw` and is freed once, by contract.
-            drop(unsafe { Box::from_raw(error) });
-        }
-    })
+    // SAFETY: a non-null `error` is the caller's to free, once, by contract.
+    catch_or((), || drop(unsafe { handle::take_box(error) }))
 }
 
 /// The upper-case name of a status code (`"INVALID_ARGUMENT"`); `"UNKNOWN"` for values that are
 /// not codes. Static storage: never freed.
 #[no_mangle]
 pub extern "C" fn rtx_status_code_name(code: u32) -> *const c_char {
-    catch_or(c"UNKNOWN".as_ptr(), || {
-        let name = StatusCode::from_u32(code).map_or("UNKNOWN", StatusCode::as_str);
-        STATUS_NAMES.iter().find(|n| n.to_bytes() == name.as_bytes()).map_or(c"UNKNOWN".as_ptr(), |n| n.as_ptr())
-    })
+    catch_or(c"UNKNOWN".as_ptr(), || StatusCode::from_u32(code).map_or(c"UNKNOWN", c_name).as_ptr())
 }
 
-const STATUS_NAMES: [&std::ffi::CStr; 20] = [
-    c"OK",
-    c"CANCELLED",
-    c"UNKNOWN",
-    c"INVALID_ARGUMENT",
-    c"DEADLINE_EXCEEDED",
-    c"NOT_FOUND",
-    c"ALREADY_EXISTS",
-    c"PERMISSION_DENIED",
-    c"RESOURCE_EXHAUSTED",
-    c"FAILED_PRECONDITION",
-    c"ABORTED",
-    c"OUT_OF_RANGE",
-    c"UNIMPLEMENTED",
-    c"INTERNAL",
-    c"UNAVAILABLE",
-    c"DATA_LOSS",
-    c"UNAUTHENTICATED",
-    c"DEFERRED",
-    c"INCOMPATIBLE",
-    c"PANIC",
-];
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A status code from its C number; unknown numbers become `Unknown`.
-pub(crate) fn status_from_c(code: u32) -> StatusCode {
-    StatusCode::from_u32(code).unwrap_or(StatusCode::Unknown)
+    /// `iree_status_code_t` and `iree_status_code_string` (IREE's `iree/base/status.h`), and our
+    /// own PANIC.
+    const IREE_CODES: [(u32, &str); 20] = [
+        (0, "OK"),
+        (1, "CANCELLED"),
+        (2, "UNKNOWN"),
+        (3, "INVALID_ARGUMENT"),
+        (4, "DEADLINE_EXCEEDED"),
+        (5, "NOT_FOUND"),
+        (6, "ALREADY_EXISTS"),
+        (7, "PERMISSION_DENIED"),
+        (8, "RESOURCE_EXHAUSTED"),
+        (9, "FAILED_PRECONDITION"),
+        (10, "ABORTED"),
+        (11, "OUT_OF_RANGE"),
+        (12, "UNIMPLEMENTED"),
+        (13, "INTERNAL"),
+        (14, "UNAVAILABLE"),
+        (15, "DATA_LOSS"),
+        (16, "UNAUTHENTICATED"),
+        (17, "DEFERRED"),
+        (18, "INCOMPATIBLE"),
+        (100, "PANIC"),
+    ];
+
+    #[test]
+    fn every_code_keeps_irees_number_and_name_in_rust_and_in_c() {
+        for (number, name) in IREE_CODES {
+            let code = StatusCode::from_u32(number).unwrap();
+            assert_eq!((code as u32, code.as_str()), (number, name));
+            assert_eq!(rtx_status_code_t::from(code) as u32, number, "{name}");
+            // SAFETY: the names have static storage.
+            assert_eq!(unsafe { CStr::from_ptr(rtx_status_code_name(number)) }.to_str(), Ok(name));
+        }
+        for number in [19, 99, 101, u32::MAX] {
+            assert_eq!(StatusCode::from_u32(number), None);
+            // SAFETY: as above.
+            assert_eq!(unsafe { CStr::from_ptr(rtx_status_code_name(number)) }.to_str(), Ok("UNKNOWN"));
+        }
+    }
 }

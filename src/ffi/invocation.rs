@@ -3,11 +3,12 @@
 
 use std::ffi::c_char;
 
-use super::async_value::{borrow_all, into_handle, rtx_async_value_t};
-use super::context::{self, rtx_context_t};
+use super::async_value::{borrow_all, rtx_async_value_t};
+use super::context::rtx_context_t;
 use super::error::rtx_error_t;
+use super::handle;
 use super::{c_str, catch_error, invalid_argument};
-use crate::host::Diagnostic;
+use crate::host::ResultExt;
 use crate::runtime::invocation::plural;
 
 /// Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
@@ -54,10 +55,10 @@ pub unsafe extern "C" fn rtx_context_invoke(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_invoke";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
-        let function = context.function(name).map_err(|e| e.context(FUNCTION))?;
+        let function = context.function(name).context(FUNCTION)?;
         let declared = function.declared_arguments();
         let counts_fit = num_args == declared || (function.takes_fences() && num_args == declared + 2);
         if !counts_fit || num_results != function.results.len() {
@@ -82,12 +83,12 @@ pub unsafe extern "C" fn rtx_context_invoke(
         }
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
         let arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
-            .map_err(|e| Diagnostic { message: e.message.replace("'values", "'args"), ..e })?;
-        let promises = context.invoke(&function, &arguments).map_err(|e| e.context(FUNCTION))?;
+            .map_err(|e| e.map_message(|message| message.replace("'values", "'args")))?;
+        let promises = context.invoke(&function, &arguments).context(FUNCTION)?;
         for (index, promise) in promises.into_iter().enumerate() {
             // SAFETY: `results` has room for `num_results` handles by contract; each is a new
             // reference for the caller. Written only now, when nothing can fail any more.
-            unsafe { results.add(index).write(into_handle(promise)) };
+            unsafe { results.add(index).write(handle::to_handle(promise)) };
         }
         Ok(())
     })

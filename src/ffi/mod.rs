@@ -6,8 +6,8 @@
 //! - every pointer is checked: a NULL handle gives INVALID_ARGUMENT, or does nothing in a
 //!   function that cannot fail;
 //! - out-parameters are written only on success;
-//! - handles are converted only through the typed helpers below, so an `Arc` handle cannot be
-//!   freed as a `Box` (rustls-ffi's idea).
+//! - handles are converted only through the typed helpers of [`handle`], so one family's handle
+//!   cannot be borrowed or freed as another's (rustls-ffi's idea).
 //!
 //! `include/rtx.h` is generated from this folder by cbindgen (`tests/header.rs`).
 //!
@@ -24,6 +24,7 @@ pub mod buffer_view;
 pub mod context;
 pub mod device;
 pub mod error;
+pub mod handle;
 pub mod invocation;
 pub mod module;
 pub mod native_module;
@@ -40,8 +41,8 @@ use error::rtx_error_t;
 pub(crate) fn catch_error(body: impl FnOnce() -> Result<(), Diagnostic>) -> *mut rtx_error_t {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => std::ptr::null_mut(),
-        Ok(Err(diagnostic)) => error::rtx_error::into_raw(diagnostic),
-        Err(payload) => error::rtx_error::into_raw(panic_diagnostic(payload)),
+        Ok(Err(diagnostic)) => error::to_handle(diagnostic),
+        Err(payload) => error::to_handle(panic_diagnostic(payload)),
     }
 }
 
@@ -57,15 +58,6 @@ fn panic_diagnostic(payload: Box<dyn std::any::Any + Send>) -> Diagnostic {
 
 pub(crate) fn invalid_argument(message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(StatusCode::InvalidArgument, message)
-}
-
-/// Borrows `*ptr`, or names the NULL argument in an INVALID_ARGUMENT error.
-///
-/// # Safety
-/// A non-null `ptr` must point to a live `T` for the returned lifetime.
-pub(crate) unsafe fn non_null<'a, T>(ptr: *const T, function: &str, argument: &str) -> Result<&'a T, Diagnostic> {
-    // SAFETY: forwarded from the caller.
-    unsafe { ptr.as_ref() }.ok_or_else(|| invalid_argument(format!("{function}: argument '{argument}' is NULL")))
 }
 
 /// Reads a NUL-terminated UTF-8 string argument.

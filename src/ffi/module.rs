@@ -3,13 +3,13 @@
 //! once loaded, so every function on it is thread-safe.
 
 use std::ffi::{c_char, CString};
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use super::context::{self, rtx_context_t};
+use super::context::rtx_context_t;
 use super::error::rtx_error_t;
-use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null};
-use crate::host::{Diagnostic, StatusCode};
+use super::handle::{self, Handle, OwnershipArc};
+use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::runtime::Module;
 use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
 
@@ -111,6 +111,11 @@ pub struct rtx_module {
 #[allow(non_camel_case_types)]
 pub type rtx_module_t = rtx_module;
 
+impl Handle for rtx_module {
+    type RustType = ModuleHandle;
+    type Ownership = OwnershipArc;
+}
+
 /// The signature of one exported function (`rtx_module_function_signature`). Set `struct_size`
 /// to `sizeof(rtx_function_signature_t)` before the call, so that a library newer than the
 /// header writes only the fields the caller knows. Every pointer is borrowed from the module and
@@ -137,20 +142,6 @@ pub struct rtx_function_signature_t {
     pub result_kinds: *const rtx_value_kind_t,
 }
 
-/// Borrows a module handle, or names the NULL argument.
-///
-/// # Safety
-/// A non-null `module` must be a live module handle.
-pub(crate) unsafe fn borrow(
-    module: *const rtx_module_t,
-    function: &str,
-) -> Result<ManuallyDrop<Arc<ModuleHandle>>, Diagnostic> {
-    // SAFETY: forwarded from the caller; only used to check for NULL.
-    unsafe { non_null(module, function, "module") }?;
-    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
-    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(module as *const ModuleHandle) }))
-}
-
 /// Writes a new module handle to `out` after checking `out` for NULL; `load` runs only then.
 ///
 /// # Safety
@@ -163,10 +154,9 @@ unsafe fn load_into(
     if out.is_null() {
         return Err(invalid_argument(format!("{function}: argument 'out_module' is NULL")));
     }
-    let module = load().map_err(|e| e.context(function))?;
-    let handle = Arc::into_raw(Arc::new(ModuleHandle::new(module))) as *mut rtx_module_t;
+    let module = load().context(function)?;
     // SAFETY: checked non-null above; written only on success.
-    unsafe { out.write(handle) };
+    unsafe { out.write(handle::to_handle(Arc::new(ModuleHandle::new(module)))) };
     Ok(())
 }
 
@@ -218,25 +208,16 @@ pub unsafe extern "C" fn rtx_module_load_memory(
 /// Adds a reference and returns `module` (NULL stays NULL).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_module_retain(module: *mut rtx_module_t) -> *mut rtx_module_t {
-    catch_or(module, || {
-        if !module.is_null() {
-            // SAFETY: a live handle from `Arc::into_raw`.
-            unsafe { Arc::increment_strong_count(module as *const ModuleHandle) };
-        }
-        module
-    })
+    // SAFETY: a non-null `module` is a live handle by contract.
+    catch_or(module, || unsafe { handle::retain(module) })
 }
 
 /// Drops a reference; the last one (counting the contexts the module was added to) frees it.
 /// NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_module_release(module: *mut rtx_module_t) {
-    catch_or((), || {
-        if !module.is_null() {
-            // SAFETY: the caller gives up one reference it owns.
-            drop(unsafe { Arc::from_raw(module as *const ModuleHandle) });
-        }
-    })
+    // SAFETY: the caller gives up one reference it owns.
+    catch_or((), || unsafe { handle::release(module) })
 }
 
 /// The module's name (what imports and `"module.function"` names use). Borrowed: valid while
@@ -245,7 +226,7 @@ pub unsafe extern "C" fn rtx_module_release(module: *mut rtx_module_t) {
 pub unsafe extern "C" fn rtx_module_name(module: *const rtx_module_t) -> *const c_char {
     catch_or(c"".as_ptr(), || {
         // SAFETY: forwarded from the caller.
-        unsafe { borrow(module, "") }.map_or(c"".as_ptr(), |m| m.name.as_ptr())
+        unsafe { handle::borrow_opt(module) }.map_or(c"".as_ptr(), |m| m.name.as_ptr())
     })
 }
 
@@ -253,7 +234,7 @@ pub unsafe extern "C" fn rtx_module_name(module: *const rtx_module_t) -> *const 
 #[no_mangle]
 pub unsafe extern "C" fn rtx_module_function_count(module: *const rtx_module_t) -> usize {
     // SAFETY: forwarded from the caller.
-    catch_or(0, || unsafe { borrow(module, "") }.map_or(0, |m| m.functions.len()))
+    catch_or(0, || unsafe { handle::borrow_opt(module) }.map_or(0, |m| m.functions.len()))
 }
 
 /// The name of exported function `index` (0 ≤ index < `rtx_module_function_count`), without the
@@ -263,7 +244,7 @@ pub unsafe extern "C" fn rtx_module_function_count(module: *const rtx_module_t) 
 pub unsafe extern "C" fn rtx_module_function_name(module: *const rtx_module_t, index: usize) -> *const c_char {
     catch_or(std::ptr::null(), || {
         // SAFETY: forwarded from the caller.
-        let Ok(module) = (unsafe { borrow(module, "") }) else { return std::ptr::null() };
+        let Some(module) = (unsafe { handle::borrow_opt(module) }) else { return std::ptr::null() };
         module.functions.get(index).map_or(std::ptr::null(), |f| f.name.as_ptr())
     })
 }
@@ -282,7 +263,7 @@ pub unsafe extern "C" fn rtx_module_function_signature(
     catch_error(|| {
         const FUNCTION: &str = "rtx_module_function_signature";
         // SAFETY: forwarded from the caller.
-        let module = unsafe { borrow(module, FUNCTION) }?;
+        let module = unsafe { handle::borrow(module, FUNCTION, "module") }?;
         // SAFETY: reading `struct_size` first is valid for any version of the struct.
         let Some(struct_size) = (unsafe { out.cast::<usize>().as_ref() }).copied() else {
             return Err(invalid_argument(format!("{FUNCTION}: argument 'out' is NULL")));
@@ -298,10 +279,7 @@ pub unsafe extern "C" fn rtx_module_function_signature(
                 ),
             )
         })?;
-        let (arguments, results) = function
-            .kinds
-            .as_ref()
-            .map_err(|e| Diagnostic { message: format!("{FUNCTION}: {}", e.message), ..e.clone() })?;
+        let (arguments, results) = function.kinds.as_ref().map_err(|e| e.clone().context(FUNCTION))?;
         let array = |kinds: &[rtx_value_kind_t]| if kinds.is_empty() { std::ptr::null() } else { kinds.as_ptr() };
         let signature = rtx_function_signature_t {
             struct_size,
@@ -334,9 +312,9 @@ pub unsafe extern "C" fn rtx_context_add_module(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_add_module";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
-        let module = unsafe { borrow(module, FUNCTION) }?;
-        context.add_module(&module.module).map_err(|e| e.context(FUNCTION))
+        let module = unsafe { handle::borrow(module, FUNCTION, "module") }?;
+        context.add_module(&module.module).context(FUNCTION)
     })
 }

@@ -6,14 +6,14 @@
 //! the module is created.
 
 use std::ffi::{c_char, c_void};
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use super::context::{self, rtx_context_t};
-use super::error::{rtx_error, rtx_error_t};
+use super::context::rtx_context_t;
+use super::error::{self, rtx_error_t};
+use super::handle::{self, Handle, OwnershipArc};
 use super::module::rtx_value_kind_t;
-use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, non_null, UserData};
-use crate::host::{Diagnostic, StatusCode};
+use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, UserData};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
@@ -201,13 +201,9 @@ impl NativeModule for CNativeModule {
         if let Some(create_state) = self.host.create_state {
             // SAFETY: the host's callback with its own user data and a writable out-pointer.
             let error = unsafe { create_state(self.host.user_data.0, &mut state) };
-            if !error.is_null() {
-                // SAFETY: the host returned an error it owned; we take it over.
-                let error = unsafe { rtx_error::take(error) };
-                return Err(Diagnostic {
-                    message: format!("native module `{}`: create_state failed: {}", self.name, error.message),
-                    ..error
-                });
+            // SAFETY: the host returned NULL or an error it owned; we take it over.
+            if let Some(error) = unsafe { error::take(error) } {
+                return Err(error.context(format_args!("native module `{}`: create_state failed", self.name)));
             }
         }
         Ok(Box::new(CState { state: UserData(state), host: Arc::clone(&self.host) }))
@@ -259,10 +255,9 @@ impl NativeModule for CNativeModule {
         // and `results.len()` writable ones, as its documentation promises.
         let error =
             unsafe { (entry.function)(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, results.len()) };
-        if !error.is_null() {
-            // SAFETY: the host returned an error it owned; we take it over.
-            let error = unsafe { rtx_error::take(error) };
-            return Err(Diagnostic { message: format!("`{full_name}`: {}", error.message), ..error });
+        // SAFETY: the host returned NULL or an error it owned; we take it over.
+        if let Some(error) = unsafe { error::take(error) } {
+            return Err(error.context(format_args!("`{full_name}`")));
         }
         let values = results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)).collect();
         Ok(NativeOutcome::Ready(values))
@@ -280,18 +275,9 @@ pub struct rtx_native_module {
 #[allow(non_camel_case_types)]
 pub type rtx_native_module_t = rtx_native_module;
 
-/// Borrows a native module handle, or names the NULL argument.
-///
-/// # Safety
-/// A non-null `module` must be a live native module handle.
-unsafe fn borrow(
-    module: *const rtx_native_module_t,
-    function: &str,
-) -> Result<ManuallyDrop<Arc<CNativeModule>>, Diagnostic> {
-    // SAFETY: forwarded from the caller; only used to check for NULL.
-    unsafe { non_null(module, function, "module") }?;
-    // SAFETY: a live handle is a pointer from `Arc::into_raw`; ManuallyDrop keeps the count.
-    Ok(ManuallyDrop::new(unsafe { Arc::from_raw(module as *const CNativeModule) }))
+impl Handle for rtx_native_module {
+    type RustType = CNativeModule;
+    type Ownership = OwnershipArc;
 }
 
 /// Sets `struct_size` and clears every other field (no functions, no callbacks). NULL does
@@ -373,9 +359,8 @@ pub unsafe extern "C" fn rtx_native_module_new(
             destroy_state: options.destroy_state,
         });
         let module = CNativeModule { name: name.to_owned(), version: options.version, functions, entries, host };
-        let handle = Arc::into_raw(Arc::new(module)) as *mut rtx_native_module_t;
         // SAFETY: checked non-null above; written only on success.
-        unsafe { out_module.write(handle) };
+        unsafe { out_module.write(handle::to_handle(Arc::new(module))) };
         Ok(())
     })
 }
@@ -427,25 +412,16 @@ fn parse_function(
 /// Adds a reference and returns `module` (NULL stays NULL).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_native_module_retain(module: *mut rtx_native_module_t) -> *mut rtx_native_module_t {
-    catch_or(module, || {
-        if !module.is_null() {
-            // SAFETY: a live handle from `Arc::into_raw`.
-            unsafe { Arc::increment_strong_count(module as *const CNativeModule) };
-        }
-        module
-    })
+    // SAFETY: a non-null `module` is a live handle by contract.
+    catch_or(module, || unsafe { handle::retain(module) })
 }
 
 /// Drops a reference; the last one (counting the contexts the module was added to) frees it and
 /// runs its `destroy` callback. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_native_module_release(module: *mut rtx_native_module_t) {
-    catch_or((), || {
-        if !module.is_null() {
-            // SAFETY: the caller gives up one reference it owns.
-            drop(unsafe { Arc::from_raw(module as *const CNativeModule) });
-        }
-    })
+    // SAFETY: the caller gives up one reference it owns.
+    catch_or((), || unsafe { handle::release(module) })
 }
 
 /// Adds a native module to the context's VM context, creating its state for this context
@@ -461,10 +437,9 @@ pub unsafe extern "C" fn rtx_context_add_native_module(
     catch_error(|| {
         const FUNCTION: &str = "rtx_context_add_native_module";
         // SAFETY: forwarded from the caller.
-        let context = unsafe { context::borrow(context, FUNCTION) }?;
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
-        let module = unsafe { borrow(module, FUNCTION) }?;
-        let module: Arc<dyn NativeModule> = Arc::clone(&*module) as Arc<CNativeModule>;
-        context.add_native_module(module).map_err(|e| e.context(FUNCTION))
+        let module: Arc<dyn NativeModule> = unsafe { handle::clone(module, FUNCTION, "module") }?;
+        context.add_native_module(module).context(FUNCTION)
     })
 }

@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+use super::handle::{self, Handle, OwnershipBox};
 use super::{catch_or, check_struct_size, invalid_argument, message_arg};
 use crate::host::work_queue::{refuse_on_own_thread, run_task};
 use crate::host::{join, Diagnostic, RcAsyncValue, Task, WorkQueue};
@@ -40,13 +41,24 @@ pub struct rtx_work_queue_callbacks_t {
 /// A unit of work handed to a host queue. Opaque; consumed by `rtx_task_run` or `rtx_task_delete`.
 #[allow(non_camel_case_types)]
 pub struct rtx_task {
-    task: Task,
-    tracker: Arc<Tracker>,
+    _private: [u8; 0],
 }
 
 /// The handle type C sees.
 #[allow(non_camel_case_types)]
 pub type rtx_task_t = rtx_task;
+
+/// What an `rtx_task_t` owns: the task and the count of its queue's outstanding tasks. One owner
+/// (`Box`): the host until it runs or deletes the task.
+pub struct HostTask {
+    task: Task,
+    tracker: Arc<Tracker>,
+}
+
+impl Handle for rtx_task {
+    type RustType = HostTask;
+    type Ownership = OwnershipBox;
+}
 
 /// Counts the tasks a queue handed to the host that have not finished, for quiesce.
 struct Tracker {
@@ -138,7 +150,7 @@ impl CWorkQueue {
 
     fn wrap(&self, task: Task) -> *mut rtx_task_t {
         self.tracker.started();
-        Box::into_raw(Box::new(rtx_task { task, tracker: Arc::clone(&self.tracker) }))
+        handle::box_to_handle(HostTask { task, tracker: Arc::clone(&self.tracker) })
     }
 }
 
@@ -161,7 +173,7 @@ impl WorkQueue for CWorkQueue {
             return Ok(());
         }
         // SAFETY: refused, so the handle is still ours and unconsumed.
-        let refused = unsafe { Box::from_raw(handle) };
+        let refused = unsafe { handle::take_box(handle) }.expect("`wrap` never returns NULL");
         refused.tracker.finished();
         Err(refused.task)
     }
@@ -204,11 +216,8 @@ impl Drop for CWorkQueue {
 #[no_mangle]
 pub unsafe extern "C" fn rtx_task_run(task: *mut rtx_task_t) {
     catch_or((), || {
-        if task.is_null() {
-            return;
-        }
         // SAFETY: the host passes each task it was given exactly once.
-        let rtx_task { task, tracker } = *unsafe { Box::from_raw(task) };
+        let Some(HostTask { task, tracker }) = (unsafe { handle::take_box(task) }) else { return };
         let outer = RUNNING.with(|running| running.replace(tracker.id()));
         run_task(task);
         RUNNING.with(|running| running.set(outer));
@@ -221,9 +230,8 @@ pub unsafe extern "C" fn rtx_task_run(task: *mut rtx_task_t) {
 #[no_mangle]
 pub unsafe extern "C" fn rtx_task_delete(task: *mut rtx_task_t) {
     catch_or((), || {
-        if !task.is_null() {
-            // SAFETY: the host passes each task it was given exactly once.
-            let task = unsafe { Box::from_raw(task) };
+        // SAFETY: the host passes each task it was given exactly once.
+        if let Some(task) = unsafe { handle::take_box(task) } {
             task.tracker.finished();
         }
     })

@@ -65,9 +65,8 @@ impl RefObject for Buffer {
 impl Buffer {
     /// Fresh zeroed memory of `length` bytes.
     pub fn allocate(memory_types: u32, usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        let bytes = Bytes::allocate(length, 64).map_err(|e| {
-            Diagnostic::new(e.code, format!("failed to allocate buffer of length {length}; {}", e.message))
-        })?;
+        let bytes = Bytes::allocate(length, 64)
+            .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;
         Ok(Buffer { bytes, memory_types: memory_types | memory_type::CPU, usage: usage | usage::CPU })
     }
 

@@ -418,7 +418,7 @@ fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diag
     let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
     let shape = a.i64_span()?;
     view.check(element_type, encoding, &shape)
-        .map_err(|e| Diagnostic::new(e.code, format!("{} {}", text(name), e.message)))?;
+        .map_err(|e| e.map_message(|message| format!("{} {message}", text(name))))?;
     none()
 }
 
@@ -435,13 +435,11 @@ fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diag
         buffer
             .subspan(offset, length)
             .map_err(|e| {
-                Diagnostic::new(
-                    e.code,
+                e.map_message(|message| {
                     format!(
-                        "invalid subspan of an existing buffer (source_offset={offset}, length={length}); {}",
-                        e.message
-                    ),
-                )
+                        "invalid subspan of an existing buffer (source_offset={offset}, length={length}); {message}"
+                    )
+                })
             })?
             .into_ref()
     } else {

@@ -16,6 +16,6 @@ pub use allocator::{CountingAllocator, HostAllocator, HostBuffer, SystemAllocato
 pub use async_value::{AsyncValueRef, IndirectAsyncValue, RcAsyncValue, State};
 pub use chain::Chain;
 pub use context::HostContext;
-pub use diagnostic::{Diagnostic, Location, StatusCode};
+pub use diagnostic::{Diagnostic, Location, ResultExt, StatusCode};
 pub use join::{block_until_ready, run_when_ready};
 pub use work_queue::{Task, WorkQueue};

@@ -200,9 +200,7 @@ impl Context {
         arguments.push(Value::Ref(None));
         arguments.push(Value::Ref(Some(Ref::Object(signal.clone()))));
         let results = self.vm.invoke(function, arguments)?;
-        signal
-            .wait()
-            .map_err(|error| Diagnostic { message: format!("{}; waiting on finish fence", error.message), ..error })?;
+        signal.wait().map_err(|error| error.map_message(|message| format!("{message}; waiting on finish fence")))?;
         Ok(results)
     }
 

@@ -32,7 +32,7 @@ use std::sync::{Arc, Weak};
 use super::context::Function;
 use crate::hal::buffer_view::BufferView;
 use crate::hal::fence::{Fence, Reached};
-use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
+use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
 use crate::vm::abi::ValueKind;
 use crate::vm::context::{Context as VmContext, FunctionHandle};
 use crate::vm::interpreter::{Invocation, Step};
@@ -191,10 +191,7 @@ impl Call {
             .zip(&self.arguments)
             .enumerate()
             .map(|(index, (value, kind))| {
-                argument(value, *kind).map_err(|error| Diagnostic {
-                    message: format!("argument {index} of `{name}`: {}", error.message),
-                    ..error
-                })
+                argument(value, *kind).with_context(|| format!("argument {index} of `{name}`"))
             })
             .collect::<Result<Vec<Value>, Diagnostic>>()?;
         let signal = match &self.fences {
@@ -202,10 +199,7 @@ impl Call {
             Fences::Implicit => Some(Fence::new()),
             Fences::Explicit { wait, signal } => {
                 if let Some(error) = wait.get_error() {
-                    return Err(Diagnostic {
-                        message: format!("the wait fence of `{name}` failed: {}", error.message),
-                        ..error.clone()
-                    });
+                    return Err(error.clone().context(format_args!("the wait fence of `{name}` failed")));
                 }
                 Some(Fence::from_point(signal.clone()))
             }

@@ -193,10 +193,7 @@ impl Context {
                 let mut linked = self.lock();
                 linked.instances.truncate(instance);
                 linked.states.truncate(instance);
-                return Err(Diagnostic {
-                    message: format!("`{}.__init` failed: {}", module.name(), error.message),
-                    ..error
-                });
+                return Err(error.context(format_args!("`{}.__init` failed", module.name())));
             }
         }
         Ok(())
