@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, Callback, UserData};
 use crate::host::work_queue::WorkQueueSpec;
-use crate::host::{Diagnostic, HostAllocator, ResultExt, StatusCode, SystemAllocator};
+use crate::host::{Diagnostic, HostAllocator, ResultExt, SystemAllocator};
 use crate::runtime::{Context, ContextOptions, QueueChoice, Runtime};
 
 /// A context: work queue + allocator + cancellation, a device and the modules added to it.
@@ -245,25 +245,8 @@ unsafe fn enqueue(
         // SAFETY: forwarded from the caller.
         let context = unsafe { handle::borrow(context, function, "context") }?;
         let function_ptr = work.ok_or_else(|| invalid_argument(format!("{function}: argument 'work' is NULL")))?;
-        if context.host().is_cancelled() {
-            return Err(Diagnostic::new(
-                StatusCode::Cancelled,
-                format!("{function}: the context is cancelled; work was not queued"),
-            ));
-        }
         let callback = Callback { function: function_ptr, user_data: UserData(user_data) };
-        let queue = context.host().work_queue();
-        let task = Box::new(move || callback.call());
-        if !blocking {
-            queue.add_task(task);
-            return Ok(());
-        }
-        queue.add_blocking_task(task, true).map_err(|_refused| {
-            Diagnostic::new(
-                StatusCode::ResourceExhausted,
-                format!("{function}: work queue '{}' cannot take blocking work", queue.name()),
-            )
-        })
+        context.host().enqueue_task(Box::new(move || callback.call()), blocking).context(function)
     })
 }
 
@@ -301,17 +284,7 @@ pub unsafe extern "C" fn rtx_context_allocate(
         if out_ptr.is_null() {
             return Err(invalid_argument(format!("{FUNCTION}: argument 'out_ptr' is NULL")));
         }
-        if size == 0 || !align.is_power_of_two() || std::alloc::Layout::from_size_align(size, align).is_err() {
-            return Err(invalid_argument(format!(
-                "{FUNCTION}: size {size} with alignment {align} is not allocatable (size must be non-zero, alignment a power of two)"
-            )));
-        }
-        let ptr = context.host().allocator().allocate(size, align).ok_or_else(|| {
-            Diagnostic::new(
-                StatusCode::ResourceExhausted,
-                format!("{FUNCTION}: the allocator has no {size} bytes aligned to {align}"),
-            )
-        })?;
+        let ptr = context.host().allocate(size, align).context(FUNCTION)?;
         // SAFETY: checked non-null; written only on success.
         unsafe { out_ptr.write(ptr.as_ptr().cast()) };
         Ok(())

@@ -87,6 +87,47 @@ impl HostContext {
         result
     }
 
+    /// Queues a host's own task (one that owns what it needs and reports nothing back): on the
+    /// non-blocking pool, or on the blocking pool when `blocking`. CANCELLED, and the task is not
+    /// queued, when the context is cancelled; RESOURCE_EXHAUSTED when the queue cannot take
+    /// blocking work.
+    pub fn enqueue_task(&self, task: Task, blocking: bool) -> Result<(), Diagnostic> {
+        if self.is_cancelled() {
+            return Err(Diagnostic::new(super::StatusCode::Cancelled, "the context is cancelled; work was not queued"));
+        }
+        if !blocking {
+            self.work_queue.add_task(task);
+            return Ok(());
+        }
+        self.work_queue.add_blocking_task(task, true).map_err(|_refused| {
+            Diagnostic::new(
+                super::StatusCode::ResourceExhausted,
+                format!("work queue '{}' cannot take blocking work", self.work_queue.name()),
+            )
+        })
+    }
+
+    /// `size` bytes aligned to `align` from the context's allocator: INVALID_ARGUMENT for a zero
+    /// size or an alignment that is not a power of two, RESOURCE_EXHAUSTED when the allocator has
+    /// no memory. Give them back with the allocator's `deallocate` and the same size and align.
+    pub fn allocate(&self, size: usize, align: usize) -> Result<std::ptr::NonNull<u8>, Diagnostic> {
+        if size == 0 || !align.is_power_of_two() || std::alloc::Layout::from_size_align(size, align).is_err() {
+            return Err(Diagnostic::new(
+                super::StatusCode::InvalidArgument,
+                format!(
+                    "size {size} with alignment {align} is not allocatable (size must be non-zero, alignment a power \
+                     of two)"
+                ),
+            ));
+        }
+        self.allocator.allocate(size, align).ok_or_else(|| {
+            Diagnostic::new(
+                super::StatusCode::ResourceExhausted,
+                format!("the allocator has no {size} bytes aligned to {align}"),
+            )
+        })
+    }
+
     /// A promise for `work`'s result and the task that fulfils it: with the result, or with the
     /// CANCELLED error if the context is cancelled by the time the task runs.
     fn producer<T, F>(&self, work: F) -> (AsyncValueRef<T>, Task)
@@ -259,5 +300,33 @@ mod tests {
         drop(buffer);
         drop(host);
         assert_eq!(counting.live_allocations(), 0);
+    }
+
+    #[test]
+    fn a_hosts_task_is_refused_while_cancelled_and_runs_after_restart() {
+        let host = HostContext::with_work_queue_spec("mstd:1,1").unwrap();
+        host.cancel();
+        let error = host.enqueue_task(Box::new(|| {}), false).unwrap_err();
+        assert_eq!(error.code, StatusCode::Cancelled);
+        host.restart();
+        let ran = Arc::new(AtomicUsize::new(0));
+        for blocking in [false, true] {
+            let ran = Arc::clone(&ran);
+            host.enqueue_task(Box::new(move || drop(ran.fetch_add(1, Ordering::SeqCst))), blocking).unwrap();
+        }
+        host.quiesce().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn allocation_requests_are_checked_before_the_allocator_sees_them() {
+        let host = HostContext::with_work_queue_spec("s").unwrap();
+        for (size, align) in [(0, 8), (16, 3), (16, 0)] {
+            assert_eq!(host.allocate(size, align).unwrap_err().code, StatusCode::InvalidArgument, "{size} {align}");
+        }
+        let ptr = host.allocate(64, 16).unwrap();
+        assert_eq!(ptr.as_ptr() as usize % 16, 0);
+        // SAFETY: returned to the allocator it came from, with its size and alignment.
+        unsafe { host.allocator().deallocate(ptr, 64, 16) };
     }
 }
