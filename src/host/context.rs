@@ -312,7 +312,10 @@ mod tests {
         let ran = Arc::new(AtomicUsize::new(0));
         for blocking in [false, true] {
             let ran = Arc::clone(&ran);
-            host.enqueue_task(Box::new(move || drop(ran.fetch_add(1, Ordering::SeqCst))), blocking).unwrap();
+            let task = move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            };
+            host.enqueue_task(Box::new(task), blocking).unwrap();
         }
         host.quiesce().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
