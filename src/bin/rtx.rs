@@ -11,7 +11,7 @@ use rtx::hal::invoke;
 use rtx::hal::module::HalModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
-use rtx::vm::abi::CconvItem;
+use rtx::vm::abi::{CconvItem, ValueKind};
 use rtx::vm::context::{Context, FunctionHandle};
 use rtx::vm::dump::{write_dump, DumpOptions, DumpOutput};
 use rtx::vm::value::Value;
@@ -104,6 +104,7 @@ struct Prepared {
     name: String,
     declaration: Option<String>,
     arguments: Vec<Value>,
+    result_kinds: Vec<ValueKind>,
 }
 
 /// A context with the `--module`s linked in order, after the `hal` module with the `--device`
@@ -120,7 +121,7 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
         .collect::<Result<Vec<_>, _>>()?;
     let context = Context::new();
     // Programs with tensors import the `hal` module: give them the device. Scalar programs run
-    // in the VM alone, on either CPU device name.
+    // in the VM alone and, as with IREE's tools, never open the `--device`.
     if modules.iter().any(|m| m.dependencies().iter().any(|d| d.name == "hal")) {
         let kind = DeviceKind::parse(device).map_err(|e| e.message)?;
         // IREE's flag for the number of local-task workers.
@@ -133,8 +134,6 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
         };
         let hal = HalModule::new(vec![device]);
         context.add_native_module(Arc::new(hal)).map_err(|e| e.to_string())?;
-    } else if !matches!(device, "local-sync" | "local-task") {
-        return Err(format!("device `{device}` is not available (scalar programs run on local-sync or local-task)"));
     }
     if let Some(check) = check {
         context.add_native_module(Arc::new(check.clone())).map_err(|e| e.to_string())?;
@@ -149,29 +148,62 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<Modu
 
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
     let (context, module) = link(flags, None)?;
-    let name = flags.last("function").ok_or_else(|| format!("no --function given\n{USAGE}"))?.to_owned();
-    let function = context.lookup(&name).map_err(|e| e.to_string())?;
-    let local = name.rsplit_once('.').map_or(name.as_str(), |(_, f)| f);
-    let declaration = module
-        .lookup_export(local)
-        .and_then(|export| module.export_signature(export))
-        .and_then(|signature| signature.attr("iree.abi.declaration"))
-        .map(str::to_owned);
+    let name = match flags.last("function") {
+        Some(name) => name.to_owned(),
+        None => single_exported_function(&module)?,
+    };
+    // As in iree-run-module, `--function` names an export of the last module, never another
+    // module's.
+    let not_found = || format!("NOT_FOUND; no function `{name}` exported by module; looking up function '{name}'");
+    let export = module.lookup_export(&name).ok_or_else(not_found)?;
+    let function = context.lookup(&format!("{}.{name}", module.name())).map_err(|e| e.to_string())?;
+    let declaration =
+        module.export_signature(export).and_then(|signature| signature.attr("iree.abi.declaration")).map(str::to_owned);
     let cconv = rtx::vm::abi::CallingConvention::parse(&function.cconv).map_err(|e| e.to_string())?;
     // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
     let declared = invoke::declared_arguments(&function, cconv.arguments.len());
-    let kinds: Vec<_> = cconv.arguments[..declared]
+    let kinds = |items: &[CconvItem]| -> Result<Vec<ValueKind>, String> {
+        items
+            .iter()
+            .map(|item| match item {
+                CconvItem::Value(kind) => Ok(*kind),
+                CconvItem::Span(_) => {
+                    Err("functions with variadic arguments or results cannot be run from the command line".to_owned())
+                }
+            })
+            .collect()
+    };
+    let result_kinds = kinds(&cconv.results)?;
+    let arguments =
+        run_io::parse_inputs(&flags.all("input"), &kinds(&cconv.arguments[..declared])?, &mut InputFiles::new())
+            .map_err(|line| with_declaration(tooling_error(&line), &declaration))?;
+    Ok(Prepared { context, function, name, declaration, arguments, result_kinds })
+}
+
+/// The function to run when no `--function` is given: the module's only export that is neither
+/// internal (`__init`) nor special (`$async`), as iree-run-module picks it.
+fn single_exported_function(module: &Module) -> Result<String, String> {
+    let mut runnable = module
+        .exported_functions()
         .iter()
-        .map(|item| match item {
-            CconvItem::Value(kind) => Ok(*kind),
-            CconvItem::Span(_) => {
-                Err("functions with variadic arguments cannot be run from the command line".to_owned())
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let arguments = run_io::parse_inputs(&flags.all("input"), &kinds, &mut InputFiles::new())
-        .map_err(|line| tooling_error(&line))?;
-    Ok(Prepared { context, function, name: local.to_owned(), declaration, arguments })
+        .map(|export| export.local_name.as_str())
+        .filter(|name| !name.starts_with("__") && !name.contains('$'));
+    match (runnable.next(), runnable.next()) {
+        (Some(name), None) => Ok(name.to_owned()),
+        (None, _) => Err("no exported functions found in module; at least one must be present".to_owned()),
+        (Some(_), Some(_)) => {
+            Err("more than one exported function present; --function= must be specified explicitly".to_owned())
+        }
+    }
+}
+
+/// A status line with the function's declaration appended, as IREE annotates every failure
+/// after the function was found.
+fn with_declaration(mut line: String, declaration: &Option<String>) -> String {
+    if let Some(declaration) = declaration {
+        line.push_str(&format!("; `{declaration}`"));
+    }
+    line
 }
 
 /// A failure of the tool's own input or output handling, with a location prefix in the place
@@ -180,33 +212,50 @@ fn tooling_error(status_line: &str) -> String {
     format!("<tooling>:0: {status_line}")
 }
 
-/// `--output`, `--expected_output` and their options.
-fn output_options(flags: &Flags) -> Result<OutputOptions, String> {
-    fn number<T: std::str::FromStr>(flags: &Flags, name: &str, default: T) -> Result<T, String> {
-        flags.last(name).map_or(Ok(default), |text| text.parse().map_err(|_| format!("bad --{name} `{text}`")))
-    }
+/// `--output`, `--expected_output` and their options. Their values are read as IREE's flag
+/// library reads them, which never rejects one: a number is its longest numeric prefix (0 when
+/// there is none), and an `--equality_mode` other than `approximate` means exact.
+fn output_options(flags: &Flags) -> OutputOptions {
+    let real = |name: &str, default: f64| flags.last(name).map_or(default, c_atof);
     let defaults = Equality::default();
     let equality = Equality {
         mode: match flags.last("equality_mode") {
             None | Some("approximate") => EqualityMode::Approximate,
-            Some("exact") => EqualityMode::Exact,
-            Some(other) => return Err(format!("bad --equality_mode `{other}` (approximate or exact)")),
+            Some(_) => EqualityMode::Exact,
         },
-        f16_atol: number(flags, "expected_f16_threshold", defaults.f16_atol)?,
-        bf16_atol: number(flags, "expected_bf16_threshold", defaults.bf16_atol)?,
-        f32_atol: number(flags, "expected_f32_threshold", defaults.f32_atol)?,
-        f64_atol: number(flags, "expected_f64_threshold", defaults.f64_atol)?,
-        rtol: number(flags, "expected_rtol", defaults.rtol)?,
+        f16_atol: real("expected_f16_threshold", defaults.f16_atol as f64) as f32,
+        bf16_atol: real("expected_bf16_threshold", defaults.bf16_atol as f64) as f32,
+        f32_atol: real("expected_f32_threshold", defaults.f32_atol as f64) as f32,
+        f64_atol: real("expected_f64_threshold", defaults.f64_atol),
+        rtol: real("expected_rtol", defaults.rtol),
     };
-    let max_element_count = match flags.last("output_max_element_count") {
-        None => 1024,
-        // An int32 cast to a size, as IREE does: -1 prints everything.
-        Some(text) => {
-            text.parse::<i32>().map_err(|_| format!("bad --output_max_element_count `{text}`"))? as isize as usize
-        }
-    };
+    // An int32 cast to a size, as IREE does: -1 prints everything.
+    let max_element_count = flags.last("output_max_element_count").map_or(1024, |text| c_atoi(text) as isize as usize);
     let owned = |name: &str| flags.all(name).into_iter().map(str::to_owned).collect();
-    Ok(OutputOptions { outputs: owned("output"), expected: owned("expected_output"), max_element_count, equality })
+    OutputOptions { outputs: owned("output"), expected: owned("expected_output"), max_element_count, equality }
+}
+
+/// C's `atoi` as IREE's flags use it for int32 values: leading blanks, a sign, decimal digits.
+fn c_atoi(text: &str) -> i32 {
+    let text = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let magnitude = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |value, digit| value.saturating_mul(10).saturating_add(i64::from(digit - b'0')));
+    (if negative { -magnitude } else { magnitude }) as i32
+}
+
+/// C's `atof` (`strtod` with its hex, `inf` and `nan` forms; 0 when nothing parses).
+fn c_atof(text: &str) -> f64 {
+    match rtx::vm::function_io::parse_scalar(text, ValueKind::F64) {
+        Ok(Value::F64(value)) => value,
+        _ => 0.0,
+    }
 }
 
 fn run(flags: &Flags) -> Result<ExitCode, String> {
@@ -226,26 +275,22 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
         "expected_rtol",
         "equality_mode",
     ])?;
-    let options = output_options(flags)?;
+    let options = output_options(flags);
     let prepared = prepare(flags)?;
     println!("EXEC @{}", prepared.name);
     match invoke::call_to_completion(&prepared.context, &prepared.function, prepared.arguments) {
         Ok(results) => {
-            let report = run_io::report(&results, &options, std::path::Path::new("."));
+            let report = run_io::report(&results, &prepared.result_kinds, &options, std::path::Path::new("."));
             print!("{}", report.stdout);
             if let Some(line) = report.error {
-                eprintln!("{}", tooling_error(&line));
+                eprintln!("{}", with_declaration(tooling_error(&line), &prepared.declaration));
             }
             Ok(ExitCode::from(report.status))
         }
         Err(error) => {
             // The layout of IREE's status printing: `<vm>:0: CODE; message`, then annotations.
-            let mut line =
-                format!("<vm>:0: {}; {}; ; invoking function '{}'", error.code, error.message, prepared.name);
-            if let Some(declaration) = &prepared.declaration {
-                line.push_str(&format!("; `{declaration}`"));
-            }
-            eprintln!("{line}");
+            let line = format!("<vm>:0: {}; {}; ; invoking function '{}'", error.code, error.message, prepared.name);
+            eprintln!("{}", with_declaration(line, &prepared.declaration));
             Ok(ExitCode::FAILURE)
         }
     }
