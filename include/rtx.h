@@ -149,8 +149,9 @@ typedef struct rtx_async_value rtx_async_value;
 typedef struct rtx_buffer_view rtx_buffer_view;
 
 /**
- * A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
- * versions). Opaque; reference counted; every function on it is thread-safe.
+ * A context: work queue + allocator + cancellation, the device added with
+ * `rtx_context_add_device` and the instances of the modules added to it. Opaque; reference
+ * counted; every function on it is thread-safe.
  */
 typedef struct rtx_context rtx_context;
 

@@ -41,8 +41,9 @@ impl Drop for Context {
     }
 }
 
-/// A context: work queue + allocator + cancellation (+ kernels, devices and modules in later
-/// versions). Opaque; reference counted; every function on it is thread-safe.
+/// A context: work queue + allocator + cancellation, the device added with
+/// `rtx_context_add_device` and the instances of the modules added to it. Opaque; reference
+/// counted; every function on it is thread-safe.
 #[allow(non_camel_case_types)]
 pub struct rtx_context {
     _private: [u8; 0],
