@@ -1,4 +1,4 @@
-//! AsyncValue costs: the AsyncValue rows of shared/design/PERFORMANCE.md.
+//! AsyncValue costs: the AsyncValue rows of docs/PERFORMANCE.md.
 //!
 //! Every row alternates an anchor with the subject (`support::row`); a ratio below 1 means rtx is
 //! faster than the anchor.

@@ -1,11 +1,9 @@
-//! MLIR bytecode costs: the "MLIR bytecode read, 100k-op module" row of
-//! shared/design/PERFORMANCE.md.
+//! MLIR bytecode costs: the MLIR bytecode row of docs/PERFORMANCE.md, on a large module.
 //!
 //! Setup builds a module of 100 functions × 1000 unregistered ops (two operands, one result, an
 //! integer and a string attribute, a file-line-col location each, two ops per source line as a
 //! frontend emits them), in generic text parsed by rtx and written by rtx's own writer as bytecode
-//! v6 (1,647,615 bytes; the PERFORMANCE.md row says ≈1.8 MB; one location per op would make it
-//! 2,061,563). Rows:
+//! v6 (1,647,615 bytes; one location per op would make it 2,061,563). Rows:
 //!
 //! - `read_bytecode`: rtx reads the file into its IR. The anchor is upstream MLIR's parse of the
 //!   same file: the `Parser` phase that `iree-opt --allow-unregistered-dialect --mlir-timing`

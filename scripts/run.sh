@@ -6,7 +6,8 @@
 # IREE-compiled module (tests/fixtures/vm/control_flow.vmfb) through the C API and runs its
 # functions, tensor_invoke, which calls tensor programs (matmul, a dense layer) with buffer views
 # through the C API, and host_pipeline, which drives the host runtime end to end. Cargo and cmake rebuild
-# only what changed; build output is hidden unless a step fails.
+# only what changed; build output is hidden unless a step fails. Missing system tools are installed
+# first (scripts/prereqs.sh: as root with apt-get; otherwise it names the packages).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +17,8 @@ prefix=$target/rtx-prefix
 build=$target/c-examples-shared
 log=$target/run.log
 mkdir -p "$target"
+
+scripts/prereqs.sh run
 
 # Runs a build step with its output in $log, shown only if it fails.
 quietly() {

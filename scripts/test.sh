@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of rtx; this is what CI runs (.ci/run). Works on a fresh Debian 12 with only
-# Rust (rustup) installed: as root it apt-installs what is missing (cmake, make, g++, valgrind,
-# pkg-config, python3); otherwise it names what to install.
+# Rust (rustup) installed: scripts/prereqs.sh installs what is missing as root (cmake, make, g++,
+# valgrind, pkg-config, python3, python3-venv, binutils; rustfmt, clippy); otherwise it names what
+# to install.
 #
-#    1. system packages
+#    1. system packages and rustup components
 #    2. cargo fmt --check
 #    3. cargo clippy --all-targets -D warnings
 #    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
@@ -46,30 +47,8 @@ die() {
   exit 1
 }
 
-step "system packages"
-declare -A package_for=([cmake]=cmake [make]=make [c++]=g++ [cc]=gcc [valgrind]=valgrind
-  [pkg-config]=pkg-config [python3]=python3 [readelf]=binutils)
-missing=()
-for tool in "${!package_for[@]}"; do
-  command -v "$tool" >/dev/null || missing+=("${package_for[$tool]}")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    die "missing tools; install the Debian packages: ${missing[*]}"
-  fi
-fi
-for component in rustfmt clippy; do
-  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
-    command -v rustup >/dev/null || die "$component is missing and there is no rustup to add it"
-    rustup component add "$component"
-  fi
-done
+step "system packages and rustup components (scripts/prereqs.sh test)"
+scripts/prereqs.sh test
 echo "cmake $(cmake --version | head -n 1 | awk '{print $3}'), $(valgrind --version), $(c++ --version | head -n 1)," \
   "$(python3 --version), $(cargo --version)"
 

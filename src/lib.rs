@@ -1,6 +1,6 @@
 //! rtx: a runtime for compiled machine-learning programs, shipped as a C library.
 //!
-//! The crate is layered as `shared/design/ARCHITECTURE.md` describes: [`host`] is the ground every
+//! The crate is layered as `docs/ARCHITECTURE.md` describes: [`host`] is the ground every
 //! other layer stands on (AsyncValue, work queues, allocator, HostContext), and [`ffi`] is the only
 //! place that knows C exists.
 

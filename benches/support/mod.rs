@@ -1,4 +1,4 @@
-//! The measuring discipline of shared/design/PERFORMANCE.md, shared by every bench: an anchor and
+//! The measuring discipline of docs/PERFORMANCE.md, shared by every bench: an anchor and
 //! the subject alternate round after round (the order flips each round), and a row reports the
 //! median time of each and the median of the per-round ratios. A ratio below 1 means rtx is
 //! faster than the anchor. Medians of alternating rounds hold up on a shared, noisy machine

@@ -1,7 +1,7 @@
-//! The HAL: host buffers and buffer views, the CPU devices (`local-sync`), command buffers,
-//! executables (VMVX, and native code through our ELF loader or `dlopen`), fences on AsyncValue,
-//! and the `hal` VM module that compiled programs import. Stands on `host` and plugs into `vm` as
-//! a native module.
+//! The HAL: host buffers and buffer views, the CPU devices (`local-sync`, `local-task`), command
+//! buffers, executables (VMVX, and native code through our ELF loader or `dlopen`), fences on
+//! AsyncValue, and the `hal` VM module that compiled programs import. Stands on `host` and plugs
+//! into `vm` as a native module.
 
 pub mod buffer;
 pub mod buffer_view;

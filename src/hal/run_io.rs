@@ -27,23 +27,66 @@ pub fn status_line(error: &Diagnostic, annotations: &[&str]) -> String {
     parts.join("; ")
 }
 
-/// One `--input` for an argument of `kind` (the next argument's; `None` past the last): scalars
-/// by the argument's type, tensors in every form the tools accept. A `.npy` file may hold
-/// several inputs.
-fn parse_input(text: &str, kind: Option<ValueKind>, files: &mut InputFiles) -> Result<Vec<Value>, Diagnostic> {
-    let text = c_trim(text);
+/// The arguments still to fill, in calling-convention order; each parsed value takes the next.
+struct Remaining<'a>(std::slice::Iter<'a, ValueKind>);
+
+impl Remaining<'_> {
+    fn peek(&self) -> Option<ValueKind> {
+        self.0.as_slice().first().copied()
+    }
+
+    /// The next argument's kind; more values than arguments is an error here, as in IREE, while
+    /// fewer are left for the call itself to reject.
+    fn take(&mut self) -> Result<ValueKind, Diagnostic> {
+        self.0
+            .next()
+            .copied()
+            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, "function expected fewer input values"))
+    }
+
+    /// The next argument, which must be a ref (a tensor).
+    fn take_ref(&mut self) -> Result<(), Diagnostic> {
+        match self.take()? {
+            ValueKind::Ref => Ok(()),
+            other => Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("function signature mismatch: expected cconv type `r` but provided type `{}`", other.code()),
+            )),
+        }
+    }
+}
+
+/// One `--input`, filling the next argument(s): `(null)` is that argument's zero, scalars parse
+/// by the argument's type, everything else is a tensor. A `.npy` file may hold several inputs.
+fn parse_input(text: &str, remaining: &mut Remaining, files: &mut InputFiles) -> Result<Vec<Value>, Diagnostic> {
     if text.is_empty() {
         return Err(Diagnostic::new(StatusCode::InvalidArgument, "no value specified for input"));
     }
     if text == "(null)" || text == "(ignored)" {
-        return Ok(vec![Value::Ref(None)]);
+        return Ok(vec![match remaining.take()? {
+            ValueKind::I32 => Value::I32(0),
+            ValueKind::I64 => Value::I64(0),
+            ValueKind::F32 => Value::F32(0.0),
+            ValueKind::F64 => Value::F64(0.0),
+            ValueKind::Ref => Value::Ref(None),
+        }]);
     }
     if text.starts_with(['@', '+', '*']) {
-        return read_npy_inputs(text, files)?.into_iter().map(tensor_value).collect();
+        let tensors = read_npy_inputs(text, files)?;
+        return tensors
+            .into_iter()
+            .map(|tensor| {
+                remaining.take_ref()?;
+                tensor_value(tensor)
+            })
+            .collect();
     }
-    match kind {
-        Some(kind) if kind != ValueKind::Ref => Ok(vec![parse_scalar(text, kind)?]),
-        _ => Ok(vec![tensor_value(parse_tensor(text, files)?)?]),
+    match remaining.peek() {
+        Some(ValueKind::Ref) => {
+            remaining.take_ref()?;
+            Ok(vec![tensor_value(parse_tensor(text, files)?)?])
+        }
+        _ => Ok(vec![parse_scalar(text, remaining.take()?)?]),
     }
 }
 
@@ -54,21 +97,17 @@ pub fn tensor_value(tensor: HostTensor) -> Result<Value, Diagnostic> {
     Ok(Value::Ref(Some(view.into_ref())))
 }
 
-/// The `--input`s of a function taking `kinds`; an error is the status line to print.
+/// The `--input`s of a function taking `kinds`, parsed as `iree-run-module` parses them (an
+/// error is the status line to print). Fewer inputs than arguments is not an error here: like
+/// IREE, the tool goes on to the call, which fails after `EXEC` has been printed.
 pub fn parse_inputs(texts: &[&str], kinds: &[ValueKind], files: &mut InputFiles) -> Result<Vec<Value>, String> {
-    let context = "parsing function inputs";
+    let mut remaining = Remaining(kinds.iter());
     let mut values = Vec::new();
     for text in texts {
-        let parsed = parse_input(text, kinds.get(values.len()).copied(), files)
-            .map_err(|e| status_line(&e, &[&format!("parsing input `{}`", c_trim(text)), context]))?;
+        let text = c_trim(text);
+        let parsed = parse_input(text, &mut remaining, files)
+            .map_err(|e| status_line(&e, &[&format!("parsing input `{text}`"), "parsing function inputs"]))?;
         values.extend(parsed);
-    }
-    if values.len() != kinds.len() {
-        let error = Diagnostic::new(
-            StatusCode::InvalidArgument,
-            format!("input list and function mismatch; expected {} arguments but passed {}", kinds.len(), values.len()),
-        );
-        return Err(status_line(&error, &[context]));
     }
     Ok(values)
 }
@@ -133,20 +172,20 @@ impl Report {
     }
 }
 
-/// Prints, writes or compares `results` as `iree-run-module` does; `.npy`/`.bin` outputs and
-/// `@file` expectations are relative to `directory`.
-pub fn report(results: &[Value], options: &OutputOptions, directory: &Path) -> Report {
+/// Prints, writes or compares `results` (of a function returning `result_kinds`) as
+/// `iree-run-module` does: expectations parse by the result types, as inputs do by the argument
+/// types; `.npy`/`.bin` outputs and `@file` expectations are relative to `directory`.
+pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOptions, directory: &Path) -> Report {
     let results: Vec<ResultValue> = results.iter().map(result_value).collect();
     let processing = "processing function outputs";
     if !options.expected.is_empty() {
         let mut files = InputFiles::relative_to(directory);
+        let mut remaining = Remaining(result_kinds.iter());
         let mut expected = Vec::new();
         for text in &options.expected {
-            let parsed = parse_input(text, None, &mut files).map_err(|e| {
-                status_line(
-                    &e,
-                    &[&format!("parsing input `{}`", c_trim(text)), "parsing expected function outputs", processing],
-                )
+            let text = c_trim(text);
+            let parsed = parse_input(text, &mut remaining, &mut files).map_err(|e| {
+                status_line(&e, &[&format!("parsing input `{text}`"), "parsing expected function outputs", processing])
             });
             match parsed {
                 Ok(values) => expected.extend(values.iter().map(result_value)),

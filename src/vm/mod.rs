@@ -1,5 +1,6 @@
-//! IREE VM modules (`.vmfb`): loading and verifying the FlatBuffer module, its bytecode, and (in
-//! later steps) running it. Stands on `host`; knows nothing of `hal` or C.
+//! IREE VM modules (`.vmfb`): loading and verifying the FlatBuffer module and its bytecode,
+//! linking modules into contexts, and running them (the interpreter, and machine code for scalar
+//! loops). Stands on `host`; knows nothing of `hal` or C.
 
 pub mod abi;
 pub mod buffer;

@@ -1,4 +1,5 @@
-//! Typed, verified contents of a `BytecodeModuleDef` (schema: `shared/seeds/iree-bytecode-module-def.fbs`).
+//! Typed, verified contents of a `BytecodeModuleDef` (schema: iree-org/iree
+//! `runtime/src/iree/schemas/bytecode_module_def.fbs`; docs/FORMATS.md).
 //!
 //! [`ModuleDef::parse`] walks every field the runtime uses exactly once, checking structure (via the
 //! verifying reader) and meaning (version, ordinals, ranges) together, so a `ModuleDef` that exists

@@ -1,5 +1,5 @@
-//! The MLIR bytecode reader, versions 0–6 (`shared/seeds/mlir-bytecode-format.md`, completed by
-//! `shared/reference/mlir-bytecode-notes.md`).
+//! The MLIR bytecode reader, versions 0–6 (upstream's `mlir/docs/BytecodeFormat.md` and
+//! `mlir/lib/Bytecode/Reader/BytecodeReader.cpp`, as IREE 3.13's LLVM has them; docs/FORMATS.md).
 //!
 //! Reading goes in passes over a file that is treated as hostile: the section table, then the
 //! string, dialect, resource and properties tables, then every attribute and type entry (decoded

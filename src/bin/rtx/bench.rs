@@ -1,0 +1,132 @@
+//! `rtx bench`: repeated in-process calls, timed beside `iree-benchmark-module`.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::flags::Flags;
+use crate::prepare;
+
+pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&[
+        "module",
+        "function",
+        "input",
+        "device",
+        "task_topology_group_count",
+        "benchmark_min_time",
+        "rounds",
+        "no_iree",
+    ])?;
+    let min_time: f64 = match flags.last("benchmark_min_time") {
+        Some(text) => text.trim_end_matches('s').parse().map_err(|_| format!("bad --benchmark_min_time `{text}`"))?,
+        None => 1.0,
+    };
+    let rounds: usize = match flags.last("rounds") {
+        Some(text) => text.parse().map_err(|_| format!("bad --rounds `{text}`"))?,
+        None => 5,
+    };
+    let prepared = prepare(flags)?;
+    let call = || prepared.context.call(&prepared.function, prepared.arguments.clone());
+    call().map_err(|e| format!("{}: {}", e.code, e.message))?;
+    // Batches long enough (~1 ms) that timer overhead vanishes.
+    let mut batch = 1u64;
+    loop {
+        let start = Instant::now();
+        for _ in 0..batch {
+            let _ = call();
+        }
+        if start.elapsed().as_secs_f64() > 1e-3 || batch >= 1 << 30 {
+            break;
+        }
+        batch *= 2;
+    }
+    let measure = |seconds: f64, samples: &mut Vec<f64>| {
+        let started = Instant::now();
+        while started.elapsed().as_secs_f64() < seconds || samples.is_empty() {
+            let start = Instant::now();
+            for _ in 0..batch {
+                let _ = call();
+            }
+            samples.push(start.elapsed().as_nanos() as f64 / batch as f64);
+        }
+    };
+    let iree = if flags.has("no_iree") { None } else { iree_benchmark_module() };
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    match &iree {
+        // Alternate with IREE's own benchmark on the same module and inputs, so both see the same
+        // machine state (PERFORMANCE.md), and report the median of each and their ratio.
+        Some(tool) => {
+            let slice = min_time / rounds.max(1) as f64;
+            for _ in 0..rounds.max(1) {
+                theirs.push(run_iree_benchmark(tool, flags, slice)?);
+                measure(slice, &mut ours);
+            }
+        }
+        None => measure(min_time, &mut ours),
+    }
+    let median = |samples: &mut Vec<f64>| {
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    };
+    let our_median = median(&mut ours);
+    if !theirs.is_empty() {
+        let their_median = median(&mut theirs);
+        println!(
+            "iree-benchmark-module: median {their_median:.0} ns per call; rtx/IREE = {:.2}",
+            our_median / their_median
+        );
+    }
+    println!("{}: median {:.0} ns per call ({} calls)", prepared.name, our_median, ours.len() as u64 * batch);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `iree-benchmark-module` from `RTX_IREE_TOOLS` or `PATH`, if there is one.
+fn iree_benchmark_module() -> Option<std::path::PathBuf> {
+    let name = "iree-benchmark-module";
+    let mut directories: Vec<std::path::PathBuf> =
+        std::env::var_os("RTX_IREE_TOOLS").map(std::path::PathBuf::from).into_iter().collect();
+    directories
+        .extend(std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default());
+    directories.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// One `iree-benchmark-module` run of the same call; its median real time per call in ns.
+fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, seconds: f64) -> Result<f64, String> {
+    let mut command = std::process::Command::new(tool);
+    command.arg(format!("--device={}", flags.last("device").unwrap_or("local-sync")));
+    if let Some(count) = flags.last("task_topology_group_count") {
+        command.arg(format!("--task_topology_group_count={count}"));
+    }
+    for module in flags.all("module") {
+        command.arg(format!("--module={module}"));
+    }
+    command.arg(format!("--function={}", flags.last("function").unwrap_or_default()));
+    for input in flags.all("input") {
+        command.arg(format!("--input={input}"));
+    }
+    command.arg(format!("--benchmark_min_time={seconds}s")).arg("--benchmark_format=json");
+    let output = command.output().map_err(|e| format!("running {}: {e}", tool.display()))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let field = |name: &str| -> Option<&str> {
+        let start = text.find(&format!("\"{name}\": "))? + name.len() + 4;
+        let rest = &text[start..];
+        Some(rest[..rest.find([',', '\n'])?].trim().trim_matches('"'))
+    };
+    let (Some(time), Some(unit)) = (field("real_time"), field("time_unit")) else {
+        return Err(format!(
+            "iree-benchmark-module gave no timing (exit {:?}): {}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    };
+    let time: f64 = time.parse().map_err(|_| format!("iree-benchmark-module real_time `{time}`"))?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => return Err(format!("iree-benchmark-module time unit `{other}`")),
+    };
+    Ok(time * scale)
+}

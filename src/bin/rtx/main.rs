@@ -1,0 +1,273 @@
+//! The `rtx` command: `run` (a drop-in for `iree-run-module`), `bench` (timed in-process calls),
+//! `check` (like `iree-check-module`), `dump` (like `iree-dump-module`) and `translate` (MLIR
+//! bytecode and text). A thin user of the library: each command parses its flags, calls into
+//! `rtx`, and prints what the IREE tool would.
+
+mod bench;
+mod dump;
+mod flags;
+mod translate;
+mod usage;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rtx::hal::check::CheckModule;
+use rtx::hal::run_io::{self, OutputOptions};
+use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
+use rtx::runtime::{Context, ContextOptions, Module, Runtime, HAL_MODULE};
+use rtx::vm::abi::ValueKind;
+use rtx::vm::context::FunctionHandle;
+use rtx::vm::value::Value;
+
+use flags::{c_atof, c_atoi, Flags};
+
+fn main() -> ExitCode {
+    let mut arguments = std::env::args().skip(1);
+    let command = arguments.next().unwrap_or_default();
+    let flags = Flags::parse(arguments);
+    if let Some(text) = usage::of(&command).filter(|_| flags.wants_help()) {
+        return show(text);
+    }
+    let result = match command.as_str() {
+        "run" => run(&flags),
+        "bench" => bench::bench(&flags),
+        "check" => check(&flags),
+        "dump" => dump::dump(&flags),
+        "translate" => translate::translate(&flags),
+        "help" | "--help" | "-h" => help(&flags),
+        "--version" | "-V" | "version" => Ok(show(concat!("rtx ", env!("CARGO_PKG_VERSION")))),
+        "" => Err(format!("no command given\n{}", usage::OVERVIEW)),
+        other => Err(format!("unknown command `{other}`\n{}", usage::OVERVIEW)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            let prefix = if command.is_empty() { "rtx".to_owned() } else { format!("rtx {command}") };
+            eprintln!("{prefix}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints `text` and a newline on stdout; a reader that went away early (`rtx help | head`) is
+/// not a failure of the command.
+fn show(text: &str) -> ExitCode {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{text}");
+    ExitCode::SUCCESS
+}
+
+/// `rtx help`: the overview; `rtx help <command>`: that command's usage.
+fn help(flags: &Flags) -> Result<ExitCode, String> {
+    match flags.positional.as_slice() {
+        [] => Ok(show(usage::OVERVIEW)),
+        [command] => match usage::of(command) {
+            Some(text) => Ok(show(text)),
+            None => Err(format!("unknown command `{command}`\n{}", usage::OVERVIEW)),
+        },
+        _ => Err(format!("help takes at most one command\n{}", usage::OVERVIEW)),
+    }
+}
+
+/// A context with the `--module`s loaded in order, and the `--function` to call.
+struct Prepared {
+    context: Context,
+    function: FunctionHandle,
+    name: String,
+    declaration: Option<String>,
+    arguments: Vec<Value>,
+    result_kinds: Vec<ValueKind>,
+}
+
+/// A context with the `--module`s linked in order, after the `--device` when a module imports
+/// `hal`, and after `check` when given; returns the last module too. Calls run on the calling
+/// thread (a single-threaded queue: no worker threads to start).
+fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx::vm::Module>), String> {
+    let device = flags.last("device").unwrap_or("local-sync");
+    let paths = flags.all("module");
+    if paths.is_empty() {
+        return Err("no --module given (see --help)".to_owned());
+    }
+    let modules = paths
+        .iter()
+        .map(|path| Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    // IREE's flag for the number of local-task workers.
+    let runtime = match flags.last("task_topology_group_count") {
+        None => Runtime::new(),
+        Some(text) => {
+            Runtime::with_task_workers(text.parse().map_err(|_| format!("bad --task_topology_group_count `{text}`"))?)
+        }
+    };
+    let options = ContextOptions::from_spec("s").map_err(|e| e.to_string())?;
+    let context = runtime.context_with(options).map_err(|e| e.to_string())?;
+    // Programs with tensors import the `hal` module: give them the device. Scalar programs run
+    // in the VM alone and, as with IREE's tools, never open the `--device`.
+    let vm_module = |module: &Module| match module {
+        Module::Vm(module) => Arc::clone(module),
+    };
+    if modules.iter().any(|m| vm_module(m).dependencies().iter().any(|d| d.name == HAL_MODULE)) {
+        context.add_device(device).map_err(|e| e.message)?;
+    }
+    if let Some(check) = check {
+        context.add_native_module(Arc::new(check.clone())).map_err(|e| e.to_string())?;
+    }
+    let mut last = None;
+    for (path, module) in paths.iter().zip(modules) {
+        context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
+        last = Some(vm_module(&module));
+    }
+    Ok((context, last.expect("at least one module")))
+}
+
+fn prepare(flags: &Flags) -> Result<Prepared, String> {
+    let (context, module) = link(flags, None)?;
+    let name = match flags.last("function") {
+        Some(name) => name.to_owned(),
+        None => single_exported_function(&module)?,
+    };
+    // As in iree-run-module, `--function` names an export of the last module, never another
+    // module's.
+    let not_found = || format!("NOT_FOUND; no function `{name}` exported by module; looking up function '{name}'");
+    let export = module.lookup_export(&name).ok_or_else(not_found)?;
+    let function = context.function(&format!("{}.{name}", module.name())).map_err(|e| e.to_string())?;
+    let declaration =
+        module.export_signature(export).and_then(|signature| signature.attr("iree.abi.declaration")).map(str::to_owned);
+    // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
+    let kinds = &function.arguments[..function.declared_arguments()];
+    let arguments = run_io::parse_inputs(&flags.all("input"), kinds, &mut InputFiles::new())
+        .map_err(|line| with_declaration(tooling_error(&line), &declaration))?;
+    let result_kinds = function.results;
+    let function = function.handle;
+    Ok(Prepared { context, function, name, declaration, arguments, result_kinds })
+}
+
+/// The function to run when no `--function` is given: the module's only export that is neither
+/// internal (`__init`) nor special (`$async`), as iree-run-module picks it.
+fn single_exported_function(module: &rtx::vm::Module) -> Result<String, String> {
+    let mut runnable = module
+        .exported_functions()
+        .iter()
+        .map(|export| export.local_name.as_str())
+        .filter(|name| !name.starts_with("__") && !name.contains('$'));
+    match (runnable.next(), runnable.next()) {
+        (Some(name), None) => Ok(name.to_owned()),
+        (None, _) => Err("no exported functions found in module; at least one must be present".to_owned()),
+        (Some(_), Some(_)) => {
+            Err("more than one exported function present; --function= must be specified explicitly".to_owned())
+        }
+    }
+}
+
+/// A status line with the function's declaration appended, as IREE annotates every failure
+/// after the function was found.
+fn with_declaration(mut line: String, declaration: &Option<String>) -> String {
+    if let Some(declaration) = declaration {
+        line.push_str(&format!("; `{declaration}`"));
+    }
+    line
+}
+
+/// A failure of the tool's own input or output handling, with a location prefix in the place
+/// of IREE's C source position.
+fn tooling_error(status_line: &str) -> String {
+    format!("<tooling>:0: {status_line}")
+}
+
+/// `--output`, `--expected_output` and their options. Their values are read as IREE's flag
+/// library reads them, which never rejects one: a number is its longest numeric prefix (0 when
+/// there is none), and an `--equality_mode` other than `approximate` means exact.
+fn output_options(flags: &Flags) -> OutputOptions {
+    let real = |name: &str, default: f64| flags.last(name).map_or(default, c_atof);
+    let defaults = Equality::default();
+    let equality = Equality {
+        mode: match flags.last("equality_mode") {
+            None | Some("approximate") => EqualityMode::Approximate,
+            Some(_) => EqualityMode::Exact,
+        },
+        f16_atol: real("expected_f16_threshold", defaults.f16_atol as f64) as f32,
+        bf16_atol: real("expected_bf16_threshold", defaults.bf16_atol as f64) as f32,
+        f32_atol: real("expected_f32_threshold", defaults.f32_atol as f64) as f32,
+        f64_atol: real("expected_f64_threshold", defaults.f64_atol),
+        rtol: real("expected_rtol", defaults.rtol),
+    };
+    // An int32 cast to a size, as IREE does: -1 prints everything.
+    let max_element_count = flags.last("output_max_element_count").map_or(1024, |text| c_atoi(text) as isize as usize);
+    let owned = |name: &str| flags.all(name).into_iter().map(str::to_owned).collect();
+    OutputOptions { outputs: owned("output"), expected: owned("expected_output"), max_element_count, equality }
+}
+
+fn run(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&[
+        "module",
+        "function",
+        "input",
+        "device",
+        "task_topology_group_count",
+        "output",
+        "output_max_element_count",
+        "expected_output",
+        "expected_f16_threshold",
+        "expected_bf16_threshold",
+        "expected_f32_threshold",
+        "expected_f64_threshold",
+        "expected_rtol",
+        "equality_mode",
+    ])?;
+    let options = output_options(flags);
+    let prepared = prepare(flags)?;
+    println!("EXEC @{}", prepared.name);
+    match prepared.context.call(&prepared.function, prepared.arguments) {
+        Ok(results) => {
+            let report = run_io::report(&results, &prepared.result_kinds, &options, std::path::Path::new("."));
+            print!("{}", report.stdout);
+            if let Some(line) = report.error {
+                eprintln!("{}", with_declaration(tooling_error(&line), &prepared.declaration));
+            }
+            Ok(ExitCode::from(report.status))
+        }
+        Err(error) => {
+            // The layout of IREE's status printing: `<vm>:0: CODE; message`, then annotations.
+            let line = format!("<vm>:0: {}; {}; ; invoking function '{}'", error.code, error.message, prepared.name);
+            eprintln!("{}", with_declaration(line, &prepared.declaration));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Runs every exported function that takes and returns nothing as a test: it passes when it
+/// returns and no `check.expect_*` failed.
+fn check(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&["module", "device", "task_topology_group_count"])?;
+    let checks = CheckModule::new();
+    let (context, module) = link(flags, Some(&checks))?;
+    // Tests take and return nothing but the fences of the `coarse-fences` model.
+    let tests: Vec<(&str, FunctionHandle)> = module
+        .exported_functions()
+        .iter()
+        .filter(|export| !export.local_name.starts_with("__"))
+        .filter_map(|export| Some((export.local_name.as_str(), context.function(&export.local_name).ok()?.handle)))
+        .filter(|(_, function)| {
+            let fences = "r".repeat(function.model.fence_arguments());
+            function.cconv == format!("0{}_v", if fences.is_empty() { "v" } else { &fences })
+        })
+        .collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, function) in tests {
+        let outcome = context.call(&function, Vec::new());
+        let mut failures = checks.take_failures();
+        if let Err(error) = outcome {
+            failures.push(format!("{}; {}", error.code, error.message));
+        }
+        if failures.is_empty() {
+            passed += 1;
+            println!("PASS {name}");
+        } else {
+            failed += 1;
+            println!("FAIL {name}: {}", failures.join("\n"));
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

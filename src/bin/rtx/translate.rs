@@ -1,0 +1,47 @@
+//! `rtx translate`: MLIR bytecode to and from MLIR's generic text form.
+
+use std::process::ExitCode;
+
+use crate::flags::Flags;
+
+/// `rtx translate --mlirbc-to-mlir IN [-o OUT] [--print-debuginfo]` and
+/// `rtx translate --mlir-to-mlirbc IN [-o OUT] [--bytecode-version=N]`; IN is text or bytecode,
+/// `-` or no `-o` is stdout.
+pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
+    flags.only(&["mlirbc_to_mlir", "mlir_to_mlirbc", "print_debuginfo", "bytecode_version"])?;
+    let (input, output) = match flags.positional.as_slice() {
+        [input] => (input, None),
+        [input, o, output] | [o, output, input] if o == "-o" => (input, Some(output)),
+        _ => return Err(format!("expected one input file and an optional `-o OUT`\n{}", crate::usage::TRANSLATE)),
+    };
+    let bytes = std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?;
+    let failed = |e: rtx::mlir::Error| format!("`{input}`: {e}");
+    let out = match (flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc")) {
+        (true, false) => {
+            if flags.has("bytecode_version") {
+                return Err("--bytecode-version applies to --mlir-to-mlirbc".to_owned());
+            }
+            rtx::mlir::mlirbc_to_mlir(&bytes, flags.has("print_debuginfo")).map_err(failed)?.into_bytes()
+        }
+        (false, true) => {
+            let version = match flags.last("bytecode_version") {
+                None => rtx::mlir::WriteOptions::default().version,
+                Some(text) => text.parse().map_err(|_| format!("bad --bytecode-version `{text}`"))?,
+            };
+            rtx::mlir::mlir_to_mlirbc(&bytes, Some(input), version).map_err(failed)?
+        }
+        _ => {
+            return Err(format!(
+                "say what to translate: --mlirbc-to-mlir or --mlir-to-mlirbc\n{}",
+                crate::usage::TRANSLATE
+            ))
+        }
+    };
+    match output.map(String::as_str) {
+        None | Some("-") => {
+            std::io::Write::write_all(&mut std::io::stdout(), &out).map_err(|e| format!("writing: {e}"))?
+        }
+        Some(path) => std::fs::write(path, out).map_err(|e| format!("writing `{path}`: {e}"))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,87 @@
+//! The usage text of `rtx` and of each of its commands (`rtx help`, `rtx <command> --help`).
+
+/// One line per command, for `rtx help` and for a command line `rtx` cannot make sense of.
+pub const OVERVIEW: &str = "usage: rtx <command> [flags...]
+
+commands:
+  run        call a function of an IREE-compiled module and print its results (like iree-run-module)
+  bench      time repeated calls of a function, beside iree-benchmark-module when it is at hand
+  check      run a module's test functions with the check module (like iree-check-module)
+  dump       print a module's metadata and disassembly (like iree-dump-module)
+  translate  convert MLIR between bytecode and generic text
+
+  rtx help <command>, rtx <command> --help   that command's flags
+  rtx --version                              the version of rtx";
+
+pub const RUN: &str = "usage: rtx run --module=X.vmfb [--module=Y.vmfb ...] [--function=F] [--input=V ...] [flags...]
+
+Loads the modules in order into one context and calls F, an export of the last module (it may be
+left out when that module exports one function). Prints `EXEC @F`, then the results, exactly as
+iree-run-module 3.13 does; a failing call gives the same stdout and exit status as it.
+
+  --module=X.vmfb                   a module to load (repeatable; the last one holds F)
+  --function=F                      the function to call
+  --input=V                         an argument, in order (repeatable): a scalar (`5`, `1.5`), a
+                                    tensor (`2x3xf32=1 2 3 4 5 6`, `4xi32=@raw.bin`), `@f.npy`,
+                                    `+f.npy` (the next array of the same file), `*f.npy` (all
+                                    arrays of a file), `(null)`
+  --device=local-sync|local-task    where tensor programs run (default local-sync)
+  --task_topology_group_count=N     worker threads of local-task
+  --output=-|@f.npy|+f.npy|@f.bin   where each result goes, in order (repeatable; `-` prints it)
+  --output_max_element_count=N      elements printed per tensor (default 1024; -1 prints all)
+  --expected_output=V               compare result n with V (repeatable) instead of printing it
+  --expected_f16_threshold=T, --expected_bf16_threshold=T, --expected_f32_threshold=T,
+  --expected_f64_threshold=T        absolute tolerance per float type
+  --expected_rtol=R                 relative tolerance
+  --equality_mode=approximate|exact how floats are compared (default approximate)";
+
+pub const BENCH: &str = "usage: rtx bench --module=X.vmfb --function=F [--input=V ...] [flags...]
+
+Calls F repeatedly in process and prints the median time per call. When iree-benchmark-module is
+in RTX_IREE_TOOLS or on PATH, runs it on the same call in alternation and prints the ratio of
+the two medians (rtx/IREE).
+
+  --module, --function, --input, --device, --task_topology_group_count   as for `rtx run`
+  --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
+  --rounds=N                        alternations with iree-benchmark-module (default 5)
+  --no_iree                         time rtx alone";
+
+pub const CHECK: &str = "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task]
+
+Runs every exported function of the last module that takes and returns nothing, with the check
+module linked (check.expect_eq, expect_almost_eq, ...), and prints PASS or FAIL with the failed
+expectations for each, then a count. Exits 1 when any test fails.
+
+  --module, --device, --task_topology_group_count   as for `rtx run`";
+
+pub const DUMP: &str = "usage: rtx dump [--output=all|metadata|disassembly] [--function=F] [--bytecode_offsets] X.vmfb
+
+Prints what a module holds, in iree-dump-module's layout: imports, exports, signatures,
+attributes, and the disassembly of its functions.
+
+  --output=all|metadata|disassembly  what to print (default all)
+  --function=F                       disassemble only F (a name or an internal ordinal)
+  --bytecode_offsets                 prefix each instruction with its bytecode offset";
+
+pub const TRANSLATE: &str = "usage: rtx translate --mlirbc-to-mlir IN [-o OUT.mlir] [--print-debuginfo]
+       rtx translate --mlir-to-mlirbc IN [-o OUT.mlirbc] [--bytecode-version=N]
+
+Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form. IN may be either
+form; without `-o`, or with `-o -`, the output goes to stdout.
+
+  --mlirbc-to-mlir       write generic text
+  --mlir-to-mlirbc       write bytecode
+  --print-debuginfo      keep locations in the text
+  --bytecode-version=N   the bytecode version to write (default 6)";
+
+/// The usage of `command`, if it is one.
+pub fn of(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "run" => RUN,
+        "bench" => BENCH,
+        "check" => CHECK,
+        "dump" => DUMP,
+        "translate" => TRANSLATE,
+        _ => return None,
+    })
+}
