@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rtx::hal::buffer_view::{self, BufferView};
 use rtx::hal::device::{Device, DeviceKind};
 use rtx::hal::invoke;
+use rtx::hal::local::workers::Workers;
 use rtx::hal::module::HalModule;
 use rtx::vm::context::Context;
 use rtx::vm::value::Value;
@@ -132,6 +133,31 @@ fn local_task_spreads_workgroups_and_computes_the_same() {
             assert_eq!(out, [(vec![4], F32, f32s(&[1.0, 2.0, 3.5, 0.0]))], "{format}");
         }
     }
+}
+
+/// Devices may share one pool (as IREE's devices share their instance's task executor): contexts
+/// on four host threads dispatch onto the same two workers at once, each getting its own results.
+#[test]
+fn contexts_sharing_one_pool_dispatch_at_once_and_compute_the_same() {
+    let pool = Arc::new(Workers::new(2).expect("threads start"));
+    let input: Vec<f32> = (0..100_000).map(|i| (i % 1000) as f32 * 0.25 - 7.0).collect();
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let (pool, input) = (pool.clone(), &input);
+            scope.spawn(move || {
+                let format = ["embedded", "system"][thread % 2];
+                let context = context_on(format, Device::with_pool(DeviceKind::LocalTask, pool));
+                for round in 0..10 {
+                    let factor = (thread * 10 + round) as f32 - 17.5;
+                    let expected: Vec<f32> = input.iter().map(|v| v * factor).collect();
+                    let arguments = vec![tensor(&[100_000], F32, &f32s(input)), Value::F32(factor)];
+                    let out = call(&context, "scale_dynamic", arguments);
+                    assert_eq!(out, [(vec![100_000], F32, f32s(&expected))], "{format} x{factor}");
+                }
+            });
+        }
+    });
+    assert_eq!(Arc::strong_count(&pool), 1, "the contexts released the pool");
 }
 
 /// `coarse-fences` functions (src/async.mlir) called to completion: a null wait fence, a new
