@@ -250,7 +250,7 @@ fn command_ranges(command: &Command) -> Vec<&BufferRange> {
 fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundBytes<'a>, Diagnostic> {
     match &range.source {
         BufferSource::Direct(buffer) => {
-            BoundBytes::whole(buffer::deref(buffer)?.bytes()).range(range.offset, range.length)
+            BoundBytes::whole(buffer::deref(buffer)?.bytes()).range("buffer", range.offset, range.length)
         }
         BufferSource::Slot(slot) => {
             let entry = table.get(*slot as usize).ok_or_else(|| {
@@ -263,8 +263,8 @@ fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundB
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
             BoundBytes::whole(buffer::deref(buffer)?.bytes())
-                .range(entry.offset, entry.length)?
-                .range(range.offset, range.length)
+                .range(format_args!("binding table slot {slot} entry"), entry.offset, entry.length)?
+                .range(format_args!("binding table slot {slot}"), range.offset, range.length)
         }
     }
 }
@@ -320,7 +320,15 @@ mod tests {
         let message = |range: BufferRange| resolve(&range, &table).err().unwrap().message;
         assert_eq!(
             message(BufferRange { source: BufferSource::Slot(0), offset: 3, length: 2 }),
-            "range 3+2 out of range of a buffer of 4 bytes"
+            "binding table slot 0: range 3+2 out of range of 4 bytes"
+        );
+        let bad_entry = [TableEntry { buffer: Some(data.clone()), offset: 4, length: 8 }];
+        assert_eq!(
+            resolve(&BufferRange { source: BufferSource::Slot(0), offset: 0, length: -1 }, &bad_entry)
+                .err()
+                .unwrap()
+                .message,
+            "binding table slot 0 entry: range 4+8 out of range of 8 bytes"
         );
         assert_eq!(
             message(BufferRange { source: BufferSource::Slot(2), offset: 0, length: 1 }),
@@ -332,7 +340,7 @@ mod tests {
         );
         assert_eq!(
             message(BufferRange { source: BufferSource::Direct(data), offset: -1, length: 1 }),
-            "range -1+1 out of range of a buffer of 8 bytes"
+            "buffer: range -1+1 out of range of 8 bytes"
         );
     }
 }

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::wrong_type;
+use super::byte_range;
 use super::local::fpu::FlushDenormals;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -35,17 +36,11 @@ impl<'a> BoundBytes<'a> {
         BoundBytes { bytes, offset: 0, length: bytes.len() }
     }
 
-    /// `length` bytes from `offset` within this range; `-1` is the rest.
-    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, Diagnostic> {
-        let total = self.length as i64;
-        let length = if length == -1 { total.saturating_sub(offset) } else { length };
-        if offset < 0 || length < 0 || offset > total || length > total - offset {
-            return Err(Diagnostic::new(
-                StatusCode::OutOfRange,
-                format!("range {offset}+{length} out of range of a buffer of {total} bytes"),
-            ));
-        }
-        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset as usize, length: length as usize })
+    /// `length` bytes from `offset` within this range; `-1` is the rest. `what` says where the
+    /// range comes from, for the error.
+    pub fn range(self, what: impl fmt::Display, offset: i64, length: i64) -> Result<BoundBytes<'a>, Diagnostic> {
+        let (offset, length) = byte_range::check(what, offset, length, self.length)?;
+        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
     }
 
     pub fn buffer(&self) -> &'a Arc<Bytes> {
