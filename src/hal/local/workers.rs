@@ -99,7 +99,10 @@ impl Workers {
             done_signal: Condvar::new(),
         });
         if count > 1 {
-            self.shared.submit(&job);
+            // The submitter works too, so one worker fewer keeps as many threads busy as the pool
+            // has (one per core, usually) instead of overcommitting the cores. A worker that is
+            // awake anyway joins in as well.
+            self.shared.submit(&job, self.threads.len() - 1);
         }
         let mut memory = vec![0u8; local_memory];
         job.claim_and_run(self.threads.len() as u32, &mut memory);
@@ -133,12 +136,12 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `job` and wakes as many sleeping workers as it has workgroups beyond the one the
-    /// submitter starts on.
-    fn submit(&self, job: &Arc<Job>) {
+    /// Queues `job` and wakes sleeping workers for its workgroups beyond the one the submitter
+    /// starts on, at most `most`.
+    fn submit(&self, job: &Arc<Job>, most: usize) {
         let mut state = self.lock();
         state.jobs.push_back(job.clone());
-        let helpers = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(state.sleeping);
+        let helpers = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(state.sleeping).min(most);
         drop(state);
         for _ in 0..helpers {
             self.wake.notify_one();
@@ -263,12 +266,13 @@ fn panicked(index: u64, payload: &(dyn Any + Send)) -> Diagnostic {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use std::sync::Barrier;
+    use std::sync::{Barrier, Weak};
 
-    /// Runs a job of `count` workgroups that all block until every one of them has started, so
-    /// that each of the pool's threads and the submitter run exactly one.
+    /// Runs a job of as many workgroups as the pool has threads, which all block until every one
+    /// of them has started: so that many threads run it at once (the submitter and the workers it
+    /// wakes, one fewer than the pool has, or any worker awake anyway).
     fn all_at_once(workers: &Workers, each: impl Fn(u32) + Sync) {
-        let count = workers.concurrency();
+        let count = workers.threads();
         let barrier = Barrier::new(count);
         workers
             .run(count as u64, 0, &|_, processor, _| {
@@ -277,6 +281,11 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// The workers alive: each holds the shared state until its thread function returns.
+    fn live_workers(workers: &Workers) -> usize {
+        Arc::strong_count(&workers.shared) - 1
     }
 
     #[test]
@@ -304,22 +313,25 @@ mod tests {
 
     #[test]
     fn processor_ids_are_distinct_and_below_the_concurrency() {
-        let workers = Workers::new(3).unwrap();
-        assert_eq!((workers.threads(), workers.concurrency()), (3, 4));
+        let workers = Workers::new(4).unwrap();
+        assert_eq!((workers.threads(), workers.concurrency()), (4, 5));
         let seen = Mutex::new(Vec::new());
         all_at_once(&workers, |processor| seen.lock().unwrap().push(processor));
         let mut seen = seen.into_inner().unwrap();
         seen.sort_unstable();
-        assert_eq!(seen, [0, 1, 2, 3], "three workers and the submitter, each with its own id");
+        seen.dedup();
+        assert_eq!(seen.len(), 4, "four threads at once, each with its own id: {seen:?}");
+        assert!(seen.iter().all(|&id| id < 5), "{seen:?}");
+        assert!(seen.contains(&4), "the submitter's id is the one after the workers': {seen:?}");
     }
 
     #[test]
     fn each_thread_has_its_own_local_memory() {
-        let workers = Workers::new(2).unwrap();
-        let barrier = Barrier::new(workers.concurrency());
+        let workers = Workers::new(3).unwrap();
+        let barrier = Barrier::new(workers.threads());
         let sizes = Mutex::new(Vec::new());
         workers
-            .run(workers.concurrency() as u64, 4, &|index, _, memory| {
+            .run(workers.threads() as u64, 4, &|index, _, memory| {
                 sizes.lock().unwrap().push(memory.len());
                 memory.copy_from_slice(&(index as u32).to_le_bytes());
                 // Every thread has written its own memory before any reads it back.
@@ -352,10 +364,14 @@ mod tests {
 
     #[test]
     fn a_panicking_workgroup_is_an_error_and_every_thread_survives() {
-        let workers = Workers::new(2).unwrap();
-        for panicking in 0..workers.concurrency() as u64 {
+        let workers = Workers::new(3).unwrap();
+        for panicking in 0..workers.threads() as u64 {
+            // Workgroups wait for each other, so the panicking one runs on a worker or the
+            // submitter while others are running.
+            let barrier = Barrier::new(workers.threads());
             let error = workers
-                .run(workers.concurrency() as u64, 0, &|index, _, _| {
+                .run(workers.threads() as u64, 0, &|index, _, _| {
+                    barrier.wait();
                     if index == panicking {
                         panic!("kernel bug in {index}");
                     }
@@ -365,48 +381,40 @@ mod tests {
             assert_eq!(error.code, StatusCode::Internal);
             assert_eq!(error.message, format!("workgroup {panicking} panicked: kernel bug in {panicking}"));
         }
-        let mut seen = Mutex::new(Vec::new());
-        all_at_once(&workers, |processor| seen.lock().unwrap().push(processor));
-        assert_eq!(seen.get_mut().unwrap().len(), 3, "both workers still take workgroups");
+        assert_eq!(live_workers(&workers), 3);
+        let ran = AtomicUsize::new(0);
+        all_at_once(&workers, |_| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(ran.into_inner(), 3, "the pool still runs jobs");
     }
 
     #[test]
     fn dropping_the_pool_ends_every_worker_thread() {
-        static ENDED: AtomicUsize = AtomicUsize::new(0);
-        /// Counts its thread's end: thread-local destructors run as the thread finishes.
-        struct OnExit;
-        impl Drop for OnExit {
-            fn drop(&mut self) {
-                ENDED.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        thread_local!(static ON_EXIT: std::cell::OnceCell<OnExit> = const { std::cell::OnceCell::new() });
         let workers = Workers::new(4).unwrap();
-        let submitter = std::thread::current().id();
-        all_at_once(&workers, |_| {
-            if std::thread::current().id() != submitter {
-                assert!(std::thread::current().name().unwrap().starts_with("rtx-local-task-"));
-                ON_EXIT.with(|cell| {
-                    cell.get_or_init(|| OnExit);
-                });
-            }
-        });
-        assert_eq!(ENDED.load(Ordering::SeqCst), 0);
+        all_at_once(&workers, |_| {});
+        let shared: Weak<Shared> = Arc::downgrade(&workers.shared);
+        assert_eq!(live_workers(&workers), 4);
         drop(workers);
-        assert_eq!(ENDED.load(Ordering::SeqCst), 4, "drop returned after all four workers ended");
+        assert!(shared.upgrade().is_none(), "drop returned after every worker's thread function did");
     }
 
     #[test]
-    fn workers_flush_denormals() {
+    fn workers_are_named_and_flush_denormals() {
         let workers = Workers::new(2).unwrap();
         let submitter = std::thread::current().id();
-        let products = Mutex::new(Vec::new());
+        let on_workers = Mutex::new(Vec::new());
         all_at_once(&workers, |_| {
             if std::thread::current().id() != submitter {
                 let product = std::hint::black_box(1e-20f32) * std::hint::black_box(1e-20f32);
-                products.lock().unwrap().push(product);
+                on_workers.lock().unwrap().push((std::thread::current().name().map(str::to_owned), product));
             }
         });
-        assert_eq!(products.into_inner().unwrap(), [0.0, 0.0]);
+        let on_workers = on_workers.into_inner().unwrap();
+        assert!(!on_workers.is_empty(), "a worker ran a workgroup");
+        for (name, product) in on_workers {
+            assert!(name.as_deref().is_some_and(|n| n.starts_with("rtx-local-task-")), "{name:?}");
+            assert_eq!(product, 0.0);
+        }
     }
 }
