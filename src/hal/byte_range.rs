@@ -8,6 +8,7 @@ use crate::host::{Diagnostic, StatusCode};
 
 /// The start and length of bytes `offset..offset + length` of a buffer of `total` bytes, `length`
 /// -1 meaning to the end; `None` when the range is negative or does not fit.
+#[inline]
 pub fn resolve(offset: i64, length: i64, total: usize) -> Option<(usize, usize)> {
     let total = i64::try_from(total).ok()?;
     let length = if length == -1 { total.checked_sub(offset)? } else { length };
@@ -19,6 +20,7 @@ pub fn resolve(offset: i64, length: i64, total: usize) -> Option<(usize, usize)>
 
 /// [`resolve`], or OUT_OF_RANGE saying where (`what`: "subspan", "binding table slot 2"), which
 /// range and how big the buffer is.
+#[inline]
 pub fn check(what: impl fmt::Display, offset: i64, length: i64, total: usize) -> Result<(usize, usize), Diagnostic> {
     resolve(offset, length, total).ok_or_else(|| {
         Diagnostic::new(
