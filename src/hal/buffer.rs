@@ -82,7 +82,7 @@ impl Buffer {
     /// Bytes `offset..offset + length` as a buffer of their own (shared memory), `length` -1
     /// meaning to the end.
     pub fn subspan(&self, offset: i64, length: i64) -> Result<Buffer, Diagnostic> {
-        let (offset, length) = byte_range::check("subspan", offset, length, self.len())?;
+        let (offset, length) = byte_range::check(offset, length, self.len()).map_err(|e| e.at("subspan"))?;
         let bytes =
             if offset == 0 && length == self.len() { self.bytes.clone() } else { self.bytes.span(offset, length)? };
         Ok(Buffer { bytes, ..*self })

@@ -249,9 +249,9 @@ fn command_ranges(command: &Command) -> Vec<&BufferRange> {
 /// The bytes a range names, with the table applied.
 fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundBytes<'a>, Diagnostic> {
     match &range.source {
-        BufferSource::Direct(buffer) => {
-            BoundBytes::whole(buffer::deref(buffer)?.bytes()).range("buffer", range.offset, range.length)
-        }
+        BufferSource::Direct(buffer) => BoundBytes::whole(buffer::deref(buffer)?.bytes())
+            .range(range.offset, range.length)
+            .map_err(|e| e.at("buffer")),
         BufferSource::Slot(slot) => {
             let entry = table.get(*slot as usize).ok_or_else(|| {
                 Diagnostic::new(
@@ -263,8 +263,10 @@ fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundB
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
             BoundBytes::whole(buffer::deref(buffer)?.bytes())
-                .range(format_args!("binding table slot {slot} entry"), entry.offset, entry.length)?
-                .range(format_args!("binding table slot {slot}"), range.offset, range.length)
+                .range(entry.offset, entry.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot} entry")))?
+                .range(range.offset, range.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot}")))
         }
     }
 }

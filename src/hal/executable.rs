@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::wrong_type;
-use super::byte_range;
+use super::byte_range::{self, OutOfRange};
 use super::local::fpu::FlushDenormals;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -36,10 +36,10 @@ impl<'a> BoundBytes<'a> {
         BoundBytes { bytes, offset: 0, length: bytes.len() }
     }
 
-    /// `length` bytes from `offset` within this range; `-1` is the rest. `what` says where the
-    /// range comes from, for the error.
-    pub fn range(self, what: impl fmt::Display, offset: i64, length: i64) -> Result<BoundBytes<'a>, Diagnostic> {
-        let (offset, length) = byte_range::check(what, offset, length, self.length)?;
+    /// `length` bytes from `offset` within this range; `-1` is the rest.
+    #[inline]
+    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, OutOfRange> {
+        let (offset, length) = byte_range::check(offset, length, self.length)?;
         Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
     }
 

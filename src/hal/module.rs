@@ -184,7 +184,7 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     // IREE's -1 is the whole source (whatever the offset), and its error is INVALID_ARGUMENT.
     let available = source.len();
     let length = if length == -1 { available as i64 } else { length };
-    let (offset, length) = byte_range::resolve(offset, length, available).ok_or_else(|| {
+    let (offset, length) = byte_range::check(offset, length, available).map_err(|_| {
         Diagnostic::new(
             StatusCode::InvalidArgument,
             format!(
