@@ -21,7 +21,8 @@ pub enum DeviceKind {
     /// Everything inline on the calling thread.
     LocalSync,
     /// Queue work inline too, but a dispatch's workgroups spread over a pool of worker threads
-    /// (one per core). Dispatches of one workgroup and VMVX dispatches run inline.
+    /// (one per core, possibly shared with other devices) and the submitting thread. Dispatches of
+    /// one workgroup and VMVX dispatches run inline.
     LocalTask,
 }
 

@@ -1,8 +1,8 @@
 //! Executables of native code (the llvm-cpu backend's `embedded-elf-x86_64` and
 //! `system-elf-x86_64`): the loaded library's dispatch functions, called once per workgroup with
 //! the bound buffers' addresses — on the submitting thread (`local-sync`, and any dispatch of one
-//! workgroup), or spread over the device's worker pool (`local-task`), each worker with its own
-//! workgroup local memory.
+//! workgroup), or spread over the device's worker pool and the submitting thread (`local-task`),
+//! each thread with its own workgroup local memory.
 //!
 //! Trust: the VM program is verified, but an executable is machine code — as in IREE, a module's
 //! executables are trusted to be what `iree-compile` made of its source, and the buffers the
