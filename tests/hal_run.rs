@@ -27,9 +27,14 @@ fn context_on(format: &str, device: Device) -> Context {
 
 /// A context with `<name>_<format>.vmfb` on `device`, running calls on the calling thread.
 fn module_context(name: &str, format: &str, (device, workers): Device) -> Context {
+    context_in(&Runtime::with_task_workers(workers), name, format, device)
+}
+
+/// As [`module_context`], in `runtime`.
+fn context_in(runtime: &Runtime, name: &str, format: &str, device: &str) -> Context {
     let path = format!("{}/tests/fixtures/hal_run/{name}_{format}.vmfb", env!("CARGO_MANIFEST_DIR"));
     let module = Module::load_file(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let context = Runtime::with_task_workers(workers).context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
+    let context = runtime.context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
     context.add_device(device).unwrap();
     context.add_module(&module).unwrap();
     context
@@ -131,6 +136,31 @@ fn local_task_spreads_workgroups_and_computes_the_same() {
             assert_eq!(out, [(vec![4], F32, f32s(&[1.0, 2.0, 3.5, 0.0]))], "{format}");
         }
     }
+}
+
+/// The contexts of one runtime share its `local-task` pool (as IREE's devices share their
+/// instance's task executor): contexts on four host threads dispatch onto the same two workers at
+/// once, each getting its own results.
+#[test]
+fn contexts_sharing_one_pool_dispatch_at_once_and_compute_the_same() {
+    let runtime = Runtime::with_task_workers(2);
+    let input: Vec<f32> = (0..100_000).map(|i| (i % 1000) as f32 * 0.25 - 7.0).collect();
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let (runtime, input) = (&runtime, &input);
+            scope.spawn(move || {
+                let format = ["embedded", "system"][thread % 2];
+                let context = context_in(runtime, "programs", format, "local-task");
+                for round in 0..10 {
+                    let factor = (thread * 10 + round) as f32 - 17.5;
+                    let expected: Vec<f32> = input.iter().map(|v| v * factor).collect();
+                    let arguments = vec![tensor(&[100_000], F32, &f32s(input)), Value::F32(factor)];
+                    let out = call(&context, "scale_dynamic", arguments);
+                    assert_eq!(out, [(vec![100_000], F32, f32s(&expected))], "{format} x{factor}");
+                }
+            });
+        }
+    });
 }
 
 /// `coarse-fences` functions (src/async.mlir) called to completion: a null wait fence, a new

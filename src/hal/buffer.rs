@@ -6,6 +6,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use super::byte_range;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -78,21 +79,11 @@ impl Buffer {
     }
 
     /// Bytes `offset..offset + length` as a buffer of their own (shared memory), `length` -1
-    /// meaning to the end, with IREE's range check and message.
+    /// meaning to the end.
     pub fn subspan(&self, offset: i64, length: i64) -> Result<Buffer, Diagnostic> {
-        let total = self.len() as i64;
-        let length = if length == -1 { total.saturating_sub(offset) } else { length };
-        if offset < 0 || length < 0 || offset > total || length > total - offset {
-            return Err(Diagnostic::new(
-                StatusCode::OutOfRange,
-                format!("subspan range {offset}+{length} out of range of a buffer of {total} bytes"),
-            ));
-        }
-        let bytes = if offset == 0 && length == total {
-            self.bytes.clone()
-        } else {
-            self.bytes.span(offset as usize, length as usize)?
-        };
+        let (offset, length) = byte_range::check(offset, length, self.len()).map_err(|e| e.at("subspan"))?;
+        let bytes =
+            if offset == 0 && length == self.len() { self.bytes.clone() } else { self.bytes.span(offset, length)? };
         Ok(Buffer { bytes, ..*self })
     }
 

@@ -249,9 +249,9 @@ fn command_ranges(command: &Command) -> Vec<&BufferRange> {
 /// The bytes a range names, with the table applied.
 fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundBytes<'a>, Diagnostic> {
     match &range.source {
-        BufferSource::Direct(buffer) => {
-            BoundBytes::whole(buffer::deref(buffer)?.bytes()).range(range.offset, range.length)
-        }
+        BufferSource::Direct(buffer) => BoundBytes::whole(buffer::deref(buffer)?.bytes())
+            .range(range.offset, range.length)
+            .map_err(|e| e.at("buffer")),
         BufferSource::Slot(slot) => {
             let entry = table.get(*slot as usize).ok_or_else(|| {
                 Diagnostic::new(
@@ -263,8 +263,10 @@ fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundB
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
             BoundBytes::whole(buffer::deref(buffer)?.bytes())
-                .range(entry.offset, entry.length)?
+                .range(entry.offset, entry.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot} entry")))?
                 .range(range.offset, range.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot}")))
         }
     }
 }
@@ -320,7 +322,15 @@ mod tests {
         let message = |range: BufferRange| resolve(&range, &table).err().unwrap().message;
         assert_eq!(
             message(BufferRange { source: BufferSource::Slot(0), offset: 3, length: 2 }),
-            "range 3+2 out of range of a buffer of 4 bytes"
+            "binding table slot 0: range 3+2 out of range of 4 bytes"
+        );
+        let bad_entry = [TableEntry { buffer: Some(data.clone()), offset: 4, length: 8 }];
+        assert_eq!(
+            resolve(&BufferRange { source: BufferSource::Slot(0), offset: 0, length: -1 }, &bad_entry)
+                .err()
+                .unwrap()
+                .message,
+            "binding table slot 0 entry: range 4+8 out of range of 8 bytes"
         );
         assert_eq!(
             message(BufferRange { source: BufferSource::Slot(2), offset: 0, length: 1 }),
@@ -332,7 +342,7 @@ mod tests {
         );
         assert_eq!(
             message(BufferRange { source: BufferSource::Direct(data), offset: -1, length: 1 }),
-            "range -1+1 out of range of a buffer of 8 bytes"
+            "buffer: range -1+1 out of range of 8 bytes"
         );
     }
 }

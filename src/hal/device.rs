@@ -21,7 +21,8 @@ pub enum DeviceKind {
     /// Everything inline on the calling thread.
     LocalSync,
     /// Queue work inline too, but a dispatch's workgroups spread over a pool of worker threads
-    /// (one per core). Dispatches of one workgroup and VMVX dispatches run inline.
+    /// (one per core, possibly shared with other devices) and the submitting thread. Dispatches of
+    /// one workgroup and VMVX dispatches run inline.
     LocalTask,
 }
 
@@ -73,8 +74,9 @@ impl Device {
         Device::with_workers(kind, workers)
     }
 
-    /// A device whose `local-task` pool has `workers` threads (ignored for `local-sync`). If the
-    /// threads cannot be started the device runs workgroups inline, like `local-sync`.
+    /// A device whose `local-task` pool has `workers` threads of its own (ignored for
+    /// `local-sync`). If the threads cannot be started the device runs workgroups inline, like
+    /// `local-sync`.
     pub fn with_workers(kind: DeviceKind, workers: usize) -> Device {
         let pool = match kind {
             DeviceKind::LocalSync => None,
@@ -83,9 +85,11 @@ impl Device {
         Device::with_pool(kind, pool)
     }
 
-    /// A device over a pool other devices may share (`local-task`; `None` runs workgroups
-    /// inline, which is what `local-sync` does).
+    /// A device whose `local-task` workgroups run on `pool`, which other devices may share (as
+    /// IREE's devices of one instance share its task executor): many contexts, one set of
+    /// threads. `None`, and `local-sync` whatever the pool, run workgroups inline.
     pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> Device {
+        let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
         Device { kind, allocator: Ref::Object(Arc::new(Allocator)), pool }
     }
 
@@ -108,7 +112,7 @@ impl Device {
             ("hal.device.id", pattern) => Ok(glob_match(pattern, self.kind.id()) as i64),
             ("hal.executable.format", format) => Ok(supports_format(format) as i64),
             ("hal.device" | "hal.dispatch", "concurrency") => {
-                Ok(self.pool.as_ref().map_or(1, |workers| workers.pool().current_num_threads()) as i64)
+                Ok(self.pool.as_ref().map_or(1, |workers| workers.threads()) as i64)
             }
             ("hal.cpu", feature) => cpu::feature(feature).ok_or_else(|| {
                 Diagnostic::new(
@@ -213,6 +217,24 @@ mod tests {
         assert_eq!(device.query_i64("hal.cpu", "nope").unwrap_err().code, StatusCode::NotFound);
         assert_eq!(device.query_i64("hal.cpu", "sse3").unwrap(), 1, "x86-64 CPUs have SSE3");
         assert!(glob_match("l?cal-s*c", "local-sync"));
+        assert_eq!(device.query_i64("hal.device", "concurrency").unwrap(), 1, "local-sync runs inline");
         assert!(!glob_match("local", "local-sync"));
+    }
+
+    #[test]
+    fn devices_sharing_a_pool_answer_its_thread_count() {
+        let pool = Arc::new(Workers::new(3).unwrap());
+        let devices = [
+            Device::with_pool(DeviceKind::LocalTask, Some(pool.clone())),
+            Device::with_pool(DeviceKind::LocalTask, Some(pool)),
+        ];
+        for device in &devices {
+            assert_eq!(device.query_i64("hal.device", "concurrency").unwrap(), 3);
+            assert_eq!(device.query_i64("hal.dispatch", "concurrency").unwrap(), 3);
+        }
+        let own = Device::with_workers(DeviceKind::LocalTask, 2);
+        assert_eq!(own.query_i64("hal.device", "concurrency").unwrap(), 2);
+        let sync = Device::with_pool(DeviceKind::LocalSync, Some(Arc::new(Workers::new(1).unwrap())));
+        assert_eq!(sync.query_i64("hal.device", "concurrency").unwrap(), 1, "local-sync ignores the pool");
     }
 }

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::wrong_type;
+use super::byte_range::{self, OutOfRange};
 use super::local::fpu::FlushDenormals;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -36,16 +37,10 @@ impl<'a> BoundBytes<'a> {
     }
 
     /// `length` bytes from `offset` within this range; `-1` is the rest.
-    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, Diagnostic> {
-        let total = self.length as i64;
-        let length = if length == -1 { total.saturating_sub(offset) } else { length };
-        if offset < 0 || length < 0 || offset > total || length > total - offset {
-            return Err(Diagnostic::new(
-                StatusCode::OutOfRange,
-                format!("range {offset}+{length} out of range of a buffer of {total} bytes"),
-            ));
-        }
-        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset as usize, length: length as usize })
+    #[inline]
+    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, OutOfRange> {
+        let (offset, length) = byte_range::check(offset, length, self.length)?;
+        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
     }
 
     pub fn buffer(&self) -> &'a Arc<Bytes> {

@@ -3,8 +3,10 @@
 //! AsyncValue, and the `hal` VM module that compiled programs import. Stands on `host` and plugs
 //! into `vm` as a native module.
 
+pub mod args;
 pub mod buffer;
 pub mod buffer_view;
+pub mod byte_range;
 pub mod check;
 pub mod command_buffer;
 pub mod device;

@@ -9,8 +9,10 @@
 
 use std::sync::Arc;
 
+use super::args::{text, Args};
 use super::buffer::{self, usage, Buffer};
 use super::buffer_view::{self, BufferView};
+use super::byte_range;
 use super::command_buffer::{self, BufferRange, BufferSource, CommandBuffer, TableEntry, Workgroups};
 use super::device::{self, Device};
 use super::executable;
@@ -21,6 +23,9 @@ use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
+
+/// The module's name, which compiled programs import it by.
+const NAME: &str = "hal";
 
 /// `IREE_HAL_MODULE_VERSION_0_7`.
 pub const VERSION: u32 = 7;
@@ -121,7 +126,7 @@ impl HalModule {
 
 impl NativeModule for HalModule {
     fn name(&self) -> &str {
-        "hal"
+        NAME
     }
 
     fn version(&self) -> u32 {
@@ -140,101 +145,15 @@ impl NativeModule for HalModule {
         let state = state
             .downcast_ref::<HalState>()
             .ok_or_else(|| Diagnostic::new(StatusCode::Internal, "hal module state of another module"))?;
-        let (_, _, handler) = FUNCTIONS
+        let (name, _, handler) = FUNCTIONS
             .get(ordinal)
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("hal function {ordinal} does not exist")))?;
-        let mut arguments = Args::new(arguments);
+        let mut arguments = Args::new(NAME, name, arguments);
         match handler {
             Handler::Ready(function) => function(state, &mut arguments).map(NativeOutcome::Ready),
             Handler::Outcome(function) => function(&mut arguments),
         }
     }
-}
-
-/// Reads a native call's arguments in order (their kinds were checked against the calling
-/// convention before the call).
-struct Args<'a> {
-    values: &'a [Value],
-    next: usize,
-}
-
-impl<'a> Args<'a> {
-    fn new(values: &'a [Value]) -> Args<'a> {
-        Args { values, next: 0 }
-    }
-
-    fn take(&mut self) -> Result<&'a Value, Diagnostic> {
-        let value = self
-            .values
-            .get(self.next)
-            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("missing argument {}", self.next)))?;
-        self.next += 1;
-        Ok(value)
-    }
-
-    fn mismatch(&self, expected: &str, value: &Value) -> Diagnostic {
-        Diagnostic::new(
-            StatusCode::InvalidArgument,
-            format!("argument {} is {} where {expected} was expected", self.next - 1, value.type_name()),
-        )
-    }
-
-    fn i32(&mut self) -> Result<i32, Diagnostic> {
-        match self.take()? {
-            Value::I32(v) => Ok(*v),
-            other => Err(self.mismatch("i32", other)),
-        }
-    }
-
-    fn i64(&mut self) -> Result<i64, Diagnostic> {
-        match self.take()? {
-            Value::I64(v) => Ok(*v),
-            other => Err(self.mismatch("i64", other)),
-        }
-    }
-
-    /// A ref that may be null.
-    fn opt_ref(&mut self) -> Result<Option<&'a Ref>, Diagnostic> {
-        match self.take()? {
-            Value::Ref(r) => Ok(r.as_ref()),
-            other => Err(self.mismatch("a ref", other)),
-        }
-    }
-
-    /// A ref that must not be null.
-    fn r(&mut self) -> Result<&'a Ref, Diagnostic> {
-        let index = self.next;
-        self.opt_ref()?
-            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("argument {index} is a null ref")))
-    }
-
-    /// A `!vm.buffer` argument.
-    fn bytes(&mut self) -> Result<&'a Arc<Bytes>, Diagnostic> {
-        let value = self.r()?;
-        value.as_buffer().ok_or_else(|| buffer::wrong_type("vm.buffer", value))
-    }
-
-    /// A `!vm.buffer` holding text (names, messages, query keys).
-    fn string(&mut self) -> Result<String, Diagnostic> {
-        Ok(text(self.bytes()?))
-    }
-
-    /// The tuple count of a variadic span.
-    fn span(&mut self) -> Result<usize, Diagnostic> {
-        let count = self.i32()?;
-        usize::try_from(count)
-            .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("negative span count {count}")))
-    }
-
-    fn i64_span(&mut self) -> Result<Vec<i64>, Diagnostic> {
-        let count = self.span()?;
-        (0..count).map(|_| self.i64()).collect()
-    }
-}
-
-/// The text a `!vm.buffer` holds.
-fn text(bytes: &Bytes) -> String {
-    String::from_utf8_lossy(&bytes.to_vec()).into_owned()
 }
 
 fn out(value: impl Into<Value>) -> Result<Vec<Value>, Diagnostic> {
@@ -262,17 +181,18 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     let (_is_try, _affinity, memory_types, buffer_usage) = (a.i32()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
     let source = a.bytes()?;
     let (offset, length) = (a.i64()?, a.i64()?);
-    let available = source.len() as i64;
-    let length = if length == -1 { available } else { length };
-    if length < 0 || offset < 0 || offset > available || length > available - offset {
-        return Err(Diagnostic::new(
+    // IREE's -1 is the whole source (whatever the offset), and its error is INVALID_ARGUMENT.
+    let available = source.len();
+    let length = if length == -1 { available as i64 } else { length };
+    let (offset, length) = byte_range::check(offset, length, available).map_err(|_| {
+        Diagnostic::new(
             StatusCode::InvalidArgument,
             format!(
                 "byte range out of bounds (requested {offset}-{} of available {available})",
                 offset.wrapping_add(length).wrapping_sub(1)
             ),
-        ));
-    }
+        )
+    })?;
     if !source.is_mutable() && buffer_usage & usage::SHARING_IMMUTABLE == 0 {
         return Err(Diagnostic::new(
             StatusCode::PermissionDenied,
@@ -283,9 +203,9 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     // dispatches may write it. The compiler does tie results to constant operands (a sort or
     // scatter in place), and the module's bytes are mapped read-only, so such constants get
     // their own writable copy (once: programs import constants in `__init`).
-    let bytes = source.span(offset as usize, length as usize)?;
+    let bytes = source.span(offset, length)?;
     let bytes = if !bytes.is_mutable() && buffer_usage & usage::DISPATCH_STORAGE_WRITE != 0 {
-        bytes.clone_range(0, length, 64)?
+        bytes.clone_range(0, length as i64, 64)?
     } else {
         bytes
     };

@@ -1,8 +1,8 @@
 //! Executables of native code (the llvm-cpu backend's `embedded-elf-x86_64` and
 //! `system-elf-x86_64`): the loaded library's dispatch functions, called once per workgroup with
 //! the bound buffers' addresses — on the submitting thread (`local-sync`, and any dispatch of one
-//! workgroup), or spread over the device's worker pool (`local-task`), each worker with its own
-//! workgroup local memory.
+//! workgroup), or spread over the device's worker pool and the submitting thread (`local-task`),
+//! each thread with its own workgroup local memory.
 //!
 //! Trust: the VM program is verified, but an executable is machine code — as in IREE, a module's
 //! executables are trusted to be what `iree-compile` made of its source, and the buffers the
@@ -10,8 +10,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-
-use rayon::prelude::*;
 
 use super::library::{Binding, ExecutableFormat, ExecutableLibrary, ImportFunction};
 use super::workers::Workers;
@@ -77,25 +75,17 @@ impl ExecutableCode for NativeExecutable {
         match &self.pool {
             // One workgroup (or none) is not worth a wake-up.
             Some(workers) if total > 1 => {
-                let pool = workers.pool();
-                prepared.set_max_concurrency(pool.current_num_threads().min(255) as u8);
+                prepared.set_max_concurrency(workers.concurrency().min(255) as u8);
                 let prepared = &prepared;
-                pool.install(|| {
-                    (0..total).into_par_iter().try_for_each_init(
-                        || vec![0u8; local_memory],
-                        |memory, index| {
-                            let id = [
-                                (index % u64::from(x)) as u32,
-                                (index / u64::from(x) % u64::from(y)) as u32,
-                                (index / (u64::from(x) * u64::from(y))) as u32,
-                            ];
-                            let processor = rayon::current_thread_index().unwrap_or(0) as u32;
-                            // SAFETY: as below; each worker has its own local memory.
-                            unsafe { prepared.run_workgroup(id, processor, memory) }
-                        },
-                    )
+                workers.run(total, local_memory, &|index, processor, memory| {
+                    let id = [
+                        (index % u64::from(x)) as u32,
+                        (index / u64::from(x) % u64::from(y)) as u32,
+                        (index / (u64::from(x) * u64::from(y))) as u32,
+                    ];
+                    // SAFETY: as below; each thread running the job has its own local memory.
+                    unsafe { prepared.run_workgroup(id, processor, memory) }.map_err(failed)
                 })
-                .map_err(failed)
             }
             _ => {
                 let mut memory = vec![0u8; local_memory];

@@ -1,57 +1,420 @@
-//! The worker threads of `local-task`: a rayon pool whose threads are joined when it goes away,
-//! so a host that releases its device (or a tool that exits) leaves no thread running behind it.
+//! The worker threads of `local-task`: a small fork-join pool of our own, so that the threads'
+//! whole lifetime is ours. They start with the pool and are joined when it goes away, and nothing
+//! of them (no per-thread registry or epoch record, as rayon's crossbeam-epoch leaves) outlives
+//! the join: a host that releases its devices leaves no thread and no allocation behind.
+//!
+//! A pool is shared: one `Arc<Workers>` may serve many devices, and several host threads may
+//! dispatch onto it at once. Each dispatch is a job in a queue; its workgroups are claimed one at
+//! a time through an atomic index by the workers and by the submitting thread itself, which helps
+//! with its own job and then waits until every claimed workgroup has finished.
 
-use std::sync::Mutex;
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-use rayon::{ThreadPool, ThreadPoolBuilder};
-
 use super::fpu;
+use crate::host::{Diagnostic, StatusCode};
+
+/// One workgroup: `(index, processor, local memory)`. Processor ids of one job are distinct
+/// among the threads running it at the same time and below [`Workers::concurrency`].
+pub type Workgroup<'a> = dyn Fn(u64, u32, &mut [u8]) -> Result<(), Diagnostic> + Sync + 'a;
 
 /// A pool of worker threads for spreading workgroups.
-#[derive(Debug)]
 pub struct Workers {
-    pool: Option<ThreadPool>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
 }
 
+/// What the workers and the submitting threads share.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a job is queued or the pool stops.
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Jobs with workgroups left to claim (exhausted ones are dropped by the next worker to look).
+    jobs: VecDeque<Arc<Job>>,
+    /// Workers waiting on `wake`: a submitter wakes only as many as its job can use.
+    sleeping: usize,
+    stopping: bool,
+}
+
+/// The most workers a pool starts, as IREE's task executor (`IREE_TASK_EXECUTOR_MAX_WORKER_COUNT`).
+pub const MAX_THREADS: usize = 64;
+
 impl Workers {
-    /// `count` workers, or `None` when threads cannot be started (the device then runs
-    /// workgroups inline).
+    /// `count` workers (at least one, at most [`MAX_THREADS`]), or `None` when threads cannot be
+    /// started (the device then runs workgroups inline).
     pub fn new(count: usize) -> Option<Workers> {
-        let threads = Mutex::new(Vec::with_capacity(count));
-        let pool = ThreadPoolBuilder::new()
-            .num_threads(count.max(1))
-            .spawn_handler(|thread| {
-                let handle =
-                    std::thread::Builder::new().name(format!("rtx-local-task-{}", thread.index())).spawn(|| {
-                        fpu::flush_denormals_on_this_thread();
-                        thread.run()
-                    })?;
-                threads.lock().unwrap_or_else(|p| p.into_inner()).push(handle);
-                Ok(())
-            })
-            .build()
-            .ok()?;
-        Some(Workers { pool: Some(pool), threads })
+        let count = count.clamp(1, MAX_THREADS);
+        let shared = Arc::new(Shared { state: Mutex::default(), wake: Condvar::new() });
+        let mut workers = Workers { shared, threads: Vec::with_capacity(count) };
+        for index in 0..count {
+            let shared = workers.shared.clone();
+            let processor = index as u32;
+            // On failure `workers` drops on return, joining the threads already started.
+            let spawned = std::thread::Builder::new()
+                .name(format!("rtx-local-task-{index}"))
+                .spawn(move || work(&shared, processor))
+                .ok()?;
+            workers.threads.push(spawned);
+        }
+        Some(workers)
     }
 
-    pub fn pool(&self) -> &ThreadPool {
-        self.pool.as_ref().expect("present until dropped")
+    /// The number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// How many threads may run one job's workgroups at once: the workers and the submitter.
+    pub fn concurrency(&self) -> usize {
+        self.threads.len() + 1
+    }
+
+    /// Runs `workgroup` for every index in `0..count`, spread over the workers and this thread,
+    /// each thread with its own `local_memory` bytes. Returns once every workgroup has finished,
+    /// or the first error: a workgroup's error (or panic, as INTERNAL) stops the job, and
+    /// workgroups not yet started are skipped.
+    pub fn run(&self, count: u64, local_memory: usize, workgroup: &Workgroup<'_>) -> Result<(), Diagnostic> {
+        // SAFETY: only the lifetime is erased. `workgroup` is called for claimed indices below
+        // `count` only, and this function returns after `wait`, i.e. after every such call has
+        // returned; a worker that still holds the job afterwards claims nothing below `count`.
+        let erased = unsafe { std::mem::transmute::<*const Workgroup<'_>, *const Workgroup<'static>>(workgroup) };
+        let job = Arc::new(Job {
+            workgroup: erased,
+            count,
+            local_memory,
+            next: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            error: Mutex::new(None),
+            done: Mutex::new(false),
+            done_signal: Condvar::new(),
+        });
+        if count > 1 {
+            // The submitter works too, so one worker fewer keeps as many threads busy as the pool
+            // has (one per core, usually) instead of overcommitting the cores. A worker that is
+            // awake anyway joins in as well.
+            self.shared.submit(&job, self.threads.len() - 1);
+        }
+        let mut memory = vec![0u8; local_memory];
+        job.claim_and_run(self.threads.len() as u32, &mut memory);
+        job.wait();
+        let error = job.error.lock().unwrap_or_else(PoisonError::into_inner).take();
+        error.map_or(Ok(()), Err)
+    }
+}
+
+impl fmt::Debug for Workers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workers").field("threads", &self.threads.len()).finish()
     }
 }
 
 impl Drop for Workers {
+    /// Tells the workers to stop and joins them. This never runs on a worker: workers only run
+    /// workgroups of a [`Workers::run`] call, whose caller holds the pool.
     fn drop(&mut self) {
-        // Dropping the pool tells its threads to finish; then wait for them (never from one of
-        // them: a worker cannot join itself).
-        let own = self.pool.as_ref().is_some_and(|pool| pool.current_thread_index().is_some());
-        drop(self.pool.take());
-        if own {
+        self.shared.lock().stopping = true;
+        self.shared.wake.notify_all();
+        for handle in self.threads.drain(..) {
+            // A worker catches its workgroups' panics, so it cannot end with one.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `job` and wakes sleeping workers for its workgroups beyond the one the submitter
+    /// starts on, at most `most`.
+    fn submit(&self, job: &Arc<Job>, most: usize) {
+        let mut state = self.lock();
+        state.jobs.push_back(job.clone());
+        let helpers = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(state.sleeping).min(most);
+        drop(state);
+        for _ in 0..helpers {
+            self.wake.notify_one();
+        }
+    }
+
+    /// The next job with workgroups left, waiting for one; `None` when the pool stops.
+    fn next_job(&self) -> Option<Arc<Job>> {
+        let mut state = self.lock();
+        loop {
+            if state.stopping {
+                return None;
+            }
+            while state.jobs.front().is_some_and(|job| job.exhausted()) {
+                state.jobs.pop_front();
+            }
+            if let Some(job) = state.jobs.front() {
+                return Some(job.clone());
+            }
+            state.sleeping += 1;
+            state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state.sleeping -= 1;
+        }
+    }
+}
+
+/// A worker thread's life: flush denormals (as IREE's workers do: they only run dispatches), then
+/// help with queued jobs until the pool stops. Its local memory grows to the largest a job asks for
+/// and is freed when the thread ends.
+fn work(shared: &Shared, processor: u32) {
+    fpu::flush_denormals_on_this_thread();
+    let mut memory = Vec::new();
+    while let Some(job) = shared.next_job() {
+        if memory.len() < job.local_memory {
+            memory.resize(job.local_memory, 0);
+        }
+        job.claim_and_run(processor, &mut memory[..job.local_memory]);
+    }
+}
+
+/// One `run` call: its workgroups, who has claimed and finished how many, and its first error.
+struct Job {
+    /// Borrowed from the `run` call, which outlives every call through it (see there).
+    workgroup: *const Workgroup<'static>,
+    count: u64,
+    local_memory: usize,
+    /// The next index to claim; claims at or past `count` run nothing.
+    next: AtomicU64,
+    /// Workgroups run or skipped; the job is complete at `count`.
+    finished: AtomicU64,
+    /// Set by the first failure: later claims skip their workgroup.
+    stopped: AtomicBool,
+    error: Mutex<Option<Diagnostic>>,
+    done: Mutex<bool>,
+    done_signal: Condvar,
+}
+
+// SAFETY: the pointee is `Sync` (so it may be called from any thread) and alive for every call
+// made through it (see `Workers::run`); the other fields are thread-safe.
+unsafe impl Send for Job {}
+// SAFETY: as above.
+unsafe impl Sync for Job {}
+
+impl Job {
+    fn exhausted(&self) -> bool {
+        self.next.load(Ordering::Relaxed) >= self.count
+    }
+
+    /// Claims and runs workgroups until none are left to claim.
+    fn claim_and_run(&self, processor: u32, memory: &mut [u8]) {
+        loop {
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            if index >= self.count {
+                return;
+            }
+            if !self.stopped.load(Ordering::Relaxed) {
+                // SAFETY: `index` is below `count` and not yet counted as finished, so the `run`
+                // call that owns the workgroup is still waiting (see `Workers::run`).
+                let workgroup = unsafe { &*self.workgroup };
+                let outcome = panic::catch_unwind(AssertUnwindSafe(|| workgroup(index, processor, memory)))
+                    .unwrap_or_else(|payload| Err(panicked(index, payload.as_ref())));
+                if let Err(error) = outcome {
+                    self.fail(error);
+                }
+            }
+            // Release: the workgroup's writes happen before the submitter sees it finished.
+            if self.finished.fetch_add(1, Ordering::AcqRel) + 1 == self.count {
+                *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+                self.done_signal.notify_all();
+            }
+        }
+    }
+
+    fn fail(&self, error: Diagnostic) {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(error);
+    }
+
+    /// Waits until every workgroup has run or been skipped.
+    fn wait(&self) {
+        if self.finished.load(Ordering::Acquire) >= self.count {
             return;
         }
-        for handle in self.threads.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
-            let _ = handle.join();
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*done {
+            done = self.done_signal.wait(done).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// A panic in a workgroup as an error, so that neither the worker nor the submitter unwinds.
+fn panicked(index: u64, payload: &(dyn Any + Send)) -> Diagnostic {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-text payload");
+    Diagnostic::new(StatusCode::Internal, format!("workgroup {index} panicked: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Barrier, Weak};
+
+    /// Runs a job of as many workgroups as the pool has threads, which all block until every one
+    /// of them has started: so that many threads run it at once (the submitter and the workers it
+    /// wakes, one fewer than the pool has, or any worker awake anyway).
+    fn all_at_once(workers: &Workers, each: impl Fn(u32) + Sync) {
+        let count = workers.threads();
+        let barrier = Barrier::new(count);
+        workers
+            .run(count as u64, 0, &|_, processor, _| {
+                each(processor);
+                barrier.wait();
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// The workers alive: each holds the shared state until its thread function returns.
+    fn live_workers(workers: &Workers) -> usize {
+        Arc::strong_count(&workers.shared) - 1
+    }
+
+    #[test]
+    fn every_workgroup_runs_once_with_jobs_from_many_threads() {
+        let workers = Workers::new(3).unwrap();
+        std::thread::scope(|scope| {
+            for submitter in 0..6u64 {
+                let workers = &workers;
+                scope.spawn(move || {
+                    for round in 0..40u64 {
+                        let count = 1 + (submitter * 97 + round * 31) % 300;
+                        let runs: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+                        workers
+                            .run(count, 16, &|index, _, _| {
+                                runs[index as usize].fetch_add(1, Ordering::Relaxed);
+                                Ok(())
+                            })
+                            .unwrap();
+                        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "job {submitter}/{round}");
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn processor_ids_are_distinct_and_below_the_concurrency() {
+        let workers = Workers::new(4).unwrap();
+        assert_eq!((workers.threads(), workers.concurrency()), (4, 5));
+        let seen = Mutex::new(Vec::new());
+        all_at_once(&workers, |processor| seen.lock().unwrap().push(processor));
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 4, "four threads at once, each with its own id: {seen:?}");
+        assert!(seen.iter().all(|&id| id < 5), "{seen:?}");
+        assert!(seen.contains(&4), "the submitter's id is the one after the workers': {seen:?}");
+    }
+
+    #[test]
+    fn each_thread_has_its_own_local_memory() {
+        let workers = Workers::new(3).unwrap();
+        let barrier = Barrier::new(workers.threads());
+        let sizes = Mutex::new(Vec::new());
+        workers
+            .run(workers.threads() as u64, 4, &|index, _, memory| {
+                sizes.lock().unwrap().push(memory.len());
+                memory.copy_from_slice(&(index as u32).to_le_bytes());
+                // Every thread has written its own memory before any reads it back.
+                barrier.wait();
+                assert_eq!(memory, (index as u32).to_le_bytes(), "workgroup {index}'s memory was overwritten");
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(sizes.into_inner().unwrap(), [4, 4, 4]);
+    }
+
+    #[test]
+    fn a_failing_workgroup_stops_its_job_and_is_returned() {
+        let workers = Workers::new(2).unwrap();
+        let ran = AtomicUsize::new(0);
+        let error = workers
+            .run(10_000, 0, &|index, _, _| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if index == 5 {
+                    return Err(Diagnostic::new(StatusCode::OutOfRange, "workgroup 5 read past its binding"));
+                }
+                std::thread::sleep(std::time::Duration::from_micros(20));
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!((error.code, error.message.as_str()), (StatusCode::OutOfRange, "workgroup 5 read past its binding"));
+        assert!(ran.load(Ordering::Relaxed) < 10_000, "the workgroups after the failure were skipped");
+        assert_eq!(workers.run(4, 0, &|_, _, _| Ok(())).map_err(|e| e.message), Ok(()), "the pool goes on");
+    }
+
+    #[test]
+    fn a_panicking_workgroup_is_an_error_and_every_thread_survives() {
+        let workers = Workers::new(3).unwrap();
+        for panicking in 0..workers.threads() as u64 {
+            // Workgroups wait for each other, so the panicking one runs on a worker or the
+            // submitter while others are running.
+            let barrier = Barrier::new(workers.threads());
+            let error = workers
+                .run(workers.threads() as u64, 0, &|index, _, _| {
+                    barrier.wait();
+                    if index == panicking {
+                        panic!("kernel bug in {index}");
+                    }
+                    Ok(())
+                })
+                .unwrap_err();
+            assert_eq!(error.code, StatusCode::Internal);
+            assert_eq!(error.message, format!("workgroup {panicking} panicked: kernel bug in {panicking}"));
+        }
+        assert_eq!(live_workers(&workers), 3);
+        let ran = AtomicUsize::new(0);
+        all_at_once(&workers, |_| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(ran.into_inner(), 3, "the pool still runs jobs");
+    }
+
+    #[test]
+    fn dropping_the_pool_ends_every_worker_thread() {
+        let workers = Workers::new(4).unwrap();
+        all_at_once(&workers, |_| {});
+        let shared: Weak<Shared> = Arc::downgrade(&workers.shared);
+        assert_eq!(live_workers(&workers), 4);
+        drop(workers);
+        assert!(shared.upgrade().is_none(), "drop returned after every worker's thread function did");
+    }
+
+    #[test]
+    fn workers_are_named_and_flush_denormals() {
+        let workers = Workers::new(2).unwrap();
+        let submitter = std::thread::current().id();
+        let on_workers = Mutex::new(Vec::new());
+        all_at_once(&workers, |_| {
+            if std::thread::current().id() != submitter {
+                let product = std::hint::black_box(1e-20f32) * std::hint::black_box(1e-20f32);
+                on_workers.lock().unwrap().push((std::thread::current().name().map(str::to_owned), product));
+            }
+        });
+        let on_workers = on_workers.into_inner().unwrap();
+        assert!(!on_workers.is_empty(), "a worker ran a workgroup");
+        for (name, product) in on_workers {
+            assert!(name.as_deref().is_some_and(|n| n.starts_with("rtx-local-task-")), "{name:?}");
+            assert_eq!(product, 0.0);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! zero and `i32::MIN / -1` kill IREE's process with SIGFPE; here they are an `INVALID_ARGUMENT`
 //! error, as in the VM's own division.
 
-use super::{flushed, Access, Args, Mapped};
+use super::{flushed, Access, Args, Layout, Mapped};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::value::Value;
 
@@ -85,7 +85,7 @@ impl Unary {
 
 /// `(lhs, rhs, out)` strided operands and the sizes: `out[i][j] = op(lhs[i][j], rhs[i][j])`.
 pub(super) fn binary(args: &mut Args<'_>, op: Binary) -> Result<Vec<Value>, Diagnostic> {
-    let (lhs, rhs, out) = (args.strided("lhs")?, args.strided("rhs")?, args.strided("out")?);
+    let (lhs, rhs, out) = (Layout::strided(args, "lhs")?, Layout::strided(args, "rhs")?, Layout::strided(args, "out")?);
     let sizes = (args.i64()?, args.i64()?);
     let lhs = Mapped::new(args, &lhs, 4, sizes, Access::Read)?;
     let rhs = Mapped::new(args, &rhs, 4, sizes, Access::Read)?;
@@ -110,7 +110,7 @@ pub(super) fn binary(args: &mut Args<'_>, op: Binary) -> Result<Vec<Value>, Diag
 
 /// `(in, out)` strided operands and the sizes: `out[i][j] = op(in[i][j])`.
 pub(super) fn unary(args: &mut Args<'_>, op: Unary) -> Result<Vec<Value>, Diagnostic> {
-    let (input, out) = (args.strided("in")?, args.strided("out")?);
+    let (input, out) = (Layout::strided(args, "in")?, Layout::strided(args, "out")?);
     let sizes = (args.i64()?, args.i64()?);
     let input = Mapped::new(args, &input, 4, sizes, Access::Read)?;
     let out = Mapped::new(args, &out, 4, sizes, Access::Write)?;

@@ -2,13 +2,13 @@
 //! lowering of transposes, slices and other pure data movement) and `fill.2d.x32` (a 2-D block of
 //! rows with unit column stride set to one 32-bit value).
 
-use super::{element, Access, Args, Mapped};
+use super::{element, Access, Args, Layout, Mapped};
 use crate::host::Diagnostic;
 use crate::vm::value::Value;
 
 /// `(in, out)` strided operands and the sizes: `out[i][j] = in[i][j]`.
 pub(super) fn copy(args: &mut Args<'_>, element_size: usize) -> Result<Vec<Value>, Diagnostic> {
-    let (input, out) = (args.strided("in")?, args.strided("out")?);
+    let (input, out) = (Layout::strided(args, "in")?, Layout::strided(args, "out")?);
     let sizes = (args.i64()?, args.i64()?);
     let input = Mapped::new(args, &input, element_size, sizes, Access::Read)?;
     let out = Mapped::new(args, &out, element_size, sizes, Access::Write)?;
@@ -24,7 +24,7 @@ pub(super) fn copy(args: &mut Args<'_>, element_size: usize) -> Result<Vec<Value
 /// `(value, out, offset, row stride, rows, columns)`.
 pub(super) fn fill(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let value = args.i32()?;
-    let layout = args.rows("out")?;
+    let layout = Layout::rows(args, "out")?;
     let sizes = (args.i64()?, args.i64()?);
     let out = Mapped::new(args, &layout, 4, sizes, Access::Write)?;
     for i in 0..sizes.0 as usize {

@@ -13,7 +13,7 @@
 //! tests; the fused multiply-add is std's software one, with denormals flushed as the hardware
 //! does in a dispatch. On other architectures the portable loop and IREE's generic tile sizes are used.
 
-use super::{flushed, Access, Args, Mapped};
+use super::{flushed, Access, Args, Layout, Mapped};
 use crate::hal::local::cpu;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::value::Value;
@@ -95,7 +95,7 @@ pub(super) fn query_tile_sizes(args: &mut Args<'_>) -> Result<Vec<Value>, Diagno
 
 /// `(lhs, offset, row stride, rhs, …, out, …, M, N, K, M0, N0, K0, flags)`.
 pub(super) fn mmt4d(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (lhs, rhs, out) = (args.rows("lhs")?, args.rows("rhs")?, args.rows("out")?);
+    let (lhs, rhs, out) = (Layout::rows(args, "lhs")?, Layout::rows(args, "rhs")?, Layout::rows(args, "out")?);
     let (m, n, k) = (args.i64()?, args.i64()?, args.i64()?);
     let (m0, n0, k0, flags) = (args.i32()?, args.i32()?, args.i32()?, args.i32()? as u32);
     let (in_size, out_size) = match flags & TYPE_MASK {

@@ -21,6 +21,7 @@ mod pack;
 
 use std::sync::Arc;
 
+use crate::hal::args::Args;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer;
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
@@ -103,78 +104,7 @@ impl NativeModule for VmvxModule {
         let (name, _, kernel) = FUNCTIONS
             .get(ordinal)
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("vmvx function {ordinal} does not exist")))?;
-        kernel(&mut Args { function: name, values: arguments, next: 0 }).map(NativeOutcome::Ready)
-    }
-}
-
-/// The arguments of one call, read in calling-convention order, and the function's name for
-/// error messages.
-struct Args<'a> {
-    function: &'static str,
-    values: &'a [Value],
-    next: usize,
-}
-
-impl<'a> Args<'a> {
-    /// An error that names the function: `vmvx.<function>: <message>`.
-    fn error(&self, code: StatusCode, message: impl std::fmt::Display) -> Diagnostic {
-        Diagnostic::new(code, format!("{NAME}.{}: {message}", self.function))
-    }
-
-    fn take(&mut self) -> Result<&'a Value, Diagnostic> {
-        let value = self.values.get(self.next);
-        self.next += 1;
-        value.ok_or_else(|| self.error(StatusCode::InvalidArgument, format!("missing argument {}", self.next - 1)))
-    }
-
-    fn i32(&mut self) -> Result<i32, Diagnostic> {
-        match self.take()? {
-            Value::I32(v) => Ok(*v),
-            other => Err(self.error(
-                StatusCode::InvalidArgument,
-                format!("argument {} is {} where i32 was expected", self.next - 1, other.type_name()),
-            )),
-        }
-    }
-
-    fn i64(&mut self) -> Result<i64, Diagnostic> {
-        match self.take()? {
-            Value::I64(v) => Ok(*v),
-            other => Err(self.error(
-                StatusCode::InvalidArgument,
-                format!("argument {} is {} where i64 was expected", self.next - 1, other.type_name()),
-            )),
-        }
-    }
-
-    /// The buffer of operand `operand`; null and other ref types are errors, as IREE's
-    /// `iree_vm_buffer_check_deref` makes them.
-    fn buffer(&mut self, operand: &str) -> Result<&'a Arc<Buffer>, Diagnostic> {
-        match self.take()? {
-            Value::Ref(Some(r)) => r.as_buffer().ok_or_else(|| {
-                self.error(StatusCode::InvalidArgument, format!("{operand} is a {}, not a vm.buffer", r.type_name()))
-            }),
-            Value::Ref(None) => Err(self.error(StatusCode::InvalidArgument, format!("{operand} is a null vm.buffer"))),
-            other => {
-                Err(self.error(StatusCode::InvalidArgument, format!("{operand} is {}, not a ref", other.type_name())))
-            }
-        }
-    }
-
-    /// Reads a `(buffer, offset, stride0, stride1)` group.
-    fn strided(&mut self, operand: &'static str) -> Result<Layout<'a>, Diagnostic> {
-        Ok(Layout {
-            operand,
-            buffer: self.buffer(operand)?,
-            offset: self.i64()?,
-            stride0: self.i64()?,
-            stride1: self.i64()?,
-        })
-    }
-
-    /// Reads a `(buffer, offset, row stride)` group: rows of contiguous elements.
-    fn rows(&mut self, operand: &'static str) -> Result<Layout<'a>, Diagnostic> {
-        Ok(Layout { operand, buffer: self.buffer(operand)?, offset: self.i64()?, stride0: self.i64()?, stride1: 1 })
+        kernel(&mut Args::new(NAME, name, arguments)).map(NativeOutcome::Ready)
     }
 }
 
@@ -185,6 +115,24 @@ struct Layout<'a> {
     offset: i64,
     stride0: i64,
     stride1: i64,
+}
+
+impl<'a> Layout<'a> {
+    /// Reads a `(buffer, offset, stride0, stride1)` group.
+    fn strided(args: &mut Args<'a>, operand: &'static str) -> Result<Layout<'a>, Diagnostic> {
+        Ok(Layout {
+            operand,
+            buffer: args.buffer(operand)?,
+            offset: args.i64()?,
+            stride0: args.i64()?,
+            stride1: args.i64()?,
+        })
+    }
+
+    /// Reads a `(buffer, offset, row stride)` group: rows of contiguous elements.
+    fn rows(args: &mut Args<'a>, operand: &'static str) -> Result<Layout<'a>, Diagnostic> {
+        Ok(Layout { operand, buffer: args.buffer(operand)?, offset: args.i64()?, stride0: args.i64()?, stride1: 1 })
+    }
 }
 
 /// Whether an operand is written, which requires a mutable buffer.

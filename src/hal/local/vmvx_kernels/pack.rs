@@ -105,7 +105,7 @@ fn tiled<'a>(
 
 /// `(in, out, in sizes 2, out sizes 4, padding, flags)`: plain to tiled.
 pub(super) fn pack(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (input, out) = (args.strided("in")?, args.strided("out")?);
+    let (input, out) = (Layout::strided(args, "in")?, Layout::strided(args, "out")?);
     let in_sizes = sizes::<2>(args)?;
     let out_sizes = sizes::<4>(args)?;
     let (padding, flags) = (args.i64()?, args.i32()? as u32);
@@ -141,7 +141,7 @@ pub(super) fn pack(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
 
 /// `(in, out, in sizes 4, out sizes 2, flags)`: tiled to plain.
 pub(super) fn unpack(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (input, out) = (args.strided("in")?, args.strided("out")?);
+    let (input, out) = (Layout::strided(args, "in")?, Layout::strided(args, "out")?);
     let in_sizes = sizes::<4>(args)?;
     let out_sizes = sizes::<2>(args)?;
     let flags = args.i32()? as u32;
