@@ -38,7 +38,7 @@
 use std::fmt::{self, Write};
 
 use super::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
-use super::bytecode::isa::{Access, InstructionKind, OperandKind, RegisterBank};
+use super::bytecode::isa::{Access, InstructionKind, Opcode, OperandKind, RegisterBank};
 use super::container::Container;
 use super::error::LoadError;
 use super::module::Module;
@@ -582,7 +582,8 @@ impl FunctionPrinter<'_> {
     }
 
     fn write_instruction(&self, out: &mut impl Write, decoded: &DecodedInstruction<'_>) -> fmt::Result {
-        let name = decoded.instruction.name;
+        use Opcode as O;
+        let (opcode, name) = (decoded.opcode(), decoded.instruction.name);
         let fields = decoded.instruction.operands;
         let texts: Vec<String> = fields
             .iter()
@@ -610,29 +611,29 @@ impl FunctionPrinter<'_> {
             }
         };
 
-        match name {
-            "vm.select.i32" | "vm.select.i64" | "vm.select.f32" | "vm.select.f64" => {
+        match opcode {
+            O::SelectI32 | O::SelectI64 | O::SelectF32 | O::SelectF64 => {
                 assign(out)?;
                 write!(out, "{name} {} ? {} : {}", input(0), input(1), input(2))
             }
-            "vm.select.ref" => {
+            O::SelectRef => {
                 assign(out)?;
                 write!(out, "{name} {} ? {} : {} -> {}", input(0), input(2), input(3), input(1))
             }
-            "vm.switch.i32" | "vm.switch.i64" | "vm.switch.f32" | "vm.switch.f64" | "vm.switch.ref" => {
+            O::SwitchI32 | O::SwitchI64 | O::SwitchF32 | O::SwitchF64 | O::SwitchRef => {
                 assign(out)?;
                 write!(out, "{name} {}[{}] else {}", input(0), input(2), input(1))
             }
-            "vm.cast.any.ref" => {
+            O::CastAnyRef => {
                 assign(out)?;
                 write!(out, "{name} {} : !vm.ref<?> -> {}", input(0), input(1))
             }
-            "vm.list.alloc" => {
+            O::ListAlloc => {
                 assign(out)?;
                 write!(out, "{name} {} : !vm.list<{}>", input(1), input(0))
             }
-            "vm.trace" | "vm.print" => write!(out, "{name} {}({})", input(0), input(1)),
-            "vm.br_table" => {
+            O::Trace | O::Print => write!(out, "{name} {}({})", input(0), input(1)),
+            O::BranchTable => {
                 write!(out, "{name} {} {{ default: {}{}", input(0), input(1), input(2))?;
                 if let Some(DecodedOperand::BranchTableCases(cases)) = decoded.operands.last() {
                     for (i, case) in cases.iter().enumerate() {
@@ -641,19 +642,21 @@ impl FunctionPrinter<'_> {
                 }
                 out.write_str(" }")
             }
-            "vm.call" | "vm.call.variadic" => {
+            O::Call | O::CallVariadic => {
                 assign(out)?;
-                match name {
-                    "vm.call" => write!(out, "{name} {}({})", input(0), input(1)),
-                    _ => write!(out, "{name} {} {}({})", input(0), input(1), input(2)),
+                if opcode == O::Call {
+                    write!(out, "{name} {}({})", input(0), input(1))
+                } else {
+                    write!(out, "{name} {} {}({})", input(0), input(1), input(2))
                 }
             }
-            "vm.call.yieldable" => {
+            O::CallYieldable => {
                 write!(out, "{name} {}({}) -> {}({})", input(0), input(1), input(2), results.join(", "))
             }
-            "vm.call.variadic.yieldable" => {
+            O::CallVariadicYieldable => {
                 write!(out, "{name} {} {}({}) -> {}({})", input(0), input(1), input(2), input(3), results.join(", "))
             }
+            // Everything else follows the table's operand order (see `write_generic`).
             _ => self.write_generic(out, decoded, &texts, &results, &inputs),
         }
     }
@@ -669,9 +672,29 @@ impl FunctionPrinter<'_> {
         results: &[&str],
         inputs: &[usize],
     ) -> fmt::Result {
-        let name = decoded.instruction.name;
+        use Opcode as O;
+        let (opcode, name) = (decoded.opcode(), decoded.instruction.name);
         let mut order: Vec<usize> = inputs.to_vec();
-        if name.starts_with("vm.global.store.") || name.starts_with("vm.buffer.store.") {
+        let stores_value = matches!(
+            opcode,
+            O::GlobalStoreI32
+                | O::GlobalStoreI64
+                | O::GlobalStoreF32
+                | O::GlobalStoreF64
+                | O::GlobalStoreRef
+                | O::GlobalStoreIndirectI32
+                | O::GlobalStoreIndirectI64
+                | O::GlobalStoreIndirectF32
+                | O::GlobalStoreIndirectF64
+                | O::GlobalStoreIndirectRef
+                | O::BufferStoreI8
+                | O::BufferStoreI16
+                | O::BufferStoreI32
+                | O::BufferStoreI64
+                | O::BufferStoreF32
+                | O::BufferStoreF64
+        );
+        if stores_value {
             let value =
                 order.iter().rposition(|&i| matches!(decoded.operands.get(i), Some(DecodedOperand::Register(_))));
             if let Some(position) = value {
@@ -680,7 +703,19 @@ impl FunctionPrinter<'_> {
             }
         }
         // The offset (or ref ordinal) register of an indirect global access is its first field.
-        let indirect = name.contains(".indirect.");
+        let indirect = matches!(
+            opcode,
+            O::GlobalLoadIndirectI32
+                | O::GlobalLoadIndirectI64
+                | O::GlobalLoadIndirectF32
+                | O::GlobalLoadIndirectF64
+                | O::GlobalLoadIndirectRef
+                | O::GlobalStoreIndirectI32
+                | O::GlobalStoreIndirectI64
+                | O::GlobalStoreIndirectF32
+                | O::GlobalStoreIndirectF64
+                | O::GlobalStoreIndirectRef
+        );
         let mut args = String::new();
         let mut type_suffix = String::new();
         for &i in &order {
@@ -695,7 +730,11 @@ impl FunctionPrinter<'_> {
                     continue;
                 }
                 Some(DecodedOperand::Register(_)) if indirect && i == 0 => {
-                    let space = if name.ends_with(".ref") { "refs" } else { "rwdata" };
+                    let space = if matches!(opcode, O::GlobalLoadIndirectRef | O::GlobalStoreIndirectRef) {
+                        "refs"
+                    } else {
+                        "rwdata"
+                    };
                     piece = format!(".{space}[{piece}]");
                 }
                 _ => {}
@@ -719,6 +758,32 @@ impl FunctionPrinter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_operation_prints_its_mnemonic_and_operands() {
+        use crate::vm::bytecode::decode::sample;
+        use crate::vm::bytecode::isa::instructions;
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vm/calls.vmfb")).unwrap();
+        let module = Module::load_memory(&bytes).unwrap();
+        let context = Context::new(&module);
+        let printer = FunctionPrinter { context: &context, blocks: &[0] };
+        for instruction in instructions().iter().filter(|i| i.kind == InstructionKind::Operation) {
+            let mut text = String::new();
+            printer.write_instruction(&mut text, &sample(instruction)).unwrap();
+            assert!(text.contains(instruction.name), "{}: {text}", instruction.name);
+            // Every register operand shows up (register 0 of its bank, as the sample has it).
+            for field in instruction.operands {
+                if let OperandKind::Register { bank, .. } = field.kind {
+                    let shown = match bank {
+                        RegisterBank::Ref => "%r0",
+                        RegisterBank::I64 | RegisterBank::F64 => "%i0:1",
+                        RegisterBank::I32 | RegisterBank::F32 => "%i0",
+                    };
+                    assert!(text.contains(shown), "{}: {text} lacks {shown}", instruction.name);
+                }
+            }
+        }
+    }
 
     #[test]
     fn floats_print_like_c_percent_g() {
