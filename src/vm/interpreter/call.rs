@@ -46,35 +46,43 @@ impl Invocation {
         Ok(())
     }
 
-    /// Pops `frame`, whose return op returns `values`: into the caller's result registers, or,
-    /// for the entry frame, to the host (`Some`).
+    /// Returns `values` from `frame`, the entry frame, to the host.
     #[inline(always)]
-    pub(super) fn return_from(
+    pub(super) fn return_to_host(&mut self, frame: Frame, values: &[Slot]) -> Vec<Value> {
+        let results = values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect();
+        self.pop_frame(frame);
+        results
+    }
+
+    /// Returns `values` from `frame` into the result registers of its caller, and continues the
+    /// caller after its call.
+    #[inline(always)]
+    pub(super) fn return_to_caller(
         &mut self,
         instances: &[Instance],
         frame: Frame,
         values: &[Slot],
-    ) -> Result<Option<Vec<Value>>, Diagnostic> {
-        self.frames.pop();
-        let results = match self.frames.last().copied() {
-            None => Some(values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect()),
-            Some(caller) => {
-                let caller_module = bytecode_module(instances, caller.instance)?;
-                let Op::Call(call) = &caller_module.functions()[caller.function as usize].ops[caller.pc as usize]
-                else {
-                    unreachable!("a caller frame stops at its call op")
-                };
-                // The caller's registers lie below the callee's: copy straight across.
-                for (source, destination) in values.iter().zip(call.results.iter()) {
-                    self.copy_slot(&frame, *source, &caller, *destination);
-                }
-                self.frames.last_mut().expect("caller").pc = call.resume.unwrap_or(caller.pc + 1);
-                None
-            }
+    ) -> Result<(), Diagnostic> {
+        let caller = self.frames[self.frames.len() - 2];
+        let caller_module = bytecode_module(instances, caller.instance)?;
+        let Op::Call(call) = &caller_module.functions()[caller.function as usize].ops[caller.pc as usize] else {
+            unreachable!("a caller frame stops at its call op")
         };
+        // The caller's registers lie below the callee's: copy straight across.
+        for (source, destination) in values.iter().zip(call.results.iter()) {
+            self.copy_slot(&frame, *source, &caller, *destination);
+        }
+        self.pop_frame(frame);
+        self.frames.last_mut().expect("caller").pc = call.resume.unwrap_or(caller.pc + 1);
+        Ok(())
+    }
+
+    /// Drops `frame`, the top frame, and its registers.
+    #[inline(always)]
+    fn pop_frame(&mut self, frame: Frame) {
+        self.frames.pop();
         self.i32s.truncate(frame.i32_base as usize);
         self.refs.truncate(frame.ref_base as usize);
-        Ok(results)
     }
 
     /// Runs native function `native` on `arguments`; `Some` when it answers later.

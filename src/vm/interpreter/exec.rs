@@ -15,7 +15,7 @@ use super::cold::{self, error};
 use super::handlers::{self, register};
 use super::op::{inline_ops, Moves, Op, Target};
 use super::scalar;
-use super::{bytecode_module, Frame, Invocation, Step, UNLIMITED};
+use super::{bytecode_module, Invocation, Step, UNLIMITED};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::context::{Instance, Resolved, State};
 
@@ -29,7 +29,12 @@ impl Invocation {
         }
     }
 
-    /// The frame loop: runs the top frame until it calls or returns, then makes the transfer.
+    /// The frame loop: runs the ops of the top frame until it calls or returns, then makes the
+    /// call or return ([`super::call`]) and goes on with the frame on top. The transfer is
+    /// matched right where the op loop made it, with every result returned straight from here:
+    /// passed through a function boundary, the enum and the results went through memory in
+    /// pieces and were read back whole (store-forwarding stalls that cost a sixth of a recursive
+    /// call and a tenth of a small invocation).
     fn execute_with<const BUDGETED: bool>(
         &mut self,
         instances: &[Instance],
@@ -37,277 +42,264 @@ impl Invocation {
     ) -> Result<Step, Diagnostic> {
         loop {
             let frame = *self.frames.last().expect("an executing invocation has a frame");
-            if let Some(step) = self.dispatch::<BUDGETED>(instances, states, frame)? {
-                return Ok(step);
-            }
-        }
-    }
-
-    /// The dispatch loop over the ops of `frame`, the top frame, until it leaves the frame; then
-    /// saves the pc and the budget and makes the call or return (`Some` when the invocation
-    /// finished or waits). The transfer is matched here, where the loop made it: moved into a
-    /// function, the enum went through memory in pieces and was read back whole, a
-    /// store-forwarding stall that cost a sixth of a recursive call's time.
-    #[inline(always)]
-    fn dispatch<const BUDGETED: bool>(
-        &mut self,
-        instances: &[Instance],
-        states: &mut [State],
-        frame: Frame,
-    ) -> Result<Option<Step>, Diagnostic> {
-        let module = bytecode_module(instances, frame.instance)?;
-        let Some(Instance::Bytecode { imports, .. }) = instances.get(frame.instance as usize) else {
-            return Err(error(StatusCode::Internal, "frame of a non-bytecode module"));
-        };
-        let Some(State::Bytecode(state)) = states.get_mut(frame.instance as usize) else {
-            return Err(error(StatusCode::Internal, "frame without bytecode state"));
-        };
-        let function = &module.functions()[frame.function as usize];
-        let ops = &function.ops[..];
-        let i32_base = frame.i32_base as usize;
-        let ref_base = frame.ref_base as usize;
-        let i32_end = i32_base + function.i32_register_count as usize;
-        let ref_end = ref_base + function.ref_register_count as usize;
-        let base = ops.as_ptr();
-        // SAFETY: a frame's saved pc is an op index of its function: 0 for a new frame, a call
-        // op for a caller, or a resume point the lowering resolved from a verified block.
-        let mut ip = unsafe { base.add(frame.pc as usize) };
-        // The op index of `ip`, for everything that leaves the loop.
-        let pc_of = |ip: *const Op| (ip as usize - base as usize) / std::mem::size_of::<Op>();
-        let remaps = &function.remaps[..];
-        let mut budget = self.budget;
-        let transfer = {
-            let regs = &mut self.i32s[i32_base..i32_end];
-            let mut env = cold::Env { refs: &mut self.refs[ref_base..ref_end], state, module };
-            macro_rules! fail {
-                ($error:expr) => {{
-                    let error = $error;
-                    self.budget = budget;
-                    self.frames.last_mut().expect("executing").pc = pc_of(ip) as u32;
-                    return Err(self.locate(instances, error));
-                }};
-            }
-            macro_rules! r#try {
-                ($e:expr) => {
-                    match $e {
-                        Ok(v) => v,
-                        Err(e) => fail!(e),
-                    }
-                };
-            }
-            macro_rules! r32 {
-                ($r:expr) => {
-                    *register(regs, $r)
-                };
-            }
-            macro_rules! r64 {
-                ($r:expr) => {{
-                    let r = $r;
-                    *register(regs, r) as u64 | (*register(regs, r + 1) as u64) << 32
-                }};
-            }
-            macro_rules! w64 {
-                ($r:expr, $v:expr) => {{
-                    let (r, v) = ($r, $v);
-                    *register(regs, r) = v as u32;
-                    *register(regs, r + 1) = (v >> 32) as u32;
-                }};
-            }
-            macro_rules! jump {
-                ($target:expr) => {{
-                    let target: &Target = $target;
-                    if BUDGETED && target.back() {
-                        if budget == 0 {
-                            fail!(handlers::budget_exhausted());
+            let module = bytecode_module(instances, frame.instance)?;
+            let Some(Instance::Bytecode { imports, .. }) = instances.get(frame.instance as usize) else {
+                return Err(error(StatusCode::Internal, "frame of a non-bytecode module"));
+            };
+            let Some(State::Bytecode(state)) = states.get_mut(frame.instance as usize) else {
+                return Err(error(StatusCode::Internal, "frame without bytecode state"));
+            };
+            let function = &module.functions()[frame.function as usize];
+            let ops = &function.ops[..];
+            let i32_base = frame.i32_base as usize;
+            let ref_base = frame.ref_base as usize;
+            let i32_end = i32_base + function.i32_register_count as usize;
+            let ref_end = ref_base + function.ref_register_count as usize;
+            let base = ops.as_ptr();
+            // SAFETY: a frame's saved pc is an op index of its function: 0 for a new frame, a call
+            // op for a caller, or a resume point the lowering resolved from a verified block.
+            let mut ip = unsafe { base.add(frame.pc as usize) };
+            // The op index of `ip`, for everything that leaves the loop.
+            let pc_of = |ip: *const Op| (ip as usize - base as usize) / std::mem::size_of::<Op>();
+            let remaps = &function.remaps[..];
+            let mut budget = self.budget;
+            let transfer = {
+                let regs = &mut self.i32s[i32_base..i32_end];
+                let mut env = cold::Env { refs: &mut self.refs[ref_base..ref_end], state, module };
+                macro_rules! fail {
+                    ($error:expr) => {{
+                        let error = $error;
+                        self.budget = budget;
+                        self.frames.last_mut().expect("executing").pc = pc_of(ip) as u32;
+                        return Err(self.locate(instances, error));
+                    }};
+                }
+                macro_rules! r#try {
+                    ($e:expr) => {
+                        match $e {
+                            Ok(v) => v,
+                            Err(e) => fail!(e),
                         }
-                        budget -= 1;
-                    }
-                    match target.moves {
-                        Moves::None => {}
-                        Moves::One(s, d) => *register(regs, d) = *register(regs, s),
-                        Moves::Many(index) => {
-                            let remap = &remaps[index as usize];
-                            for &(s, d) in remap.ints.iter() {
-                                *register(regs, d) = *register(regs, s);
-                            }
-                            if !remap.refs.is_empty() {
-                                cold::move_refs(&remap.refs, env.refs);
-                            }
-                        }
-                    }
-                    // SAFETY: the lowering computed `delta` from this op's index to the op that
-                    // follows a verified block marker, so the result is an op of this function.
-                    ip = unsafe { ip.byte_offset(target.delta as isize) };
-                    continue;
-                }};
-            }
-            macro_rules! w32 {
-                ($r:expr, $v:expr) => {
-                    *register(regs, $r) = $v
-                };
-            }
-            // The dispatch `match`, written as a macro so that the arms of the inline ops come
-            // from their one description, `inline_ops`.
-            macro_rules! dispatch_match {
-                ($($op:ident = $f:ident($ra:ident, $rb:ident) -> $w:ident
-                   $(, br: $br:ident)? $(, cond_br: $cb:ident)?;)*) => {
-                    // SAFETY: `ip` always points at an op of this function: it starts at a saved
-                    // pc, branches set it to op indices the lowering resolved from verified block
-                    // targets, and it only steps to the next op after an op that is not a
-                    // terminator, while the verifier proved the function's last op is a terminator
-                    // (`vm.fail` with status 0, the one terminator that falls through, checks the
-                    // bound).
-                    match unsafe { &*ip } {
-                        $(Op::$op { a, b, d } => $w!(*d, scalar::$f($ra!(*a), $rb!(*b))),)*
-                        Op::Const32 { value, d } => r32!(*d) = *value,
-                        Op::Const64 { value, d } => w64!(*d, *value),
-                        Op::Un32 { f, a, d } => r32!(*d) = f(r32!(*a)),
-                        Op::Bin32 { f, a, b, d } => r32!(*d) = f(r32!(*a), r32!(*b)),
-                        Op::Tern32 { f, a, b, c, d } => r32!(*d) = f(r32!(*a), r32!(*b), r32!(*c)),
-                        Op::Un64 { f, a, d } => w64!(*d, f(r64!(*a))),
-                        Op::Bin64 { f, a, b, d } => w64!(*d, f(r64!(*a), r64!(*b))),
-                        Op::Tern64 { f, a, b, c, d } => w64!(*d, f(r64!(*a), r64!(*b), r64!(*c))),
-                        Op::Shift64 { f, a, b, d } => w64!(*d, f(r64!(*a), r32!(*b))),
-                        Op::Narrow { f, a, d } => r32!(*d) = f(r64!(*a)),
-                        Op::Widen { f, a, d } => w64!(*d, f(r32!(*a))),
-                        Op::Cmp64 { f, a, b, d } => r32!(*d) = f(r64!(*a), r64!(*b)),
-                        Op::Div32 { f, a, b, d } => match f(r32!(*a), r32!(*b)) {
-                            Some(v) => r32!(*d) = v,
-                            None => fail!(handlers::division_error(r32!(*a) as i32 as i64, r32!(*b) as i32 as i64)),
-                        },
-                        Op::Div64 { f, a, b, d } => match f(r64!(*a), r64!(*b)) {
-                            Some(v) => w64!(*d, v),
-                            None => fail!(handlers::division_error(r64!(*a) as i64, r64!(*b) as i64)),
-                        },
-                        Op::Select32 { c, t, f, d } => r32!(*d) = if r32!(*c) != 0 { r32!(*t) } else { r32!(*f) },
-                        Op::Select64 { c, t, f, d } => w64!(*d, if r32!(*c) != 0 { r64!(*t) } else { r64!(*f) }),
-                        Op::Cold(op) => r#try!(cold::execute(op, regs, &mut env)),
-
-                        Op::Br(target) | Op::Yield(target) => jump!(target),
-                        #[cfg(rtx_jit)]
-                        Op::Native(entry) => {
-                            // SAFETY: the entry is code the loop compiler emitted for this op of
-                            // this function (see `crate::vm::jit`): it reads and writes only
-                            // registers the verifier proved inside this frame's i32 bank, which
-                            // `regs` is, and returns the index of an op of this function.
-                            let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
-                            // Unbudgeted, the count only runs down from `UNLIMITED`: keep that.
-                            if BUDGETED {
-                                budget = exit.budget;
-                            }
-                            let resume = (exit.op & !crate::vm::jit::Exit::EXHAUSTED) as usize;
-                            debug_assert!(resume < ops.len());
-                            // SAFETY: as above, `resume` is an op index of this function.
-                            ip = unsafe { base.add(resume) };
-                            if exit.op & crate::vm::jit::Exit::EXHAUSTED != 0 {
+                    };
+                }
+                macro_rules! r32 {
+                    ($r:expr) => {
+                        *register(regs, $r)
+                    };
+                }
+                macro_rules! r64 {
+                    ($r:expr) => {{
+                        let r = $r;
+                        *register(regs, r) as u64 | (*register(regs, r + 1) as u64) << 32
+                    }};
+                }
+                macro_rules! w64 {
+                    ($r:expr, $v:expr) => {{
+                        let (r, v) = ($r, $v);
+                        *register(regs, r) = v as u32;
+                        *register(regs, r + 1) = (v >> 32) as u32;
+                    }};
+                }
+                macro_rules! jump {
+                    ($target:expr) => {{
+                        let target: &Target = $target;
+                        if BUDGETED && target.back() {
+                            if budget == 0 {
                                 fail!(handlers::budget_exhausted());
                             }
-                            continue;
+                            budget -= 1;
                         }
-                        $($(Op::$br { a, b, d, t } => {
-                            $w!(*d, scalar::$f($ra!(*a), $rb!(*b)));
-                            jump!(t)
-                        })?)*
-                        Op::Bin32Br { f, a, b, d, t } => {
-                            r32!(*d) = f(r32!(*a), r32!(*b));
-                            jump!(t)
-                        }
-                        Op::CondBr { c, when, t } => {
-                            if (r32!(*c) != 0) == *when {
-                                jump!(t)
-                            }
-                        }
-                        $($(Op::$cb { a, b, d, when, t } => {
-                            let c = scalar::$f($ra!(*a), $rb!(*b));
-                            $w!(*d, c);
-                            if (c != 0) == *when {
-                                jump!(t)
-                            }
-                        })?)*
-                        Op::CondBrCmp32 { f, a, b, d, when, t } => {
-                            let c = f(r32!(*a), r32!(*b));
-                            r32!(*d) = c;
-                            if (c != 0) == *when {
-                                jump!(t)
-                            }
-                        }
-                        Op::CondBrCmp64 { f, a, b, d, when, t } => {
-                            let c = f(r64!(*a), r64!(*b));
-                            r32!(*d) = c;
-                            if (c != 0) == *when {
-                                jump!(t)
-                            }
-                        }
-                        Op::BrTable { index, default, cases } => {
-                            let i = r32!(*index) as i32;
-                            if i >= 0 && (i as usize) < cases.len() {
-                                jump!(&cases[i as usize])
-                            } else {
-                                jump!(default)
-                            }
-                        }
-                        Op::Return { .. } => break Transfer::Return,
-                        Op::Fail { status, message } => {
-                            if let Some(error) = handlers::fail(r32!(*status), message, pc_of(ip) + 1 < ops.len()) {
-                                fail!(error)
-                            }
-                        }
-                        Op::ImportResolved { import, d } => {
-                            r32!(*d) = imports.get(*import as usize).is_some_and(Option::is_some) as u32
-                        }
-                        Op::Call(call) => {
-                            let Some(target) = handlers::callee(call.callee, frame.instance, imports) else {
-                                fail!(handlers::unresolved_import(call.callee, module))
-                            };
-                            match target {
-                                Resolved::Bytecode { instance, function } => {
-                                    break Transfer::Enter { instance, function }
+                        match target.moves {
+                            Moves::None => {}
+                            Moves::One(s, d) => *register(regs, d) = *register(regs, s),
+                            Moves::Many(index) => {
+                                let remap = &remaps[index as usize];
+                                for &(s, d) in remap.ints.iter() {
+                                    *register(regs, d) = *register(regs, s);
                                 }
-                                Resolved::Native { instance, function } => {
-                                    let mut arguments = std::mem::take(&mut self.native_arguments);
-                                    call::native_arguments(call, regs, env.refs, &mut arguments);
-                                    break Transfer::Native { instance, function, arguments };
+                                if !remap.refs.is_empty() {
+                                    cold::move_refs(&remap.refs, env.refs);
                                 }
                             }
                         }
+                        // SAFETY: the lowering computed `delta` from this op's index to the op that
+                        // follows a verified block marker, so the result is an op of this function.
+                        ip = unsafe { ip.byte_offset(target.delta as isize) };
+                        continue;
+                    }};
+                }
+                macro_rules! w32 {
+                    ($r:expr, $v:expr) => {
+                        *register(regs, $r) = $v
+                    };
+                }
+                // The dispatch `match`, written as a macro so that the arms of the inline ops come
+                // from their one description, `inline_ops`.
+                macro_rules! dispatch_match {
+                    ($($op:ident = $f:ident($ra:ident, $rb:ident) -> $w:ident
+                       $(, br: $br:ident)? $(, cond_br: $cb:ident)?;)*) => {
+                        // SAFETY: `ip` always points at an op of this function: it starts at a saved
+                        // pc, branches set it to op indices the lowering resolved from verified block
+                        // targets, and it only steps to the next op after an op that is not a
+                        // terminator, while the verifier proved the function's last op is a terminator
+                        // (`vm.fail` with status 0, the one terminator that falls through, checks the
+                        // bound).
+                        match unsafe { &*ip } {
+                            $(Op::$op { a, b, d } => $w!(*d, scalar::$f($ra!(*a), $rb!(*b))),)*
+                            Op::Const32 { value, d } => r32!(*d) = *value,
+                            Op::Const64 { value, d } => w64!(*d, *value),
+                            Op::Un32 { f, a, d } => r32!(*d) = f(r32!(*a)),
+                            Op::Bin32 { f, a, b, d } => r32!(*d) = f(r32!(*a), r32!(*b)),
+                            Op::Tern32 { f, a, b, c, d } => r32!(*d) = f(r32!(*a), r32!(*b), r32!(*c)),
+                            Op::Un64 { f, a, d } => w64!(*d, f(r64!(*a))),
+                            Op::Bin64 { f, a, b, d } => w64!(*d, f(r64!(*a), r64!(*b))),
+                            Op::Tern64 { f, a, b, c, d } => w64!(*d, f(r64!(*a), r64!(*b), r64!(*c))),
+                            Op::Shift64 { f, a, b, d } => w64!(*d, f(r64!(*a), r32!(*b))),
+                            Op::Narrow { f, a, d } => r32!(*d) = f(r64!(*a)),
+                            Op::Widen { f, a, d } => w64!(*d, f(r32!(*a))),
+                            Op::Cmp64 { f, a, b, d } => r32!(*d) = f(r64!(*a), r64!(*b)),
+                            Op::Div32 { f, a, b, d } => match f(r32!(*a), r32!(*b)) {
+                                Some(v) => r32!(*d) = v,
+                                None => fail!(handlers::division_error(r32!(*a) as i32 as i64, r32!(*b) as i32 as i64)),
+                            },
+                            Op::Div64 { f, a, b, d } => match f(r64!(*a), r64!(*b)) {
+                                Some(v) => w64!(*d, v),
+                                None => fail!(handlers::division_error(r64!(*a) as i64, r64!(*b) as i64)),
+                            },
+                            Op::Select32 { c, t, f, d } => r32!(*d) = if r32!(*c) != 0 { r32!(*t) } else { r32!(*f) },
+                            Op::Select64 { c, t, f, d } => w64!(*d, if r32!(*c) != 0 { r64!(*t) } else { r64!(*f) }),
+                            Op::Cold(op) => r#try!(cold::execute(op, regs, &mut env)),
+
+                            Op::Br(target) | Op::Yield(target) => jump!(target),
+                            #[cfg(rtx_jit)]
+                            Op::Native(entry) => {
+                                // SAFETY: the entry is code the loop compiler emitted for this op of
+                                // this function (see `crate::vm::jit`): it reads and writes only
+                                // registers the verifier proved inside this frame's i32 bank, which
+                                // `regs` is, and returns the index of an op of this function.
+                                let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
+                                // Unbudgeted, the count only runs down from `UNLIMITED`: keep that.
+                                if BUDGETED {
+                                    budget = exit.budget;
+                                }
+                                let resume = (exit.op & !crate::vm::jit::Exit::EXHAUSTED) as usize;
+                                debug_assert!(resume < ops.len());
+                                // SAFETY: as above, `resume` is an op index of this function.
+                                ip = unsafe { base.add(resume) };
+                                if exit.op & crate::vm::jit::Exit::EXHAUSTED != 0 {
+                                    fail!(handlers::budget_exhausted());
+                                }
+                                continue;
+                            }
+                            $($(Op::$br { a, b, d, t } => {
+                                $w!(*d, scalar::$f($ra!(*a), $rb!(*b)));
+                                jump!(t)
+                            })?)*
+                            Op::Bin32Br { f, a, b, d, t } => {
+                                r32!(*d) = f(r32!(*a), r32!(*b));
+                                jump!(t)
+                            }
+                            Op::CondBr { c, when, t } => {
+                                if (r32!(*c) != 0) == *when {
+                                    jump!(t)
+                                }
+                            }
+                            $($(Op::$cb { a, b, d, when, t } => {
+                                let c = scalar::$f($ra!(*a), $rb!(*b));
+                                $w!(*d, c);
+                                if (c != 0) == *when {
+                                    jump!(t)
+                                }
+                            })?)*
+                            Op::CondBrCmp32 { f, a, b, d, when, t } => {
+                                let c = f(r32!(*a), r32!(*b));
+                                r32!(*d) = c;
+                                if (c != 0) == *when {
+                                    jump!(t)
+                                }
+                            }
+                            Op::CondBrCmp64 { f, a, b, d, when, t } => {
+                                let c = f(r64!(*a), r64!(*b));
+                                r32!(*d) = c;
+                                if (c != 0) == *when {
+                                    jump!(t)
+                                }
+                            }
+                            Op::BrTable { index, default, cases } => {
+                                let i = r32!(*index) as i32;
+                                if i >= 0 && (i as usize) < cases.len() {
+                                    jump!(&cases[i as usize])
+                                } else {
+                                    jump!(default)
+                                }
+                            }
+                            Op::Return { .. } => break Transfer::Return,
+                            Op::Fail { status, message } => {
+                                if let Some(error) = handlers::fail(r32!(*status), message, pc_of(ip) + 1 < ops.len()) {
+                                    fail!(error)
+                                }
+                            }
+                            Op::ImportResolved { import, d } => {
+                                r32!(*d) = imports.get(*import as usize).is_some_and(Option::is_some) as u32
+                            }
+                            Op::Call(call) => {
+                                let Some(target) = handlers::callee(call.callee, frame.instance, imports) else {
+                                    fail!(handlers::unresolved_import(call.callee, module))
+                                };
+                                match target {
+                                    Resolved::Bytecode { instance, function } => {
+                                        break Transfer::Enter { instance, function }
+                                    }
+                                    Resolved::Native { instance, function } => {
+                                        let mut arguments = std::mem::take(&mut self.native_arguments);
+                                        call::native_arguments(call, regs, env.refs, &mut arguments);
+                                        break Transfer::Native { instance, function, arguments };
+                                    }
+                                }
+                            }
+                        }
+                    };
+                }
+                loop {
+                    debug_assert!(pc_of(ip) < ops.len());
+                    inline_ops!(dispatch_match);
+                    // SAFETY: the op just executed is not a terminator, so another op follows it
+                    // (see the dispatch above), or it is a conditional branch not taken, which the
+                    // lowering only lets fall through to an op it placed next (the other
+                    // destination's first op, or an explicit `Br` to it).
+                    ip = unsafe { ip.add(1) };
+                }
+            };
+            self.budget = budget;
+            self.frames.last_mut().expect("executing").pc = pc_of(ip) as u32;
+            // Calls spend budget too: recursion, and loops whose back edge is a yieldable call's
+            // resume point, take no backward branch.
+            if self.budget != UNLIMITED && !matches!(transfer, Transfer::Return) {
+                if self.budget == 0 {
+                    let e = error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted");
+                    return Err(self.locate(instances, e));
+                }
+                self.budget -= 1;
+            }
+            // SAFETY: the loop left at a call or return op of this function (see the dispatch).
+            let op = unsafe { &*ip };
+            match transfer {
+                Transfer::Enter { instance, function } => {
+                    let Op::Call(call) = op else { unreachable!("entered from a call op") };
+                    self.enter(instances, frame, call, instance, function)?;
+                }
+                Transfer::Return => {
+                    let Op::Return { values } = op else { unreachable!("returned from a return op") };
+                    if self.frames.len() == 1 {
+                        return Ok(Step::Done(self.return_to_host(frame, values)));
                     }
-                };
-            }
-            loop {
-                debug_assert!(pc_of(ip) < ops.len());
-                inline_ops!(dispatch_match);
-                // SAFETY: the op just executed is not a terminator, so another op follows it
-                // (see the dispatch above), or it is a conditional branch not taken, which the
-                // lowering only lets fall through to an op it placed next (the other
-                // destination's first op, or an explicit `Br` to it).
-                ip = unsafe { ip.add(1) };
-            }
-        };
-        self.budget = budget;
-        self.frames.last_mut().expect("executing").pc = pc_of(ip) as u32;
-        // Calls spend budget too: recursion, and loops whose back edge is a yieldable call's
-        // resume point, take no backward branch.
-        if self.budget != UNLIMITED && !matches!(transfer, Transfer::Return) {
-            if self.budget == 0 {
-                let e = error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted");
-                return Err(self.locate(instances, e));
-            }
-            self.budget -= 1;
-        }
-        // SAFETY: the loop left at a call or return op of this function (see the dispatch).
-        let op = unsafe { &*ip };
-        match transfer {
-            Transfer::Enter { instance, function } => {
-                let Op::Call(call) = op else { unreachable!("entered from a call op") };
-                self.enter(instances, frame, call, instance, function)?;
-                Ok(None)
-            }
-            Transfer::Return => {
-                let Op::Return { values } = op else { unreachable!("returned from a return op") };
-                Ok(self.return_from(instances, frame, values)?.map(Step::Done))
-            }
-            Transfer::Native { instance, function, arguments } => {
-                self.call_native(instances, states, (instance, function), arguments)
+                    self.return_to_caller(instances, frame, values)?;
+                }
+                Transfer::Native { instance, function, arguments } => {
+                    if let Some(step) = self.call_native(instances, states, (instance, function), arguments)? {
+                        return Ok(step);
+                    }
+                }
             }
         }
     }
