@@ -747,14 +747,14 @@ fn scalar_op(semantics: Semantics, registers: &[Register]) -> Op {
 }
 
 /// The generic op of `instruction` if it is a scalar instruction.
-pub(crate) fn scalar_reference(instruction: &DecodedInstruction<'_>) -> Option<Op> {
+pub(crate) fn generic_scalar_op(instruction: &DecodedInstruction<'_>) -> Option<Op> {
     s::semantics(instruction.opcode()).map(|semantics| scalar_op(semantics, &registers(instruction)))
 }
 
 /// Whether `first` and `next` lower to one op (see [`fuse`]): an arithmetic op and the `vm.br`
 /// after it (a loop latch), or a compare and the `vm.cond_br` on its result (a loop condition).
 fn fusable(first: &DecodedInstruction<'_>, next: &DecodedInstruction<'_>) -> bool {
-    let Some(op) = scalar_reference(first) else { return false };
+    let Some(op) = generic_scalar_op(first) else { return false };
     let somewhere = Target { delta: 0, moves: Moves::None };
     let branch = match next.opcode() {
         Opcode::Branch => Op::Br(somewhere),

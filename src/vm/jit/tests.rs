@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::{compile, CodeMemory, Compiled, Entries, Entry};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
 use crate::vm::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
-use crate::vm::interpreter::lower::scalar_reference;
+use crate::vm::interpreter::lower::generic_scalar_op;
 use crate::vm::interpreter::op::{Op, Reg};
 
 const BANK: usize = 16;
@@ -289,7 +289,7 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
     // SAFETY: offset 0 is the entry the compiler reported for op 0.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
-    let op = scalar_reference(&decoded[1]);
+    let op = generic_scalar_op(&decoded[1]);
     let result = 2 + 2 * (banks.len() - 1);
     for mut input in inputs(banks) {
         if lead == Lead::Zero {
