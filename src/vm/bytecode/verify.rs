@@ -15,10 +15,10 @@
 //!   offsets plus the access width (4 for i32/f32, 8 for i64/f64) fit `global_bytes_capacity`;
 //!   ref global ordinals, type ids and rodata ordinals are in range;
 //! * the arguments of the function's calling convention fit its frame (see [`argument_registers`]);
-//! * blocks are delimited by terminators ([`Opcode::is_terminator`]): the instruction before every Block
-//!   marker after the first is a terminator, a terminator is followed by a Block marker or the end
-//!   of the body, and the last instruction is a terminator. Every fixture function (95) obeys this;
-//!   86 end with `vm.return` and 9 with `vm.fail`;
+//! * blocks are delimited by terminators ([`super::isa::Opcode::is_terminator`]): the
+//!   instruction before every Block marker after the first is a terminator, a terminator is
+//!   followed by a Block marker or the end of the body, and the last instruction is a terminator.
+//!   Every fixture function (95) obeys this; 86 end with `vm.return` and 9 with `vm.fail`;
 //! * extension opcodes (ExtF32, ExtF64) appear only in functions whose requirements declare them.
 //!
 //! Not checked here: the types of values flowing through `Any` lists (call operands against the

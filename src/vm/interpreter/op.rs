@@ -154,7 +154,7 @@ macro_rules! inline_ops {
 }
 pub(crate) use inline_ops;
 
-/// Writes [`Op`] from the [`inline_ops`] list.
+/// Writes [`Op`] from the `inline_ops` list.
 macro_rules! define_op {
     ($($op:ident = $f:ident($ra:ident, $rb:ident) -> $w:ident $(, br: $br:ident)? $(, cond_br: $cb:ident)?;)*) => {
         /// One lowered instruction. The explicit tag byte keeps dispatch to one load and an
@@ -179,7 +179,7 @@ macro_rules! define_op {
             Div32 { f: scalar::Div32, a: Reg, b: Reg, d: Reg },
             Div64 { f: scalar::Div64, a: Reg, b: Reg, d: Reg },
             $(
-                #[doc = concat!("`", stringify!($op), "`, run inline (see [`inline_ops`]).")]
+                #[doc = concat!("`", stringify!($op), "`, run inline (see `inline_ops`).")]
                 $op { a: Reg, b: Reg, d: Reg },
             )*
             Select32 { c: Reg, t: Reg, f: Reg, d: Reg },
