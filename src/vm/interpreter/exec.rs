@@ -17,6 +17,7 @@ use super::op::{inline_ops, Moves, Op, Target};
 use super::scalar;
 use super::{bytecode_module, Invocation, Step, UNLIMITED};
 use crate::host::{Diagnostic, StatusCode};
+use crate::vm::bytecode::isa::Opcode;
 use crate::vm::context::{Instance, Resolved, State};
 
 impl Invocation {
@@ -145,7 +146,7 @@ impl Invocation {
                         // (`vm.fail` with status 0, the one terminator that falls through, checks the
                         // bound).
                         match unsafe { &*ip } {
-                            $(Op::$op { a, b, d } => $w!(*d, scalar::$f($ra!(*a), $rb!(*b))),)*
+                            $(Op::$op { a, b, d } => $w!(*d, (const { scalar::$f(Opcode::$op) })($ra!(*a), $rb!(*b))),)*
                             Op::Const32 { value, d } => r32!(*d) = *value,
                             Op::Const64 { value, d } => w64!(*d, *value),
                             Op::Un32 { f, a, d } => r32!(*d) = f(r32!(*a)),
@@ -192,7 +193,7 @@ impl Invocation {
                                 continue;
                             }
                             $($(Op::$br { a, b, d, t } => {
-                                $w!(*d, scalar::$f($ra!(*a), $rb!(*b)));
+                                $w!(*d, (const { scalar::$f(Opcode::$op) })($ra!(*a), $rb!(*b)));
                                 jump!(t)
                             })?)*
                             Op::Bin32Br { f, a, b, d, t } => {
@@ -205,7 +206,7 @@ impl Invocation {
                                 }
                             }
                             $($(Op::$cb { a, b, d, when, t } => {
-                                let c = scalar::$f($ra!(*a), $rb!(*b));
+                                let c = (const { scalar::$f(Opcode::$op) })($ra!(*a), $rb!(*b));
                                 $w!(*d, c);
                                 if (c != 0) == *when {
                                     jump!(t)

@@ -863,31 +863,4 @@ mod tests {
         }
         assert_eq!(lowered, 262 - 4, "every operation but the calls (to an import the module lacks)");
     }
-
-    /// The inline ops compute what the generic ops of their semantics compute.
-    #[test]
-    fn inline_ops_agree_with_their_semantics() {
-        macro_rules! check {
-            ($($op:ident = $f:ident($ra:ident, $rb:ident) -> $w:ident
-               $(, br: $br:ident)? $(, cond_br: $cb:ident)?;)*) => {
-                $(
-                    let generic = s::semantics(Opcode::$op).expect(stringify!($op));
-                    let values = [0u64, 1, 7, 0x8000_0000, 0xFFFF_FFFF, 0x1234_5678_9ABC_DEF0, u64::MAX];
-                    for &a in &values {
-                        for &b in &values {
-                            let inline = u64::from(s::$f(a as _, b as _));
-                            let expected = match generic {
-                                Semantics::Bin32(f) => u64::from(f(a as u32, b as u32)),
-                                Semantics::Bin64(f) => f(a, b),
-                                Semantics::Cmp64(f) => u64::from(f(a, b)),
-                                other => panic!("{} is inline but {other:?}", stringify!($op)),
-                            };
-                            assert_eq!(inline, expected, "{} on {a:#x}, {b:#x}", stringify!($op));
-                        }
-                    }
-                )*
-            };
-        }
-        crate::vm::interpreter::op::inline_ops!(check);
-    }
 }

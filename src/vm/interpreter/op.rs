@@ -120,35 +120,35 @@ pub enum BufferElement {
 
 /// The scalar instructions the dispatch loop runs inline rather than through a function pointer
 /// (loop counters and conditions, the arithmetic of small kernels), each described once: its
-/// [`Opcode`], which is also its [`Op`] variant; its semantics in [`scalar`]; the widths of the
-/// registers it reads and writes; and, where it has them, the variants that fuse it with the
-/// `vm.br` after it (a loop latch) or with the `vm.cond_br` on its result (a loop condition).
-/// [`Op`] and the dispatch loop are both written from this list by `$callback!`.
-///
-/// The generic ops that [`scalar::semantics`] gives each of these opcodes compute the same: the
-/// lowering builds those first and [`Op::specialise`]s them, and the tests compare the two.
+/// [`Opcode`], which is also its [`Op`] variant; the shape of its [`scalar::semantics`], whose
+/// function the loop calls directly (`scalar::bin32` and its siblings take it out of the
+/// semantics at compile time, and refuse to compile for an instruction of another shape); the
+/// widths of the registers it reads and writes; and, where it has them, the variants that fuse it
+/// with the `vm.br` after it (a loop latch) or with the `vm.cond_br` on its result (a loop
+/// condition). [`Op`] and the dispatch loop are both written from this list by `$callback!`;
+/// the lowering builds the generic op of the semantics first and [`Op::specialise`]s it.
 macro_rules! inline_ops {
     ($callback:ident) => {
         $callback! {
-            AddI32 = add_i32(r32, r32) -> w32, br: AddI32Br;
-            SubI32 = sub_i32(r32, r32) -> w32;
-            MulI32 = mul_i32(r32, r32) -> w32;
-            AndI32 = and_i32(r32, r32) -> w32;
-            OrI32 = or_i32(r32, r32) -> w32;
-            XorI32 = xor_i32(r32, r32) -> w32;
-            ShlI32 = shl_i32(r32, r32) -> w32;
-            ShrI32S = shr_i32_s(r32, r32) -> w32;
-            ShrI32U = shr_i32_u(r32, r32) -> w32;
-            CmpEQI32 = cmp_eq_i32(r32, r32) -> w32;
-            CmpNEI32 = cmp_ne_i32(r32, r32) -> w32;
-            CmpLTI32S = cmp_lt_i32_s(r32, r32) -> w32, cond_br: CondBrLtI32S;
-            AddF32 = add_f32(r32, r32) -> w32;
-            SubF32 = sub_f32(r32, r32) -> w32;
-            MulF32 = mul_f32(r32, r32) -> w32;
-            AddI64 = add_i64(r64, r64) -> w64, br: AddI64Br;
-            MulI64 = mul_i64(r64, r64) -> w64;
-            CmpLTI64S = cmp_lt_i64_s(r64, r64) -> w32, cond_br: CondBrLtI64S;
-            CmpEQI64 = cmp_eq_i64(r64, r64) -> w32;
+            AddI32 = bin32(r32, r32) -> w32, br: AddI32Br;
+            SubI32 = bin32(r32, r32) -> w32;
+            MulI32 = bin32(r32, r32) -> w32;
+            AndI32 = bin32(r32, r32) -> w32;
+            OrI32 = bin32(r32, r32) -> w32;
+            XorI32 = bin32(r32, r32) -> w32;
+            ShlI32 = bin32(r32, r32) -> w32;
+            ShrI32S = bin32(r32, r32) -> w32;
+            ShrI32U = bin32(r32, r32) -> w32;
+            CmpEQI32 = bin32(r32, r32) -> w32;
+            CmpNEI32 = bin32(r32, r32) -> w32;
+            CmpLTI32S = bin32(r32, r32) -> w32, cond_br: CondBrLtI32S;
+            AddF32 = bin32(r32, r32) -> w32;
+            SubF32 = bin32(r32, r32) -> w32;
+            MulF32 = bin32(r32, r32) -> w32;
+            AddI64 = bin64(r64, r64) -> w64, br: AddI64Br;
+            MulI64 = bin64(r64, r64) -> w64;
+            CmpLTI64S = cmp64(r64, r64) -> w32, cond_br: CondBrLtI64S;
+            CmpEQI64 = cmp64(r64, r64) -> w32;
         }
     };
 }

@@ -48,9 +48,10 @@ pub enum Semantics {
 
 /// The semantics of every register-only scalar instruction, `None` for the rest (consts,
 /// selects, refs, globals, lists, buffers, control flow), which the lowering handles one by one.
-/// The one place that says what each scalar opcode computes: the lowering, the specialised ops
-/// of the dispatch loop and the JIT's tests all take it from here.
-pub fn semantics(opcode: Opcode) -> Option<Semantics> {
+/// The one place that says what each scalar opcode computes: the lowering, the inline ops of the
+/// dispatch loop (at compile time, through [`bin32`], [`bin64`] and [`cmp64`]) and the JIT's
+/// tests all take it from here.
+pub const fn semantics(opcode: Opcode) -> Option<Semantics> {
     use Opcode as O;
     use Semantics::*;
     Some(match opcode {
@@ -320,6 +321,31 @@ pub fn semantics(opcode: Opcode) -> Option<Semantics> {
         | O::BufferStoreF64
         | O::BufferFillF64 => return None,
     })
+}
+
+/// The function of an instruction whose semantics are [`Semantics::Bin32`]; evaluated at compile
+/// time, where any other instruction is a compile error.
+pub const fn bin32(opcode: Opcode) -> Bin32 {
+    match semantics(opcode) {
+        Some(Semantics::Bin32(f)) => f,
+        _ => panic!("not a binary i32-bank instruction"),
+    }
+}
+
+/// The function of an instruction whose semantics are [`Semantics::Bin64`] (see [`bin32`]).
+pub const fn bin64(opcode: Opcode) -> Bin64 {
+    match semantics(opcode) {
+        Some(Semantics::Bin64(f)) => f,
+        _ => panic!("not a binary i64-bank instruction"),
+    }
+}
+
+/// The function of an instruction whose semantics are [`Semantics::Cmp64`] (see [`bin32`]).
+pub const fn cmp64(opcode: Opcode) -> Cmp64 {
+    match semantics(opcode) {
+        Some(Semantics::Cmp64(f)) => f,
+        _ => panic!("not an i64 compare"),
+    }
 }
 
 fn f(bits: u32) -> f32 {
