@@ -266,8 +266,8 @@ fn missing_terminator_is_rejected() {
         .find_map(|ordinal| {
             let decoded = decode_function(module.function_bytecode(ordinal).unwrap()).unwrap();
             let [.., previous, last] = decoded.as_slice() else { return None };
-            let simple = previous.instruction.kind == InstructionKind::Operation
-                && !rtx::vm::bytecode::verify::is_terminator(previous.instruction.name);
+            let simple =
+                previous.instruction.kind == InstructionKind::Operation && !previous.instruction.id.is_terminator();
             simple.then_some((ordinal, last.offset, (previous.offset, previous.instruction.name)))
         })
         .unwrap();

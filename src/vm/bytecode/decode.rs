@@ -7,7 +7,7 @@
 //! verifier, which has the function descriptor. That split keeps this layer usable for
 //! disassembly of modules a verifier would reject.
 //!
-//! Byte layout (shared/reference/iree-notes.md §1.3–1.5, IREE 3.13): little-endian and unaligned,
+//! Byte layout (IREE 3.13's `bytecode_dispatch.c` decoders): little-endian and unaligned,
 //! except that the list-shaped fields (branch operand remaps, variadic operand/result lists, call
 //! segment sizes) first pad to a 2-byte boundary. The boundary is counted from the function start;
 //! function bodies are 8-byte aligned inside `bytecode_data`, so that is the same parity IREE's
@@ -20,7 +20,8 @@
 //! offset within the function's bytecode, so hostile bytecode cannot make the decoder panic.
 
 use super::isa::{
-    lookup, ElementType, ImmediateType, Instruction, InstructionKind, OpcodeSet, Operand, OperandKind, RegisterBank,
+    lookup, ElementType, ImmediateType, Instruction, InstructionKind, Opcode, OpcodeSet, Operand, OperandKind,
+    RegisterBank,
 };
 use crate::vm::LoadError;
 
@@ -133,6 +134,12 @@ pub struct DecodedInstruction<'a> {
 }
 
 impl DecodedInstruction<'_> {
+    /// The instruction as an [`Opcode`], for matching.
+    #[inline]
+    pub fn opcode(&self) -> Opcode {
+        self.instruction.id
+    }
+
     /// Every branch target the instruction names (`br`, `cond_br`, `br_table`, yieldable calls).
     pub fn branch_targets(&self) -> Vec<u32> {
         let mut targets = Vec::new();
@@ -169,6 +176,45 @@ impl DecodedInstruction<'_> {
             }
         }
         registers
+    }
+}
+
+/// `instruction` with the simplest operands its encoding allows (register 0 of each field's bank,
+/// zero immediates and ordinals, empty lists, branches to offset 0), for tests that put every
+/// instruction of the table through a consumer of decoded instructions.
+#[cfg(test)]
+pub(crate) fn sample(instruction: &'static Instruction) -> DecodedInstruction<'static> {
+    let operand = |field: &Operand| match field.kind {
+        OperandKind::Register { bank: RegisterBank::Ref, .. } => {
+            DecodedOperand::Register(Register::with_bank(REF_REGISTER_BIT, RegisterBank::Ref))
+        }
+        OperandKind::Register { bank, .. } => DecodedOperand::Register(Register::with_bank(0, bank)),
+        OperandKind::Immediate(ImmediateType::I32) => DecodedOperand::ImmediateI32(0),
+        OperandKind::Immediate(ImmediateType::I64) => DecodedOperand::ImmediateI64(0),
+        OperandKind::Immediate(ImmediateType::F32) => DecodedOperand::ImmediateF32(0.0),
+        OperandKind::Immediate(ImmediateType::F64) => DecodedOperand::ImmediateF64(0.0),
+        OperandKind::ConstI16 => DecodedOperand::ConstI16(0),
+        OperandKind::FunctionOrdinal => DecodedOperand::FunctionOrdinal { ordinal: 0, is_import: true },
+        OperandKind::GlobalByteOffset => DecodedOperand::GlobalByteOffset(0),
+        OperandKind::GlobalRefOrdinal => DecodedOperand::GlobalRefOrdinal(0),
+        OperandKind::TypeId => DecodedOperand::TypeId(0),
+        OperandKind::RodataOrdinal => DecodedOperand::RodataOrdinal(0),
+        OperandKind::String => DecodedOperand::String(b"sample"),
+        OperandKind::BranchTarget => DecodedOperand::BranchTarget(0),
+        OperandKind::BranchOperands => DecodedOperand::BranchOperands(Vec::new()),
+        OperandKind::BranchTableCases => DecodedOperand::BranchTableCases(Vec::new()),
+        OperandKind::VariadicOperands { .. } if field.name == "segment_sizes" => {
+            DecodedOperand::SegmentSizes(Vec::new())
+        }
+        OperandKind::VariadicOperands { .. } | OperandKind::VariadicResults { .. } => {
+            DecodedOperand::Registers(Vec::new())
+        }
+    };
+    DecodedInstruction {
+        offset: 8,
+        length: 0,
+        instruction,
+        operands: instruction.operands.iter().map(operand).collect(),
     }
 }
 

@@ -7,8 +7,13 @@
 //! a kind it does not know, so nothing is silently dropped.
 //!
 //! Byte layouts of the operand kinds (IREE 3.13, little-endian, unaligned unless noted) are given on
-//! each [`OperandKind`] variant; they come from `shared/reference/iree-notes.md` §1.3.
+//! each [`OperandKind`] variant.
+//!
+//! Code that treats instructions differently matches on [`Opcode`], the generated enum with one
+//! variant per instruction, never on mnemonic strings: a misspelt variant does not compile, and an
+//! exhaustive `match` fails to compile when the table gains an instruction nobody handles.
 
+pub use super::isa_table::Opcode;
 use super::isa_table::{CORE_INDEX, EXT_F32_INDEX, EXT_F64_INDEX, INSTRUCTIONS, NONE};
 
 /// An opcode space. Core opcodes are one byte; an extension opcode is the extension's prefix byte
@@ -123,6 +128,8 @@ pub struct Operand {
 /// One entry of the opcode table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Instruction {
+    /// The instruction as an [`Opcode`] variant.
+    pub id: Opcode,
     pub set: OpcodeSet,
     pub opcode: u8,
     /// The isa.json symbol (`AddI32`, `Block`, `PrefixExtF32`), usable as a Rust variant name.
@@ -161,6 +168,43 @@ pub fn lookup(set: OpcodeSet, opcode: u8) -> Option<&'static Instruction> {
     }
 }
 
+impl Opcode {
+    /// The table row of this instruction.
+    #[inline]
+    pub fn instruction(self) -> &'static Instruction {
+        &INSTRUCTIONS[self as usize]
+    }
+
+    /// The mnemonic as `iree-dump-module` prints it (`vm.add.i32`); the symbol for the block
+    /// marker and the prefixes.
+    pub fn name(self) -> &'static str {
+        self.instruction().name
+    }
+
+    /// Whether the instruction ends a block: control never falls through it to the next one.
+    ///
+    /// The table has no instruction classes, so this is a list: returns, branches (`vm.break` and
+    /// `vm.cond_break` are debugger breakpoints that then branch to their destination, `vm.yield`
+    /// suspends and resumes at its destination), `vm.fail`, and the yieldable calls, which
+    /// continue at a successor block.
+    pub fn is_terminator(self) -> bool {
+        use Opcode as O;
+        matches!(
+            self,
+            O::Return
+                | O::Branch
+                | O::CondBranch
+                | O::BranchTable
+                | O::Fail
+                | O::Yield
+                | O::Break
+                | O::CondBreak
+                | O::CallYieldable
+                | O::CallVariadicYieldable
+        )
+    }
+}
+
 /// The instruction named `name` as `iree-dump-module` prints it (`vm.add.i32`), by linear search;
 /// for tools and tests, not for decoding.
 pub fn find_by_name(name: &str) -> Option<&'static Instruction> {
@@ -171,7 +215,7 @@ pub fn find_by_name(name: &str) -> Option<&'static Instruction> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     fn count(set: OpcodeSet) -> usize {
         instructions().iter().filter(|instruction| instruction.set == set).count()
@@ -207,6 +251,17 @@ mod tests {
         assert_eq!(lookup(OpcodeSet::Core, 0x79).map(|block| block.kind), Some(InstructionKind::BlockMarker));
         assert_eq!(super::super::isa_table::BYTECODE_VERSION_MAJOR, 17);
         assert_eq!(super::super::isa_table::BYTECODE_VERSION_MINOR, 0);
+    }
+
+    #[test]
+    fn opcode_variants_index_the_table() {
+        for (position, instruction) in instructions().iter().enumerate() {
+            assert_eq!(instruction.id as usize, position, "{}", instruction.symbol);
+            assert_eq!(format!("{:?}", instruction.id), instruction.symbol);
+            assert_eq!(instruction.id.instruction(), instruction);
+        }
+        assert_eq!(Opcode::AddI32.name(), "vm.add.i32");
+        assert_eq!(Opcode::CmpLTI64S.instruction().opcode, get("vm.cmp.lt.i64.s").opcode);
     }
 
     #[test]
@@ -444,14 +499,10 @@ mod tests {
     #[test]
     fn generated_table_matches_isa_json() {
         let root = repo_root();
-        let json = root.join("../shared/reference/iree-vm-isa.json");
-        if !Path::new(&json).exists() {
-            println!("skipped the isa_table.rs freshness check: {} does not exist", json.display());
-            return;
-        }
         let output = match std::process::Command::new("python3")
             .arg(root.join("scripts/gen-vm-isa.py"))
             .arg("--check")
+            .arg(root.join("scripts/data/iree-vm-isa.json"))
             .current_dir(&root)
             .output()
         {

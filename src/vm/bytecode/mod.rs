@@ -12,6 +12,6 @@ pub mod isa_table;
 pub mod verify;
 
 pub use isa::{
-    lookup, Access, ElementType, ImmediateType, Instruction, InstructionKind, OpcodeSet, Operand, OperandKind,
+    lookup, Access, ElementType, ImmediateType, Instruction, InstructionKind, Opcode, OpcodeSet, Operand, OperandKind,
     RegisterBank,
 };

@@ -15,10 +15,10 @@
 //!   offsets plus the access width (4 for i32/f32, 8 for i64/f64) fit `global_bytes_capacity`;
 //!   ref global ordinals, type ids and rodata ordinals are in range;
 //! * the arguments of the function's calling convention fit its frame (see [`argument_registers`]);
-//! * blocks are delimited by terminators ([`is_terminator`]): the instruction before every Block
-//!   marker after the first is a terminator, a terminator is followed by a Block marker or the end
-//!   of the body, and the last instruction is a terminator. Every fixture function (95) obeys this;
-//!   86 end with `vm.return` and 9 with `vm.fail`;
+//! * blocks are delimited by terminators ([`super::isa::Opcode::is_terminator`]): the
+//!   instruction before every Block marker after the first is a terminator, a terminator is
+//!   followed by a Block marker or the end of the body, and the last instruction is a terminator.
+//!   Every fixture function (95) obeys this; 86 end with `vm.return` and 9 with `vm.fail`;
 //! * extension opcodes (ExtF32, ExtF64) appear only in functions whose requirements declare them.
 //!
 //! Not checked here: the types of values flowing through `Any` lists (call operands against the
@@ -70,28 +70,6 @@ impl<'a> ModuleContext<'a> {
             exports: &def.exported_functions,
         }
     }
-}
-
-/// Whether an instruction ends a block: control never falls through it to the next instruction.
-///
-/// The table has no instruction classes, so this is a list: returns, branches (`vm.break` and
-/// `vm.cond_break` are debugger breakpoints that then branch to their destination, `vm.yield`
-/// suspends and resumes at its destination), `vm.fail`, and the yieldable calls, which continue at
-/// a successor block.
-pub fn is_terminator(name: &str) -> bool {
-    matches!(
-        name,
-        "vm.return"
-            | "vm.br"
-            | "vm.cond_br"
-            | "vm.br_table"
-            | "vm.fail"
-            | "vm.yield"
-            | "vm.break"
-            | "vm.cond_break"
-            | "vm.call.yieldable"
-            | "vm.call.variadic.yieldable"
-    )
 }
 
 /// The registers the arguments of calling convention `cconv` occupy on entry: `(i32, ref)` counts.
@@ -160,7 +138,7 @@ pub fn verify_function(
 
     for pair in decoded.windows(2) {
         let (before, after) = (&pair[0], &pair[1]);
-        let ends_block = is_terminator(before.instruction.name);
+        let ends_block = before.instruction.id.is_terminator();
         let starts_block = after.instruction.kind == InstructionKind::BlockMarker;
         if starts_block && !ends_block {
             return Err(LoadError::malformed(
@@ -183,7 +161,7 @@ pub fn verify_function(
         }
     }
     let last = decoded.last().unwrap_or(first);
-    if !is_terminator(last.instruction.name) {
+    if !last.instruction.id.is_terminator() {
         return Err(LoadError::malformed(
             last.offset,
             format!(
@@ -296,14 +274,13 @@ impl Verifier<'_> {
                 Ok(())
             }
             DecodedOperand::GlobalByteOffset(offset) => {
-                let name = instruction.instruction.name;
-                let width = if name.ends_with("i64") || name.ends_with("f64") {
-                    8
-                } else if name.ends_with("i32") || name.ends_with("f32") {
-                    4
-                } else {
-                    1
-                };
+                // The width of the access is that of the value register the global is loaded
+                // into or stored from.
+                let value = instruction.operands.iter().find_map(|operand| match operand {
+                    DecodedOperand::Register(register) => Some(register),
+                    _ => None,
+                });
+                let width = if value.is_some_and(Register::is_pair) { 8 } else { 4 };
                 let end = u64::from(*offset) + width;
                 if end > u64::from(context.global_bytes_capacity) {
                     return fail(format!(
@@ -455,11 +432,12 @@ mod tests {
 
     #[test]
     fn terminators() {
-        for name in ["vm.return", "vm.br", "vm.br_table", "vm.fail", "vm.call.yieldable"] {
-            assert!(is_terminator(name), "{name}");
+        use crate::vm::bytecode::isa::Opcode as O;
+        for opcode in [O::Return, O::Branch, O::BranchTable, O::Fail, O::CallYieldable] {
+            assert!(opcode.is_terminator(), "{opcode:?}");
         }
-        for name in ["vm.call", "vm.add.i32", "Block", "vm.call.variadic"] {
-            assert!(!is_terminator(name), "{name}");
+        for opcode in [O::Call, O::AddI32, O::Block, O::CallVariadic] {
+            assert!(!opcode.is_terminator(), "{opcode:?}");
         }
     }
 }

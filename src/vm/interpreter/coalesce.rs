@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, INT_ORDINAL_MASK};
-use crate::vm::bytecode::isa::{Access, InstructionKind, OperandKind, RegisterBank};
+use crate::vm::bytecode::isa::{Access, InstructionKind, Opcode, OperandKind, RegisterBank};
 
 /// One rewrite: instruction `def` writes `to` instead of the branch `branch` copying into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub(super) fn coalesce(decoded: &mut [DecodedInstruction<'_>]) {
 /// one would otherwise change what the others read or leave behind.
 fn candidates(decoded: &[DecodedInstruction<'_>], blocks: &HashMap<u32, usize>, branch: usize) -> Vec<Rewrite> {
     let instruction = &decoded[branch];
-    if instruction.instruction.name != "vm.br" {
+    if instruction.opcode() != Opcode::Branch {
         return Vec::new();
     }
     let (target, remaps) = match &instruction.operands[..] {

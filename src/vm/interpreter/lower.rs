@@ -14,10 +14,10 @@ use super::coalesce::coalesce;
 use super::op::{
     BufferElement, CallOp, Callee, ColdOp, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target,
 };
-use super::scalar::{self as s};
+use super::scalar::{self as s, Semantics};
 use crate::vm::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
-use crate::vm::bytecode::isa::{InstructionKind, RegisterBank};
+use crate::vm::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
 use crate::vm::module_def::{describe_function, FunctionDescriptor, ModuleDef};
 use crate::vm::refs::RefType;
 use crate::vm::LoadError;
@@ -142,7 +142,7 @@ impl ModuleScope<'_> {
                 count += 1;
             }
             // A conditional branch neither of whose destinations follows it takes a `Br` after it.
-            if instruction.instruction.name == "vm.cond_br" && falls_through(&decoded, i) == (false, false) {
+            if instruction.opcode() == Opcode::CondBranch && falls_through(&decoded, i) == (false, false) {
                 count += 1;
             }
         }
@@ -178,8 +178,12 @@ impl ModuleScope<'_> {
             let mut op = lowering.lower(instruction)?;
             if fused[i - 1] {
                 lowering.offset = decoded[i].offset;
-                op = fuse(op, lowering.lower(&decoded[i])?);
+                let branch = lowering.lower(&decoded[i])?;
+                op = fuse(instruction.opcode(), op, branch)
+                    .ok_or_else(|| lowering.error("the instruction does not fuse with the branch after it"))?;
                 i += 1;
+            } else {
+                op = Op::specialise(instruction.opcode(), op);
             }
             let explicit_else = match lowering.otherwise.take() {
                 None => None,
@@ -431,17 +435,11 @@ impl FunctionLowering<'_> {
         Ok((kinds, segments.into()))
     }
 
+    /// Lowers one instruction. Scalar instructions become the generic op of their
+    /// [`s::semantics`]; the caller specialises or fuses it.
     fn lower(&self, instruction: &DecodedInstruction<'_>) -> Result<Op, LoadError> {
-        let name = instruction.instruction.name;
-        let registers: Vec<Register> = instruction
-            .operands
-            .iter()
-            .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(*r) } else { None })
-            .collect();
-        let o = Operands { registers, instruction };
-        if let Some(op) = scalar_op(name, &o) {
-            return Ok(op);
-        }
+        use Opcode as O;
+        let o = Operands { registers: registers(instruction), instruction };
         let immediate = || -> u64 {
             o.find(|op| match op {
                 DecodedOperand::ImmediateI32(v) => Some(*v as u32 as u64),
@@ -476,43 +474,39 @@ impl FunctionLowering<'_> {
             self.target(targets[index], remaps.get(index).map_or(&[][..], |r| r.as_slice()))
         };
         use BufferElement as E;
-        let buffer_element = |suffix: &str| match suffix {
-            "i8.u" => E::I8U,
-            "i8.s" | "i8" => E::I8S,
-            "i16.u" => E::I16U,
-            "i16.s" | "i16" => E::I16S,
-            "i32" => E::I32,
-            "i64" => E::I64,
-            "f32" => E::F32,
-            _ => E::F64,
-        };
         let r = |i| o.reg(i);
-        let op = match name {
-            "vm.const.i32.zero" | "vm.const.f32.zero" => Op::Const32 { value: 0, d: r(0) },
-            "vm.const.i64.zero" | "vm.const.f64.zero" => Op::Const64 { value: 0, d: r(0) },
-            "vm.const.i32" | "vm.const.f32" => Op::Const32 { value: immediate() as u32, d: r(0) },
-            "vm.const.i64" | "vm.const.f64" => Op::Const64 { value: immediate(), d: r(0) },
-            "vm.select.i32" | "vm.select.f32" => Op::Select32 { c: r(0), t: r(1), f: r(2), d: r(3) },
-            "vm.select.i64" | "vm.select.f64" => Op::Select64 { c: r(0), t: r(1), f: r(2), d: r(3) },
-            "vm.select.ref" => {
+        let fill =
+            |element| ColdOp::BufferFill { element, buffer: r(0), offset: r(1), length: r(2), value: r(3) }.into();
+        let load = |element| ColdOp::BufferLoad { element, buffer: r(0), offset: r(1), d: r(2) }.into();
+        let store = |element| ColdOp::BufferStore { element, buffer: r(0), offset: r(1), value: r(2) }.into();
+        let list_get = |kind| ColdOp::ListGet { kind, list: r(0), index: r(1), d: r(2) }.into();
+        let list_set = |kind| ColdOp::ListSet { kind, list: r(0), index: r(1), value: r(2) }.into();
+        let op = match instruction.opcode() {
+            O::ConstI32Zero | O::ConstF32Zero => Op::Const32 { value: 0, d: r(0) },
+            O::ConstI64Zero | O::ConstF64Zero => Op::Const64 { value: 0, d: r(0) },
+            O::ConstI32 | O::ConstF32 => Op::Const32 { value: immediate() as u32, d: r(0) },
+            O::ConstI64 | O::ConstF64 => Op::Const64 { value: immediate(), d: r(0) },
+            O::SelectI32 | O::SelectF32 => Op::Select32 { c: r(0), t: r(1), f: r(2), d: r(3) },
+            O::SelectI64 | O::SelectF64 => Op::Select64 { c: r(0), t: r(1), f: r(2), d: r(3) },
+            O::SelectRef => {
                 ColdOp::SelectRef { c: r(0), check: self.check(o.type_id()), t: o.ref_reg(1), f: o.ref_reg(2), d: r(3) }
                     .into()
             }
-            "vm.switch.i32" | "vm.switch.f32" => ColdOp::Switch32 {
+            O::SwitchI32 | O::SwitchF32 => ColdOp::Switch32 {
                 index: r(0),
                 default: r(1),
                 values: o.list().iter().map(|x| x.ordinal).collect(),
                 d: r(2),
             }
             .into(),
-            "vm.switch.i64" | "vm.switch.f64" => ColdOp::Switch64 {
+            O::SwitchI64 | O::SwitchF64 => ColdOp::Switch64 {
                 index: r(0),
                 default: r(1),
                 values: o.list().iter().map(|x| x.ordinal).collect(),
                 d: r(2),
             }
             .into(),
-            "vm.switch.ref" => ColdOp::SwitchRef {
+            O::SwitchRef => ColdOp::SwitchRef {
                 index: r(0),
                 check: self.check(o.type_id()),
                 default: o.ref_reg(1),
@@ -520,56 +514,56 @@ impl FunctionLowering<'_> {
                 d: r(2),
             }
             .into(),
-            "vm.global.load.i32" | "vm.global.load.f32" => ColdOp::GlobalLoad32 { offset: global(), d: r(0) }.into(),
-            "vm.global.store.i32" | "vm.global.store.f32" => ColdOp::GlobalStore32 { offset: global(), s: r(0) }.into(),
-            "vm.global.load.i64" | "vm.global.load.f64" => ColdOp::GlobalLoad64 { offset: global(), d: r(0) }.into(),
-            "vm.global.store.i64" | "vm.global.store.f64" => ColdOp::GlobalStore64 { offset: global(), s: r(0) }.into(),
-            "vm.global.load.indirect.i32" | "vm.global.load.indirect.f32" => {
+            O::GlobalLoadI32 | O::GlobalLoadF32 => ColdOp::GlobalLoad32 { offset: global(), d: r(0) }.into(),
+            O::GlobalStoreI32 | O::GlobalStoreF32 => ColdOp::GlobalStore32 { offset: global(), s: r(0) }.into(),
+            O::GlobalLoadI64 | O::GlobalLoadF64 => ColdOp::GlobalLoad64 { offset: global(), d: r(0) }.into(),
+            O::GlobalStoreI64 | O::GlobalStoreF64 => ColdOp::GlobalStore64 { offset: global(), s: r(0) }.into(),
+            O::GlobalLoadIndirectI32 | O::GlobalLoadIndirectF32 => {
                 ColdOp::GlobalLoadIndirect32 { offset: r(0), d: r(1) }.into()
             }
-            "vm.global.store.indirect.i32" | "vm.global.store.indirect.f32" => {
+            O::GlobalStoreIndirectI32 | O::GlobalStoreIndirectF32 => {
                 ColdOp::GlobalStoreIndirect32 { offset: r(0), s: r(1) }.into()
             }
-            "vm.global.load.indirect.i64" | "vm.global.load.indirect.f64" => {
+            O::GlobalLoadIndirectI64 | O::GlobalLoadIndirectF64 => {
                 ColdOp::GlobalLoadIndirect64 { offset: r(0), d: r(1) }.into()
             }
-            "vm.global.store.indirect.i64" | "vm.global.store.indirect.f64" => {
+            O::GlobalStoreIndirectI64 | O::GlobalStoreIndirectF64 => {
                 ColdOp::GlobalStoreIndirect64 { offset: r(0), s: r(1) }.into()
             }
-            "vm.global.load.ref" => {
+            O::GlobalLoadRef => {
                 ColdOp::GlobalLoadRef { global: global_ref(), check: self.check(o.type_id()), d: o.ref_reg(0) }.into()
             }
-            "vm.global.store.ref" => {
+            O::GlobalStoreRef => {
                 ColdOp::GlobalStoreRef { global: global_ref(), check: self.check(o.type_id()), s: o.ref_reg(0) }.into()
             }
-            "vm.global.load.indirect.ref" => {
+            O::GlobalLoadIndirectRef => {
                 ColdOp::GlobalLoadIndirectRef { global: r(0), check: self.check(o.type_id()), d: o.ref_reg(1) }.into()
             }
-            "vm.global.store.indirect.ref" => {
+            O::GlobalStoreIndirectRef => {
                 ColdOp::GlobalStoreIndirectRef { global: r(0), check: self.check(o.type_id()), s: o.ref_reg(1) }.into()
             }
-            "vm.const.ref.zero" => ColdOp::ConstRefZero { d: r(0) }.into(),
-            "vm.const.ref.rodata" => ColdOp::ConstRodata {
+            O::ConstRefZero => ColdOp::ConstRefZero { d: r(0) }.into(),
+            O::ConstRefRodata => ColdOp::ConstRodata {
                 ordinal: o.find(|op| if let DecodedOperand::RodataOrdinal(n) = op { Some(*n) } else { None }),
                 d: r(0),
             }
             .into(),
-            "vm.assign.ref" => ColdOp::AssignRef { s: o.ref_reg(0), d: r(1) }.into(),
-            "vm.cast.any.ref" => ColdOp::CastAnyRef { s: o.ref_reg(0), check: self.check(o.type_id()), d: r(1) }.into(),
-            "vm.discard.refs" => ColdOp::DiscardRefs { regs: self.ref_list(&o.list())? }.into(),
-            "vm.trace" | "vm.print" => ColdOp::DiscardMoved {
+            O::AssignRef => ColdOp::AssignRef { s: o.ref_reg(0), d: r(1) }.into(),
+            O::CastAnyRef => ColdOp::CastAnyRef { s: o.ref_reg(0), check: self.check(o.type_id()), d: r(1) }.into(),
+            O::DiscardRefs => ColdOp::DiscardRefs { regs: self.ref_list(&o.list())? }.into(),
+            O::Trace | O::Print => ColdOp::DiscardMoved {
                 regs: o.list().iter().filter(|x| x.bank == RegisterBank::Ref && x.is_move).map(|x| x.ordinal).collect(),
             }
             .into(),
-            "vm.cmp.eq.ref" => ColdOp::CmpEqRef { a: r(0), b: r(1), d: r(2) }.into(),
-            "vm.cmp.ne.ref" => ColdOp::CmpNeRef { a: r(0), b: r(1), d: r(2) }.into(),
-            "vm.cmp.nz.ref" => ColdOp::CmpNzRef { a: r(0), d: r(1) }.into(),
-            "vm.buffer.alloc" => ColdOp::BufferAlloc { length: r(0), alignment: r(1), d: r(2) }.into(),
-            "vm.buffer.clone" => {
+            O::CmpEQRef => ColdOp::CmpEqRef { a: r(0), b: r(1), d: r(2) }.into(),
+            O::CmpNERef => ColdOp::CmpNeRef { a: r(0), b: r(1), d: r(2) }.into(),
+            O::CmpNZRef => ColdOp::CmpNzRef { a: r(0), d: r(1) }.into(),
+            O::BufferAlloc => ColdOp::BufferAlloc { length: r(0), alignment: r(1), d: r(2) }.into(),
+            O::BufferClone => {
                 ColdOp::BufferClone { source: r(0), offset: r(1), length: r(2), alignment: r(3), d: r(4) }.into()
             }
-            "vm.buffer.length" => ColdOp::BufferLength { buffer: r(0), d: r(1) }.into(),
-            "vm.buffer.copy" => ColdOp::BufferCopy {
+            O::BufferLength => ColdOp::BufferLength { buffer: r(0), d: r(1) }.into(),
+            O::BufferCopy => ColdOp::BufferCopy {
                 source: r(0),
                 source_offset: r(1),
                 target: r(2),
@@ -577,7 +571,7 @@ impl FunctionLowering<'_> {
                 length: r(4),
             }
             .into(),
-            "vm.buffer.compare" => ColdOp::BufferCompare {
+            O::BufferCompare => ColdOp::BufferCompare {
                 lhs: r(0),
                 lhs_offset: r(1),
                 rhs: r(2),
@@ -586,51 +580,50 @@ impl FunctionLowering<'_> {
                 d: r(5),
             }
             .into(),
-            "vm.buffer.hash" => ColdOp::BufferHash { buffer: r(0), offset: r(1), length: r(2), d: r(3) }.into(),
-            _ if name.starts_with("vm.buffer.fill.") => ColdOp::BufferFill {
-                element: buffer_element(&name["vm.buffer.fill.".len()..]),
-                buffer: r(0),
-                offset: r(1),
-                length: r(2),
-                value: r(3),
-            }
-            .into(),
-            _ if name.starts_with("vm.buffer.load.") => ColdOp::BufferLoad {
-                element: buffer_element(&name["vm.buffer.load.".len()..]),
-                buffer: r(0),
-                offset: r(1),
-                d: r(2),
-            }
-            .into(),
-            _ if name.starts_with("vm.buffer.store.") => ColdOp::BufferStore {
-                element: buffer_element(&name["vm.buffer.store.".len()..]),
-                buffer: r(0),
-                offset: r(1),
-                value: r(2),
-            }
-            .into(),
-            "vm.list.alloc" => ColdOp::ListAlloc { element_type: o.type_id(), capacity: r(0), d: r(1) }.into(),
-            "vm.list.reserve" => ColdOp::ListReserve { list: r(0), capacity: r(1) }.into(),
-            "vm.list.size" => ColdOp::ListSize { list: r(0), d: r(1) }.into(),
-            "vm.list.resize" => ColdOp::ListResize { list: r(0), size: r(1) }.into(),
-            "vm.list.get.i32" | "vm.list.get.i64" | "vm.list.get.f32" | "vm.list.get.f64" => {
-                ColdOp::ListGet { kind: value_kind(&name[12..]), list: r(0), index: r(1), d: r(2) }.into()
-            }
-            "vm.list.set.i32" | "vm.list.set.i64" | "vm.list.set.f32" | "vm.list.set.f64" => {
-                ColdOp::ListSet { kind: value_kind(&name[12..]), list: r(0), index: r(1), value: r(2) }.into()
-            }
-            "vm.list.get.ref" => {
+            O::BufferHash => ColdOp::BufferHash { buffer: r(0), offset: r(1), length: r(2), d: r(3) }.into(),
+            O::BufferFillI8 => fill(E::I8S),
+            O::BufferFillI16 => fill(E::I16S),
+            O::BufferFillI32 => fill(E::I32),
+            O::BufferFillI64 => fill(E::I64),
+            O::BufferFillF32 => fill(E::F32),
+            O::BufferFillF64 => fill(E::F64),
+            O::BufferLoadI8U => load(E::I8U),
+            O::BufferLoadI8S => load(E::I8S),
+            O::BufferLoadI16U => load(E::I16U),
+            O::BufferLoadI16S => load(E::I16S),
+            O::BufferLoadI32 => load(E::I32),
+            O::BufferLoadI64 => load(E::I64),
+            O::BufferLoadF32 => load(E::F32),
+            O::BufferLoadF64 => load(E::F64),
+            O::BufferStoreI8 => store(E::I8S),
+            O::BufferStoreI16 => store(E::I16S),
+            O::BufferStoreI32 => store(E::I32),
+            O::BufferStoreI64 => store(E::I64),
+            O::BufferStoreF32 => store(E::F32),
+            O::BufferStoreF64 => store(E::F64),
+            O::ListAlloc => ColdOp::ListAlloc { element_type: o.type_id(), capacity: r(0), d: r(1) }.into(),
+            O::ListReserve => ColdOp::ListReserve { list: r(0), capacity: r(1) }.into(),
+            O::ListSize => ColdOp::ListSize { list: r(0), d: r(1) }.into(),
+            O::ListResize => ColdOp::ListResize { list: r(0), size: r(1) }.into(),
+            O::ListGetI32 => list_get(ValueKind::I32),
+            O::ListGetI64 => list_get(ValueKind::I64),
+            O::ListGetF32 => list_get(ValueKind::F32),
+            O::ListGetF64 => list_get(ValueKind::F64),
+            O::ListSetI32 => list_set(ValueKind::I32),
+            O::ListSetI64 => list_set(ValueKind::I64),
+            O::ListSetF32 => list_set(ValueKind::F32),
+            O::ListSetF64 => list_set(ValueKind::F64),
+            O::ListGetRef => {
                 ColdOp::ListGetRef { list: r(0), index: r(1), check: self.check(o.type_id()), d: o.ref_reg(2) }.into()
             }
-            "vm.list.set.ref" => ColdOp::ListSetRef { list: r(0), index: r(1), value: o.ref_reg(2) }.into(),
-            "vm.br" | "vm.break" => Op::Br(branch(0)?),
-            "vm.cond_break" => Op::Br(branch(0)?),
-            "vm.yield" => Op::Yield(branch(0)?),
-            "vm.cond_br" => {
+            O::ListSetRef => ColdOp::ListSetRef { list: r(0), index: r(1), value: o.ref_reg(2) }.into(),
+            O::Branch | O::Break | O::CondBreak => Op::Br(branch(0)?),
+            O::Yield => Op::Yield(branch(0)?),
+            O::CondBranch => {
                 self.otherwise.set(Some(branch(1)?));
                 Op::CondBr { c: r(0), when: true, t: branch(0)? }
             }
-            "vm.br_table" => {
+            O::BranchTable => {
                 let (default_target, default_remaps) = (
                     instruction.operands.iter().find_map(|op| {
                         if let DecodedOperand::BranchTarget(t) = op {
@@ -655,12 +648,10 @@ impl FunctionLowering<'_> {
                     cases: cases.iter().map(|case| self.target(case.target, &case.remaps)).collect::<Result<_, _>>()?,
                 }
             }
-            "vm.call" | "vm.call.variadic" | "vm.call.yieldable" | "vm.call.variadic.yieldable" => {
-                self.call(instruction)?
-            }
-            "vm.return" => Op::Return { values: self.slots("return value", &o.list(), self.results)? },
-            "vm.fail" => Op::Fail { status: r(0), message: string().into() },
-            "vm.import.resolved" => {
+            O::Call | O::CallVariadic | O::CallYieldable | O::CallVariadicYieldable => self.call(instruction)?,
+            O::Return => Op::Return { values: self.slots("return value", &o.list(), self.results)? },
+            O::Fail => Op::Fail { status: r(0), message: string().into() },
+            O::ImportResolved => {
                 let (ordinal, is_import) = o.find(|op| {
                     if let DecodedOperand::FunctionOrdinal { ordinal, is_import } = op {
                         Some((*ordinal, *is_import))
@@ -673,7 +664,19 @@ impl FunctionLowering<'_> {
                 }
                 Op::ImportResolved { import: ordinal, d: r(0) }
             }
-            other => return Err(self.error(format!("`{other}` is not supported by this interpreter"))),
+            // Not operations: the decoder consumes prefixes, and the lowering skips markers.
+            O::Block | O::PrefixExtF32 | O::PrefixExtF64 => {
+                return Err(self.error(format!("{} is not an operation", instruction.instruction.name)))
+            }
+            // Every other opcode is a scalar instruction; `semantics` lists the rest explicitly.
+            scalar => match s::semantics(scalar) {
+                Some(semantics) => scalar_op(semantics, &o.registers),
+                None => {
+                    return Err(
+                        self.error(format!("`{}` is not supported by this interpreter", instruction.instruction.name))
+                    )
+                }
+            },
         };
         Ok(op)
     }
@@ -714,40 +717,53 @@ fn falls_through(decoded: &[DecodedInstruction<'_>], index: usize) -> (bool, boo
     (t, next())
 }
 
-impl Op {
-    /// Turns a conditional branch on "true" into one on "false" to `target`, for when the true
-    /// destination is the one that follows.
-    fn branch_when_false(&mut self, target: Target) {
-        match self {
-            Op::CondBr { when, t, .. }
-            | Op::CondBrLtI32S { when, t, .. }
-            | Op::CondBrLtI64S { when, t, .. }
-            | Op::CondBrCmp32 { when, t, .. }
-            | Op::CondBrCmp64 { when, t, .. } => {
-                *when = false;
-                *t = target;
-            }
-            other => unreachable!("{other:?} is not a conditional branch"),
-        }
+/// Register fields of an instruction in encoding order (fixed fields only, not lists).
+fn registers(instruction: &DecodedInstruction<'_>) -> Vec<Register> {
+    instruction
+        .operands
+        .iter()
+        .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(*r) } else { None })
+        .collect()
+}
+
+/// The generic op of a scalar instruction: its semantics' function and its registers (reads, then
+/// the write, as the semantics' shape fixes them).
+fn scalar_op(semantics: Semantics, registers: &[Register]) -> Op {
+    let r = |i: usize| registers[i].ordinal;
+    match semantics {
+        Semantics::Un32(f) => Op::Un32 { f, a: r(0), d: r(1) },
+        Semantics::Bin32(f) => Op::Bin32 { f, a: r(0), b: r(1), d: r(2) },
+        Semantics::Tern32(f) => Op::Tern32 { f, a: r(0), b: r(1), c: r(2), d: r(3) },
+        Semantics::Un64(f) => Op::Un64 { f, a: r(0), d: r(1) },
+        Semantics::Bin64(f) => Op::Bin64 { f, a: r(0), b: r(1), d: r(2) },
+        Semantics::Tern64(f) => Op::Tern64 { f, a: r(0), b: r(1), c: r(2), d: r(3) },
+        Semantics::Shift64(f) => Op::Shift64 { f, a: r(0), b: r(1), d: r(2) },
+        Semantics::Narrow(f) => Op::Narrow { f, a: r(0), d: r(1) },
+        Semantics::Widen(f) => Op::Widen { f, a: r(0), d: r(1) },
+        Semantics::Cmp64(f) => Op::Cmp64 { f, a: r(0), b: r(1), d: r(2) },
+        Semantics::Div32(f) => Op::Div32 { f, a: r(0), b: r(1), d: r(2) },
+        Semantics::Div64(f) => Op::Div64 { f, a: r(0), b: r(1), d: r(2) },
     }
 }
 
-/// Whether `first` and `next` lower to one op (see [`fuse`]).
+/// The generic op of `instruction` if it is a scalar instruction.
+pub(crate) fn generic_scalar_op(instruction: &DecodedInstruction<'_>) -> Option<Op> {
+    s::semantics(instruction.opcode()).map(|semantics| scalar_op(semantics, &registers(instruction)))
+}
+
+/// Whether `first` and `next` lower to one op (see [`fuse`]): an arithmetic op and the `vm.br`
+/// after it (a loop latch), or a compare and the `vm.cond_br` on its result (a loop condition).
 fn fusable(first: &DecodedInstruction<'_>, next: &DecodedInstruction<'_>) -> bool {
-    let name = first.instruction.name;
-    match next.instruction.name {
-        // Loop conditions.
-        "vm.cond_br" => {
-            name.starts_with("vm.cmp.")
-                && !name.contains(".nz.")
-                && !name.contains(".nan.")
-                && !name.ends_with(".ref")
-                && compare_result(first) == first_register(next)
+    let Some(op) = generic_scalar_op(first) else { return false };
+    let somewhere = Target { delta: 0, moves: Moves::None };
+    let branch = match next.opcode() {
+        Opcode::Branch => Op::Br(somewhere),
+        Opcode::CondBranch if compare_result(first) == first_register(next) => {
+            Op::CondBr { c: 0, when: true, t: somewhere }
         }
-        // Loop latches: the induction variable's step, then the back edge.
-        "vm.br" => matches!(name, "vm.add.i32" | "vm.sub.i32" | "vm.mul.i32" | "vm.add.i64") || bin32(name).is_some(),
-        _ => false,
-    }
+        _ => return false,
+    };
+    fuse(first.opcode(), op, branch).is_some()
 }
 
 fn compare_result(instruction: &DecodedInstruction<'_>) -> Option<u16> {
@@ -758,338 +774,93 @@ fn first_register(instruction: &DecodedInstruction<'_>) -> Option<u16> {
     instruction.operands.iter().find_map(|o| if let DecodedOperand::Register(r) = o { Some(r.raw) } else { None })
 }
 
-/// Combines the ops of a pair [`fusable`] admits.
-fn fuse(first: Op, branch: Op) -> Op {
-    if let Op::Br(t) = branch {
-        return match first {
-            Op::AddI32 { a, b, d } => Op::AddI32Br { a, b, d, t },
-            Op::AddI64 { a, b, d } => Op::AddI64Br { a, b, d, t },
-            other => match bin32_parts(&other) {
-                Some((f, a, b, d)) => Op::Bin32Br { f, a, b, d, t },
-                None => unreachable!("{other:?} is not fusable with vm.br"),
-            },
-        };
+/// The one op for the generic op `first` of `opcode` and the branch op after it, if they fuse:
+/// the inline fused form where the dispatch loop has one, else a fused form through the
+/// semantics' pointer.
+fn fuse(opcode: Opcode, first: Op, branch: Op) -> Option<Op> {
+    if let Some(op) = Op::fuse_inline(opcode, &first, &branch) {
+        return Some(op);
     }
-    let Op::CondBr { when, t, .. } = branch else { unreachable!("fusion pairs a compare with vm.cond_br") };
-    match first {
-        Op::CmpLtI32S { a, b, d } => Op::CondBrLtI32S { a, b, d, when, t },
-        Op::CmpLtI64S { a, b, d } => Op::CondBrLtI64S { a, b, d, when, t },
-        Op::CmpEqI64 { a, b, d } => Op::CondBrCmp64 { f: s::cmp_eq_i64, a, b, d, when, t },
-        Op::Cmp64 { f, a, b, d } => Op::CondBrCmp64 { f, a, b, d, when, t },
-        other => match bin32_parts(&other) {
-            Some((f, a, b, d)) => Op::CondBrCmp32 { f, a, b, d, when, t },
-            None => unreachable!("{other:?} is not a fusable compare"),
-        },
-    }
-}
-
-/// The scalar function and registers of an i32-bank binary op, whether the loop runs it inline
-/// or through a pointer (the fused forms hold a pointer).
-/// The op the interpreter runs for a register-only scalar instruction (consts, selects and
-/// branches aside), for tests that hold other executors of the same instruction against it.
-#[cfg(all(test, rtx_jit))]
-pub(crate) fn scalar_reference(instruction: &DecodedInstruction<'_>) -> Option<Op> {
-    let registers = instruction
-        .operands
-        .iter()
-        .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(*r) } else { None })
-        .collect();
-    scalar_op(instruction.instruction.name, &Operands { registers, instruction })
-}
-
-pub(crate) fn bin32_parts(op: &Op) -> Option<(s::Bin32, Reg, Reg, Reg)> {
-    let f: s::Bin32 = match op {
-        Op::Bin32 { f, .. } => *f,
-        Op::AddI32 { .. } => s::add_i32,
-        Op::SubI32 { .. } => s::sub_i32,
-        Op::MulI32 { .. } => s::mul_i32,
-        Op::AndI32 { .. } => s::and_i32,
-        Op::OrI32 { .. } => s::or_i32,
-        Op::XorI32 { .. } => s::xor_i32,
-        Op::ShlI32 { .. } => s::shl_i32,
-        Op::ShrI32S { .. } => s::shr_i32_s,
-        Op::ShrI32U { .. } => s::shr_i32_u,
-        Op::CmpEqI32 { .. } => s::cmp_eq_i32,
-        Op::CmpNeI32 { .. } => s::cmp_ne_i32,
-        Op::AddF32 { .. } => s::add_f32,
-        Op::SubF32 { .. } => s::sub_f32,
-        Op::MulF32 { .. } => s::mul_f32,
-        _ => return None,
-    };
-    match *op {
-        Op::Bin32 { a, b, d, .. }
-        | Op::AddI32 { a, b, d }
-        | Op::SubI32 { a, b, d }
-        | Op::MulI32 { a, b, d }
-        | Op::AndI32 { a, b, d }
-        | Op::OrI32 { a, b, d }
-        | Op::XorI32 { a, b, d }
-        | Op::ShlI32 { a, b, d }
-        | Op::ShrI32S { a, b, d }
-        | Op::ShrI32U { a, b, d }
-        | Op::CmpEqI32 { a, b, d }
-        | Op::CmpNeI32 { a, b, d }
-        | Op::AddF32 { a, b, d }
-        | Op::SubF32 { a, b, d }
-        | Op::MulF32 { a, b, d } => Some((f, a, b, d)),
+    match (first, branch) {
+        (Op::Bin32 { f, a, b, d }, Op::Br(t)) => Some(Op::Bin32Br { f, a, b, d, t }),
+        (Op::Bin32 { f, a, b, d }, Op::CondBr { when, t, .. }) => Some(Op::CondBrCmp32 { f, a, b, d, when, t }),
+        (Op::Cmp64 { f, a, b, d }, Op::CondBr { when, t, .. }) => Some(Op::CondBrCmp64 { f, a, b, d, when, t }),
         _ => None,
     }
 }
 
-fn value_kind(suffix: &str) -> ValueKind {
-    match suffix {
-        "i32" => ValueKind::I32,
-        "i64" => ValueKind::I64,
-        "f32" => ValueKind::F32,
-        _ => ValueKind::F64,
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vm::bytecode::decode::sample;
+    use crate::vm::bytecode::isa::instructions;
+    use crate::vm::Module;
 
-/// The scalar instructions, whose register operands are reads followed by one write.
-fn scalar_op(name: &str, o: &Operands<'_>) -> Option<Op> {
-    let r = |i| o.reg(i);
-    macro_rules! shape {
-        ($variant:ident, $f:expr, 1) => {
-            Op::$variant { f: $f, a: r(0), d: r(1) }
+    /// Every operation of the table lowers, except calls to a callee the module lacks (the sample
+    /// names import 0 of a module without imports), which are refused for that; none is refused
+    /// as unsupported, and the non-operations are refused by name and offset.
+    #[test]
+    fn every_opcode_lowers_or_is_refused_by_name() {
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vm/calls.vmfb")).unwrap();
+        let module = Module::load_memory(&bytes).unwrap();
+        let def = module.def();
+        let internal: Vec<Option<CallingConvention>> = def
+            .function_signatures
+            .iter()
+            .map(|signature| signature.calling_convention.as_deref().and_then(|c| CallingConvention::parse(c).ok()))
+            .collect();
+        let scope = ModuleScope {
+            def,
+            internal: &internal,
+            imports: &[],
+            #[cfg(rtx_jit)]
+            entries: None,
         };
-        ($variant:ident, $f:expr, 2) => {
-            Op::$variant { f: $f, a: r(0), b: r(1), d: r(2) }
+        let blocks = HashMap::from([(0, 0)]);
+        let lowering = FunctionLowering {
+            module: &scope,
+            name: "sample",
+            blocks: &blocks,
+            descriptor: &def.function_descriptors[0],
+            results: &[],
+            offset: 8,
+            op_index: 0,
+            remaps: RefCell::new(Vec::new()),
+            otherwise: Cell::new(None),
         };
-        ($variant:ident, $f:expr, 3) => {
-            Op::$variant { f: $f, a: r(0), b: r(1), c: r(2), d: r(3) }
-        };
-    }
-    Some(match name {
-        "vm.add.i32" => Op::AddI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.sub.i32" => Op::SubI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.mul.i32" => Op::MulI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.and.i32" => Op::AndI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.or.i32" => Op::OrI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.xor.i32" => Op::XorI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.shl.i32" => Op::ShlI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.shr.i32.s" => Op::ShrI32S { a: r(0), b: r(1), d: r(2) },
-        "vm.shr.i32.u" => Op::ShrI32U { a: r(0), b: r(1), d: r(2) },
-        "vm.cmp.eq.i32" => Op::CmpEqI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.cmp.ne.i32" => Op::CmpNeI32 { a: r(0), b: r(1), d: r(2) },
-        "vm.add.f32" => Op::AddF32 { a: r(0), b: r(1), d: r(2) },
-        "vm.sub.f32" => Op::SubF32 { a: r(0), b: r(1), d: r(2) },
-        "vm.mul.f32" => Op::MulF32 { a: r(0), b: r(1), d: r(2) },
-        "vm.add.i64" => Op::AddI64 { a: r(0), b: r(1), d: r(2) },
-        "vm.mul.i64" => Op::MulI64 { a: r(0), b: r(1), d: r(2) },
-        "vm.cmp.lt.i32.s" => Op::CmpLtI32S { a: r(0), b: r(1), d: r(2) },
-        "vm.cmp.lt.i64.s" => Op::CmpLtI64S { a: r(0), b: r(1), d: r(2) },
-        "vm.cmp.eq.i64" => Op::CmpEqI64 { a: r(0), b: r(1), d: r(2) },
-        "vm.div.i32.s" => shape!(Div32, s::div_i32_s, 2),
-        "vm.div.i32.u" => shape!(Div32, s::div_i32_u, 2),
-        "vm.rem.i32.s" => shape!(Div32, s::rem_i32_s, 2),
-        "vm.rem.i32.u" => shape!(Div32, s::rem_i32_u, 2),
-        "vm.div.i64.s" => shape!(Div64, s::div_i64_s, 2),
-        "vm.div.i64.u" => shape!(Div64, s::div_i64_u, 2),
-        "vm.rem.i64.s" => shape!(Div64, s::rem_i64_s, 2),
-        "vm.rem.i64.u" => shape!(Div64, s::rem_i64_u, 2),
-        "vm.fma.i32" => shape!(Tern32, s::fma_i32, 3),
-        "vm.fma.f32" => shape!(Tern32, s::fma_f32, 3),
-        "vm.fma.i64" => shape!(Tern64, s::fma_i64, 3),
-        "vm.fma.f64" => shape!(Tern64, s::fma_f64, 3),
-        "vm.shl.i64" => shape!(Shift64, s::shl_i64, 2),
-        "vm.shr.i64.s" => shape!(Shift64, s::shr_i64_s, 2),
-        "vm.shr.i64.u" => shape!(Shift64, s::shr_i64_u, 2),
-        _ => {
-            if let Some(f) = un32(name) {
-                shape!(Un32, f, 1)
-            } else if let Some(f) = bin32(name) {
-                shape!(Bin32, f, 2)
-            } else if let Some(f) = un64(name) {
-                shape!(Un64, f, 1)
-            } else if let Some(f) = bin64(name) {
-                shape!(Bin64, f, 2)
-            } else if let Some(f) = narrow(name) {
-                shape!(Narrow, f, 1)
-            } else if let Some(f) = widen(name) {
-                shape!(Widen, f, 1)
-            } else if let Some(f) = cmp64(name) {
-                shape!(Cmp64, f, 2)
-            } else {
-                return None;
+        let mut lowered = 0;
+        for instruction in instructions() {
+            let result = lowering.lower(&sample(instruction));
+            match instruction.kind {
+                InstructionKind::Operation => match result {
+                    Ok(_) => lowered += 1,
+                    Err(error) => {
+                        assert!(!error.message.contains("not supported"), "{}: {}", instruction.name, error.message);
+                        assert!(
+                            matches!(
+                                instruction.id,
+                                Opcode::Call
+                                    | Opcode::CallVariadic
+                                    | Opcode::CallYieldable
+                                    | Opcode::CallVariadicYieldable
+                            ),
+                            "{}: {}",
+                            instruction.name,
+                            error.message
+                        );
+                    }
+                },
+                InstructionKind::BlockMarker | InstructionKind::Prefix(_) => {
+                    let error = result.expect_err(instruction.symbol);
+                    assert_eq!(error.offset, 8);
+                    assert!(
+                        error.message.contains(instruction.name) && error.message.contains("at bytecode offset 8"),
+                        "{}",
+                        error.message
+                    );
+                }
             }
         }
-    })
-}
-
-fn un32(name: &str) -> Option<s::Un32> {
-    Some(match name {
-        "vm.not.i32" => s::not_i32,
-        "vm.ctlz.i32" => s::ctlz_i32,
-        "vm.abs.i32" => s::abs_i32,
-        "vm.trunc.i32.i8" => s::trunc_i32_i8,
-        "vm.trunc.i32.i16" => s::trunc_i32_i16,
-        "vm.ext.i8.i32.s" => s::ext_i8_i32_s,
-        "vm.ext.i8.i32.u" => s::ext_i8_i32_u,
-        "vm.ext.i16.i32.s" => s::ext_i16_i32_s,
-        "vm.ext.i16.i32.u" => s::ext_i16_i32_u,
-        "vm.cmp.nz.i32" => s::cmp_nz_i32,
-        "vm.abs.f32" => s::abs_f32,
-        "vm.neg.f32" => s::neg_f32,
-        "vm.ceil.f32" => s::ceil_f32,
-        "vm.floor.f32" => s::floor_f32,
-        "vm.round.f32" => s::round_f32,
-        "vm.round.f32.even" => s::round_f32_even,
-        "vm.atan.f32" => s::atan_f32,
-        "vm.cos.f32" => s::cos_f32,
-        "vm.sin.f32" => s::sin_f32,
-        "vm.exp.f32" => s::exp_f32,
-        "vm.exp2.f32" => s::exp2_f32,
-        "vm.expm1.f32" => s::expm1_f32,
-        "vm.log.f32" => s::log_f32,
-        "vm.log10.f32" => s::log10_f32,
-        "vm.log1p.f32" => s::log1p_f32,
-        "vm.log2.f32" => s::log2_f32,
-        "vm.rsqrt.f32" => s::rsqrt_f32,
-        "vm.sqrt.f32" => s::sqrt_f32,
-        "vm.tanh.f32" => s::tanh_f32,
-        "vm.erf.f32" => s::erf_f32,
-        "vm.cast.si32.f32" => s::cast_si32_f32,
-        "vm.cast.ui32.f32" => s::cast_ui32_f32,
-        "vm.cast.f32.si32" => s::cast_f32_si32,
-        "vm.cast.f32.ui32" => s::cast_f32_ui32,
-        "vm.bitcast.i32.f32" | "vm.bitcast.f32.i32" => s::identity_32,
-        "vm.cmp.nan.f32" => s::cmp_nan_f32,
-        _ => return None,
-    })
-}
-
-fn bin32(name: &str) -> Option<s::Bin32> {
-    Some(match name {
-        "vm.min.i32.s" => s::min_i32_s,
-        "vm.min.i32.u" => s::min_i32_u,
-        "vm.max.i32.s" => s::max_i32_s,
-        "vm.max.i32.u" => s::max_i32_u,
-        "vm.and.i32" => s::and_i32,
-        "vm.or.i32" => s::or_i32,
-        "vm.xor.i32" => s::xor_i32,
-        "vm.shl.i32" => s::shl_i32,
-        "vm.shr.i32.s" => s::shr_i32_s,
-        "vm.shr.i32.u" => s::shr_i32_u,
-        "vm.cmp.eq.i32" => s::cmp_eq_i32,
-        "vm.cmp.ne.i32" => s::cmp_ne_i32,
-        "vm.cmp.lt.i32.u" => s::cmp_lt_i32_u,
-        "vm.add.f32" => s::add_f32,
-        "vm.sub.f32" => s::sub_f32,
-        "vm.mul.f32" => s::mul_f32,
-        "vm.div.f32" => s::div_f32,
-        "vm.rem.f32" => s::rem_f32,
-        "vm.min.f32" => s::min_f32,
-        "vm.max.f32" => s::max_f32,
-        "vm.atan2.f32" => s::atan2_f32,
-        "vm.pow.f32" => s::pow_f32,
-        "vm.cmp.eq.f32.o" => s::cmp_eq_f32_o,
-        "vm.cmp.eq.f32.u" => s::cmp_eq_f32_u,
-        "vm.cmp.ne.f32.o" => s::cmp_ne_f32_o,
-        "vm.cmp.ne.f32.u" => s::cmp_ne_f32_u,
-        "vm.cmp.lt.f32.o" => s::cmp_lt_f32_o,
-        "vm.cmp.lt.f32.u" => s::cmp_lt_f32_u,
-        "vm.cmp.lte.f32.o" => s::cmp_lte_f32_o,
-        "vm.cmp.lte.f32.u" => s::cmp_lte_f32_u,
-        _ => return None,
-    })
-}
-
-fn un64(name: &str) -> Option<s::Un64> {
-    Some(match name {
-        "vm.not.i64" => s::not_i64,
-        "vm.ctlz.i64" => s::ctlz_i64,
-        "vm.abs.i64" => s::abs_i64,
-        "vm.abs.f64" => s::abs_f64,
-        "vm.neg.f64" => s::neg_f64,
-        "vm.ceil.f64" => s::ceil_f64,
-        "vm.floor.f64" => s::floor_f64,
-        "vm.round.f64" => s::round_f64,
-        "vm.round.f64.even" => s::round_f64_even,
-        "vm.atan.f64" => s::atan_f64,
-        "vm.cos.f64" => s::cos_f64,
-        "vm.sin.f64" => s::sin_f64,
-        "vm.exp.f64" => s::exp_f64,
-        "vm.exp2.f64" => s::exp2_f64,
-        "vm.expm1.f64" => s::expm1_f64,
-        "vm.log.f64" => s::log_f64,
-        "vm.log10.f64" => s::log10_f64,
-        "vm.log1p.f64" => s::log1p_f64,
-        "vm.log2.f64" => s::log2_f64,
-        "vm.rsqrt.f64" => s::rsqrt_f64,
-        "vm.sqrt.f64" => s::sqrt_f64,
-        "vm.tanh.f64" => s::tanh_f64,
-        "vm.erf.f64" => s::erf_f64,
-        "vm.cast.si64.f64" => s::cast_si64_f64,
-        "vm.cast.ui64.f64" => s::cast_ui64_f64,
-        "vm.cast.f64.si64" => s::cast_f64_si64,
-        "vm.cast.f64.ui64" => s::cast_f64_ui64,
-        "vm.bitcast.i64.f64" | "vm.bitcast.f64.i64" => s::identity_64,
-        _ => return None,
-    })
-}
-
-fn bin64(name: &str) -> Option<s::Bin64> {
-    Some(match name {
-        "vm.sub.i64" => s::sub_i64,
-        "vm.min.i64.s" => s::min_i64_s,
-        "vm.min.i64.u" => s::min_i64_u,
-        "vm.max.i64.s" => s::max_i64_s,
-        "vm.max.i64.u" => s::max_i64_u,
-        "vm.and.i64" => s::and_i64,
-        "vm.or.i64" => s::or_i64,
-        "vm.xor.i64" => s::xor_i64,
-        "vm.add.f64" => s::add_f64,
-        "vm.sub.f64" => s::sub_f64,
-        "vm.mul.f64" => s::mul_f64,
-        "vm.div.f64" => s::div_f64,
-        "vm.rem.f64" => s::rem_f64,
-        "vm.min.f64" => s::min_f64,
-        "vm.max.f64" => s::max_f64,
-        "vm.atan2.f64" => s::atan2_f64,
-        "vm.pow.f64" => s::pow_f64,
-        _ => return None,
-    })
-}
-
-fn narrow(name: &str) -> Option<s::Narrow> {
-    Some(match name {
-        "vm.trunc.i64.i32" => s::trunc_i64_i32,
-        "vm.cmp.nz.i64" => s::cmp_nz_i64,
-        "vm.cast.si64.f32" => s::cast_si64_f32,
-        "vm.cast.ui64.f32" => s::cast_ui64_f32,
-        "vm.trunc.f64.f32" => s::trunc_f64_f32,
-        "vm.cast.f64.si32" => s::cast_f64_si32,
-        "vm.cast.f64.ui32" => s::cast_f64_ui32,
-        "vm.cmp.nan.f64" => s::cmp_nan_f64,
-        _ => return None,
-    })
-}
-
-fn widen(name: &str) -> Option<s::Widen> {
-    Some(match name {
-        "vm.ext.i32.i64.s" => s::ext_i32_i64_s,
-        "vm.ext.i32.i64.u" => s::ext_i32_i64_u,
-        "vm.cast.f32.si64" => s::cast_f32_si64,
-        "vm.cast.f32.ui64" => s::cast_f32_ui64,
-        "vm.ext.f32.f64" => s::ext_f32_f64,
-        "vm.cast.si32.f64" => s::cast_si32_f64,
-        "vm.cast.ui32.f64" => s::cast_ui32_f64,
-        _ => return None,
-    })
-}
-
-fn cmp64(name: &str) -> Option<s::Cmp64> {
-    Some(match name {
-        "vm.cmp.ne.i64" => s::cmp_ne_i64,
-        "vm.cmp.lt.i64.u" => s::cmp_lt_i64_u,
-        "vm.cmp.eq.f64.o" => s::cmp_eq_f64_o,
-        "vm.cmp.eq.f64.u" => s::cmp_eq_f64_u,
-        "vm.cmp.ne.f64.o" => s::cmp_ne_f64_o,
-        "vm.cmp.ne.f64.u" => s::cmp_ne_f64_u,
-        "vm.cmp.lt.f64.o" => s::cmp_lt_f64_o,
-        "vm.cmp.lt.f64.u" => s::cmp_lt_f64_u,
-        "vm.cmp.lte.f64.o" => s::cmp_lte_f64_o,
-        "vm.cmp.lte.f64.u" => s::cmp_lte_f64_u,
-        _ => return None,
-    })
+        assert_eq!(lowered, 262 - 4, "every operation but the calls (to an import the module lacks)");
+    }
 }

@@ -5,9 +5,11 @@
 //! thread without blocking one meanwhile. Each step holds the context's lock; see
 //! [`crate::vm::context`] for what that means for concurrency.
 
+mod call;
 mod coalesce;
 mod cold;
 mod exec;
+mod handlers;
 pub mod lower;
 pub mod op;
 pub mod scalar;

@@ -8,6 +8,7 @@
 
 use super::scalar;
 use crate::vm::abi::ValueKind;
+use crate::vm::bytecode::isa::Opcode;
 
 /// A register ordinal within its bank (i32 bank for scalars, ref bank for refs).
 pub type Reg = u16;
@@ -117,287 +118,193 @@ pub enum BufferElement {
     F64,
 }
 
-/// One lowered instruction. The explicit tag byte keeps dispatch to one load and an indirect
-/// jump (with a niche-encoded tag, every dispatch first decodes the tag from a payload field).
-#[derive(Clone, Debug)]
-#[repr(u8)]
-pub enum Op {
-    Const32 {
-        value: u32,
-        d: Reg,
-    },
-    Const64 {
-        value: u64,
-        d: Reg,
-    },
-    Un32 {
-        f: scalar::Un32,
-        a: Reg,
-        d: Reg,
-    },
-    Bin32 {
-        f: scalar::Bin32,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Tern32 {
-        f: scalar::Tern32,
-        a: Reg,
-        b: Reg,
-        c: Reg,
-        d: Reg,
-    },
-    Un64 {
-        f: scalar::Un64,
-        a: Reg,
-        d: Reg,
-    },
-    Bin64 {
-        f: scalar::Bin64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Tern64 {
-        f: scalar::Tern64,
-        a: Reg,
-        b: Reg,
-        c: Reg,
-        d: Reg,
-    },
-    Shift64 {
-        f: scalar::Shift64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Narrow {
-        f: scalar::Narrow,
-        a: Reg,
-        d: Reg,
-    },
-    Widen {
-        f: scalar::Widen,
-        a: Reg,
-        d: Reg,
-    },
-    Cmp64 {
-        f: scalar::Cmp64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Div32 {
-        f: scalar::Div32,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Div64 {
-        f: scalar::Div64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    // The hottest scalar instructions, inline rather than through a pointer.
-    AddI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    SubI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    MulI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    AndI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    OrI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    XorI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    ShlI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    ShrI32S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    ShrI32U {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    CmpEqI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    CmpNeI32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    AddF32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    SubF32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    MulF32 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    AddI64 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    MulI64 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    CmpLtI32S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    CmpLtI64S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    CmpEqI64 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Select32 {
-        c: Reg,
-        t: Reg,
-        f: Reg,
-        d: Reg,
-    },
-    Select64 {
-        c: Reg,
-        t: Reg,
-        f: Reg,
-        d: Reg,
-    },
-    /// Everything on refs, globals, buffers and lists: executed out of line, boxed so that the
-    /// ops of loops stay small.
-    Cold(Box<ColdOp>),
-
-    Br(Target),
-    // An arithmetic op fused with the `vm.br` after it (the latch of a counted loop).
-    AddI32Br {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-    },
-    Bin32Br {
-        f: scalar::Bin32,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-    },
-    AddI64Br {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        t: Target,
-    },
-    // Conditional branches go to `t` when the condition's truth equals `when` and otherwise
-    // fall through to the next op: the lowering arranges that the next op is the other
-    // destination (emitting a `Br` after the conditional when neither destination follows).
-    // Falling through needs no load to find the next op, which keeps a loop header off the
-    // dependency chain of the op pointer.
-    CondBr {
-        c: Reg,
-        when: bool,
-        t: Target,
-    },
-    // A compare fused with the `vm.cond_br` on its result (it still writes `d`).
-    CondBrLtI32S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        when: bool,
-        t: Target,
-    },
-    CondBrLtI64S {
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        when: bool,
-        t: Target,
-    },
-    CondBrCmp32 {
-        f: scalar::Bin32,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        when: bool,
-        t: Target,
-    },
-    CondBrCmp64 {
-        f: scalar::Cmp64,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-        when: bool,
-        t: Target,
-    },
-    BrTable {
-        index: Reg,
-        default: Target,
-        cases: Box<[Target]>,
-    },
-    Call(Box<CallOp>),
-    Return {
-        values: Box<[Slot]>,
-    },
-    Fail {
-        status: Reg,
-        message: Box<str>,
-    },
-    ImportResolved {
-        import: u32,
-        d: Reg,
-    },
-    /// `vm.yield`: branch, then give other work a chance to run.
-    Yield(Target),
-    /// A loop header whose loop runs as machine code (see [`crate::vm::jit`]); it replaces the
-    /// header's op, whose work the code does.
-    #[cfg(rtx_jit)]
-    Native(crate::vm::jit::Entry),
+/// The scalar instructions the dispatch loop runs inline rather than through a function pointer
+/// (loop counters and conditions, the arithmetic of small kernels), each described once: its
+/// [`Opcode`], which is also its [`Op`] variant; the shape of its [`scalar::semantics`], whose
+/// function the loop calls directly (`scalar::bin32` and its siblings take it out of the
+/// semantics at compile time, and refuse to compile for an instruction of another shape); the
+/// widths of the registers it reads and writes; and, where it has them, the variants that fuse it
+/// with the `vm.br` after it (a loop latch) or with the `vm.cond_br` on its result (a loop
+/// condition). [`Op`] and the dispatch loop are both written from this list by `$callback!`;
+/// the lowering builds the generic op of the semantics first and [`Op::specialise`]s it.
+macro_rules! inline_ops {
+    ($callback:ident) => {
+        $callback! {
+            AddI32 = bin32(r32, r32) -> w32, br: AddI32Br;
+            SubI32 = bin32(r32, r32) -> w32;
+            MulI32 = bin32(r32, r32) -> w32;
+            AndI32 = bin32(r32, r32) -> w32;
+            OrI32 = bin32(r32, r32) -> w32;
+            XorI32 = bin32(r32, r32) -> w32;
+            ShlI32 = bin32(r32, r32) -> w32;
+            ShrI32S = bin32(r32, r32) -> w32;
+            ShrI32U = bin32(r32, r32) -> w32;
+            CmpEQI32 = bin32(r32, r32) -> w32;
+            CmpNEI32 = bin32(r32, r32) -> w32;
+            CmpLTI32S = bin32(r32, r32) -> w32, cond_br: CondBrLtI32S;
+            AddF32 = bin32(r32, r32) -> w32;
+            SubF32 = bin32(r32, r32) -> w32;
+            MulF32 = bin32(r32, r32) -> w32;
+            AddI64 = bin64(r64, r64) -> w64, br: AddI64Br;
+            MulI64 = bin64(r64, r64) -> w64;
+            CmpLTI64S = cmp64(r64, r64) -> w32, cond_br: CondBrLtI64S;
+            CmpEQI64 = cmp64(r64, r64) -> w32;
+        }
+    };
 }
+pub(crate) use inline_ops;
+
+/// Writes [`Op`] from the `inline_ops` list.
+macro_rules! define_op {
+    ($($op:ident = $f:ident($ra:ident, $rb:ident) -> $w:ident $(, br: $br:ident)? $(, cond_br: $cb:ident)?;)*) => {
+        /// One lowered instruction. The explicit tag byte keeps dispatch to one load and an
+        /// indirect jump (with a niche-encoded tag, every dispatch first decodes the tag from a
+        /// payload field).
+        #[derive(Clone, Debug)]
+        #[repr(u8)]
+        pub enum Op {
+            Const32 { value: u32, d: Reg },
+            Const64 { value: u64, d: Reg },
+            // The scalar instructions without an inline form, through their semantics' pointer.
+            Un32 { f: scalar::Un32, a: Reg, d: Reg },
+            Bin32 { f: scalar::Bin32, a: Reg, b: Reg, d: Reg },
+            Tern32 { f: scalar::Tern32, a: Reg, b: Reg, c: Reg, d: Reg },
+            Un64 { f: scalar::Un64, a: Reg, d: Reg },
+            Bin64 { f: scalar::Bin64, a: Reg, b: Reg, d: Reg },
+            Tern64 { f: scalar::Tern64, a: Reg, b: Reg, c: Reg, d: Reg },
+            Shift64 { f: scalar::Shift64, a: Reg, b: Reg, d: Reg },
+            Narrow { f: scalar::Narrow, a: Reg, d: Reg },
+            Widen { f: scalar::Widen, a: Reg, d: Reg },
+            Cmp64 { f: scalar::Cmp64, a: Reg, b: Reg, d: Reg },
+            Div32 { f: scalar::Div32, a: Reg, b: Reg, d: Reg },
+            Div64 { f: scalar::Div64, a: Reg, b: Reg, d: Reg },
+            $(
+                #[doc = concat!("`", stringify!($op), "`, run inline (see `inline_ops`).")]
+                $op { a: Reg, b: Reg, d: Reg },
+            )*
+            Select32 { c: Reg, t: Reg, f: Reg, d: Reg },
+            Select64 { c: Reg, t: Reg, f: Reg, d: Reg },
+            /// Everything on refs, globals, buffers and lists: executed out of line, boxed so
+            /// that the ops of loops stay small.
+            Cold(Box<ColdOp>),
+
+            Br(Target),
+            // An arithmetic op fused with the `vm.br` after it (the latch of a counted loop).
+            $($(
+                #[doc = concat!("`", stringify!($op), "` and the `vm.br` after it.")]
+                $br { a: Reg, b: Reg, d: Reg, t: Target },
+            )?)*
+            Bin32Br {
+                f: scalar::Bin32,
+                a: Reg,
+                b: Reg,
+                d: Reg,
+                t: Target,
+            },
+            // Conditional branches go to `t` when the condition's truth equals `when` and
+            // otherwise fall through to the next op: the lowering arranges that the next op is
+            // the other destination (emitting a `Br` after the conditional when neither
+            // destination follows). Falling through needs no load to find the next op, which
+            // keeps a loop header off the dependency chain of the op pointer.
+            CondBr {
+                c: Reg,
+                when: bool,
+                t: Target,
+            },
+            // A binary op fused with the `vm.cond_br` on its result (it still writes `d`).
+            $($(
+                #[doc = concat!("`", stringify!($op), "` and the `vm.cond_br` on its result (see [`Op::CondBr`]).")]
+                $cb { a: Reg, b: Reg, d: Reg, when: bool, t: Target },
+            )?)*
+            CondBrCmp32 {
+                f: scalar::Bin32,
+                a: Reg,
+                b: Reg,
+                d: Reg,
+                when: bool,
+                t: Target,
+            },
+            CondBrCmp64 {
+                f: scalar::Cmp64,
+                a: Reg,
+                b: Reg,
+                d: Reg,
+                when: bool,
+                t: Target,
+            },
+            BrTable {
+                index: Reg,
+                default: Target,
+                cases: Box<[Target]>,
+            },
+            Call(Box<CallOp>),
+            Return {
+                values: Box<[Slot]>,
+            },
+            Fail {
+                status: Reg,
+                message: Box<str>,
+            },
+            ImportResolved {
+                import: u32,
+                d: Reg,
+            },
+            /// `vm.yield`: branch, then give other work a chance to run.
+            Yield(Target),
+            /// A loop header whose loop runs as machine code (see [`crate::vm::jit`]); it
+            /// replaces the header's op, whose work the code does.
+            #[cfg(rtx_jit)]
+            Native(crate::vm::jit::Entry),
+        }
+
+        impl Op {
+            /// Turns a conditional branch on "true" into one on "false" to `target`, for when the
+            /// true destination is the one that follows.
+            pub fn branch_when_false(&mut self, target: Target) {
+                match self {
+                    Op::CondBr { when, t, .. }
+                    | Op::CondBrCmp32 { when, t, .. }
+                    | Op::CondBrCmp64 { when, t, .. }
+                    $($(| Op::$cb { when, t, .. })?)* => {
+                        *when = false;
+                        *t = target;
+                    }
+                    other => unreachable!("{other:?} is not a conditional branch"),
+                }
+            }
+
+            /// The inline form of `op`, the generic op [`scalar::semantics`] gives `opcode`,
+            /// where the dispatch loop has one.
+            pub fn specialise(opcode: Opcode, op: Op) -> Op {
+                match (opcode, op) {
+                    $(
+                        (
+                            Opcode::$op,
+                            Op::Bin32 { a, b, d, .. } | Op::Bin64 { a, b, d, .. } | Op::Cmp64 { a, b, d, .. },
+                        ) => Op::$op { a, b, d },
+                    )*
+                    (_, op) => op,
+                }
+            }
+
+            /// The inline fused form of the generic op `first` of `opcode` and the branch after
+            /// it, where the dispatch loop has one.
+            pub fn fuse_inline(opcode: Opcode, first: &Op, branch: &Op) -> Option<Op> {
+                let (a, b, d) = match *first {
+                    Op::Bin32 { a, b, d, .. } | Op::Bin64 { a, b, d, .. } | Op::Cmp64 { a, b, d, .. } => (a, b, d),
+                    _ => return None,
+                };
+                match (opcode, branch) {
+                    $($((Opcode::$op, &Op::Br(t)) => Some(Op::$br { a, b, d, t }),)?)*
+                    $($((Opcode::$op, &Op::CondBr { when, t, .. }) => Some(Op::$cb { a, b, d, when, t }),)?)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+inline_ops!(define_op);
 
 /// The ops the dispatch loop hands to [`super::cold`]: each does enough work (reference counts,
 /// bounds checks, allocation) that a call and a pointer chase cost nothing in comparison, and

@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use super::x64::{Alu, Assembler, Cond, Gpr, Label, Shift, Sse, Width};
-use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, RegisterRemap};
-use crate::vm::bytecode::isa::{InstructionKind, RegisterBank};
+use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register, RegisterRemap};
+use crate::vm::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
 
 /// Which blocks get an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,21 +183,25 @@ use Width::{W32, W64};
 impl Emitter<'_> {
     /// Emits one instruction; false if it is not one the compiler handles.
     fn instruction(&mut self, instruction: &DecodedInstruction<'_>, next: Option<&DecodedInstruction<'_>>) -> bool {
-        let name = instruction.instruction.name;
-        let r: Vec<u16> = instruction
+        use Opcode as O;
+        let opcode = instruction.opcode();
+        let registers: Vec<Register> = instruction
             .operands
             .iter()
-            .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(r.ordinal) } else { None })
+            .filter_map(|o| if let DecodedOperand::Register(r) = o { Some(*r) } else { None })
             .collect();
-        let width = if name.contains("i64") || name.contains("f64") { W64 } else { W32 };
+        let r: Vec<u16> = registers.iter().map(|register| register.ordinal).collect();
+        // The operation's width: 64 bits when it reads or writes an i64/f64 register pair (the
+        // instructions that mix widths, extensions, truncations and casts, name theirs).
+        let width = if registers.iter().any(Register::is_pair) { W64 } else { W32 };
         self.incoming = self.held.take();
-        match name {
-            "vm.const.i32.zero" | "vm.const.f32.zero" => self.asm.store_imm32(r[0], 0),
-            "vm.const.i64.zero" | "vm.const.f64.zero" => {
+        match opcode {
+            O::ConstI32Zero | O::ConstF32Zero => self.asm.store_imm32(r[0], 0),
+            O::ConstI64Zero | O::ConstF64Zero => {
                 self.asm.zero(Gpr::Rax);
                 self.store(width, r[0]);
             }
-            "vm.const.i32" | "vm.const.f32" | "vm.const.i64" | "vm.const.f64" => {
+            O::ConstI32 | O::ConstF32 | O::ConstI64 | O::ConstF64 => {
                 let Some(bits) = instruction.operands.iter().find_map(|o| match o {
                     DecodedOperand::ImmediateI32(v) => Some(*v as u32 as u64),
                     DecodedOperand::ImmediateF32(v) => Some(u64::from(v.to_bits())),
@@ -214,36 +218,36 @@ impl Emitter<'_> {
                     self.store(W64, r[0]);
                 }
             }
-            "vm.select.i32" | "vm.select.f32" | "vm.select.i64" | "vm.select.f64" => {
+            O::SelectI32 | O::SelectF32 | O::SelectI64 | O::SelectF64 => {
                 self.load(width, r[2]);
                 self.asm.cmp_slot_imm(W32, r[0], 0);
                 self.asm.cmov(Cond::Ne, width, Gpr::Rax, r[1]);
                 self.store(width, r[3]);
             }
-            "vm.add.i32" | "vm.add.i64" => self.binary(Alu::Add, width, &r),
-            "vm.sub.i32" | "vm.sub.i64" => self.binary(Alu::Sub, width, &r),
-            "vm.and.i32" | "vm.and.i64" => self.binary(Alu::And, width, &r),
-            "vm.or.i32" | "vm.or.i64" => self.binary(Alu::Or, width, &r),
-            "vm.xor.i32" | "vm.xor.i64" => self.binary(Alu::Xor, width, &r),
-            "vm.mul.i32" | "vm.mul.i64" => {
+            O::AddI32 | O::AddI64 => self.binary(Alu::Add, width, &r),
+            O::SubI32 | O::SubI64 => self.binary(Alu::Sub, width, &r),
+            O::AndI32 | O::AndI64 => self.binary(Alu::And, width, &r),
+            O::OrI32 | O::OrI64 => self.binary(Alu::Or, width, &r),
+            O::XorI32 | O::XorI64 => self.binary(Alu::Xor, width, &r),
+            O::MulI32 | O::MulI64 => {
                 let (x, y) = self.commuted(width, false, r[0], r[1]);
                 self.load(width, x);
                 self.asm.imul(width, Gpr::Rax, y);
                 self.store(width, r[2]);
             }
-            "vm.fma.i32" | "vm.fma.i64" => {
+            O::FMAI32 | O::FMAI64 => {
                 let (x, y) = self.commuted(width, false, r[0], r[1]);
                 self.load(width, x);
                 self.asm.imul(width, Gpr::Rax, y);
                 self.asm.alu(Alu::Add, width, Gpr::Rax, r[2]);
                 self.store(width, r[3]);
             }
-            "vm.not.i32" | "vm.not.i64" => {
+            O::NotI32 | O::NotI64 => {
                 self.load(width, r[0]);
                 self.asm.not(width, Gpr::Rax);
                 self.store(width, r[1]);
             }
-            "vm.abs.i32" | "vm.abs.i64" => {
+            O::AbsI32 | O::AbsI64 => {
                 // -a when that is not negative, else a (so MIN stays MIN, as wrapping_abs).
                 self.load(width, r[0]);
                 self.asm.mov(width, Gpr::Rcx, Gpr::Rax);
@@ -251,18 +255,17 @@ impl Emitter<'_> {
                 self.asm.cmov_reg(Cond::Ns, width, Gpr::Rax, Gpr::Rcx);
                 self.store(width, r[1]);
             }
-            "vm.min.i32.s" | "vm.min.i64.s" => self.pick(Cond::G, width, &r),
-            "vm.min.i32.u" | "vm.min.i64.u" => self.pick(Cond::A, width, &r),
-            "vm.max.i32.s" | "vm.max.i64.s" => self.pick(Cond::L, width, &r),
-            "vm.max.i32.u" | "vm.max.i64.u" => self.pick(Cond::B, width, &r),
+            O::MinI32S | O::MinI64S => self.pick(Cond::G, width, &r),
+            O::MinI32U | O::MinI64U => self.pick(Cond::A, width, &r),
+            O::MaxI32S | O::MaxI64S => self.pick(Cond::L, width, &r),
+            O::MaxI32U | O::MaxI64U => self.pick(Cond::B, width, &r),
             // The amount is an i32 register for both widths; the hardware masks it to the width
             // (`& 31` / `& 63`), as IREE does.
-            "vm.shl.i32" | "vm.shl.i64" => self.shift(Shift::Shl, width, &r),
-            "vm.shr.i32.s" | "vm.shr.i64.s" => self.shift(Shift::Sar, width, &r),
-            "vm.shr.i32.u" | "vm.shr.i64.u" => self.shift(Shift::Shr, width, &r),
-            "vm.div.i32.s" | "vm.div.i64.s" | "vm.rem.i32.s" | "vm.rem.i64.s" | "vm.div.i32.u" | "vm.div.i64.u"
-            | "vm.rem.i32.u" | "vm.rem.i64.u" => {
-                let signed = name.ends_with(".s");
+            O::ShlI32 | O::ShlI64 => self.shift(Shift::Shl, width, &r),
+            O::ShrI32S | O::ShrI64S => self.shift(Shift::Sar, width, &r),
+            O::ShrI32U | O::ShrI64U => self.shift(Shift::Shr, width, &r),
+            O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S | O::DivI32U | O::DivI64U | O::RemI32U | O::RemI64U => {
+                let signed = matches!(opcode, O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S);
                 // Division by zero is an error and `MIN / -1` overflows: the interpreter raises
                 // both, so any zero or (signed) -1 divisor goes back to it.
                 let slow = self.asm.label();
@@ -276,98 +279,249 @@ impl Emitter<'_> {
                 self.load(width, r[0]);
                 self.asm.extend_dividend(width, signed);
                 self.asm.divide(width, signed, r[1]);
-                if name.starts_with("vm.div") {
+                if matches!(opcode, O::DivI32S | O::DivI64S | O::DivI32U | O::DivI64U) {
                     self.store(width, r[2]);
                 } else {
                     self.asm.store(width, r[2], Gpr::Rdx);
                 }
             }
-            "vm.trunc.i32.i8" | "vm.ext.i8.i32.u" => self.extend(8, false, &r),
-            "vm.trunc.i32.i16" | "vm.ext.i16.i32.u" => self.extend(16, false, &r),
-            "vm.ext.i8.i32.s" => self.extend(8, true, &r),
-            "vm.ext.i16.i32.s" => self.extend(16, true, &r),
-            "vm.trunc.i64.i32" | "vm.bitcast.i32.f32" | "vm.bitcast.f32.i32" => {
+            O::TruncI32I8 | O::ExtI8I32U => self.extend(8, false, &r),
+            O::TruncI32I16 | O::ExtI16I32U => self.extend(16, false, &r),
+            O::ExtI8I32S => self.extend(8, true, &r),
+            O::ExtI16I32S => self.extend(16, true, &r),
+            O::TruncI64I32 | O::BitcastI32F32 | O::BitcastF32I32 => {
                 self.asm.load(W32, Gpr::Rax, r[0]);
                 self.store(W32, r[1]);
             }
-            "vm.bitcast.i64.f64" | "vm.bitcast.f64.i64" => {
+            O::BitcastI64F64 | O::BitcastF64I64 => {
                 self.load(W64, r[0]);
                 self.store(W64, r[1]);
             }
-            "vm.ext.i32.i64.s" => {
+            O::ExtI32I64S => {
                 self.asm.load_sign_extended32(Gpr::Rax, r[0]);
                 self.store(W64, r[1]);
             }
-            "vm.ext.i32.i64.u" => {
+            O::ExtI32I64U => {
                 self.asm.load(W32, Gpr::Rax, r[0]); // zero-extends into rax
                 self.store(W64, r[1]);
             }
-            "vm.cmp.eq.i32" | "vm.cmp.eq.i64" => self.compare(Cond::E, width, &r),
-            "vm.cmp.ne.i32" | "vm.cmp.ne.i64" => self.compare(Cond::Ne, width, &r),
-            "vm.cmp.lt.i32.s" | "vm.cmp.lt.i64.s" => self.compare(Cond::L, width, &r),
-            "vm.cmp.lt.i32.u" | "vm.cmp.lt.i64.u" => self.compare(Cond::B, width, &r),
-            "vm.cmp.nz.i32" | "vm.cmp.nz.i64" => {
+            O::CmpEQI32 | O::CmpEQI64 => self.compare(Cond::E, width, &r),
+            O::CmpNEI32 | O::CmpNEI64 => self.compare(Cond::Ne, width, &r),
+            O::CmpLTI32S | O::CmpLTI64S => self.compare(Cond::L, width, &r),
+            O::CmpLTI32U | O::CmpLTI64U => self.compare(Cond::B, width, &r),
+            O::CmpNZI32 | O::CmpNZI64 => {
                 self.asm.cmp_slot_imm(width, r[0], 0);
                 self.asm.set(Cond::Ne, Gpr::Rax);
                 self.store(W32, r[1]);
             }
-            "vm.add.f32" | "vm.add.f64" => {
+            O::AddF32 | O::AddF64 => {
                 let (x, y) = self.commuted(width, true, r[0], r[1]);
                 self.float(Sse::Add, width, &[x, y, r[2]]);
             }
-            "vm.mul.f32" | "vm.mul.f64" => {
+            O::MulF32 | O::MulF64 => {
                 let (x, y) = self.commuted(width, true, r[0], r[1]);
                 self.float(Sse::Mul, width, &[x, y, r[2]]);
             }
-            "vm.sub.f32" | "vm.sub.f64" => self.float(Sse::Sub, width, &r),
-            "vm.div.f32" | "vm.div.f64" => self.float(Sse::Div, width, &r),
+            O::SubF32 | O::SubF64 => self.float(Sse::Sub, width, &r),
+            O::DivF32 | O::DivF64 => self.float(Sse::Div, width, &r),
             // `(b < a) ? b : a` and `(a < b) ? b : a` are exactly minss/maxss with b first.
-            "vm.min.f32" | "vm.min.f64" => self.float(Sse::Min, width, &[r[1], r[0], r[2]]),
-            "vm.max.f32" | "vm.max.f64" => self.float(Sse::Max, width, &[r[1], r[0], r[2]]),
+            O::MinF32 | O::MinF64 => self.float(Sse::Min, width, &[r[1], r[0], r[2]]),
+            O::MaxF32 | O::MaxF64 => self.float(Sse::Max, width, &[r[1], r[0], r[2]]),
             // Two roundings, as the interpreter (IREE's baseline x86-64 build does not fuse).
-            "vm.fma.f32" | "vm.fma.f64" => {
+            O::FMAF32 | O::FMAF64 => {
                 let (x, y) = self.commuted(width, true, r[0], r[1]);
                 self.load_float(width, x);
                 self.asm.sse(Sse::Mul, width, y);
                 self.asm.sse(Sse::Add, width, r[2]);
                 self.store_float(width, r[3]);
             }
-            "vm.abs.f32" | "vm.neg.f32" => {
+            O::AbsF32 | O::NegF32 => {
                 self.load(W32, r[0]);
-                if name == "vm.abs.f32" {
+                if opcode == O::AbsF32 {
                     self.asm.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
                 } else {
                     self.asm.alu_imm(Alu::Xor, W32, Gpr::Rax, i32::MIN);
                 }
                 self.store(W32, r[1]);
             }
-            "vm.cast.si32.f32" | "vm.cast.si64.f32" => {
+            O::CastSI32F32 | O::CastSI64F32 => {
                 self.asm.int_to_f32(width, r[0]);
                 self.store_float(W32, r[1]);
             }
-            "vm.cast.ui32.f32" => {
+            O::CastUI32F32 => {
                 self.asm.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
                 self.asm.int_to_f32_reg(Gpr::Rax);
                 self.store_float(W32, r[1]);
             }
             // ucomis sets ZF, PF and CF for unordered operands; `lt`/`lte` ordered swap the
             // operands so that unordered (CF) reads as false.
-            "vm.cmp.eq.f32.o" | "vm.cmp.eq.f64.o" => {
+            O::CmpEQF32O | O::CmpEQF64O => {
                 self.float_compare(width, (r[0], r[1]), Cond::E, Some((Cond::Np, true)), r[2])
             }
-            "vm.cmp.eq.f32.u" | "vm.cmp.eq.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::E, None, r[2]),
+            O::CmpEQF32U | O::CmpEQF64U => self.float_compare(width, (r[0], r[1]), Cond::E, None, r[2]),
             // `!=` is true for unordered operands in both forms (C's and Rust's `!=`).
-            "vm.cmp.ne.f32.o" | "vm.cmp.ne.f64.o" | "vm.cmp.ne.f32.u" | "vm.cmp.ne.f64.u" => {
+            O::CmpNEF32O | O::CmpNEF64O | O::CmpNEF32U | O::CmpNEF64U => {
                 self.float_compare(width, (r[0], r[1]), Cond::Ne, Some((Cond::P, false)), r[2])
             }
-            "vm.cmp.lt.f32.o" | "vm.cmp.lt.f64.o" => self.float_compare(width, (r[1], r[0]), Cond::A, None, r[2]),
-            "vm.cmp.lte.f32.o" | "vm.cmp.lte.f64.o" => self.float_compare(width, (r[1], r[0]), Cond::Ae, None, r[2]),
-            "vm.cmp.lt.f32.u" | "vm.cmp.lt.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::B, None, r[2]),
-            "vm.cmp.lte.f32.u" | "vm.cmp.lte.f64.u" => self.float_compare(width, (r[0], r[1]), Cond::Be, None, r[2]),
-            "vm.cmp.nan.f32" | "vm.cmp.nan.f64" => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
-            "vm.br" => return self.branch(instruction, next),
-            "vm.cond_br" => return self.conditional_branch(instruction, r[0], next),
-            _ => return false,
+            O::CmpLTF32O | O::CmpLTF64O => self.float_compare(width, (r[1], r[0]), Cond::A, None, r[2]),
+            O::CmpLTEF32O | O::CmpLTEF64O => self.float_compare(width, (r[1], r[0]), Cond::Ae, None, r[2]),
+            O::CmpLTF32U | O::CmpLTF64U => self.float_compare(width, (r[0], r[1]), Cond::B, None, r[2]),
+            O::CmpLTEF32U | O::CmpLTEF64U => self.float_compare(width, (r[0], r[1]), Cond::Be, None, r[2]),
+            O::CmpNaNF32 | O::CmpNaNF64 => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
+            O::Branch => return self.branch(instruction, next),
+            O::CondBranch => return self.conditional_branch(instruction, r[0], next),
+            // Left to the interpreter: memory, refs, calls, returns, tables, library math.
+            O::GlobalLoadI32
+            | O::GlobalStoreI32
+            | O::GlobalLoadIndirectI32
+            | O::GlobalStoreIndirectI32
+            | O::GlobalLoadI64
+            | O::GlobalStoreI64
+            | O::GlobalLoadIndirectI64
+            | O::GlobalStoreIndirectI64
+            | O::GlobalLoadRef
+            | O::GlobalStoreRef
+            | O::GlobalLoadIndirectRef
+            | O::GlobalStoreIndirectRef
+            | O::ConstRefZero
+            | O::ConstRefRodata
+            | O::ListAlloc
+            | O::ListReserve
+            | O::ListSize
+            | O::ListResize
+            | O::ListGetI32
+            | O::ListSetI32
+            | O::ListGetI64
+            | O::ListSetI64
+            | O::ListGetRef
+            | O::ListSetRef
+            | O::SelectRef
+            | O::SwitchI32
+            | O::SwitchI64
+            | O::SwitchRef
+            | O::CmpEQRef
+            | O::CmpNERef
+            | O::CmpNZRef
+            | O::Call
+            | O::CallVariadic
+            | O::Return
+            | O::Fail
+            | O::ImportResolved
+            | O::Yield
+            | O::Trace
+            | O::Print
+            | O::CondBreak
+            | O::Break
+            | O::BufferLoadI8U
+            | O::BufferLoadI8S
+            | O::BufferLoadI16U
+            | O::BufferLoadI16S
+            | O::BufferLoadI32
+            | O::BufferLoadI64
+            | O::BufferStoreI8
+            | O::BufferStoreI16
+            | O::BufferStoreI32
+            | O::BufferStoreI64
+            | O::BufferAlloc
+            | O::BufferClone
+            | O::BufferLength
+            | O::BufferCopy
+            | O::BufferCompare
+            | O::BufferFillI8
+            | O::BufferFillI16
+            | O::BufferFillI32
+            | O::BufferFillI64
+            | O::CtlzI32
+            | O::CtlzI64
+            | O::Block
+            | O::CastAnyRef
+            | O::BranchTable
+            | O::BufferHash
+            | O::DiscardRefs
+            | O::AssignRef
+            | O::CallYieldable
+            | O::CallVariadicYieldable
+            | O::PrefixExtF32
+            | O::PrefixExtF64
+            | O::GlobalLoadF32
+            | O::GlobalStoreF32
+            | O::GlobalLoadIndirectF32
+            | O::GlobalStoreIndirectF32
+            | O::ListGetF32
+            | O::ListSetF32
+            | O::SwitchF32
+            | O::RemF32
+            | O::CeilF32
+            | O::FloorF32
+            | O::CastF32SI32
+            | O::CastF32UI32
+            | O::AtanF32
+            | O::Atan2F32
+            | O::CosF32
+            | O::SinF32
+            | O::ExpF32
+            | O::Exp2F32
+            | O::ExpM1F32
+            | O::LogF32
+            | O::Log10F32
+            | O::Log1pF32
+            | O::Log2F32
+            | O::PowF32
+            | O::RsqrtF32
+            | O::SqrtF32
+            | O::TanhF32
+            | O::ErfF32
+            | O::BufferLoadF32
+            | O::BufferStoreF32
+            | O::BufferFillF32
+            | O::RoundF32
+            | O::RoundF32Even
+            | O::CastF32SI64
+            | O::CastF32UI64
+            | O::CastUI64F32
+            | O::GlobalLoadF64
+            | O::GlobalStoreF64
+            | O::GlobalLoadIndirectF64
+            | O::GlobalStoreIndirectF64
+            | O::ListGetF64
+            | O::ListSetF64
+            | O::SwitchF64
+            | O::RemF64
+            | O::AbsF64
+            | O::NegF64
+            | O::CeilF64
+            | O::FloorF64
+            | O::TruncF64F32
+            | O::ExtF32F64
+            | O::CastSI32F64
+            | O::CastUI32F64
+            | O::CastF64SI32
+            | O::CastF64UI32
+            | O::CastSI64F64
+            | O::CastUI64F64
+            | O::CastF64SI64
+            | O::CastF64UI64
+            | O::AtanF64
+            | O::Atan2F64
+            | O::CosF64
+            | O::SinF64
+            | O::ExpF64
+            | O::Exp2F64
+            | O::ExpM1F64
+            | O::LogF64
+            | O::Log10F64
+            | O::Log1pF64
+            | O::Log2F64
+            | O::PowF64
+            | O::RsqrtF64
+            | O::SqrtF64
+            | O::TanhF64
+            | O::ErfF64
+            | O::BufferLoadF64
+            | O::BufferStoreF64
+            | O::BufferFillF64
+            | O::RoundF64
+            | O::RoundF64Even => return false,
         }
         true
     }

@@ -8,10 +8,9 @@ use std::collections::HashMap;
 
 use super::{compile, CodeMemory, Compiled, Entries, Entry};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
-use crate::vm::bytecode::isa::{self, find_by_name, Instruction, OperandKind, RegisterBank};
-use crate::vm::interpreter::lower::{bin32_parts, scalar_reference};
+use crate::vm::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
+use crate::vm::interpreter::lower::generic_scalar_op;
 use crate::vm::interpreter::op::{Op, Reg};
-use crate::vm::interpreter::scalar;
 
 const BANK: usize = 16;
 
@@ -92,7 +91,12 @@ fn scalar_shape(instruction: &Instruction) -> Option<Vec<RegisterBank>> {
 }
 
 fn register(ordinal: u16) -> DecodedOperand<'static> {
-    DecodedOperand::Register(Register::with_bank(ordinal, RegisterBank::I32))
+    banked(ordinal, RegisterBank::I32)
+}
+
+/// A register field of `bank`, as the decoder types it from the table.
+fn banked(ordinal: u16, bank: RegisterBank) -> DecodedOperand<'static> {
+    DecodedOperand::Register(Register::with_bank(ordinal, bank))
 }
 
 /// The op before the instruction under test, which is where the code is entered (compiled code
@@ -127,7 +131,7 @@ fn function(instruction: &'static Instruction, banks: &[RegisterBank], lead: Lea
                 RegisterBank::F64 => "vm.min.f64",
                 _ => "vm.or.i32",
             }),
-            operands: vec![register(slot(k)); 3],
+            operands: vec![banked(slot(k), banks[k]); 3],
         },
     };
     vec![
@@ -136,7 +140,7 @@ fn function(instruction: &'static Instruction, banks: &[RegisterBank], lead: Lea
             offset: 4,
             length: 0,
             instruction,
-            operands: (0..banks.len()).map(|k| register(slot(k))).collect(),
+            operands: (0..banks.len()).map(|k| banked(slot(k), banks[k])).collect(),
         },
         DecodedInstruction {
             offset: 8,
@@ -157,32 +161,34 @@ fn w64(regs: &mut [u32], r: Reg, value: u64) {
 }
 
 /// What the interpreter computes; false for a division it fails.
-fn interpret(name: &str, op: Option<&Op>, regs: &mut [u32]) -> bool {
-    if name.starts_with("vm.const.") && name.ends_with(".zero") {
-        w64(regs, 2, 0);
-        if name.contains("32") {
-            regs[3] = 0x5A5A_5A5A; // untouched: the test's fill
+fn interpret(opcode: Opcode, op: Option<&Op>, regs: &mut [u32]) -> bool {
+    use Opcode as O;
+    match opcode {
+        O::ConstI32Zero | O::ConstF32Zero | O::ConstI64Zero | O::ConstF64Zero => {
+            w64(regs, 2, 0);
+            if matches!(opcode, O::ConstI32Zero | O::ConstF32Zero) {
+                regs[3] = 0x5A5A_5A5A; // untouched: the test's fill
+            }
+            return true;
         }
-        return true;
-    }
-    if name.starts_with("vm.select.") {
-        let (c, t, f, d) = (2, 4, 6, 8);
-        if name.ends_with("i64") || name.ends_with("f64") {
-            let v = if regs[c] != 0 { r64(regs, t as Reg) } else { r64(regs, f as Reg) };
-            w64(regs, d, v);
-        } else {
-            regs[d as usize] = if regs[c] != 0 { regs[t] } else { regs[f] };
+        O::SelectI32 | O::SelectF32 | O::SelectI64 | O::SelectF64 => {
+            let (c, t, f, d) = (2, 4, 6, 8);
+            if matches!(opcode, O::SelectI64 | O::SelectF64) {
+                let v = if regs[c] != 0 { r64(regs, t as Reg) } else { r64(regs, f as Reg) };
+                w64(regs, d, v);
+            } else {
+                regs[d as usize] = if regs[c] != 0 { regs[t] } else { regs[f] };
+            }
+            return true;
         }
-        return true;
+        _ => {}
     }
+    let name = opcode.name();
     let op = op.unwrap_or_else(|| panic!("{name} compiles but has no interpreter op to compare with"));
-    if let Some((f, a, b, d)) = bin32_parts(op) {
-        regs[d as usize] = f(regs[a as usize], regs[b as usize]);
-        return true;
-    }
     let g = |r: Reg| regs[r as usize];
     match *op {
         Op::Un32 { f, a, d } => regs[d as usize] = f(g(a)),
+        Op::Bin32 { f, a, b, d } => regs[d as usize] = f(g(a), g(b)),
         Op::Tern32 { f, a, b, c, d } => regs[d as usize] = f(g(a), g(b), g(c)),
         Op::Un64 { f, a, d } => w64(regs, d, f(r64(regs, a))),
         Op::Bin64 { f, a, b, d } => w64(regs, d, f(r64(regs, a), r64(regs, b))),
@@ -191,11 +197,6 @@ fn interpret(name: &str, op: Option<&Op>, regs: &mut [u32]) -> bool {
         Op::Narrow { f, a, d } => regs[d as usize] = f(r64(regs, a)),
         Op::Widen { f, a, d } => w64(regs, d, f(g(a))),
         Op::Cmp64 { f, a, b, d } => regs[d as usize] = f(r64(regs, a), r64(regs, b)),
-        Op::AddI64 { a, b, d } => w64(regs, d, scalar::add_i64(r64(regs, a), r64(regs, b))),
-        Op::MulI64 { a, b, d } => w64(regs, d, scalar::mul_i64(r64(regs, a), r64(regs, b))),
-        Op::CmpLtI32S { a, b, d } => regs[d as usize] = scalar::cmp_lt_i32_s(g(a), g(b)),
-        Op::CmpLtI64S { a, b, d } => regs[d as usize] = scalar::cmp_lt_i64_s(r64(regs, a), r64(regs, b)),
-        Op::CmpEqI64 { a, b, d } => regs[d as usize] = scalar::cmp_eq_i64(r64(regs, a), r64(regs, b)),
         Op::Div32 { f, a, b, d } => match f(g(a), g(b)) {
             Some(v) => regs[d as usize] = v,
             None => return false,
@@ -288,14 +289,14 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
     // SAFETY: offset 0 is the entry the compiler reported for op 0.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
-    let op = scalar_reference(&decoded[1]);
+    let op = generic_scalar_op(&decoded[1]);
     let result = 2 + 2 * (banks.len() - 1);
     for mut input in inputs(banks) {
         if lead == Lead::Zero {
             input[0] = 0; // what the lead writes
         }
         let mut expected = input;
-        let completes = interpret(name, op.as_ref(), &mut expected);
+        let completes = interpret(decoded[1].opcode(), op.as_ref(), &mut expected);
         let mut got = input;
         if lead == Lead::Zero {
             got[0] = 0x5A5A_5A5A;
@@ -308,9 +309,11 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
             // Left to the interpreter: only divisions by zero or by -1 may do that.
             let (divisor, minus_one) =
                 if is_pair(banks[1]) { (r64(&input, 4), u64::MAX) } else { (u64::from(input[4]), 0xFFFF_FFFF) };
+            use Opcode as O;
+            let signed = matches!(decoded[1].opcode(), O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S);
+            let unsigned = matches!(decoded[1].opcode(), O::DivI32U | O::DivI64U | O::RemI32U | O::RemI64U);
             assert!(
-                (name.starts_with("vm.div.") || name.starts_with("vm.rem."))
-                    && (divisor == 0 || (name.ends_with(".s") && divisor == minus_one)),
+                (signed || unsigned) && (divisor == 0 || (signed && divisor == minus_one)),
                 "{name} left the compiled code on {input:x?}"
             );
             assert_eq!(got, input, "{name} changed registers before leaving");
