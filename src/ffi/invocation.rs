@@ -59,20 +59,11 @@ pub unsafe extern "C" fn rtx_context_invoke(
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
         let function = context.function(name).context(FUNCTION)?;
-        let declared = function.declared_arguments();
-        let counts_fit = num_args == declared || (function.takes_fences() && num_args == declared + 2);
-        if !counts_fit || num_results != function.results.len() {
-            let fences = if function.takes_fences() {
-                format!(" (coarse-fences: or {} with a wait and a signal fence)", declared + 2)
-            } else {
-                String::new()
-            };
+        if !function.accepts_arguments(num_args) || num_results != function.results.len() {
             return Err(invalid_argument(format!(
-                "{FUNCTION}: `{}` (calling convention `{}`) takes {}{fences} and returns {}, but the call \
-                 passes num_args = {num_args} and num_results = {num_results}",
-                function.name(),
-                function.handle.cconv,
-                plural(declared, "argument"),
+                "{FUNCTION}: {} and returns {}, but the call passes num_args = {num_args} and num_results = \
+                 {num_results}",
+                function.describe_arguments(),
                 plural(function.results.len(), "result"),
             )));
         }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::instance::Runtime;
-use super::invocation;
+use super::invocation::{self, plural};
 use super::module::Module;
 use crate::hal::device::DeviceKind;
 use crate::hal::fence::Fence;
@@ -87,6 +87,29 @@ impl Function {
     /// Whether the function takes a wait and a signal fence after its declared arguments.
     pub fn takes_fences(&self) -> bool {
         self.handle.model == AbiModel::CoarseFences
+    }
+
+    /// Whether a call may pass `count` arguments: the declared ones, or (`coarse-fences`) those
+    /// and the two fences.
+    pub fn accepts_arguments(&self, count: usize) -> bool {
+        count == self.declared_arguments() || (self.takes_fences() && count == self.declared_arguments() + 2)
+    }
+
+    /// What a call passes, for errors: `` `m.f` (calling convention `0i_i`) takes 1 argument``,
+    /// with the fenced count for a `coarse-fences` function.
+    pub fn describe_arguments(&self) -> String {
+        let declared = self.declared_arguments();
+        let fences = if self.takes_fences() {
+            format!(" (coarse-fences: or {} with a wait and a signal fence)", declared + 2)
+        } else {
+            String::new()
+        };
+        format!(
+            "`{}` (calling convention `{}`) takes {}{fences}",
+            self.name(),
+            self.handle.cconv,
+            plural(declared, "argument")
+        )
     }
 }
 

@@ -49,25 +49,14 @@ pub fn start(
     function: &Function,
     arguments: &[RcAsyncValue],
 ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-    let declared = function.declared_arguments();
-    let with_fences = function.takes_fences() && arguments.len() == declared + 2;
-    if arguments.len() != declared && !with_fences {
-        let fences = if function.takes_fences() {
-            format!(" (coarse-fences: or {} with a wait and a signal fence)", declared + 2)
-        } else {
-            String::new()
-        };
+    if !function.accepts_arguments(arguments.len()) {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
-            format!(
-                "`{}` (calling convention `{}`) takes {}{fences}, but the call passes {}",
-                function.name(),
-                function.handle.cconv,
-                plural(declared, "argument"),
-                arguments.len()
-            ),
+            format!("{}, but the call passes {}", function.describe_arguments(), arguments.len()),
         ));
     }
+    let declared = function.declared_arguments();
+    let with_fences = arguments.len() != declared;
     let fences = if with_fences {
         let (wait, signal) = (&arguments[declared], &arguments[declared + 1]);
         // The signal is the program's to set: the call must not wait for it.
