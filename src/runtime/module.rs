@@ -81,13 +81,6 @@ impl Module {
             Module::Vm(module) => module.name(),
         }
     }
-
-    /// The IREE VM module, for hosts that inspect it (reflection, dumps).
-    pub fn as_vm(&self) -> Option<&Arc<vm::Module>> {
-        match self {
-            Module::Vm(module) => Some(module),
-        }
-    }
 }
 
 impl From<vm::Module> for Module {

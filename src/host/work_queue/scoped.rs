@@ -46,11 +46,6 @@ impl ScopedWorkQueue {
         ScopedWorkQueue { shared, pending: Arc::default() }
     }
 
-    /// The queue this view adds its tasks to.
-    pub fn shared(&self) -> &Arc<dyn WorkQueue> {
-        &self.shared
-    }
-
     fn counted(&self, task: Task) -> Task {
         self.pending.count.fetch_add(1, Ordering::AcqRel);
         let ticket = Ticket(Arc::clone(&self.pending));
