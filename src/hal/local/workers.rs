@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use crossbeam_utils::CachePadded;
 
 use super::fpu;
+use crate::host::work_queue::panic_message;
 use crate::host::{Diagnostic, StatusCode};
 
 /// One workgroup: `(index, processor, local memory)`. Processor ids of one job are distinct
@@ -270,12 +271,7 @@ impl Job {
 
 /// A panic in a workgroup as an error, so that neither the worker nor the submitter unwinds.
 fn panicked(index: u64, payload: &(dyn Any + Send)) -> Diagnostic {
-    let message = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a non-text payload");
-    Diagnostic::new(StatusCode::Internal, format!("workgroup {index} panicked: {message}"))
+    Diagnostic::new(StatusCode::Internal, format!("workgroup {index} panicked: {}", panic_message(payload)))
 }
 
 #[cfg(test)]
