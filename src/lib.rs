@@ -4,6 +4,7 @@
 //! other layer stands on (AsyncValue, work queues, allocator, HostContext), and [`ffi`] is the only
 //! place that knows C exists.
 
+pub mod bef;
 pub mod ffi;
 pub mod hal;
 pub mod host;
