@@ -508,14 +508,15 @@ impl Printer<'_> {
             return;
         }
         let size = storage.element_bytes();
+        // A splat is stored as one element (for i1, as one byte 00/FF); i1 data is packed bits.
+        let stored_splat =
+            if storage.is_i1() { data.len() == 1 && matches!(data[0], 0 | 0xff) } else { data.len() == size };
         let element = |i: usize| -> Vec<u8> {
+            let i = if stored_splat { 0 } else { i };
             if storage.is_i1() {
-                let bit =
-                    if data.len() == 1 { data[0] & 1 } else { (data.get(i / 8).copied().unwrap_or(0) >> (i % 8)) & 1 };
-                vec![bit]
+                vec![(data.get(i / 8).copied().unwrap_or(0) >> (i % 8)) & 1]
             } else {
-                data.get(i * size..(i + 1) * size)
-                    .map_or_else(|| data.get(..size).unwrap_or(&[]).to_vec(), <[u8]>::to_vec)
+                data.get(i * size..(i + 1) * size).unwrap_or(&[]).to_vec()
             }
         };
         let first = element(0);
