@@ -575,11 +575,5 @@ impl Parser<'_> {
 
 /// Entry block arguments named and typed like `operands` (a custom op's region shadows them).
 fn entry_args(operands: &[Operand]) -> Vec<EntryArg> {
-    operands
-        .iter()
-        .map(|o| EntryArg {
-            value: Operand { name: o.name.clone(), number: o.number, pos: o.pos, ty: o.ty },
-            loc: None,
-        })
-        .collect()
+    operands.iter().map(|o| EntryArg { value: o.clone(), loc: None }).collect()
 }

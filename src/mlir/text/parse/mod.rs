@@ -150,6 +150,7 @@ struct OpHead {
 }
 
 /// An operand use (`%name#number` at `pos`) with the type it is used at.
+#[derive(Clone)]
 struct Operand {
     name: Vec<u8>,
     number: u32,
