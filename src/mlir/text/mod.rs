@@ -1,7 +1,9 @@
-//! MLIR's textual form: the generic printer and parser.
+//! MLIR's textual form: the parser (generic and custom op syntax), the exact generic printer and
+//! the upstream-style printer, and the table of custom op forms ([`syntax`]).
 
 pub mod parse;
 pub mod print;
+pub(crate) mod syntax;
 
 /// The end of the string literal that opens at `text[open]` (a `"`): the index just past its
 /// closing quote, or `None` when the text ends first. Escapes (`\"`, `\\`, `\0A`) are skipped
