@@ -335,3 +335,144 @@ impl<'c> AttributeWriter<'c> {
 fn kind_of_element(ctx: &Context, item: AttrId) -> AttributeType {
     kind(ctx, item).expect("elements of an encodable array are encodable")
 }
+
+#[cfg(test)]
+mod tests {
+    //! Expected bytes are derived by hand from TFRT's `BefAttrEncoder`/`BefAttrEmitter`, for an
+    //! attribute written first into an empty section (offset 0 is 8-aligned). `CC` is padding.
+    use super::*;
+    use crate::mlir::ir::Module;
+
+    /// The attribute named `a` of the only op in `text`'s module.
+    fn attribute(text: &str) -> (Module, AttrId) {
+        let module = crate::mlir::parse_text(&format!("\"x.op\"() {{a = {text}}} : () -> ()")).expect("parses");
+        let op = module.walk().into_iter().find(|&op| module.op_name(op) == "x.op").expect("x.op");
+        let Attribute::Dictionary(entries) = module.context.attr(module.op(op).attrs.expect("attrs")) else {
+            panic!("attributes are a dictionary")
+        };
+        let value = entries[0].1;
+        (module, value)
+    }
+
+    /// The section bytes, the attribute's offset and its attribute-types code.
+    fn encode(text: &str) -> (Vec<u8>, usize, u8) {
+        let (module, attr) = attribute(text);
+        let kind = kind(&module.context, attr).expect("encodable");
+        let mut writer = AttributeWriter::new(&module.context);
+        let offset = writer.emit(attr, kind);
+        (writer.out.into_bytes(), offset, kind.code())
+    }
+
+    #[test]
+    fn scalars_are_little_endian_at_their_size() {
+        assert_eq!(encode("1 : i8"), (vec![1], 0, 6));
+        assert_eq!(encode("true"), (vec![1], 0, 5));
+        assert_eq!(encode("-2 : i16"), (vec![0xFE, 0xFF], 0, 7));
+        assert_eq!(encode("7 : ui32"), (vec![7, 0, 0, 0], 0, 3));
+        assert_eq!(encode("-1 : i64"), (vec![0xFF; 8], 0, 9));
+        assert_eq!(encode("200 : ui8"), (vec![200], 0, 1));
+        assert_eq!(encode("1.0 : f32"), (vec![0, 0, 0x80, 0x3F], 0, 10));
+        assert_eq!(encode("1.0 : f64"), (vec![0, 0, 0, 0, 0, 0, 0xF0, 0x3F], 0, 11));
+        assert_eq!(encode("1.0 : bf16"), (vec![0x80, 0x3F], 0, 15));
+        assert_eq!(encode("1.0 : f16"), (vec![0, 0x3C], 0, 14));
+    }
+
+    #[test]
+    fn strings_are_a_count_then_bytes_without_nul() {
+        assert_eq!(encode("\"ab\""), (vec![2, 0, 0, 0, b'a', b'b'], 0, 16));
+        assert_eq!(encode("\"\""), (vec![0, 0, 0, 0], 0, 16));
+    }
+
+    #[test]
+    fn types_are_one_dtype_byte() {
+        assert_eq!(encode("f64"), (vec![11], 0, 25));
+        assert_eq!(encode("ui16"), (vec![2], 0, 25));
+        assert_eq!(encode("complex<f32>"), (vec![12], 0, 25));
+        assert_eq!(encode("!corert.string"), (vec![16], 0, 25));
+        assert_eq!(encode("!corert.qint32"), (vec![23], 0, 25));
+    }
+
+    #[test]
+    fn uniform_arrays_are_a_count_then_elements() {
+        assert_eq!(encode("[1 : i32, 2 : i32]"), (vec![2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0], 0, 0x88));
+        assert_eq!(encode("[true, false]"), (vec![2, 0, 0, 0, 1, 0], 0, 0x85));
+        assert_eq!(encode("[f64, f32]"), (vec![2, 0, 0, 0, 11, 10], 0, 0x99));
+        assert_eq!(encode("[]"), (vec![0, 0, 0, 0], 0, 0x88));
+        // 8-byte elements: the count goes at 4 so that the elements start 8-aligned.
+        let mut i64s = vec![0xCC, 0xCC, 0xCC, 0xCC, 2, 0, 0, 0];
+        i64s.extend_from_slice(&1i64.to_le_bytes());
+        i64s.extend_from_slice(&2i64.to_le_bytes());
+        assert_eq!(encode("[1, 2]"), (i64s, 4, 0x89));
+    }
+
+    #[test]
+    fn dense_elements_have_a_header_and_expanded_data() {
+        // Header at 4 so that the data after the 28-byte prefix (20 + 8 per dimension) is
+        // 8-aligned: alignment 8, dtype i32 (8), prefix 28, byte size 28 + 8, then element
+        // offset 28, 2 elements, rank 1, the dimension, the elements.
+        let mut expected = vec![0xCC; 4];
+        expected.extend_from_slice(&[8, 8, 28, 0, 36, 0, 0, 0, 28, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0]);
+        expected.extend_from_slice(&2i64.to_le_bytes());
+        expected.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(encode("dense<[1, 2]> : tensor<2xi32>"), (expected, 4, 28));
+        // A splat of i1 is expanded to one byte per element.
+        let mut expected = vec![0xCC; 4];
+        expected.extend_from_slice(&[8, 5, 28, 0, 31, 0, 0, 0, 28, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0]);
+        expected.extend_from_slice(&3i64.to_le_bytes());
+        expected.extend_from_slice(&[1, 1, 1]);
+        assert_eq!(encode("dense<true> : tensor<3xi1>"), (expected, 4, 28));
+        // Packed i1 bits are unpacked.
+        let (bytes, _, _) = encode("dense<[true, false, true]> : tensor<3xi1>");
+        assert_eq!(bytes[bytes.len() - 3..], [1, 0, 1]);
+        // Rank 0 complex: prefix 20, one element of two f32 parts.
+        let mut expected = vec![0xCC; 4];
+        expected.extend_from_slice(&[8, 12, 20, 0, 28, 0, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        expected.extend_from_slice(&[0, 0, 0x80, 0x3F, 0, 0, 0, 0x40]);
+        assert_eq!(encode("dense<(1.0, 2.0)> : tensor<complex<f32>>"), (expected, 4, 28));
+    }
+
+    #[test]
+    fn shapes_have_a_header_then_dimensions() {
+        // Prefix 12 (header and rank): the header goes at 4 so the dimensions are 8-aligned.
+        let mut expected = vec![0xCC; 4];
+        expected.extend_from_slice(&[8, 0, 12, 0, 28, 0, 0, 0, 2, 0, 0, 0]);
+        expected.extend_from_slice(&2i64.to_le_bytes());
+        expected.extend_from_slice(&(-1i64).to_le_bytes());
+        assert_eq!(encode("#corert.shape<2x?>"), (expected, 4, 27));
+        assert_eq!(encode("#corert.shape<*>"), (vec![0, 0, 0, 0], 0, 27));
+    }
+
+    #[test]
+    fn mixed_arrays_are_aggregates_with_tagged_elements() {
+        // Header (alignment 4, prefix 12 + 4 per element), offsets 24 and 32; each element
+        // follows a reserved byte, and its tag goes in the byte just before it.
+        let expected = vec![
+            4, 0, 20, 0, 37, 0, 0, 0, 2, 0, 0, 0, 24, 0, 0, 0, 32, 0, 0, 0, //
+            0xCC, 0xCC, 0xCC, 8, 1, 0, 0, 0, //
+            0xCC, 0xCC, 0xCC, 16, 1, 0, 0, 0, b's',
+        ];
+        assert_eq!(encode("[1 : i32, \"s\"]"), (expected, 0, 30));
+    }
+
+    #[test]
+    fn nested_arrays_make_the_aggregate_8_aligned() {
+        let expected = vec![
+            0xCC, 0xCC, 0xCC, 0xCC, // the outer header at 4: its 20-byte prefix ends 8-aligned
+            8, 0, 20, 0, 69, 0, 0, 0, 2, 0, 0, 0, 24, 0, 0, 0, 32, 0, 0, 0, //
+            0xCC, 0xCC, 0xCC, 8, 1, 0, 0, 0, // 1 : i32 at 28
+            0xCC, 0xCC, 0xCC, 30, // the inner aggregate at 36, tagged 30
+            4, 0, 20, 0, 37, 0, 0, 0, 2, 0, 0, 0, 24, 0, 0, 0, 32, 0, 0, 0, //
+            0xCC, 0xCC, 0xCC, 8, 2, 0, 0, 0, //
+            0xCC, 0xCC, 0xCC, 16, 1, 0, 0, 0, b'x',
+        ];
+        assert_eq!(encode("[1 : i32, [2 : i32, \"x\"]]"), (expected, 4, 30));
+    }
+
+    #[test]
+    fn what_bef_cannot_encode_has_no_kind() {
+        for text in ["unit", "{b = 1 : i32}", "tensor<1xf32>", "1 : i4", "1 : index", "array<i32: 1>", "#x.y<1>"] {
+            let (module, attr) = attribute(text);
+            assert_eq!(kind(&module.context, attr), None, "{text}");
+        }
+    }
+}

@@ -338,3 +338,108 @@ fn dense_set_order(values: &[usize]) -> Vec<usize> {
     }
     buckets.into_iter().flatten().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The stream ids TFRT's analysis gives these graphs (its own test, `tfrt_opt
+    //! -tfrt-print-stream`, documents the same graphs' streams).
+    use super::*;
+
+    /// The streams of the root and of each op of the body of the only function in `text`.
+    fn streams(text: &str) -> (usize, Vec<usize>) {
+        let module = crate::mlir::parse_text(text).expect("parses");
+        let program = Program::new(&module).expect("one module");
+        let func = module.walk().into_iter().find(|&op| program.is(op, super::super::program::FUNC)).expect("func");
+        let block = module.region(module.op_regions(func)[0]).blocks[0];
+        let Ok(streams) = analyze(&program, block) else { panic!("costs are valid") };
+        (streams.root, streams.ops)
+    }
+
+    fn cost(id: u32, operands: &str, types: &str, cost: u32) -> String {
+        format!(
+            "%c{id} = \"tfrt_test.test_cost\"({operands}) {{_tfrt_cost = {cost} : i64, id = {id} : i64}} : ({types}) -> i32\n"
+        )
+    }
+
+    fn module(function_attributes: &str, args: &str, body: &str, module_attributes: &str) -> String {
+        format!(
+            "\"builtin.module\"() ({{\n\"func.func\"() <{{function_type = ({args}) -> i32, sym_name = \"f\"}}> ({{\n\
+             ^bb0(%a: i32):\n{body}}}) {function_attributes} : () -> ()\n}}) {module_attributes} : () -> ()"
+        )
+    }
+
+    #[test]
+    fn expensive_independent_ops_get_streams_of_their_own() {
+        let text = "\"builtin.module\"() ({\n\
+            \"func.func\"() <{function_type = () -> (i32, i32, i32), sym_name = \"f\"}> ({\n\
+            %0 = \"tfrt.constant.i32\"() {value = 0 : i32} : () -> i32\n\
+            %1 = \"tfrt.constant.i32\"() {value = 1 : i32} : () -> i32\n\
+            %2 = \"tfrt.constant.i32\"() {value = 2 : i32} : () -> i32\n\
+            \"tfrt.return\"(%0, %1, %2) : (i32, i32, i32) -> ()\n\
+            }) : () -> ()\n}) {tfrt.cost_threshold = 10 : i64} : () -> ()";
+        assert_eq!(streams(text), (0, vec![0, 2, 1, 0]));
+    }
+
+    #[test]
+    fn the_function_threshold_wins_and_dependent_ops_share_a_stream() {
+        let body = "%a0 = \"tfrt.constant.i32\"() {value = 1 : i32} : () -> i32\n\
+            %a1 = \"tfrt.add.i32\"(%a, %a0) : (i32, i32) -> i32\n\
+            %a2 = \"tfrt.add.i32\"(%a, %a1) : (i32, i32) -> i32\n\
+            %b0 = \"tfrt.constant.i32\"() {value = 2 : i32} : () -> i32\n\
+            %b1 = \"tfrt.add.i32\"(%a, %b0) : (i32, i32) -> i32\n\
+            %b2 = \"tfrt.add.i32\"(%a, %b1) : (i32, i32) -> i32\n\
+            %r = \"tfrt.add.i32\"(%a2, %b2) : (i32, i32) -> i32\n\
+            \"tfrt.return\"(%r) : (i32) -> ()\n";
+        let text = module("{tfrt.cost_threshold = 5 : i64}", "i32", body, "{tfrt.cost_threshold = 10 : i64}");
+        assert_eq!(streams(&text), (0, vec![0, 0, 0, 1, 1, 1, 0, 0]));
+    }
+
+    #[test]
+    fn cheap_streams_merge_until_they_pass_the_threshold() {
+        let mut body = String::new();
+        for (id, c) in [(1, 4), (2, 4), (3, 11), (4, 4), (5, 4)] {
+            body += &cost(id, "%a", "i32", c);
+        }
+        body += &cost(6, "%c1, %c2, %c3, %c4, %c5", "i32, i32, i32, i32, i32", 1);
+        body += "\"tfrt.return\"(%c6) : (i32) -> ()\n";
+        let text = module("", "i32", &body, "{tfrt.cost_threshold = 10 : i64}");
+        assert_eq!(streams(&text), (0, vec![4, 4, 0, 4, 0, 0, 0]));
+    }
+
+    #[test]
+    fn without_a_threshold_the_costliest_path_is_the_threshold() {
+        let mut body = cost(1, "%a", "i32", 4);
+        for id in 2..=5 {
+            body += &cost(id, &format!("%c{}", id - 1), "i32", 4);
+        }
+        for id in 10..=13 {
+            body += &cost(id, "%a", "i32", 4);
+        }
+        body += &cost(6, "%c10, %c12, %c13, %c5", "i32, i32, i32, i32", 100);
+        body += "\"tfrt.return\"(%c6) : (i32) -> ()\n";
+        let text = module("{tfrt.cost_threshold = 0 : i64}", "i32", &body, "");
+        assert_eq!(streams(&text), (0, vec![0, 0, 0, 0, 0, 4, 4, 4, 4, 0, 0]));
+    }
+
+    #[test]
+    fn inter_dependent_streams_merge_first_when_asked() {
+        let mut body = String::new();
+        body += &cost(1, "%a", "i32", 5);
+        body += &cost(2, "%a", "i32", 5);
+        body += &cost(3, "%c1, %c2", "i32, i32", 1);
+        body += &cost(4, "%a", "i32", 5);
+        body += &cost(5, "%a", "i32", 5);
+        body += &cost(6, "%c4, %c5", "i32, i32", 1);
+        body += &cost(7, "%c4, %c5", "i32, i32", 1);
+        body += &cost(8, "%a", "i32", 5);
+        body += "%h0 = \"tfrt.merge.chains\"(%c8) : (i32) -> !tfrt.chain\n";
+        body += &cost(9, "%a", "i32", 5);
+        body += "%h1 = \"tfrt.merge.chains\"(%c9) : (i32) -> !tfrt.chain\n";
+        body += &cost(10, "%c6, %c7, %h0, %h1", "i32, i32, !tfrt.chain, !tfrt.chain", 1);
+        body += &cost(11, "%c3, %c10", "i32, i32", 1);
+        body += "\"tfrt.return\"(%c11) : (i32) -> ()\n";
+        let text =
+            module("{tfrt.merge_inter_dependent_streams = true}", "i32", &body, "{tfrt.cost_threshold = 10 : i64}");
+        assert_eq!(streams(&text), (0, vec![5, 5, 5, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0]));
+    }
+}
