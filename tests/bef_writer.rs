@@ -395,3 +395,14 @@ fn the_translate_command_writes_what_the_library_writes() {
     assert!(stderr.contains("bad.mlir\":2:3: `x.a`: all functions need to have a tfrt.return"), "{stderr}");
     std::fs::remove_dir_all(&dir).expect("temp dir removed");
 }
+
+#[test]
+fn tfrt_custom_syntax_writes_the_same_file_as_the_generic_form() {
+    let custom = r#"
+func.func @main() -> i32 {
+  %x = tfrt.constant.i32 42 loc("t.mlir":2:8)
+  tfrt.return %x : i32 loc("t.mlir":3:3)
+} loc("t.mlir":1:1)
+"#;
+    assert_eq!(bef(custom), bef(MAIN_42));
+}
