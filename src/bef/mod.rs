@@ -4,3 +4,6 @@
 //! disassembler share; each of them matches on its types.
 
 pub mod format;
+pub mod writer;
+
+pub use writer::{mlir_to_bef, WriteError, WriteOptions};
