@@ -98,6 +98,20 @@ impl Function {
         }
     }
 
+    /// Like [`execute`](Self::execute), but the whole run starts in a task on the work queue, so
+    /// the caller never runs any of its kernels (parallel loop iterations).
+    pub fn execute_in_task(&self, context: &ExecutionContext, arguments: &[RcAsyncValue]) -> Vec<RcAsyncValue> {
+        let results: Vec<IndirectAsyncValue> = (0..self.num_results()).map(|_| IndirectAsyncValue::new()).collect();
+        let values = results.iter().map(|r| r.value()).collect();
+        let (function, task_context, owned) = (self.clone(), context.clone(), arguments.to_vec());
+        context.host().work_queue().add_task(Box::new(move || {
+            for (result, value) in results.iter().zip(function.execute(&task_context, &owned)) {
+                let _ = result.forward_to(value);
+            }
+        }));
+        values
+    }
+
     /// Runs a sync function on plain values, on this thread. Async functions are refused.
     pub fn execute_sync(&self, context: &ExecutionContext, arguments: &[Value]) -> Result<Vec<Value>, Diagnostic> {
         if arguments.len() != self.num_arguments() {
