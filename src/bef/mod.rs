@@ -9,3 +9,6 @@ pub mod format;
 pub mod reader;
 #[cfg(test)]
 pub(crate) mod test_file;
+pub mod writer;
+
+pub use writer::{mlir_to_bef, WriteError, WriteOptions};

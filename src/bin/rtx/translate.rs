@@ -1,14 +1,22 @@
-//! `rtx translate`: MLIR bytecode to and from MLIR's generic text form.
+//! `rtx translate`: MLIR bytecode to and from MLIR's generic text form, and MLIR to BEF.
 
 use std::process::ExitCode;
 
 use crate::flags::Flags;
 
 /// `rtx translate --mlirbc-to-mlir IN [-o OUT] [--print-debuginfo]` and
-/// `rtx translate --mlir-to-mlirbc IN [-o OUT] [--bytecode-version=N]`; IN is text or bytecode,
-/// `-` or no `-o` is stdout.
+/// `rtx translate --mlir-to-mlirbc IN [-o OUT] [--bytecode-version=N]` and
+/// `rtx translate --mlir-to-bef IN [-o OUT] [--disable-optional-sections[=true|false]]`; IN is text
+/// or bytecode, `-` or no `-o` is stdout.
 pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
-    flags.only(&["mlirbc_to_mlir", "mlir_to_mlirbc", "print_debuginfo", "bytecode_version"])?;
+    flags.only(&[
+        "mlirbc_to_mlir",
+        "mlir_to_mlirbc",
+        "mlir_to_bef",
+        "print_debuginfo",
+        "bytecode_version",
+        "disable_optional_sections",
+    ])?;
     let (input, output) = match flags.positional.as_slice() {
         [input] => (input, None),
         [input, o, output] | [o, output, input] if o == "-o" => (input, Some(output)),
@@ -16,14 +24,28 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
     };
     let bytes = std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?;
     let failed = |e: rtx::mlir::Error| format!("`{input}`: {e}");
-    let out = match (flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc")) {
-        (true, false) => {
+    let modes = [flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc"), flags.has("mlir_to_bef")];
+    if flags.has("disable_optional_sections") && !modes[2] {
+        return Err("--disable-optional-sections applies to --mlir-to-bef".to_owned());
+    }
+    let out = match modes {
+        [false, false, true] => {
+            let disable_optional_sections = match flags.last("disable_optional_sections") {
+                None | Some("false") => false,
+                Some("" | "true") => true,
+                Some(other) => return Err(format!("bad --disable-optional-sections `{other}` (true or false)")),
+            };
+            let module = rtx::mlir::read_any(&bytes, Some(input)).map_err(failed)?;
+            let options = rtx::bef::WriteOptions { disable_optional_sections };
+            rtx::bef::mlir_to_bef(&module, &options).map_err(|e| format!("`{input}`: {e}"))?
+        }
+        [true, false, false] => {
             if flags.has("bytecode_version") {
                 return Err("--bytecode-version applies to --mlir-to-mlirbc".to_owned());
             }
             rtx::mlir::mlirbc_to_mlir(&bytes, flags.has("print_debuginfo")).map_err(failed)?.into_bytes()
         }
-        (false, true) => {
+        [false, true, false] => {
             let version = match flags.last("bytecode_version") {
                 None => rtx::mlir::WriteOptions::default().version,
                 Some(text) => text.parse().map_err(|_| format!("bad --bytecode-version `{text}`"))?,
@@ -32,7 +54,7 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
         }
         _ => {
             return Err(format!(
-                "say what to translate: --mlirbc-to-mlir or --mlir-to-mlirbc\n{}",
+                "say what to translate: --mlirbc-to-mlir, --mlir-to-mlirbc or --mlir-to-bef\n{}",
                 crate::usage::TRANSLATE
             ))
         }

@@ -65,14 +65,19 @@ attributes, and the disassembly of its functions.
 
 pub const TRANSLATE: &str = "usage: rtx translate --mlirbc-to-mlir IN [-o OUT.mlir] [--print-debuginfo]
        rtx translate --mlir-to-mlirbc IN [-o OUT.mlirbc] [--bytecode-version=N]
+       rtx translate --mlir-to-bef IN [-o OUT.bef] [--disable-optional-sections[=true|false]]
 
-Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form. IN may be either
-form; without `-o`, or with `-o -`, the output goes to stdout.
+Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form, or MLIR of TFRT
+kernels to a BEF file as TFRT's `tfrt_translate -mlir-to-bef` writes it. IN may be text or
+bytecode; without `-o`, or with `-o -`, the output goes to stdout.
 
-  --mlirbc-to-mlir       write generic text
-  --mlir-to-mlirbc       write bytecode
-  --print-debuginfo      keep locations in the text
-  --bytecode-version=N   the bytecode version to write (default 6)";
+  --mlirbc-to-mlir                write generic text
+  --mlir-to-mlirbc                write bytecode
+  --mlir-to-bef                   write BEF
+  --print-debuginfo               keep locations in the text
+  --bytecode-version=N            the bytecode version to write (default 6)
+  --disable-optional-sections     leave out BEF's attribute-types, attribute-names and
+                                  register-types sections (only BEF-to-MLIR reads them)";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {

@@ -63,41 +63,51 @@ pub(crate) enum Entity {
 /// One attribute or type in its full form (rtx prints no aliases), as it would appear nested in
 /// another dialect's attribute; custom-encoded entries print as their text in `resolved`.
 pub(crate) fn print_entity(module: &Module, entity: Entity, resolved: &ResolvedCustom) -> Result<String, PrintError> {
-    let mut p = Printer {
-        module,
-        out: String::new(),
-        options: PrintOptions::default(),
-        distinct_ids: HashMap::new(),
-        error: None,
-        resolved: Some(resolved),
-    };
+    let mut p = Printer::new(module, PrintOptions::default(), Some(resolved));
     match entity {
         Entity::Attr(id) => p.attr(id),
         Entity::Type(id) => p.ty(id),
     }
-    match p.error {
-        Some(error) => Err(error),
-        None => Ok(p.out),
-    }
+    p.finish()
 }
 
 /// Prints a module in MLIR's generic form.
 pub fn print_generic(module: &Module, options: PrintOptions) -> Result<String, PrintError> {
-    let mut p = Printer {
-        module,
-        out: String::with_capacity(64 * module.ops.len() + 1024),
-        options,
-        distinct_ids: HashMap::new(),
-        error: None,
-        resolved: None,
-    };
+    let mut p = Printer::new(module, options, None);
+    p.out.reserve(64 * module.ops.len() + 1024);
     for &op in &module.top_level {
         p.op(op, 0);
     }
     p.resources();
-    match p.error {
-        Some(error) => Err(error),
-        None => Ok(p.out),
+    p.finish()
+}
+
+/// One operation (and its regions) in generic form, without a trailing newline, as upstream
+/// prints an op that is nested in a module.
+pub(crate) fn print_op_generic(module: &Module, op: OpId) -> Result<String, PrintError> {
+    let mut p = Printer::new(module, PrintOptions::default(), None);
+    p.op(op, 0);
+    p.out.pop();
+    p.finish()
+}
+
+/// A location as `loc(...)` holds it (`"file":1:2`, `"name"(...)`, `fused[...]`), for messages.
+pub(crate) fn print_location(module: &Module, loc: AttrId) -> String {
+    let mut p = Printer::new(module, PrintOptions::default(), None);
+    p.loc_body(loc);
+    p.out
+}
+
+impl<'m> Printer<'m> {
+    fn new(module: &'m Module, options: PrintOptions, resolved: Option<&'m ResolvedCustom>) -> Self {
+        Printer { module, out: String::new(), options, distinct_ids: HashMap::new(), error: None, resolved }
+    }
+
+    fn finish(self) -> Result<String, PrintError> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(self.out),
+        }
     }
 }
 

@@ -1,0 +1,49 @@
+//! Section framing: `id`, `vbr(length << 1 | aligned)`, and when the body would otherwise start
+//! misaligned, an alignment byte and padding up to the body's alignment in the file.
+
+use super::emitter::Emitter;
+use crate::bef::format::{vbr, SectionId};
+
+/// Appends `body` to `file` as section `id`. The body keeps the alignment it recorded; the file
+/// starts at an address aligned to [`crate::bef::format::FILE_ALIGNMENT`], so file offsets stand
+/// for addresses.
+pub(super) fn write(file: &mut Emitter, id: SectionId, body: &Emitter) {
+    file.byte(id as u8);
+    let shifted = body.len() << 1;
+    let alignment = body.alignment();
+    let start = file.len() + vbr::size(shifted as u64) as usize;
+    if alignment > 1 && start % alignment != 0 {
+        file.vbr(shifted | 1);
+        file.byte(alignment as u8);
+        file.align(alignment);
+    } else {
+        file.vbr(shifted);
+    }
+    file.bytes(body.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misaligned_body_gets_an_alignment_byte_and_padding() {
+        let mut body = Emitter::new();
+        body.u32(0x2A);
+        // Magic and version take 3 bytes; id and length 2 more: the body would start at 5.
+        let mut file = Emitter::new();
+        file.bytes(&[0x0B, 0xEF, 0x00]);
+        write(&mut file, SectionId::Attributes, &body);
+        assert_eq!(file.as_bytes(), [0x0B, 0xEF, 0x00, 0x01, 0x09, 0x04, 0xCC, 0xCC, 0x2A, 0, 0, 0]);
+    }
+
+    #[test]
+    fn an_aligned_body_follows_its_length() {
+        let mut body = Emitter::new();
+        body.u32(0x2A);
+        let mut file = Emitter::new();
+        file.bytes(&[0x0B, 0xEF]);
+        write(&mut file, SectionId::Attributes, &body);
+        assert_eq!(file.as_bytes(), [0x0B, 0xEF, 0x01, 0x08, 0x2A, 0, 0, 0]);
+    }
+}
