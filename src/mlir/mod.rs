@@ -20,7 +20,7 @@ pub use bytecode::{
 };
 pub use ir::Module;
 pub use text::parse::{parse_text, parse_text_with, ParseError, ParseOptions};
-pub use text::print::{print_generic, PrintError, PrintOptions};
+pub use text::print::{print_asm, print_generic, AsmOptions, PrintError, PrintOptions};
 
 /// Any failure of the MLIR layer.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,12 @@
 //! The `rtx` command: `run` (a drop-in for `iree-run-module`), `bench` (timed in-process calls),
-//! `check` (like `iree-check-module`), `dump` (like `iree-dump-module`) and `translate` (MLIR
-//! bytecode and text). A thin user of the library: each command parses its flags, calls into
+//! `check` (like `iree-check-module`), `dump` (like `iree-dump-module`), `translate` (MLIR
+//! bytecode and text) and `opt` (MLIR text as `tfrt_opt` prints it). A thin user of the library: each command parses its flags, calls into
 //! `rtx`, and prints what the IREE tool would.
 
 mod bench;
 mod dump;
 mod flags;
+mod opt;
 mod translate;
 mod usage;
 
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         "check" => check(&flags),
         "dump" => dump::dump(&flags),
         "translate" => translate::translate(&flags),
+        "opt" => opt::opt(&flags),
         "help" | "--help" | "-h" => help(&flags),
         "--version" | "-V" | "version" => Ok(show(concat!("rtx ", env!("CARGO_PKG_VERSION")))),
         "" => Err(format!("no command given\n{}", usage::OVERVIEW)),

@@ -9,6 +9,7 @@ commands:
   check      run a module's test functions with the check module (like iree-check-module)
   dump       print a module's metadata and disassembly (like iree-dump-module)
   translate  convert MLIR between bytecode and generic text
+  opt        parse MLIR and print it in custom op syntax (like tfrt_opt)
 
   rtx help <command>, rtx <command> --help   that command's flags
   rtx --version                              the version of rtx";
@@ -79,6 +80,17 @@ bytecode; without `-o`, or with `-o -`, the output goes to stdout.
   --disable-optional-sections     leave out BEF's attribute-types, attribute-names and
                                   register-types sections (only BEF-to-MLIR reads them)";
 
+pub const OPT: &str = "usage: rtx opt [IN] [-o OUT] [--mlir-print-op-generic] [--mlir-print-debuginfo]
+
+Parses MLIR (text in custom or generic op syntax, or bytecode) and prints it as tfrt_opt does:
+ops with a custom form that rtx knows (builtin.module, func.func, TFRT's tfrt, tfrt_test, ts,
+tfrt_dht and coo ops) in it, other ops in the generic form. IN absent or `-` is stdin. A syntax
+error prints `FILE:LINE:COL: error: MESSAGE` and exits 1. Flags may have one dash or two.
+
+  --mlir-print-op-generic       print every op in the generic form
+  --mlir-print-debuginfo        print locations
+  --allow-unregistered-dialect  accepted; ops rtx has no custom form for are always allowed";
+
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {
     Some(match command {
@@ -87,6 +99,7 @@ pub fn of(command: &str) -> Option<&'static str> {
         "check" => CHECK,
         "dump" => DUMP,
         "translate" => TRANSLATE,
+        "opt" => OPT,
         _ => return None,
     })
 }

@@ -168,6 +168,33 @@ impl Module {
         self.context.str(self.context.op_name(self.op(op).name).full)
     }
 
+    /// An op's attributes as upstream's `Operation::getAttrs` lists them: the inherent ones its
+    /// properties hold (when decoded) and the discardable ones, as `(name, value)` pairs sorted
+    /// by name. Keys are string attributes.
+    pub fn attributes(&self, op: OpId) -> Vec<(AttrId, AttrId)> {
+        let ctx = &self.context;
+        let op = self.op(op);
+        let props = match op.properties {
+            Properties::Dict(dict) => Some(dict),
+            Properties::None | Properties::Opaque(_) => None,
+        };
+        let mut all: Vec<(AttrId, AttrId)> = [props, op.attrs]
+            .into_iter()
+            .flatten()
+            .filter_map(|dict| match ctx.attr(dict) {
+                Attribute::Dictionary(entries) => Some(entries.iter().copied()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let name = |key: AttrId| match ctx.attr(key) {
+            Attribute::String { value, .. } => ctx.str_bytes(*value),
+            _ => &[],
+        };
+        all.sort_by(|a, b| name(a.0).cmp(name(b.0)));
+        all
+    }
+
     /// Every operation, in pre-order (an op before the ops of its regions).
     pub fn walk(&self) -> Vec<OpId> {
         let mut order = Vec::with_capacity(self.ops.len());

@@ -2,6 +2,7 @@
 
 pub mod parse;
 pub mod print;
+pub(crate) mod syntax;
 
 /// The end of the string literal that opens at `text[open]` (a `"`): the index just past its
 /// closing quote, or `None` when the text ends first. Escapes (`\"`, `\\`, `\0A`) are skipped

@@ -27,6 +27,20 @@ enum Lit {
     Complex(Box<Lit>, Box<Lit>),
 }
 
+/// The literal a number token stands for.
+fn number_lit(negative: bool, text: Vec<u8>, is_float: bool) -> Lit {
+    if is_float {
+        let mut s = String::new();
+        if negative {
+            s.push('-');
+        }
+        s.push_str(&String::from_utf8_lossy(&text));
+        Lit::Float(s)
+    } else {
+        Lit::Int { negative, text }
+    }
+}
+
 /// A `dense<...>` body before its type is known.
 enum DenseBody {
     Empty,
@@ -454,23 +468,35 @@ impl<'s> Parser<'s> {
         } else {
             self.intern_type(Type::Integer { width: 64, signedness: Signedness::Signless })
         };
-        let lit = if is_float {
-            let mut s = String::new();
-            if negative {
-                s.push('-');
+        self.scalar_attr(number_lit(negative, text, is_float), ty, start)
+    }
+
+    /// A number or `true`/`false` that takes the type `ty` the context gives it (an op's custom
+    /// form leaves it out: `tfrt.constant.i32 42`); anything else is a full attribute.
+    pub(super) fn typed_literal_attr(&mut self, ty: TypeId) -> R<AttrId> {
+        self.ws();
+        let start = self.pos;
+        let lit = match self.peek() {
+            Some(b) if b == b'-' || b.is_ascii_digit() => {
+                let (negative, text, is_float) = self.number_token()?;
+                number_lit(negative, text, is_float)
             }
-            s.push_str(&String::from_utf8_lossy(&text));
-            Lit::Float(s)
-        } else {
-            Lit::Int { negative, text }
+            Some(b't') if self.eat_keyword("true") => Lit::Bool(true),
+            Some(b'f') if self.eat_keyword("false") => Lit::Bool(false),
+            _ => return self.attr(),
         };
+        self.scalar_attr(lit, ty, start)
+    }
+
+    /// An integer or float attribute of type `ty` holding `lit`.
+    fn scalar_attr(&mut self, lit: Lit, ty: TypeId, start: usize) -> R<AttrId> {
         match self.module.context.ty(ty).clone() {
             Type::Float(kind) => {
                 let bits = self.float_bits(&lit, kind, start)?;
                 Ok(self.intern_attr(Attribute::Float { ty, bits }))
             }
             Type::Integer { .. } | Type::Index => {
-                if is_float {
+                if matches!(lit, Lit::Float(_)) {
                     return self.err_at(start, "floating point value not valid for an integer type");
                 }
                 let value = self.int_value(&lit, ty, start)?;
@@ -550,16 +576,7 @@ impl<'s> Parser<'s> {
             Some(b'f') if self.eat_keyword("false") => Ok(Lit::Bool(false)),
             _ => {
                 let (negative, text, is_float) = self.number_token()?;
-                if is_float {
-                    let mut s = String::new();
-                    if negative {
-                        s.push('-');
-                    }
-                    s.push_str(&String::from_utf8_lossy(&text));
-                    Ok(Lit::Float(s))
-                } else {
-                    Ok(Lit::Int { negative, text })
-                }
+                Ok(number_lit(negative, text, is_float))
             }
         }
     }

@@ -17,6 +17,7 @@
 //! and no input makes the parser panic.
 
 mod attr;
+mod custom;
 mod types;
 
 use std::collections::HashMap;
@@ -140,6 +141,28 @@ struct PRegion {
     blocks: Vec<u32>,
 }
 
+/// What precedes an op's name: where the op starts, its result groups and where its name is.
+struct OpHead {
+    start: usize,
+    groups: Vec<(Vec<u8>, u32, usize)>,
+    name_pos: usize,
+}
+
+/// An operand use (`%name#number` at `pos`) with the type it is used at.
+struct Operand {
+    name: Vec<u8>,
+    number: u32,
+    pos: usize,
+    ty: TypeId,
+}
+
+/// An entry block argument a custom op's region declares before its text: the value it is
+/// named by, and its location when the text gives one.
+struct EntryArg {
+    value: Operand,
+    loc: Option<LocRef>,
+}
+
 /// The names visible in one region being parsed.
 #[derive(Default)]
 struct Scope {
@@ -168,6 +191,9 @@ pub(crate) struct Parser<'s> {
     regions: Vec<PRegion>,
     values: Vec<PValue>,
     scopes: Vec<Scope>,
+    /// The dialect each enclosing custom op lets its regions leave off op names (`builtin` at
+    /// the top level, `func` in a function).
+    default_dialects: Vec<&'static str>,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -203,6 +229,7 @@ impl<'s> Parser<'s> {
             regions: Vec::new(),
             values: Vec::new(),
             scopes: Vec::new(),
+            default_dialects: vec!["builtin"],
         }
     }
 
@@ -590,47 +617,52 @@ impl<'s> Parser<'s> {
     fn op(&mut self, block: u32) -> R<()> {
         self.enter()?;
         self.ws();
-        let op_start = self.pos;
-        // Result groups: `%a, %b:2 =`.
-        let mut groups: Vec<(Vec<u8>, u32, usize)> = Vec::new();
-        if self.peek() == Some(b'%') {
-            loop {
-                let (name, number, pos) = self.value_use()?;
-                if self.src.get(pos + 1 + name.len()) == Some(&b'#') || number != 0 {
-                    return self.err_at(pos, "a result name cannot have a '#' number");
-                }
-                let count = if self.eat(b':') {
-                    let c = self.parse_u32("result count")?;
-                    if c == 0 {
-                        return self.err("expected a result count of at least 1");
-                    }
-                    c
-                } else {
-                    1
-                };
-                groups.push((name, count, pos));
-                if !self.eat(b',') {
-                    break;
-                }
-            }
-            self.expect(b'=', "after the operation's results")?;
-        }
+        let head = OpHead { start: self.pos, groups: self.result_groups()?, name_pos: 0 };
         self.ws();
-        let name_pos = self.pos;
-        let name = match self.peek() {
-            Some(b'"') => self.string_lit()?,
-            Some(b) if is_ident_start(b) => {
-                return self.err("custom operation syntax is not supported; print with --mlir-print-op-generic")
-            }
+        let head = OpHead { name_pos: self.pos, ..head };
+        match self.peek() {
+            Some(b'"') => self.generic_op(block, head)?,
+            Some(b) if is_ident_start(b) => self.custom_op(block, head)?,
             _ => {
                 let found = self.describe_next();
-                return self.err(format!("expected an operation name in quotes, found {found}"));
+                return self.err(format!("expected an operation name, found {found}"));
             }
-        };
-        if name.is_empty() {
-            return self.err_at(name_pos, "empty operation name");
         }
-        let name = self.op_name(&name);
+        self.leave();
+        Ok(())
+    }
+
+    /// Result groups before an op: `%a, %b:2 =`, or none.
+    fn result_groups(&mut self) -> R<Vec<(Vec<u8>, u32, usize)>> {
+        let mut groups = Vec::new();
+        if self.peek() != Some(b'%') {
+            return Ok(groups);
+        }
+        loop {
+            let (name, number, pos) = self.value_use()?;
+            if self.src.get(pos + 1 + name.len()) == Some(&b'#') || number != 0 {
+                return self.err_at(pos, "a result name cannot have a '#' number");
+            }
+            let count = if self.eat(b':') {
+                let c = self.parse_u32("result count")?;
+                if c == 0 {
+                    return self.err("expected a result count of at least 1");
+                }
+                c
+            } else {
+                1
+            };
+            groups.push((name, count, pos));
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b'=', "after the operation's results")?;
+        Ok(groups)
+    }
+
+    /// Adds an op named `name` to `block`, its contents still to be filled in.
+    fn push_op(&mut self, block: u32, name: OpNameId) -> u32 {
         let op = self.ops.len() as u32;
         self.ops.push(POp {
             name,
@@ -643,7 +675,17 @@ impl<'s> Parser<'s> {
             regions: Vec::new(),
         });
         self.blocks[block as usize].ops.push(op);
+        op
+    }
 
+    /// The rest of a generic op: `"name"(%a) [^succ] <{props}> ({regions}) {attrs} : type`.
+    fn generic_op(&mut self, block: u32, head: OpHead) -> R<()> {
+        let name = self.string_lit()?;
+        if name.is_empty() {
+            return self.err_at(head.name_pos, "empty operation name");
+        }
+        let name = self.op_name(&name);
+        let op = self.push_op(block, name);
         self.expect(b'(', "to start the operand list")?;
         let mut operands = Vec::new();
         if !self.eat(b')') {
@@ -706,29 +748,48 @@ impl<'s> Parser<'s> {
             return self
                 .err_at(type_pos, format!("expected {} operand types but had {}", operands.len(), inputs.len()));
         }
-        let declared: u64 = groups.iter().map(|g| u64::from(g.1)).sum();
-        if !groups.is_empty() && declared != results.len() as u64 {
+        let operands =
+            operands.into_iter().zip(inputs.iter()).map(|((name, number, pos), &ty)| Operand { name, number, pos, ty });
+        let properties = match properties {
+            Some(dict) => Properties::Dict(dict),
+            None => Properties::None,
+        };
+        self.finish_op(op, &head, operands.collect(), &results, attrs, properties)
+    }
+
+    /// Binds an op's operands and results, reads its trailing location and sets its attributes.
+    fn finish_op(
+        &mut self,
+        op: u32,
+        head: &OpHead,
+        operands: Vec<Operand>,
+        results: &[TypeId],
+        attrs: Option<AttrId>,
+        properties: Properties,
+    ) -> R<()> {
+        let declared: u64 = head.groups.iter().map(|g| u64::from(g.1)).sum();
+        if !head.groups.is_empty() && declared != results.len() as u64 {
             return self.err_at(
-                op_start,
+                head.start,
                 format!("operation defines {} results but was provided {declared} to bind", results.len()),
             );
         }
         let mut operand_slots = Vec::with_capacity(operands.len());
-        for ((name, number, pos), &ty) in operands.into_iter().zip(inputs.iter()) {
+        for Operand { name, number, pos, ty } in operands {
             operand_slots.push(self.use_value(name, number, pos, ty)?);
         }
         let mut result_slots = Vec::with_capacity(results.len());
         let mut index = 0u32;
-        if groups.is_empty() {
-            for &ty in results.iter() {
-                result_slots.push(self.new_value(ty, PDef::OpResult { op, index }, op_start));
+        if head.groups.is_empty() {
+            for &ty in results {
+                result_slots.push(self.new_value(ty, PDef::OpResult { op, index }, head.start));
                 index += 1;
             }
         } else {
-            for (name, count, pos) in groups {
-                for number in 0..count {
+            for (name, count, pos) in &head.groups {
+                for number in 0..*count {
                     let ty = results[index as usize];
-                    let slot = self.define_value(name.clone(), number, pos, ty, PDef::OpResult { op, index })?;
+                    let slot = self.define_value(name.clone(), number, *pos, ty, PDef::OpResult { op, index })?;
                     result_slots.push(slot);
                     index += 1;
                 }
@@ -736,20 +797,15 @@ impl<'s> Parser<'s> {
         }
         let loc = match self.optional_trailing_loc()? {
             Some(loc) => loc,
-            None => LocRef::Attr(self.source_loc(name_pos)),
+            None => LocRef::Attr(self.source_loc(head.name_pos)),
         };
-        let properties = match properties {
-            Some(dict) => Properties::Dict(dict),
-            None => Properties::None,
-        };
-        let (attrs, properties) = self.split_inherent(name, attrs, properties);
+        let (attrs, properties) = self.split_inherent(self.ops[op as usize].name, attrs, properties);
         let p = &mut self.ops[op as usize];
         p.operands = operand_slots;
         p.results = result_slots;
         p.attrs = attrs;
         p.properties = properties;
         p.loc = loc;
-        self.leave();
         Ok(())
     }
 
@@ -854,17 +910,39 @@ impl<'s> Parser<'s> {
     // ---- regions, blocks and values ----
 
     fn region(&mut self) -> R<u32> {
+        self.region_with(None)
+    }
+
+    /// A region; with `entry`, its entry block has no label and takes these arguments, named
+    /// in the region's own scope (so they may shadow the names they copy, as custom ops whose
+    /// regions are isolated from above spell them).
+    fn region_with(&mut self, entry: Option<Vec<EntryArg>>) -> R<u32> {
         self.enter()?;
         self.expect(b'{', "to start a region")?;
         let region = self.regions.len() as u32;
         self.regions.push(PRegion::default());
         self.scopes.push(Scope::default());
-        if self.peek() != Some(b'}') {
+        let has_entry_args = entry.as_ref().is_some_and(|args| !args.is_empty());
+        if has_entry_args || self.peek() != Some(b'}') {
+            if entry.is_some() && self.peek() == Some(b'^') {
+                return self.err("a region whose arguments its op declares cannot start with a block label");
+            }
             if self.peek() != Some(b'^') {
                 // An entry block without a label.
                 let block = self.blocks.len() as u32;
                 self.blocks.push(PBlock { defined: true, pos: self.pos, ..PBlock::default() });
                 self.regions[region as usize].blocks.push(block);
+                for (index, arg) in entry.into_iter().flatten().enumerate() {
+                    let Operand { name, number, pos, ty } = arg.value;
+                    let def = PDef::BlockArgument { block, index: index as u32 };
+                    let slot = self.define_value(name, number, pos, ty, def)?;
+                    let loc = match arg.loc {
+                        Some(loc) => loc,
+                        None => LocRef::Attr(self.source_loc(pos)),
+                    };
+                    self.values[slot as usize].loc = Some(loc);
+                    self.blocks[block as usize].args.push(slot);
+                }
                 self.block_body(block)?;
             }
             while self.peek() == Some(b'^') {

@@ -99,7 +99,14 @@ impl Printer<'_> {
                     if i > 0 {
                         self.out.push_str(", ");
                     }
-                    self.string_attr_value(name);
+                    if self.upstream {
+                        self.symbol_or_key(name);
+                        if matches!(ctx.attr(value), Attribute::Unit) {
+                            continue;
+                        }
+                    } else {
+                        self.string_attr_value(name);
+                    }
                     self.out.push_str(" = ");
                     self.attr(value);
                 }
@@ -114,11 +121,11 @@ impl Printer<'_> {
             }
             Attribute::FlatSymbolRef(root) => {
                 self.out.push('@');
-                self.string_attr_value(*root);
+                self.symbol_or_key(*root);
             }
             Attribute::SymbolRef { root, nested } => {
                 self.out.push('@');
-                self.string_attr_value(*root);
+                self.symbol_or_key(*root);
                 for &n in nested.iter() {
                     self.out.push_str("::");
                     self.attr(n);
@@ -137,14 +144,23 @@ impl Printer<'_> {
                     self.out.push_str(if value.words()[0] & 1 == 1 { "true" } else { "false" });
                 } else {
                     self.out.push_str(&int_text(value, signed));
-                    self.out.push_str(" : ");
-                    self.ty(*ty);
+                    let i64 = matches!(ctx.ty(*ty), Type::Integer { width: 64, signedness: Signedness::Signless });
+                    if !(self.upstream && i64) {
+                        self.out.push_str(" : ");
+                        self.ty(*ty);
+                    }
                 }
             }
             Attribute::Float { ty, bits } => {
-                self.float_bits(bits);
-                self.out.push_str(" : ");
-                self.ty(*ty);
+                let kind = match ctx.ty(*ty) {
+                    Type::Float(kind) => Some(*kind),
+                    _ => None,
+                };
+                let hex = self.float(bits, kind);
+                if !(self.upstream && !hex && kind == Some(crate::mlir::ir::FloatKind::F64)) {
+                    self.out.push_str(" : ");
+                    self.ty(*ty);
+                }
             }
             Attribute::DenseArray { elem, count, data } => {
                 self.out.push_str("array<");
@@ -161,7 +177,11 @@ impl Printer<'_> {
             }
             Attribute::DenseElements { ty, data } => {
                 self.out.push_str("dense<");
-                self.dense_hex(*ty, data.bytes());
+                if self.upstream {
+                    self.dense_literal(*ty, data.bytes());
+                } else {
+                    self.dense_hex(*ty, data.bytes());
+                }
                 self.out.push_str("> : ");
                 self.ty(*ty);
             }
@@ -275,6 +295,34 @@ impl Printer<'_> {
         }
     }
 
+    /// A symbol name or dictionary key: quoted in the exact form, bare where it can be upstream.
+    fn symbol_or_key(&mut self, id: AttrId) {
+        let ctx = &self.module.context;
+        match ctx.attr(id) {
+            Attribute::String { value, .. } if self.upstream => self.keyword_or_string(ctx.str_bytes(*value)),
+            _ => self.string_attr_value(id),
+        }
+    }
+
+    /// A float's bits: in hex, or in upstream's decimal when that reads back exactly. Returns
+    /// whether it was printed in hex.
+    fn float(&mut self, bits: &ApInt, kind: Option<crate::mlir::ir::FloatKind>) -> bool {
+        match kind.filter(|_| self.upstream) {
+            Some(kind) => {
+                let words = bits.words();
+                let raw = u128::from(words[0]) | (u128::from(words.get(1).copied().unwrap_or(0)) << 64);
+                let text = crate::mlir::float::print_float(raw, kind);
+                let hex = text.starts_with("0x");
+                self.out.push_str(&text);
+                hex
+            }
+            None => {
+                self.float_bits(bits);
+                true
+            }
+        }
+    }
+
     /// The quoted value of a string attribute (dictionary keys, symbol names, file names).
     fn string_attr_value(&mut self, id: AttrId) {
         let ctx = &self.module.context;
@@ -365,7 +413,9 @@ impl Printer<'_> {
             }
             ScalarKind::Integer(Signedness::Unsigned) => self.out.push_str(&int_text(value, false)),
             ScalarKind::Integer(_) | ScalarKind::Index => self.out.push_str(&int_text(value, true)),
-            ScalarKind::Float(_) => self.float_bits(value),
+            ScalarKind::Float(kind) => {
+                self.float(value, Some(kind));
+            }
         }
     }
 
@@ -446,6 +496,51 @@ impl Printer<'_> {
             _ => self.hex(data),
         }
         self.out.push('"');
+    }
+
+    /// Dense int, float or complex data as upstream writes it: one element for a splat, nested
+    /// lists of elements, or hex for more than 100 elements.
+    fn dense_literal(&mut self, ty: crate::mlir::ir::TypeId, data: &[u8]) {
+        let ctx = &self.module.context;
+        let Some(storage) = ctx.ty(ty).element_type().and_then(|e| ctx.element_storage(e)) else { return };
+        let n = ctx.num_elements(ty).unwrap_or(0) as usize;
+        if n == 0 {
+            return;
+        }
+        let size = storage.element_bytes();
+        let element = |i: usize| -> Vec<u8> {
+            if storage.is_i1() {
+                let bit =
+                    if data.len() == 1 { data[0] & 1 } else { (data.get(i / 8).copied().unwrap_or(0) >> (i % 8)) & 1 };
+                vec![bit]
+            } else {
+                data.get(i * size..(i + 1) * size)
+                    .map_or_else(|| data.get(..size).unwrap_or(&[]).to_vec(), <[u8]>::to_vec)
+            }
+        };
+        let first = element(0);
+        let splat = (1..n).all(|i| element(i) == first);
+        if !splat && n > 100 {
+            self.dense_hex(ty, data);
+            return;
+        }
+        let shape = if splat { Vec::new() } else { ctx.ty(ty).shape().unwrap_or(&[]).to_vec() };
+        let scalar_bytes = if storage.is_i1() { 1 } else { storage.scalar_bytes() };
+        let bits = storage.bits;
+        let mut next = 0usize;
+        self.nested(&shape, &mut |p: &mut Self| {
+            let bytes = element(next);
+            next += 1;
+            if storage.complex {
+                p.out.push('(');
+                p.scalar(storage.scalar, &read_scalar(&bytes, 0, scalar_bytes, bits));
+                p.out.push(',');
+                p.scalar(storage.scalar, &read_scalar(&bytes, scalar_bytes, scalar_bytes, bits));
+                p.out.push(')');
+            } else {
+                p.scalar(storage.scalar, &read_scalar(&bytes, 0, scalar_bytes, bits));
+            }
+        });
     }
 
     /// Dense integer data as nested decimal lists (sparse indices).

@@ -5,8 +5,12 @@
 //! spellings: values are `%v<id>`, blocks `^bb<id>`, names always quoted, floats in hexadecimal,
 //! dense data as hex strings.
 
+mod asm;
 mod attr;
+mod custom;
 mod types;
+
+pub use asm::{print_asm, AsmOptions};
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -43,6 +47,15 @@ pub(crate) struct Printer<'m> {
     /// Texts standing in for entries still held in their dialect's own encoding (the bytecode
     /// reader decodes those in dependency order, before it swaps the texts into the context).
     pub(crate) resolved: Option<&'m ResolvedCustom>,
+    /// Spell attributes and types as upstream's printer does by default (bare keys, decimal
+    /// floats, elided `i64`/`f64`, literal dense data) rather than in the exact machine form.
+    pub(crate) upstream: bool,
+    /// The name each value prints as in the upstream form (see `asm`), by [`ValueId`].
+    pub(crate) names: Vec<String>,
+    /// The default dialect of each enclosing custom op (see `text::syntax::default_dialect`).
+    pub(crate) dialects: Vec<&'static str>,
+    /// Print every op in the generic form even where the upstream form has a custom one.
+    pub(crate) all_generic: bool,
 }
 
 /// Full textual forms, by id, of attributes and types that the context still holds as
@@ -100,7 +113,18 @@ pub(crate) fn print_location(module: &Module, loc: AttrId) -> String {
 
 impl<'m> Printer<'m> {
     fn new(module: &'m Module, options: PrintOptions, resolved: Option<&'m ResolvedCustom>) -> Self {
-        Printer { module, out: String::new(), options, distinct_ids: HashMap::new(), error: None, resolved }
+        Printer {
+            module,
+            out: String::new(),
+            options,
+            distinct_ids: HashMap::new(),
+            error: None,
+            resolved,
+            upstream: false,
+            names: Vec::new(),
+            dialects: Vec::new(),
+            all_generic: false,
+        }
     }
 
     fn finish(self) -> Result<String, PrintError> {
@@ -334,12 +358,15 @@ impl Printer<'_> {
         }
     }
 
-    /// A quoted string with MLIR's escapes (`\XX` for anything but printable ASCII).
+    /// A quoted string with MLIR's escapes (`\XX` for anything but printable ASCII; upstream
+    /// writes a backslash as `\\`).
     pub(crate) fn string(&mut self, bytes: &[u8]) {
         const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
         self.out.push('"');
         for &b in bytes {
-            if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            if b == b'\\' && self.upstream {
+                self.out.push_str("\\\\");
+            } else if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
                 self.out.push(b as char);
             } else {
                 self.out.push('\\');

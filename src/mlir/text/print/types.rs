@@ -3,7 +3,15 @@
 use std::fmt::Write;
 
 use super::{PrintError, Printer};
-use crate::mlir::ir::{Signedness, Type, TypeId, DYNAMIC};
+use crate::mlir::ir::{AffineExpr, AttrId, Attribute, Context, Signedness, Type, TypeId, DYNAMIC};
+
+/// Whether a memref layout is the identity map of its rank (upstream leaves it out).
+fn is_identity(ctx: &Context, layout: AttrId, rank: usize) -> bool {
+    matches!(ctx.attr(layout), Attribute::AffineMap(map)
+        if map.num_symbols == 0
+            && map.num_dims as usize == rank
+            && map.results.iter().enumerate().all(|(i, e)| *e == AffineExpr::Dim(i as u32)))
+}
 
 impl Printer<'_> {
     pub(crate) fn ty(&mut self, id: TypeId) {
@@ -22,7 +30,13 @@ impl Printer<'_> {
             Type::Function { inputs, results } => {
                 self.type_list(inputs);
                 self.out.push_str(" -> ");
-                self.type_list(results);
+                let bare =
+                    self.upstream && results.len() == 1 && !matches!(m.context.ty(results[0]), Type::Function { .. });
+                if bare {
+                    self.ty(results[0]);
+                } else {
+                    self.type_list(results);
+                }
             }
             Type::Complex(elem) => {
                 self.out.push_str("complex<");
@@ -33,8 +47,10 @@ impl Printer<'_> {
                 self.out.push_str("memref<");
                 self.shape(shape, None);
                 self.ty(*elem);
-                self.out.push_str(", ");
-                self.attr(*layout);
+                if !(self.upstream && is_identity(&m.context, *layout, shape.len())) {
+                    self.out.push_str(", ");
+                    self.attr(*layout);
+                }
                 if let Some(space) = memory_space {
                     self.out.push_str(", ");
                     self.attr(*space);
