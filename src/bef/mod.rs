@@ -4,6 +4,7 @@
 //! disassembler share; each of them matches on its types. [`reader`] opens and verifies a file
 //! against a kernel registry; [`executor`] runs its functions.
 
+pub mod driver;
 pub mod executor;
 pub mod format;
 pub mod reader;

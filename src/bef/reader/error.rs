@@ -1,6 +1,6 @@
 //! What can be wrong with a BEF file, always with the byte offset where it was found.
 
-use crate::host::{Diagnostic, StatusCode};
+use crate::host::{Diagnostic, Location, StatusCode};
 
 /// A BEF file that cannot be opened: unreadable, truncated, corrupt, or naming a kernel or
 /// native function the registry does not have.
@@ -17,7 +17,7 @@ pub enum BefError {
     Malformed { offset: usize, what: String },
     /// A kernel name that no registered kernel has; `location` is where the first use of it is.
     #[error("{location}: error: unknown kernel name '{name}'")]
-    UnknownKernel { name: String, location: String },
+    UnknownKernel { name: String, location: Location },
     #[error("native function '{0}' is not registered")]
     UnknownNativeFunction(String),
     #[error("this host is big-endian; BEF kernel records are little-endian words read in place")]
@@ -31,7 +31,13 @@ impl BefError {
 }
 
 impl From<BefError> for Diagnostic {
+    /// An unknown kernel keeps its location (and TFRT's message); other errors are located in
+    /// their message, by byte offset.
     fn from(error: BefError) -> Diagnostic {
+        if let BefError::UnknownKernel { name, location } = error {
+            return Diagnostic::new(StatusCode::NotFound, format!("unknown kernel name '{name}'"))
+                .with_location(location);
+        }
         let code = match &error {
             BefError::Io { .. } => StatusCode::NotFound,
             BefError::UnknownKernel { .. } | BefError::UnknownNativeFunction(_) => StatusCode::NotFound,

@@ -154,7 +154,8 @@ impl BefFile {
             let Some(kernel) = registry.kernel(&name) else {
                 let location = file
                     .first_use_of(code as u32)
-                    .map_or_else(|| "<unknown>:0".to_owned(), |offset| file.location(offset).to_location().to_string());
+                    .map_or(BefLocation::Unknown, |offset| file.location(offset))
+                    .to_location();
                 return Err(BefError::UnknownKernel { name, location });
             };
             kernels.push(ResolvedKernel { name, kernel: kernel.clone() });

@@ -16,6 +16,18 @@ pub fn c_fixed(value: f64) -> String {
     format!("{value:.6}")
 }
 
+/// A float as C's `%e` prints it (`1.000000e+00`); TFRT's driver prints f32 and f64 results so.
+pub fn c_exponent(value: f64) -> String {
+    if !value.is_finite() {
+        return c_fixed(value);
+    }
+    let text = format!("{value:.6e}");
+    let (mantissa, exponent) = text.split_once('e').expect("`{:e}` always has an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}` exponents are integers");
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
 fn print_line(frame: &mut KernelFrame<'_>, line: String) -> Result<(), KernelError> {
     frame.context().print(&line);
     frame.emplace_result(0, Chain)
@@ -58,7 +70,7 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
 
 #[cfg(test)]
 mod tests {
-    use super::c_fixed;
+    use super::{c_exponent, c_fixed};
 
     #[test]
     fn floats_print_as_c_percent_f() {
@@ -67,5 +79,13 @@ mod tests {
         assert_eq!(c_fixed(1e20), "100000000000000000000.000000");
         assert_eq!(c_fixed(f64::INFINITY), "inf");
         assert_eq!(c_fixed(-f64::NAN), "-nan");
+    }
+
+    #[test]
+    fn floats_print_as_c_percent_e() {
+        assert_eq!(c_exponent(1.0), "1.000000e+00");
+        assert_eq!(c_exponent(-0.00125), "-1.250000e-03");
+        assert_eq!(c_exponent(6.02e123), "6.020000e+123");
+        assert_eq!(c_exponent(0.0), "0.000000e+00");
     }
 }
