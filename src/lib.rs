@@ -8,6 +8,7 @@ pub mod bef;
 pub mod ffi;
 pub mod hal;
 pub mod host;
+pub mod kernel;
 pub mod mlir;
 pub mod runtime;
 pub mod vm;

@@ -1,9 +1,15 @@
 //! TFRT's Binary Executable Format: kernel graphs compiled ahead of time, read in place.
 //!
 //! [`format`] holds the facts of the byte layout that the writer, the reader and the
-//! disassembler share; each of them matches on its types.
+//! disassembler share; each of them matches on its types. [`reader`] opens and verifies a file
+//! against a kernel registry; [`executor`] runs its functions.
 
+pub mod driver;
+pub mod executor;
 pub mod format;
+pub mod reader;
+#[cfg(test)]
+pub(crate) mod test_file;
 pub mod writer;
 
 pub use writer::{mlir_to_bef, WriteError, WriteOptions};

@@ -3,6 +3,7 @@
 //! bytecode and text) and `opt` (MLIR text as `tfrt_opt` prints it). A thin user of the library: each command parses its flags, calls into
 //! `rtx`, and prints what the IREE tool would.
 
+mod bef_exec;
 mod bench;
 mod dump;
 mod flags;
@@ -26,7 +27,8 @@ use flags::{c_atof, c_atoi, Flags};
 fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1);
     let command = arguments.next().unwrap_or_default();
-    let flags = Flags::parse(arguments);
+    let raw: Vec<String> = arguments.collect();
+    let flags = Flags::parse(raw.iter().cloned());
     if let Some(text) = usage::of(&command).filter(|_| flags.wants_help()) {
         return show(text);
     }
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         "dump" => dump::dump(&flags),
         "translate" => translate::translate(&flags),
         "opt" => opt::opt(&flags),
+        "bef-exec" => bef_exec::bef_exec(&raw),
         "help" | "--help" | "-h" => help(&flags),
         "--version" | "-V" | "version" => Ok(show(concat!("rtx ", env!("CARGO_PKG_VERSION")))),
         "" => Err(format!("no command given\n{}", usage::OVERVIEW)),

@@ -10,6 +10,7 @@ commands:
   dump       print a module's metadata and disassembly (like iree-dump-module)
   translate  convert MLIR between bytecode and generic text
   opt        parse MLIR and print it in custom op syntax (like tfrt_opt)
+  bef-exec   run the functions of a BEF file (or TFRT MLIR) and print what they do (like bef_executor)
 
   rtx help <command>, rtx <command> --help   that command's flags
   rtx --version                              the version of rtx";
@@ -91,6 +92,25 @@ error prints `FILE:LINE:COL: error: MESSAGE` and exits 1. Flags may have one das
   --mlir-print-debuginfo        print locations
   --allow-unregistered-dialect  accepted; ops rtx has no custom form for are always allowed";
 
+pub const BEF_EXEC: &str = "usage: rtx bef-exec [FILE...] [flags...]
+
+Runs every function of each FILE that takes no arguments (or those --functions names), in the
+order of the file, and prints what TFRT's bef_executor prints: `--- Running 'f':`, the kernels'
+output, `'f' returned 1,2`. FILE is a BEF file, or MLIR of TFRT kernels (text or bytecode), which
+is translated to BEF first; no FILE or `-` reads stdin. Runtime errors print as
+`FILE:LINE:COL: error: runtime error: MESSAGE` on stderr unless the MLIR file expects them with
+an `expected-error` comment; any unexpected or missing error exits 1. Flags take one dash or
+two, and their value after `=` or as the next argument.
+
+  --work_queue_type=s|mstd[:N[,M]]   the work queue (default s: no threads, tasks run when the
+                                     driver waits)
+  --host_allocator_type=malloc|leak_check_allocator
+                                     the allocator (default leak_check_allocator: malloc, and
+                                     a failure when host memory is left allocated at the end)
+  --functions=a,b                    run these functions, in this order
+  --test_init_function=f             run f first
+  --print_error_code                 print error codes with error results";
+
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {
     Some(match command {
@@ -99,6 +119,7 @@ pub fn of(command: &str) -> Option<&'static str> {
         "check" => CHECK,
         "dump" => DUMP,
         "translate" => TRANSLATE,
+        "bef-exec" => BEF_EXEC,
         "opt" => OPT,
         _ => return None,
     })

@@ -247,6 +247,20 @@ impl RcAsyncValue {
         self.ptr == other.ptr
     }
 
+    /// Adds `count` references at once (one atomic add), for an owner that hands them out one
+    /// by one with [`from_raw`](Self::from_raw) on the pointer of [`into_raw`](Self::into_raw):
+    /// the BEF executor reserves one per use of a register this way.
+    pub(crate) fn add_refs(&self, count: u32) {
+        if count == 0 {
+            return;
+        }
+        let old = self.ptr.header().refcount.fetch_add(count, Ordering::Relaxed);
+        if old.checked_add(count).is_none_or(|new| new > u32::MAX / 2) {
+            // The count is about to wrap: continuing would free a value that is still used.
+            std::process::abort();
+        }
+    }
+
     /// Gives up the reference as a raw pointer (for the C API); see [`from_raw`](Self::from_raw).
     pub fn into_raw(self) -> *const () {
         let raw = self.ptr.0.as_ptr() as *const ();

@@ -1,0 +1,149 @@
+//! `rtx bef-exec`: TFRT's `bef_executor` test driver. The driver itself is `rtx::bef::driver`;
+//! this parses its LLVM-style flags, loads the inputs and reports.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rtx::bef::driver::{Driver, DriverOptions};
+use rtx::bef::reader::{BefError, BefFile};
+use rtx::host::{CountingAllocator, Diagnostic, HostContext, SystemAllocator};
+use rtx::kernel::KernelRegistry;
+
+/// Flags that take a value (after `=` or as the next argument).
+const VALUED: &[&str] = &["work_queue_type", "host_allocator_type", "functions", "test_init_function"];
+/// Flags that take none.
+const SWITCHES: &[&str] = &["print_error_code"];
+
+struct Options {
+    files: Vec<String>,
+    work_queue: String,
+    leak_check: bool,
+    driver: DriverOptions,
+}
+
+pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
+    let Some(options) = parse(arguments)? else {
+        println!("{}", crate::usage::BEF_EXEC);
+        return Ok(ExitCode::SUCCESS);
+    };
+    let counting = Arc::new(CountingAllocator::new(Arc::new(SystemAllocator)));
+    let host = HostContext::with_work_queue_spec(&options.work_queue)
+        .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
+    let host = Arc::new(HostContext::new(Arc::clone(host.work_queue()), counting.clone()));
+    let out = |text: &str| {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    };
+    out(if options.leak_check { "Choosing memory leak check allocator.\n" } else { "Choosing malloc.\n" });
+    out(&format!("Choosing {} work queue.\n", host.work_queue().name()));
+    let driver = Driver::new(Arc::clone(&host), Arc::new(out), Arc::new(|text: &str| eprint!("{text}")));
+    let registry = KernelRegistry::with_core_kernels();
+    let inputs = if options.files.is_empty() { vec!["-".to_owned()] } else { options.files.clone() };
+    for input in &inputs {
+        let file = match load(input, &registry)? {
+            Ok(file) => file,
+            Err(diagnostic) => {
+                driver.report(&diagnostic, &diagnostic.message);
+                continue;
+            }
+        };
+        driver.run(&file, &options.driver)?;
+    }
+    let mut ok = driver.verify();
+    drop(driver);
+    if options.leak_check && counting.live_allocations() != 0 {
+        eprintln!(
+            "memory leak: {} bytes in {} host allocations are still allocated",
+            counting.live_bytes(),
+            counting.live_allocations()
+        );
+        ok = false;
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// TFRT's flags: one dash or two, the value after `=` or as the next argument; the rest are files.
+fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
+    let mut options =
+        Options { files: Vec::new(), work_queue: "s".to_owned(), leak_check: true, driver: DriverOptions::default() };
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        let Some(flag) = argument.strip_prefix("--").or_else(|| argument.strip_prefix('-')).filter(|f| !f.is_empty())
+        else {
+            options.files.push(argument.clone());
+            continue;
+        };
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name.replace('-', "_"), Some(value.to_owned())),
+            None => (flag.replace('-', "_"), None),
+        };
+        if name == "help" || name == "h" {
+            return Ok(None);
+        }
+        if SWITCHES.contains(&name.as_str()) {
+            if inline.is_some() {
+                return Err(format!("`--{name}` takes no value"));
+            }
+            options.driver.print_error_code = true;
+            continue;
+        }
+        if !VALUED.contains(&name.as_str()) {
+            return Err(format!("unknown flag `{argument}`\n{}", crate::usage::BEF_EXEC));
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => rest.next().ok_or_else(|| format!("`--{name}` needs a value"))?.clone(),
+        };
+        match name.as_str() {
+            "work_queue_type" => options.work_queue = value,
+            "host_allocator_type" => {
+                options.leak_check = match value.as_str() {
+                    "malloc" => false,
+                    "leak_check_allocator" => true,
+                    other => {
+                        return Err(format!(
+                            "host allocator type `{other}` is not supported (malloc, leak_check_allocator)"
+                        ))
+                    }
+                }
+            }
+            "functions" => {
+                options.driver.functions.extend(value.split(',').filter(|f| !f.is_empty()).map(str::to_owned))
+            }
+            "test_init_function" => options.driver.test_init_function = Some(value).filter(|v| !v.is_empty()),
+            _ => unreachable!("every valued flag is matched"),
+        }
+    }
+    Ok(Some(options))
+}
+
+/// Opens `input` (`-` is stdin): a BEF file as it is, MLIR translated to BEF first. The inner
+/// error is a load error to report as a diagnostic (an unknown kernel, at its location).
+fn load(input: &str, registry: &KernelRegistry) -> Result<Result<Arc<BefFile>, Diagnostic>, String> {
+    let bytes = if input == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("reading stdin: {e}"))?;
+        bytes
+    } else {
+        std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?
+    };
+    let opened = if bytes.starts_with(&rtx::bef::format::MAGIC) {
+        if input == "-" {
+            BefFile::from_bytes(&bytes, registry)
+        } else {
+            BefFile::open(input, registry)
+        }
+    } else {
+        let module = rtx::mlir::read_any(&bytes, Some(input)).map_err(|e| format!("`{input}`: {e}"))?;
+        let bef = rtx::bef::mlir_to_bef(&module, &rtx::bef::WriteOptions::default())
+            .map_err(|e| format!("`{input}`: {e}"))?;
+        BefFile::from_bytes(&bef, registry)
+    };
+    match opened {
+        Ok(file) => Ok(Ok(file)),
+        Err(error @ BefError::UnknownKernel { .. }) => Ok(Err(error.into())),
+        Err(error) => Err(format!("`{input}`: {error}")),
+    }
+}

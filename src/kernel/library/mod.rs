@@ -1,0 +1,58 @@
+//! TFRT's core kernels (`tfrt.*`), one module per family: [`scalar`] (constants, arithmetic,
+//! comparisons, casts), [`print`], [`chain`] (chains and aliases), [`control_flow`] (calls,
+//! conditionals, loops, `once`) and [`parallel`] (`parallel_for`, `parallel_call`).
+//!
+//! As in TFRT, a kernel may be given one more argument than it reads when that argument is a
+//! chain (`tfrt.print.i32 %x, %ch`): the executor has already waited for it.
+
+pub mod chain;
+pub mod control_flow;
+pub mod parallel;
+pub mod print;
+pub mod scalar;
+
+use super::{KernelError, KernelFrame, KernelRegistry};
+
+/// Registers every core kernel.
+pub fn register_core_kernels(registry: &mut KernelRegistry) {
+    scalar::register(registry);
+    print::register(registry);
+    chain::register(registry);
+    control_flow::register(registry);
+    parallel::register(registry);
+}
+
+/// Registers `name` as a kernel of one argument of type `A`, whose result `op` computes.
+pub(crate) fn unary<A, R>(registry: &mut KernelRegistry, name: &str, op: fn(A) -> Result<R, KernelError>)
+where
+    A: Copy + 'static,
+    R: Send + Sync + 'static,
+{
+    registry.add_kernel(name, move |frame| {
+        let result = op(*frame.get::<A>(0)?)?;
+        frame.emplace_result(0, result)
+    });
+}
+
+/// Registers `name` as a kernel of two arguments of type `A`, whose result `op` computes.
+pub(crate) fn binary<A, R>(registry: &mut KernelRegistry, name: &str, op: fn(A, A) -> Result<R, KernelError>)
+where
+    A: Copy + 'static,
+    R: Send + Sync + 'static,
+{
+    registry.add_kernel(name, move |frame| {
+        let result = op(*frame.get::<A>(0)?, *frame.get::<A>(1)?)?;
+        frame.emplace_result(0, result)
+    });
+}
+
+/// Sets each result of `frame` to the corresponding value.
+pub(crate) fn set_results(
+    frame: &mut KernelFrame<'_>,
+    values: Vec<crate::host::RcAsyncValue>,
+) -> Result<(), KernelError> {
+    for (i, value) in values.into_iter().enumerate() {
+        frame.set_result(i, value)?;
+    }
+    Ok(())
+}
