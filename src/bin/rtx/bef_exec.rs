@@ -39,7 +39,7 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
     out(if options.leak_check { "Choosing memory leak check allocator.\n" } else { "Choosing malloc.\n" });
     out(&format!("Choosing {} work queue.\n", host.work_queue().name()));
     let driver = Driver::new(Arc::clone(&host), Arc::new(out), Arc::new(|text: &str| eprint!("{text}")));
-    let registry = KernelRegistry::with_core_kernels();
+    let registry = KernelRegistry::with_all_kernels();
     let inputs = if options.files.is_empty() { vec!["-".to_owned()] } else { options.files.clone() };
     for input in &inputs {
         let file = match load(input, &registry)? {
