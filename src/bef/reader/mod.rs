@@ -279,7 +279,10 @@ fn read_sections(bytes: &[u8]) -> Result<Sections, BefError> {
         if std::mem::replace(&mut seen[id as usize], true) {
             return Err(BefError::malformed(header, format!("section {known:?} appears twice")));
         }
-        if start % known.alignment() != 0 {
+        // Kernel records are padded relative to the section start, which must be aligned for
+        // them (an empty section needs no alignment). Attributes are read byte-wise; the writer
+        // aligns their section only as far as its contents need.
+        if known == SectionId::Functions && len > 0 && start % known.alignment() != 0 {
             return Err(BefError::malformed(
                 start,
                 format!("section {known:?} starts at a byte not aligned to {}", known.alignment()),
