@@ -10,6 +10,7 @@ pub mod control_flow;
 pub mod parallel;
 pub mod print;
 pub mod scalar;
+pub mod tensor;
 pub mod testing;
 
 use super::{KernelError, KernelFrame, KernelRegistry};
@@ -27,6 +28,7 @@ pub fn register_core_kernels(registry: &mut KernelRegistry) {
 pub fn register_all_kernels(registry: &mut KernelRegistry) {
     register_core_kernels(registry);
     testing::register_test_kernels(registry);
+    tensor::register_tensor_kernels(registry);
 }
 
 /// Registers `name` as a kernel of one argument of type `A`, whose result `op` computes.
