@@ -55,16 +55,23 @@ pub(crate) fn decode(locations: &[u8], strings: &[u8], offset: u32) -> BefLocati
     }
 }
 
-/// The name of a name location (directly, the first in a fusion, or a call site's callee): what
+/// The name of a name location (directly, the names of a fusion joined, or a call site's callee): what
 /// TFRT calls a kernel's debug info.
 pub(crate) fn debug_name(locations: &[u8], strings: &[u8], offset: u32) -> Option<String> {
     let mut cursor = Cursor::at(locations, 0, offset as usize);
     match parse(&mut cursor, strings, 0)? {
         Entry::Name(name, _) => Some(name),
-        Entry::Fused(children) => children.into_iter().find_map(|c| match c {
-            Entry::Name(name, _) => Some(name),
-            _ => None,
-        }),
+        // TFRT joins the names of a fused location's direct children (`fused["foo", "bar"]` is
+        // `foobar`), and a fused location without names still has a debug name: the empty one.
+        Entry::Fused(children) => Some(
+            children
+                .into_iter()
+                .filter_map(|c| match c {
+                    Entry::Name(name, _) => Some(name),
+                    _ => None,
+                })
+                .collect(),
+        ),
         Entry::CallSite(callee, _) => match *callee {
             Entry::Name(name, _) => Some(name),
             _ => None,
