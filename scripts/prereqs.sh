@@ -9,7 +9,8 @@
 #         C++), make and cmake (scripts/install.sh and the C examples' build), python3 (the C
 #         examples' CMake project asks for it)
 #   test  all of the above plus what scripts/test.sh adds: valgrind, pkg-config, readelf
-#         (binutils), python3-venv (the IREE tools' virtual environment) and the rustfmt and
+#         (binutils), python3-venv (the IREE tools' virtual environment), LLVM 15's FileCheck
+#         and not (llvm-15-tools; the lit-style tests under tests/lit) and the rustfmt and
 #         clippy components
 #
 # As root on a system with apt-get it runs `apt-get update` once and installs the missing
@@ -39,6 +40,10 @@ done
 # Debian splits venv's pip bootstrap (ensurepip) out of python3; without it `python3 -m venv` fails.
 if [ "$profile" = test ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=(python3-venv)
+fi
+# FileCheck is not on PATH: Debian keeps it under /usr/lib/llvm-15/bin (tests/lit.rs looks there).
+if [ "$profile" = test ] && [ ! -x /usr/lib/llvm-15/bin/FileCheck ]; then
+  missing+=(llvm-15-tools)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then
