@@ -133,6 +133,37 @@ impl DType {
         })
     }
 
+    /// The MLIR type TFRT's compiler gives values of this type (`corert`'s for strings,
+    /// resources, variants and quantized integers).
+    pub fn mlir_type(self) -> &'static str {
+        use DType::*;
+        match self {
+            UI8 => "ui8",
+            UI16 => "ui16",
+            UI32 => "ui32",
+            UI64 => "ui64",
+            I1 => "i1",
+            I8 => "i8",
+            I16 => "i16",
+            I32 => "i32",
+            I64 => "i64",
+            F32 => "f32",
+            F64 => "f64",
+            Complex64 => "complex<f32>",
+            Complex128 => "complex<f64>",
+            F16 => "f16",
+            BF16 => "bf16",
+            String => "!corert.string",
+            Resource => "!corert.resource",
+            Variant => "!corert.variant",
+            QUI8 => "!corert.quint8",
+            QUI16 => "!corert.quint16",
+            QI8 => "!corert.qint8",
+            QI16 => "!corert.qint16",
+            QI32 => "!corert.qint32",
+        }
+    }
+
     /// Alignment of one element: its size, except complex numbers, aligned as their parts.
     pub fn alignment(self) -> Option<usize> {
         match self {

@@ -1,9 +1,11 @@
 //! TFRT's Binary Executable Format: kernel graphs compiled ahead of time, read in place.
 //!
 //! [`format`] holds the facts of the byte layout that the writer, the reader and the
-//! disassembler share; each of them matches on its types. [`reader`] opens and verifies a file
-//! against a kernel registry; [`executor`] runs its functions.
+//! disassembler share; each of them matches on its types. [`writer`] turns MLIR into BEF;
+//! [`reader`] reads and verifies a file and binds it to a kernel registry; [`executor`] runs its
+//! functions; [`disassembler`] turns a file back into MLIR.
 
+pub mod disassembler;
 pub mod driver;
 pub mod executor;
 pub mod format;
@@ -12,4 +14,5 @@ pub mod reader;
 pub(crate) mod test_file;
 pub mod writer;
 
+pub use disassembler::{bef_to_mlir, DisassembleError, Disassembly};
 pub use writer::{mlir_to_bef, WriteError, WriteOptions};

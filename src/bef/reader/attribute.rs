@@ -6,11 +6,13 @@
 //! Layouts (all little-endian): scalars at their natural alignment; a type is one [`DType`] byte;
 //! a string is a `u32` length then the bytes; an array a `u32` count then the elements; shapes,
 //! dense elements and aggregates start with an 8-byte header (alignment, dtype, prefix size,
-//! byte size).
+//! byte size), an aggregate's elements each after a one-byte [`AttributeType`] tag; a symbol in
+//! a `tfrt.compiled` module is a [`CompilationUnit`]. The kernels' frames and the disassembler
+//! both read attributes through this view, so each kind has one decoder.
 
 use std::marker::PhantomData;
 
-use crate::bef::format::DType;
+use crate::bef::format::{vbr, AttributeType, DType};
 
 /// Why an attribute could not be read as what the kernel asked for.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -106,16 +108,46 @@ impl<'a> Attribute<'a> {
         std::str::from_utf8(self.string_bytes()?).map_err(|_| AttributeError::NotUtf8 { offset: self.offset })
     }
 
+    /// The bytes of a scalar of `dtype`, which must have a fixed size.
+    pub fn raw_scalar(&self, dtype: DType) -> Result<&'a [u8], AttributeError> {
+        self.bytes(0, self.fixed_size(dtype)?, "a scalar")
+    }
+
+    fn fixed_size(&self, dtype: DType) -> Result<usize, AttributeError> {
+        dtype.byte_size().ok_or_else(|| AttributeError::Malformed {
+            offset: self.offset,
+            what: format!("{dtype:?} values have no fixed size"),
+        })
+    }
+
     /// An array of fixed-width elements (a `u32` count, then the elements).
     pub fn array<T: Scalar>(&self) -> Result<ScalarArray<'a, T>, AttributeError> {
+        Ok(ScalarArray { bytes: self.array_bytes(T::SIZE)?, _type: PhantomData })
+    }
+
+    /// The elements of an array of `dtype` scalars, back to back.
+    pub fn raw_array(&self, dtype: DType) -> Result<&'a [u8], AttributeError> {
+        self.array_bytes(self.fixed_size(dtype)?)
+    }
+
+    /// An array of types (one element-type byte each).
+    pub fn dtype_array(&self) -> Result<Vec<DType>, AttributeError> {
+        let codes = self.array_bytes(1)?;
+        codes
+            .iter()
+            .map(|&code| DType::from_u8(code).ok_or(AttributeError::UnknownDType { offset: self.offset, code }))
+            .collect()
+    }
+
+    fn array_bytes(&self, size: usize) -> Result<&'a [u8], AttributeError> {
         let count = self.u32_at(0, "an array count")? as usize;
-        let len = count.checked_mul(T::SIZE).ok_or(AttributeError::Malformed {
+        let len = count.checked_mul(size).ok_or(AttributeError::Malformed {
             offset: self.offset,
             what: format!("an array of {count} elements is larger than memory"),
         })?;
         // Elements wider than four bytes start at the next multiple of eight.
-        let start = if T::SIZE > 4 { (self.offset + 4).next_multiple_of(8) - self.offset } else { 4 };
-        Ok(ScalarArray { bytes: self.bytes(start, len, "array elements")?, _type: PhantomData })
+        let start = if size > 4 { (self.offset + 4).next_multiple_of(8) - self.offset } else { 4 };
+        self.bytes(start, len, "array elements")
     }
 
     /// The 8-byte header of a structured attribute: (alignment, dtype byte, prefix size, byte size).
@@ -149,10 +181,7 @@ impl<'a> Attribute<'a> {
         let count = self.u32_at(12, "dense element count")? as usize;
         let rank = self.u32_at(16, "dense rank")? as usize;
         let shape = self.dims(20, rank)?;
-        let size = dtype.byte_size().ok_or_else(|| AttributeError::Malformed {
-            offset: self.offset,
-            what: format!("dense elements of {dtype:?} have no fixed size"),
-        })?;
+        let size = self.fixed_size(dtype)?;
         let len = count.checked_mul(size).ok_or(AttributeError::Malformed {
             offset: self.offset,
             what: format!("{count} elements are larger than memory"),
@@ -172,6 +201,50 @@ impl<'a> Attribute<'a> {
         self.bytes(12, count.saturating_mul(4), "aggregate offsets")?;
         Ok(Aggregate { base: *self, count, offsets_at: 12 })
     }
+
+    /// A symbol in a `tfrt.compiled` module: `vbr id, vbr root length, vbr #nested, vbr nested
+    /// length each, vbr text length`, the names back to back, the module's text, a NUL.
+    pub fn compilation_unit(&self) -> Result<CompilationUnit<'a>, AttributeError> {
+        let tail = self.section.get(self.offset..).unwrap_or_default();
+        let mut pos = 0;
+        let malformed = |what: &str| AttributeError::Malformed { offset: self.offset, what: what.to_owned() };
+        let mut number = |what: &str| -> Result<usize, AttributeError> {
+            let value =
+                vbr::read(tail, &mut pos).ok_or_else(|| malformed(&format!("{what}: truncated or overlong")))?;
+            usize::try_from(value).map_err(|_| malformed(&format!("{what} {value} is larger than memory")))
+        };
+        let id = number("a compilation unit id")?;
+        let root_len = number("a root symbol length")?;
+        let num_nested = number("a nested symbol count")?;
+        if num_nested > tail.len() {
+            return Err(malformed(&format!("{num_nested} nested symbols in {} bytes", tail.len())));
+        }
+        let nested_lens = (0..num_nested).map(|_| number("a nested symbol length")).collect::<Result<Vec<_>, _>>()?;
+        let text_len = number("a module text length")?;
+        let mut take = |len: usize, what: &'static str| -> Result<&'a str, AttributeError> {
+            let bytes = self.bytes(pos, len, what)?;
+            pos += len;
+            std::str::from_utf8(bytes).map_err(|_| AttributeError::NotUtf8 { offset: self.offset })
+        };
+        let root = take(root_len, "a root symbol")?;
+        let nested = nested_lens.into_iter().map(|len| take(len, "a nested symbol")).collect::<Result<_, _>>()?;
+        let module = take(text_len, "a module's text")?;
+        if self.bytes(pos, 1, "the module text's terminator")? != [0] {
+            return Err(malformed("the module text does not end with a NUL"));
+        }
+        Ok(CompilationUnit { id, root, nested, module })
+    }
+}
+
+/// A symbol in a `tfrt.compiled` module, with the module that defines it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompilationUnit<'a> {
+    /// Which such attribute of the file this is (counting from 0, in the order written).
+    pub id: usize,
+    pub root: &'a str,
+    pub nested: Vec<&'a str>,
+    /// The module op, in MLIR's generic form.
+    pub module: &'a str,
 }
 
 /// An array attribute's elements, read in place.
@@ -228,7 +301,19 @@ impl<'a> Aggregate<'a> {
         self.count == 0
     }
 
-    /// Element `i` (read it by the kind the kernel expects).
+    /// Element `i`'s kind, from the tag byte before it.
+    pub fn kind(&self, i: usize) -> Result<AttributeType, AttributeError> {
+        let element = self.get(i)?;
+        let code = element.offset.checked_sub(1).and_then(|at| self.base.section.get(at)).copied().ok_or(
+            AttributeError::Malformed { offset: element.offset, what: "an aggregate element has no tag".to_owned() },
+        )?;
+        AttributeType::from_code(code).ok_or(AttributeError::Malformed {
+            offset: element.offset,
+            what: format!("aggregate element tag {code} is no attribute type"),
+        })
+    }
+
+    /// Element `i` (read it by the kind the kernel expects, or by [`Aggregate::kind`]).
     pub fn get(&self, i: usize) -> Result<Attribute<'a>, AttributeError> {
         if i >= self.count {
             return Err(AttributeError::Malformed {

@@ -1,75 +1,45 @@
-//! Opening a BEF file: [`BefFile`], a verified, zero-copy view of its sections.
+//! Opening a BEF file: [`BefImage`], a verified, zero-copy view of its sections, and
+//! [`BefFile`], an image bound to the kernels of a registry.
 //!
-//! Opening reads the section framing, the string-indexed tables (kernel names, type names, the
-//! function index) and every function body, and checks each index the executor will follow:
-//! registers, kernels, attributes, functions, and the dataflow graph itself (each register
-//! defined once, ready counts that match the user lists, no cycles). Kernel names are resolved
-//! once against a [`KernelRegistry`], native functions by name. Afterwards the executor reads the
-//! kernel records in place. Any defect is a [`BefError`] naming the byte offset; nothing panics.
+//! Reading an image reads the section framing, the string-indexed tables (kernel names, type
+//! names, the function index) and every function body, and checks each index the executor will
+//! follow: registers, kernels, attributes, functions, and the dataflow graph itself (each
+//! register defined once, ready counts that match the user lists, no cycles). Binding resolves
+//! kernel names once against a [`KernelRegistry`], native functions by name. Afterwards the
+//! executor reads the kernel records in place. The optional sections, which only the
+//! disassembler reads, are decoded when asked for ([`BefImage::optional_sections`]). Any defect
+//! is a [`BefError`] naming the byte offset; nothing panics.
 
 mod attribute;
 mod cursor;
 mod error;
 mod function;
+mod image;
 mod kernel_record;
 mod location;
+mod optional;
 mod storage;
 
-use std::collections::HashMap;
-use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use attribute::{Aggregate, Attribute, AttributeError, DenseAttribute, Scalar, ScalarArray};
+pub use attribute::{Aggregate, Attribute, AttributeError, CompilationUnit, DenseAttribute, Scalar, ScalarArray};
 pub use error::BefError;
-pub use kernel_record::{KernelRecord, Words};
-pub use location::BefLocation;
-
-use crate::bef::format::{FunctionKind, SectionId, MAGIC, VERSION};
-use crate::kernel::{Kernel, KernelRegistry, NativeFn};
-use cursor::{c_string, Cursor};
 pub(crate) use function::FunctionBody;
-use function::Limits;
+pub use image::{BefImage, FunctionInfo};
+pub use kernel_record::{KernelRecord, Words};
+pub use location::{BefLocation, LocationEntry};
+pub use optional::OptionalSections;
+
+use crate::bef::format::FunctionKind;
+use crate::kernel::{Kernel, KernelRegistry};
 use storage::Storage;
 
-/// An open BEF file. Immutable and shared (`Arc`): functions keep their file alive.
+/// An open BEF file whose kernels and native functions are resolved. Immutable and shared
+/// (`Arc`): functions keep their file alive. It dereferences to its [`BefImage`].
 pub struct BefFile {
-    storage: Storage,
-    sections: Sections,
-    kernels: Box<[ResolvedKernel]>,
-    types: Box<[String]>,
-    functions: Box<[FunctionInfo]>,
-    by_name: HashMap<String, usize>,
-}
-
-/// Byte ranges of the sections the executor reads (empty when absent).
-#[derive(Default)]
-struct Sections {
-    strings: Range<usize>,
-    attributes: Range<usize>,
-    kernels: Range<usize>,
-    types: Range<usize>,
-    function_index: Range<usize>,
-    functions: Range<usize>,
-    location_strings: Range<usize>,
-    locations: Range<usize>,
-}
-
-struct ResolvedKernel {
-    name: String,
-    kernel: Kernel,
-}
-
-/// One entry of the function index.
-pub struct FunctionInfo {
-    /// Empty for region bodies.
-    pub name: String,
-    pub kind: FunctionKind,
-    /// Type indices (see [`BefFile::type_name`]).
-    pub arguments: Box<[u32]>,
-    pub results: Box<[u32]>,
-    pub(crate) body: Option<FunctionBody>,
-    pub(crate) native: Option<NativeFn>,
+    image: BefImage,
+    kernels: Box<[Kernel]>,
 }
 
 impl BefFile {
@@ -81,297 +51,53 @@ impl BefFile {
         // SAFETY: the mapping is read-only and private; rtx does not defend against another
         // process truncating a module file while it is in use (no loader does).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        BefFile::from_storage(Storage::Mapped(map), registry)
+        BefFile::bind(BefImage::read(Storage::Mapped(map))?, registry)
     }
 
     /// Opens a BEF file held in memory (copied into aligned memory).
     pub fn from_bytes(bytes: &[u8], registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        BefFile::from_storage(Storage::copy(bytes), registry)
+        BefFile::bind(BefImage::from_bytes(bytes)?, registry)
     }
 
-    fn from_storage(storage: Storage, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        if cfg!(target_endian = "big") {
-            return Err(BefError::BigEndianHost);
+    /// Resolves the image's native functions and kernels against `registry`.
+    pub fn bind(mut image: BefImage, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+        for info in image.functions.iter_mut().filter(|info| info.kind == FunctionKind::Native) {
+            let native = registry
+                .native_function(&info.name)
+                .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone()))?;
+            info.native = Some(Arc::clone(native));
         }
-        let bytes = storage.bytes();
-        let sections = read_sections(bytes)?;
-        let section = |range: &Range<usize>| &bytes[range.clone()];
-        let strings = section(&sections.strings);
-        let string = |offset: u32, base: usize, what: &str| {
-            c_string(strings, sections.strings.start, offset as usize, what).map(str::to_owned).map_err(|e| match e {
-                BefError::Malformed { what, .. } => BefError::malformed(base, what),
-                other => other,
-            })
-        };
-        let kernel_names = read_name_table(section(&sections.kernels), sections.kernels.start, "kernel", &string)?;
-        let types = read_name_table(section(&sections.types), sections.types.start, "type", &string)?;
-        let (mut functions, offsets) =
-            read_function_index(section(&sections.function_index), &sections, types.len(), &string)?;
-        let limits = |info: &FunctionInfo| Limits {
-            kernel_codes: kernel_names.len(),
-            functions: functions.len(),
-            attributes_len: sections.attributes.len(),
-            arguments: info.arguments.len(),
-            results: info.results.len(),
-            sync: info.kind == FunctionKind::Sync,
-        };
-        let mut bodies = Vec::with_capacity(functions.len());
-        for (info, &offset) in functions.iter().zip(&offsets) {
-            bodies.push(match info.kind {
-                FunctionKind::Native => None,
-                FunctionKind::Async | FunctionKind::Sync => Some(FunctionBody::read(
-                    section(&sections.functions),
-                    sections.functions.start,
-                    offset as usize,
-                    &limits(info),
-                )?),
-            });
-        }
-        for (info, body) in functions.iter_mut().zip(bodies) {
-            info.body = body;
-            if info.kind == FunctionKind::Native {
-                let native = registry
-                    .native_function(&info.name)
-                    .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone()))?;
-                info.native = Some(Arc::clone(native));
-            }
-        }
-        let mut file = BefFile {
-            sections,
-            kernels: Box::new([]),
-            types: types.into_boxed_slice(),
-            by_name: functions
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| !f.name.is_empty())
-                .map(|(i, f)| (f.name.clone(), i))
-                .collect(),
-            functions: functions.into_boxed_slice(),
-            storage,
-        };
-        let mut kernels = Vec::with_capacity(kernel_names.len());
-        for (code, name) in kernel_names.into_iter().enumerate() {
-            let Some(kernel) = registry.kernel(&name) else {
-                let location = file
+        let mut kernels = Vec::with_capacity(image.kernel_names().len());
+        for (code, name) in image.kernel_names().iter().enumerate() {
+            let Some(kernel) = registry.kernel(name) else {
+                let location = image
                     .first_use_of(code as u32)
-                    .map_or(BefLocation::Unknown, |offset| file.location(offset))
+                    .map_or(BefLocation::Unknown, |offset| image.location(offset))
                     .to_location();
-                return Err(BefError::UnknownKernel { name, location });
+                return Err(BefError::UnknownKernel { name: name.clone(), location });
             };
-            kernels.push(ResolvedKernel { name, kernel: kernel.clone() });
+            kernels.push(kernel.clone());
         }
-        file.kernels = kernels.into_boxed_slice();
-        Ok(Arc::new(file))
-    }
-
-    /// The whole file.
-    pub fn bytes(&self) -> &[u8] {
-        self.storage.bytes()
-    }
-
-    /// The attributes section (attribute offsets in kernel records are relative to it).
-    pub fn attributes_section(&self) -> &[u8] {
-        &self.bytes()[self.sections.attributes.clone()]
-    }
-
-    /// The location at `offset` in the locations section.
-    pub fn location(&self, offset: u32) -> BefLocation {
-        let bytes = self.bytes();
-        location::decode(
-            &bytes[self.sections.locations.clone()],
-            &bytes[self.sections.location_strings.clone()],
-            offset,
-        )
-    }
-
-    /// The name of the name location at `offset`, if it is one (TFRT's debug info).
-    pub fn debug_name(&self, offset: u32) -> Option<String> {
-        let bytes = self.bytes();
-        location::debug_name(
-            &bytes[self.sections.locations.clone()],
-            &bytes[self.sections.location_strings.clone()],
-            offset,
-        )
-    }
-
-    /// The name of kernel `code` (`"?"` for a code outside the table, which verified records
-    /// never hold).
-    pub fn kernel_name(&self, code: u32) -> &str {
-        self.kernels.get(code as usize).map_or("?", |k| k.name.as_str())
+        Ok(Arc::new(BefFile { image, kernels: kernels.into_boxed_slice() }))
     }
 
     #[inline]
     pub(crate) fn kernel(&self, code: u32) -> &Kernel {
-        &self.kernels[code as usize].kernel
+        &self.kernels[code as usize]
     }
+}
 
-    /// The name of type `index` (`i32`, `!tfrt.chain`, ...).
-    pub fn type_name(&self, index: u32) -> &str {
-        self.types.get(index as usize).map_or("?", String::as_str)
-    }
-
-    pub fn num_functions(&self) -> usize {
-        self.functions.len()
-    }
-
-    pub fn function_info(&self, index: usize) -> Option<&FunctionInfo> {
-        self.functions.get(index)
-    }
-
-    /// The index of the function named `name`.
-    pub fn function_index(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
-    }
-
-    /// The bytes of a body's kernel list (to the end of the functions section).
-    #[inline]
-    pub(crate) fn kernel_list(&self, body: &FunctionBody) -> &[u8] {
-        &self.bytes()[body.list_start..self.sections.functions.end]
-    }
-
-    /// The location of the first kernel record with `code`, for the unknown-kernel error.
-    fn first_use_of(&self, code: u32) -> Option<u32> {
-        self.functions.iter().filter_map(|f| f.body.as_ref()).find_map(|body| {
-            let list = self.kernel_list(body);
-            (1..body.kernels.len()).map(|k| body.record(list, k)).find(|r| r.code() == code).map(|r| r.location())
-        })
+impl std::ops::Deref for BefFile {
+    type Target = BefImage;
+    fn deref(&self) -> &BefImage {
+        &self.image
     }
 }
 
 impl std::fmt::Debug for BefFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BefFile")
-            .field("bytes", &self.bytes().len())
-            .field("kernels", &self.kernels.len())
-            .field("functions", &self.functions.len())
-            .finish()
+        f.debug_struct("BefFile").field("image", &self.image).finish()
     }
-}
-
-/// Reads the magic, the version and the section framing.
-fn read_sections(bytes: &[u8]) -> Result<Sections, BefError> {
-    if !bytes.starts_with(&MAGIC) {
-        return Err(BefError::NotBef);
-    }
-    let version = *bytes.get(2).ok_or_else(|| BefError::malformed(2, "the file ends before the version byte"))?;
-    if version != VERSION {
-        return Err(BefError::UnknownVersion(version));
-    }
-    let mut cursor = Cursor::at(bytes, 0, 3);
-    let mut sections = Sections::default();
-    let mut seen = [false; 11];
-    while !cursor.is_empty() {
-        let header = cursor.offset();
-        let id = cursor.u8("section id")?;
-        let word = cursor.vbr("section length")?;
-        let len = usize::try_from(word >> 1).map_err(|_| cursor.error("section length does not fit in memory"))?;
-        if word & 1 != 0 {
-            let align = cursor.u8("section alignment")? as usize;
-            if align == 0 || !align.is_power_of_two() {
-                return Err(cursor.error(format!("section alignment {align} is not a power of two")));
-            }
-            let padding = cursor.offset().next_multiple_of(align) - cursor.offset();
-            cursor.skip(padding, "section alignment padding")?;
-        }
-        let start = cursor.offset();
-        cursor.skip(len, &format!("section {id} (header at byte {header})"))?;
-        let Some(known) = SectionId::from_u8(id) else { continue };
-        if std::mem::replace(&mut seen[id as usize], true) {
-            return Err(BefError::malformed(header, format!("section {known:?} appears twice")));
-        }
-        // Kernel records are padded relative to the section start, which must be aligned for
-        // them (an empty section needs no alignment). Attributes are read byte-wise; the writer
-        // aligns their section only as far as its contents need.
-        if known == SectionId::Functions && len > 0 && start % known.alignment() != 0 {
-            return Err(BefError::malformed(
-                start,
-                format!("section {known:?} starts at a byte not aligned to {}", known.alignment()),
-            ));
-        }
-        let range = start..start + len;
-        match known {
-            SectionId::Strings => sections.strings = range,
-            SectionId::Attributes => sections.attributes = range,
-            SectionId::Kernels => sections.kernels = range,
-            SectionId::Types => sections.types = range,
-            SectionId::FunctionIndex => sections.function_index = range,
-            SectionId::Functions => sections.functions = range,
-            SectionId::LocationStrings => sections.location_strings = range,
-            SectionId::Locations => sections.locations = range,
-            // For disassembly only.
-            SectionId::AttributeTypes | SectionId::AttributeNames | SectionId::RegisterTypes => {}
-        }
-    }
-    for (id, present) in [
-        (SectionId::Strings, seen[0]),
-        (SectionId::Kernels, seen[2]),
-        (SectionId::Types, seen[3]),
-        (SectionId::FunctionIndex, seen[4]),
-        (SectionId::Functions, seen[5]),
-    ] {
-        if !present {
-            return Err(BefError::malformed(bytes.len(), format!("the file has no {id:?} section")));
-        }
-    }
-    Ok(sections)
-}
-
-/// A count, then one string offset per entry (the kernels and types sections).
-fn read_name_table(
-    section: &[u8],
-    base: usize,
-    what: &str,
-    string: &dyn Fn(u32, usize, &str) -> Result<String, BefError>,
-) -> Result<Vec<String>, BefError> {
-    let mut cursor = Cursor::new(section, base);
-    let count = cursor.count(&format!("{what} count"))?;
-    (0..count)
-        .map(|_| {
-            let at = cursor.offset();
-            let offset = cursor.vbr_u32(&format!("{what} name offset"))?;
-            string(offset, at, &format!("{what} name"))
-        })
-        .collect()
-}
-
-/// The function index: kind, body offset, name, argument and result types per function; the
-/// functions (bodies still to read) and their body offsets.
-fn read_function_index(
-    section: &[u8],
-    sections: &Sections,
-    num_types: usize,
-    string: &dyn Fn(u32, usize, &str) -> Result<String, BefError>,
-) -> Result<(Vec<FunctionInfo>, Vec<u32>), BefError> {
-    let mut cursor = Cursor::new(section, sections.function_index.start);
-    let count = cursor.count("function count")?;
-    let mut functions = Vec::with_capacity(count);
-    let mut offsets = Vec::with_capacity(count);
-    for _ in 0..count {
-        let at = cursor.offset();
-        let kind = cursor.u8("function kind")?;
-        let kind = FunctionKind::from_u8(kind)
-            .ok_or_else(|| BefError::malformed(at, format!("unknown function kind {kind}")))?;
-        offsets.push(cursor.vbr_u32("function offset")?);
-        let name_at = cursor.offset();
-        let name = string(cursor.vbr_u32("function name")?, name_at, "function name")?;
-        let mut types = |what: &str| -> Result<Box<[u32]>, BefError> {
-            let n = cursor.count(&format!("{what} count"))?;
-            (0..n)
-                .map(|_| {
-                    let at = cursor.offset();
-                    let t = cursor.vbr_u32(what)?;
-                    if t as usize >= num_types {
-                        return Err(BefError::malformed(at, format!("{what} type {t} of {num_types}")));
-                    }
-                    Ok(t)
-                })
-                .collect()
-        };
-        let arguments = types("argument")?;
-        let results = types("result")?;
-        functions.push(FunctionInfo { name, kind, arguments, results, body: None, native: None });
-    }
-    Ok((functions, offsets))
 }
 
 #[cfg(test)]

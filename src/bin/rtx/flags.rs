@@ -24,6 +24,26 @@ impl Flags {
         flags
     }
 
+    /// The same flags with LLVM's one-dash spelling (`-bef-to-mlir`) read as a flag too, as
+    /// TFRT's and MLIR's tools take it; `-` (stdin) and `-o FILE` stay positional.
+    pub fn llvm_style(&self) -> Flags {
+        let mut arguments = Vec::with_capacity(self.positional.len());
+        let mut positional = self.positional.iter();
+        while let Some(argument) = positional.next() {
+            if argument == "-o" {
+                arguments.push(argument.clone());
+                arguments.extend(positional.next().cloned());
+            } else if argument.len() > 1 && argument.starts_with('-') {
+                arguments.push(format!("-{argument}"));
+            } else {
+                arguments.push(argument.clone());
+            }
+        }
+        let mut flags = Flags::parse(arguments.into_iter());
+        flags.pairs.splice(0..0, self.pairs.iter().cloned());
+        flags
+    }
+
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.pairs.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
     }

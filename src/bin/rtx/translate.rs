@@ -1,35 +1,52 @@
-//! `rtx translate`: MLIR bytecode to and from MLIR's generic text form, and MLIR to BEF.
+//! `rtx translate`: MLIR bytecode to and from MLIR's generic text form, MLIR to BEF and BEF back
+//! to MLIR.
 
+use std::io::Read;
 use std::process::ExitCode;
 
 use crate::flags::Flags;
 
 /// `rtx translate --mlirbc-to-mlir IN [-o OUT] [--print-debuginfo]` and
 /// `rtx translate --mlir-to-mlirbc IN [-o OUT] [--bytecode-version=N]` and
-/// `rtx translate --mlir-to-bef IN [-o OUT] [--disable-optional-sections[=true|false]]`; IN is text
-/// or bytecode, `-` or no `-o` is stdout.
+/// `rtx translate --mlir-to-bef IN [-o OUT] [--disable-optional-sections[=true|false]]` and
+/// `rtx translate --bef-to-mlir IN [-o OUT] [--mlir-print-op-generic] [--mlir-print-debuginfo]`;
+/// IN `-` is stdin, `-` or no `-o` is stdout. Flags may have one dash or two.
 pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
+    let flags = &flags.llvm_style();
     flags.only(&[
         "mlirbc_to_mlir",
         "mlir_to_mlirbc",
         "mlir_to_bef",
+        "bef_to_mlir",
         "print_debuginfo",
         "bytecode_version",
         "disable_optional_sections",
+        "mlir_print_op_generic",
+        "mlir_print_debuginfo",
     ])?;
     let (input, output) = match flags.positional.as_slice() {
         [input] => (input, None),
         [input, o, output] | [o, output, input] if o == "-o" => (input, Some(output)),
         _ => return Err(format!("expected one input file and an optional `-o OUT`\n{}", crate::usage::TRANSLATE)),
     };
-    let bytes = std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?;
+    let (bytes, input) = if input == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("reading stdin: {e}"))?;
+        (bytes, "<stdin>")
+    } else {
+        (std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?, input.as_str())
+    };
     let failed = |e: rtx::mlir::Error| format!("`{input}`: {e}");
-    let modes = [flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc"), flags.has("mlir_to_bef")];
+    let modes =
+        [flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc"), flags.has("mlir_to_bef"), flags.has("bef_to_mlir")];
     if flags.has("disable_optional_sections") && !modes[2] {
         return Err("--disable-optional-sections applies to --mlir-to-bef".to_owned());
     }
+    if (flags.has("mlir_print_op_generic") || flags.has("mlir_print_debuginfo")) && !modes[3] {
+        return Err("--mlir-print-op-generic and --mlir-print-debuginfo apply to --bef-to-mlir".to_owned());
+    }
     let out = match modes {
-        [false, false, true] => {
+        [false, false, true, false] => {
             let disable_optional_sections = match flags.last("disable_optional_sections") {
                 None | Some("false") => false,
                 Some("" | "true") => true,
@@ -39,13 +56,24 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
             let options = rtx::bef::WriteOptions { disable_optional_sections };
             rtx::bef::mlir_to_bef(&module, &options).map_err(|e| format!("`{input}`: {e}"))?
         }
-        [true, false, false] => {
+        [false, false, false, true] => {
+            let disassembly = rtx::bef::bef_to_mlir(&bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
+            for warning in &disassembly.warnings {
+                eprintln!("{input}:0:0: warning: {warning}");
+            }
+            let options = rtx::mlir::AsmOptions {
+                generic: flags.has("mlir_print_op_generic"),
+                debuginfo: flags.has("mlir_print_debuginfo"),
+            };
+            rtx::mlir::print_asm(&disassembly.module, options).map_err(|e| format!("`{input}`: {e}"))?.into_bytes()
+        }
+        [true, false, false, false] => {
             if flags.has("bytecode_version") {
                 return Err("--bytecode-version applies to --mlir-to-mlirbc".to_owned());
             }
             rtx::mlir::mlirbc_to_mlir(&bytes, flags.has("print_debuginfo")).map_err(failed)?.into_bytes()
         }
-        [false, true, false] => {
+        [false, true, false, false] => {
             let version = match flags.last("bytecode_version") {
                 None => rtx::mlir::WriteOptions::default().version,
                 Some(text) => text.parse().map_err(|_| format!("bad --bytecode-version `{text}`"))?,
@@ -54,7 +82,7 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
         }
         _ => {
             return Err(format!(
-                "say what to translate: --mlirbc-to-mlir, --mlir-to-mlirbc or --mlir-to-bef\n{}",
+                "say what to translate: --mlirbc-to-mlir, --mlir-to-mlirbc, --mlir-to-bef or --bef-to-mlir\n{}",
                 crate::usage::TRANSLATE
             ))
         }

@@ -8,7 +8,7 @@ commands:
   bench      time repeated calls of a function, beside iree-benchmark-module when it is at hand
   check      run a module's test functions with the check module (like iree-check-module)
   dump       print a module's metadata and disassembly (like iree-dump-module)
-  translate  convert MLIR between bytecode and generic text
+  translate  convert MLIR between bytecode and generic text, and to and from BEF
   opt        parse MLIR and print it in custom op syntax (like tfrt_opt)
   bef-exec   run the functions of a BEF file (or TFRT MLIR) and print what they do (like bef_executor)
 
@@ -68,18 +68,24 @@ attributes, and the disassembly of its functions.
 pub const TRANSLATE: &str = "usage: rtx translate --mlirbc-to-mlir IN [-o OUT.mlir] [--print-debuginfo]
        rtx translate --mlir-to-mlirbc IN [-o OUT.mlirbc] [--bytecode-version=N]
        rtx translate --mlir-to-bef IN [-o OUT.bef] [--disable-optional-sections[=true|false]]
+       rtx translate --bef-to-mlir IN.bef [-o OUT.mlir] [--mlir-print-op-generic] [--mlir-print-debuginfo]
 
-Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form, or MLIR of TFRT
-kernels to a BEF file as TFRT's `tfrt_translate -mlir-to-bef` writes it. IN may be text or
-bytecode; without `-o`, or with `-o -`, the output goes to stdout.
+Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form, MLIR of TFRT kernels
+to a BEF file as TFRT's `tfrt_translate -mlir-to-bef` writes it, or a BEF file back to MLIR as
+`tfrt_translate -bef-to-mlir` rebuilds it. IN may be text or bytecode (for --bef-to-mlir, BEF);
+`-` reads stdin; without `-o`, or with `-o -`, the output goes to stdout. Flags may have one dash
+or two.
 
   --mlirbc-to-mlir                write generic text
   --mlir-to-mlirbc                write bytecode
   --mlir-to-bef                   write BEF
-  --print-debuginfo               keep locations in the text
+  --bef-to-mlir                   write MLIR text in TFRT's custom op syntax
+  --print-debuginfo               keep locations in the text (--mlirbc-to-mlir)
   --bytecode-version=N            the bytecode version to write (default 6)
   --disable-optional-sections     leave out BEF's attribute-types, attribute-names and
-                                  register-types sections (only BEF-to-MLIR reads them)";
+                                  register-types sections (only BEF-to-MLIR reads them)
+  --mlir-print-op-generic         print every op in the generic form (--bef-to-mlir)
+  --mlir-print-debuginfo          print locations (--bef-to-mlir)";
 
 pub const OPT: &str = "usage: rtx opt [IN] [-o OUT] [--mlir-print-op-generic] [--mlir-print-debuginfo]
 

@@ -113,6 +113,25 @@ impl ApInt {
     }
 }
 
+/// The storage of `dense<...>` elements given one after another in row-major order (`unit`
+/// bytes each; `i1`s one byte each, 0 or 1): a splat kept as one element and `i1`s packed
+/// LSB-first, a splat of them as one byte `00`/`FF` — what upstream stores.
+pub fn dense_storage(mut data: Vec<u8>, unit: usize, is_i1: bool) -> Vec<u8> {
+    if !data.is_empty() && data.chunks(unit).all(|c| c == &data[..unit]) {
+        data.truncate(unit);
+        if is_i1 {
+            data[0] = if data[0] != 0 { 0xFF } else { 0 };
+        }
+    } else if is_i1 {
+        let mut packed = vec![0u8; data.len().div_ceil(8)];
+        for (i, &b) in data.iter().enumerate() {
+            packed[i / 8] |= (b & 1) << (i % 8);
+        }
+        data = packed;
+    }
+    data
+}
+
 /// An affine expression (a tree; `Box`ed because affine maps are small and rare).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AffineExpr {

@@ -4,11 +4,13 @@
 //! consecutive [`ValueId`]s, and names, attributes and types are interned in the [`Context`].
 
 pub mod attribute;
+pub mod build;
 pub mod context;
 pub mod resources;
 pub mod types;
 
-pub use attribute::{AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef};
+pub use attribute::{dense_storage, AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef};
+pub use build::NewOp;
 pub use context::{AttrId, Context, Dialect, DialectId, OpName, OpNameId, Sym, TypeId};
 pub use resources::{ResourceEntry, ResourceGroup, ResourceValue, Resources};
 pub use types::{FloatKind, Signedness, Type, DYNAMIC};

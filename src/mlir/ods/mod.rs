@@ -7,7 +7,10 @@
 //! `EnumProp`, `BoolProp`, ... of upstream's `Properties.td`): each has its own bytecode encoding,
 //! and upstream shows it as the attribute its `convertToAttribute` makes (`noWrapFlags = 0 : i32`).
 
+mod inherent;
 mod schemas;
+
+pub(crate) use inherent::split_inherent;
 
 /// The properties layout of one ODS operation.
 #[derive(Debug)]

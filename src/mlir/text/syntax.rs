@@ -82,6 +82,30 @@ pub(crate) enum Form {
     Func,
 }
 
+/// The attributes through which an op names the functions it calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Callees {
+    /// Their names, in name order (the order a kernel receives the functions).
+    pub names: &'static [&'static str],
+    /// Whether the one attribute is an array of symbols (else each is one symbol).
+    pub array: bool,
+}
+
+impl Form {
+    /// How an op of this form names its callees (`None`: it names none).
+    pub(crate) fn callees(&self) -> Option<Callees> {
+        let (names, array): (&'static [&'static str], bool) = match self {
+            Form::Call | Form::ParallelCall => (&["callee"], false),
+            Form::Once => (&["function"], false),
+            Form::Cond => (&["a_true_fn", "b_false_fn"], false),
+            Form::While => (&["body_fn"], false),
+            Form::Case => (&["branches"], true),
+            _ => return None,
+        };
+        Some(Callees { names, array })
+    }
+}
+
 /// One op or family of ops with a custom form.
 #[derive(Debug)]
 pub(crate) struct OpSyntax {

@@ -3,8 +3,8 @@
 use super::{decode_hex, Parser, R};
 use crate::mlir::float::decimal_to_bits;
 use crate::mlir::ir::{
-    AffineExpr, AffineMap, ApInt, AttrId, Attribute, Blob, DialectId, FloatKind, IntegerSet, ResourceRef, ScalarKind,
-    Signedness, Sym, Type, TypeId,
+    dense_storage, AffineExpr, AffineMap, ApInt, AttrId, Attribute, Blob, DialectId, FloatKind, IntegerSet,
+    ResourceRef, ScalarKind, Signedness, Sym, Type, TypeId,
 };
 
 /// A `#name` or `!name`: an alias to look up, or a dialect attribute or type as text.
@@ -768,20 +768,7 @@ impl<'s> Parser<'s> {
                 }
             }
         }
-        // `data` holds one byte per i1 here; canonicalise splats as upstream does.
-        let unit = if is_i1 { 1 } else { elem_bytes };
-        if !data.is_empty() && data.chunks(unit).all(|c| c == &data[..unit]) {
-            data.truncate(unit);
-            if is_i1 {
-                data[0] = if data[0] != 0 { 0xFF } else { 0 };
-            }
-        } else if is_i1 {
-            let mut packed = vec![0u8; data.len().div_ceil(8)];
-            for (i, &b) in data.iter().enumerate() {
-                packed[i / 8] |= (b & 1) << (i % 8);
-            }
-            data = packed;
-        }
+        let data = dense_storage(data, if is_i1 { 1 } else { elem_bytes }, is_i1);
         Ok(self.intern_attr(Attribute::DenseElements { ty, data: Blob::from_vec(data) }))
     }
 

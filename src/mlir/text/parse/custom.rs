@@ -109,8 +109,9 @@ impl Parser<'_> {
                 p.operands = self.typed_operands(uses, &types, head.name_pos)?;
             }
             Form::Call | Form::Once => {
-                let key = if matches!(m.syntax.form, Form::Call) { "callee" } else { "function" };
-                p.attrs.push((key.into(), self.symbol()?));
+                for &key in callee_names(m) {
+                    p.attrs.push((key.into(), self.symbol()?));
+                }
                 let uses = self.paren_operands()?;
                 self.optional_attr_dict(&mut p.attrs)?;
                 let (inputs, results, pos) = self.colon_function_type()?;
@@ -123,13 +124,9 @@ impl Parser<'_> {
                     Form::Case => self.int_type(32),
                     _ => self.int_type(1),
                 };
-                match m.syntax.form {
-                    Form::Cond => {
-                        p.attrs.push(("a_true_fn".into(), self.symbol()?));
-                        p.attrs.push(("b_false_fn".into(), self.symbol()?));
-                    }
-                    Form::Case => p.attrs.push(("branches".into(), self.attr()?)),
-                    _ => p.attrs.push(("body_fn".into(), self.symbol()?)),
+                for &key in callee_names(m) {
+                    let value = if matches!(m.syntax.form, Form::Case) { self.attr()? } else { self.symbol()? };
+                    p.attrs.push((key.into(), value));
                 }
                 let uses = self.paren_operands()?;
                 self.optional_attr_dict(&mut p.attrs)?;
@@ -200,7 +197,9 @@ impl Parser<'_> {
                         Vec::new()
                     }
                 } else {
-                    p.attrs.push(("callee".into(), self.symbol()?));
+                    for &key in callee_names(m) {
+                        p.attrs.push((key.into(), self.symbol()?));
+                    }
                     self.paren_operands()?
                 };
                 let types = if self.peek() == Some(b':') { self.colon_type_list()? } else { Vec::new() };
@@ -574,6 +573,11 @@ impl Parser<'_> {
 }
 
 /// Entry block arguments named and typed like `operands` (a custom op's region shadows them).
+/// The attributes naming the callees of an op of `m`'s form.
+fn callee_names(m: &Matched) -> &'static [&'static str] {
+    m.syntax.form.callees().map_or(&[], |callees| callees.names)
+}
+
 fn entry_args(operands: &[Operand]) -> Vec<EntryArg> {
     operands.iter().map(|o| EntryArg { value: o.clone(), loc: None }).collect()
 }

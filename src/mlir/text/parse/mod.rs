@@ -24,8 +24,8 @@ mod types;
 use std::collections::HashMap;
 
 use crate::mlir::ir::{
-    AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpName, OpNameId, Operation, Properties, Region,
-    RegionId, ResourceEntry, ResourceGroup, ResourceValue, Span, TypeId, Value, ValueDef, ValueId,
+    AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
+    ResourceEntry, ResourceGroup, ResourceValue, Span, TypeId, Value, ValueDef, ValueId,
 };
 use crate::mlir::text::print::{print_entity, Entity, ResolvedCustom};
 
@@ -76,13 +76,28 @@ pub fn parse_text_with(source: &str, options: &ParseOptions) -> Result<Module, P
 /// Parses one attribute written on its own (no aliases, no trailing text) into `context`, as
 /// upstream parses an attribute kept as text in bytecode. Equal attributes are interned once.
 pub(crate) fn parse_attribute_in(context: &mut Context, text: &str) -> Result<AttrId, ParseError> {
+    parse_entity_in(context, text, "attribute", |p| p.attr())
+}
+
+/// Parses one type written on its own (no aliases, no trailing text) into `context`, as upstream's
+/// `parseType` does (a BEF file names its types this way).
+pub(crate) fn parse_type_in(context: &mut Context, text: &str) -> Result<TypeId, ParseError> {
+    parse_entity_in(context, text, "type", |p| p.ty())
+}
+
+fn parse_entity_in<T>(
+    context: &mut Context,
+    text: &str,
+    what: &str,
+    parse: impl FnOnce(&mut Parser<'_>) -> R<T>,
+) -> Result<T, ParseError> {
     let mut parser = Parser::new(text.as_bytes(), &ParseOptions::default());
     parser.module.context = std::mem::take(context);
-    let result = parser.attr().and_then(|attr| match parser.peek() {
-        None => Ok(attr),
+    let result = parse(&mut parser).and_then(|entity| match parser.peek() {
+        None => Ok(entity),
         Some(_) => {
             let found = parser.describe_next();
-            parser.err(format!("expected the end of the attribute, found {found}"))
+            parser.err(format!("expected the end of the {what}, found {found}"))
         }
     });
     *context = std::mem::take(&mut parser.module.context);
@@ -575,18 +590,7 @@ impl<'s> Parser<'s> {
         if let Some(&id) = self.op_names.get(full) {
             return id;
         }
-        let ctx = &mut self.module.context;
-        let (dialect_name, short) = match full.iter().position(|&b| b == b'.') {
-            Some(i) => (&full[..i], &full[i + 1..]),
-            None => (full, &full[full.len()..]),
-        };
-        let dialect = ctx.intern_dialect(&String::from_utf8_lossy(dialect_name));
-        let short = ctx.intern_str(short);
-        let full_sym = ctx.intern_str(full);
-        // Ops of dialects upstream registers count as registered even without a schema: then
-        // the writer keeps their properties out of a dictionary blob upstream would misread.
-        let registered = crate::mlir::ods::op_schema(full).is_some() || crate::mlir::ods::is_upstream_dialect_op(full);
-        let id = ctx.push_op_name(OpName { dialect, short, full: full_sym, registered });
+        let id = self.module.context.intern_op_name(full);
         self.op_names.insert(full.to_vec(), id);
         id
     }
@@ -819,37 +823,12 @@ impl<'s> Parser<'s> {
         attrs: Option<AttrId>,
         properties: Properties,
     ) -> (Option<AttrId>, Properties) {
-        let ctx = &mut self.module.context;
-        let attrs = attrs.filter(|&a| !matches!(ctx.attr(a), Attribute::Dictionary(e) if e.is_empty()));
-        let schema = crate::mlir::ods::op_schema(ctx.str_bytes(ctx.op_name(name).full));
-        let Some(schema) = schema.filter(|_| !self.verbatim_properties) else { return (attrs, properties) };
-        let has_properties = !schema.attrs.is_empty()
-            || !schema.props.is_empty()
-            || schema.operand_segments > 0
-            || schema.result_segments > 0;
-        if !has_properties || !matches!(properties, Properties::None) {
+        if self.verbatim_properties || !matches!(properties, Properties::None) {
+            let ctx = &self.module.context;
+            let attrs = attrs.filter(|&a| !matches!(ctx.attr(a), Attribute::Dictionary(e) if e.is_empty()));
             return (attrs, properties);
         }
-        let Some(dict) = attrs else {
-            let props = with_default_props(ctx, schema, Vec::new());
-            return (attrs, Properties::Dict(ctx.intern_attr(Attribute::Dictionary(props.into()))));
-        };
-        let Attribute::Dictionary(entries) = ctx.attr(dict).clone() else { return (attrs, properties) };
-        let inherent = |key: &[u8]| {
-            schema.attrs.iter().any(|(n, _)| n.as_bytes() == key)
-                || schema.props.iter().any(|(n, _)| n.as_bytes() == key)
-                || (schema.operand_segments > 0 && key == b"operandSegmentSizes")
-                || (schema.result_segments > 0 && key == b"resultSegmentSizes")
-        };
-        let (props, rest): (Vec<_>, Vec<_>) = entries.iter().partition(|&&(k, _)| match ctx.attr(k) {
-            Attribute::String { value, .. } => inherent(ctx.str_bytes(*value)),
-            _ => false,
-        });
-
-        let props = with_default_props(ctx, schema, props);
-        let props = ctx.intern_attr(Attribute::Dictionary(props.into()));
-        let rest = (!rest.is_empty()).then(|| ctx.intern_attr(Attribute::Dictionary(rest.into())));
-        (rest, Properties::Dict(props))
+        crate::mlir::ods::split_inherent(&mut self.module.context, name, attrs)
     }
 
     /// `loc(...)` after an op or block argument, if present.
@@ -1492,42 +1471,4 @@ pub(crate) fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
             Some((hi * 16 + lo) as u8)
         })
         .collect()
-}
-
-/// `props` (a registered op's properties, sorted by name) with each non-attribute property it
-/// lacks set to its storage default, as upstream builds them.
-fn with_default_props(
-    ctx: &mut crate::mlir::ir::Context,
-    schema: &crate::mlir::ods::OpSchema,
-    mut props: Vec<(AttrId, AttrId)>,
-) -> Vec<(AttrId, AttrId)> {
-    let name_of = |ctx: &crate::mlir::ir::Context, key: AttrId| match ctx.attr(key) {
-        Attribute::String { value, .. } => ctx.str_bytes(*value).to_vec(),
-        _ => Vec::new(),
-    };
-    let mut added = false;
-    for &(name, kind) in schema.props {
-        if props.iter().any(|&(k, _)| name_of(ctx, k) == name.as_bytes()) {
-            continue;
-        }
-        let value = match kind.default_width() {
-            Some(width) => {
-                let signedness = crate::mlir::ir::Signedness::Signless;
-                let ty = ctx.intern_type(crate::mlir::ir::Type::Integer { width, signedness });
-                ctx.intern_attr(Attribute::Integer { ty, value: crate::mlir::ir::ApInt::from_u64(width, 0) })
-            }
-            None => {
-                let empty = ctx.intern_str(b"");
-                ctx.intern_attr(Attribute::String { value: empty, ty: None })
-            }
-        };
-        let value_sym = ctx.intern_str(name.as_bytes());
-        let key = ctx.intern_attr(Attribute::String { value: value_sym, ty: None });
-        props.push((key, value));
-        added = true;
-    }
-    if added {
-        props.sort_by_key(|&(k, _)| name_of(ctx, k));
-    }
-    props
 }

@@ -299,12 +299,8 @@ impl Printer<'_> {
                 self.functional_type(operands, &results, false);
             }
             Form::Once | Form::Cond | Form::Case | Form::While => {
-                let (symbols, rest): (&[&str], &[ValueId]) = match m.syntax.form {
-                    Form::Once => (&["function"], operands),
-                    Form::Cond => (&["a_true_fn", "b_false_fn"], &operands[1..]),
-                    Form::Case => (&["branches"], &operands[1..]),
-                    _ => (&["body_fn"], &operands[1..]),
-                };
+                let symbols = m.syntax.form.callees().map_or(&[][..], |callees| callees.names);
+                let rest = if matches!(m.syntax.form, Form::Once) { operands } else { &operands[1..] };
                 if !matches!(m.syntax.form, Form::Once) {
                     self.out.push(' ');
                     self.asm_value(operands[0]);

