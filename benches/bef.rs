@@ -2,12 +2,14 @@
 //! (`support::row`):
 //!
 //! - `serial_100`: one call of a function of 100 dependent `tfrt.add.i32` (each adds the
-//!   argument to the previous sum), on the `s` queue, divided by 100. Anchor: the same 100
-//!   additions, each making an available AsyncValue from the previous one (the value model's
-//!   floor: what every kernel result costs anyway).
-//! - `parallel_100`: 100 independent `tfrt.add.i32` of the argument and one `tfrt.merge.chains`
-//!   of their results, divided by 101. Anchor: 100 available values made from the argument,
-//!   then one more.
+//!   argument to the previous sum), on the `s` queue, divided by 100. Anchor: IREE's VM running
+//!   the same 100 additions (`tests/fixtures/vm/add_chain.vmfb`) through `iree-benchmark-module
+//!   --device=local-sync`, found as `rtx bench` finds it (`RTX_IREE_TOOLS` or `PATH`); without
+//!   the tool, rtx's own VM on the same module.
+//! - `parallel_100/s`, `parallel_100/mstd`: 100 independent `tfrt.add.i32` of the argument and
+//!   one `tfrt.merge.chains` of their results, divided by 101, on each queue. Anchor: 100
+//!   available values made from the argument, then one more (what every kernel result costs
+//!   anyway).
 //!
 //! `cargo bench --bench bef [-- FILTER]`
 
@@ -20,10 +22,13 @@ use rtx::bef::executor::Function;
 use rtx::bef::reader::BefFile;
 use rtx::host::{AsyncValueRef, Chain, HostContext, RcAsyncValue};
 use rtx::kernel::{ExecutionContext, KernelRegistry};
+use rtx::vm::iree_benchmark;
 use support::{per_call, row};
 
 const KERNELS: usize = 100;
 const CALLS: u64 = 2_000;
+/// Seconds of each `iree-benchmark-module` round (one process per round).
+const IREE_ROUND_SECONDS: f64 = 0.1;
 
 fn program() -> String {
     let mut text = String::from("func.func @serial(%x: i32) -> i32 {\n  %s0 = tfrt.add.i32 %x, %x\n");
@@ -44,41 +49,66 @@ fn program() -> String {
     text
 }
 
+/// ns per add of the anchor module's 100-add chain: `iree-benchmark-module` when at hand,
+/// otherwise rtx's VM; and the anchor's name.
+fn add_chain_anchor() -> (Box<dyn FnMut() -> f64>, &'static str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm/add_chain.vmfb");
+    if let Some(tool) = iree_benchmark::find_iree_benchmark_module() {
+        let arguments: Vec<String> = ["--device=local-sync", "--function=add_chain", "--input=1", "--input=2"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([format!("--module={}", path.display())])
+            .collect();
+        let anchor = move || {
+            iree_benchmark::time_per_call(&tool, &arguments, IREE_ROUND_SECONDS).expect("iree-benchmark-module runs")
+                / KERNELS as f64
+        };
+        return (Box::new(anchor), "IREE VM, add_chain.vmfb");
+    }
+    let module = rtx::vm::Module::load_file(&path).expect("add_chain.vmfb loads");
+    let context = rtx::vm::context::Context::new();
+    context.add_module(Arc::new(module)).expect("add_chain.vmfb links");
+    let function = context.lookup("add_chain").expect("add_chain is exported");
+    let anchor = move || {
+        per_call(CALLS, &mut || {
+            let arguments = vec![rtx::vm::value::Value::I32(1), rtx::vm::value::Value::I32(2)];
+            black_box(context.invoke(&function, arguments).expect("add_chain runs"));
+        }) / KERNELS as f64
+    };
+    (Box::new(anchor), "rtx VM, add_chain.vmfb (no IREE)")
+}
+
 fn main() {
     let wanted = support::filter();
     let module = rtx::mlir::read_any(program().as_bytes(), Some("bench.mlir")).expect("the bench program parses");
     let bytes =
         rtx::bef::mlir_to_bef(&module, &rtx::bef::WriteOptions::default()).expect("the bench program translates");
     let file = BefFile::from_bytes(&bytes, &KernelRegistry::with_core_kernels()).expect("the bench program opens");
-    let host = Arc::new(HostContext::with_work_queue_spec("s").unwrap());
-    let context = ExecutionContext::new(Arc::clone(&host));
     let argument = AsyncValueRef::available(1i32).into_untyped();
-    let call = |name: &str, kernels: usize| {
+    let call = |name: &str, kernels: usize, queue: &str| {
         let function = Function::lookup(&file, name).unwrap();
-        let (context, host, argument) = (&context, &host, &argument);
+        let host = Arc::new(HostContext::with_work_queue_spec(queue).unwrap());
+        let context = ExecutionContext::new(Arc::clone(&host));
+        let argument = &argument;
         move || {
             per_call(CALLS, &mut || {
-                let results = function.execute(context, std::slice::from_ref(argument));
+                let results = function.execute(&context, std::slice::from_ref(argument));
                 host.await_values(&results).unwrap();
                 black_box(results);
             }) / kernels as f64
         }
     };
     if wanted("serial_100") {
-        let mut subject = call("serial", KERNELS);
-        let mut anchor = || {
-            per_call(CALLS, &mut || {
-                let mut sum = AsyncValueRef::available(2i32);
-                for _ in 1..KERNELS {
-                    sum = AsyncValueRef::available(black_box(*sum.get() + 1));
-                }
-                black_box(sum);
-            }) / KERNELS as f64
-        };
-        row("serial_100 (ns per kernel)", "an AsyncValue per add", &mut anchor, &mut subject);
+        let mut subject = call("serial", KERNELS, "s");
+        let (mut anchor, anchor_name) = add_chain_anchor();
+        row("serial_100 (ns per kernel)", anchor_name, &mut anchor, &mut subject);
     }
-    if wanted("parallel_100") {
-        let mut subject = call("parallel", KERNELS + 1);
+    for queue in ["s", "mstd"] {
+        let name = format!("parallel_100/{queue} (ns per kernel)");
+        if !wanted(&name) {
+            continue;
+        }
+        let mut subject = call("parallel", KERNELS + 1, queue);
         let mut anchor = || {
             per_call(CALLS, &mut || {
                 let values: Vec<RcAsyncValue> =
@@ -86,6 +116,6 @@ fn main() {
                 black_box((values, Chain::ready()));
             }) / (KERNELS + 1) as f64
         };
-        row("parallel_100 (ns per kernel)", "an AsyncValue per add", &mut anchor, &mut subject);
+        row(&name, "an AsyncValue per add", &mut anchor, &mut subject);
     }
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod flatbuffer;
 pub mod function_io;
 pub mod interpreter;
+pub mod iree_benchmark;
 #[cfg(rtx_jit)]
 pub mod jit;
 pub mod list;

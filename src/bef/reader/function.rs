@@ -23,6 +23,8 @@ pub(crate) struct KernelEntry {
     pub num_operands: u32,
     /// Kernels of one stream run one after another on one thread.
     pub stream: u32,
+    /// Words the record takes (set once verified), so the executor reads it without re-parsing.
+    pub words: u32,
 }
 
 /// A verified function body.
@@ -80,6 +82,7 @@ impl FunctionBody {
                     offset: cursor.vbr_u32("kernel offset")?,
                     num_operands: cursor.vbr_u32("kernel operand count")?,
                     stream: cursor.vbr_u32("kernel stream id")?,
+                    words: 0,
                 })
             })
             .collect::<Result<Box<[KernelEntry]>, BefError>>()?;
@@ -91,7 +94,7 @@ impl FunctionBody {
             return Err(cursor.error("the kernel list starts past the end of the section"));
         }
         let (returned, returned_by) = group_results(&results, num_registers, results_offset)?;
-        let body = FunctionBody {
+        let mut body = FunctionBody {
             location,
             register_uses,
             kernels,
@@ -102,8 +105,11 @@ impl FunctionBody {
             retire: Box::new([]),
         };
         let records = body.verify(&section[list_pos..], limits)?;
-        let retire = if limits.sync { body.retirements(&records) } else { Box::new([]) };
-        Ok(FunctionBody { retire, ..body })
+        body.retire = if limits.sync { body.retirements(&records) } else { Box::new([]) };
+        for (entry, record) in body.kernels.iter_mut().zip(&records) {
+            entry.words = record.len_words() as u32;
+        }
+        Ok(body)
     }
 
     pub(crate) fn num_registers(&self) -> usize {
@@ -113,8 +119,9 @@ impl FunctionBody {
     /// The record of kernel `k` in `list` (the bytes from `list_start` on).
     #[inline]
     pub(crate) fn record<'a>(&self, list: &'a [u8], k: usize) -> KernelRecord<'a> {
-        let words = Words::new(&list[self.kernels[k].offset as usize..]);
-        KernelRecord::parse(words).expect("kernel records are verified when the file is opened")
+        let entry = self.kernels[k];
+        let start = entry.offset as usize;
+        KernelRecord::verified(Words::new(&list[start..start + entry.words as usize * 4]))
     }
 
     /// Checks every record and the dataflow graph they describe: indices in range, each

@@ -3,6 +3,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use rtx::vm::iree_benchmark;
+
 use crate::flags::Flags;
 use crate::prepare;
 
@@ -50,7 +52,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
             samples.push(start.elapsed().as_nanos() as f64 / batch as f64);
         }
     };
-    let iree = if flags.has("no_iree") { None } else { iree_benchmark_module() };
+    let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     match &iree {
@@ -81,52 +83,14 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `iree-benchmark-module` from `RTX_IREE_TOOLS` or `PATH`, if there is one.
-fn iree_benchmark_module() -> Option<std::path::PathBuf> {
-    let name = "iree-benchmark-module";
-    let mut directories: Vec<std::path::PathBuf> =
-        std::env::var_os("RTX_IREE_TOOLS").map(std::path::PathBuf::from).into_iter().collect();
-    directories
-        .extend(std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default());
-    directories.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
 /// One `iree-benchmark-module` run of the same call; its median real time per call in ns.
 fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, seconds: f64) -> Result<f64, String> {
-    let mut command = std::process::Command::new(tool);
-    command.arg(format!("--device={}", flags.last("device").unwrap_or("local-sync")));
+    let mut arguments = vec![format!("--device={}", flags.last("device").unwrap_or("local-sync"))];
     if let Some(count) = flags.last("task_topology_group_count") {
-        command.arg(format!("--task_topology_group_count={count}"));
+        arguments.push(format!("--task_topology_group_count={count}"));
     }
-    for module in flags.all("module") {
-        command.arg(format!("--module={module}"));
-    }
-    command.arg(format!("--function={}", flags.last("function").unwrap_or_default()));
-    for input in flags.all("input") {
-        command.arg(format!("--input={input}"));
-    }
-    command.arg(format!("--benchmark_min_time={seconds}s")).arg("--benchmark_format=json");
-    let output = command.output().map_err(|e| format!("running {}: {e}", tool.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let field = |name: &str| -> Option<&str> {
-        let start = text.find(&format!("\"{name}\": "))? + name.len() + 4;
-        let rest = &text[start..];
-        Some(rest[..rest.find([',', '\n'])?].trim().trim_matches('"'))
-    };
-    let (Some(time), Some(unit)) = (field("real_time"), field("time_unit")) else {
-        return Err(format!(
-            "iree-benchmark-module gave no timing (exit {:?}): {}",
-            output.status.code(),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    };
-    let time: f64 = time.parse().map_err(|_| format!("iree-benchmark-module real_time `{time}`"))?;
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        other => return Err(format!("iree-benchmark-module time unit `{other}`")),
-    };
-    Ok(time * scale)
+    arguments.extend(flags.all("module").into_iter().map(|module| format!("--module={module}")));
+    arguments.push(format!("--function={}", flags.last("function").unwrap_or_default()));
+    arguments.extend(flags.all("input").into_iter().map(|input| format!("--input={input}")));
+    iree_benchmark::time_per_call(tool, &arguments, seconds).map_err(|e| e.to_string())
 }

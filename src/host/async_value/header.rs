@@ -23,6 +23,7 @@ use std::cell::UnsafeCell;
 use std::mem::{offset_of, ManuallyDrop};
 use std::ptr::{self, NonNull};
 
+use super::free_list;
 use super::waiters::{self, NodeHead};
 use crate::host::diagnostic::Diagnostic;
 
@@ -346,8 +347,13 @@ impl AvPtr {
 /// uninitialised for the caller.
 pub(crate) fn allocate<T: 'static>(kind: Kind, state: State) -> AvPtr {
     let layout = Layout::new::<AvBox<T>>();
-    // SAFETY: the layout has a non-zero size (the header alone is 24 bytes).
-    let raw = unsafe { alloc::alloc(layout) }.cast::<AvBox<T>>();
+    let raw = if is_small(layout) {
+        free_list::acquire()
+    } else {
+        // SAFETY: the layout has a non-zero size (the header alone is 24 bytes).
+        unsafe { alloc::alloc(layout) }
+    }
+    .cast::<AvBox<T>>();
     let Some(raw) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
     #[cfg(debug_assertions)]
     live::LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -389,9 +395,21 @@ unsafe fn destroy(this: AvPtr) {
         }
         #[cfg(debug_assertions)]
         live::LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        alloc::dealloc(this.0.as_ptr().cast(), info.box_layout);
+        if is_small(info.box_layout) {
+            free_list::release(this.0.as_ptr().cast());
+        } else {
+            alloc::dealloc(this.0.as_ptr().cast(), info.box_layout);
+        }
     }
 }
+
+/// Whether values of this layout come from the per-thread cache (see [`free_list`]).
+#[inline]
+const fn is_small(layout: Layout) -> bool {
+    layout.size() == free_list::BLOCK.size() && layout.align() == free_list::BLOCK.align()
+}
+
+const _: () = assert!(is_small(Layout::new::<AvBox<Slot>>()), "scalars share the cached block size");
 
 /// Debug builds count live values so tests can prove that everything created was freed
 /// (TFRT's leak check does the same).

@@ -9,7 +9,8 @@
 //! `Arc<i32>`, and unavailable → `and_then` → set → waiter ran 0.65–0.71× a mutex-based promise.
 //! - header: 24 bytes (refcount, kind, type-info pointer, state word); a payload of at most eight
 //!   bytes (i32, f64, `Chain`, a handle) makes a 32-byte value; larger payloads follow inline.
-//! - creating an available value: one allocation, no atomic read-modify-write;
+//! - creating an available value: one allocation (for payloads of at most eight bytes, a block
+//!   from a per-thread cache, see `free_list`), no atomic read-modify-write;
 //! - clone/drop: one relaxed add / one acquire load (last owner) or one release subtract;
 //! - `and_then` on an unavailable value: one allocation (node with the closure inline) + one CAS;
 //! - setting: one CAS to claim the payload, one swap to publish and detach the waiters.
@@ -19,6 +20,7 @@
 //! direct reads, whose type the constructor fixed).
 
 mod atomics;
+mod free_list;
 mod header;
 mod indirect;
 mod typed;
