@@ -1,4 +1,5 @@
 use super::*;
+use crate::bef::format::SectionId;
 use crate::bef::test_file::{assemble, function, kernel, TestAttribute};
 
 /// The file of `func @main() -> i32 { %x = tfrt.constant.i32 42; tfrt.return %x }`, written out
