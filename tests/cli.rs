@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-const COMMANDS: [&str; 5] = ["run", "bench", "check", "dump", "translate"];
+const COMMANDS: [&str; 6] = ["run", "bench", "check", "dump", "translate", "opt"];
 
 fn rtx(arguments: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtx")).args(arguments).output().expect("rtx runs")

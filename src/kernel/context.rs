@@ -74,6 +74,12 @@ impl ExecutionContext {
         (self.inner.output)(text);
     }
 
+    /// Where printed text goes, for values that print after the kernel that made them returns
+    /// (when they are destroyed, say).
+    pub fn output_handler(&self) -> OutputHandler {
+        std::sync::Arc::clone(&self.inner.output)
+    }
+
     /// Cancels the request: kernels that have not started are skipped and produce the
     /// `Cancelled` error. Cancelling the host context cancels every request on it.
     pub fn cancel(&self) {

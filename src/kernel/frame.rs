@@ -65,6 +65,13 @@ impl<'a> KernelSite<'a> {
         self.file.debug_name(self.record.location())
     }
 
+    /// What identifies the kernel's location entry: its file and the entry's offset. Kernels
+    /// share a key only when the file gave them the same entry (every unknown location gets an
+    /// entry of its own).
+    pub fn location_key(&self) -> (usize, u32) {
+        (Arc::as_ptr(self.file) as usize, self.record.location())
+    }
+
     /// The kernel's registered name.
     pub fn kernel_name(&self) -> &'a str {
         self.file.kernel_name(self.record.code())
@@ -192,9 +199,15 @@ pub struct ErrorReporter {
 impl ErrorReporter {
     /// Emits `error` with the kernel's location and returns it as an error value.
     pub fn report(&self, error: impl Into<KernelError>) -> RcAsyncValue {
+        RcAsyncValue::error(self.report_diagnostic(error))
+    }
+
+    /// Emits `error` with the kernel's location and returns the located diagnostic (to set as
+    /// the error of a result allocated earlier).
+    pub fn report_diagnostic(&self, error: impl Into<KernelError>) -> Diagnostic {
         let diagnostic = self.locate(error.into().0);
         self.context.emit_error(&diagnostic);
-        RcAsyncValue::error(diagnostic)
+        diagnostic
     }
 
     fn locate(&self, diagnostic: Diagnostic) -> Diagnostic {

@@ -9,7 +9,9 @@
 //!   for kernels of sync functions, over plain [`Value`]s.
 //! - A kernel returns `Err(KernelError)` to fail: the executor reports the error once, at the
 //!   kernel's location, and makes it the value of the results the kernel did not set.
-//! - [`library`] holds TFRT's core kernels, one module per family.
+//! - [`library`] holds TFRT's kernels, one module per family: the core ones, the test kernels
+//!   and the tensor kernels.
+//! - [`tensor`] holds the host tensor and shape types the tensor kernels pass around.
 //!
 //! A kernel that adds one to an `i32`:
 //!
@@ -28,6 +30,7 @@ pub mod error;
 pub mod frame;
 pub mod library;
 pub mod registry;
+pub mod tensor;
 pub mod value;
 
 pub use context::{cancelled_error, format_runtime_error, DiagnosticHandler, ExecutionContext, OutputHandler};

@@ -46,6 +46,15 @@ impl KernelRegistry {
         registry
     }
 
+    /// A registry with every kernel rtx has: the core kernels, TFRT's test kernels and native
+    /// functions (`tfrt_test.*`, `vt.*`, `tfrt_tutorial.*`) and the tensor kernels — what TFRT's
+    /// `bef_executor` links in.
+    pub fn with_all_kernels() -> KernelRegistry {
+        let mut registry = KernelRegistry::new();
+        super::library::register_all_kernels(&mut registry);
+        registry
+    }
+
     /// Registers (or replaces) the async kernel `name`.
     pub fn add_kernel<F>(&mut self, name: &str, kernel: F)
     where

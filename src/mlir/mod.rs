@@ -1,5 +1,6 @@
 //! MLIR without LLVM: a small dialect-agnostic IR ([`ir`]), the bytecode reader for versions 0–6
-//! and writer ([`bytecode`]) and the generic text printer and parser ([`text`]).
+//! and writer ([`bytecode`]) and the text printers and parser ([`text`]: the generic form, and
+//! the custom op syntax of `builtin`, `func` and TFRT's dialects).
 //!
 //! ```no_run
 //! let bytes = std::fs::read("model.mlirbc").unwrap();
@@ -40,7 +41,7 @@ pub enum Error {
 /// The magic number that starts every MLIR bytecode file.
 const BYTECODE_MAGIC: &[u8] = b"ML\xEFR";
 
-/// Reads MLIR in either form: bytecode (recognised by its magic number) or generic text, whose
+/// Reads MLIR in either form: bytecode (recognised by its magic number) or text, whose
 /// operations without a location get `file_name:line:col` as upstream gives them.
 pub fn read_any(input: &[u8], file_name: Option<&str>) -> Result<Module, Error> {
     if input.starts_with(BYTECODE_MAGIC) {

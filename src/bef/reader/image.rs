@@ -153,7 +153,7 @@ impl BefImage {
 
     /// The name of the name location at `offset`, if it is one (TFRT's debug info).
     pub fn debug_name(&self, offset: u32) -> Option<String> {
-        self.location_entry(offset).ok().flatten().and_then(|entry| entry.debug_name().map(str::to_owned))
+        self.location_entry(offset).ok().flatten().and_then(|entry| entry.debug_name())
     }
 
     /// The name of kernel `code` (`"?"` for a code outside the table, which verified records

@@ -58,9 +58,9 @@ impl LocationEntry {
         }
     }
 
-    /// The name of a name location (directly, the first in a fusion, or a call site's callee):
+    /// The name of a name location (directly, the names of a fusion joined, or a call site's callee):
     /// what TFRT calls a kernel's debug info.
-    pub fn debug_name(&self) -> Option<&str> {
+    pub fn debug_name(&self) -> Option<String> {
         fn name(entry: &LocationEntry) -> Option<&str> {
             match entry {
                 LocationEntry::Name { name, .. } => Some(name),
@@ -68,9 +68,11 @@ impl LocationEntry {
             }
         }
         match self {
-            LocationEntry::Fused(children) => children.iter().find_map(name),
-            LocationEntry::CallSite { callee, .. } => name(callee),
-            other => name(other),
+            // TFRT joins the names of a fused location's direct children (`fused["foo", "bar"]`
+            // is `foobar`); a fusion without names still has a debug name, the empty one.
+            LocationEntry::Fused(children) => Some(children.iter().filter_map(name).collect()),
+            LocationEntry::CallSite { callee, .. } => name(callee).map(str::to_owned),
+            other => name(other).map(str::to_owned),
         }
     }
 
@@ -165,7 +167,7 @@ mod tests {
         assert_eq!(at(7), BefLocation::Opaque("t.mlir;2;8(op)".into()));
         assert_eq!(at(13), BefLocation::Opaque("op<-t.mlir;3;4".into()));
         assert_eq!(at(21), BefLocation::Opaque("t.mlir;2;8,op".into()));
-        assert_eq!(entry(21).debug_name(), Some("op"));
+        assert_eq!(entry(21).debug_name().as_deref(), Some("op"));
         assert_eq!(
             entry(13),
             LocationEntry::CallSite {

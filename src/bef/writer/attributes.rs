@@ -9,7 +9,7 @@
 
 use super::emitter::Emitter;
 use crate::bef::format::{AttributeType, DType};
-use crate::mlir::ir::{dense_i1_element, AttrId, Attribute, Context, FloatKind, Signedness, Type, TypeId};
+use crate::mlir::ir::{AttrId, Attribute, Context, FloatKind, Signedness, Type, TypeId};
 
 /// TFRT's element type of an MLIR type (`ConvertMlirTypeToDType`); `None` for types it has none
 /// for. `corert`'s string, resource, variant and quantized types are known by their text.
@@ -290,8 +290,10 @@ impl<'c> AttributeWriter<'c> {
             self.out.aligned(&dim.to_le_bytes());
         }
         if elem == DType::I1 {
+            let splat = data.len() == 1 && matches!(data[0], 0 | 0xFF);
             for i in 0..count {
-                self.out.byte(dense_i1_element(data, i));
+                let bit = if splat { data[0] & 1 } else { data.get(i / 8).map_or(0, |b| (b >> (i % 8)) & 1) };
+                self.out.byte(bit);
             }
         } else if data.len() == size {
             for _ in 0..count {

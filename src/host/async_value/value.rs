@@ -242,6 +242,12 @@ impl RcAsyncValue {
         }
     }
 
+    /// Whether this is the only reference to the value (TFRT's `IsUnique`: a kernel may then
+    /// reuse the payload in place).
+    pub fn is_unique(&self) -> bool {
+        self.ptr.header().refcount.load(Ordering::Acquire) == 1
+    }
+
     /// Whether both references name the same value.
     pub fn ptr_eq(&self, other: &RcAsyncValue) -> bool {
         self.ptr == other.ptr

@@ -10,6 +10,8 @@ pub mod control_flow;
 pub mod parallel;
 pub mod print;
 pub mod scalar;
+pub mod tensor;
+pub mod testing;
 
 use super::{KernelError, KernelFrame, KernelRegistry};
 
@@ -20,6 +22,13 @@ pub fn register_core_kernels(registry: &mut KernelRegistry) {
     chain::register(registry);
     control_flow::register(registry);
     parallel::register(registry);
+}
+
+/// Registers every kernel rtx knows: the core ones, TFRT's test kernels and the tensor kernels.
+pub fn register_all_kernels(registry: &mut KernelRegistry) {
+    register_core_kernels(registry);
+    testing::register_test_kernels(registry);
+    tensor::register_tensor_kernels(registry);
 }
 
 /// Registers `name` as a kernel of one argument of type `A`, whose result `op` computes.

@@ -132,15 +132,6 @@ pub fn dense_storage(mut data: Vec<u8>, unit: usize, is_i1: bool) -> Vec<u8> {
     data
 }
 
-/// Element `i` (0 or 1) of `i1` dense storage: the one byte `00`/`FF` of a splat (which reads
-/// the same as packed bits), else bit `i` of the packed bits.
-pub fn dense_i1_element(data: &[u8], i: usize) -> u8 {
-    if data.len() == 1 && matches!(data[0], 0 | 0xFF) {
-        return data[0] & 1;
-    }
-    data.get(i / 8).map_or(0, |byte| (byte >> (i % 8)) & 1)
-}
-
 /// An affine expression (a tree; `Box`ed because affine maps are small and rare).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AffineExpr {

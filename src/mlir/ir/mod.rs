@@ -9,9 +9,7 @@ pub mod context;
 pub mod resources;
 pub mod types;
 
-pub use attribute::{
-    dense_i1_element, dense_storage, AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef,
-};
+pub use attribute::{dense_storage, AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef};
 pub use build::NewOp;
 pub use context::{AttrId, Context, Dialect, DialectId, OpName, OpNameId, Sym, TypeId};
 pub use resources::{ResourceEntry, ResourceGroup, ResourceValue, Resources};

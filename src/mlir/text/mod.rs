@@ -1,4 +1,5 @@
-//! MLIR's textual form: the generic printer and parser.
+//! MLIR's textual form: the parser (generic and custom op syntax), the exact generic printer and
+//! the upstream-style printer, and the table of custom op forms ([`syntax`]).
 
 pub mod parse;
 pub mod print;

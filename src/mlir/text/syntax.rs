@@ -158,7 +158,6 @@ pub(crate) fn lookup(full: &str) -> Option<Matched> {
 fn dtype_type(dtype: &str) -> &'static str {
     match dtype {
         "bool" | "i1" => "i1",
-        "i8" => "i8",
         "i32" => "i32",
         "i64" => "i64",
         "ui8" => "ui8",

@@ -2,7 +2,7 @@
 //! form parsed into exactly the op its generic spelling gives (same operands, results, regions
 //! and attributes; the types the custom form leaves implicit come from the table).
 
-use super::{EntryArg, LocRef, OpHead, Operand, PBlock, PDef, POp, PRegion, Parser, R};
+use super::{EntryArg, LocRef, OpHead, Operand, PBlock, PDef, PRegion, Parser, R};
 use crate::mlir::ir::{AttrId, Attribute, Properties, Signedness, Type, TypeId};
 use crate::mlir::text::syntax::{self, Form, Matched, CHAIN};
 
@@ -24,13 +24,13 @@ impl Parser<'_> {
     pub(super) fn custom_op(&mut self, block: u32, head: OpHead) -> R<()> {
         let word = self.bare_ident().map(|w| String::from_utf8_lossy(w).into_owned()).unwrap_or_default();
         let default = self.default_dialects.last().copied().unwrap_or("");
-        let Some(matched) = syntax::resolve_bare_name(&word, default).and_then(|full| syntax::lookup(&full)) else {
+        let resolved = syntax::resolve_bare_name(&word, default).and_then(|full| Some((syntax::lookup(&full)?, full)));
+        let Some((matched, full)) = resolved else {
             return self.err_at(
                 head.name_pos,
                 format!("unknown custom operation '{word}' (an op rtx has no custom syntax for is written generic: \"{word}\"(...) : ...)"),
             );
         };
-        let full = syntax::resolve_bare_name(&word, default).unwrap_or(word);
         let name = self.op_name(full.as_bytes());
         let op = self.push_op(block, name);
         self.default_dialects.push(syntax::default_dialect(&full));
@@ -391,7 +391,7 @@ impl Parser<'_> {
         }
         let name = self.op_name(b"tfrt.return");
         let op = self.push_op(block, name);
-        self.ops[op as usize] = POp { loc: LocRef::Attr(loc), ..self.ops[op as usize].clone() };
+        self.ops[op as usize].loc = LocRef::Attr(loc);
         region
     }
 
@@ -579,11 +579,5 @@ fn callee_names(m: &Matched) -> &'static [&'static str] {
 }
 
 fn entry_args(operands: &[Operand]) -> Vec<EntryArg> {
-    operands
-        .iter()
-        .map(|o| EntryArg {
-            value: Operand { name: o.name.clone(), number: o.number, pos: o.pos, ty: o.ty },
-            loc: None,
-        })
-        .collect()
+    operands.iter().map(|o| EntryArg { value: o.clone(), loc: None }).collect()
 }

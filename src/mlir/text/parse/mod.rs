@@ -1,8 +1,9 @@
 //! The generic-form parser: the inverse of [`crate::mlir::text::print`], and a reader of what
 //! upstream MLIR prints with `--mlir-print-op-generic` (with or without `--mlir-print-debuginfo`).
 //!
-//! Operations must be in generic form (`"dialect.op"(%a) ...`); custom (pretty) op syntax is
-//! refused with a hint. Builtin attributes and types are parsed into their structured IR kinds;
+//! Operations are in generic form (`"dialect.op"(%a) ...`) or, for the ops of
+//! [`crate::mlir::text::syntax`], in their custom form (see `custom`); custom syntax of other ops
+//! is refused with a hint. Builtin attributes and types are parsed into their structured IR kinds;
 //! other dialects' attributes and types are kept as their exact balanced text, with `#alias` /
 //! `!alias` references inside them replaced by the aliased text. Location aliases may be used
 //! before they are defined (upstream prints them at the end of the file).
@@ -164,6 +165,7 @@ struct OpHead {
 }
 
 /// An operand use (`%name#number` at `pos`) with the type it is used at.
+#[derive(Clone)]
 struct Operand {
     name: Vec<u8>,
     number: u32,

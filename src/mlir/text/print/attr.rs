@@ -485,10 +485,13 @@ impl Printer<'_> {
         self.out.push_str("\"0x");
         match storage {
             Some(s) if s.is_i1() => {
-                // One byte 00/FF is a splat, printed as one element.
-                let n = if data.len() == 1 && matches!(data[0], 0 | 0xff) { 1 } else { n as usize };
-                let unpacked: Vec<u8> = (0..n).map(|i| crate::mlir::ir::dense_i1_element(data, i)).collect();
-                self.hex(&unpacked);
+                // One byte 00/FF is a splat (it means the same when read as packed bits).
+                if data.len() == 1 && matches!(data[0], 0 | 0xff) {
+                    self.hex(&[data[0] & 1]);
+                } else {
+                    let unpacked: Vec<u8> = (0..n as usize).map(|i| (data[i / 8] >> (i % 8)) & 1).collect();
+                    self.hex(&unpacked);
+                }
             }
             _ => self.hex(data),
         }
@@ -505,12 +508,15 @@ impl Printer<'_> {
             return;
         }
         let size = storage.element_bytes();
+        // A splat is stored as one element (for i1, as one byte 00/FF); i1 data is packed bits.
+        let stored_splat =
+            if storage.is_i1() { data.len() == 1 && matches!(data[0], 0 | 0xff) } else { data.len() == size };
         let element = |i: usize| -> Vec<u8> {
+            let i = if stored_splat { 0 } else { i };
             if storage.is_i1() {
-                vec![crate::mlir::ir::dense_i1_element(data, i)]
+                vec![(data.get(i / 8).copied().unwrap_or(0) >> (i % 8)) & 1]
             } else {
-                data.get(i * size..(i + 1) * size)
-                    .map_or_else(|| data.get(..size).unwrap_or(&[]).to_vec(), <[u8]>::to_vec)
+                data.get(i * size..(i + 1) * size).unwrap_or(&[]).to_vec()
             }
         };
         let first = element(0);
