@@ -102,3 +102,61 @@ fn bef_to_mlir_gives_back_a_module_that_translates_to_the_same_bytes() {
     eprintln!("{} files round-tripped, {} failures", files.len(), failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Where each section ends, and where the functions section (the last one a program needs)
+/// ends: read from the framing as the format defines it.
+fn section_ends(bef: &[u8]) -> (Vec<usize>, usize) {
+    let (mut ends, mut functions_end, mut pos) = (Vec::new(), 0, 3);
+    while pos < bef.len() {
+        let id = bef[pos];
+        pos += 1;
+        let word = rtx::bef::format::vbr::read(bef, &mut pos).unwrap();
+        if word & 1 != 0 {
+            let align = bef[pos] as usize;
+            pos = (pos + 1).next_multiple_of(align);
+        }
+        pos += (word >> 1) as usize;
+        ends.push(pos);
+        if id == rtx::bef::format::SectionId::Functions as u8 {
+            functions_end = pos;
+        }
+    }
+    (ends, functions_end)
+}
+
+/// Disassembles and prints `bytes`, which must not panic; whether it worked.
+fn disassemble(bytes: &[u8]) -> bool {
+    let image = rtx::bef::reader::BefImage::from_bytes(bytes);
+    let disassembly = bef_to_mlir(bytes, "hostile.bef");
+    assert!(image.is_ok() || disassembly.is_err(), "the disassembler took a file the reader refuses");
+    match disassembly {
+        Ok(disassembly) => print_asm(&disassembly.module, AsmOptions::default()).is_ok(),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn truncated_bef_is_an_error_unless_cut_after_a_whole_section_a_program_can_do_without() {
+    for (path, bef) in translated() {
+        let (ends, functions_end) = section_ends(&bef);
+        let stride = (bef.len() / 300).max(1);
+        for len in (0..bef.len()).step_by(stride).chain(ends.iter().copied().filter(|&end| end < bef.len())) {
+            let whole = ends.contains(&len) && len >= functions_end;
+            assert_eq!(disassemble(&bef[..len]), whole, "{} cut to {len} of {} bytes", path.display(), bef.len());
+        }
+    }
+}
+
+#[test]
+fn flipped_bytes_never_make_the_reader_or_the_disassembler_panic() {
+    for (_, bef) in translated() {
+        let stride = (bef.len() / 400).max(1);
+        for at in (0..bef.len()).step_by(stride) {
+            for flip in [0x01, 0x80, 0xFF] {
+                let mut corrupt = bef.clone();
+                corrupt[at] ^= flip;
+                disassemble(&corrupt);
+            }
+        }
+    }
+}

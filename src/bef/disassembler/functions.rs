@@ -37,8 +37,8 @@ pub(super) fn build(module: &mut Module, top: BlockId, tables: &Tables<'_>) -> R
     let image = tables.image;
     let mut anonymous: Vec<Option<BlockId>> = vec![None; image.num_functions()];
     let mut regions: Vec<(RegionId, usize, usize)> = Vec::new();
-    for index in 0..image.num_functions() {
-        let info = image.function_info(index).expect("indices below the count");
+    for (index, slot) in anonymous.iter_mut().enumerate() {
+        let info = image.function_info(index).expect("one slot per function");
         let func = match &info.body {
             None => {
                 if info.name.is_empty() {
@@ -51,7 +51,7 @@ pub(super) fn build(module: &mut Module, top: BlockId, tables: &Tables<'_>) -> R
                 let mut builder = BodyBuilder { module: &mut *module, tables, index, regions: &mut regions };
                 let (block, loc) = builder.body(info, body)?;
                 if info.name.is_empty() {
-                    anonymous[index] = Some(block);
+                    *slot = Some(block);
                     continue;
                 }
                 func_op(module, tables, info, Some(block), loc)

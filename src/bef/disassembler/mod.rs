@@ -89,3 +89,6 @@ pub fn bef_to_mlir(bytes: &[u8], source: &str) -> Result<Disassembly, Disassembl
     functions::build(&mut module, top_block, &tables)?;
     Ok(Disassembly { module, warnings })
 }
+
+#[cfg(test)]
+mod tests;

@@ -381,4 +381,42 @@ mod tests {
         assert_eq!(aggregate.get(0).unwrap().scalar::<i32>(), Ok(5));
         assert!(aggregate.get(1).is_err());
     }
+
+    #[test]
+    fn aggregate_elements_carry_their_kind_in_the_byte_before_them() {
+        let mut aggregate = vec![4, 0, 16, 0, 21, 0, 0, 0, 1, 0, 0, 0, 17, 0, 0, 0, DType::I32 as u8];
+        aggregate.extend(5i32.to_le_bytes());
+        let view = Attribute::new(&aggregate, 0).aggregate().unwrap();
+        assert_eq!(view.kind(0), Ok(AttributeType::Scalar(DType::I32)));
+        aggregate[16] = 0x7F;
+        let view = Attribute::new(&aggregate, 0).aggregate().unwrap();
+        assert!(matches!(view.kind(0), Err(AttributeError::Malformed { .. })));
+    }
+
+    #[test]
+    fn typed_arrays_read_by_element_type() {
+        let types = [2, 0, 0, 0, DType::F64 as u8, DType::String as u8];
+        assert_eq!(Attribute::new(&types, 0).dtype_array(), Ok(vec![DType::F64, DType::String]));
+        let mut i64s = vec![0xCC; 4];
+        i64s.extend([1, 0, 0, 0]);
+        i64s.extend((-3i64).to_le_bytes());
+        assert_eq!(Attribute::new(&i64s, 4).raw_array(DType::I64), Ok(&(-3i64).to_le_bytes()[..]));
+        assert_eq!(Attribute::new(&[7, 0], 0).raw_scalar(DType::UI16), Ok(&[7, 0][..]));
+        assert!(Attribute::new(&[7, 0], 0).raw_scalar(DType::String).is_err(), "strings have no fixed size");
+    }
+
+    #[test]
+    fn a_compilation_unit_is_its_symbol_and_its_module_text() {
+        // id 1, root "m" (1 byte), one nested name "f" (1 byte), text "abc" (3 bytes), NUL.
+        let unit = [1, 1, 1, 1, 3, b'm', b'f', b'a', b'b', b'c', 0];
+        let expected = CompilationUnit { id: 1, root: "m", nested: vec!["f"], module: "abc" };
+        assert_eq!(Attribute::new(&unit, 0).compilation_unit(), Ok(expected));
+        assert!(Attribute::new(&unit[..10], 0).compilation_unit().is_err(), "no terminator");
+        assert!(Attribute::new(&unit[..3], 0).compilation_unit().is_err(), "cut in the lengths");
+        let mut unterminated = unit;
+        unterminated[10] = b'd';
+        assert!(Attribute::new(&unterminated, 0).compilation_unit().is_err());
+        let many = [0, 0, 0xFF, 0xFF, 0x7F];
+        assert!(Attribute::new(&many, 0).compilation_unit().is_err(), "more nested names than bytes");
+    }
 }

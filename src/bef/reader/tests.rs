@@ -1,5 +1,5 @@
 use super::*;
-use crate::bef::format::SectionId;
+use crate::bef::format::{AttributeType, DType, SectionId};
 use crate::bef::test_file::{assemble, function, kernel, TestAttribute};
 
 /// The file of `func @main() -> i32 { %x = tfrt.constant.i32 42; tfrt.return %x }`, written out
@@ -147,4 +147,40 @@ fn native_functions_resolve_by_name() {
     registry.add_native_function("native_add", |_, _, _| {});
     let file = BefFile::from_bytes(&bytes, &registry).unwrap();
     assert!(file.function_info(0).unwrap().native.is_some());
+}
+
+#[test]
+fn the_optional_sections_name_attribute_kinds_attribute_names_and_register_types() {
+    let image = BefImage::from_bytes(&constant_file()).unwrap();
+    let optional = image.optional_sections().unwrap();
+    assert_eq!(optional.attribute_types, Some(vec![(0, AttributeType::Scalar(DType::I32))]));
+    let no_names: Vec<String> = Vec::new();
+    assert_eq!(optional.attribute_names, Some(vec![vec![no_names, vec!["value".to_owned()]]]));
+    assert_eq!(optional.register_types, Some(vec![vec![0u32].into_boxed_slice()]));
+    // Without them (the file cut after the locations), each is absent.
+    let optional = BefImage::from_bytes(&constant_file()[..167]).unwrap().optional_sections().unwrap();
+    assert!(optional.attribute_types.is_none() && optional.attribute_names.is_none());
+    assert!(optional.register_types.is_none());
+}
+
+#[test]
+fn optional_sections_that_disagree_with_the_functions_are_errors() {
+    let mut bytes = constant_file();
+    let registers = bytes.len() - 2; // the register-types section's register count
+    assert_eq!(bytes[registers], 1);
+    bytes[registers] = 0;
+    let error = BefImage::from_bytes(&bytes).unwrap().optional_sections().unwrap_err();
+    assert!(error.to_string().contains("0 register types, but the function has 1 registers"), "{error}");
+    let mut bytes = constant_file();
+    let name = bytes.len() - 6; // the attribute-names section's name offset
+    assert_eq!(bytes[name], 0x1B);
+    bytes[name] = 0x1C; // one byte into "value"
+    let optional = BefImage::from_bytes(&bytes).unwrap().optional_sections().unwrap();
+    assert_eq!(optional.attribute_names.unwrap()[0][1], ["alue"]);
+    let mut bytes = constant_file();
+    let code = bytes.len() - 11; // the attribute-types section's type code
+    assert_eq!(bytes[code], DType::I32 as u8);
+    bytes[code] = 0x7F;
+    let error = BefImage::from_bytes(&bytes).unwrap().optional_sections().unwrap_err();
+    assert!(error.to_string().contains("unknown attribute type 127"), "{error}");
 }

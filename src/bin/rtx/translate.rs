@@ -10,7 +10,7 @@ use crate::flags::Flags;
 /// `rtx translate --mlir-to-mlirbc IN [-o OUT] [--bytecode-version=N]` and
 /// `rtx translate --mlir-to-bef IN [-o OUT] [--disable-optional-sections[=true|false]]` and
 /// `rtx translate --bef-to-mlir IN [-o OUT] [--mlir-print-op-generic] [--mlir-print-debuginfo]`;
-/// IN `-` is stdin, `-` or no `-o` is stdout. Flags may have one dash or two.
+/// IN absent or `-` is stdin, `-` or no `-o` is stdout. Flags may have one dash or two.
 pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
     let flags = &flags.llvm_style();
     flags.only(&[
@@ -25,16 +25,23 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
         "mlir_print_debuginfo",
     ])?;
     let (input, output) = match flags.positional.as_slice() {
-        [input] => (input, None),
-        [input, o, output] | [o, output, input] if o == "-o" => (input, Some(output)),
-        _ => return Err(format!("expected one input file and an optional `-o OUT`\n{}", crate::usage::TRANSLATE)),
+        [] => ("-", None),
+        [input] => (input.as_str(), None),
+        [o, output] if o == "-o" => ("-", Some(output)),
+        [input, o, output] | [o, output, input] if o == "-o" => (input.as_str(), Some(output)),
+        _ => {
+            return Err(format!(
+                "expected at most one input file and an optional `-o OUT`\n{}",
+                crate::usage::TRANSLATE
+            ))
+        }
     };
     let (bytes, input) = if input == "-" {
         let mut bytes = Vec::new();
         std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("reading stdin: {e}"))?;
         (bytes, "<stdin>")
     } else {
-        (std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?, input.as_str())
+        (std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?, input)
     };
     let failed = |e: rtx::mlir::Error| format!("`{input}`: {e}");
     let modes =

@@ -73,7 +73,7 @@ pub const TRANSLATE: &str = "usage: rtx translate --mlirbc-to-mlir IN [-o OUT.ml
 Converts MLIR between bytecode (versions 0-6) and MLIR's generic text form, MLIR of TFRT kernels
 to a BEF file as TFRT's `tfrt_translate -mlir-to-bef` writes it, or a BEF file back to MLIR as
 `tfrt_translate -bef-to-mlir` rebuilds it. IN may be text or bytecode (for --bef-to-mlir, BEF);
-`-` reads stdin; without `-o`, or with `-o -`, the output goes to stdout. Flags may have one dash
+IN absent or `-` reads stdin; without `-o`, or with `-o -`, the output goes to stdout. Flags may have one dash
 or two.
 
   --mlirbc-to-mlir                write generic text
