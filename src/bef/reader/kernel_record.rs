@@ -70,6 +70,11 @@ impl<'a> KernelRecord<'a> {
         (total <= words.len() as u64).then(|| KernelRecord { words: words.slice(0, total as usize) })
     }
 
+    /// The record's byte offset in `file`, the bytes it was read from.
+    pub(crate) fn offset_in(&self, file: &[u8]) -> usize {
+        (self.words.0.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize)
+    }
+
     /// Words the record takes.
     pub fn len_words(&self) -> usize {
         self.words.len()

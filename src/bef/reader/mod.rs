@@ -1,13 +1,15 @@
-//! Opening a BEF file: [`BefFile`], a verified, zero-copy view of its sections.
+//! Opening a BEF file: [`BefProgram`], a verified, zero-copy view of its sections, and
+//! [`BefFile`], that program with its kernel names bound to a [`KernelRegistry`].
 //!
-//! Opening reads the section framing, the string-indexed tables (kernel names, type names, the
+//! Verifying reads the section framing, the string-indexed tables (kernel names, type names, the
 //! function index) and every function body, and checks each index the executor will follow:
-//! registers, kernels, attributes, functions, and the dataflow graph itself (each register
-//! defined once, ready counts that match the user lists, no cycles). Kernel names are resolved
-//! once against a [`KernelRegistry`], native functions by name. Afterwards the executor reads the
-//! kernel records in place. Any defect is a [`BefError`] naming the byte offset; nothing panics.
+//! registers, kernels, attributes, functions, the dataflow graph itself (each register defined
+//! once, ready counts that match the user lists, no cycles) and, when present, the attribute
+//! names. Kernel names are resolved once per registry, native functions by name. Afterwards the
+//! executor reads the kernel records in place. Any defect is a [`BefError`] naming the byte offset; nothing panics.
 
 mod attribute;
+mod attribute_names;
 mod cursor;
 mod error;
 mod function;
@@ -27,19 +29,33 @@ pub use location::BefLocation;
 
 use crate::bef::format::{FunctionKind, SectionId, MAGIC, VERSION};
 use crate::kernel::{Kernel, KernelRegistry, NativeFn};
+use attribute_names::AttributeNames;
 use cursor::{c_string, Cursor};
 pub(crate) use function::FunctionBody;
 use function::Limits;
 use storage::Storage;
 
-/// An open BEF file. Immutable and shared (`Arc`): functions keep their file alive.
-pub struct BefFile {
+/// A verified BEF file whose kernel names are not bound to kernels yet: the part of opening a
+/// file that does not depend on a registry, done once and shared (`Arc`) by every
+/// [`BefFile`] resolved from it against a registry (one per runtime context, say).
+pub struct BefProgram {
     storage: Storage,
     sections: Sections,
-    kernels: Box<[ResolvedKernel]>,
+    kernel_names: Box<[String]>,
     types: Box<[String]>,
     functions: Box<[FunctionInfo]>,
     by_name: HashMap<String, usize>,
+    attribute_names: Option<AttributeNames>,
+}
+
+/// A BEF program with its kernel names resolved against a registry: what the executor runs.
+/// Immutable and shared (`Arc`): functions keep their file alive. Dereferences to its
+/// [`BefProgram`] for everything that does not depend on the registry.
+pub struct BefFile {
+    program: Arc<BefProgram>,
+    kernels: Box<[Kernel]>,
+    /// Per function of the index: the native function a `Native` entry names.
+    natives: Box<[Option<NativeFn>]>,
 }
 
 /// Byte ranges of the sections the executor reads (empty when absent).
@@ -53,11 +69,8 @@ struct Sections {
     functions: Range<usize>,
     location_strings: Range<usize>,
     locations: Range<usize>,
-}
-
-struct ResolvedKernel {
-    name: String,
-    kernel: Kernel,
+    /// `None` when the file has no attribute-names section.
+    attribute_names: Option<Range<usize>>,
 }
 
 /// One entry of the function index.
@@ -65,31 +78,30 @@ pub struct FunctionInfo {
     /// Empty for region bodies.
     pub name: String,
     pub kind: FunctionKind,
-    /// Type indices (see [`BefFile::type_name`]).
+    /// Type indices (see [`BefProgram::type_name`]).
     pub arguments: Box<[u32]>,
     pub results: Box<[u32]>,
     pub(crate) body: Option<FunctionBody>,
-    pub(crate) native: Option<NativeFn>,
 }
 
-impl BefFile {
-    /// Maps and opens the file at `path`.
-    pub fn open(path: impl AsRef<Path>, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+impl BefProgram {
+    /// Maps and verifies the file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Arc<BefProgram>, BefError> {
         let path = path.as_ref();
         let io = |e: std::io::Error| BefError::Io { path: path.display().to_string(), message: e.to_string() };
         let file = std::fs::File::open(path).map_err(io)?;
         // SAFETY: the mapping is read-only and private; rtx does not defend against another
         // process truncating a module file while it is in use (no loader does).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        BefFile::from_storage(Storage::Mapped(map), registry)
+        BefProgram::from_storage(Storage::Mapped(map))
     }
 
-    /// Opens a BEF file held in memory (copied into aligned memory).
-    pub fn from_bytes(bytes: &[u8], registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        BefFile::from_storage(Storage::copy(bytes), registry)
+    /// Verifies a BEF file held in memory (copied into aligned memory).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Arc<BefProgram>, BefError> {
+        BefProgram::from_storage(Storage::copy(bytes))
     }
 
-    fn from_storage(storage: Storage, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+    fn from_storage(storage: Storage) -> Result<Arc<BefProgram>, BefError> {
         if cfg!(target_endian = "big") {
             return Err(BefError::BigEndianHost);
         }
@@ -129,16 +141,21 @@ impl BefFile {
         }
         for (info, body) in functions.iter_mut().zip(bodies) {
             info.body = body;
-            if info.kind == FunctionKind::Native {
-                let native = registry
-                    .native_function(&info.name)
-                    .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone()))?;
-                info.native = Some(Arc::clone(native));
-            }
         }
-        let mut file = BefFile {
+        let attribute_names = match &sections.attribute_names {
+            None => None,
+            Some(range) => Some(AttributeNames::read(
+                section(range),
+                range.start,
+                &functions,
+                bytes,
+                &sections.functions,
+                &string,
+            )?),
+        };
+        Ok(Arc::new(BefProgram {
             sections,
-            kernels: Box::new([]),
+            kernel_names: kernel_names.into_boxed_slice(),
             types: types.into_boxed_slice(),
             by_name: functions
                 .iter()
@@ -147,21 +164,41 @@ impl BefFile {
                 .map(|(i, f)| (f.name.clone(), i))
                 .collect(),
             functions: functions.into_boxed_slice(),
+            attribute_names,
             storage,
-        };
-        let mut kernels = Vec::with_capacity(kernel_names.len());
-        for (code, name) in kernel_names.into_iter().enumerate() {
-            let Some(kernel) = registry.kernel(&name) else {
-                let location = file
-                    .first_use_of(code as u32)
-                    .map_or(BefLocation::Unknown, |offset| file.location(offset))
-                    .to_location();
-                return Err(BefError::UnknownKernel { name, location });
-            };
-            kernels.push(ResolvedKernel { name, kernel: kernel.clone() });
-        }
-        file.kernels = kernels.into_boxed_slice();
-        Ok(Arc::new(file))
+        }))
+    }
+
+    /// Binds the kernel names to `registry`'s kernels and native functions. The registry may
+    /// be dropped or changed afterwards without affecting the result. An unknown kernel is
+    /// named with the location of its first use.
+    pub fn resolve(self: &Arc<BefProgram>, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+        let natives = self
+            .functions
+            .iter()
+            .map(|info| match info.kind {
+                FunctionKind::Native => registry
+                    .native_function(&info.name)
+                    .map(|native| Some(Arc::clone(native)))
+                    .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone())),
+                FunctionKind::Async | FunctionKind::Sync => Ok(None),
+            })
+            .collect::<Result<Box<[_]>, _>>()?;
+        let kernels = self
+            .kernel_names
+            .iter()
+            .enumerate()
+            .map(|(code, name)| {
+                registry.kernel(name).cloned().ok_or_else(|| {
+                    let location = self
+                        .first_use_of(code as u32)
+                        .map_or(BefLocation::Unknown, |offset| self.location(offset))
+                        .to_location();
+                    BefError::UnknownKernel { name: name.clone(), location }
+                })
+            })
+            .collect::<Result<Box<[_]>, _>>()?;
+        Ok(Arc::new(BefFile { program: Arc::clone(self), kernels, natives }))
     }
 
     /// The whole file.
@@ -197,12 +234,14 @@ impl BefFile {
     /// The name of kernel `code` (`"?"` for a code outside the table, which verified records
     /// never hold).
     pub fn kernel_name(&self, code: u32) -> &str {
-        self.kernels.get(code as usize).map_or("?", |k| k.name.as_str())
+        self.kernel_names.get(code as usize).map_or("?", String::as_str)
     }
 
-    #[inline]
-    pub(crate) fn kernel(&self, code: u32) -> &Kernel {
-        &self.kernels[code as usize].kernel
+    /// The position among `record`'s attributes of the one named `name`: `Ok(None)` when it
+    /// has none of that name, `Err` when the file has no attribute-names section.
+    pub fn attribute_position(&self, record: KernelRecord<'_>, name: &str) -> Result<Option<usize>, AttributeError> {
+        let names = self.attribute_names.as_ref().ok_or(AttributeError::NoAttributeNames)?;
+        Ok(names.position(record.offset_in(self.bytes()), name))
     }
 
     /// The name of type `index` (`i32`, `!tfrt.chain`, ...).
@@ -238,13 +277,53 @@ impl BefFile {
     }
 }
 
-impl std::fmt::Debug for BefFile {
+impl BefFile {
+    /// Maps and opens the file at `path`, resolving its kernels in `registry`.
+    pub fn open(path: impl AsRef<Path>, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+        BefProgram::open(path)?.resolve(registry)
+    }
+
+    /// Opens a BEF file held in memory (copied into aligned memory).
+    pub fn from_bytes(bytes: &[u8], registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+        BefProgram::from_bytes(bytes)?.resolve(registry)
+    }
+
+    /// The verified program this file binds.
+    pub fn program(&self) -> &Arc<BefProgram> {
+        &self.program
+    }
+
+    #[inline]
+    pub(crate) fn kernel(&self, code: u32) -> &Kernel {
+        &self.kernels[code as usize]
+    }
+
+    /// The host function a `Native` entry of the function index names.
+    pub(crate) fn native_function(&self, index: usize) -> Option<&NativeFn> {
+        self.natives.get(index).and_then(Option::as_ref)
+    }
+}
+
+impl std::ops::Deref for BefFile {
+    type Target = BefProgram;
+    fn deref(&self) -> &BefProgram {
+        &self.program
+    }
+}
+
+impl std::fmt::Debug for BefProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BefFile")
+        f.debug_struct("BefProgram")
             .field("bytes", &self.bytes().len())
-            .field("kernels", &self.kernels.len())
+            .field("kernels", &self.kernel_names.len())
             .field("functions", &self.functions.len())
             .finish()
+    }
+}
+
+impl std::fmt::Debug for BefFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BefFile").field("program", &self.program).finish()
     }
 }
 
@@ -298,8 +377,10 @@ fn read_sections(bytes: &[u8]) -> Result<Sections, BefError> {
             SectionId::Functions => sections.functions = range,
             SectionId::LocationStrings => sections.location_strings = range,
             SectionId::Locations => sections.locations = range,
+            // Attribute names serve kernels that read attributes by name (C kernels).
+            SectionId::AttributeNames => sections.attribute_names = Some(range),
             // For disassembly only.
-            SectionId::AttributeTypes | SectionId::AttributeNames | SectionId::RegisterTypes => {}
+            SectionId::AttributeTypes | SectionId::RegisterTypes => {}
         }
     }
     for (id, present) in [
@@ -369,7 +450,7 @@ fn read_function_index(
         };
         let arguments = types("argument")?;
         let results = types("result")?;
-        functions.push(FunctionInfo { name, kind, arguments, results, body: None, native: None });
+        functions.push(FunctionInfo { name, kind, arguments, results, body: None });
     }
     Ok((functions, offsets))
 }

@@ -145,5 +145,58 @@ fn native_functions_resolve_by_name() {
     let mut registry = KernelRegistry::new();
     registry.add_native_function("native_add", |_, _, _| {});
     let file = BefFile::from_bytes(&bytes, &registry).unwrap();
-    assert!(file.function_info(0).unwrap().native.is_some());
+    assert!(file.native_function(0).is_some());
+}
+
+/// Kernel 1 (`tfrt.constant.i32`) of `main` in `program`.
+fn constant_record(program: &BefProgram) -> KernelRecord<'_> {
+    let body = program.function_info(0).unwrap().body.as_ref().unwrap();
+    body.record(program.kernel_list(body), 1)
+}
+
+#[test]
+fn attributes_are_found_by_the_names_of_the_attribute_names_section() {
+    let program = BefProgram::from_bytes(&constant_file()).unwrap();
+    let record = constant_record(&program);
+    assert_eq!(program.attribute_position(record, "value"), Ok(Some(0)));
+    assert_eq!(program.attribute_position(record, "other"), Ok(None));
+}
+
+#[test]
+fn without_optional_sections_attributes_have_no_names() {
+    let mut bytes = constant_file();
+    // The three optional sections are the last 15 bytes.
+    bytes.truncate(bytes.len() - 15);
+    let program = BefProgram::from_bytes(&bytes).unwrap();
+    assert_eq!(program.attribute_position(constant_record(&program), "value"), Err(AttributeError::NoAttributeNames));
+}
+
+#[test]
+fn attribute_names_that_disagree_with_the_bodies_are_malformed() {
+    let mut bytes = constant_file();
+    let section = bytes.len() - 10;
+    assert_eq!(&bytes[section..section + 5], [0x09, 0x06, 0x01, 0x02, 0x1B], "the attribute-names section");
+    bytes[section + 3] = 0x03;
+    let error = BefProgram::from_bytes(&bytes).unwrap_err();
+    assert_eq!(
+        error,
+        BefError::malformed(section + 3, "the attribute names list 3 kernels, the function body has 2"),
+        "{error}"
+    );
+    bytes[section + 3] = 0x02;
+    bytes[section + 4] = 0x7F;
+    assert!(matches!(BefProgram::from_bytes(&bytes), Err(BefError::Malformed { offset, .. }) if offset == section + 4));
+}
+
+#[test]
+fn one_program_resolves_against_each_registry_on_its_own() {
+    let program = BefProgram::from_bytes(&constant_file()).unwrap();
+    let error = program.resolve(&registry_with(&[])).unwrap_err();
+    assert!(
+        matches!(&error, BefError::UnknownKernel { name, location } if name == "tfrt.constant.i32"
+        && location.to_string() == "t.mlir:2:8"),
+        "{error}"
+    );
+    let file = program.resolve(&registry_with(&["tfrt.constant.i32"])).unwrap();
+    assert!(Arc::ptr_eq(file.program(), &program), "resolving shares the verified program");
 }
