@@ -176,7 +176,10 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
     for format in FORMATS {
         for device in [LOCAL_SYNC, ("local-task", 2)] {
             let context = module_context("async", format, device);
-            assert_eq!(context.function("scores").unwrap().as_vm().unwrap().handle.model, rtx::vm::abi::AbiModel::CoarseFences);
+            assert_eq!(
+                context.function("scores").unwrap().as_vm().unwrap().handle.model,
+                rtx::vm::abi::AbiModel::CoarseFences
+            );
             let out = call(&context, "scores", vec![x.clone(), w.clone()]);
             assert_eq!(out.len(), 2, "{format}");
             assert_eq!((&out[0].0, out[0].1), (&vec![2, 4], F32), "{format}");

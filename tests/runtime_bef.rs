@@ -235,3 +235,20 @@ fn a_bef_file_loads_by_its_magic_and_is_named_by_its_stem() {
     assert_eq!(sum[0].try_get::<i32>().ok(), Some(&42));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_c_example_bef_file_is_what_its_mlir_source_translates_to() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::env::temp_dir().join(format!("rtx-bef-kernel-{}.bef", std::process::id()));
+    // The command c-examples/bef_kernel.mlir names, run from the repository root.
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_rtx"))
+        .current_dir(root)
+        .args(["translate", "--mlir-to-bef", "c-examples/bef_kernel.mlir", "-o"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let fresh = std::fs::read(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    assert!(fresh == std::fs::read(format!("{root}/c-examples/bef_kernel.bef")).unwrap(), "regenerate bef_kernel.bef");
+}
