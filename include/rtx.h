@@ -160,6 +160,11 @@ typedef struct rtx_context rtx_context;
 typedef struct rtx_error rtx_error;
 
 /**
+ * What a C kernel is passed: valid only during the call. Opaque.
+ */
+typedef struct rtx_kernel_frame rtx_kernel_frame;
+
+/**
  * A loaded VM bytecode module. Opaque; reference counted; immutable, so every function on it is
  * thread-safe. A context that added it keeps it alive.
  */
@@ -296,6 +301,23 @@ typedef struct rtx_context_options_t {
    */
   const struct rtx_allocator_callbacks_t *allocator;
 } rtx_context_options_t;
+
+/**
+ * The frame type C sees.
+ */
+typedef struct rtx_kernel_frame rtx_kernel_frame_t;
+
+/**
+ * A kernel written in C. It runs once every argument is available (a kernel with an error
+ * argument is skipped, its results become that error), on any of the context's threads — a
+ * worker of its work queue or the thread that made its last argument available — and may run
+ * for several calls at once: `user_data` must be safe to share between threads. It must not
+ * block (no `rtx_async_value_await`): a result computed later is an unavailable value
+ * (`rtx_async_value_new_unavailable`) set when ready. It sets each result with
+ * `rtx_kernel_frame_set_result` or fails with `rtx_kernel_frame_report_error`; a result left
+ * unset becomes an INTERNAL error naming the kernel.
+ */
+typedef void (*rtx_kernel_fn)(rtx_kernel_frame_t *frame, void *user_data);
 
 /**
  * The handle type C sees.
@@ -923,6 +945,76 @@ rtx_error_t *rtx_context_invoke(rtx_context_t *context,
                                 size_t num_args,
                                 rtx_async_value_t **results,
                                 size_t num_results);
+
+/**
+ * Registers the kernel `name`, implemented by `fn` with `user_data`, for the BEF modules added
+ * to `context` from now on (modules added before resolved their kernel names already, and an
+ * unknown name fails `rtx_context_add_module`). `user_data` stays the caller's and must live as
+ * long as the context. Errors: ALREADY_EXISTS when `name` is taken (a core `tfrt.*` kernel or
+ * an earlier registration); INVALID_ARGUMENT for NULL arguments or an empty or non-UTF-8 name.
+ */
+rtx_error_t *rtx_context_register_kernel(rtx_context_t *context,
+                                         const char *name,
+                                         rtx_kernel_fn fn,
+                                         void *user_data);
+
+/**
+ * How many arguments the kernel has. 0 for NULL.
+ */
+size_t rtx_kernel_frame_num_args(const rtx_kernel_frame_t *frame);
+
+/**
+ * Argument `index`, an available value (a scalar, chain or buffer view: read it with
+ * `rtx_async_value_get_*`). Borrowed: valid during the kernel call; retain it to keep it
+ * longer. NULL for a NULL frame or an index out of range.
+ */
+rtx_async_value_t *rtx_kernel_frame_arg(const rtx_kernel_frame_t *frame, size_t index);
+
+/**
+ * How many results the kernel has. 0 for NULL.
+ */
+size_t rtx_kernel_frame_num_results(const rtx_kernel_frame_t *frame);
+
+/**
+ * Sets result `index` to `value` (available now, or later for an unavailable one), replacing
+ * what was set before. Takes the caller's reference to `value` in every case. A NULL `value`
+ * or an index out of range is reported as the kernel's error (INVALID_ARGUMENT, on the
+ * results not set yet); a NULL frame releases `value` and does nothing else.
+ */
+void rtx_kernel_frame_set_result(rtx_kernel_frame_t *frame, size_t index, rtx_async_value_t *value);
+
+/**
+ * Fails the kernel with `message` (INTERNAL): every result not set yet becomes the error, at the
+ * kernel's location. NULL `message` is an empty message; a NULL frame does nothing.
+ */
+void rtx_kernel_frame_report_error(rtx_kernel_frame_t *frame, const char *message);
+
+/**
+ * Reads the kernel's attribute `name` as an i64 (its eight bytes, as the kernel expects them).
+ * Needs the BEF file's attribute-names section (written unless `--disable-optional-sections`):
+ * without it INVALID_ARGUMENT saying so. NOT_FOUND when the kernel has no attribute `name`;
+ * INVALID_ARGUMENT for NULL arguments. `*out` is written only on success.
+ */
+rtx_error_t *rtx_kernel_frame_attr_i64(const rtx_kernel_frame_t *frame,
+                                       const char *name,
+                                       int64_t *out);
+
+/**
+ * Reads the kernel's attribute `name` as an f64; errors as `rtx_kernel_frame_attr_i64`.
+ */
+rtx_error_t *rtx_kernel_frame_attr_f64(const rtx_kernel_frame_t *frame,
+                                       const char *name,
+                                       double *out);
+
+/**
+ * Reads the kernel's string attribute `name`: `*data` gets its bytes (not NUL-terminated;
+ * borrowed from the module, valid during the kernel call) and `*size` their count. Errors as
+ * `rtx_kernel_frame_attr_i64`; both out-parameters are written only on success.
+ */
+rtx_error_t *rtx_kernel_frame_attr_string(const rtx_kernel_frame_t *frame,
+                                          const char *name,
+                                          const char **data,
+                                          size_t *size);
 
 /**
  * Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must

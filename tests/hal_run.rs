@@ -53,7 +53,7 @@ fn tensor(shape: &[i64], element_type: u32, bytes: &[u8]) -> Value {
 }
 
 fn call(context: &Context, function: &str, arguments: Vec<Value>) -> Vec<(Vec<i64>, u32, Vec<u8>)> {
-    let handle = context.function(function).unwrap().handle;
+    let handle = context.function(function).unwrap().as_vm().unwrap().handle.clone();
     let results = context.call(&handle, arguments).unwrap_or_else(|e| panic!("{function}: {e}"));
     results
         .iter()
@@ -176,7 +176,10 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
     for format in FORMATS {
         for device in [LOCAL_SYNC, ("local-task", 2)] {
             let context = module_context("async", format, device);
-            assert_eq!(context.function("scores").unwrap().handle.model, rtx::vm::abi::AbiModel::CoarseFences);
+            assert_eq!(
+                context.function("scores").unwrap().as_vm().unwrap().handle.model,
+                rtx::vm::abi::AbiModel::CoarseFences
+            );
             let out = call(&context, "scores", vec![x.clone(), w.clone()]);
             assert_eq!(out.len(), 2, "{format}");
             assert_eq!((&out[0].0, out[0].1), (&vec![2, 4], F32), "{format}");
@@ -189,7 +192,7 @@ fn coarse_fences_functions_finish_when_their_signal_fence_is_reached() {
             let out = call(&context, "scale", vec![tensor(&[5], I32, &i32s(&[1, 2, 3, -4, 5])), Value::I32(-3)]);
             assert_eq!(out, [(vec![5], I32, i32s(&[-3, -6, -9, 12, -15]))], "{format}");
             // A shape the program rejects fails the call itself, before any fence matters.
-            let handle = context.function("scale").unwrap().handle;
+            let handle = context.function("scale").unwrap().as_vm().unwrap().handle.clone();
             let error = context.call(&handle, vec![tensor(&[5, 2], I32, &[0; 40]), Value::I32(1)]).unwrap_err();
             assert!(error.message.contains("input0 shape rank mismatch; expected 1 but have 2"), "{error}");
         }
@@ -215,7 +218,7 @@ fn dispatches_flush_denormals_to_zero() {
 #[test]
 fn wrong_inputs_fail_with_the_programs_message() {
     let context = context("vmvx");
-    let handle = context.function("abs").unwrap().handle;
+    let handle = context.function("abs").unwrap().as_vm().unwrap().handle.clone();
     let error = context.call(&handle, vec![tensor(&[5], F32, &f32s(&[0.0; 5]))]).unwrap_err();
     assert!(error.message.contains("input0 shape dimension 0 mismatch; expected 4 but have 5"), "{error}");
     let error = context.call(&handle, vec![tensor(&[4], I32, &i32s(&[0; 4]))]).unwrap_err();

@@ -150,6 +150,12 @@ where
     <H::Ownership as Counted<H::RustType>>::into_raw(owner).cast_mut().cast()
 }
 
+/// Lends C an async value as a handle without adding a reference: C may use it only while the
+/// lender keeps `value` alive (a kernel's arguments during the kernel call) and never releases it.
+pub fn lend<H: Handle<RustType = RcAsyncValue, Ownership = OwnershipAsyncValue>>(value: &RcAsyncValue) -> *mut H {
+    value.as_raw().cast_mut().cast()
+}
+
 /// Borrows a handle argument, or names the NULL argument in an INVALID_ARGUMENT error.
 ///
 /// # Safety
@@ -222,10 +228,20 @@ pub unsafe fn release<H: Handle>(handle: *mut H)
 where
     H::Ownership: Counted<H::RustType>,
 {
-    if !handle.is_null() {
-        // SAFETY: the caller's reference moves here and is dropped.
-        drop(unsafe { <H::Ownership as Counted<H::RustType>>::from_raw(handle.cast_const().cast()) });
-    }
+    // SAFETY: forwarded from the caller.
+    drop(unsafe { take(handle) });
+}
+
+/// Takes over the reference `handle` owned (`None` for NULL), for functions that consume one.
+///
+/// # Safety
+/// A non-null `handle` must be live, and the caller gives up the reference it owned.
+pub unsafe fn take<H: Handle>(handle: *mut H) -> Option<Owner<H>>
+where
+    H::Ownership: Counted<H::RustType>,
+{
+    // SAFETY: the caller's reference moves to the result.
+    (!handle.is_null()).then(|| unsafe { <H::Ownership as Counted<H::RustType>>::from_raw(handle.cast_const().cast()) })
 }
 
 /// Hands a value to C as the only owner of a new handle.

@@ -59,12 +59,12 @@ pub unsafe extern "C" fn rtx_context_invoke(
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, FUNCTION, "function") }?;
         let function = context.function(name).context(FUNCTION)?;
-        if !function.accepts_arguments(num_args) || num_results != function.results.len() {
+        if !function.accepts_arguments(num_args) || num_results != function.num_results() {
             return Err(invalid_argument(format!(
                 "{FUNCTION}: {} and returns {}, but the call passes num_args = {num_args} and num_results = \
                  {num_results}",
                 function.describe_arguments(),
-                plural(function.results.len(), "result"),
+                plural(function.num_results(), "result"),
             )));
         }
         if results.is_null() && num_results != 0 {

@@ -26,6 +26,7 @@ pub mod device;
 pub mod error;
 pub mod handle;
 pub mod invocation;
+pub mod kernel;
 pub mod module;
 pub mod native_module;
 pub mod version;

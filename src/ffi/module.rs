@@ -1,5 +1,5 @@
-//! `rtx_module_t`: a loaded, verified module (`runtime::Module`: today IREE VM bytecode, `.vmfb`,
-//! recognised by its magic) and the reflection of its exported functions as C strings. Immutable
+//! `rtx_module_t`: a loaded, verified module (`runtime::Module`: IREE VM bytecode, `.vmfb`, or
+//! BEF, `.bef`, recognised by its magic) and the reflection of its exported functions as C strings. Immutable
 //! once loaded, so every function on it is thread-safe.
 
 use std::ffi::{c_char, CString};
@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument};
 use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::runtime::Module;
-use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
+use crate::vm::abi::ValueKind;
 
 /// The type of one argument or result of a function, as its calling convention declares it.
 #[repr(u32)]
@@ -57,37 +57,16 @@ pub struct ModuleHandle {
 
 impl ModuleHandle {
     fn new(module: Module) -> ModuleHandle {
-        let Module::Vm(vm) = &module;
-        let functions = vm
+        let functions = module
             .exported_functions()
-            .iter()
-            .map(|export| {
-                let signature = vm.export_signature(export);
-                let cconv = signature.and_then(|s| s.calling_convention.clone()).unwrap_or_default();
-                let declaration = signature.and_then(|s| s.attr("iree.abi.declaration")).map(c_string);
-                let kinds = CallingConvention::parse(&cconv)
-                    .map_err(|e| {
-                        Diagnostic::new(StatusCode::InvalidArgument, format!("function `{}`: {e}", export.local_name))
-                    })
-                    .and_then(|parsed| match (plain_kinds(&parsed.arguments), plain_kinds(&parsed.results)) {
-                        (Some(arguments), Some(results)) => Ok((
-                            arguments.into_iter().map(Into::into).collect(),
-                            results.into_iter().map(Into::into).collect(),
-                        )),
-                        _ => Err(Diagnostic::new(
-                            StatusCode::Unimplemented,
-                            format!(
-                                "function `{}`: calling convention `{cconv}` has a variadic span",
-                                export.local_name
-                            ),
-                        )),
-                    });
-                ExportedFunction {
-                    name: c_string(&export.local_name),
-                    calling_convention: c_string(&cconv),
-                    declaration,
-                    kinds,
-                }
+            .into_iter()
+            .map(|export| ExportedFunction {
+                name: c_string(&export.name),
+                calling_convention: c_string(&export.calling_convention),
+                declaration: export.declaration.as_deref().map(c_string),
+                kinds: export.kinds.map(|(arguments, results)| {
+                    (arguments.into_iter().map(Into::into).collect(), results.into_iter().map(Into::into).collect())
+                }),
             })
             .collect();
         ModuleHandle { name: c_string(module.name()), module, functions }

@@ -148,7 +148,7 @@ fn print_diagnostic(diagnostic: &Diagnostic) {
     eprintln!("{}", format_runtime_error(diagnostic));
 }
 
-fn print_output(text: &str) {
+pub(crate) fn print_output(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     // Output is best effort: a closed pipe must not fail the kernel.

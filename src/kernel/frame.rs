@@ -42,6 +42,17 @@ impl<'a> KernelSite<'a> {
         Ok(self.attribute(i)?.string()?)
     }
 
+    /// The attribute named `name` (needs the file's optional attribute-names section).
+    pub fn named_attribute(&self, name: &str) -> Result<Attribute<'a>, KernelError> {
+        match self.file.attribute_position(self.record, name)? {
+            Some(i) => self.attribute(i),
+            None => Err(KernelError::new(
+                StatusCode::NotFound,
+                format!("kernel `{}` has no attribute named `{name}`", self.kernel_name()),
+            )),
+        }
+    }
+
     pub fn num_functions(&self) -> usize {
         self.record.num_functions()
     }

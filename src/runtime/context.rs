@@ -1,16 +1,21 @@
 //! [`Context`]: where programs run — a host context (work queue, allocator, cancellation), the
-//! device its tensor programs use, and the instances of the modules added to it.
+//! device its tensor programs use, the instances of the VM modules added to it, its BEF modules
+//! and the kernels they resolve against.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::bef_call;
 use super::instance::Runtime;
 use super::invocation::{self, plural};
 use super::module::Module;
+use crate::bef;
+use crate::bef::reader::BefFile;
 use crate::hal::device::DeviceKind;
 use crate::hal::fence::Fence;
 use crate::hal::module::HalModule;
 use crate::host::work_queue::WorkQueueSpec;
 use crate::host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
+use crate::kernel::{KernelError, KernelFrame, KernelRegistry};
 use crate::vm::abi::{plain_kinds, AbiModel, CallingConvention, ValueKind};
 use crate::vm::context::{Context as VmContext, FunctionHandle};
 use crate::vm::native::NativeModule;
@@ -56,6 +61,11 @@ impl Default for ContextOptions {
 pub struct Context {
     /// Declared first so that `__deinit` runs while the work queue still exists.
     vm: VmContext,
+    /// The BEF modules added, their kernel names resolved against `kernels`.
+    bef: RwLock<BefModules>,
+    /// What BEF modules added from now on resolve their kernel names against: TFRT's core
+    /// kernels and those the host registered.
+    kernels: RwLock<KernelRegistry>,
     /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
     /// [`invocation`]), so the context, its queue and its threads go away on the thread that
     /// drops it.
@@ -63,30 +73,87 @@ pub struct Context {
     runtime: Runtime,
 }
 
-/// A function of a context, with the kinds of its arguments and results.
+/// The BEF modules of a context.
+#[derive(Default)]
+struct BefModules {
+    modules: Vec<(Arc<str>, Arc<BefFile>)>,
+    /// The position of the most recently added module of any format when it is a BEF one (a
+    /// bare function name refers to it).
+    latest: Option<usize>,
+}
+
+/// A function of a context: a VM function or a BEF function, called the same way.
 #[derive(Clone, Debug)]
 pub struct Function {
+    target: Target,
+}
+
+#[derive(Clone, Debug)]
+enum Target {
+    Vm(VmFunction),
+    Bef(BefFunction),
+}
+
+/// A VM function with the kinds of its arguments and results.
+#[derive(Clone, Debug)]
+pub struct VmFunction {
     pub handle: FunctionHandle,
     /// Every argument the calling convention declares, fences of `coarse-fences` included.
     pub arguments: Vec<ValueKind>,
     pub results: Vec<ValueKind>,
 }
 
+impl VmFunction {
+    /// How many arguments a caller supplies: all but the fences of a `coarse-fences` function.
+    pub fn declared_arguments(&self) -> usize {
+        self.arguments.len() - self.handle.model.fence_arguments()
+    }
+}
+
+/// A function of a BEF module added to the context.
+#[derive(Clone, Debug)]
+pub(super) struct BefFunction {
+    /// `module.function`.
+    pub(super) name: String,
+    pub(super) function: bef::executor::Function,
+}
+
 impl Function {
     /// The name, `module.function`.
     pub fn name(&self) -> &str {
-        &self.handle.full_name
+        match &self.target {
+            Target::Vm(f) => &f.handle.full_name,
+            Target::Bef(f) => &f.name,
+        }
+    }
+
+    /// The VM function, for hosts and tools that drive the VM with its own values.
+    pub fn as_vm(&self) -> Option<&VmFunction> {
+        match &self.target {
+            Target::Vm(f) => Some(f),
+            Target::Bef(_) => None,
+        }
     }
 
     /// How many arguments a caller supplies: all but the fences of a `coarse-fences` function,
     /// which the call can make itself.
     pub fn declared_arguments(&self) -> usize {
-        self.arguments.len() - self.handle.model.fence_arguments()
+        match &self.target {
+            Target::Vm(f) => f.declared_arguments(),
+            Target::Bef(f) => f.function.num_arguments(),
+        }
+    }
+
+    pub fn num_results(&self) -> usize {
+        match &self.target {
+            Target::Vm(f) => f.results.len(),
+            Target::Bef(f) => f.function.num_results(),
+        }
     }
 
     /// Whether the function takes a wait and a signal fence after its declared arguments.
     pub fn takes_fences(&self) -> bool {
-        self.handle.model == AbiModel::CoarseFences
+        matches!(&self.target, Target::Vm(f) if f.handle.model == AbiModel::CoarseFences)
     }
 
     /// Whether a call may pass `count` arguments: the declared ones, or (`coarse-fences`) those
@@ -96,7 +163,8 @@ impl Function {
     }
 
     /// What a call passes, for errors: `` `m.f` (calling convention `0i_i`) takes 1 argument``,
-    /// with the fenced count for a `coarse-fences` function.
+    /// with the fenced count for a `coarse-fences` function; `` `m.f` (BEF `(i32) -> (i32)`)
+    /// takes 1 argument`` for a BEF function.
     pub fn describe_arguments(&self) -> String {
         let declared = self.declared_arguments();
         let fences = if self.takes_fences() {
@@ -104,18 +172,39 @@ impl Function {
         } else {
             String::new()
         };
-        format!(
-            "`{}` (calling convention `{}`) takes {}{fences}",
-            self.name(),
-            self.handle.cconv,
-            plural(declared, "argument")
-        )
+        let signature = match &self.target {
+            Target::Vm(f) => format!("calling convention `{}`", f.handle.cconv),
+            Target::Bef(f) => format!(
+                "BEF `({}) -> ({})`",
+                f.function.argument_types().join(", "),
+                f.function.result_types().join(", ")
+            ),
+        };
+        format!("`{}` ({signature}) takes {}{fences}", self.name(), plural(declared, "argument"))
+    }
+
+    /// Fails (INVALID_ARGUMENT, with [`describe_arguments`](Self::describe_arguments)) unless a
+    /// call may pass `count` arguments.
+    pub fn check_arguments(&self, count: usize) -> Result<(), Diagnostic> {
+        if self.accepts_arguments(count) {
+            return Ok(());
+        }
+        Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("{}, but the call passes {count}", self.describe_arguments()),
+        ))
     }
 }
 
 impl Context {
     pub(super) fn new(runtime: Runtime, host: HostContext) -> Context {
-        Context { vm: VmContext::new(), host: Arc::new(host), runtime }
+        Context {
+            vm: VmContext::new(),
+            bef: RwLock::default(),
+            kernels: RwLock::new(KernelRegistry::with_core_kernels()),
+            host: Arc::new(host),
+            runtime,
+        }
     }
 
     /// The work queue, allocator and cancellation of this context.
@@ -156,9 +245,12 @@ impl Context {
         self.vm.module_names().iter().any(|m| m == HAL_MODULE)
     }
 
-    /// Adds `module`: checks its dependencies against the modules added before it, resolves its
-    /// imports, creates its state and runs its `__init`. A module that imports `hal` needs a
-    /// device first (FAILED_PRECONDITION otherwise). On failure the context is as it was.
+    /// Adds `module`. A VM module: checks its dependencies against the modules added before
+    /// it, resolves its imports, creates its state and runs its `__init`; one that imports `hal`
+    /// needs a device first (FAILED_PRECONDITION otherwise). A BEF module: resolves its kernel
+    /// names against the context's kernels (TFRT's core kernels and those registered so far),
+    /// NOT_FOUND naming an unknown kernel and where it is first used. ALREADY_EXISTS for a
+    /// second module of one name. On failure the context is as it was.
     pub fn add_module(&self, module: &Module) -> Result<(), Diagnostic> {
         match module {
             Module::Vm(module) => {
@@ -172,9 +264,50 @@ impl Context {
                         ),
                     ));
                 }
-                self.vm.add_module(Arc::clone(module))
+                let mut bef = write(&self.bef);
+                if bef.modules.iter().any(|(name, _)| **name == *module.name()) {
+                    return Err(already_exists(module.name()));
+                }
+                self.vm.add_module(Arc::clone(module))?;
+                bef.latest = None;
+                Ok(())
+            }
+            Module::Bef { name, image } => {
+                let mut bef = write(&self.bef);
+                if bef.modules.iter().any(|(n, _)| n == name) || self.vm.module_names().iter().any(|n| **n == **name) {
+                    return Err(already_exists(name));
+                }
+                let file = BefFile::bind(image, &read(&self.kernels)).map_err(|e| {
+                    Diagnostic::from(e).map_message(|message| format!("{message}; adding BEF module `{name}`"))
+                })?;
+                bef.latest = Some(bef.modules.len());
+                bef.modules.push((Arc::clone(name), file));
+                Ok(())
             }
         }
+    }
+
+    /// Registers the kernel `name` for the BEF modules added from now on (those added before
+    /// resolved their names already). It runs on any of the context's threads, once its
+    /// arguments are available, and sets its results now or later (see [`KernelFrame`]).
+    /// ALREADY_EXISTS when `name` is taken (by TFRT's core kernels or an earlier
+    /// registration); INVALID_ARGUMENT for an empty name.
+    pub fn register_kernel<F>(&self, name: &str, kernel: F) -> Result<(), Diagnostic>
+    where
+        F: Fn(&mut KernelFrame<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
+    {
+        if name.is_empty() {
+            return Err(Diagnostic::new(StatusCode::InvalidArgument, "a kernel name must not be empty"));
+        }
+        let mut kernels = write(&self.kernels);
+        if kernels.kernel(name).is_some() {
+            return Err(Diagnostic::new(
+                StatusCode::AlreadyExists,
+                format!("a kernel named `{name}` is already registered in this context"),
+            ));
+        }
+        kernels.add_kernel(name, kernel);
+        Ok(())
     }
 
     /// Adds a module implemented by the host; modules added afterwards can import its functions.
@@ -182,9 +315,12 @@ impl Context {
         self.vm.add_native_module(module)
     }
 
-    /// Finds `name` (`module.function`, or a bare name in the most recently added bytecode
-    /// module) and the kinds of its arguments and results.
+    /// Finds `name` (`module.function`, or a bare name in the most recently added bytecode or
+    /// BEF module) and the kinds of its arguments and results.
     pub fn function(&self, name: &str) -> Result<Function, Diagnostic> {
+        if let Some(function) = self.bef_function(name)? {
+            return Ok(Function { target: Target::Bef(function) });
+        }
         let handle = self.vm.lookup(name)?;
         let cconv = CallingConvention::parse(&handle.cconv).map_err(|e| {
             Diagnostic::new(
@@ -201,14 +337,36 @@ impl Context {
                 ),
             ));
         };
-        Ok(Function { handle, arguments, results })
+        Ok(Function { target: Target::Vm(VmFunction { handle, arguments, results }) })
+    }
+
+    /// The BEF function `name` refers to; `None` when it names no BEF module (then it is the
+    /// VM's to look up), NOT_FOUND when the module has no such function.
+    fn bef_function(&self, name: &str) -> Result<Option<BefFunction>, Diagnostic> {
+        let bef = read(&self.bef);
+        let (module, function) = match name.split_once('.') {
+            Some((module, function)) if bef.modules.iter().any(|(n, _)| **n == *module) => (module, function),
+            _ => match bef.latest {
+                Some(latest) => (&*bef.modules[latest].0, name),
+                None => return Ok(None),
+            },
+        };
+        let (_, file) = bef.modules.iter().find(|(n, _)| **n == *module).expect("found above");
+        let found = bef::executor::Function::lookup(file, function).ok_or_else(|| {
+            Diagnostic::new(StatusCode::NotFound, format!("BEF module `{module}` has no function `{function}`"))
+        })?;
+        Ok(Some(BefFunction { name: format!("{module}.{function}"), function: found }))
     }
 
     /// Calls `function` without blocking: the call runs on the context's work queue once every
     /// argument is available, and the returned values (one per result, unavailable at first)
     /// become its results or its error. See [`invocation`] for what each argument may be.
     pub fn invoke(&self, function: &Function, arguments: &[RcAsyncValue]) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-        invocation::start(&self.host, &self.vm, function, arguments)
+        function.check_arguments(arguments.len())?;
+        match &function.target {
+            Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments),
+            Target::Bef(bef) => bef_call::start(&self.host, bef, arguments),
+        }
     }
 
     /// Calls `function` with VM values on the calling thread and returns once its results are
@@ -247,6 +405,18 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context").field("host", &self.host).field("vm", &self.vm).finish()
     }
+}
+
+fn already_exists(name: &str) -> Diagnostic {
+    Diagnostic::new(StatusCode::AlreadyExists, format!("a module named `{name}` is already in this context"))
+}
+
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Whether `module` imports `hal` (it was compiled from tensor code).

@@ -29,7 +29,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::context::Function;
+use super::context::VmFunction;
 use crate::hal::buffer_view::BufferView;
 use crate::hal::fence::{Fence, Reached};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
@@ -39,22 +39,15 @@ use crate::vm::interpreter::{Invocation, Step};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
-/// Starts a call of `function` on `host`'s queue; see the module documentation. Fails at once,
-/// starting nothing, when the number of arguments fits neither the declared arguments nor (for a
-/// `coarse-fences` function) the declared arguments and two fences, or when an explicit signal
-/// fence cannot become a chain.
-pub fn start(
+/// Starts a call of `function` on `host`'s queue; see the module documentation. The caller
+/// checked the number of arguments ([`Function::check_arguments`](super::Function::check_arguments));
+/// fails at once, starting nothing, when an explicit signal fence cannot become a chain.
+pub(super) fn start(
     host: &Arc<HostContext>,
     vm: &VmContext,
-    function: &Function,
+    function: &VmFunction,
     arguments: &[RcAsyncValue],
 ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-    if !function.accepts_arguments(arguments.len()) {
-        return Err(Diagnostic::new(
-            StatusCode::InvalidArgument,
-            format!("{}, but the call passes {}", function.describe_arguments(), arguments.len()),
-        ));
-    }
     let declared = function.declared_arguments();
     let with_fences = arguments.len() != declared;
     let fences = if with_fences {
@@ -66,7 +59,7 @@ pub fn start(
                 format!(
                     "the signal fence of `{}` (argument {}) must be an unavailable value that can become a \
                      chain, but it is {}",
-                    function.name(),
+                    function.handle.full_name,
                     declared + 1,
                     if signal.is_available() {
                         format!("available ({})", held_type(signal))
@@ -77,7 +70,7 @@ pub fn start(
             ));
         }
         Fences::Explicit { wait: wait.clone(), signal: signal.clone() }
-    } else if function.takes_fences() {
+    } else if function.handle.model.fence_arguments() > 0 {
         Fences::Implicit
     } else {
         Fences::None

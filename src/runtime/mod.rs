@@ -6,7 +6,9 @@
 //! - a [`Context`] owns a host context (queue, allocator, cancellation), a device and the
 //!   instances of the modules added to it; [`Context::invoke`] calls a function without blocking
 //!   and returns its results as async values;
-//! - a [`Module`] is a loaded program, its format recognised by its first bytes.
+//! - a [`Module`] is a loaded program, its format recognised by its first bytes: IREE VM
+//!   bytecode, or a BEF file whose kernels (TFRT's core kernels and those registered with
+//!   [`Context::register_kernel`]) are bound when it is added to a context.
 //!
 //! Classifying a digit with the MLP of `models/digits`, without blocking on the call:
 //!
@@ -49,11 +51,12 @@
 //! # }
 //! ```
 
+mod bef_call;
 mod context;
 mod instance;
 pub mod invocation;
 mod module;
 
-pub use context::{Context, ContextOptions, Function, QueueChoice, HAL_MODULE};
+pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
 pub use instance::Runtime;
-pub use module::{Module, ModuleFormat};
+pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME};

@@ -1,12 +1,16 @@
 //! [`Module`]: a loaded program of any format rtx runs, recognised by its first bytes, so that
-//! hosts load every program with one call and name no format.
+//! hosts load every program with one call and name no format, and [`ExportedFunction`], the
+//! reflection of one of its functions.
 
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::bef::format::FunctionKind;
+use crate::bef::reader::BefImage;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm;
+use crate::vm::abi::{plain_kinds, CallingConvention, ValueKind};
 
 /// The formats a module file may be in, by magic number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +52,29 @@ impl ModuleFormat {
 #[derive(Clone, Debug)]
 pub enum Module {
     Vm(Arc<vm::Module>),
+    /// A verified BEF image; its kernel names are resolved when it is added to a context,
+    /// against that context's kernels.
+    Bef {
+        name: Arc<str>,
+        image: Arc<BefImage>,
+    },
+}
+
+/// The name of a BEF module loaded from memory (a file's is its stem): BEF files carry none.
+pub const BEF_MEMORY_MODULE_NAME: &str = "bef";
+
+/// One function a module exports, described for hosts that call it.
+#[derive(Clone, Debug)]
+pub struct ExportedFunction {
+    /// Without the module prefix.
+    pub name: String,
+    /// The VM calling convention (`0iI_f`); empty for BEF functions, which have none.
+    pub calling_convention: String,
+    /// How the source declared it: IREE's `iree.abi.declaration`, or for BEF functions their
+    /// types (`@scale(i32) -> (i32)`).
+    pub declaration: Option<String>,
+    /// The kinds of the arguments and results, or why they are not all plain values.
+    pub kinds: Result<(Vec<ValueKind>, Vec<ValueKind>), Diagnostic>,
 }
 
 impl Module {
@@ -59,9 +86,11 @@ impl Module {
             .and_then(|file| file.take(8).read_to_end(&mut head))
             .map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
         match ModuleFormat::detect(&head) {
-            Some(other @ (ModuleFormat::Bef | ModuleFormat::MlirBytecode)) => {
-                Err(not_runnable(other, &format!("`{}`", path.display())))
+            Some(ModuleFormat::Bef) => {
+                let name = path.file_stem().map_or_else(|| BEF_MEMORY_MODULE_NAME.into(), |s| s.to_string_lossy());
+                Ok(Module::Bef { name: name.into(), image: Arc::new(BefImage::open(path)?) })
             }
+            Some(other @ ModuleFormat::MlirBytecode) => Err(not_runnable(other, &format!("`{}`", path.display()))),
             // Anything else goes to the VM loader, whose errors say what is wrong where.
             Some(ModuleFormat::VmBytecode) | None => Ok(Module::Vm(Arc::new(vm::Module::load_file(path)?))),
         }
@@ -70,7 +99,10 @@ impl Module {
     /// Loads a module from memory (copied, so `bytes` may go away after the call).
     pub fn load_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
         match ModuleFormat::detect(bytes) {
-            Some(other @ (ModuleFormat::Bef | ModuleFormat::MlirBytecode)) => Err(not_runnable(other, "the module")),
+            Some(ModuleFormat::Bef) => {
+                Ok(Module::Bef { name: BEF_MEMORY_MODULE_NAME.into(), image: Arc::new(BefImage::from_bytes(bytes)?) })
+            }
+            Some(other @ ModuleFormat::MlirBytecode) => Err(not_runnable(other, "the module")),
             Some(ModuleFormat::VmBytecode) | None => Ok(Module::Vm(Arc::new(vm::Module::load_memory(bytes)?))),
         }
     }
@@ -79,8 +111,76 @@ impl Module {
     pub fn name(&self) -> &str {
         match self {
             Module::Vm(module) => module.name(),
+            Module::Bef { name, .. } => name,
         }
     }
+
+    /// The functions the module exports, in its order: a VM module's exports, a BEF file's
+    /// named functions.
+    pub fn exported_functions(&self) -> Vec<ExportedFunction> {
+        match self {
+            Module::Vm(module) => module.exported_functions().iter().map(|e| vm_export(module, e)).collect(),
+            Module::Bef { image, .. } => (0..image.num_functions())
+                .filter_map(|index| image.function_info(index))
+                .filter(|info| !info.name.is_empty())
+                .map(|info| {
+                    let types = |indices: &[u32]| indices.iter().map(|&t| image.type_name(t)).collect::<Vec<_>>();
+                    let (arguments, results) = (types(&info.arguments), types(&info.results));
+                    let kinds = |types: &[&str]| {
+                        types
+                            .iter()
+                            .map(|t| {
+                                scalar_kind(t).ok_or_else(|| {
+                                    Diagnostic::new(
+                                        StatusCode::Unimplemented,
+                                        format!(
+                                            "function `{}` has a `{t}`, which is not a plain value (i32, i64, f32, \
+                                             f64)",
+                                            info.name
+                                        ),
+                                    )
+                                })
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                    };
+                    let sync = if info.kind == FunctionKind::Sync { "sync " } else { "" };
+                    ExportedFunction {
+                        name: info.name.clone(),
+                        calling_convention: String::new(),
+                        declaration: Some(format!(
+                            "{sync}@{}({}) -> ({})",
+                            info.name,
+                            arguments.join(", "),
+                            results.join(", ")
+                        )),
+                        kinds: kinds(&arguments).and_then(|a| Ok((a, kinds(&results)?))),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The plain kind a BEF type names (`i32`, `f64`).
+fn scalar_kind(type_name: &str) -> Option<ValueKind> {
+    [ValueKind::I32, ValueKind::I64, ValueKind::F32, ValueKind::F64].into_iter().find(|k| k.name() == type_name)
+}
+
+/// A VM export's reflection, from its calling convention and ABI attributes.
+fn vm_export(module: &vm::Module, export: &vm::module_def::ExportFunction) -> ExportedFunction {
+    let signature = module.export_signature(export);
+    let cconv = signature.and_then(|s| s.calling_convention.clone()).unwrap_or_default();
+    let declaration = signature.and_then(|s| s.attr("iree.abi.declaration")).map(str::to_owned);
+    let kinds = CallingConvention::parse(&cconv)
+        .map_err(|e| Diagnostic::new(StatusCode::InvalidArgument, format!("function `{}`: {e}", export.local_name)))
+        .and_then(|parsed| match (plain_kinds(&parsed.arguments), plain_kinds(&parsed.results)) {
+            (Some(arguments), Some(results)) => Ok((arguments, results)),
+            _ => Err(Diagnostic::new(
+                StatusCode::Unimplemented,
+                format!("function `{}`: calling convention `{cconv}` has a variadic span", export.local_name),
+            )),
+        });
+    ExportedFunction { name: export.local_name.clone(), calling_convention: cconv, declaration, kinds }
 }
 
 impl From<vm::Module> for Module {
@@ -93,7 +193,10 @@ impl From<vm::Module> for Module {
 fn not_runnable(format: ModuleFormat, what: &str) -> Diagnostic {
     Diagnostic::new(
         StatusCode::Unimplemented,
-        format!("{what} is {}, which rtx cannot run yet: it runs IREE VM bytecode modules (.vmfb)", format.name()),
+        format!(
+            "{what} is {}, which rtx cannot run yet: it runs IREE VM bytecode modules (.vmfb) and BEF files (.bef)",
+            format.name()
+        ),
     )
 }
 
@@ -115,9 +218,16 @@ mod tests {
     fn unknown_and_not_yet_runnable_formats_say_what_they_are() {
         let unknown = Module::load_memory(b"\x10\0\0\0ABCDxxxxxxxxxxxx").unwrap_err();
         assert!(unknown.message.contains("not an IREE bytecode module"), "{}", unknown.message);
-        let bef = Module::load_memory(&[0x0B, 0xEF, 0x00, 0x00]).unwrap_err();
-        assert_eq!(bef.code, StatusCode::Unimplemented);
-        assert!(bef.message.contains("BEF"), "{}", bef.message);
+        let mlir = Module::load_memory(b"ML\xEFR\x00").unwrap_err();
+        assert_eq!(mlir.code, StatusCode::Unimplemented);
+        assert!(mlir.message.contains("MLIR bytecode"), "{}", mlir.message);
+    }
+
+    #[test]
+    fn a_bef_module_is_verified_at_load() {
+        let error = Module::load_memory(&[0x0B, 0xEF, 0x00, 0x00]).unwrap_err();
+        assert_eq!(error.code, StatusCode::InvalidArgument);
+        assert!(error.message.contains("malformed BEF at byte"), "{}", error.message);
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl Function {
             return vec![error; self.num_results()];
         }
         let info = self.info();
-        match (info.kind, &info.body, &info.native) {
+        match (info.kind, &info.body, self.file.native_function(self.index)) {
             (FunctionKind::Async, Some(body), _) => dataflow::execute(&self.file, body, context, arguments),
             (FunctionKind::Native, _, Some(native)) => {
                 let mut results = vec![None; info.results.len()];

@@ -25,6 +25,12 @@ pub enum AttributeError {
     UnknownDType { offset: usize, code: u8 },
     #[error("attribute at offset {offset}: {what}")]
     Malformed { offset: usize, what: String },
+    /// Attributes are looked up by name, but the writer left the optional sections out.
+    #[error(
+        "the BEF file has no attribute-names section (it was written with --disable-optional-sections), so \
+         attributes can be read only by position"
+    )]
+    NoAttributeNames,
 }
 
 /// Fixed-width values an attribute may hold, read from their little-endian bytes.

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use super::cursor::{c_string, Cursor};
 use super::error::BefError;
@@ -11,7 +12,7 @@ use super::kernel_record::KernelRecord;
 use super::location::{self, BefLocation, LocationEntry};
 use super::storage::Storage;
 use crate::bef::format::{FunctionKind, SectionId, MAGIC, VERSION};
-use crate::kernel::NativeFn;
+use super::attribute::AttributeError;
 
 /// A verified BEF file: its sections, string-indexed tables (kernel names, type names, the
 /// function index) and function bodies, every index in them checked. Kernel names are names
@@ -23,6 +24,9 @@ pub struct BefImage {
     types: Box<[String]>,
     pub(super) functions: Box<[FunctionInfo]>,
     by_name: HashMap<String, usize>,
+    /// Attribute names by kernel record (byte offset), read from the optional section on first
+    /// use: only kernels that ask for attributes by name need them.
+    attribute_names: OnceLock<Result<HashMap<usize, Box<[String]>>, AttributeError>>,
 }
 
 /// Byte ranges of the sections (empty when absent).
@@ -50,11 +54,20 @@ pub struct FunctionInfo {
     pub arguments: Box<[u32]>,
     pub results: Box<[u32]>,
     pub(crate) body: Option<FunctionBody>,
-    /// Set when the file is bound to a registry.
-    pub(crate) native: Option<NativeFn>,
 }
 
 impl BefImage {
+    /// Maps and verifies the file at `path`.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<BefImage, BefError> {
+        let path = path.as_ref();
+        let io = |e: std::io::Error| BefError::Io { path: path.display().to_string(), message: e.to_string() };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: the mapping is read-only and private; rtx does not defend against another
+        // process truncating a module file while it is in use (no loader does).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        BefImage::read(Storage::Mapped(map))
+    }
+
     /// Reads and verifies a BEF file held in memory (copied into aligned memory).
     pub fn from_bytes(bytes: &[u8]) -> Result<BefImage, BefError> {
         BefImage::read(Storage::copy(bytes))
@@ -113,6 +126,7 @@ impl BefImage {
                 .collect(),
             functions: functions.into_boxed_slice(),
             storage,
+            attribute_names: OnceLock::new(),
         })
     }
 
@@ -201,6 +215,31 @@ impl BefImage {
     }
 
     /// The string at `offset` of the strings section.
+    /// The position among `record`'s attributes of the one named `name`: `Ok(None)` when it has
+    /// none of that name, an error when the file has no (or a malformed) attribute-names section.
+    pub fn attribute_position(&self, record: KernelRecord<'_>, name: &str) -> Result<Option<usize>, AttributeError> {
+        let names = self.attribute_names.get_or_init(|| self.attribute_names_by_record()).as_ref().map_err(Clone::clone)?;
+        let offset = record.offset_in(self.bytes());
+        Ok(names.get(&offset).and_then(|names| names.iter().position(|n| n == name)))
+    }
+
+    /// The attribute-names section (decoded by [`BefImage::optional_sections`]) keyed by the
+    /// byte offset of each kernel record with attributes.
+    fn attribute_names_by_record(&self) -> Result<HashMap<usize, Box<[String]>>, AttributeError> {
+        let sections = self.optional_sections().map_err(|e| AttributeError::Malformed { offset: 0, what: e.to_string() })?;
+        let per_function = sections.attribute_names.ok_or(AttributeError::NoAttributeNames)?;
+        let mut by_record = HashMap::new();
+        for (info, kernels) in self.functions.iter().zip(per_function) {
+            let Some(body) = &info.body else { continue };
+            for (record, names) in self.records(body).zip(kernels) {
+                if !names.is_empty() {
+                    by_record.insert(record.offset_in(self.bytes()), names.into_boxed_slice());
+                }
+            }
+        }
+        Ok(by_record)
+    }
+
     pub(crate) fn string(&self, offset: u32, what: &str) -> Result<&str, BefError> {
         c_string(self.section(&self.sections.strings), self.sections.strings.start, offset as usize, what)
     }
@@ -346,7 +385,7 @@ fn read_function_index(
         };
         let arguments = types("argument")?;
         let results = types("result")?;
-        functions.push(FunctionInfo { name, kind, arguments, results, body: None, native: None });
+        functions.push(FunctionInfo { name, kind, arguments, results, body: None });
     }
     Ok((functions, offsets))
 }

@@ -77,6 +77,11 @@ impl<'a> KernelRecord<'a> {
         KernelRecord { words }
     }
 
+    /// The record's byte offset in `file`, the bytes it was read from.
+    pub(crate) fn offset_in(&self, file: &[u8]) -> usize {
+        (self.words.0.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize)
+    }
+
     /// Words the record takes.
     pub fn len_words(&self) -> usize {
         self.words.len()

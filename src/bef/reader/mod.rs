@@ -32,41 +32,44 @@ pub use location::{BefLocation, LocationEntry};
 pub use optional::OptionalSections;
 
 use crate::bef::format::FunctionKind;
-use crate::kernel::{Kernel, KernelRegistry};
-use storage::Storage;
+use crate::kernel::{Kernel, KernelRegistry, NativeFn};
 
-/// An open BEF file whose kernels and native functions are resolved. Immutable and shared
-/// (`Arc`): functions keep their file alive. It dereferences to its [`BefImage`].
+/// A BEF file bound to a kernel registry: its kernels and native functions resolved. Immutable
+/// and shared (`Arc`): functions keep their file alive. It dereferences to its [`BefImage`], which
+/// several files may share — one verified image, bound once per registry (a runtime context with
+/// kernels of its own binds the module's image to its registry).
 pub struct BefFile {
-    image: BefImage,
+    image: Arc<BefImage>,
     kernels: Box<[Kernel]>,
+    /// By function index; `Some` for native functions.
+    natives: Box<[Option<NativeFn>]>,
 }
 
 impl BefFile {
     /// Maps and opens the file at `path`.
     pub fn open(path: impl AsRef<Path>, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        let path = path.as_ref();
-        let io = |e: std::io::Error| BefError::Io { path: path.display().to_string(), message: e.to_string() };
-        let file = std::fs::File::open(path).map_err(io)?;
-        // SAFETY: the mapping is read-only and private; rtx does not defend against another
-        // process truncating a module file while it is in use (no loader does).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        BefFile::bind(BefImage::read(Storage::Mapped(map))?, registry)
+        BefFile::bind(&Arc::new(BefImage::open(path)?), registry)
     }
 
     /// Opens a BEF file held in memory (copied into aligned memory).
     pub fn from_bytes(bytes: &[u8], registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        BefFile::bind(BefImage::from_bytes(bytes)?, registry)
+        BefFile::bind(&Arc::new(BefImage::from_bytes(bytes)?), registry)
     }
 
-    /// Resolves the image's native functions and kernels against `registry`.
-    pub fn bind(mut image: BefImage, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
-        for info in image.functions.iter_mut().filter(|info| info.kind == FunctionKind::Native) {
-            let native = registry
-                .native_function(&info.name)
-                .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone()))?;
-            info.native = Some(Arc::clone(native));
-        }
+    /// Resolves the image's native functions and kernels against `registry`: an unknown kernel
+    /// is an error naming it and the location of its first use.
+    pub fn bind(image: &Arc<BefImage>, registry: &KernelRegistry) -> Result<Arc<BefFile>, BefError> {
+        let natives = image
+            .functions
+            .iter()
+            .map(|info| match info.kind {
+                FunctionKind::Native => registry
+                    .native_function(&info.name)
+                    .map(|native| Some(Arc::clone(native)))
+                    .ok_or_else(|| BefError::UnknownNativeFunction(info.name.clone())),
+                _ => Ok(None),
+            })
+            .collect::<Result<Box<[_]>, _>>()?;
         let mut kernels = Vec::with_capacity(image.kernel_names().len());
         for (code, name) in image.kernel_names().iter().enumerate() {
             let Some(kernel) = registry.kernel(name) else {
@@ -78,12 +81,22 @@ impl BefFile {
             };
             kernels.push(kernel.clone());
         }
-        Ok(Arc::new(BefFile { image, kernels: kernels.into_boxed_slice() }))
+        Ok(Arc::new(BefFile { image: Arc::clone(image), kernels: kernels.into_boxed_slice(), natives }))
+    }
+
+    /// The verified image this file binds.
+    pub fn image(&self) -> &Arc<BefImage> {
+        &self.image
     }
 
     #[inline]
     pub(crate) fn kernel(&self, code: u32) -> &Kernel {
         &self.kernels[code as usize]
+    }
+
+    /// The host's code for native function `index` (`None` for functions with a body).
+    pub(crate) fn native_function(&self, index: usize) -> Option<&NativeFn> {
+        self.natives.get(index)?.as_ref()
     }
 }
 

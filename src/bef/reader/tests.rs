@@ -146,7 +146,56 @@ fn native_functions_resolve_by_name() {
     let mut registry = KernelRegistry::new();
     registry.add_native_function("native_add", |_, _, _| {});
     let file = BefFile::from_bytes(&bytes, &registry).unwrap();
-    assert!(file.function_info(0).unwrap().native.is_some());
+    assert!(file.native_function(0).is_some());
+}
+
+/// Kernel 1 (`tfrt.constant.i32`) of `main` in `image`.
+fn constant_record(image: &BefImage) -> KernelRecord<'_> {
+    let body = image.function_info(0).unwrap().body.as_ref().unwrap();
+    body.record(image.kernel_list(body), 1)
+}
+
+#[test]
+fn attributes_are_found_by_the_names_of_the_attribute_names_section() {
+    let image = BefImage::from_bytes(&constant_file()).unwrap();
+    let record = constant_record(&image);
+    assert_eq!(image.attribute_position(record, "value"), Ok(Some(0)));
+    assert_eq!(image.attribute_position(record, "other"), Ok(None));
+}
+
+#[test]
+fn without_optional_sections_attributes_have_no_names() {
+    let mut bytes = constant_file();
+    // The three optional sections are the last 15 bytes.
+    bytes.truncate(bytes.len() - 15);
+    let image = BefImage::from_bytes(&bytes).unwrap();
+    assert_eq!(image.attribute_position(constant_record(&image), "value"), Err(AttributeError::NoAttributeNames));
+}
+
+/// The executor never reads the optional sections, so a bad one does not stop a file from
+/// opening; a kernel asking for an attribute by name gets the error.
+#[test]
+fn attribute_names_that_disagree_with_the_bodies_are_an_error_when_asked_for() {
+    let mut bytes = constant_file();
+    let section = bytes.len() - 10;
+    assert_eq!(&bytes[section..section + 5], [0x09, 0x06, 0x01, 0x02, 0x1B], "the attribute-names section");
+    bytes[section + 3] = 0x03;
+    let image = BefImage::from_bytes(&bytes).unwrap();
+    let error = image.attribute_position(constant_record(&image), "value").unwrap_err();
+    assert!(matches!(&error, AttributeError::Malformed { what, .. } if what.contains("kernel")), "{error}");
+}
+
+#[test]
+fn one_image_binds_to_each_registry_on_its_own() {
+    let image = Arc::new(BefImage::from_bytes(&constant_file()).unwrap());
+    let error = BefFile::bind(&image, &registry_with(&[])).unwrap_err();
+    assert!(
+        matches!(&error, BefError::UnknownKernel { name, location } if name == "tfrt.constant.i32"
+        && location.to_string() == "t.mlir:2:8"),
+        "{error}"
+    );
+    let file = BefFile::bind(&image, &registry_with(&["tfrt.constant.i32"])).unwrap();
+    assert!(Arc::ptr_eq(file.image(), &image), "binding shares the verified image");
 }
 
 #[test]

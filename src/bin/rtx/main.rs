@@ -96,7 +96,10 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
     }
     let modules = paths
         .iter()
-        .map(|path| Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}")))
+        .map(|path| match Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))? {
+            Module::Vm(module) => Ok(module),
+            Module::Bef { .. } => Err(format!("`{path}` is a BEF file: run its functions with `rtx bef-exec`")),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // IREE's flag for the number of local-task workers.
     let runtime = match flags.last("task_topology_group_count") {
@@ -109,10 +112,7 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
     let context = runtime.context_with(options).map_err(|e| e.to_string())?;
     // Programs with tensors import the `hal` module: give them the device. Scalar programs run
     // in the VM alone and, as with IREE's tools, never open the `--device`.
-    let vm_module = |module: &Module| match module {
-        Module::Vm(module) => Arc::clone(module),
-    };
-    if modules.iter().any(|m| vm_module(m).dependencies().iter().any(|d| d.name == HAL_MODULE)) {
+    if modules.iter().any(|m| m.dependencies().iter().any(|d| d.name == HAL_MODULE)) {
         context.add_device(device).map_err(|e| e.message)?;
     }
     if let Some(check) = check {
@@ -120,8 +120,10 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
     }
     let mut last = None;
     for (path, module) in paths.iter().zip(modules) {
-        context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
-        last = Some(vm_module(&module));
+        context
+            .add_module(&Module::Vm(Arc::clone(&module)))
+            .map_err(|e| format!("adding `{path}` to the context: {e}"))?;
+        last = Some(module);
     }
     Ok((context, last.expect("at least one module")))
 }
@@ -137,6 +139,7 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
     let not_found = || format!("NOT_FOUND; no function `{name}` exported by module; looking up function '{name}'");
     let export = module.lookup_export(&name).ok_or_else(not_found)?;
     let function = context.function(&format!("{}.{name}", module.name())).map_err(|e| e.to_string())?;
+    let function = function.as_vm().expect("a VM module's function").clone();
     let declaration =
         module.export_signature(export).and_then(|signature| signature.attr("iree.abi.declaration")).map(str::to_owned);
     // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
@@ -252,7 +255,9 @@ fn check(flags: &Flags) -> Result<ExitCode, String> {
         .exported_functions()
         .iter()
         .filter(|export| !export.local_name.starts_with("__"))
-        .filter_map(|export| Some((export.local_name.as_str(), context.function(&export.local_name).ok()?.handle)))
+        .filter_map(|export| {
+            Some((export.local_name.as_str(), context.function(&export.local_name).ok()?.as_vm()?.handle.clone()))
+        })
         .filter(|(_, function)| {
             let fences = "r".repeat(function.model.fence_arguments());
             function.cconv == format!("0{}_v", if fences.is_empty() { "v" } else { &fences })

@@ -269,9 +269,15 @@ impl RcAsyncValue {
 
     /// Gives up the reference as a raw pointer (for the C API); see [`from_raw`](Self::from_raw).
     pub fn into_raw(self) -> *const () {
-        let raw = self.ptr.0.as_ptr() as *const ();
+        let raw = self.as_raw();
         std::mem::forget(self);
         raw
+    }
+
+    /// The raw pointer [`into_raw`](Self::into_raw) would give, without giving up the reference
+    /// (for lending the value to C for a limited time).
+    pub fn as_raw(&self) -> *const () {
+        self.ptr.0.as_ptr() as *const ()
     }
 
     /// Takes back a reference given up by [`into_raw`](Self::into_raw).
