@@ -165,7 +165,7 @@ typedef struct rtx_error rtx_error;
 typedef struct rtx_kernel_frame rtx_kernel_frame;
 
 /**
- * A loaded VM bytecode module. Opaque; reference counted; immutable, so every function on it is
+ * A loaded module: IREE VM bytecode or BEF. Opaque; reference counted; immutable, so every function on it is
  * thread-safe. A context that added it keeps it alive.
  */
 typedef struct rtx_module rtx_module;
@@ -907,10 +907,15 @@ const char *rtx_status_code_name(uint32_t code);
 
 /**
  * Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
- * bytecode module) with `num_args` argument values, without blocking: the call runs on the
+ * bytecode or BEF module) with `num_args` argument values, without blocking: the call runs on the
  * context's work queue once every argument is available (they may be unavailable now).
  *
- * Arguments and results follow the function's calling convention: `i`/`I`/`f`/`F` are i32/i64/
+ * A BEF function takes and returns the values its types say (`i32`... as scalars, `!tfrt.chain`
+ * as chains); an error argument is passed on only to the kernels that use it, so results that
+ * do not depend on it still become available, and a kernel's error reaches the results that
+ * depend on it with the kernel's source location.
+ *
+ * Arguments and results of a VM function follow its calling convention: `i`/`I`/`f`/`F` are i32/i64/
  * f32/f64 values, `r` (a ref) is a tensor: an async value holding a buffer view
  * (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
  * needs a device (`rtx_context_add_device`) before they are added.
@@ -1074,15 +1079,19 @@ rtx_error_t *rtx_module_function_signature(const rtx_module_t *module,
                                            struct rtx_function_signature_t *out);
 
 /**
- * Adds `module` to the context's VM context: checks its dependencies against the modules added
+ * Adds `module` to the context. A VM module: checks its dependencies against the modules added
  * before it, resolves its imports (by name and exact calling convention), creates its state and
- * runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
+ * runs its `__init` on the calling thread. A BEF module: binds its kernel names to the
+ * context's kernels (the core `tfrt.*` ones and those registered with
+ * `rtx_context_register_kernel` so far); NOT_FOUND names an unknown kernel and, in the error's
+ * message, the source location of its first use. The context keeps a reference to the module. Errors:
  * ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
  * `__init`'s own failure; FAILED_PRECONDITION for a module that imports `hal` (compiled from
  * tensor code) when the context has no device (`rtx_context_add_device`); INVALID_ARGUMENT for
  * NULL arguments. On failure the context is left as it was.
  */
-rtx_error_t *rtx_context_add_module(rtx_context_t *context, rtx_module_t *module);
+rtx_error_t *rtx_context_add_module(rtx_context_t *context,
+                                    rtx_module_t *module);
 
 /**
  * Sets `struct_size` and clears every other field (no functions, no callbacks). NULL does

@@ -12,10 +12,15 @@ use crate::host::ResultExt;
 use crate::runtime::invocation::plural;
 
 /// Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
-/// bytecode module) with `num_args` argument values, without blocking: the call runs on the
+/// bytecode or BEF module) with `num_args` argument values, without blocking: the call runs on the
 /// context's work queue once every argument is available (they may be unavailable now).
 ///
-/// Arguments and results follow the function's calling convention: `i`/`I`/`f`/`F` are i32/i64/
+/// A BEF function takes and returns the values its types say (`i32`... as scalars, `!tfrt.chain`
+/// as chains); an error argument is passed on only to the kernels that use it, so results that
+/// do not depend on it still become available, and a kernel's error reaches the results that
+/// depend on it with the kernel's source location.
+///
+/// Arguments and results of a VM function follow its calling convention: `i`/`I`/`f`/`F` are i32/i64/
 /// f32/f64 values, `r` (a ref) is a tensor: an async value holding a buffer view
 /// (`rtx_async_value_new_buffer_view`). Modules that take tensors import `hal`, so the context
 /// needs a device (`rtx_context_add_device`) before they are added.

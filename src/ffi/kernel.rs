@@ -155,11 +155,11 @@ pub unsafe extern "C" fn rtx_kernel_frame_set_result(
         // SAFETY: forwarded from the caller.
         let Some(frame) = (unsafe { frame_mut(frame) }) else { return };
         let outcome = match owned {
-            Some(value) => frame.set_result(index, value),
-            None => Err(KernelError(invalid_argument(format!("{FUNCTION}: argument 'value' is NULL")))),
+            Some(value) => frame.set_result(index, value).map_err(KernelError::into_diagnostic),
+            None => Err(invalid_argument("argument 'value' is NULL")),
         };
-        if let Err(error) = outcome {
-            frame.report_error(error.0.map_message(|message| format!("{FUNCTION}: {message}")));
+        if let Err(error) = outcome.context(FUNCTION) {
+            frame.report_error(error);
         }
     })
 }

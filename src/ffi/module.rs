@@ -79,7 +79,7 @@ fn c_string(text: &str) -> CString {
     CString::new(text.replace('\0', "\\0")).unwrap_or_default()
 }
 
-/// A loaded VM bytecode module. Opaque; reference counted; immutable, so every function on it is
+/// A loaded module: IREE VM bytecode or BEF. Opaque; reference counted; immutable, so every function on it is
 /// thread-safe. A context that added it keeps it alive.
 #[allow(non_camel_case_types)]
 pub struct rtx_module {
@@ -276,9 +276,12 @@ pub unsafe extern "C" fn rtx_module_function_signature(
     })
 }
 
-/// Adds `module` to the context's VM context: checks its dependencies against the modules added
+/// Adds `module` to the context. A VM module: checks its dependencies against the modules added
 /// before it, resolves its imports (by name and exact calling convention), creates its state and
-/// runs its `__init` on the calling thread. The context keeps a reference to the module. Errors:
+/// runs its `__init` on the calling thread. A BEF module: binds its kernel names to the
+/// context's kernels (the core `tfrt.*` ones and those registered with
+/// `rtx_context_register_kernel` so far); NOT_FOUND names an unknown kernel and, in the error's
+/// message, the source location of its first use. The context keeps a reference to the module. Errors:
 /// ALREADY_EXISTS (a module of that name is there), NOT_FOUND (a missing dependency or import),
 /// `__init`'s own failure; FAILED_PRECONDITION for a module that imports `hal` (compiled from
 /// tensor code) when the context has no device (`rtx_context_add_device`); INVALID_ARGUMENT for
