@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use super::attribute::AttributeError;
 use super::cursor::{c_string, Cursor};
 use super::error::BefError;
 use super::function::{FunctionBody, Limits};
@@ -12,7 +13,6 @@ use super::kernel_record::KernelRecord;
 use super::location::{self, BefLocation, LocationEntry};
 use super::storage::Storage;
 use crate::bef::format::{FunctionKind, SectionId, MAGIC, VERSION};
-use super::attribute::AttributeError;
 
 /// A verified BEF file: its sections, string-indexed tables (kernel names, type names, the
 /// function index) and function bodies, every index in them checked. Kernel names are names
@@ -26,8 +26,11 @@ pub struct BefImage {
     by_name: HashMap<String, usize>,
     /// Attribute names by kernel record (byte offset), read from the optional section on first
     /// use: only kernels that ask for attributes by name need them.
-    attribute_names: OnceLock<Result<HashMap<usize, Box<[String]>>, AttributeError>>,
+    attribute_names: OnceLock<Result<AttributeNames, AttributeError>>,
 }
+
+/// Each kernel record's attribute names, by the record's byte offset in the file.
+type AttributeNames = HashMap<usize, Box<[String]>>;
 
 /// Byte ranges of the sections (empty when absent).
 #[derive(Default)]
@@ -218,15 +221,17 @@ impl BefImage {
     /// The position among `record`'s attributes of the one named `name`: `Ok(None)` when it has
     /// none of that name, an error when the file has no (or a malformed) attribute-names section.
     pub fn attribute_position(&self, record: KernelRecord<'_>, name: &str) -> Result<Option<usize>, AttributeError> {
-        let names = self.attribute_names.get_or_init(|| self.attribute_names_by_record()).as_ref().map_err(Clone::clone)?;
+        let names =
+            self.attribute_names.get_or_init(|| self.attribute_names_by_record()).as_ref().map_err(Clone::clone)?;
         let offset = record.offset_in(self.bytes());
         Ok(names.get(&offset).and_then(|names| names.iter().position(|n| n == name)))
     }
 
     /// The attribute-names section (decoded by [`BefImage::optional_sections`]) keyed by the
     /// byte offset of each kernel record with attributes.
-    fn attribute_names_by_record(&self) -> Result<HashMap<usize, Box<[String]>>, AttributeError> {
-        let sections = self.optional_sections().map_err(|e| AttributeError::Malformed { offset: 0, what: e.to_string() })?;
+    fn attribute_names_by_record(&self) -> Result<AttributeNames, AttributeError> {
+        let sections =
+            self.optional_sections().map_err(|e| AttributeError::Malformed { offset: 0, what: e.to_string() })?;
         let per_function = sections.attribute_names.ok_or(AttributeError::NoAttributeNames)?;
         let mut by_record = HashMap::new();
         for (info, kernels) in self.functions.iter().zip(per_function) {
