@@ -348,6 +348,7 @@ fn write_disassembly(module: &Module, out: &mut impl Write, options: &DumpOption
         out.write_char('\n')?;
     }
     let context = Context::new(module);
+    let mut printed_any = false;
     for ordinal in 0..def.function_descriptors.len() {
         let name = context.function_name(ordinal);
         if let Some(filter) = options.function.as_deref().filter(|f| !f.is_empty()) {
@@ -359,6 +360,7 @@ fn write_disassembly(module: &Module, out: &mut impl Write, options: &DumpOption
                 continue;
             }
         }
+        printed_any = true;
         out.write_char('\n')?;
         for export in def.exported_functions.iter().filter(|e| e.internal_ordinal as usize == ordinal) {
             if export.local_name == name {
@@ -395,6 +397,10 @@ fn write_disassembly(module: &Module, out: &mut impl Write, options: &DumpOption
             }
         }
         out.write_str("}\n")?;
+    }
+    // iree-dump-module ends the listing with a blank line even when no function was asked for.
+    if !printed_any {
+        out.write_char('\n')?;
     }
     Ok(())
 }
