@@ -10,23 +10,12 @@
 //! `RTX_BEF_SUITE=DIR[:DIR...]` adds the `.mlir` files of other folders (a checkout of TFRT's
 //! `mlir_tests`, say) to the round trip.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use rtx::bef::{bef_to_mlir, mlir_to_bef, WriteOptions};
 use rtx::mlir::{parse_text_with, print_asm, read_any, AsmOptions, Module, ParseOptions};
-
-fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else { return };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            mlir_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "mlir") {
-            out.push(path);
-        }
-    }
-}
 
 /// Whether BEF keeps all of `module`: every op in a function, no kernel cost.
 fn bef_keeps_all_of(module: &Module) -> bool {
@@ -50,10 +39,10 @@ fn bef_keeps_all_of(module: &Module) -> bool {
 /// The files to check and, for each that translates, its BEF.
 fn translated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
-    mlir_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"), &mut files);
+    common::mlir_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"), &mut files);
     if let Ok(suites) = std::env::var("RTX_BEF_SUITE") {
         for suite in suites.split(':').filter(|s| !s.is_empty()) {
-            mlir_files(Path::new(suite), &mut files);
+            common::mlir_files(Path::new(suite), &mut files);
         }
     }
     files

@@ -14,6 +14,8 @@
 //! lines ask for `-verify-diagnostics` are skipped and counted. Those files are not ours and are
 //! never copied here; the variable is for checking rtx against them locally.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,19 +133,6 @@ fn run_lines(text: &str) -> Vec<String> {
     commands
 }
 
-fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else { return };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            mlir_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "mlir") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn lit_files_pass() {
     assert!(
@@ -152,11 +141,11 @@ fn lit_files_pass() {
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    mlir_files(&root.join("tests/lit"), &mut files);
+    common::mlir_files(&root.join("tests/lit"), &mut files);
     assert!(!files.is_empty(), "no test files under tests/lit");
     if let Ok(suites) = std::env::var("RTX_LIT_SUITE") {
         for suite in suites.split(':').filter(|s| !s.is_empty()) {
-            mlir_files(Path::new(suite), &mut files);
+            common::mlir_files(Path::new(suite), &mut files);
         }
     }
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lit");

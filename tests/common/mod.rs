@@ -1,11 +1,12 @@
-//! Helpers shared by the VM integration tests: where the IREE-compiled fixtures live.
+//! Helpers shared by the integration tests: where the IREE-compiled fixtures live, and the
+//! `.mlir` files of a folder.
 
 // Each test crate compiles this file and uses only some of it.
 #![allow(dead_code)]
 
 pub mod ffi;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A folder under `tests/fixtures/vm` ("" for the folder itself).
@@ -127,4 +128,19 @@ pub fn mlir_fixtures(dir: &std::path::Path, min: usize) -> Vec<(String, u32, Pat
     out.sort();
     assert!(out.len() >= min, "expected the generated fixtures in {}, found {}", dir.display(), out.len());
     out
+}
+
+/// Appends the `.mlir` files under `folder` (recursively, each folder in name order) to `out`; a
+/// folder that cannot be read adds nothing.
+pub fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            mlir_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "mlir") {
+            out.push(path);
+        }
+    }
 }
