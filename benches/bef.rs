@@ -1,13 +1,15 @@
 //! BEF executor costs per kernel, each row beside an anchor measured in the same run
 //! (`support::row`):
 //!
-//! - `serial_100`: one call of a function of 100 dependent `tfrt.add.i32` (each adds the
-//!   argument to the previous sum), on the `s` queue, divided by 100. Anchor: IREE's VM running
+//! - `serial_100/plan`, `serial_100/dataflow`: one call of a function of 100 dependent
+//!   `tfrt.add.i32` (each adds the argument to the previous sum), on the `s` queue, divided by
+//!   100: as a plan (the adds are pure kernels) and in the dataflow executor (the adds registered
+//!   as async kernels). Anchor: IREE's VM running
 //!   the same 100 additions (`tests/fixtures/vm/add_chain.vmfb`) through `iree-benchmark-module
 //!   --device=local-sync`, found as `rtx bench` finds it (`RTX_IREE_TOOLS` or `PATH`); without
 //!   the tool, rtx's own VM on the same module.
-//! - `parallel_100/s`, `parallel_100/mstd`: 100 independent `tfrt.add.i32` of the argument and
-//!   one `tfrt.merge.chains` of their results, divided by 101, on each queue. Anchor: 100
+//! - `parallel_100/plan/s`, `parallel_100/dataflow/{s,mstd}`: 100 independent `tfrt.add.i32` of
+//!   the argument and one `tfrt.merge.chains` of their results, divided by 101. Anchor: 100
 //!   available values made from the argument, then one more (what every kernel result costs
 //!   anyway).
 //!
@@ -78,15 +80,28 @@ fn add_chain_anchor() -> (Box<dyn FnMut() -> f64>, &'static str) {
     (Box::new(anchor), "rtx VM, add_chain.vmfb (no IREE)")
 }
 
+/// The core kernels with `tfrt.add.i32` and `tfrt.merge.chains` registered as plain async
+/// kernels instead of pure ones, so the bench functions run in the dataflow executor.
+fn dataflow_registry() -> KernelRegistry {
+    let mut registry = KernelRegistry::with_core_kernels();
+    registry.add_kernel("tfrt.add.i32", |f| {
+        let sum = f.get::<i32>(0)?.wrapping_add(*f.get::<i32>(1)?);
+        f.emplace_result(0, sum)
+    });
+    registry.add_kernel("tfrt.merge.chains", |f| f.emplace_result(0, Chain));
+    registry
+}
+
 fn main() {
     let wanted = support::filter();
     let module = rtx::mlir::read_any(program().as_bytes(), Some("bench.mlir")).expect("the bench program parses");
     let bytes =
         rtx::bef::mlir_to_bef(&module, &rtx::bef::WriteOptions::default()).expect("the bench program translates");
-    let file = BefFile::from_bytes(&bytes, &KernelRegistry::with_core_kernels()).expect("the bench program opens");
+    let planned = BefFile::from_bytes(&bytes, &KernelRegistry::with_core_kernels()).expect("the bench program opens");
+    let dataflow = BefFile::from_bytes(&bytes, &dataflow_registry()).expect("the bench program opens");
     let argument = AsyncValueRef::available(1i32).into_untyped();
-    let call = |name: &str, kernels: usize, queue: &str| {
-        let function = Function::lookup(&file, name).unwrap();
+    let call = |file: &Arc<BefFile>, name: &str, kernels: usize, queue: &str| {
+        let function = Function::lookup(file, name).unwrap();
         let host = Arc::new(HostContext::with_work_queue_spec(queue).unwrap());
         let context = ExecutionContext::new(Arc::clone(&host));
         let argument = &argument;
@@ -98,17 +113,20 @@ fn main() {
             }) / kernels as f64
         }
     };
-    if wanted("serial_100") {
-        let mut subject = call("serial", KERNELS, "s");
-        let (mut anchor, anchor_name) = add_chain_anchor();
-        row("serial_100 (ns per kernel)", anchor_name, &mut anchor, &mut subject);
+    for (way, file) in [("plan", &planned), ("dataflow", &dataflow)] {
+        let name = format!("serial_100/{way} (ns per kernel)");
+        if wanted(&name) {
+            let mut subject = call(file, "serial", KERNELS, "s");
+            let (mut anchor, anchor_name) = add_chain_anchor();
+            row(&name, anchor_name, &mut anchor, &mut subject);
+        }
     }
-    for queue in ["s", "mstd"] {
-        let name = format!("parallel_100/{queue} (ns per kernel)");
+    for (way, queue, file) in [("plan", "s", &planned), ("dataflow", "s", &dataflow), ("dataflow", "mstd", &dataflow)] {
+        let name = format!("parallel_100/{way}/{queue} (ns per kernel)");
         if !wanted(&name) {
             continue;
         }
-        let mut subject = call("parallel", KERNELS + 1, queue);
+        let mut subject = call(file, "parallel", KERNELS + 1, queue);
         let mut anchor = || {
             per_call(CALLS, &mut || {
                 let values: Vec<RcAsyncValue> =

@@ -21,6 +21,14 @@ pub struct KernelSite<'a> {
 }
 
 impl<'a> KernelSite<'a> {
+    pub(crate) fn new(
+        record: KernelRecord<'a>,
+        file: &'a Arc<BefFile>,
+        context: &'a ExecutionContext,
+    ) -> KernelSite<'a> {
+        KernelSite { record, file, context }
+    }
+
     pub fn num_attributes(&self) -> usize {
         self.record.num_attributes()
     }

@@ -7,6 +7,9 @@
 //!   functions it refers to, its result slots, its location for diagnostics and the
 //!   [`ExecutionContext`] (host context, cancellation, output). [`SyncKernelFrame`] is the same
 //!   for kernels of sync functions, over plain [`Value`]s.
+//! - [`pure`] kernels (scalar operations with no effect but their results) are defined once and
+//!   run in async functions, sync functions, and plans: async functions made only of them, run
+//!   as straight-line code.
 //! - A kernel returns `Err(KernelError)` to fail: the executor reports the error once, at the
 //!   kernel's location, and makes it the value of the results the kernel did not set.
 //! - [`library`] holds TFRT's kernels, one module per family: the core ones, the test kernels
@@ -29,6 +32,7 @@ pub mod context;
 pub mod error;
 pub mod frame;
 pub mod library;
+pub mod pure;
 pub mod registry;
 pub mod tensor;
 pub mod value;
@@ -36,5 +40,6 @@ pub mod value;
 pub use context::{cancelled_error, format_runtime_error, DiagnosticHandler, ExecutionContext, OutputHandler};
 pub use error::KernelError;
 pub use frame::{ErrorReporter, KernelFrame, KernelSite, SyncKernelFrame};
+pub use pure::{PureKernel, ScalarType};
 pub use registry::{AsyncKernelFn, Kernel, KernelRegistry, NativeFn, SyncKernelFn};
 pub use value::Value;

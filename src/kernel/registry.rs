@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::context::ExecutionContext;
 use super::error::KernelError;
 use super::frame::{KernelFrame, SyncKernelFrame};
+use super::pure::PureKernel;
 use crate::host::RcAsyncValue;
 
 /// A kernel of the dataflow executor: runs once its arguments are available (errors and
@@ -17,11 +18,13 @@ pub type SyncKernelFn = Arc<dyn Fn(&mut SyncKernelFrame<'_>) -> Result<(), Kerne
 /// arguments (possibly unavailable), one result slot per declared result to fill.
 pub type NativeFn = Arc<dyn Fn(&[RcAsyncValue], &mut [Option<RcAsyncValue>], &ExecutionContext) + Send + Sync>;
 
-/// A registered kernel, of one of the two kinds.
+/// A registered kernel, of one of three kinds.
 #[derive(Clone)]
 pub enum Kernel {
     Async(AsyncKernelFn),
     Sync(SyncKernelFn),
+    /// Runs in async and sync functions alike, and in plans (see [`super::pure`]).
+    Pure(PureKernel),
 }
 
 /// Kernels and native functions by name. A BEF file resolves its kernel names against one when
@@ -69,6 +72,11 @@ impl KernelRegistry {
         F: Fn(&mut SyncKernelFrame<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
     {
         self.kernels.insert(name.to_owned(), Kernel::Sync(Arc::new(kernel)));
+    }
+
+    /// Registers (or replaces) the pure kernel `name` (usually through [`crate::pure_kernel!`]).
+    pub fn add_pure_kernel(&mut self, name: &str, kernel: PureKernel) {
+        self.kernels.insert(name.to_owned(), Kernel::Pure(kernel));
     }
 
     /// Registers (or replaces) the native function `name`.

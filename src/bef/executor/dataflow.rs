@@ -199,6 +199,7 @@ impl Execution {
         let mut frame = KernelFrame::new(record, &self.file, &self.context, arguments, results);
         let outcome = match self.file.kernel(record.code()) {
             Kernel::Async(kernel) => kernel(&mut frame),
+            Kernel::Pure(kernel) => kernel.run_async(&mut frame),
             Kernel::Sync(_) => Err(KernelError::new(
                 StatusCode::InvalidArgument,
                 format!("`{}` is a sync kernel; it runs only in sync functions", self.file.kernel_name(record.code())),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{dataflow, interpreter};
+use super::{dataflow, interpreter, Plan};
 use crate::bef::format::FunctionKind;
 use crate::bef::reader::{BefFile, FunctionInfo};
 use crate::host::{join, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
@@ -84,7 +84,13 @@ impl Function {
         }
         let info = self.info();
         match (info.kind, &info.body, self.file.native_function(self.index)) {
-            (FunctionKind::Async, Some(body), _) => dataflow::execute(&self.file, body, context, arguments),
+            (FunctionKind::Async, Some(body), _) => {
+                let plan = self.file.plan_cell(self.index).get_or_init(|| Plan::build(&self.file, info, context));
+                match plan.as_ref().and_then(|plan| plan.run(context, arguments)) {
+                    Some(results) => results,
+                    None => dataflow::execute(&self.file, body, context, arguments),
+                }
+            }
             (FunctionKind::Native, _, Some(native)) => {
                 let mut results = vec![None; info.results.len()];
                 native(arguments, &mut results, context);

@@ -29,11 +29,15 @@ pub(super) fn execute(
                 let mut frame = SyncKernelFrame::new(record, file, context, &mut registers);
                 kernel(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
             }
+            Kernel::Pure(kernel) => {
+                let mut frame = SyncKernelFrame::new(record, file, context, &mut registers);
+                kernel.run_sync(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
+            }
             Kernel::Async(_) => {
                 return Err(located(Diagnostic::new(
                     StatusCode::InvalidArgument,
                     format!(
-                        "`{}` is an async kernel; sync functions run only sync kernels",
+                        "`{}` is an async kernel; sync functions run only sync and pure kernels",
                         file.kernel_name(record.code())
                     ),
                 )));

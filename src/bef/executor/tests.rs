@@ -289,3 +289,139 @@ fn native_functions_get_the_arguments_and_fill_the_results() {
     let results = Harness::new().run(&file, "f", &[]);
     assert_eq!(i32_of(&results[0]), 10);
 }
+
+/// The test kernels and the core ones, whose scalar kernels are pure.
+fn open_with_core(functions: &[TestFunction]) -> Arc<BefFile> {
+    let mut registry = registry();
+    crate::kernel::library::register_core_kernels(&mut registry);
+    BefFile::from_bytes(&assemble(functions), &registry).unwrap()
+}
+
+/// Whether `name`'s first call built a plan.
+fn has_plan(file: &Arc<BefFile>, name: &str) -> bool {
+    let index = file.function_index(name).unwrap();
+    file.plan_cell(index).get().expect("the function ran").is_some()
+}
+
+fn i32_constant(value: i32, result: u32) -> crate::bef::test_file::TestKernel {
+    kernel("tfrt.constant.i32", &[], &[result]).attribute(TestAttribute::i32(value))
+}
+
+#[test]
+fn a_function_of_pure_kernels_runs_as_a_plan() {
+    // x = 7: q, r = (x * 3 + 5) divmod 4 = 26 divmod 4; x <= 5; (f64)(i64)... through casts.
+    let file = open_with_core(&[function("f", &["i32", "i64"], &["i32", "i32", "i1", "f64", "!tfrt.chain"])
+        .kernel(i32_constant(3, 2))
+        .kernel(i32_constant(5, 3))
+        .kernel(i32_constant(4, 4))
+        .kernel(kernel("tfrt.mul.i32", &[0, 2], &[5]))
+        .kernel(kernel("tfrt.add.i32", &[5, 3], &[6]))
+        .kernel(kernel("tfrt.div.i32", &[6, 4], &[7, 8]))
+        .kernel(kernel("tfrt.lessequal.i32", &[0, 3], &[9]))
+        .kernel(kernel("tfrt.cast.i64_to_f64", &[1], &[10]))
+        .kernel(kernel("tfrt.merge.chains", &[7, 9, 10], &[11]))
+        .returns(&[7, 8, 9, 10, 11])]);
+    let harness = Harness::new();
+    let arguments = [AsyncValueRef::available(7i32).into_untyped(), AsyncValueRef::available(-3i64).into_untyped()];
+    let results = harness.run(&file, "f", &arguments);
+    assert!(has_plan(&file, "f"));
+    assert_eq!((i32_of(&results[0]), i32_of(&results[1])), (6, 2));
+    assert_eq!(results[2].try_get::<bool>().unwrap(), &false);
+    assert_eq!(results[3].try_get::<f64>().unwrap(), &-3.0);
+    assert!(results[4].is_type::<crate::host::Chain>());
+    assert!(harness.errors.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_failing_pure_kernel_is_reported_once_by_the_dataflow_executor() {
+    let file = open_with_core(&[function("f", &["i32"], &["i32", "i32"])
+        .kernel(i32_constant(0, 1))
+        .kernel(kernel("tfrt.add.i32", &[0, 0], &[2]))
+        .kernel(kernel("tfrt.div.i32", &[0, 1], &[3, 4]))
+        .returns(&[2, 4])]);
+    let harness = Harness::new();
+    let results = harness.run(&file, "f", &[AsyncValueRef::available(5i32).into_untyped()]);
+    assert!(has_plan(&file, "f"));
+    assert_eq!(i32_of(&results[0]), 10, "what does not depend on the failure is computed");
+    assert_eq!(results[1].get_error().unwrap().message, "Divide by zero");
+    let errors = harness.errors.lock().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].location.as_ref().unwrap().to_string(), "test.mlir:4:3");
+}
+
+#[test]
+fn unavailable_or_mistyped_arguments_take_the_dataflow_path() {
+    let file = open_with_core(&[function("f", &["i32"], &["i32"])
+        .kernel(kernel("tfrt.add.i32", &[0, 0], &[1]))
+        .returns(&[1])]);
+    let harness = Harness::new();
+    let later = AsyncValueRef::<i32>::unconstructed();
+    let function = Function::lookup(&file, "f").unwrap();
+    let results = function.execute(&harness.context, &[later.clone().into()]);
+    assert!(!results[0].is_available());
+    later.emplace(21).unwrap();
+    harness.context.host().await_values(&results).unwrap();
+    assert_eq!(i32_of(&results[0]), 42);
+    assert!(has_plan(&file, "f"));
+    let results = harness.run(&file, "f", &[AsyncValueRef::available(1i64).into_untyped()]);
+    assert!(results[0].get_error().unwrap().message.contains("i64"), "{:?}", results[0].get_error());
+    assert_eq!(harness.errors.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn functions_a_plan_cannot_express_run_in_the_dataflow_executor() {
+    let file = open_with_core(&[
+        // An effect (t.log) among pure kernels.
+        function("effect", &["i32"], &["i32"])
+            .kernel(kernel("tfrt.add.i32", &[0, 0], &[1]))
+            .kernel(log_kernel("seen", &[1], 2))
+            .returns(&[2]),
+        // A register of one type read as another: the dataflow executor reports it.
+        function("mistyped", &[], &["i32"])
+            .kernel(kernel("tfrt.constant.i64", &[], &[0]).attribute(TestAttribute::i64(1)))
+            .kernel(kernel("tfrt.add.i32", &[0, 0], &[1]))
+            .returns(&[1]),
+        // An operand defined by a later kernel: valid dataflow, not straight-line code.
+        function("forward", &["i32"], &["i32"])
+            .kernel(kernel("tfrt.add.i32", &[2, 0], &[1]))
+            .kernel(kernel("tfrt.add.i32", &[0, 0], &[2]))
+            .returns(&[1]),
+    ]);
+    let harness = Harness::new();
+    let two = [AsyncValueRef::available(2i32).into_untyped()];
+    assert_eq!(i32_of(&harness.run(&file, "effect", &two)[0]), 4);
+    assert_eq!(harness.log(), ["seen"]);
+    assert!(harness.run(&file, "mistyped", &[])[0].is_error());
+    assert_eq!(harness.errors.lock().unwrap().len(), 1);
+    assert_eq!(i32_of(&harness.run(&file, "forward", &two)[0]), 6);
+    for name in ["effect", "mistyped", "forward"] {
+        assert!(!has_plan(&file, name), "{name}");
+    }
+}
+
+#[test]
+fn a_trailing_chain_operand_orders_a_pure_kernel_without_being_read() {
+    let file = open_with_core(&[function("f", &["i32", "!tfrt.chain"], &["i32"])
+        .kernel(kernel("tfrt.add.i32", &[0, 0, 1], &[2]))
+        .returns(&[2])]);
+    let harness = Harness::new();
+    let arguments = [AsyncValueRef::available(4i32).into_untyped(), crate::host::Chain::ready().into_untyped()];
+    assert_eq!(i32_of(&harness.run(&file, "f", &arguments)[0]), 8);
+    assert!(has_plan(&file, "f"));
+}
+
+#[test]
+fn pure_kernels_run_in_sync_functions() {
+    let file = open_with_core(&[function("s", &["i32"], &["i32", "i1"])
+        .kind(FunctionKind::Sync)
+        .kernel(i32_constant(10, 1))
+        .kernel(kernel("tfrt.minus.i32", &[1, 0], &[2]))
+        .kernel(kernel("tfrt.equal.i32", &[2, 0], &[3]))
+        .returns(&[2, 3])]);
+    let harness = Harness::new();
+    let s = Function::lookup(&file, "s").unwrap();
+    let results = s.execute_sync(&harness.context, &[Value::from(5)]).unwrap();
+    assert_eq!((results[0].get::<i32>(), results[1].get::<bool>()), (Some(&5), Some(&true)));
+    let error = s.execute_sync(&harness.context, &[Value::from(5i64)]).unwrap_err();
+    assert_eq!(error.message, "argument 1 holds i64, not i32");
+}

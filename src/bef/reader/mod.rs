@@ -21,7 +21,7 @@ mod optional;
 mod storage;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use attribute::{Aggregate, Attribute, AttributeError, CompilationUnit, DenseAttribute, Scalar, ScalarArray};
 pub use error::BefError;
@@ -31,6 +31,7 @@ pub use kernel_record::{KernelRecord, Words};
 pub use location::{BefLocation, LocationEntry};
 pub use optional::OptionalSections;
 
+use crate::bef::executor::Plan;
 use crate::bef::format::FunctionKind;
 use crate::kernel::{Kernel, KernelRegistry, NativeFn};
 
@@ -43,6 +44,8 @@ pub struct BefFile {
     kernels: Box<[Kernel]>,
     /// By function index; `Some` for native functions.
     natives: Box<[Option<NativeFn>]>,
+    /// By function index: the function's plan, built on its first call (`None` when it has none).
+    plans: Box<[OnceLock<Option<Plan>>]>,
 }
 
 impl BefFile {
@@ -81,7 +84,8 @@ impl BefFile {
             };
             kernels.push(kernel.clone());
         }
-        Ok(Arc::new(BefFile { image: Arc::clone(image), kernels: kernels.into_boxed_slice(), natives }))
+        let plans = image.functions.iter().map(|_| OnceLock::new()).collect();
+        Ok(Arc::new(BefFile { image: Arc::clone(image), kernels: kernels.into_boxed_slice(), natives, plans }))
     }
 
     /// The verified image this file binds.
@@ -92,6 +96,11 @@ impl BefFile {
     #[inline]
     pub(crate) fn kernel(&self, code: u32) -> &Kernel {
         &self.kernels[code as usize]
+    }
+
+    /// Where function `index`'s plan is kept (an index the image verified or enumerated).
+    pub(crate) fn plan_cell(&self, index: usize) -> &OnceLock<Option<Plan>> {
+        &self.plans[index]
     }
 
     /// The host's code for native function `index` (`None` for functions with a body).

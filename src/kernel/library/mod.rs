@@ -31,30 +31,6 @@ pub fn register_all_kernels(registry: &mut KernelRegistry) {
     tensor::register_tensor_kernels(registry);
 }
 
-/// Registers `name` as a kernel of one argument of type `A`, whose result `op` computes.
-pub(crate) fn unary<A, R>(registry: &mut KernelRegistry, name: &str, op: fn(A) -> Result<R, KernelError>)
-where
-    A: Copy + 'static,
-    R: Send + Sync + 'static,
-{
-    registry.add_kernel(name, move |frame| {
-        let result = op(*frame.get::<A>(0)?)?;
-        frame.emplace_result(0, result)
-    });
-}
-
-/// Registers `name` as a kernel of two arguments of type `A`, whose result `op` computes.
-pub(crate) fn binary<A, R>(registry: &mut KernelRegistry, name: &str, op: fn(A, A) -> Result<R, KernelError>)
-where
-    A: Copy + 'static,
-    R: Send + Sync + 'static,
-{
-    registry.add_kernel(name, move |frame| {
-        let result = op(*frame.get::<A>(0)?, *frame.get::<A>(1)?)?;
-        frame.emplace_result(0, result)
-    });
-}
-
 /// Sets each result of `frame` to the corresponding value.
 pub(crate) fn set_results(
     frame: &mut KernelFrame<'_>,
