@@ -57,9 +57,12 @@ impl BenchmarkStats {
         }
     }
 
+    /// Starts a run. The CPU clock is a system call, so it is read outside the wall-time window
+    /// (first here, last in [`stop_run`](Self::stop_run)).
     pub fn start_run(&mut self) {
         self.started += 1;
-        self.run_start = (Instant::now(), process_cpu_time());
+        let cpu = process_cpu_time();
+        self.run_start = (Instant::now(), cpu);
     }
 
     /// Ends the run started last; warm-up runs are not recorded.
@@ -67,7 +70,8 @@ impl BenchmarkStats {
         if self.started <= self.warmup_runs {
             return;
         }
-        self.record(self.run_start.0.elapsed(), process_cpu_time().saturating_sub(self.run_start.1));
+        let wall = self.run_start.0.elapsed();
+        self.record(wall, process_cpu_time().saturating_sub(self.run_start.1));
     }
 
     fn record(&mut self, wall: Duration, cpu: Duration) {
