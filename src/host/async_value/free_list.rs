@@ -7,9 +7,15 @@
 //! cost more than all the rest of a kernel. A block freed on another thread than the one that
 //! allocated it simply joins that thread's list. The list is bounded, and a thread's blocks go
 //! back to the process allocator when the thread ends.
+//!
+//! Only rtx's own worker threads keep a list ([`cache_on_this_thread`]); other threads use the
+//! process allocator. The list's thread-exit destructor is why: glibc keeps a shared library
+//! loaded (`dlclose` does nothing) while any thread still holds one of its destructors, and a
+//! host's threads — its main thread above all — may outlive its use of rtx. Worker threads end
+//! when their queue is dropped, which releases the library.
 
 use std::alloc::{self, Layout};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ptr;
 
 /// The layout of the blocks the cache holds: `AvBox<Slot>`'s (checked in `header`).
@@ -51,12 +57,24 @@ impl Drop for ThreadCache {
 }
 
 thread_local! {
+    /// Whether this thread keeps a cache (a const initialiser and no destructor: reading it on
+    /// any thread registers nothing).
+    static ENABLED: Cell<bool> = const { Cell::new(false) };
     static CACHE: ThreadCache = const { ThreadCache(UnsafeCell::new(Cache { head: ptr::null_mut(), len: 0 })) };
 }
 
-/// Runs `f` on this thread's cache; `None` while the thread is being torn down.
+/// Makes this thread keep a cache from now on; for threads rtx owns and joins.
+pub(crate) fn cache_on_this_thread() {
+    ENABLED.set(true);
+}
+
+/// Runs `f` on this thread's cache; `None` on threads without one, or while the thread is
+/// being torn down.
 #[inline]
 fn with_cache<R>(f: impl FnOnce(&mut Cache) -> R) -> Option<R> {
+    if !ENABLED.get() {
+        return None;
+    }
     // SAFETY: the cache is reached only from this thread and `f` only moves list pointers, so no
     // other reference to it exists while `f` runs.
     CACHE.try_with(|cache| f(unsafe { &mut *cache.0.get() })).ok()
@@ -111,6 +129,7 @@ mod tests {
 
     #[test]
     fn a_released_block_is_handed_out_again_on_the_same_thread() {
+        cache_on_this_thread();
         let first = acquire();
         // SAFETY: `first` came from `acquire` and is not used afterwards except by address.
         unsafe { release(first) };
@@ -121,7 +140,20 @@ mod tests {
     }
 
     #[test]
+    fn threads_keep_no_cache_unless_asked() {
+        std::thread::spawn(|| {
+            let block = acquire();
+            // SAFETY: `block` came from `acquire` and is released once.
+            unsafe { release(block) };
+            assert_eq!(with_cache(|cache| cache.len), None);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn the_cache_keeps_at_most_its_capacity_and_frees_the_rest() {
+        cache_on_this_thread();
         let blocks: Vec<*mut u8> = (0..CAPACITY + 10).map(|_| acquire()).collect();
         for &block in &blocks {
             // SAFETY: each block came from `acquire` and is released once.
@@ -134,6 +166,7 @@ mod tests {
         unsafe impl Send for Moved {}
         let moved = Moved((0..10).map(|_| acquire()).collect());
         std::thread::spawn(move || {
+            cache_on_this_thread();
             let moved = moved;
             for block in moved.0 {
                 // SAFETY: the blocks were handed to this thread, which releases each once.

@@ -10,7 +10,7 @@
 //! - header: 24 bytes (refcount, kind, type-info pointer, state word); a payload of at most eight
 //!   bytes (i32, f64, `Chain`, a handle) makes a 32-byte value; larger payloads follow inline.
 //! - creating an available value: one allocation (for payloads of at most eight bytes, a block
-//!   from a per-thread cache, see `free_list`), no atomic read-modify-write;
+//!   from a per-thread cache on rtx's worker threads, see `free_list`), no atomic read-modify-write;
 //! - clone/drop: one relaxed add / one acquire load (last owner) or one release subtract;
 //! - `and_then` on an unavailable value: one allocation (node with the closure inline) + one CAS;
 //! - setting: one CAS to claim the payload, one swap to publish and detach the waiters.
@@ -27,6 +27,7 @@ mod typed;
 mod value;
 mod waiters;
 
+pub(crate) use free_list::cache_on_this_thread;
 pub use header::{State, HEADER_SIZE};
 pub use indirect::IndirectAsyncValue;
 pub use typed::AsyncValueRef;

@@ -109,6 +109,7 @@ impl Pool {
 
 fn thread_main(shared: Arc<Shared>) {
     let _role = enter_role(&shared, None);
+    crate::host::async_value::cache_on_this_thread();
     let pool = &shared.blocking;
     let mut state = pool.lock();
     loop {

@@ -133,6 +133,7 @@ const INJECTOR_CHECK_INTERVAL: u32 = 61;
 pub(super) fn worker_main(shared: Arc<Shared>, me: usize, local: Worker<Task>) {
     let local = Rc::new(local);
     let _role = enter_role(&shared, Some(Rc::clone(&local)));
+    crate::host::async_value::cache_on_this_thread();
     let pool = &shared.non_blocking;
     let mut rng = XorShift::seeded(me);
     let mut ticks: u32 = 0;
