@@ -98,6 +98,8 @@ if [ -n "$miri_skip" ]; then
   fi
 else
   cargo +nightly miri test --lib host::
+  # The BEF executor's registers and ready counts (raw reference handoff between kernels) and plans.
+  cargo +nightly miri test --lib bef::executor::
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
   cargo +nightly miri test --lib vm::interpreter::tests::
