@@ -280,9 +280,23 @@ impl Slot for Chain {
     }
 }
 
-/// Defines and registers a pure kernel from a typed body:
-/// `pure_kernel!(registry, "tfrt.add.i32", |a: i32, b: i32| -> i32 { Ok(a.wrapping_add(b)) })`.
-/// With `immediate: DECODE` the body also sees the decoded attribute as `$imm: u64`.
+/// Defines and registers a pure kernel from a typed body. With a decoder of the kernel's
+/// attributes before the body, the body also gets the decoded immediate (`u64`) first:
+///
+/// ```
+/// use rtx::kernel::{KernelError, KernelRegistry, KernelSite};
+/// use rtx::pure_kernel;
+///
+/// fn scale(site: &KernelSite<'_>) -> Result<u64, KernelError> {
+///     Ok(u64::from(site.scalar_attribute::<u32>(0)?))
+/// }
+///
+/// let mut registry = KernelRegistry::new();
+/// pure_kernel!(registry, "my.average.i32", |a: i32, b: i32| -> i32 { Ok(((i64::from(a) + i64::from(b)) / 2) as i32) });
+/// pure_kernel!(registry, "my.scale.i32", Some(scale), |factor, x: i32| -> i32 {
+///     Ok(x.wrapping_mul(factor as i32))
+/// });
+/// ```
 #[macro_export]
 macro_rules! pure_kernel {
     ($registry:expr, $name:expr, |$($arg:ident: $t:ty),*| -> $r:ty $body:block) => {

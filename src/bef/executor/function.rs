@@ -85,8 +85,7 @@ impl Function {
         let info = self.info();
         match (info.kind, &info.body, self.file.native_function(self.index)) {
             (FunctionKind::Async, Some(body), _) => {
-                let plan = self.file.plan_cell(self.index).get_or_init(|| Plan::build(&self.file, info, context));
-                match plan.as_ref().and_then(|plan| plan.run(context, arguments)) {
+                match self.plan(info, context).and_then(|plan| plan.run(context, arguments)) {
                     Some(results) => results,
                     None => dataflow::execute(&self.file, body, context, arguments),
                 }
@@ -102,6 +101,16 @@ impl Function {
             }
             _ => self.execute_sync_async(context, arguments),
         }
+    }
+
+    /// The function's plan, built on its first call. Two first calls racing both build one and
+    /// the first stored wins, so no caller waits for another's build.
+    fn plan(&self, info: &FunctionInfo, context: &ExecutionContext) -> Option<&Plan> {
+        let cell = self.file.plan_cell(self.index);
+        if cell.get().is_none() {
+            let _ = cell.set(Plan::build(&self.file, info, context));
+        }
+        cell.get().and_then(Option::as_ref)
     }
 
     /// Like [`execute`](Self::execute), but the whole run starts in a task on the work queue, so
