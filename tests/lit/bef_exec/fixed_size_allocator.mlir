@@ -52,3 +52,14 @@ func.func @more_than_the_capacity() {
   %t = tfrt_dht.create_uninitialized_tensor.i32.2 [16 : i64, 16 : i64]
   tfrt.return
 }
+
+// CHECK-LABEL: --- Running 'buffers_too'
+func.func @buffers_too() {
+  %size = tfrt.constant.i64 961
+  %alignment = tfrt.constant.i64 64
+  // With the 64-byte header, one byte more than there is.
+  // CHECK-NEXT: Attempted to allocate 1025 bytes. However current capacity is only 1024.
+  // expected-error @+1 {{runtime error: Cannot allocate host buffer}}
+  %refused = tfrt_dht.allocate_buffer %size, %alignment
+  tfrt.return
+}
