@@ -1,16 +1,19 @@
 //! `HostAllocator`: the one path for the runtime's bulk host memory, so that hosts can redirect it.
 //!
-//! What goes through it: payload buffers ([`HostBuffer`]) — tensor storage, VM buffers and
-//! anything a kernel allocates through its context. AsyncValue headers and queue tasks use the
-//! process allocator, as TFRT's do: they are small, short-lived and outlive any one context.
+//! What goes through it: payload buffers ([`HostBuffer`](super::HostBuffer)) — tensor storage,
+//! VM buffers and anything a kernel allocates through its context. AsyncValue headers and queue
+//! tasks use the process allocator, as TFRT's do: they are small, short-lived and outlive any
+//! one context.
+//!
+//! Besides the process allocator, two wrappers that tools and tests put in front of another
+//! allocator: [`CountingAllocator`] (leak checks and profiles) and [`FixedCapacityAllocator`] (a
+//! small budget, to exercise out-of-memory handling).
 
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
-use std::sync::Arc;
-
-use super::diagnostic::{Diagnostic, StatusCode};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A source of aligned host memory.
 ///
@@ -46,11 +49,13 @@ unsafe impl HostAllocator for SystemAllocator {
 }
 
 /// Wraps another allocator and counts what goes through it, so tests can prove that everything
-/// allocated was returned.
+/// allocated was returned, and tools can report the peaks (TFRT's leak check and profile).
 pub struct CountingAllocator {
     inner: Arc<dyn HostAllocator>,
     live_allocations: AtomicIsize,
     live_bytes: AtomicIsize,
+    peak_allocations: AtomicIsize,
+    peak_bytes: AtomicIsize,
     total_allocations: AtomicU64,
 }
 
@@ -60,6 +65,8 @@ impl CountingAllocator {
             inner,
             live_allocations: AtomicIsize::new(0),
             live_bytes: AtomicIsize::new(0),
+            peak_allocations: AtomicIsize::new(0),
+            peak_bytes: AtomicIsize::new(0),
             total_allocations: AtomicU64::new(0),
         }
     }
@@ -72,6 +79,16 @@ impl CountingAllocator {
     /// Bytes not yet returned.
     pub fn live_bytes(&self) -> isize {
         self.live_bytes.load(Ordering::Acquire)
+    }
+
+    /// The most allocations alive at once.
+    pub fn peak_allocations(&self) -> isize {
+        self.peak_allocations.load(Ordering::Acquire)
+    }
+
+    /// The most bytes alive at once.
+    pub fn peak_bytes(&self) -> isize {
+        self.peak_bytes.load(Ordering::Acquire)
     }
 
     /// Allocations ever made.
@@ -91,6 +108,8 @@ impl fmt::Debug for CountingAllocator {
         f.debug_struct("CountingAllocator")
             .field("live_allocations", &self.live_allocations())
             .field("live_bytes", &self.live_bytes())
+            .field("peak_allocations", &self.peak_allocations())
+            .field("peak_bytes", &self.peak_bytes())
             .field("total_allocations", &self.total_allocations())
             .finish()
     }
@@ -100,8 +119,10 @@ impl fmt::Debug for CountingAllocator {
 unsafe impl HostAllocator for CountingAllocator {
     fn allocate(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
         let ptr = self.inner.allocate(size, align)?;
-        self.live_allocations.fetch_add(1, Ordering::Relaxed);
-        self.live_bytes.fetch_add(size as isize, Ordering::Relaxed);
+        let allocations = self.live_allocations.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self.live_bytes.fetch_add(size as isize, Ordering::Relaxed) + size as isize;
+        self.peak_allocations.fetch_max(allocations, Ordering::Relaxed);
+        self.peak_bytes.fetch_max(bytes, Ordering::Relaxed);
         self.total_allocations.fetch_add(1, Ordering::Relaxed);
         Some(ptr)
     }
@@ -114,84 +135,60 @@ unsafe impl HostAllocator for CountingAllocator {
     }
 }
 
-/// An owned block of host memory from a [`HostAllocator`], returned to it on drop. The block
-/// keeps its allocator alive, so it may outlive the context it came from.
-pub struct HostBuffer {
-    ptr: NonNull<u8>,
-    len: usize,
-    align: usize,
-    allocator: Arc<dyn HostAllocator>,
+/// Serves requests from another allocator while the bytes outstanding stay within a fixed
+/// capacity, refuses the rest, and reports every decision: TFRT's `test_fixed_size_1k`
+/// allocator, with which tests watch a program run out of memory. The reports are TFRT's log
+/// lines (`Allocating 192 bytes. 832 remaining.`, `Attempted to allocate ...`, `Freeing ...`).
+pub struct FixedCapacityAllocator {
+    inner: Arc<dyn HostAllocator>,
+    capacity: usize,
+    /// Bytes served and not yet returned.
+    used: Mutex<usize>,
+    report: Box<dyn Fn(&str) + Send + Sync>,
 }
 
-// SAFETY: the buffer owns its bytes exclusively; the allocator is Send + Sync.
-unsafe impl Send for HostBuffer {}
-// SAFETY: shared access only reads the bytes.
-unsafe impl Sync for HostBuffer {}
-
-impl HostBuffer {
-    /// A zero-filled block of `len` bytes aligned to `align` (a power of two). A zero-length
-    /// block allocates nothing.
-    pub fn new_zeroed(allocator: Arc<dyn HostAllocator>, len: usize, align: usize) -> Result<HostBuffer, Diagnostic> {
-        if !align.is_power_of_two() {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!("alignment {align} is not a power of two"),
-            ));
-        }
-        if Layout::from_size_align(len, align).is_err() {
-            return Err(Diagnostic::new(
-                StatusCode::OutOfRange,
-                format!("{len} bytes aligned to {align} exceed the address space"),
-            ));
-        }
-        let ptr = if len == 0 {
-            // A dangling but aligned address: never dereferenced for more than zero bytes.
-            NonNull::new(std::ptr::without_provenance_mut(align)).expect("align is non-zero")
-        } else {
-            let ptr = allocator.allocate(len, align).ok_or_else(|| {
-                Diagnostic::new(
-                    StatusCode::ResourceExhausted,
-                    format!("host allocator could not provide {len} bytes aligned to {align}"),
-                )
-            })?;
-            // SAFETY: fresh allocation of `len` bytes.
-            unsafe { ptr.as_ptr().write_bytes(0, len) };
-            ptr
-        };
-        Ok(HostBuffer { ptr, len, align, allocator })
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `len` initialised bytes owned by us (or a dangling aligned pointer for 0).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+impl FixedCapacityAllocator {
+    /// `capacity` bytes from `inner`; `report` receives one line (without newline) per request
+    /// and per return.
+    pub fn new(
+        inner: Arc<dyn HostAllocator>,
+        capacity: usize,
+        report: impl Fn(&str) + Send + Sync + 'static,
+    ) -> FixedCapacityAllocator {
+        FixedCapacityAllocator { inner, capacity, used: Mutex::new(0), report: Box::new(report) }
     }
 }
 
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        if self.len != 0 {
-            // SAFETY: allocated by this allocator with this size and alignment.
-            unsafe { self.allocator.deallocate(self.ptr, self.len, self.align) }
-        }
-    }
-}
-
-impl fmt::Debug for HostBuffer {
+impl fmt::Debug for FixedCapacityAllocator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HostBuffer").field("len", &self.len).field("align", &self.align).finish()
+        let used = *self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("FixedCapacityAllocator").field("capacity", &self.capacity).field("used", &used).finish()
+    }
+}
+
+// SAFETY: forwards to an allocator that upholds the contract.
+unsafe impl HostAllocator for FixedCapacityAllocator {
+    fn allocate(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let remaining = self.capacity - *used;
+        if size > remaining {
+            (self.report)(&format!(
+                "Attempted to allocate {size} bytes. However current capacity is only {remaining}."
+            ));
+            return None;
+        }
+        let ptr = self.inner.allocate(size, align)?;
+        *used += size;
+        (self.report)(&format!("Allocating {size} bytes. {} remaining.", remaining - size));
+        Some(ptr)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, size: usize, align: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.deallocate(ptr, size, align) };
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        *used -= size;
+        (self.report)(&format!("Freeing {size} bytes. {} available.", self.capacity - *used));
     }
 }
 
@@ -199,37 +196,55 @@ impl fmt::Debug for HostBuffer {
 mod tests {
     use super::*;
 
-    #[test]
-    fn counting_allocator_sees_every_buffer_returned() {
-        let counting = Arc::new(CountingAllocator::default());
-        {
-            let mut a = HostBuffer::new_zeroed(counting.clone(), 100, 64).unwrap();
-            let b = HostBuffer::new_zeroed(counting.clone(), 3, 1).unwrap();
-            assert_eq!(a.as_slice().as_ptr() as usize % 64, 0);
-            assert!(a.as_slice().iter().all(|&x| x == 0));
-            a.as_mut_slice()[99] = 7;
-            assert_eq!(a.as_slice()[99], 7);
-            assert_eq!(b.len(), 3);
-            assert_eq!(counting.live_allocations(), 2);
-            assert_eq!(counting.live_bytes(), 103);
+    /// `size` bytes from `allocator`, written to, then returned.
+    fn round_trip(allocator: &dyn HostAllocator, size: usize) -> Option<()> {
+        let ptr = allocator.allocate(size, 8)?;
+        // SAFETY: a fresh block of `size` bytes, given back with its size and alignment.
+        unsafe {
+            ptr.as_ptr().write_bytes(1, size);
+            allocator.deallocate(ptr, size, 8);
         }
-        assert_eq!(counting.live_allocations(), 0);
-        assert_eq!(counting.live_bytes(), 0);
-        assert_eq!(counting.total_allocations(), 2);
+        Some(())
     }
 
     #[test]
-    fn empty_buffer_allocates_nothing() {
-        let counting = Arc::new(CountingAllocator::default());
-        let empty = HostBuffer::new_zeroed(counting.clone(), 0, 16).unwrap();
-        assert!(empty.is_empty() && empty.as_slice().is_empty());
-        assert_eq!(counting.total_allocations(), 0);
+    fn counting_allocator_tracks_live_peak_and_total() {
+        let counting = CountingAllocator::default();
+        let a = counting.allocate(100, 64).unwrap();
+        let b = counting.allocate(28, 4).unwrap();
+        assert_eq!((counting.live_allocations(), counting.live_bytes()), (2, 128));
+        // SAFETY: both returned with the size and alignment they were made with.
+        unsafe {
+            counting.deallocate(a, 100, 64);
+            counting.deallocate(b, 28, 4);
+        }
+        round_trip(&counting, 10).unwrap();
+        assert_eq!((counting.live_allocations(), counting.live_bytes()), (0, 0));
+        assert_eq!((counting.peak_allocations(), counting.peak_bytes()), (2, 128));
+        assert_eq!(counting.total_allocations(), 3);
     }
 
     #[test]
-    fn bad_alignment_and_size_are_rejected() {
-        let system: Arc<dyn HostAllocator> = Arc::new(SystemAllocator);
-        assert_eq!(HostBuffer::new_zeroed(system.clone(), 8, 3).unwrap_err().code, StatusCode::InvalidArgument);
-        assert_eq!(HostBuffer::new_zeroed(system, usize::MAX, 8).unwrap_err().code, StatusCode::OutOfRange);
+    fn fixed_capacity_refuses_what_would_exceed_it_and_reports_each_step() {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let fixed = FixedCapacityAllocator::new(Arc::new(SystemAllocator), 1024, move |line: &str| {
+            sink.lock().unwrap().push(line.to_owned())
+        });
+        let first = fixed.allocate(192, 64).unwrap();
+        assert!(fixed.allocate(1000, 8).is_none(), "832 bytes are left");
+        round_trip(&fixed, 832).unwrap();
+        // SAFETY: returned with the size and alignment it was made with.
+        unsafe { fixed.deallocate(first, 192, 64) };
+        assert_eq!(
+            *lines.lock().unwrap(),
+            [
+                "Allocating 192 bytes. 832 remaining.",
+                "Attempted to allocate 1000 bytes. However current capacity is only 832.",
+                "Allocating 832 bytes. 0 remaining.",
+                "Freeing 832 bytes. 832 available.",
+                "Freeing 192 bytes. 1024 available.",
+            ]
+        );
     }
 }

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::allocator::{HostAllocator, HostBuffer, SystemAllocator};
+use super::allocator::{HostAllocator, SystemAllocator};
 use super::async_value::{AsyncValueRef, RcAsyncValue};
+use super::buffer::HostBuffer;
 use super::chain::Chain;
 use super::diagnostic::Diagnostic;
 use super::work_queue::{create_work_queue, Task, WorkQueue};
@@ -296,7 +297,7 @@ mod tests {
         let counting = Arc::new(CountingAllocator::default());
         let host = HostContext::new(create_work_queue("s").unwrap(), counting.clone());
         let buffer = host.allocate_buffer(4096, 64).unwrap();
-        assert_eq!(counting.live_bytes(), 4096);
+        assert_eq!(counting.live_bytes(), 64 + 4096, "a 64-byte header, then the data");
         drop(buffer);
         drop(host);
         assert_eq!(counting.live_allocations(), 0);

@@ -6,14 +6,16 @@
 
 pub mod allocator;
 pub mod async_value;
+pub mod buffer;
 pub mod chain;
 pub mod context;
 pub mod diagnostic;
 pub mod join;
 pub mod work_queue;
 
-pub use allocator::{CountingAllocator, HostAllocator, HostBuffer, SystemAllocator};
+pub use allocator::{CountingAllocator, FixedCapacityAllocator, HostAllocator, SystemAllocator};
 pub use async_value::{AsyncValueRef, IndirectAsyncValue, RcAsyncValue, State};
+pub use buffer::HostBuffer;
 pub use chain::Chain;
 pub use context::HostContext;
 pub use diagnostic::{Diagnostic, Location, ResultExt, StatusCode};

@@ -12,7 +12,10 @@
 //! A kernel with an error argument, or one that starts after the request was cancelled, is not
 //! run: its results become that error, so only what depends on a failure is skipped, and the
 //! error is reported once, by the kernel that made it. The function's results are indirect
-//! values created up front and forwarded when their registers are set.
+//! values created up front and forwarded when their registers are set. As in TFRT, kernels that
+//! use a returned register read the result value the caller holds, and the execution lets go of
+//! each result once it is forwarded: while the caller keeps a function's result (or its
+//! argument), no kernel of the function sees that value as unique.
 //!
 //! Registers hand out references without atomics: when a value is stored, one reference per
 //! remaining use is added at once, and each user then takes one. That relies on what the reader
@@ -50,7 +53,7 @@ pub(super) fn execute(
         context: context.clone(),
         registers: (0..body.num_registers()).map(|_| Register(UnsafeCell::new(std::ptr::null()))).collect(),
         ready: body.kernels.iter().map(|k| AtomicU32::new(k.num_operands.max(1))).collect(),
-        results,
+        results: results.into_vec().into_iter().map(|r| UnsafeCell::new(Some(r))).collect(),
     });
     let mut queue = ReadyQueue::new(body.kernels[0].stream);
     execution.process_arguments(arguments, &mut queue);
@@ -69,12 +72,14 @@ struct Execution {
     context: ExecutionContext,
     registers: Box<[Register]>,
     ready: Box<[AtomicU32]>,
-    results: Box<[IndirectAsyncValue]>,
+    /// The function's results until they are forwarded.
+    results: Box<[UnsafeCell<Option<IndirectAsyncValue>>]>,
 }
 
 // SAFETY: registers are written once, by the kernel defining them, before the ready counts of
 // their users are decremented (release), and read only by users whose count reached zero
-// (acquire); `body` points into the immutable file `file` keeps alive. Everything else is Sync.
+// (acquire); a result is taken once, by whoever sets the one register returned in it; `body`
+// points into the immutable file `file` keeps alive. Everything else is Sync.
 unsafe impl Sync for Execution {}
 // SAFETY: as above; the raw pointers are owned references to thread-safe values.
 unsafe impl Send for Execution {}
@@ -266,16 +271,26 @@ impl Execution {
     }
 
     /// Stores `value` with one reference per kernel use, after forwarding the function
-    /// results it is.
-    fn set_register(&self, register: u32, value: RcAsyncValue) {
+    /// results it is; the kernel uses of a returned register get its (first) result instead.
+    fn set_register(&self, register: u32, mut value: RcAsyncValue) {
         let body = self.body();
         let mut uses = body.register_uses[register as usize];
         if let Some(group) = body.returned_by.get(body.returned[register as usize] as usize) {
+            let mut shown = None;
             for &result in group.iter() {
-                let forwarded = self.results[result as usize].forward_to(value.clone());
+                // SAFETY: each result is returned from one register (verified), and this is the
+                // one time that register is set; see `Execution`'s Sync impl.
+                let indirect = unsafe { (*self.results[result as usize].get()).take() };
+                let indirect = indirect.expect("each result is forwarded once");
+                let forwarded = indirect.forward_to(value.clone());
                 debug_assert!(forwarded.is_ok(), "each result register is set once");
+                shown.get_or_insert_with(|| indirect.value());
             }
             uses -= group.len() as u32;
+            if uses == 0 {
+                return;
+            }
+            value = shown.expect("a returned register is returned at least once");
         }
         if uses == 0 {
             return;

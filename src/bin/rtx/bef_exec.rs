@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rtx::bef::driver::{Driver, DriverOptions};
 use rtx::bef::reader::{BefError, BefFile};
-use rtx::host::{CountingAllocator, Diagnostic, HostContext, SystemAllocator};
+use rtx::host::{CountingAllocator, Diagnostic, FixedCapacityAllocator, HostAllocator, HostContext, SystemAllocator};
 use rtx::kernel::KernelRegistry;
 
 /// Flags that take a value (after `=` or as the next argument).
@@ -18,8 +18,77 @@ const SWITCHES: &[&str] = &["print_error_code"];
 struct Options {
     files: Vec<String>,
     work_queue: String,
-    leak_check: bool,
+    allocator: AllocatorType,
     driver: DriverOptions,
+}
+
+/// TFRT's `--host_allocator_type` choices.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AllocatorType {
+    /// `malloc`: the process allocator.
+    Malloc,
+    /// `test_fixed_size_1k`: 1 KiB in all, each request and return reported on stderr.
+    FixedSize1k,
+    /// `profiled_allocator`: the process allocator, counted, the counts printed at the end.
+    Profiled,
+    /// `leak_check_allocator` (the default): counted, and a failure when memory is left
+    /// allocated at the end.
+    LeakCheck,
+}
+
+impl AllocatorType {
+    fn parse(name: &str) -> Result<AllocatorType, String> {
+        Ok(match name {
+            "malloc" => AllocatorType::Malloc,
+            "test_fixed_size_1k" => AllocatorType::FixedSize1k,
+            "profiled_allocator" => AllocatorType::Profiled,
+            "leak_check_allocator" => AllocatorType::LeakCheck,
+            other => {
+                return Err(format!(
+                    "host allocator type `{other}` is not supported (malloc, test_fixed_size_1k, profiled_allocator, \
+                     leak_check_allocator)"
+                ))
+            }
+        })
+    }
+
+    /// The line TFRT's driver prints for the choice.
+    fn announcement(self) -> &'static str {
+        match self {
+            AllocatorType::Malloc => "Choosing malloc.\n",
+            AllocatorType::FixedSize1k => "Choosing fixed size malloc.\n",
+            AllocatorType::Profiled => "Choosing profiled allocator based on malloc.\n",
+            AllocatorType::LeakCheck => "Choosing memory leak check allocator.\n",
+        }
+    }
+
+    /// The allocator, and the counts behind it when the choice reports them at the end.
+    fn create(self) -> (Arc<dyn HostAllocator>, Option<Arc<CountingAllocator>>) {
+        let system = Arc::new(SystemAllocator);
+        match self {
+            AllocatorType::Malloc => (system, None),
+            AllocatorType::FixedSize1k => {
+                (Arc::new(FixedCapacityAllocator::new(system, 1024, |line: &str| eprintln!("{line}"))), None)
+            }
+            AllocatorType::Profiled | AllocatorType::LeakCheck => {
+                let counting = Arc::new(CountingAllocator::new(system));
+                (counting.clone(), Some(counting))
+            }
+        }
+    }
+}
+
+/// The counts as TFRT's profiled allocator prints them.
+fn print_profile(counting: &CountingAllocator) {
+    println!(
+        "HostAllocator profile:\nCurrent number of allocations = {}\nMax number of allocations = {}\nTotal number of \
+         allocations = {}\nCurrent number of bytes allocated = {}\nMax number of bytes allocated = {}",
+        counting.live_allocations(),
+        counting.peak_allocations(),
+        counting.total_allocations(),
+        counting.live_bytes(),
+        counting.peak_bytes()
+    );
 }
 
 pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
@@ -27,16 +96,16 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
         println!("{}", crate::usage::BEF_EXEC);
         return Ok(ExitCode::SUCCESS);
     };
-    let counting = Arc::new(CountingAllocator::new(Arc::new(SystemAllocator)));
+    let (allocator, counting) = options.allocator.create();
     let host = HostContext::with_work_queue_spec(&options.work_queue)
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
-    let host = Arc::new(HostContext::new(Arc::clone(host.work_queue()), counting.clone()));
+    let host = Arc::new(HostContext::new(Arc::clone(host.work_queue()), allocator));
     let out = |text: &str| {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
     };
-    out(if options.leak_check { "Choosing memory leak check allocator.\n" } else { "Choosing malloc.\n" });
+    out(options.allocator.announcement());
     out(&format!("Choosing {} work queue.\n", host.work_queue().name()));
     let driver = Driver::new(Arc::clone(&host), Arc::new(out), Arc::new(|text: &str| eprint!("{text}")));
     let registry = KernelRegistry::with_all_kernels();
@@ -53,22 +122,32 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
     }
     let mut ok = driver.verify();
     drop(driver);
-    if options.leak_check && counting.live_allocations() != 0 {
-        // TFRT's driver reports a leak on standard output, where its tests look for it.
-        println!(
-            "Memory leak detected: {} alive allocations, {} alive bytes",
-            counting.live_allocations(),
-            counting.live_bytes()
-        );
-        ok = false;
+    if let Some(counting) = counting {
+        let leaked = counting.live_bytes() != 0;
+        if options.allocator == AllocatorType::Profiled || leaked {
+            print_profile(&counting);
+        }
+        if options.allocator == AllocatorType::LeakCheck && leaked {
+            // TFRT's driver reports a leak on standard output, where its tests look for it.
+            println!(
+                "Memory leak detected: {} alive allocations, {} alive bytes",
+                counting.live_allocations(),
+                counting.live_bytes()
+            );
+            ok = false;
+        }
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// TFRT's flags: one dash or two, the value after `=` or as the next argument; the rest are files.
 fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
-    let mut options =
-        Options { files: Vec::new(), work_queue: "s".to_owned(), leak_check: true, driver: DriverOptions::default() };
+    let mut options = Options {
+        files: Vec::new(),
+        work_queue: "s".to_owned(),
+        allocator: AllocatorType::LeakCheck,
+        driver: DriverOptions::default(),
+    };
     let mut rest = arguments.iter();
     while let Some(argument) = rest.next() {
         let Some(flag) = argument.strip_prefix("--").or_else(|| argument.strip_prefix('-')).filter(|f| !f.is_empty())
@@ -99,17 +178,7 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
         };
         match name.as_str() {
             "work_queue_type" => options.work_queue = value,
-            "host_allocator_type" => {
-                options.leak_check = match value.as_str() {
-                    "malloc" => false,
-                    "leak_check_allocator" => true,
-                    other => {
-                        return Err(format!(
-                            "host allocator type `{other}` is not supported (malloc, leak_check_allocator)"
-                        ))
-                    }
-                }
-            }
+            "host_allocator_type" => options.allocator = AllocatorType::parse(&value)?,
             "functions" => {
                 options.driver.functions.extend(value.split(',').filter(|f| !f.is_empty()).map(str::to_owned))
             }

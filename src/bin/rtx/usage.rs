@@ -110,9 +110,11 @@ two, and their value after `=` or as the next argument.
 
   --work_queue_type=s|mstd[:N[,M]]   the work queue (default s: no threads, tasks run when the
                                      driver waits)
-  --host_allocator_type=malloc|leak_check_allocator
-                                     the allocator (default leak_check_allocator: malloc, and
-                                     a failure when host memory is left allocated at the end)
+  --host_allocator_type=TYPE         the host allocator: malloc; test_fixed_size_1k (1 KiB in
+                                     all, each allocation and free reported on stderr);
+                                     profiled_allocator (counts printed at the end); or
+                                     leak_check_allocator (the default: a failure, with the
+                                     counts, when host memory is left allocated at the end)
   --functions=a,b                    run these functions, in this order
   --test_init_function=f             run f first
   --print_error_code                 print error codes with error results";

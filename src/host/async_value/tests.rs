@@ -258,6 +258,19 @@ fn chains_of_indirections_collapse_to_one_hop() {
 }
 
 #[test]
+fn an_indirect_value_is_unique_only_with_its_target() {
+    let indirect = IndirectAsyncValue::new();
+    assert!(!indirect.is_unique(), "not forwarded yet: nothing to reuse");
+    let target = AsyncValueRef::available(3i32).into_untyped();
+    indirect.forward_to(target.clone()).unwrap();
+    assert!(!indirect.is_unique(), "the target is still held by `target`");
+    drop(target);
+    assert!(indirect.is_unique());
+    let second = indirect.value();
+    assert!(!indirect.is_unique() && !second.is_unique());
+}
+
+#[test]
 fn forwarding_to_itself_or_twice_is_refused() {
     let indirect = IndirectAsyncValue::new();
     assert!(indirect.forward_to(indirect.value()).is_err());

@@ -243,9 +243,20 @@ impl RcAsyncValue {
     }
 
     /// Whether this is the only reference to the value (TFRT's `IsUnique`: a kernel may then
-    /// reuse the payload in place).
+    /// reuse the payload in place). An indirect value is unique when it is available and its
+    /// own reference is the only one to its target: otherwise someone else still reads the
+    /// payload through another way (and an unforwarded one has no payload to reuse).
     pub fn is_unique(&self) -> bool {
-        self.ptr.header().refcount.load(Ordering::Acquire) == 1
+        if self.ptr.header().refcount.load(Ordering::Acquire) != 1 {
+            return false;
+        }
+        match self.ptr.kind() {
+            Kind::Concrete => true,
+            // SAFETY: checked available first.
+            Kind::Indirect => {
+                self.is_available() && unsafe { self.ptr.resolved() }.header().refcount.load(Ordering::Acquire) == 1
+            }
+        }
     }
 
     /// Whether both references name the same value.

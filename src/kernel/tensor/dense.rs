@@ -1,10 +1,10 @@
-//! [`DenseHostTensor`]: elements of one [`DType`] in row-major order in an aligned host buffer
-//! from the host's allocator. Kernels that fill a tensor (`fill_tensor_with_constant`,
-//! `set_tensor_with_*`) write through a shared reference, ordered by the chains they take and
-//! return, so the buffer is behind a lock.
+//! [`DenseHostTensor`]: elements of one [`DType`] in row-major order in a [`HostBuffer`] from the
+//! host's allocator. Kernels that fill a tensor (`fill_tensor_with_constant`, `set_tensor_with_*`)
+//! write through a shared reference, ordered by the chains they take and return; the buffer
+//! orders the accesses themselves. Tensors may share a buffer (`tfrt_dht.get_buffer`,
+//! `make_tensor`), and then see each other's writes.
 
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
 
 use super::element::{dtype_name, format_element, Element};
 use super::shape::TensorShape;
@@ -21,23 +21,44 @@ pub const PRINTED_ELEMENTS: usize = 16;
 pub struct DenseHostTensor {
     dtype: DType,
     shape: TensorShape,
-    buffer: Arc<RwLock<HostBuffer>>,
+    buffer: HostBuffer,
+}
+
+/// The bytes a tensor of `dtype` and `shape` takes: an error when `dtype` has no fixed size or
+/// the count overflows.
+fn byte_len(dtype: DType, shape: &TensorShape) -> Result<usize, Diagnostic> {
+    let size = dtype.byte_size().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, format!("{} tensors have no dense layout", dtype_name(dtype)))
+    })?;
+    shape
+        .num_elements()
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_mul(size))
+        .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("shape {shape} is too large")))
 }
 
 impl DenseHostTensor {
     /// A zero-filled tensor (TFRT calls it uninitialized: kernels must not rely on the zeros).
     /// Fails when `dtype` has no fixed size or the host cannot allocate the bytes.
     pub fn new_zeroed(host: &HostContext, dtype: DType, shape: TensorShape) -> Result<DenseHostTensor, Diagnostic> {
-        let size = dtype.byte_size().ok_or_else(|| {
-            Diagnostic::new(StatusCode::InvalidArgument, format!("{} tensors have no dense layout", dtype_name(dtype)))
-        })?;
-        let len = shape
-            .num_elements()
-            .and_then(|n| usize::try_from(n).ok())
-            .and_then(|n| n.checked_mul(size))
-            .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("shape {shape} is too large")))?;
-        let buffer = host.allocate_buffer(len, TENSOR_ALIGNMENT)?;
-        Ok(DenseHostTensor { dtype, shape, buffer: Arc::new(RwLock::new(buffer)) })
+        let buffer = host.allocate_buffer(byte_len(dtype, &shape)?, TENSOR_ALIGNMENT)?;
+        Ok(DenseHostTensor { dtype, shape, buffer })
+    }
+
+    /// A tensor over `buffer` (shared, not copied), which must hold exactly the tensor's bytes.
+    pub fn from_buffer(dtype: DType, shape: TensorShape, buffer: HostBuffer) -> Result<DenseHostTensor, Diagnostic> {
+        let len = byte_len(dtype, &shape)?;
+        if buffer.len() != len {
+            return Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!(
+                    "a buffer of {} bytes cannot hold a {} tensor of shape {shape} ({len} bytes)",
+                    buffer.len(),
+                    dtype_name(dtype)
+                ),
+            ));
+        }
+        Ok(DenseHostTensor { dtype, shape, buffer })
     }
 
     /// A tensor holding `data`, the little-endian elements of `dtype` in row-major order.
@@ -48,16 +69,13 @@ impl DenseHostTensor {
         data: &[u8],
     ) -> Result<DenseHostTensor, Diagnostic> {
         let tensor = DenseHostTensor::new_zeroed(host, dtype, shape)?;
-        {
-            let mut buffer = tensor.buffer.write().unwrap_or_else(PoisonError::into_inner);
-            if buffer.len() != data.len() {
-                return Err(Diagnostic::new(
-                    StatusCode::InvalidArgument,
-                    format!("{} bytes of data for a tensor of {} bytes", data.len(), buffer.len()),
-                ));
-            }
-            buffer.as_mut_slice().copy_from_slice(data);
+        if tensor.buffer.len() != data.len() {
+            return Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("{} bytes of data for a tensor of {} bytes", data.len(), tensor.buffer.len()),
+            ));
         }
+        tensor.buffer.with_bytes_mut(|bytes| bytes.copy_from_slice(data));
         Ok(tensor)
     }
 
@@ -71,12 +89,17 @@ impl DenseHostTensor {
 
     pub fn num_elements(&self) -> usize {
         let size = self.dtype.byte_size().expect("dense tensors have sized elements");
-        self.buffer.read().unwrap_or_else(PoisonError::into_inner).len() / size
+        self.buffer.len() / size
+    }
+
+    /// The buffer holding the elements, shared with the tensor.
+    pub fn buffer(&self) -> &HostBuffer {
+        &self.buffer
     }
 
     /// Calls `read` with the tensor's bytes.
     pub fn with_bytes<R>(&self, read: impl FnOnce(&[u8]) -> R) -> R {
-        read(self.buffer.read().unwrap_or_else(PoisonError::into_inner).as_slice())
+        self.buffer.with_bytes(read)
     }
 
     fn check_type<T: Element>(&self) -> Result<usize, Diagnostic> {
@@ -98,25 +121,25 @@ impl DenseHostTensor {
     /// Sets every element to `value`.
     pub fn fill<T: Element>(&self, value: T) -> Result<(), Diagnostic> {
         let size = self.check_type::<T>()?;
-        let mut buffer = self.buffer.write().unwrap_or_else(PoisonError::into_inner);
-        buffer.as_mut_slice().chunks_exact_mut(size).for_each(|element| value.write(element));
+        self.buffer.with_bytes_mut(|bytes| bytes.chunks_exact_mut(size).for_each(|element| value.write(element)));
         Ok(())
     }
 
     /// Sets the elements to `values`, which must be as many as the tensor has (TFRT's error).
     pub fn set_values<T: Element>(&self, values: &[T]) -> Result<(), Diagnostic> {
         let size = self.check_type::<T>()?;
-        let mut buffer = self.buffer.write().unwrap_or_else(PoisonError::into_inner);
-        let count = buffer.len() / size;
+        let count = self.buffer.len() / size;
         if values.len() != count {
             return Err(Diagnostic::new(
                 StatusCode::Internal,
                 format!("Incorrect number of values for the tensor: {}, but expected {count}", values.len()),
             ));
         }
-        for (element, value) in buffer.as_mut_slice().chunks_exact_mut(size).zip(values) {
-            value.write(element);
-        }
+        self.buffer.with_bytes_mut(|bytes| {
+            for (element, value) in bytes.chunks_exact_mut(size).zip(values) {
+                value.write(element);
+            }
+        });
         Ok(())
     }
 }
@@ -124,9 +147,15 @@ impl DenseHostTensor {
 /// Same element type, same shape, same bytes.
 impl PartialEq for DenseHostTensor {
     fn eq(&self, other: &DenseHostTensor) -> bool {
-        self.dtype == other.dtype
-            && self.shape == other.shape
-            && (Arc::ptr_eq(&self.buffer, &other.buffer) || self.with_bytes(|a| other.with_bytes(|b| a == b)))
+        if self.dtype != other.dtype || self.shape != other.shape {
+            return false;
+        }
+        if self.buffer.ptr_eq(&other.buffer) {
+            return true;
+        }
+        // One buffer locked at a time: both may be views of one block.
+        let mine = self.buffer.to_vec();
+        other.with_bytes(|theirs| mine == theirs)
     }
 }
 

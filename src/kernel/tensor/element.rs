@@ -4,7 +4,7 @@
 
 use crate::bef::format::DType;
 use crate::kernel::library::print::c_exponent;
-use crate::kernel::library::scalar::Complex;
+use crate::kernel::library::scalar::{Complex, BF16, F16};
 
 /// A Rust type that holds the elements of one [`DType`].
 pub trait Element: Copy + PartialEq + Send + Sync + 'static {
@@ -58,6 +58,22 @@ macro_rules! complex {
     )*};
 }
 complex!(f32 => Complex64, f64 => Complex128);
+
+/// Half floats are kept as their bits: tensors of them are only created, filled and copied.
+macro_rules! half {
+    ($($t:ident),*) => {$(
+        impl Element for $t {
+            const DTYPE: DType = DType::$t;
+            fn read(bytes: &[u8]) -> $t {
+                $t(u16::read(bytes))
+            }
+            fn write(self, bytes: &mut [u8]) {
+                self.0.write(bytes);
+            }
+        }
+    )*};
+}
+half!(F16, BF16);
 
 /// TFRT's name of an element type (`i32`, `f32`, `u8`, `complex64`, `str`, ...).
 pub fn dtype_name(dtype: DType) -> &'static str {

@@ -1,6 +1,6 @@
 // RUN: rtx bef-exec %s.bef | FileCheck %s
 
-// ts.*: shapes from attributes, printed, compared, counted and converted.
+// ts.*: shapes from attributes, printed, compared, counted, read by dimension and converted.
 
 // CHECK-LABEL: --- Running 'shapes'
 func.func @shapes() -> (i1, i1, i64) {
@@ -34,4 +34,16 @@ func.func @unknown_dimensions() -> (!tfrt.chain, !ts.shape) {
   %shape = ts.to_shape %partial
   // CHECK-NEXT: 'unknown_dimensions' returned !tfrt.chain value,<<error: Unknown dimensions at following indices = [0, 2]>>
   tfrt.return %ch1, %shape : !tfrt.chain, !ts.shape
+}
+
+// CHECK-LABEL: --- Running 'dimensions'
+func.func @dimensions() -> (i64, i64) {
+  %shape = ts.build_shape [7 : i64, 0 : i64, 9 : i64]
+  %zero = tfrt.constant.i32 0
+  %first = ts.get_dimension %shape, %zero
+  %three = tfrt.constant.i32 3
+  // expected-error @+1 {{runtime error: shape [7, 0, 9] has no dimension 3 (its rank is 3)}}
+  %past = ts.get_dimension %shape, %three
+  // CHECK-NEXT: 'dimensions' returned 7,<<error: shape [7, 0, 9] has no dimension 3 (its rank is 3)>>
+  tfrt.return %first, %past : i64, i64
 }

@@ -1,6 +1,7 @@
 // RUN: rtx bef-exec %s.bef | FileCheck %s
 
-// TFRT's test kernels: asynchronous results, atomics, strings, errors and native functions.
+// TFRT's test kernels: asynchronous results, atomics, strings, errors, native functions and
+// tensor types by name.
 
 // CHECK-LABEL: --- Running 'async_results'
 func.func @async_results() -> i32 {
@@ -75,5 +76,16 @@ func.func @tutorial() -> !tfrt.chain {
   %point = "tfrt_tutorial.create_coordinate"(%x, %y) : (i32, i32) -> !tfrt_tutorial.coordinate
   // CHECK-NEXT: (3, -4)
   %ch1 = "tfrt_tutorial.print_coordinate"(%point, %ch0) : (!tfrt_tutorial.coordinate, !tfrt.chain) -> !tfrt.chain
+  tfrt.return %ch1 : !tfrt.chain
+}
+
+// CHECK-LABEL: --- Running 'tensor_types'
+func.func @tensor_types() -> !tfrt.chain {
+  %dense = "tfrt_test.get_static_tensor_type"() {tensor_type = "DenseHost"} : () -> !tfrt.tensor_type
+  // CHECK-NEXT: tensor_type = DenseHost
+  %ch0 = "tfrt_test.print_tensor_type"(%dense) : (!tfrt.tensor_type) -> !tfrt.chain
+  %other = "tfrt_test.get_static_tensor_type"() {tensor_type = "NoSuchTensor"} : () -> !tfrt.tensor_type
+  // CHECK-NEXT: tensor_type = Unknown
+  %ch1 = "tfrt_test.print_tensor_type"(%other, %ch0) : (!tfrt.tensor_type, !tfrt.chain) -> !tfrt.chain
   tfrt.return %ch1 : !tfrt.chain
 }

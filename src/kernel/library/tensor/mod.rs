@@ -1,7 +1,9 @@
 //! TFRT's tensor kernels over the host types of [`crate::kernel::tensor`]: [`shape`] (`ts.*`),
-//! [`dense`] (`tfrt_dht.*`), [`string`] (`tfrt_sht.*`) and [`coo`] (`coo.*`). Kernels that
-//! change or read a tensor take a chain and return one, which orders them.
+//! [`dense`] and [`buffer`] (`tfrt_dht.*`: tensors, and the host buffers under them),
+//! [`string`] (`tfrt_sht.*`) and [`coo`] (`coo.*`). Kernels that change or read a tensor take a
+//! chain and return one, which orders them.
 
+pub mod buffer;
 pub mod coo;
 pub mod dense;
 pub mod shape;
@@ -14,6 +16,7 @@ use crate::kernel::{KernelError, KernelRegistry, KernelSite};
 pub fn register_tensor_kernels(registry: &mut KernelRegistry) {
     shape::register(registry);
     dense::register(registry);
+    buffer::register(registry);
     string::register(registry);
     coo::register(registry);
 }

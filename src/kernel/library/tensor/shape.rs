@@ -1,5 +1,6 @@
 //! `ts.*`: shapes built from attributes, printed (`shape = [1, 2]`, `partial_tensor_shape = ...`,
-//! `fixed_rank_shape = ...`), compared, counted and converted between their kinds.
+//! `fixed_rank_shape = ...`), compared, counted, read one dimension at a time and converted
+//! between their kinds.
 
 use super::shape_attribute;
 use crate::host::Chain;
@@ -31,6 +32,13 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
         let shape = f.get::<TensorShape>(0)?;
         let count = shape.num_elements().ok_or_else(|| format!("shape {shape} has more than 2^63 elements"))?;
         f.emplace_result(0, count)
+    });
+    registry.add_kernel("ts.get_dimension", |f| {
+        let (shape, index) = (f.get::<TensorShape>(0)?, *f.get::<i32>(1)?);
+        let size = usize::try_from(index).ok().and_then(|i| shape.dims().get(i)).copied();
+        let size =
+            size.ok_or_else(|| format!("shape {shape} has no dimension {index} (its rank is {})", shape.rank()))?;
+        f.emplace_result(0, size)
     });
     for rank in 1..=MAX_FIXED_RANK {
         registry.add_kernel(&format!("ts.as_fixed_rank_shape.{rank}"), move |f| {

@@ -1,7 +1,7 @@
 //! TFRT's test kernels (`tfrt_test.*`, `vt.*`, `tfrt_tutorial.*` and the test native functions),
 //! which its test files use to exercise the executor: asynchronous results, errors reported
-//! late, cancellation, value lifetimes, strings, benchmarks. One module per family; each prints
-//! exactly what TFRT's prints.
+//! late, cancellation, value lifetimes, strings, benchmarks, sync functions run to completion.
+//! One module per family; each prints exactly what TFRT's prints.
 
 pub mod async_kernels;
 pub mod atomic;
@@ -10,6 +10,7 @@ pub mod errors;
 pub mod native;
 pub mod simple;
 pub mod strings;
+pub mod sync_functions;
 pub mod tutorial;
 pub mod value_tracking;
 
@@ -24,6 +25,7 @@ pub fn register_test_kernels(registry: &mut KernelRegistry) {
     native::register(registry);
     simple::register(registry);
     strings::register(registry);
+    sync_functions::register(registry);
     tutorial::register(registry);
     value_tracking::register(registry);
 }

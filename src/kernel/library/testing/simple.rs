@@ -3,8 +3,9 @@
 //! `print_debug_info`, `unique_loc`), printing (`print_hello`, `print_bool`, `test_cost`,
 //! `logging`), arithmetic helpers (`sum`, `count3`, `copy.with_delay`, `flat`), host resources
 //! (`allocate_resource`/`deallocate_resource`, `use_sample_shared_context`,
-//! `memory_leak_one_int32`), AsyncValue behaviour (`async_value_get`, `async_value_ref`) and the
-//! sync kernel `sync_sum_attributes`.
+//! `memory_leak_one_int32`), AsyncValue behaviour (`async_value_get`, `async_value_ref`), tensor
+//! types by name (`get_static_tensor_type`, `print_tensor_type`) and the sync kernel
+//! `sync_sum_attributes`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::async_kernels::sleep_for_random_duration;
 use crate::host::{AsyncValueRef, Chain, IndirectAsyncValue};
+use crate::kernel::tensor::TensorType;
 use crate::kernel::{KernelError, KernelRegistry, OutputHandler};
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
@@ -79,6 +81,15 @@ fn register_printing(registry: &mut KernelRegistry) {
         let id = f.scalar_attribute::<i64>(0)?;
         f.context().print(&format!("id: {id}\n"));
         f.emplace_result(0, 0i32)
+    });
+    registry.add_kernel("tfrt_test.get_static_tensor_type", |f| {
+        let tensor_type = TensorType::from_name(f.string_attribute(0)?);
+        f.emplace_result(0, tensor_type)
+    });
+    registry.add_kernel("tfrt_test.print_tensor_type", |f| {
+        let line = format!("tensor_type = {}\n", f.get::<TensorType>(0)?);
+        f.context().print(&line);
+        f.emplace_result(0, Chain)
     });
     registry.add_kernel("tfrt_test.print_debug_info", |f| {
         let line = match f.debug_name() {
