@@ -10,8 +10,8 @@ use super::invocation::{self, plural};
 use super::module::Module;
 use crate::bef;
 use crate::bef::reader::BefFile;
-use crate::hal::device::DeviceKind;
 use crate::hal::fence::Fence;
+use crate::hal::local::device::DeviceKind;
 use crate::hal::module::HalModule;
 use crate::host::work_queue::WorkQueueSpec;
 use crate::host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
@@ -238,7 +238,7 @@ impl Context {
                 ),
             ));
         }
-        self.vm.add_native_module(Arc::new(HalModule::new(vec![self.runtime.device(kind)])))
+        self.vm.add_native_module(Arc::new(HalModule::new(vec![self.runtime.device(kind).into_device()])))
     }
 
     fn has_device(&self) -> bool {
