@@ -127,7 +127,7 @@ pub trait Memory: Send + Sync + Debug + Any {
 
     /// The memory as the host addresses it, when the host can (a mapping of the whole
     /// allocation); `None` where only the device can, and `read`/`write` go through it.
-    fn mapping(&self) -> Option<&Arc<Bytes>>;
+    fn mapping(&self) -> Option<&Bytes>;
 
     /// Makes device writes to `offset..offset + length` visible to the host's mapping; nothing to
     /// do for coherent memory.
@@ -223,7 +223,7 @@ mod tests {
             self.storage.lock().unwrap().len()
         }
 
-        fn mapping(&self) -> Option<&Arc<Bytes>> {
+        fn mapping(&self) -> Option<&Bytes> {
             None
         }
 
@@ -281,7 +281,7 @@ mod tests {
             self.mapping.len()
         }
 
-        fn mapping(&self) -> Option<&Arc<Bytes>> {
+        fn mapping(&self) -> Option<&Bytes> {
             Some(&self.mapping)
         }
 
@@ -324,7 +324,7 @@ mod tests {
             4
         }
 
-        fn mapping(&self) -> Option<&Arc<Bytes>> {
+        fn mapping(&self) -> Option<&Bytes> {
             None
         }
 

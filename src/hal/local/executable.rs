@@ -23,14 +23,14 @@ pub struct Dispatch<'a> {
 /// resolved it, borrowed rather than made into a span (which allocates) for every dispatch.
 #[derive(Clone, Copy)]
 pub struct BoundBytes<'a> {
-    bytes: &'a Arc<Bytes>,
+    bytes: &'a Bytes,
     offset: usize,
     length: usize,
 }
 
 impl<'a> BoundBytes<'a> {
     /// The whole of `bytes`.
-    pub fn whole(bytes: &'a Arc<Bytes>) -> BoundBytes<'a> {
+    pub fn whole(bytes: &'a Bytes) -> BoundBytes<'a> {
         BoundBytes { bytes, offset: 0, length: bytes.len() }
     }
 
@@ -41,7 +41,7 @@ impl<'a> BoundBytes<'a> {
         Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
     }
 
-    pub fn buffer(&self) -> &'a Arc<Bytes> {
+    pub fn buffer(&self) -> &'a Bytes {
         self.bytes
     }
 
@@ -66,11 +66,7 @@ impl<'a> BoundBytes<'a> {
 
     /// The range as a buffer of its own (a span sharing the memory).
     pub fn span(&self) -> Result<Arc<Bytes>, Diagnostic> {
-        if self.offset == 0 && self.length == self.bytes.len() {
-            Ok(self.bytes.clone())
-        } else {
-            self.bytes.span(self.offset, self.length)
-        }
+        self.bytes.span(self.offset, self.length)
     }
 }
 

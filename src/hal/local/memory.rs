@@ -10,19 +10,15 @@ use crate::hal::buffer::{memory_type, usage, Buffer};
 use crate::host::Diagnostic;
 use crate::vm::buffer::Buffer as Bytes;
 
-/// Host memory behind a buffer.
-#[derive(Debug)]
-pub struct HostMemory {
-    bytes: Arc<Bytes>,
-}
-
-impl Memory for HostMemory {
+/// Host memory behind a buffer is a `vm.buffer` (its own mapping), so a buffer's memory is the
+/// same allocation the VM and the loaders see.
+impl Memory for Bytes {
     fn len(&self) -> usize {
-        self.bytes.len()
+        Bytes::len(self)
     }
 
-    fn mapping(&self) -> Option<&Arc<Bytes>> {
-        Some(&self.bytes)
+    fn mapping(&self) -> Option<&Bytes> {
+        Some(self)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -40,7 +36,7 @@ impl HostAllocator {
     pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
         let buffer_usage =
             if bytes.is_mutable() { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
-        Buffer::new(Arc::new(HostMemory { bytes }), memory_types | memory_type::CPU, buffer_usage)
+        Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage)
     }
 }
 
@@ -48,7 +44,7 @@ impl AllocatorBackend for HostAllocator {
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
         let bytes = Bytes::allocate(length, 64)
             .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;
-        Ok(Buffer::new(Arc::new(HostMemory { bytes }), memory_types | memory_type::CPU, buffer_usage | usage::CPU))
+        Ok(Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage | usage::CPU))
     }
 
     /// Host memory imports as it is: the program's rodata becomes the buffer, no copy — unless
