@@ -61,8 +61,9 @@ impl LocalCommandBuffer {
         Ok(())
     }
 
-    /// Runs the recorded commands in order with `table` resolving slot references.
-    pub fn execute(&self, table: &[TableEntry]) -> Result<(), Diagnostic> {
+    /// Runs the recorded commands in order with `table` resolving slot references and `memory`
+    /// giving each buffer's bytes.
+    pub fn execute(&self, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
         let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
         if !recording.finalized {
             return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
@@ -75,7 +76,7 @@ impl LocalCommandBuffer {
                     let workgroup_count = match workgroups {
                         Workgroups::Fixed(count) => *count,
                         Workgroups::Indirect(range) => {
-                            let bytes = resolve(range, table)?.span()?;
+                            let bytes = resolve(range, table, memory)?.span()?;
                             [0, 1, 2]
                                 .map(|i| bytes.load_i32(i).map(|v| v as u32))
                                 .into_iter()
@@ -86,7 +87,7 @@ impl LocalCommandBuffer {
                     };
                     bound.clear();
                     for range in bindings {
-                        bound.push(resolve(range, table)?);
+                        bound.push(resolve(range, table, memory)?);
                     }
                     let export = executable.check_export(*export)?;
                     local_executable(executable)?.dispatch(&Dispatch {
@@ -96,7 +97,7 @@ impl LocalCommandBuffer {
                         bindings: &bound,
                     })?;
                 }
-                Command::Transfer(transfer) => run_transfer(transfer, table)?,
+                Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
             }
         }
         Ok(())
@@ -155,14 +156,14 @@ fn local_executable(executable: &Executable) -> Result<&LocalExecutable, Diagnos
 }
 
 /// Runs a fill, copy or update at once (queue order is the caller's).
-pub fn run_transfer(transfer: &Transfer, table: &[TableEntry]) -> Result<(), Diagnostic> {
+pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
     match transfer {
         Transfer::Fill { target, pattern, pattern_length } => {
-            let target = resolve(target, table)?.span()?;
+            let target = resolve(target, table, memory)?.span()?;
             fill(&target, *pattern, *pattern_length)
         }
         Transfer::Copy { source, target } => {
-            let (source, target) = (resolve(source, table)?, resolve(target, table)?);
+            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
             if source.len() != target.len() {
                 return Err(Diagnostic::new(
                     StatusCode::InvalidArgument,
@@ -182,7 +183,7 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry]) -> Result<(), Dia
             }
         }
         Transfer::Update { source, source_offset, target } => {
-            let target = resolve(target, table)?;
+            let target = resolve(target, table, memory)?;
             // The source is a host buffer the program may still be touching: byte moves.
             Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
         }
@@ -203,6 +204,11 @@ fn command_ranges(command: &Command) -> Vec<&BufferRange> {
     }
 }
 
+/// How commands reach a buffer's bytes: as the processor running them addresses its memory. The
+/// CPU devices' is [`host_bytes`]; a device whose memory the host cannot map but whose work runs
+/// on the CPU (a test device, an emulator) brings its own.
+pub type MemoryAccess = for<'b> fn(&'b Buffer) -> Result<BoundBytes<'b>, Diagnostic>;
+
 /// A buffer's bytes in host memory: all of the CPU devices' buffers have them.
 pub fn host_bytes(buffer: &Buffer) -> Result<BoundBytes<'_>, Diagnostic> {
     let memory = buffer.memory().mapping().ok_or_else(|| {
@@ -212,11 +218,13 @@ pub fn host_bytes(buffer: &Buffer) -> Result<BoundBytes<'_>, Diagnostic> {
 }
 
 /// The bytes a range names, with the table applied.
-fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundBytes<'a>, Diagnostic> {
+fn resolve<'a>(
+    range: &'a BufferRange,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+) -> Result<BoundBytes<'a>, Diagnostic> {
     match &range.source {
-        BufferSource::Direct(buffer) => {
-            host_bytes(buffer)?.range(range.offset, range.length).map_err(|e| e.at("buffer"))
-        }
+        BufferSource::Direct(buffer) => memory(buffer)?.range(range.offset, range.length).map_err(|e| e.at("buffer")),
         BufferSource::Slot(slot) => {
             let entry = table.get(*slot as usize).ok_or_else(|| {
                 Diagnostic::new(
@@ -227,7 +235,7 @@ fn resolve<'a>(range: &'a BufferRange, table: &'a [TableEntry]) -> Result<BoundB
             let buffer = entry.buffer.as_ref().ok_or_else(|| {
                 Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
             })?;
-            host_bytes(buffer)?
+            memory(buffer)?
                 .range(entry.offset, entry.length)
                 .map_err(|e| e.at(format_args!("binding table slot {slot} entry")))?
                 .range(range.offset, range.length)
@@ -268,7 +276,7 @@ mod tests {
     fn ranges_resolve_within_their_buffers_and_tables() {
         let data = host_buffer(&[0, 1, 2, 3, 4, 5, 6, 7]);
         let direct = BufferRange { source: BufferSource::Direct(data.clone()), offset: 2, length: -1 };
-        let bound = resolve(&direct, &[]).unwrap();
+        let bound = resolve(&direct, &[], host_bytes).unwrap();
         assert_eq!((bound.offset(), bound.len()), (2, 6));
         assert_eq!(bound.span().unwrap().to_vec(), [2, 3, 4, 5, 6, 7]);
         let table = [
@@ -276,17 +284,17 @@ mod tests {
             TableEntry { buffer: None, offset: 0, length: 0 },
         ];
         let slot = BufferRange { source: BufferSource::Slot(0), offset: 1, length: 2 };
-        let bound = resolve(&slot, &table).unwrap();
+        let bound = resolve(&slot, &table, host_bytes).unwrap();
         assert_eq!(bound.span().unwrap().to_vec(), [5, 6]);
-        assert_eq!(bound.address(), resolve(&direct, &[]).unwrap().address().wrapping_add(3));
-        let message = |range: BufferRange| resolve(&range, &table).err().unwrap().message;
+        assert_eq!(bound.address(), resolve(&direct, &[], host_bytes).unwrap().address().wrapping_add(3));
+        let message = |range: BufferRange| resolve(&range, &table, host_bytes).err().unwrap().message;
         assert_eq!(
             message(BufferRange { source: BufferSource::Slot(0), offset: 3, length: 2 }),
             "binding table slot 0: range 3+2 out of range of 4 bytes"
         );
         let bad_entry = [TableEntry { buffer: Some(data.clone()), offset: 4, length: 8 }];
         assert_eq!(
-            resolve(&BufferRange { source: BufferSource::Slot(0), offset: 0, length: -1 }, &bad_entry)
+            resolve(&BufferRange { source: BufferSource::Slot(0), offset: 0, length: -1 }, &bad_entry, host_bytes)
                 .err()
                 .unwrap()
                 .message,
@@ -307,7 +315,7 @@ mod tests {
         let span = data.subspan(2, 4).unwrap();
         let rest = BufferRange { source: BufferSource::Direct(span.clone()), offset: 1, length: -1 };
         assert_eq!(
-            resolve(&rest, &[]).unwrap().span().unwrap().to_vec(),
+            resolve(&rest, &[], host_bytes).unwrap().span().unwrap().to_vec(),
             [3, 4, 5],
             "a subspan's range starts at its offset"
         );

@@ -178,11 +178,11 @@ impl DeviceBackend for LocalDevice {
         let Some(commands) = commands else { return submit(queue, || Ok(())) };
         let commands = commands.clone();
         local_command_buffer(&commands)?;
-        submit(queue, move || local_command_buffer(&commands)?.execute(&table))
+        submit(queue, move || local_command_buffer(&commands)?.execute(&table, host_bytes))
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
-        submit(queue, move || run_transfer(&transfer, &[]))
+        submit(queue, move || run_transfer(&transfer, &[], host_bytes))
     }
 
     fn queue_read(
@@ -232,8 +232,9 @@ fn local_command_buffer(commands: &CommandBuffer) -> Result<&LocalCommandBuffer,
 
 /// Runs queue work once the wait fence (none: nothing) is reached, then signals the signal fence —
 /// at once when the wait is already over (errors then surface from the call itself), or from the
-/// wait's continuation (errors then fail the signal fence).
-fn submit(
+/// wait's continuation (errors then fail the signal fence). The CPU devices' queue; any device
+/// whose work runs inline may use it.
+pub fn submit(
     queue: &QueueFences<'_>,
     work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
 ) -> Result<(), Diagnostic> {
