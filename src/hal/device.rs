@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::backend::{AllocatorBackend, DeviceBackend};
 use super::buffer::{wrong_type, Buffer};
 use crate::host::Diagnostic;
+use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
 
 /// A device.
@@ -72,12 +73,7 @@ impl Allocator {
         self.backend.allocate(memory_types, usage, length)
     }
 
-    pub fn import(
-        &self,
-        bytes: Arc<crate::vm::buffer::Buffer>,
-        memory_types: u32,
-        usage: u32,
-    ) -> Result<Buffer, Diagnostic> {
+    pub fn import(&self, bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic> {
         self.backend.import(bytes, memory_types, usage)
     }
 
