@@ -749,7 +749,8 @@ size_t rtx_buffer_view_byte_length(const rtx_buffer_view_t *view);
  * The view's data, borrowed: `rtx_buffer_view_byte_length` bytes, valid while the view lives,
  * dense row-major, little-endian. Read only; do not read it while a call that was given the
  * view as an argument is still running (a program may write its arguments in place). Any
- * pointer (not to be read) when the length is 0; NULL for NULL.
+ * pointer (not to be read) when the length is 0; NULL for NULL, and where the view's memory is
+ * not host-addressable (`rtx_buffer_view_copy_data` reads it then).
  */
 const void *rtx_buffer_view_data(const rtx_buffer_view_t *view);
 

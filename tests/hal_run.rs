@@ -60,7 +60,7 @@ fn call(context: &Context, function: &str, arguments: Vec<Value>) -> Vec<(Vec<i6
         .map(|value| match value {
             Value::Ref(Some(r)) => {
                 let view = buffer_view::deref(r).unwrap();
-                (view.shape().to_vec(), view.element_type(), view.to_vec())
+                (view.shape().to_vec(), view.element_type(), view.to_vec().unwrap())
             }
             other => panic!("{function} returned {other:?}"),
         })

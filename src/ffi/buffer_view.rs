@@ -132,12 +132,15 @@ pub unsafe extern "C" fn rtx_buffer_view_byte_length(view: *const rtx_buffer_vie
 /// The view's data, borrowed: `rtx_buffer_view_byte_length` bytes, valid while the view lives,
 /// dense row-major, little-endian. Read only; do not read it while a call that was given the
 /// view as an argument is still running (a program may write its arguments in place). Any
-/// pointer (not to be read) when the length is 0; NULL for NULL.
+/// pointer (not to be read) when the length is 0; NULL for NULL, and where the view's memory is
+/// not host-addressable (`rtx_buffer_view_copy_data` reads it then).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_buffer_view_data(view: *const rtx_buffer_view_t) -> *const c_void {
     catch_or(std::ptr::null(), || {
         // SAFETY: forwarded from the caller.
-        unsafe { handle::borrow_opt(view) }.map_or(std::ptr::null(), |v| v.buffer().bytes().as_ptr().cast::<c_void>())
+        let Some(view) = (unsafe { handle::borrow_opt(view) }) else { return std::ptr::null() };
+        let buffer = view.buffer();
+        buffer.memory().mapping().map_or(std::ptr::null(), |bytes| bytes.as_ptr().wrapping_add(buffer.offset()).cast())
     })
 }
 
@@ -173,7 +176,7 @@ pub unsafe extern "C" fn rtx_buffer_view_copy_data(
                 ),
             ));
         }
-        let bytes = view.to_vec();
+        let bytes = view.to_vec().context(FUNCTION)?;
         // SAFETY: `out` is non-null with room for `capacity >= bytes.len()` bytes by contract, and
         // cannot overlap the freshly made copy.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), bytes.len()) };

@@ -1,14 +1,12 @@
-//! `!hal.buffer`: device memory. The CPU devices' memory is host memory, so a HAL buffer is a span
-//! of a `vm.buffer` plus the memory types and usage it was allocated with: constants import from
-//! the module's rodata without a copy, and dispatches bind the same bytes as `!vm.buffer`s (VMVX)
-//! or raw addresses (compiled ELF code).
+//! `!hal.buffer`: a range of device memory with the memory types and usage it was allocated
+//! with. The memory is a backend's ([`Memory`]); on the CPU devices it is host memory.
 
 use std::any::Any;
 use std::sync::Arc;
 
+use super::backend::Memory;
 use super::byte_range;
 use crate::host::{Diagnostic, StatusCode};
-use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
 
 /// `iree_hal_memory_type_t` bits (runtime/src/iree/hal/buffer.h).
@@ -45,10 +43,14 @@ pub mod usage {
         | MAPPING;
 }
 
-/// A HAL buffer.
-#[derive(Debug)]
+/// A HAL buffer: `length` bytes from `offset` of a backend's memory, with the memory types and
+/// usage it allows. Subspans share the memory; host access goes through [`Memory`]'s mapping or
+/// transfers, never an assumed address.
+#[derive(Clone, Debug)]
 pub struct Buffer {
-    bytes: Arc<Bytes>,
+    memory: Arc<dyn Memory>,
+    offset: usize,
+    length: usize,
     memory_types: u32,
     usage: u32,
 }
@@ -64,35 +66,25 @@ impl RefObject for Buffer {
 }
 
 impl Buffer {
-    /// Fresh zeroed memory of `length` bytes.
-    pub fn allocate(memory_types: u32, usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        let bytes = Bytes::allocate(length, 64)
-            .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;
-        Ok(Buffer { bytes, memory_types: memory_types | memory_type::CPU, usage: usage | usage::CPU })
-    }
-
-    /// Wraps existing bytes (host data, imported rodata) without copying. Read-only bytes give a
-    /// buffer that only allows immutable use.
-    pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Buffer {
-        let usage = if bytes.is_mutable() { usage | usage::CPU } else { usage | usage::CPU & !usage::MAPPING };
-        Buffer { bytes, memory_types: memory_types | memory_type::CPU, usage }
+    /// The whole of `memory`.
+    pub fn new(memory: Arc<dyn Memory>, memory_types: u32, usage: u32) -> Buffer {
+        let length = memory.len();
+        Buffer { memory, offset: 0, length, memory_types, usage }
     }
 
     /// Bytes `offset..offset + length` as a buffer of their own (shared memory), `length` -1
     /// meaning to the end.
     pub fn subspan(&self, offset: i64, length: i64) -> Result<Buffer, Diagnostic> {
         let (offset, length) = byte_range::check(offset, length, self.len()).map_err(|e| e.at("subspan"))?;
-        let bytes =
-            if offset == 0 && length == self.len() { self.bytes.clone() } else { self.bytes.span(offset, length)? };
-        Ok(Buffer { bytes, ..*self })
+        Ok(Buffer { memory: self.memory.clone(), offset: self.offset + offset, length, ..*self })
     }
 
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.length
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.length == 0
     }
 
     pub fn memory_types(&self) -> u32 {
@@ -103,9 +95,38 @@ impl Buffer {
         self.usage
     }
 
-    /// The memory, as the VM sees it.
-    pub fn bytes(&self) -> &Arc<Bytes> {
-        &self.bytes
+    /// The memory this buffer is a range of.
+    pub fn memory(&self) -> &Arc<dyn Memory> {
+        &self.memory
+    }
+
+    /// Where the buffer starts in its memory.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Copies `out.len()` bytes from `offset` to the host, through a mapping or the device.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Diagnostic> {
+        self.check_host_range(offset, out.len())?;
+        self.memory.read(self.offset + offset, out)
+    }
+
+    /// Copies `data` from the host to `offset`, through a mapping or the device.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
+        self.check_host_range(offset, data.len())?;
+        self.memory.write(self.offset + offset, data)
+    }
+
+    /// A copy of the whole buffer on the host.
+    pub fn to_vec(&self) -> Result<Vec<u8>, Diagnostic> {
+        let mut bytes = vec![0; self.length];
+        self.read(0, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn check_host_range(&self, offset: usize, length: usize) -> Result<(), Diagnostic> {
+        byte_range::check(offset as i64, length as i64, self.length).map_err(|e| e.at("host access"))?;
+        Ok(())
     }
 
     pub fn into_ref(self) -> Ref {
@@ -121,21 +142,4 @@ pub fn deref(value: &Ref) -> Result<&Buffer, Diagnostic> {
 /// The error for a ref of the wrong type where `expected` was required.
 pub fn wrong_type(expected: &str, found: &Ref) -> Diagnostic {
     Diagnostic::new(StatusCode::InvalidArgument, format!("ref is not a {expected} (it is a {})", found.type_name()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subspans_share_memory_and_check_their_range() {
-        let buffer = Buffer::allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64).unwrap();
-        let span = buffer.subspan(16, -1).unwrap();
-        assert_eq!(span.len(), 48);
-        span.bytes().store_i32(0, 7).unwrap();
-        assert_eq!(buffer.bytes().load_i32(4).unwrap(), 7);
-        assert_eq!(buffer.subspan(60, 5).unwrap_err().code, StatusCode::OutOfRange);
-        assert_eq!(buffer.subspan(-1, 4).unwrap_err().code, StatusCode::OutOfRange);
-        assert_eq!(buffer.memory_types() & memory_type::HOST_VISIBLE, memory_type::HOST_VISIBLE);
-    }
 }

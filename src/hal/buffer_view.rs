@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::buffer::{self, memory_type, usage, Buffer};
 use super::element_type::{ElementType, NumericalType};
+use super::local::memory::HostAllocator;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -82,13 +83,14 @@ impl BufferView {
                 ),
             ));
         }
-        let buffer = Buffer::wrap(Bytes::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
+        let buffer = HostAllocator::wrap(Bytes::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
         BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR)
     }
 
-    /// A copy of the viewed bytes (how hosts read tensors out).
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.buffer().bytes().to_vec()
+    /// A copy of the viewed bytes (how hosts read tensors out), read through the buffer's
+    /// mapping or its device.
+    pub fn to_vec(&self) -> Result<Vec<u8>, Diagnostic> {
+        self.buffer().to_vec()
     }
 
     pub fn buffer_ref(&self) -> &Ref {
@@ -201,7 +203,13 @@ mod tests {
     const SI32: u32 = 0x1100_0020;
 
     fn view(shape: Vec<i64>, element_type: u32) -> BufferView {
-        let buffer = Buffer::allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64).unwrap();
+        let buffer = crate::hal::backend::AllocatorBackend::allocate(
+            &HostAllocator,
+            memory_type::DEVICE_LOCAL,
+            usage::TRANSFER,
+            64,
+        )
+        .unwrap();
         BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR).unwrap()
     }
 

@@ -97,7 +97,7 @@ impl NativeModule for CheckModule {
 
 /// A buffer view as the failure messages print it (IREE prints up to 1024 elements).
 fn printed(view: &BufferView) -> Result<String, Diagnostic> {
-    host_tensor(view).format(1024)
+    host_tensor(view)?.format(1024)
 }
 
 fn unsupported(element_type: ElementType) -> Diagnostic {
@@ -114,7 +114,7 @@ fn all_true(view: &BufferView) -> Result<Option<String>, Diagnostic> {
         _ if element_type == ElementType::FLOAT_64 => 8,
         _ => return Err(unsupported(element_type)),
     };
-    let bytes = view.to_vec();
+    let bytes = view.to_vec()?;
     let zero = bytes.chunks_exact(size).position(|element| match approximate_value(element, element_type) {
         Some(float) => float == 0.0,
         None => element.iter().all(|&b| b == 0),
@@ -134,7 +134,7 @@ fn equal(lhs_ref: &Ref, rhs_ref: &Ref, tolerance: Option<(f32, f32)>) -> Result<
     let (lhs, rhs) = (buffer_view::deref(lhs_ref)?, buffer_view::deref(rhs_ref)?);
     let types_equal = lhs.element_type() == rhs.element_type();
     let shapes_equal = lhs.shape() == rhs.shape();
-    let (lhs_bytes, rhs_bytes) = (lhs.to_vec(), rhs.to_vec());
+    let (lhs_bytes, rhs_bytes) = (lhs.to_vec()?, rhs.to_vec()?);
     let mut message = match tolerance {
         None => "Expected equality of these values.".to_owned(),
         Some(_) => "Expected near equality of these values.".to_owned(),
@@ -234,7 +234,9 @@ mod tests {
     #[test]
     fn all_true_counts_negative_zero_as_zero() {
         let module = CheckModule::new();
-        let device = crate::hal::device::Device::new(crate::hal::device::DeviceKind::LocalSync).into_ref();
+        let device = crate::hal::local::device::LocalDevice::new(crate::hal::local::device::DeviceKind::LocalSync)
+            .into_device()
+            .into_ref();
         let mut state: NativeState = Box::new(());
         let mut run = |bytes: Vec<u8>| {
             let operand = view(&[2], ElementType::FLOAT_32, bytes);

@@ -1,94 +1,19 @@
 //! `!hal.executable`: the compiled dispatch functions of one `hal.executable` op, loaded by the
 //! device from the bytes the program passes to `hal.executable.create` (the format string says
-//! which loader).
+//! which loader). What runs them is the backend's ([`ExecutableBackend`]).
 
 use std::any::Any;
-use std::fmt;
 use std::sync::Arc;
 
+use super::backend::ExecutableBackend;
 use super::buffer::wrong_type;
-use super::byte_range::{self, OutOfRange};
-use super::local::fpu::FlushDenormals;
 use crate::host::{Diagnostic, StatusCode};
-use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
 
-/// One dispatch: the grid, the push constants and the bound memory, in binding order.
-pub struct Dispatch<'a> {
-    pub export: usize,
-    pub workgroup_count: [u32; 3],
-    pub constants: &'a [u32],
-    pub bindings: &'a [BoundBytes<'a>],
-}
-
-/// `length` bytes of a buffer from `offset`, bounds-checked: a binding as the command buffer
-/// resolved it, borrowed rather than made into a span (which allocates) for every dispatch.
-#[derive(Clone, Copy)]
-pub struct BoundBytes<'a> {
-    bytes: &'a Arc<Bytes>,
-    offset: usize,
-    length: usize,
-}
-
-impl<'a> BoundBytes<'a> {
-    /// The whole of `bytes`.
-    pub fn whole(bytes: &'a Arc<Bytes>) -> BoundBytes<'a> {
-        BoundBytes { bytes, offset: 0, length: bytes.len() }
-    }
-
-    /// `length` bytes from `offset` within this range; `-1` is the rest.
-    #[inline]
-    pub fn range(self, offset: i64, length: i64) -> Result<BoundBytes<'a>, OutOfRange> {
-        let (offset, length) = byte_range::check(offset, length, self.length)?;
-        Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
-    }
-
-    pub fn buffer(&self) -> &'a Arc<Bytes> {
-        self.bytes
-    }
-
-    pub fn offset(&self) -> i64 {
-        self.offset as i64
-    }
-
-    pub fn len(&self) -> usize {
-        self.length
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.length == 0
-    }
-
-    /// The first byte, for native code; writable unless the memory is read-only (rodata bound
-    /// where the program does not write: writable imports are copies, `allocator.import`).
-    pub fn address(&self) -> *mut u8 {
-        let base = self.bytes.as_mut_ptr().unwrap_or(self.bytes.as_ptr().cast_mut());
-        base.wrapping_add(self.offset)
-    }
-
-    /// The range as a buffer of its own (a span sharing the memory).
-    pub fn span(&self) -> Result<Arc<Bytes>, Diagnostic> {
-        if self.offset == 0 && self.length == self.bytes.len() {
-            Ok(self.bytes.clone())
-        } else {
-            self.bytes.span(self.offset, self.length)
-        }
-    }
-}
-
-/// What a loader produces: dispatch functions by ordinal.
-pub trait ExecutableCode: Send + Sync + fmt::Debug {
-    /// Export names, by ordinal (the name `hal.executable.lookup.function` finds).
-    fn export_names(&self) -> &[String];
-
-    /// Runs every workgroup of one dispatch.
-    fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic>;
-}
-
 /// A loaded executable.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Executable {
-    code: Box<dyn ExecutableCode>,
+    backend: Arc<dyn ExecutableBackend>,
 }
 
 impl RefObject for Executable {
@@ -102,30 +27,33 @@ impl RefObject for Executable {
 }
 
 impl Executable {
-    pub fn new(code: Box<dyn ExecutableCode>) -> Executable {
-        Executable { code }
+    pub fn new(backend: Arc<dyn ExecutableBackend>) -> Executable {
+        Executable { backend }
+    }
+
+    pub fn backend(&self) -> &dyn ExecutableBackend {
+        &*self.backend
     }
 
     /// The ordinal of export `name` (`hal.executable.lookup.function`).
     pub fn lookup(&self, name: &str) -> Result<usize, Diagnostic> {
-        self.code
+        self.backend
             .export_names()
             .iter()
             .position(|n| n == name)
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("executable has no export named `{name}`")))
     }
 
-    /// Runs a dispatch after checking the export ordinal.
-    pub fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-        let count = self.code.export_names().len();
-        if dispatch.export >= count {
+    /// `export`, or OUT_OF_RANGE if the executable has no such ordinal.
+    pub fn check_export(&self, export: usize) -> Result<usize, Diagnostic> {
+        let count = self.backend.export_names().len();
+        if export >= count {
             return Err(Diagnostic::new(
                 StatusCode::OutOfRange,
-                format!("export ordinal {} out of range (the executable has {count})", dispatch.export),
+                format!("export ordinal {export} out of range (the executable has {count})"),
             ));
         }
-        let _mode = FlushDenormals::enter();
-        self.code.dispatch(dispatch)
+        Ok(export)
     }
 
     pub fn into_ref(self) -> Ref {

@@ -10,10 +10,10 @@ use super::buffer::wrong_type;
 use crate::host::{block_until_ready, run_when_ready, AsyncValueRef, Chain, Diagnostic, RcAsyncValue, StatusCode};
 use crate::vm::refs::{Ref, RefObject};
 
-/// A HAL fence.
-#[derive(Debug)]
+/// A HAL fence. Clones share the points (queue work keeps its fences this way).
+#[derive(Clone, Debug)]
 pub struct Fence {
-    points: Vec<RcAsyncValue>,
+    points: Arc<[RcAsyncValue]>,
 }
 
 impl RefObject for Fence {
@@ -37,14 +37,14 @@ pub enum Reached {
 impl Fence {
     /// One new, unsignaled point (`hal.fence.create`).
     pub fn new() -> Fence {
-        Fence { points: vec![AsyncValueRef::<Chain>::unconstructed().into_untyped()] }
+        Fence { points: Arc::new([AsyncValueRef::<Chain>::unconstructed().into_untyped()]) }
     }
 
     /// A fence with one point that someone else made: reached when `point` is available (failed
     /// if it is an error), and signaling it sets it to a chain. A C host passes its promises
     /// this way; whether they can take a chain is checked by the caller.
     pub fn from_point(point: RcAsyncValue) -> Fence {
-        Fence { points: vec![point] }
+        Fence { points: Arc::new([point]) }
     }
 
     /// A fence that is reached when all of `fences` are (`hal.fence.join`).
@@ -54,7 +54,7 @@ impl Fence {
 
     /// Marks every point reached (`hal.fence.signal`, and queue work completing).
     pub fn signal(&self) {
-        for point in &self.points {
+        for point in self.points.iter() {
             if !point.is_available() {
                 // A point set by someone else in between stays as they set it.
                 let _ = point.emplace(Chain);
@@ -64,7 +64,7 @@ impl Fence {
 
     /// Fails every unreached point (`hal.fence.fail`, and queue work failing).
     pub fn fail(&self, diagnostic: &Diagnostic) {
-        for point in &self.points {
+        for point in self.points.iter() {
             if !point.is_available() {
                 let _ = point.set_error(diagnostic.clone());
             }
@@ -74,7 +74,7 @@ impl Fence {
     /// Whether every point is reached, or the first failure.
     pub fn reached(&self) -> Reached {
         let mut all = true;
-        for point in &self.points {
+        for point in self.points.iter() {
             if let Some(error) = point.get_error() {
                 return Reached::Failed(error.clone());
             }

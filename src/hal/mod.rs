@@ -1,9 +1,10 @@
-//! The HAL: host buffers and buffer views, the CPU devices (`local-sync`, `local-task`), command
-//! buffers, executables (VMVX, and native code through our ELF loader or `dlopen`), fences on
-//! AsyncValue, and the `hal` VM module that compiled programs import. Stands on `host` and plugs
-//! into `vm` as a native module.
+//! The HAL: the backend interface devices implement (`backend`) and the refs programs hold over it
+//! (buffers and buffer views, devices, command buffers, executables, fences on AsyncValue), the
+//! CPU devices as one backend (`local`), and the `hal` VM module that compiled programs import.
+//! Stands on `host` and plugs into `vm` as a native module.
 
 pub mod args;
+pub mod backend;
 pub mod buffer;
 pub mod buffer_view;
 pub mod byte_range;

@@ -2,24 +2,24 @@
 //! device, with the calling conventions the compiler's imports carry (IREE 3.13
 //! `runtime/src/iree/modules/hal/exports.inl`).
 //!
-//! Queue operations on `local-sync` run inline when their wait fence is reached (the usual case:
-//! everything before them ran inline too) and otherwise once it is, from the fence's continuation,
-//! so no thread ever blocks on a fence; `fence.await` on an unreached fence suspends the calling
-//! invocation the same way.
+//! Written once against the backend interface (`hal::backend`): every device operation goes to the
+//! device's backend, which completes queue work by signalling its fences. `fence.await` on an
+//! unreached fence suspends the calling invocation until the fence's continuation runs, so no
+//! thread ever blocks on a fence.
 
 use std::sync::Arc;
 
 use super::args::{text, Args};
+use super::backend::{QueueFences, Transfer};
 use super::buffer::{self, usage, Buffer};
 use super::buffer_view::{self, BufferView};
 use super::byte_range;
-use super::command_buffer::{self, BufferRange, BufferSource, CommandBuffer, TableEntry, Workgroups};
+use super::command_buffer::{self, BufferRange, BufferSource, TableEntry, Workgroups};
 use super::device::{self, Device};
 use super::executable;
 use super::fence::{self, Fence, Reached};
 use super::file::{self, File};
 use crate::host::{AsyncValueRef, Diagnostic, StatusCode};
-use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
@@ -116,6 +116,7 @@ struct HalState {
 }
 
 impl HalModule {
+    /// The module over `devices`, whatever their backends.
     pub fn new(devices: Vec<Device>) -> HalModule {
         HalModule {
             devices: devices.into_iter().map(Device::into_ref).collect(),
@@ -177,7 +178,7 @@ fn allocator_allocate(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diag
 }
 
 fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    device::deref_allocator(a.r()?)?;
+    let allocator = device::deref_allocator(a.r()?)?;
     let (_is_try, _affinity, memory_types, buffer_usage) = (a.i32()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
     let source = a.bytes()?;
     let (offset, length) = (a.i64()?, a.i64()?);
@@ -199,17 +200,7 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
             "source buffer is immutable and can only be imported for constant usage",
         ));
     }
-    // Host memory imports always: the program's rodata becomes the buffer, no copy — unless
-    // dispatches may write it. The compiler does tie results to constant operands (a sort or
-    // scatter in place), and the module's bytes are mapped read-only, so such constants get
-    // their own writable copy (once: programs import constants in `__init`).
-    let bytes = source.span(offset, length)?;
-    let bytes = if !bytes.is_mutable() && buffer_usage & usage::DISPATCH_STORAGE_WRITE != 0 {
-        bytes.clone_range(0, length as i64, 64)?
-    } else {
-        bytes
-    };
-    out(some(Buffer::wrap(bytes, memory_types, buffer_usage).into_ref()))
+    out(some(allocator.import(source.span(offset, length)?, memory_types, buffer_usage)?.into_ref()))
 }
 
 fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
@@ -221,7 +212,7 @@ fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
         device::deref(device)?;
         first.get_or_insert((device.clone(), affinity));
     }
-    // Every CPU device allocates host memory: the first candidate is as good as any.
+    // Devices are not told apart by their memory yet: the first candidate is as good as any.
     let (device, affinity) = first
         .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, "allocator.select needs at least one device"))?;
     Ok(vec![some(device), Value::I64(affinity)])
@@ -229,8 +220,8 @@ fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
 
 // -- buffer --------------------------------------------------------------------------------------
 
-// Host memory is freed when its last reference goes, so every buffer counts as its allocation's
-// only user: discarding it is always terminal and the program deallocates (which only signals).
+// Memory is freed when its last buffer goes, so every buffer counts as its allocation's only
+// user: discarding it is always terminal and the program deallocates (`queue.dealloca`).
 fn buffer_allocation_discard(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     buffer::deref(a.r()?)?;
     out(Value::I32(1))
@@ -290,9 +281,9 @@ fn buffer_length(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnosti
 fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
-    let bytes = small_range(buffer, offset, length, "load")?;
+    small_range(buffer, offset, length, "load")?;
     let mut value = [0u8; 4];
-    value[..bytes.len()].copy_from_slice(&bytes);
+    buffer.read(offset as usize, &mut value[..length as usize])?;
     out(Value::I32(i32::from_le_bytes(value)))
 }
 
@@ -301,13 +292,12 @@ fn buffer_store(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
     small_range(buffer, offset, length, "store")?;
-    let source = Bytes::from_bytes(&value.to_le_bytes()[..length as usize])?;
-    Bytes::copy(&source, 0, buffer.bytes(), offset, i64::from(length))?;
+    buffer.write(offset as usize, &value.to_le_bytes()[..length as usize])?;
     none()
 }
 
-/// The bytes of a `buffer.load`/`buffer.store` of at most 4 bytes, with IREE's checks.
-fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<Vec<u8>, Diagnostic> {
+/// Checks the range of a `buffer.load`/`buffer.store` of at most 4 bytes as IREE does.
+fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<(), Diagnostic> {
     if !(0..=4).contains(&length) {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
@@ -321,7 +311,7 @@ fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<
             format!("{what} out of bounds (offset={offset}, length={length} into max {total})"),
         ));
     }
-    buffer.bytes().read_bytes(offset as usize, length as usize)
+    Ok(())
 }
 
 fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
@@ -423,10 +413,7 @@ fn command_buffer_hint(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Dia
 /// A buffer operand given as (slot, ref-or-null, offset, length).
 fn range(slot: i32, buffer: Option<&Ref>, offset: i64, length: i64) -> Result<BufferRange, Diagnostic> {
     let source = match buffer {
-        Some(buffer) => {
-            buffer::deref(buffer)?;
-            BufferSource::Direct(buffer.clone())
-        }
+        Some(buffer) => BufferSource::Direct(buffer::deref(buffer)?.clone()),
         None => BufferSource::Slot(slot as u32),
     };
     Ok(BufferRange { source, offset, length })
@@ -443,9 +430,9 @@ fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Valu
 }
 
 fn command_buffer_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    device::deref(a.r()?)?;
+    let device = device::deref(a.r()?)?;
     let (modes, _categories, _affinity, binding_capacity) = (a.i32()? as u32, a.i32()?, a.i64()?, a.i32()?);
-    out(some(CommandBuffer::new(modes, binding_capacity.max(0) as u32).into_ref()))
+    out(some(device.backend().create_command_buffer(modes, binding_capacity.max(0) as u32)?.into_ref()))
 }
 
 /// The constants and bindings spans shared by both dispatch forms.
@@ -477,23 +464,23 @@ fn export_ordinal(function: i64) -> Result<usize, Diagnostic> {
 
 fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
-    let executable = a.r()?;
+    let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
     let count = workgroup_count(a.i32()?, a.i32()?, a.i32()?)?;
     let _flags = a.i64()?;
     let (constants, bindings) = dispatch_operands(a)?;
-    cmd.dispatch(executable.clone(), export, Workgroups::Fixed(count), constants, bindings)?;
+    cmd.dispatch(executable, export, Workgroups::Fixed(count), constants, bindings)?;
     none()
 }
 
 fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
-    let executable = a.r()?;
+    let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
     let (slot, buffer, offset, _flags) = (a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
     let (constants, bindings) = dispatch_operands(a)?;
     let workgroups = Workgroups::Indirect(range(slot, buffer, offset, 12)?);
-    cmd.dispatch(executable.clone(), export, workgroups, constants, bindings)?;
+    cmd.dispatch(executable, export, workgroups, constants, bindings)?;
     none()
 }
 
@@ -521,9 +508,7 @@ fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Va
     let cmd = command_buffer::deref(a.r()?)?;
     let (source, source_offset) = (a.bytes()?, a.i64()?);
     let (target, target_offset, length, slot, _flags) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
-    let source_offset = usize::try_from(source_offset).map_err(|_| {
-        Diagnostic::new(StatusCode::OutOfRange, format!("negative update source offset {source_offset}"))
-    })?;
+    let source_offset = update_source_offset(source_offset)?;
     cmd.update(source.clone(), source_offset, range(slot, target, target_offset, length)?)?;
     none()
 }
@@ -538,184 +523,140 @@ fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     let device = device::deref(a.r()?)?;
     let (category, key) = (a.string()?, a.string()?);
     // An unknown key is an answer (ok = 0), not a failure of the call.
-    Ok(match device.query_i64(&category, &key) {
+    Ok(match device.backend().query_i64(&category, &key) {
         Ok(value) => vec![Value::I32(1), Value::I64(value)],
         Err(_) => vec![Value::I32(0), Value::I64(0)],
     })
 }
 
-/// Runs queue work once `wait` (null: nothing) is reached, then signals `signal` — at once when
-/// the wait is already over (errors then surface from the call itself), or from the wait's
-/// continuation (errors then fail `signal`).
-fn submit(
-    wait: Option<&Ref>,
-    signal: &Ref,
-    work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
-) -> Result<(), Diagnostic> {
-    let signal_ref = signal.clone();
-    fence::deref(signal)?;
-    let finish = move |result: Result<(), Diagnostic>| {
-        let signal = fence::deref(&signal_ref).expect("checked before the work was queued");
-        match &result {
-            Ok(()) => signal.signal(),
-            Err(e) => signal.fail(e),
-        }
-        result
-    };
-    let Some(wait) = wait else { return finish(work()) };
-    let wait_fence = fence::deref(wait)?;
-    match wait_fence.reached() {
-        Reached::Yes => finish(work()),
-        Reached::Failed(e) => finish(Err(e)),
-        Reached::No => {
-            let wait = wait.clone();
-            wait_fence.when_reached(move || {
-                let result = match fence::deref(&wait).map(Fence::reached) {
-                    Ok(Reached::Failed(e)) => Err(e),
-                    _ => work(),
-                };
-                // Nobody is left to hand an error to: it lives on in the signal fence.
-                let _ = finish(result);
-            });
-            Ok(())
-        }
-    }
-}
-
-/// The (device, affinity, wait, signal) operands every queue operation starts with.
-fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(Option<&'a Ref>, &'a Ref), Diagnostic> {
-    device::deref(a.r()?)?;
+/// The device, wait and signal fences every queue operation starts with (and its affinity, which
+/// one queue ignores).
+fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(&'a Device, Option<&'a Fence>, &'a Fence), Diagnostic> {
+    let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
-    Ok((a.opt_ref()?, a.r()?))
+    let wait = a.opt_ref()?.map(fence::deref).transpose()?;
+    Ok((device, wait, fence::deref(a.r()?)?))
 }
 
 fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
+    let (device, wait, signal) = queue_operands(a)?;
     let (pool, memory_types, buffer_usage, size, _flags) =
         (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?, a.i64()?);
     if pool != 0 {
         return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("pool {pool}: only pool 0 exists")));
     }
-    let buffer = Buffer::allocate(memory_types, buffer_usage, size)?;
-    submit(wait, signal, || Ok(()))?;
+    let buffer = device.backend().queue_alloca(&QueueFences { wait, signal }, memory_types, buffer_usage, size)?;
     out(some(buffer.into_ref()))
 }
 
 fn queue_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
+    let (device, wait, signal) = queue_operands(a)?;
     let _flags = a.i64()?;
-    submit(wait, signal, || Ok(()))?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, None, Vec::new())?;
     none()
 }
 
+/// A whole-buffer operand of a queue transfer, as a range.
+fn direct(buffer: &Ref, offset: i64, length: i64) -> Result<BufferRange, Diagnostic> {
+    Ok(BufferRange { source: BufferSource::Direct(buffer::deref(buffer)?.clone()), offset, length })
+}
+
 fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let (source, source_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
-    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (device, wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (a.r()?, a.i64()?);
+    let (target, target_offset) = (a.r()?, a.i64()?);
     let (length, _flags) = (a.i64()?, a.i64()?);
-    // SAFETY: queue work runs in submission order, nothing else touching its buffers meanwhile.
-    submit(wait, signal, move || unsafe {
-        Bytes::copy_ordered(&source, source_offset, &target, target_offset, length)
-    })?;
+    let transfer = Transfer::Copy {
+        source: direct(source, source_offset, length)?,
+        target: direct(target, target_offset, length)?,
+    };
+    device.backend().queue_transfer(&QueueFences { wait, signal }, transfer)?;
     none()
 }
 
 fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    buffer::deref(a.r()?)?;
+    let (device, wait, signal) = queue_operands(a)?;
+    let buffer = buffer::deref(a.r()?)?;
     let _flags = a.i64()?;
-    // The memory goes with the buffer's last reference; the queue only orders the signal.
-    submit(wait, signal, || Ok(()))?;
+    device.backend().queue_dealloca(&QueueFences { wait, signal }, buffer)?;
     none()
 }
 
 fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let cmd = a.opt_ref()?.cloned();
+    let (device, wait, signal) = queue_operands(a)?;
+    let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
-    execute(wait, signal, cmd, Vec::new())
+    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, Vec::new())?;
+    none()
 }
 
 fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let cmd = a.opt_ref()?.cloned();
+    let (device, wait, signal) = queue_operands(a)?;
+    let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
     let count = a.span()?;
     let mut table = Vec::with_capacity(count);
     for _ in 0..count {
         let (buffer, offset, length) = (a.opt_ref()?, a.i64()?, a.i64()?);
-        if let Some(buffer) = buffer {
-            buffer::deref(buffer)?;
-        }
-        table.push(TableEntry { buffer: buffer.cloned(), offset, length });
+        let buffer = buffer.map(buffer::deref).transpose()?.cloned();
+        table.push(TableEntry { buffer, offset, length });
     }
-    execute(wait, signal, cmd, table)
-}
-
-/// Executes a command buffer (null: nothing, a barrier) with a binding table.
-fn execute(
-    wait: Option<&Ref>,
-    signal: &Ref,
-    cmd: Option<Ref>,
-    table: Vec<TableEntry>,
-) -> Result<Vec<Value>, Diagnostic> {
-    if let Some(cmd) = &cmd {
-        command_buffer::deref(cmd)?;
-    }
-    submit(wait, signal, move || match &cmd {
-        Some(cmd) => command_buffer::deref(cmd)?.execute(&table),
-        None => Ok(()),
-    })?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, table)?;
     none()
 }
 
 fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let target = a.r()?.clone();
-    buffer::deref(&target)?;
+    let (device, wait, signal) = queue_operands(a)?;
+    let target = a.r()?;
     let (offset, length, pattern, pattern_length, _flags) = (a.i64()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
-    let cmd = CommandBuffer::new(command_buffer::MODE_ONE_SHOT, 0);
-    cmd.fill(
-        BufferRange { source: BufferSource::Direct(target), offset, length },
-        pattern as u64,
-        pattern_length.max(0) as usize,
-    )?;
-    cmd.finalize()?;
-    submit(wait, signal, move || cmd.execute(&[]))?;
+    let pattern_length = pattern_length.max(0) as usize;
+    command_buffer::check_pattern_length(pattern_length)?;
+    let transfer = Transfer::Fill { target: direct(target, offset, length)?, pattern: pattern as u64, pattern_length };
+    device.backend().queue_transfer(&QueueFences { wait, signal }, transfer)?;
     none()
 }
 
-/// Queues run as work is submitted: there is nothing to flush.
 fn queue_flush(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    device::deref(a.r()?)?;
+    let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
+    device.backend().queue_flush()?;
     none()
 }
 
 fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let (source, source_offset) = (file::deref(a.r()?)?.bytes().clone(), a.i64()?);
-    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (device, wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (file::deref(a.r()?)?, a.i64()?);
+    let (target, target_offset) = (buffer::deref(a.r()?)?, a.i64()?);
     let (length, _flags) = (a.i64()?, a.i64()?);
-    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    let queue = QueueFences { wait, signal };
+    device.backend().queue_read(&queue, source, source_offset, target, target_offset, length)?;
     none()
 }
 
 fn queue_update(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
+    let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (a.bytes()?.clone(), a.i64()?);
-    let (target, target_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (target, target_offset) = (a.r()?, a.i64()?);
     let (length, _flags) = (a.i64()?, a.i64()?);
-    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    let source_offset = update_source_offset(source_offset)?;
+    let transfer = Transfer::Update { source, source_offset, target: direct(target, target_offset, length)? };
+    device.backend().queue_transfer(&QueueFences { wait, signal }, transfer)?;
     none()
 }
 
+/// An update's offset into its host source, which must not be negative.
+fn update_source_offset(offset: i64) -> Result<usize, Diagnostic> {
+    usize::try_from(offset)
+        .map_err(|_| Diagnostic::new(StatusCode::OutOfRange, format!("negative update source offset {offset}")))
+}
+
 fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
-    let (wait, signal) = queue_operands(a)?;
-    let (source, source_offset) = (buffer::deref(a.r()?)?.bytes().clone(), a.i64()?);
-    let (target, target_offset) = (file::deref(a.r()?)?.bytes().clone(), a.i64()?);
+    let (device, wait, signal) = queue_operands(a)?;
+    let (source, source_offset) = (buffer::deref(a.r()?)?, a.i64()?);
+    let (target, target_offset) = (file::deref(a.r()?)?, a.i64()?);
     let (length, _flags) = (a.i64()?, a.i64()?);
-    submit(wait, signal, move || Bytes::copy(&source, source_offset, &target, target_offset, length))?;
+    let queue = QueueFences { wait, signal };
+    device.backend().queue_write(&queue, source, source_offset, target, target_offset, length)?;
     none()
 }
 
@@ -759,7 +700,7 @@ fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagn
             bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
         }
     };
-    out(some(device.create_executable(&format, &data, &constants)?.into_ref()))
+    out(some(device.backend().create_executable(&format, &data, &constants)?.into_ref()))
 }
 
 fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {

@@ -113,27 +113,27 @@ pub fn parse_inputs(texts: &[&str], kinds: &[ValueKind], files: &mut InputFiles)
 }
 
 /// A call's value as the comparison and output code sees it: buffer views read back to host.
-pub fn result_value(value: &Value) -> ResultValue {
-    match value {
+pub fn result_value(value: &Value) -> Result<ResultValue, Diagnostic> {
+    Ok(match value {
         Value::None | Value::Ref(None) => ResultValue::Empty,
         Value::I32(v) => ResultValue::I32(*v),
         Value::I64(v) => ResultValue::I64(*v),
         Value::F32(v) => ResultValue::F32(*v),
         Value::F64(v) => ResultValue::F64(*v),
         Value::Ref(Some(r)) => match buffer_view::deref(r) {
-            Ok(view) => ResultValue::Tensor(host_tensor(view)),
+            Ok(view) => ResultValue::Tensor(host_tensor(view)?),
             Err(_) => ResultValue::Ref(r.type_name().to_owned()),
         },
-    }
+    })
 }
 
-/// A copy of a buffer view's contents on the host.
-pub fn host_tensor(view: &BufferView) -> HostTensor {
-    HostTensor {
+/// A copy of a buffer view's contents on the host, read through its buffer's mapping or device.
+pub fn host_tensor(view: &BufferView) -> Result<HostTensor, Diagnostic> {
+    Ok(HostTensor {
         shape: view.shape().iter().map(|&d| d as usize).collect(),
         element_type: ElementType(view.element_type()),
-        data: view.to_vec(),
-    }
+        data: view.to_vec()?,
+    })
 }
 
 /// What to do with the results (`--output`, `--expected_output` and their options).
@@ -176,8 +176,11 @@ impl Report {
 /// `iree-run-module` does: expectations parse by the result types, as inputs do by the argument
 /// types; `.npy`/`.bin` outputs and `@file` expectations are relative to `directory`.
 pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOptions, directory: &Path) -> Report {
-    let results: Vec<ResultValue> = results.iter().map(result_value).collect();
     let processing = "processing function outputs";
+    let results = match results.iter().map(result_value).collect::<Result<Vec<_>, _>>() {
+        Ok(results) => results,
+        Err(e) => return Report::failed(String::new(), status_line(&e, &["reading function outputs", processing])),
+    };
     if !options.expected.is_empty() {
         let mut files = InputFiles::relative_to(directory);
         let mut remaining = Remaining(result_kinds.iter());
@@ -187,8 +190,14 @@ pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOpt
             let parsed = parse_input(text, &mut remaining, &mut files).map_err(|e| {
                 status_line(&e, &[&format!("parsing input `{text}`"), "parsing expected function outputs", processing])
             });
-            match parsed {
-                Ok(values) => expected.extend(values.iter().map(result_value)),
+            match parsed.and_then(|values| {
+                values
+                    .iter()
+                    .map(result_value)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| status_line(&e, &[processing]))
+            }) {
+                Ok(values) => expected.extend(values),
                 Err(line) => return Report::failed(String::new(), line),
             }
         }

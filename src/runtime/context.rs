@@ -10,8 +10,9 @@ use super::invocation::{self, plural};
 use super::module::Module;
 use crate::bef;
 use crate::bef::reader::BefFile;
-use crate::hal::device::DeviceKind;
+use crate::hal::device::Device;
 use crate::hal::fence::Fence;
+use crate::hal::local::device::DeviceKind;
 use crate::hal::module::HalModule;
 use crate::host::work_queue::WorkQueueSpec;
 use crate::host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
@@ -229,6 +230,11 @@ impl Context {
     /// device per context: ALREADY_EXISTS for a second one; NOT_FOUND for an unknown name.
     pub fn add_device(&self, uri: &str) -> Result<(), Diagnostic> {
         let kind = DeviceKind::parse(uri)?;
+        self.add_hal_device(self.runtime.device(kind).into_device())
+    }
+
+    /// As [`Context::add_device`], with a device of any backend (`hal::backend`).
+    pub fn add_hal_device(&self, device: Device) -> Result<(), Diagnostic> {
         if self.has_device() {
             return Err(Diagnostic::new(
                 StatusCode::AlreadyExists,
@@ -238,7 +244,7 @@ impl Context {
                 ),
             ));
         }
-        self.vm.add_native_module(Arc::new(HalModule::new(vec![self.runtime.device(kind)])))
+        self.vm.add_native_module(Arc::new(HalModule::new(vec![device])))
     }
 
     fn has_device(&self) -> bool {

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::context::{Context, ContextOptions, QueueChoice};
-use crate::hal::device::{Device, DeviceKind};
+use crate::hal::local::device::{DeviceKind, LocalDevice};
 use crate::hal::local::workers::Workers;
 use crate::host::work_queue::{ScopedWorkQueue, WorkQueueSpec};
 use crate::host::{Diagnostic, HostContext, WorkQueue};
@@ -93,10 +93,10 @@ impl Runtime {
     }
 
     /// A device of `kind`; `local-task` devices share the runtime's worker pool.
-    pub fn device(&self, kind: DeviceKind) -> Device {
+    pub fn device(&self, kind: DeviceKind) -> LocalDevice {
         match kind {
-            DeviceKind::LocalSync => Device::with_pool(kind, None),
-            DeviceKind::LocalTask => Device::with_pool(kind, self.task_workers()),
+            DeviceKind::LocalSync => LocalDevice::with_pool(kind, None),
+            DeviceKind::LocalTask => LocalDevice::with_pool(kind, self.task_workers()),
         }
     }
 

@@ -43,7 +43,7 @@
 //! if let Some(error) = results[0].get_error() {
 //!     return Err(error.clone());
 //! }
-//! let probabilities: Vec<f32> = results[0].try_get::<Arc<BufferView>>().expect("a tensor").to_vec()
+//! let probabilities: Vec<f32> = results[0].try_get::<Arc<BufferView>>().expect("a tensor").to_vec()?
 //!     .chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
 //! let class = (0..10).max_by(|&a, &b| probabilities[a].total_cmp(&probabilities[b])).unwrap();
 //! assert_eq!(class, 3);

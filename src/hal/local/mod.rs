@@ -2,10 +2,14 @@
 //! IREE compiler emits for CPUs.
 
 pub mod abi;
+pub mod command_buffer;
 pub mod cpu;
+pub mod device;
 pub mod elf;
+pub mod executable;
 pub mod fpu;
 pub mod library;
+pub mod memory;
 pub mod native;
 pub mod system_library;
 pub mod vmvx;

@@ -11,9 +11,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::executable::{Dispatch, ExecutableCode};
 use super::library::{Binding, ExecutableFormat, ExecutableLibrary, ImportFunction};
 use super::workers::Workers;
-use crate::hal::executable::{Dispatch, ExecutableCode};
 use crate::host::{Diagnostic, StatusCode};
 
 /// A loaded native executable.

@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::executable::{Dispatch, ExecutableCode};
 use super::vmvx_kernels::{self, VmvxModule};
-use crate::hal::executable::{Dispatch, ExecutableCode};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::context::{Context, FunctionHandle};

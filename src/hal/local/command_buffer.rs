@@ -1,0 +1,328 @@
+//! Command buffers on the CPU: commands are recorded as they come and replayed in order on the
+//! queue's thread, with buffers resolved to host memory at execution.
+
+use std::any::Any;
+use std::sync::{Mutex, PoisonError};
+
+use super::executable::{BoundBytes, Dispatch, LocalExecutable};
+use crate::hal::backend::{CommandBufferBackend, Transfer};
+use crate::hal::buffer::Buffer;
+use crate::hal::command_buffer::{BufferRange, BufferSource, TableEntry, Workgroups};
+use crate::hal::executable::Executable;
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::buffer::Buffer as Bytes;
+
+#[derive(Debug)]
+enum Command {
+    Dispatch {
+        executable: Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    },
+    Transfer(Transfer),
+}
+
+#[derive(Debug, Default)]
+struct Recording {
+    commands: Vec<Command>,
+    finalized: bool,
+}
+
+/// A command buffer of the CPU devices.
+#[derive(Debug)]
+pub struct LocalCommandBuffer {
+    binding_capacity: u32,
+    recording: Mutex<Recording>,
+}
+
+impl LocalCommandBuffer {
+    pub fn new(binding_capacity: u32) -> LocalCommandBuffer {
+        LocalCommandBuffer { binding_capacity, recording: Mutex::default() }
+    }
+
+    fn record(&self, command: Command) -> Result<(), Diagnostic> {
+        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
+        if recording.finalized {
+            return Err(finalized());
+        }
+        for range in command_ranges(&command) {
+            if let BufferSource::Slot(slot) = range.source {
+                if slot >= self.binding_capacity {
+                    return Err(Diagnostic::new(
+                        StatusCode::OutOfRange,
+                        format!("binding table slot {slot} out of range (capacity {})", self.binding_capacity),
+                    ));
+                }
+            }
+        }
+        recording.commands.push(command);
+        Ok(())
+    }
+
+    /// Runs the recorded commands in order with `table` resolving slot references and `memory`
+    /// giving each buffer's bytes.
+    pub fn execute(&self, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
+        if !recording.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
+        }
+        // One allocation per execution for every dispatch's bindings.
+        let mut bound = Vec::new();
+        for command in &recording.commands {
+            match command {
+                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                    let workgroup_count = match workgroups {
+                        Workgroups::Fixed(count) => *count,
+                        Workgroups::Indirect(range) => {
+                            let bytes = resolve(range, table, memory)?.span()?;
+                            [0, 1, 2]
+                                .map(|i| bytes.load_i32(i).map(|v| v as u32))
+                                .into_iter()
+                                .collect::<Result<Vec<_>, _>>()?
+                                .try_into()
+                                .expect("three counts")
+                        }
+                    };
+                    bound.clear();
+                    for range in bindings {
+                        bound.push(resolve(range, table, memory)?);
+                    }
+                    let export = executable.check_export(*export)?;
+                    local_executable(executable)?.dispatch(&Dispatch {
+                        export,
+                        workgroup_count,
+                        constants,
+                        bindings: &bound,
+                    })?;
+                }
+                Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn finalized() -> Diagnostic {
+    Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized")
+}
+
+impl CommandBufferBackend for LocalCommandBuffer {
+    fn dispatch(
+        &self,
+        executable: &Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    ) -> Result<(), Diagnostic> {
+        local_executable(executable)?;
+        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
+    }
+
+    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
+        self.record(Command::Transfer(transfer))
+    }
+
+    /// Barriers order nothing here: commands execute in recording order.
+    fn barrier(&self) -> Result<(), Diagnostic> {
+        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
+        if recording.finalized {
+            return Err(finalized());
+        }
+        Ok(())
+    }
+
+    fn finalize(&self) -> Result<(), Diagnostic> {
+        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
+        if recording.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
+        }
+        recording.finalized = true;
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The CPU code of an executable, or INVALID_ARGUMENT for another backend's.
+fn local_executable(executable: &Executable) -> Result<&LocalExecutable, Diagnostic> {
+    executable.backend().as_any().downcast_ref::<LocalExecutable>().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "executable was loaded by another device than a CPU device")
+    })
+}
+
+/// Runs a fill, copy or update at once (queue order is the caller's).
+pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+    match transfer {
+        Transfer::Fill { target, pattern, pattern_length } => {
+            let target = resolve(target, table, memory)?.span()?;
+            fill(&target, *pattern, *pattern_length)
+        }
+        Transfer::Copy { source, target } => {
+            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
+            if source.len() != target.len() {
+                return Err(Diagnostic::new(
+                    StatusCode::InvalidArgument,
+                    format!("copy of {} bytes into a range of {}", source.len(), target.len()),
+                ));
+            }
+            // SAFETY: queue work runs in submission order; nothing else touches its buffers
+            // meanwhile (as for dispatches).
+            unsafe {
+                Bytes::copy_ordered(
+                    source.buffer(),
+                    source.offset(),
+                    target.buffer(),
+                    target.offset(),
+                    source.len() as i64,
+                )
+            }
+        }
+        Transfer::Update { source, source_offset, target } => {
+            let target = resolve(target, table, memory)?;
+            // The source is a host buffer the program may still be touching: byte moves.
+            Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
+        }
+    }
+}
+
+fn command_ranges(command: &Command) -> Vec<&BufferRange> {
+    match command {
+        Command::Dispatch { bindings, workgroups, .. } => {
+            let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
+            if let Workgroups::Indirect(range) = workgroups {
+                ranges.push(range);
+            }
+            ranges
+        }
+        Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
+        Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
+    }
+}
+
+/// How commands reach a buffer's bytes: as the processor running them addresses its memory. The
+/// CPU devices' is [`host_bytes`]; a device whose memory the host cannot map but whose work runs
+/// on the CPU (a test device, an emulator) brings its own.
+pub type MemoryAccess = for<'b> fn(&'b Buffer) -> Result<BoundBytes<'b>, Diagnostic>;
+
+/// A buffer's bytes in host memory: all of the CPU devices' buffers have them.
+pub fn host_bytes(buffer: &Buffer) -> Result<BoundBytes<'_>, Diagnostic> {
+    let memory = buffer.memory().mapping().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "buffer memory is not host memory, which the CPU devices run on")
+    })?;
+    BoundBytes::whole(memory).range(buffer.offset() as i64, buffer.len() as i64).map_err(|e| e.at("buffer memory"))
+}
+
+/// The bytes a range names, with the table applied.
+fn resolve<'a>(
+    range: &'a BufferRange,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+) -> Result<BoundBytes<'a>, Diagnostic> {
+    match &range.source {
+        BufferSource::Direct(buffer) => memory(buffer)?.range(range.offset, range.length).map_err(|e| e.at("buffer")),
+        BufferSource::Slot(slot) => {
+            let entry = table.get(*slot as usize).ok_or_else(|| {
+                Diagnostic::new(
+                    StatusCode::OutOfRange,
+                    format!("binding table slot {slot} out of range (the table has {} entries)", table.len()),
+                )
+            })?;
+            let buffer = entry.buffer.as_ref().ok_or_else(|| {
+                Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
+            })?;
+            memory(buffer)?
+                .range(entry.offset, entry.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot} entry")))?
+                .range(range.offset, range.length)
+                .map_err(|e| e.at(format_args!("binding table slot {slot}")))
+        }
+    }
+}
+
+fn fill(target: &Bytes, pattern: u64, pattern_length: usize) -> Result<(), Diagnostic> {
+    let length = target.len();
+    if length % pattern_length != 0 {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("fill length {length} is not a multiple of the {pattern_length}-byte pattern"),
+        ));
+    }
+    let count = (length / pattern_length) as i64;
+    match pattern_length {
+        1 => target.fill_i8(0, count, pattern as i8),
+        2 => target.fill_i16(0, count, pattern as i16),
+        4 => target.fill_i32(0, count, pattern as i32),
+        _ => target.fill_i64(0, count, pattern as i64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hal::local::memory::HostAllocator;
+
+    fn host_buffer(bytes: &[u8]) -> Buffer {
+        HostAllocator::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0)
+    }
+
+    /// Ranges resolve without copying: direct and through the table, offsets adding up, `-1` the
+    /// rest, and every way out of bounds refused with the sizes involved.
+    #[test]
+    fn ranges_resolve_within_their_buffers_and_tables() {
+        let data = host_buffer(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        let direct = BufferRange { source: BufferSource::Direct(data.clone()), offset: 2, length: -1 };
+        let bound = resolve(&direct, &[], host_bytes).unwrap();
+        assert_eq!((bound.offset(), bound.len()), (2, 6));
+        assert_eq!(bound.span().unwrap().to_vec(), [2, 3, 4, 5, 6, 7]);
+        let table = [
+            TableEntry { buffer: Some(data.clone()), offset: 4, length: 4 },
+            TableEntry { buffer: None, offset: 0, length: 0 },
+        ];
+        let slot = BufferRange { source: BufferSource::Slot(0), offset: 1, length: 2 };
+        let bound = resolve(&slot, &table, host_bytes).unwrap();
+        assert_eq!(bound.span().unwrap().to_vec(), [5, 6]);
+        assert_eq!(bound.address(), resolve(&direct, &[], host_bytes).unwrap().address().wrapping_add(3));
+        let message = |range: BufferRange| resolve(&range, &table, host_bytes).err().unwrap().message;
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(0), offset: 3, length: 2 }),
+            "binding table slot 0: range 3+2 out of range of 4 bytes"
+        );
+        let bad_entry = [TableEntry { buffer: Some(data.clone()), offset: 4, length: 8 }];
+        assert_eq!(
+            resolve(&BufferRange { source: BufferSource::Slot(0), offset: 0, length: -1 }, &bad_entry, host_bytes)
+                .err()
+                .unwrap()
+                .message,
+            "binding table slot 0 entry: range 4+8 out of range of 8 bytes"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(2), offset: 0, length: 1 }),
+            "binding table slot 2 out of range (the table has 2 entries)"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Slot(1), offset: 0, length: 1 }),
+            "binding table slot 1 is null"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Direct(data.clone()), offset: -1, length: 1 }),
+            "buffer: range -1+1 out of range of 8 bytes"
+        );
+        let span = data.subspan(2, 4).unwrap();
+        let rest = BufferRange { source: BufferSource::Direct(span.clone()), offset: 1, length: -1 };
+        assert_eq!(
+            resolve(&rest, &[], host_bytes).unwrap().span().unwrap().to_vec(),
+            [3, 4, 5],
+            "a subspan's range starts at its offset"
+        );
+        assert_eq!(
+            message(BufferRange { source: BufferSource::Direct(span), offset: 2, length: 3 }),
+            "buffer: range 2+3 out of range of 4 bytes",
+            "a subspan's range ends where it does, not where its memory does"
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! The CPU devices (`local-sync`, `local-task`): identity and capability queries, host memory,
+//! the executable formats rtx loads, and a queue that runs work inline.
+//!
+//! Queue operations run inline when their wait fence is reached (the usual case: everything
+//! before them ran inline too) and otherwise once it is, from the fence's continuation, so no
+//! thread ever blocks on a fence.
+
+use std::sync::Arc;
+
+use super::command_buffer::{host_bytes, run_transfer, LocalCommandBuffer};
+use super::cpu;
+use super::executable::{ExecutableCode, LocalExecutable};
+use super::library::ExecutableFormat;
+use super::memory::HostAllocator;
+use super::native::NativeExecutable;
+use super::vmvx::{self, VmvxExecutable};
+use super::workers::Workers;
+use crate::hal::backend::{AllocatorBackend, DeviceBackend, QueueFences, Transfer};
+use crate::hal::buffer::Buffer;
+use crate::hal::command_buffer::{CommandBuffer, TableEntry};
+use crate::hal::device::{Allocator, Device};
+use crate::hal::executable::Executable;
+use crate::hal::fence::Reached;
+use crate::hal::file::File;
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::buffer::Buffer as Bytes;
+
+/// Which CPU device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Everything inline on the calling thread.
+    LocalSync,
+    /// Queue work inline too, but a dispatch's workgroups spread over a pool of worker threads
+    /// (one per core, possibly shared with other devices) and the submitting thread. Dispatches of
+    /// one workgroup and VMVX dispatches run inline.
+    LocalTask,
+}
+
+impl DeviceKind {
+    /// From `--device=`: `local-sync` or `local-task` (IREE's URI forms `local-sync://` too).
+    pub fn parse(text: &str) -> Result<DeviceKind, Diagnostic> {
+        match text.trim_end_matches("://") {
+            "local-sync" => Ok(DeviceKind::LocalSync),
+            "local-task" => Ok(DeviceKind::LocalTask),
+            other => Err(Diagnostic::new(
+                StatusCode::NotFound,
+                format!("no device `{other}`: rtx runs tensor programs on `local-sync` or `local-task`"),
+            )),
+        }
+    }
+
+    /// The identifier `hal.device.id` queries match against.
+    pub fn id(self) -> &'static str {
+        match self {
+            DeviceKind::LocalSync => "local-sync",
+            DeviceKind::LocalTask => "local-task",
+        }
+    }
+}
+
+/// A CPU device.
+#[derive(Debug)]
+pub struct LocalDevice {
+    kind: DeviceKind,
+    allocator: Allocator,
+    /// `local-task`'s workers.
+    pool: Option<Arc<Workers>>,
+}
+
+impl LocalDevice {
+    /// A device; `local-task` with one worker per available core.
+    pub fn new(kind: DeviceKind) -> LocalDevice {
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        LocalDevice::with_workers(kind, workers)
+    }
+
+    /// A device whose `local-task` pool has `workers` threads of its own (ignored for
+    /// `local-sync`). If the threads cannot be started the device runs workgroups inline, like
+    /// `local-sync`.
+    pub fn with_workers(kind: DeviceKind, workers: usize) -> LocalDevice {
+        let pool = match kind {
+            DeviceKind::LocalSync => None,
+            DeviceKind::LocalTask => Workers::new(workers).map(Arc::new),
+        };
+        LocalDevice::with_pool(kind, pool)
+    }
+
+    /// A device whose `local-task` workgroups run on `pool`, which other devices may share (as
+    /// IREE's devices of one instance share its task executor): many contexts, one set of
+    /// threads. `None`, and `local-sync` whatever the pool, run workgroups inline.
+    pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> LocalDevice {
+        let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
+        LocalDevice { kind, allocator: Allocator::new(Arc::new(HostAllocator)), pool }
+    }
+
+    pub fn kind(&self) -> DeviceKind {
+        self.kind
+    }
+
+    /// The worker pool dispatches spread over, if any.
+    pub fn pool(&self) -> Option<&Arc<Workers>> {
+        self.pool.as_ref()
+    }
+
+    /// The device as the `hal` module holds it.
+    pub fn into_device(self) -> Device {
+        Device::new(Arc::new(self))
+    }
+}
+
+impl DeviceBackend for LocalDevice {
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64, Diagnostic> {
+        match (category, key) {
+            ("hal.device.id", pattern) => Ok(glob_match(pattern, self.kind.id()) as i64),
+            ("hal.executable.format", format) => Ok(supports_format(format) as i64),
+            ("hal.device" | "hal.dispatch", "concurrency") => {
+                Ok(self.pool.as_ref().map_or(1, |workers| workers.threads()) as i64)
+            }
+            ("hal.cpu", feature) => cpu::feature(feature).ok_or_else(|| {
+                Diagnostic::new(
+                    StatusCode::NotFound,
+                    format!("CPU feature '{feature}' unknown on {}", std::env::consts::ARCH),
+                )
+            }),
+            _ => Err(Diagnostic::new(
+                StatusCode::NotFound,
+                format!("unknown device configuration key value '{category} :: {key}'"),
+            )),
+        }
+    }
+
+    fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    fn create_executable(&self, format: &str, data: &[u8], constants: &[u32]) -> Result<Executable, Diagnostic> {
+        let code: Box<dyn ExecutableCode> = match (format, ExecutableFormat::from_name(format)) {
+            (vmvx::FORMAT, _) => Box::new(VmvxExecutable::load(data, constants)?),
+            (_, Some(native)) => Box::new(NativeExecutable::load(native, data, constants, self.pool.clone())?),
+            (other, None) => {
+                return Err(Diagnostic::new(
+                    StatusCode::NotFound,
+                    format!("no executable loader for format `{other}` (rtx loads {})", FORMATS.join(", ")),
+                ))
+            }
+        };
+        Ok(Executable::new(Arc::new(LocalExecutable::new(code))))
+    }
+
+    fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
+        Ok(CommandBuffer::new(Arc::new(LocalCommandBuffer::new(binding_capacity))))
+    }
+
+    /// Host memory is ready at once; the queue only orders the signal.
+    fn queue_alloca(
+        &self,
+        queue: &QueueFences<'_>,
+        memory_types: u32,
+        usage: u32,
+        size: i64,
+    ) -> Result<Buffer, Diagnostic> {
+        let buffer = HostAllocator.allocate(memory_types, usage, size)?;
+        submit(queue, || Ok(()))?;
+        Ok(buffer)
+    }
+
+    /// The memory goes with the buffer's last reference; the queue only orders the signal.
+    fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {
+        submit(queue, || Ok(()))
+    }
+
+    fn queue_execute(
+        &self,
+        queue: &QueueFences<'_>,
+        commands: Option<&CommandBuffer>,
+        table: Vec<TableEntry>,
+    ) -> Result<(), Diagnostic> {
+        let Some(commands) = commands else { return submit(queue, || Ok(())) };
+        let commands = commands.clone();
+        local_command_buffer(&commands)?;
+        submit(queue, move || local_command_buffer(&commands)?.execute(&table, host_bytes))
+    }
+
+    fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
+        submit(queue, move || run_transfer(&transfer, &[], host_bytes))
+    }
+
+    fn queue_read(
+        &self,
+        queue: &QueueFences<'_>,
+        file: &File,
+        file_offset: i64,
+        buffer: &Buffer,
+        buffer_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let (source, target) = (file.bytes().clone(), buffer.clone());
+        submit(queue, move || {
+            let target = host_bytes(&target)?.range(buffer_offset, length).map_err(|e| e.at("read target"))?;
+            Bytes::copy(&source, file_offset, target.buffer(), target.offset(), target.len() as i64)
+        })
+    }
+
+    fn queue_write(
+        &self,
+        queue: &QueueFences<'_>,
+        buffer: &Buffer,
+        buffer_offset: i64,
+        file: &File,
+        file_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let (source, target) = (buffer.clone(), file.bytes().clone());
+        submit(queue, move || {
+            let source = host_bytes(&source)?.range(buffer_offset, length).map_err(|e| e.at("write source"))?;
+            Bytes::copy(source.buffer(), source.offset(), &target, file_offset, source.len() as i64)
+        })
+    }
+
+    /// Queues run as work is submitted: there is nothing to flush.
+    fn queue_flush(&self) -> Result<(), Diagnostic> {
+        Ok(())
+    }
+}
+
+/// The CPU recording of a command buffer, or INVALID_ARGUMENT for another backend's.
+fn local_command_buffer(commands: &CommandBuffer) -> Result<&LocalCommandBuffer, Diagnostic> {
+    commands.backend().as_any().downcast_ref::<LocalCommandBuffer>().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "command buffer was made by another device than a CPU device")
+    })
+}
+
+/// Runs queue work once the wait fence (none: nothing) is reached, then signals the signal fence —
+/// at once when the wait is already over (errors then surface from the call itself), or from the
+/// wait's continuation (errors then fail the signal fence). The CPU devices' queue; any device
+/// whose work runs inline may use it.
+pub fn submit(
+    queue: &QueueFences<'_>,
+    work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
+) -> Result<(), Diagnostic> {
+    let signal = queue.signal.clone();
+    let finish = move |result: Result<(), Diagnostic>| {
+        match &result {
+            Ok(()) => signal.signal(),
+            Err(e) => signal.fail(e),
+        }
+        result
+    };
+    let Some(wait) = queue.wait else { return finish(work()) };
+    match wait.reached() {
+        Reached::Yes => finish(work()),
+        Reached::Failed(e) => finish(Err(e)),
+        Reached::No => {
+            let waited = wait.clone();
+            wait.when_reached(move || {
+                let result = match waited.reached() {
+                    Reached::Failed(e) => Err(e),
+                    _ => work(),
+                };
+                // Nobody is left to hand an error to: it lives on in the signal fence.
+                let _ = finish(result);
+            });
+            Ok(())
+        }
+    }
+}
+
+/// The executable formats the CPU devices load.
+const FORMATS: [&str; 3] = [vmvx::FORMAT, ExecutableFormat::EmbeddedElf.name(), ExecutableFormat::SystemElf.name()];
+
+fn supports_format(format: &str) -> bool {
+    FORMATS.iter().any(|f| glob_match(format, f))
+}
+
+/// `*` matches any run of characters and `?` any one, as IREE's pattern matching does.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    match pattern.chars().next() {
+        None => text.is_empty(),
+        Some('*') => {
+            (0..=text.len()).filter(|&i| text.is_char_boundary(i)).any(|i| glob_match(&pattern[1..], &text[i..]))
+        }
+        Some(c) => {
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(t) if c == '?' || c == t => glob_match(&pattern[c.len_utf8()..], chars.as_str()),
+                _ => false,
+            }
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_answer_like_a_cpu_device() {
+        let device = LocalDevice::new(DeviceKind::LocalSync);
+        assert_eq!(device.query_i64("hal.device.id", "local*").unwrap(), 1);
+        assert_eq!(device.query_i64("hal.device.id", "vulkan*").unwrap(), 0);
+        assert_eq!(device.query_i64("hal.executable.format", "vmvx-bytecode-fb").unwrap(), 1);
+        assert_eq!(device.query_i64("hal.executable.format", "cuda-nvptx-fb").unwrap(), 0);
+        assert_eq!(device.query_i64("hal.executable.format", "vmvx-*").unwrap(), 1);
+        assert_eq!(device.query_i64("hal.dispatch", "concurrency").unwrap(), 1);
+        assert_eq!(device.query_i64("hal.cpu", "nope").unwrap_err().code, StatusCode::NotFound);
+        assert_eq!(device.query_i64("hal.cpu", "sse3").unwrap(), 1, "x86-64 CPUs have SSE3");
+        assert!(glob_match("l?cal-s*c", "local-sync"));
+        assert_eq!(device.query_i64("hal.device", "concurrency").unwrap(), 1, "local-sync runs inline");
+        assert!(!glob_match("local", "local-sync"));
+    }
+
+    #[test]
+    fn devices_sharing_a_pool_answer_its_thread_count() {
+        let pool = Arc::new(Workers::new(3).unwrap());
+        let devices = [
+            LocalDevice::with_pool(DeviceKind::LocalTask, Some(pool.clone())),
+            LocalDevice::with_pool(DeviceKind::LocalTask, Some(pool)),
+        ];
+        for device in &devices {
+            assert_eq!(device.query_i64("hal.device", "concurrency").unwrap(), 3);
+            assert_eq!(device.query_i64("hal.dispatch", "concurrency").unwrap(), 3);
+        }
+        let own = LocalDevice::with_workers(DeviceKind::LocalTask, 2);
+        assert_eq!(own.query_i64("hal.device", "concurrency").unwrap(), 2);
+        let sync = LocalDevice::with_pool(DeviceKind::LocalSync, Some(Arc::new(Workers::new(1).unwrap())));
+        assert_eq!(sync.query_i64("hal.device", "concurrency").unwrap(), 1, "local-sync ignores the pool");
+    }
+}
