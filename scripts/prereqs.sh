@@ -10,8 +10,9 @@
 #         examples' CMake project asks for it)
 #   test  all of the above plus what scripts/test.sh adds: valgrind, pkg-config, readelf
 #         (binutils), python3-venv (the IREE tools' virtual environment), LLVM 15's FileCheck
-#         and not (llvm-15-tools; the lit-style tests under tests/lit) and the rustfmt and
-#         clippy components
+#         and not (llvm-15-tools; the lit-style tests under tests/lit), lavapipe and the Vulkan
+#         validation layers (mesa-vulkan-drivers, vulkan-validationlayers; tests/vulkan_device.rs)
+#         and the rustfmt and clippy components
 #
 # As root on a system with apt-get it runs `apt-get update` once and installs the missing
 # packages; otherwise it names them and exits non-zero. Quiet when nothing is missing.
@@ -40,6 +41,13 @@ done
 # Debian splits venv's pip bootstrap (ensurepip) out of python3; without it `python3 -m venv` fails.
 if [ "$profile" = test ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=(python3-venv)
+fi
+# Vulkan tests run on lavapipe (Mesa's CPU Vulkan driver) with the Khronos validation layers.
+if [ "$profile" = test ] && ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+  missing+=(mesa-vulkan-drivers)
+fi
+if [ "$profile" = test ] && ! ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1; then
+  missing+=(vulkan-validationlayers)
 fi
 # FileCheck is not on PATH: Debian keeps it under /usr/lib/llvm-15/bin (tests/lit.rs looks there).
 if [ "$profile" = test ] && [ ! -x /usr/lib/llvm-15/bin/FileCheck ]; then

@@ -144,21 +144,33 @@ pub trait Memory: Send + Sync + Debug + Any {
     /// Copies `out.len()` bytes from `offset` to the host: through the mapping where there is
     /// one. Backends whose memory the host cannot map implement this with a device transfer.
     fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Diagnostic> {
-        let mapping = self.mapping().ok_or_else(|| not_mappable("read"))?;
-        self.invalidate(offset, out.len())?;
-        out.copy_from_slice(&mapping.read_bytes(offset, out.len())?);
-        Ok(())
+        read_mapped(self, offset, out)
     }
 
     /// Copies `data` to `offset` from the host: through the mapping where there is one.
     /// Backends whose memory the host cannot map implement this with a device transfer.
     fn write(&self, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
-        let mapping = self.mapping().ok_or_else(|| not_mappable("written"))?;
-        Bytes::copy(&*Bytes::from_bytes(data)?, 0, mapping, offset as i64, data.len() as i64)?;
-        self.flush(offset, data.len())
+        write_mapped(self, offset, data)
     }
 
     fn as_any(&self) -> &dyn Any;
+}
+
+/// [`Memory::read`] through the mapping, invalidating first: the default, for backends whose
+/// memory is mapped only sometimes to call where it is.
+pub fn read_mapped<M: Memory + ?Sized>(memory: &M, offset: usize, out: &mut [u8]) -> Result<(), Diagnostic> {
+    let mapping = memory.mapping().ok_or_else(|| not_mappable("read"))?;
+    memory.invalidate(offset, out.len())?;
+    out.copy_from_slice(&mapping.read_bytes(offset, out.len())?);
+    Ok(())
+}
+
+/// [`Memory::write`] through the mapping, flushing after: the default, for backends whose memory
+/// is mapped only sometimes to call where it is.
+pub fn write_mapped<M: Memory + ?Sized>(memory: &M, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
+    let mapping = memory.mapping().ok_or_else(|| not_mappable("written"))?;
+    Bytes::copy(&*Bytes::from_bytes(data)?, 0, mapping, offset as i64, data.len() as i64)?;
+    memory.flush(offset, data.len())
 }
 
 fn not_mappable(what: &str) -> Diagnostic {

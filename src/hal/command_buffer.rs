@@ -42,6 +42,22 @@ pub struct TableEntry {
     pub length: i64,
 }
 
+/// Entry `slot` of `table` and its buffer: OUT_OF_RANGE past the table, INVALID_ARGUMENT for a
+/// null entry.
+pub fn table_entry(table: &[TableEntry], slot: u32) -> Result<(&TableEntry, &Buffer), Diagnostic> {
+    let entry = table.get(slot as usize).ok_or_else(|| {
+        Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("binding table slot {slot} out of range (the table has {} entries)", table.len()),
+        )
+    })?;
+    let buffer = entry
+        .buffer
+        .as_ref()
+        .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null")))?;
+    Ok((entry, buffer))
+}
+
 /// A dispatch's grid: given when recording, or three u32s (12 bytes) read from a buffer when
 /// executing.
 #[derive(Debug)]

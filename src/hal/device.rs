@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::backend::{AllocatorBackend, DeviceBackend};
 use super::buffer::{wrong_type, Buffer};
-use crate::host::Diagnostic;
+use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
 
@@ -90,4 +90,27 @@ pub fn deref(value: &Ref) -> Result<&Device, Diagnostic> {
 /// The allocator a ref holds, or INVALID_ARGUMENT naming what was there.
 pub fn deref_allocator(value: &Ref) -> Result<&Allocator, Diagnostic> {
     value.downcast::<Allocator>().ok_or_else(|| wrong_type("hal.allocator", value))
+}
+
+/// `*` matches any run of characters and `?` any one, as IREE's pattern matching does
+/// (`hal.device.id` and `hal.executable.format` queries).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    match pattern.chars().next() {
+        None => text.is_empty(),
+        Some('*') => {
+            (0..=text.len()).filter(|&i| text.is_char_boundary(i)).any(|i| glob_match(&pattern[1..], &text[i..]))
+        }
+        Some(c) => {
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(t) if c == '?' || c == t => glob_match(&pattern[c.len_utf8()..], chars.as_str()),
+                _ => false,
+            }
+        }
+    }
+}
+
+/// NOT_FOUND for a `hal.device.query.i64` key a device does not know, as IREE words it.
+pub fn unknown_query(category: &str, key: &str) -> Diagnostic {
+    Diagnostic::new(StatusCode::NotFound, format!("unknown device configuration key value '{category} :: {key}'"))
 }

@@ -114,6 +114,32 @@ impl Default for Fence {
     }
 }
 
+/// Runs `then` once `wait` (none: nothing) is reached, given `Err` with the failure if it failed:
+/// at once (its result returned) when the wait is over, otherwise from the fence's continuation
+/// (its result dropped, so `then` leaves failures where they are seen: a signal fence). How queue
+/// work waits without blocking a thread.
+pub fn after(
+    wait: Option<&Fence>,
+    then: impl FnOnce(Result<(), Diagnostic>) -> Result<(), Diagnostic> + Send + 'static,
+) -> Result<(), Diagnostic> {
+    let Some(wait) = wait else { return then(Ok(())) };
+    match wait.reached() {
+        Reached::Yes => then(Ok(())),
+        Reached::Failed(e) => then(Err(e)),
+        Reached::No => {
+            let waited = wait.clone();
+            wait.when_reached(move || {
+                let outcome = match waited.reached() {
+                    Reached::Failed(e) => Err(e),
+                    _ => Ok(()),
+                };
+                let _ = then(outcome);
+            });
+            Ok(())
+        }
+    }
+}
+
 /// The fence a ref holds, or INVALID_ARGUMENT naming what was there.
 pub fn deref(value: &Ref) -> Result<&Fence, Diagnostic> {
     value.downcast::<Fence>().ok_or_else(|| wrong_type("hal.fence", value))

@@ -21,6 +21,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -39,11 +40,26 @@ enum Storage {
     Owned { memory: Arc<Memory>, range: Range<usize> },
 }
 
-/// Zero-initialised mutable bytes at a 64-byte-aligned address. The alignment is for native code:
-/// the HAL binds buffers to compiled dispatches, which assume the alignment IREE allocates with.
+/// Mutable bytes: zero-initialised ones the buffer allocated at a 64-byte-aligned address (the
+/// alignment is for native code: the HAL binds buffers to compiled dispatches, which assume the
+/// alignment IREE allocates with), or memory someone else owns and maps (a device's
+/// host-visible memory), kept alive by `owner`.
 struct Memory {
-    chunks: Box<[Chunk]>,
+    start: NonNull<AtomicU8>,
+    length: usize,
+    _owner: Owner,
 }
+
+enum Owner {
+    Chunks { _chunks: Box<[Chunk]> },
+    Mapped { _owner: Arc<dyn Send + Sync> },
+}
+
+// SAFETY: `start..start + length` is memory of atomic bytes that `_owner` keeps alive; atomics
+// may be shared and accessed from any thread.
+unsafe impl Send for Memory {}
+// SAFETY: as above.
+unsafe impl Sync for Memory {}
 
 #[repr(C, align(64))]
 struct Chunk([AtomicU8; 64]);
@@ -62,13 +78,18 @@ impl Memory {
             Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
         })?;
         chunks.resize_with(count, || Chunk([const { AtomicU8::new(0) }; 64]));
-        Ok(Arc::new(Memory { chunks: chunks.into_boxed_slice() }))
+        let chunks = chunks.into_boxed_slice();
+        // The chunks are contiguous arrays of `AtomicU8` with no padding (64 bytes at alignment
+        // 64), so they are one run of `64 * chunks` bytes, which stays put when the box moves.
+        let start = NonNull::new(chunks.as_ptr().cast::<AtomicU8>().cast_mut()).expect("a box is never null");
+        Ok(Arc::new(Memory { start, length: chunks.len() * 64, _owner: Owner::Chunks { _chunks: chunks } }))
     }
 
+    #[inline]
     fn bytes(&self) -> &[AtomicU8] {
-        // SAFETY: the chunks are contiguous arrays of `AtomicU8` with no padding (64 bytes at
-        // alignment 64), so they are one slice of `64 * chunks` bytes that lives as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.chunks.as_ptr().cast::<AtomicU8>(), self.chunks.len() * 64) }
+        // SAFETY: `start..start + length` is live memory of atomic bytes while `self` is (its
+        // owner is held by `self`; see `Send`).
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.length) }
     }
 }
 
@@ -139,6 +160,19 @@ impl Buffer {
         let length = usize::try_from(length)
             .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
         Ok(Arc::new(Buffer::owned(Memory::zeroed(length)?, length)))
+    }
+
+    /// A mutable buffer over `length` bytes at `start` that someone else owns (a device's mapped
+    /// memory), kept alive by `owner` as long as the buffer or a span of it lives. The bytes are
+    /// accessed as atomic bytes, as owned memory is; ordering against the device comes from the
+    /// HAL's fences and flushes.
+    ///
+    /// # Safety
+    /// `start..start + length` must be readable and writable memory for as long as `owner` lives,
+    /// never accessed non-atomically by Rust code meanwhile.
+    pub unsafe fn from_mapping(start: NonNull<u8>, length: usize, owner: Arc<dyn Send + Sync>) -> Arc<Buffer> {
+        let memory = Memory { start: start.cast::<AtomicU8>(), length, _owner: Owner::Mapped { _owner: owner } };
+        Arc::new(Buffer::owned(Arc::new(memory), length))
     }
 
     fn owned(memory: Arc<Memory>, length: usize) -> Buffer {

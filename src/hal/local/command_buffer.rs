@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use super::executable::{BoundBytes, Dispatch, LocalExecutable};
 use crate::hal::backend::{CommandBufferBackend, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{BufferRange, BufferSource, TableEntry, Workgroups};
+use crate::hal::command_buffer::{table_entry, BufferRange, BufferSource, TableEntry, Workgroups};
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -226,15 +226,7 @@ fn resolve<'a>(
     match &range.source {
         BufferSource::Direct(buffer) => memory(buffer)?.range(range.offset, range.length).map_err(|e| e.at("buffer")),
         BufferSource::Slot(slot) => {
-            let entry = table.get(*slot as usize).ok_or_else(|| {
-                Diagnostic::new(
-                    StatusCode::OutOfRange,
-                    format!("binding table slot {slot} out of range (the table has {} entries)", table.len()),
-                )
-            })?;
-            let buffer = entry.buffer.as_ref().ok_or_else(|| {
-                Diagnostic::new(StatusCode::InvalidArgument, format!("binding table slot {slot} is null"))
-            })?;
+            let (entry, buffer) = table_entry(table, *slot)?;
             memory(buffer)?
                 .range(entry.offset, entry.length)
                 .map_err(|e| e.at(format_args!("binding table slot {slot} entry")))?

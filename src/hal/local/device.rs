@@ -18,9 +18,9 @@ use super::workers::Workers;
 use crate::hal::backend::{AllocatorBackend, DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{CommandBuffer, TableEntry};
-use crate::hal::device::{Allocator, Device};
+use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
-use crate::hal::fence::Reached;
+use crate::hal::fence::after;
 use crate::hal::file::File;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -122,10 +122,7 @@ impl DeviceBackend for LocalDevice {
                     format!("CPU feature '{feature}' unknown on {}", std::env::consts::ARCH),
                 )
             }),
-            _ => Err(Diagnostic::new(
-                StatusCode::NotFound,
-                format!("unknown device configuration key value '{category} :: {key}'"),
-            )),
+            _ => Err(unknown_query(category, key)),
         }
     }
 
@@ -246,23 +243,7 @@ pub fn submit(
         }
         result
     };
-    let Some(wait) = queue.wait else { return finish(work()) };
-    match wait.reached() {
-        Reached::Yes => finish(work()),
-        Reached::Failed(e) => finish(Err(e)),
-        Reached::No => {
-            let waited = wait.clone();
-            wait.when_reached(move || {
-                let result = match waited.reached() {
-                    Reached::Failed(e) => Err(e),
-                    _ => work(),
-                };
-                // Nobody is left to hand an error to: it lives on in the signal fence.
-                let _ = finish(result);
-            });
-            Ok(())
-        }
-    }
+    after(queue.wait, move |waited| finish(waited.and_then(|()| work())))
 }
 
 /// The executable formats the CPU devices load.
@@ -272,22 +253,6 @@ fn supports_format(format: &str) -> bool {
     FORMATS.iter().any(|f| glob_match(format, f))
 }
 
-/// `*` matches any run of characters and `?` any one, as IREE's pattern matching does.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    match pattern.chars().next() {
-        None => text.is_empty(),
-        Some('*') => {
-            (0..=text.len()).filter(|&i| text.is_char_boundary(i)).any(|i| glob_match(&pattern[1..], &text[i..]))
-        }
-        Some(c) => {
-            let mut chars = text.chars();
-            match chars.next() {
-                Some(t) if c == '?' || c == t => glob_match(&pattern[c.len_utf8()..], chars.as_str()),
-                _ => false,
-            }
-        }
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,218 @@
+//! The Vulkan device as the HAL sees it: queries, its allocator, and queue operations. Queue work
+//! waits for its wait fence on the host (a continuation, never a blocked thread), is then recorded
+//! and submitted, and its signal fence is signalled by the queue's waiter when the timeline passes
+//! it.
+
+use std::sync::Arc;
+
+use super::error::VulkanError;
+use super::instance::Instance;
+use super::logical_device::{DeviceOptions, DeviceSelector, LogicalDevice};
+use super::memory::{copy, DeviceBuffer, VulkanAllocator};
+use super::physical_device::{self, PhysicalDeviceInfo};
+use super::transfer;
+use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
+use crate::hal::buffer::Buffer;
+use crate::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, TableEntry};
+use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
+use crate::hal::executable::Executable;
+use crate::hal::fence::{after, Fence};
+use crate::hal::file::File;
+use crate::host::{Diagnostic, StatusCode};
+use crate::vm::buffer::Buffer as Bytes;
+
+/// The executable format Vulkan devices run (SPIR-V in IREE's FlatBuffer).
+pub const EXECUTABLE_FORMAT: &str = "vulkan-spirv-fb";
+
+/// What `hal.device.id` queries match.
+const DEVICE_ID: &str = "vulkan";
+
+/// Every Vulkan physical device of this process's instance.
+pub fn devices() -> Result<Vec<PhysicalDeviceInfo>, VulkanError> {
+    let instance = Instance::shared()?;
+    Ok(physical_device::enumerate(&instance)?.into_iter().map(|(_, info)| info).collect())
+}
+
+/// A Vulkan device.
+#[derive(Debug)]
+pub struct VulkanDevice {
+    device: Arc<LogicalDevice>,
+    allocator: Allocator,
+}
+
+impl VulkanDevice {
+    /// Opens the device `selector` names.
+    pub fn open(selector: DeviceSelector, options: DeviceOptions) -> Result<VulkanDevice, VulkanError> {
+        let device = LogicalDevice::open(Instance::shared()?, selector, options)?;
+        let allocator = Allocator::new(Arc::new(VulkanAllocator::new(device.clone())));
+        Ok(VulkanDevice { device, allocator })
+    }
+
+    /// Opens the device a URI names (`vulkan`, `vulkan://N`, `vulkan://UUID`).
+    pub fn open_uri(uri: &str, options: DeviceOptions) -> Result<VulkanDevice, Diagnostic> {
+        Ok(VulkanDevice::open(DeviceSelector::parse(uri)?, options)?)
+    }
+
+    pub fn info(&self) -> &PhysicalDeviceInfo {
+        self.device.info()
+    }
+
+    /// The device as the `hal` module holds it.
+    pub fn into_device(self) -> Device {
+        Device::new(Arc::new(self))
+    }
+
+    /// Runs `work` once `queue.wait` is reached — now, or from the fence's continuation — handing
+    /// it the signal fence to finish; an error fails the signal fence (and is returned when the
+    /// work ran now).
+    fn enqueue(
+        &self,
+        queue: &QueueFences<'_>,
+        work: impl FnOnce(&LogicalDevice, Fence) -> Result<(), Diagnostic> + Send + 'static,
+    ) -> Result<(), Diagnostic> {
+        let signal = queue.signal.clone();
+        let run = {
+            let device = self.device.clone();
+            move |waited: Result<(), Diagnostic>| {
+                let result = waited.and_then(|()| work(&device, signal.clone()));
+                if let Err(error) = &result {
+                    signal.fail(error);
+                }
+                result
+            }
+        };
+        after(queue.wait, run)
+    }
+
+    /// Queue work of one transfer, its buffers resolved when it runs.
+    fn submit_transfer(
+        device: &LogicalDevice,
+        transfer: &Transfer,
+        then: Option<super::queue::HostStep>,
+        signal: Fence,
+    ) -> Result<(), Diagnostic> {
+        let mut recording = device.queue().begin()?;
+        transfer::record(&mut recording, transfer, &[])?;
+        device.queue().submit(Some(recording), then, Some(signal))?;
+        Ok(())
+    }
+}
+
+impl DeviceBackend for VulkanDevice {
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64, Diagnostic> {
+        match (category, key) {
+            ("hal.device.id", pattern) => Ok(glob_match(pattern, DEVICE_ID) as i64),
+            ("hal.executable.format", format) => Ok(glob_match(format, EXECUTABLE_FORMAT) as i64),
+            ("hal.device" | "hal.dispatch", "concurrency") => Ok(1),
+            _ => Err(unknown_query(category, key)),
+        }
+    }
+
+    fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    fn create_executable(&self, format: &str, _data: &[u8], _constants: &[u32]) -> Result<Executable, Diagnostic> {
+        Err(Diagnostic::new(
+            StatusCode::Unimplemented,
+            format!("Vulkan devices do not load executables yet (format `{format}`)"),
+        ))
+    }
+
+    fn create_command_buffer(&self, _mode: u32, _binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
+        Err(Diagnostic::new(StatusCode::Unimplemented, "Vulkan devices do not record command buffers yet"))
+    }
+
+    /// The memory is allocated at once; the queue orders the signal after the wait.
+    fn queue_alloca(
+        &self,
+        queue: &QueueFences<'_>,
+        memory_types: u32,
+        usage: u32,
+        size: i64,
+    ) -> Result<Buffer, Diagnostic> {
+        let buffer = self.allocator.allocate(memory_types, usage, size)?;
+        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))?;
+        Ok(buffer)
+    }
+
+    /// The memory goes with the buffer's last reference (submissions using it hold one); the
+    /// queue only orders the signal.
+    fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {
+        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+    }
+
+    fn queue_execute(
+        &self,
+        queue: &QueueFences<'_>,
+        commands: Option<&CommandBuffer>,
+        _table: Vec<TableEntry>,
+    ) -> Result<(), Diagnostic> {
+        if commands.is_some() {
+            return Err(Diagnostic::new(
+                StatusCode::Unimplemented,
+                "Vulkan devices do not execute command buffers yet",
+            ));
+        }
+        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+    }
+
+    fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
+        self.enqueue(queue, move |device, signal| VulkanDevice::submit_transfer(device, &transfer, None, signal))
+    }
+
+    /// A file's bytes are host memory: an update from them.
+    fn queue_read(
+        &self,
+        queue: &QueueFences<'_>,
+        file: &File,
+        file_offset: i64,
+        buffer: &Buffer,
+        buffer_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let source_offset = usize::try_from(file_offset)
+            .map_err(|_| Diagnostic::new(StatusCode::OutOfRange, format!("file offset {file_offset} is negative")))?;
+        let transfer = Transfer::Update {
+            source: file.bytes().clone(),
+            source_offset,
+            target: BufferRange { source: BufferSource::Direct(buffer.clone()), offset: buffer_offset, length },
+        };
+        self.queue_transfer(queue, transfer)
+    }
+
+    /// A copy into a staging buffer, whose bytes the host copies into the file once the device is
+    /// done.
+    fn queue_write(
+        &self,
+        queue: &QueueFences<'_>,
+        buffer: &Buffer,
+        buffer_offset: i64,
+        file: &File,
+        file_offset: i64,
+        length: i64,
+    ) -> Result<(), Diagnostic> {
+        let (buffer, target) = (buffer.clone(), file.bytes().clone());
+        self.enqueue(queue, move |device, signal| {
+            let range = BufferRange { source: BufferSource::Direct(buffer), offset: buffer_offset, length };
+            let source = transfer::resolve(&range, &[])?;
+            let staging =
+                DeviceBuffer::new(source.buffer.device(), source.length, gpu_allocator::MemoryLocation::GpuToCpu)?;
+            let mut recording = device.queue().begin()?;
+            copy(&recording, &source.buffer, source.offset, &staging, 0, source.length);
+            recording.keep(staging.clone());
+            let length = source.length as usize;
+            let then = Box::new(move || {
+                let bytes = Bytes::from_bytes(&staging.read_back(length)?)?;
+                Bytes::copy(&bytes, 0, &target, file_offset, length as i64)
+            });
+            device.queue().submit(Some(recording), Some(then), Some(signal))?;
+            Ok(())
+        })
+    }
+
+    /// Work is submitted as it is queued: there is nothing to flush.
+    fn queue_flush(&self) -> Result<(), Diagnostic> {
+        Ok(())
+    }
+}

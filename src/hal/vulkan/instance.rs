@@ -1,0 +1,150 @@
+//! The Vulkan instance: the loader opened at run time (so librtx runs where there is no Vulkan
+//! and says so), API 1.3 where the loader offers it and 1.2 otherwise, and the Khronos
+//! validation layers with a messenger feeding [`super::validation`] wherever the layers are
+//! installed (`RTX_VULKAN_VALIDATION=0` turns them off).
+//!
+//! One instance serves every device of the process while any of them lives
+//! ([`Instance::shared`]); it is destroyed with the last.
+
+use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use ash::vk;
+
+use super::error::{VulkanError, LOADER_LIBRARY};
+use super::validation;
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// An instance and the loader it came from.
+pub struct Instance {
+    entry: ash::Entry,
+    instance: ash::Instance,
+    api_version: u32,
+    /// The messenger, when the validation layers are on.
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("api_version", &super::physical_device::ApiVersion(self.api_version))
+            .field("validation", &self.debug.is_some())
+            .finish()
+    }
+}
+
+static SHARED: Mutex<Weak<Instance>> = Mutex::new(Weak::new());
+
+impl Instance {
+    /// The process's instance: the live one, or a new one.
+    pub fn shared() -> Result<Arc<Instance>, VulkanError> {
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(instance) = shared.upgrade() {
+            return Ok(instance);
+        }
+        let instance = Arc::new(Instance::new()?);
+        *shared = Arc::downgrade(&instance);
+        Ok(instance)
+    }
+
+    fn new() -> Result<Instance, VulkanError> {
+        // SAFETY: loading the system's Vulkan loader runs its initialisers; it is the library
+        // every Vulkan application trusts.
+        let entry = unsafe { ash::Entry::load() }
+            .map_err(|e| VulkanError::NoLoader { library: LOADER_LIBRARY, reason: e.to_string() })?;
+        // SAFETY: `entry` holds a loaded loader.
+        let loader_version = unsafe { entry.try_enumerate_instance_version() }
+            .map_err(VulkanError::call("vkEnumerateInstanceVersion"))?
+            .unwrap_or(vk::API_VERSION_1_0);
+        let api_version = if loader_version >= vk::API_VERSION_1_3 {
+            vk::API_VERSION_1_3
+        } else if loader_version >= vk::API_VERSION_1_2 {
+            vk::API_VERSION_1_2
+        } else {
+            return Err(VulkanError::Unsupported(format!(
+                "the Vulkan loader offers API {}; rtx needs 1.2 or later",
+                super::physical_device::ApiVersion(loader_version)
+            )));
+        };
+        let validation =
+            std::env::var_os("RTX_VULKAN_VALIDATION").is_none_or(|v| v != "0") && has_validation_layer(&entry)?;
+        let layers: Vec<*const c_char> = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { vec![] };
+        let extensions: Vec<*const c_char> =
+            if validation { vec![ash::ext::debug_utils::NAME.as_ptr()] } else { vec![] };
+        let application =
+            vk::ApplicationInfo::default().application_name(c"rtx").engine_name(c"rtx").api_version(api_version);
+        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(validation::SEVERITIES)
+            .message_type(
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                    | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                    | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+            )
+            .pfn_user_callback(Some(validation::on_message));
+        let mut create_info = vk::InstanceCreateInfo::default()
+            .application_info(&application)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions);
+        if validation {
+            // Chained, the messenger also hears what happens while the instance is created and
+            // destroyed (objects left alive are reported then).
+            create_info = create_info.push_next(&mut messenger_info);
+        }
+        // SAFETY: the create info and everything it points to live across the call.
+        let instance =
+            unsafe { entry.create_instance(&create_info, None) }.map_err(VulkanError::call("vkCreateInstance"))?;
+        let debug = if validation {
+            let debug_utils = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            // SAFETY: the instance was created with the debug utils extension enabled.
+            match unsafe { debug_utils.create_debug_utils_messenger(&messenger_info, None) } {
+                Ok(messenger) => Some((debug_utils, messenger)),
+                Err(result) => {
+                    // SAFETY: nothing else was made from the instance.
+                    unsafe { instance.destroy_instance(None) };
+                    return Err(VulkanError::Call { call: "vkCreateDebugUtilsMessengerEXT", result });
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Instance { entry, instance, api_version, debug })
+    }
+
+    pub fn entry(&self) -> &ash::Entry {
+        &self.entry
+    }
+
+    pub fn handle(&self) -> &ash::Instance {
+        &self.instance
+    }
+
+    /// The API version the instance was created for.
+    pub fn api_version(&self) -> u32 {
+        self.api_version
+    }
+
+    /// Whether the validation layers are on.
+    pub fn validation(&self) -> bool {
+        self.debug.is_some()
+    }
+}
+
+fn has_validation_layer(entry: &ash::Entry) -> Result<bool, VulkanError> {
+    // SAFETY: `entry` holds a loaded loader.
+    let layers = unsafe { entry.enumerate_instance_layer_properties() }
+        .map_err(VulkanError::call("vkEnumerateInstanceLayerProperties"))?;
+    Ok(layers.iter().any(|layer| layer.layer_name_as_c_str() == Ok(VALIDATION_LAYER)))
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: every device holds the instance alive, so nothing made from it remains.
+        unsafe {
+            if let Some((debug_utils, messenger)) = self.debug.take() {
+                debug_utils.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}

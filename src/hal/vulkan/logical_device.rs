@@ -1,0 +1,231 @@
+//! The logical device: one physical device chosen by index, UUID or as the first usable one,
+//! opened with a compute queue, the features executables use that it has, and gpu-allocator for
+//! its memory. Every buffer and submission holds it alive; it is destroyed after the last.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+
+use super::error::VulkanError;
+use super::instance::Instance;
+use super::physical_device::{self, parse_uuid, PhysicalDeviceInfo};
+use super::queue::Queue;
+use crate::host::{Diagnostic, StatusCode};
+
+/// Which physical device to open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The first one rtx can run on.
+    #[default]
+    First,
+    /// Position in the enumeration.
+    Index(usize),
+    /// `VkPhysicalDeviceIDProperties::deviceUUID`.
+    Uuid([u8; 16]),
+}
+
+impl DeviceSelector {
+    /// From a device URI: `vulkan` or `vulkan://` (the first), `vulkan://N`, or
+    /// `vulkan://UUID` (32 hex digits, dashes allowed).
+    pub fn parse(uri: &str) -> Result<DeviceSelector, Diagnostic> {
+        let rest = uri.strip_prefix("vulkan").ok_or_else(|| not_vulkan(uri))?;
+        let path = match rest {
+            "" | "://" => return Ok(DeviceSelector::First),
+            _ => rest.strip_prefix("://").ok_or_else(|| not_vulkan(uri))?,
+        };
+        if let Ok(index) = path.parse::<usize>() {
+            return Ok(DeviceSelector::Index(index));
+        }
+        parse_uuid(path).map(DeviceSelector::Uuid).ok_or_else(|| {
+            Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("Vulkan device `{path}` in `{uri}` is neither an index nor a 32-hex-digit UUID"),
+            )
+        })
+    }
+}
+
+fn not_vulkan(uri: &str) -> Diagnostic {
+    Diagnostic::new(
+        StatusCode::InvalidArgument,
+        format!("`{uri}` is not a Vulkan device URI (vulkan, vulkan://N or vulkan://UUID)"),
+    )
+}
+
+/// How the device's memory is reached from the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Reach buffers that were not asked to be host-visible through staging copies even where
+    /// their memory is host-visible (as on integrated GPUs and CPU devices): the path a discrete
+    /// GPU's device-local memory always takes, made testable anywhere.
+    pub stage_device_local: bool,
+}
+
+/// An open device.
+pub struct LogicalDevice {
+    info: PhysicalDeviceInfo,
+    device: ash::Device,
+    /// Taken when the device is destroyed (it must go before the device).
+    allocator: Mutex<Option<Allocator>>,
+    /// Dropped (finishing what is pending) before the device is destroyed.
+    queue: Option<Queue>,
+    options: DeviceOptions,
+    /// Destroyed after the device.
+    instance: Arc<Instance>,
+}
+
+impl std::fmt::Debug for LogicalDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogicalDevice").field("name", &self.info.name).field("index", &self.info.index).finish()
+    }
+}
+
+impl LogicalDevice {
+    /// Opens the device `selector` names.
+    pub fn open(
+        instance: Arc<Instance>,
+        selector: DeviceSelector,
+        options: DeviceOptions,
+    ) -> Result<Arc<LogicalDevice>, VulkanError> {
+        let devices = physical_device::enumerate(&instance)?;
+        let (physical, info) = match selector {
+            DeviceSelector::First => devices
+                .iter()
+                .find(|(_, info)| info.unusable_reason().is_none())
+                .or_else(|| devices.first())
+                .ok_or_else(|| VulkanError::NoDevice("no Vulkan device found".into()))?,
+            DeviceSelector::Index(index) => devices.get(index).ok_or_else(|| {
+                VulkanError::NoDevice(format!("no Vulkan device {index} (there are {})", devices.len()))
+            })?,
+            DeviceSelector::Uuid(uuid) => devices.iter().find(|(_, info)| info.uuid == uuid).ok_or_else(|| {
+                VulkanError::NoDevice(format!("no Vulkan device has UUID {}", physical_device::format_uuid(&uuid)))
+            })?,
+        };
+        if let Some(reason) = info.unusable_reason() {
+            return Err(VulkanError::Unsupported(reason));
+        }
+        let family = compute_queue_family(&instance, *physical).ok_or_else(|| {
+            VulkanError::Unsupported(format!("Vulkan device {} '{}' has no compute queue", info.index, info.name))
+        })?;
+        let device = create_device(&instance, *physical, info, family)?;
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.handle().clone(),
+            device: device.clone(),
+            physical_device: *physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        let allocator = match allocator {
+            Ok(allocator) => allocator,
+            Err(source) => {
+                // SAFETY: nothing was made from the device.
+                unsafe { device.destroy_device(None) };
+                return Err(VulkanError::Allocation { size: 0, source });
+            }
+        };
+        let queue = match Queue::new(&device, family) {
+            Ok(queue) => queue,
+            Err(error) => {
+                drop(allocator);
+                // SAFETY: the allocator, the only user of the device, is gone.
+                unsafe { device.destroy_device(None) };
+                return Err(error);
+            }
+        };
+        Ok(Arc::new(LogicalDevice {
+            info: info.clone(),
+            device,
+            allocator: Mutex::new(Some(allocator)),
+            queue: Some(queue),
+            options,
+            instance,
+        }))
+    }
+
+    pub fn info(&self) -> &PhysicalDeviceInfo {
+        &self.info
+    }
+
+    pub fn handle(&self) -> &ash::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &Queue {
+        self.queue.as_ref().expect("the queue lives until the device is destroyed")
+    }
+
+    pub fn options(&self) -> DeviceOptions {
+        self.options
+    }
+
+    pub fn instance(&self) -> &Arc<Instance> {
+        &self.instance
+    }
+
+    /// The memory allocator (locked).
+    pub fn allocator(&self) -> MutexGuard<'_, Option<Allocator>> {
+        self.allocator.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A queue family with compute: one without graphics where there is one (a dedicated compute
+/// queue), the first with compute otherwise.
+fn compute_queue_family(instance: &Instance, physical: vk::PhysicalDevice) -> Option<u32> {
+    // SAFETY: `physical` was enumerated from this live instance.
+    let families = unsafe { instance.handle().get_physical_device_queue_family_properties(physical) };
+    let has = |flags: vk::QueueFlags| {
+        move |(_, family): &(usize, &vk::QueueFamilyProperties)| {
+            family.queue_count > 0 && family.queue_flags.contains(flags)
+        }
+    };
+    let dedicated = families
+        .iter()
+        .enumerate()
+        .filter(has(vk::QueueFlags::COMPUTE))
+        .find(|(_, family)| !family.queue_flags.contains(vk::QueueFlags::GRAPHICS));
+    dedicated.or_else(|| families.iter().enumerate().find(has(vk::QueueFlags::COMPUTE))).map(|(index, _)| index as u32)
+}
+
+/// The device with one queue of `family` and the executables' features it has.
+fn create_device(
+    instance: &Instance,
+    physical: vk::PhysicalDevice,
+    info: &PhysicalDeviceInfo,
+    family: u32,
+) -> Result<ash::Device, VulkanError> {
+    let available = &info.features;
+    let flag = |on: bool| if on { vk::TRUE } else { vk::FALSE };
+    let mut features11 =
+        vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(available.storage_buffer_16bit);
+    let mut features12 = vk::PhysicalDeviceVulkan12Features::default()
+        .timeline_semaphore(true)
+        .storage_buffer8_bit_access(available.storage_buffer_8bit)
+        .shader_int8(available.shader_int8)
+        .shader_float16(available.shader_float16);
+    let core = vk::PhysicalDeviceFeatures {
+        shader_int64: flag(available.shader_int64),
+        shader_float64: flag(available.shader_float64),
+        ..Default::default()
+    };
+    let mut features =
+        vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut features11).push_next(&mut features12);
+    let priorities = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+    let create_info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut features);
+    // SAFETY: the create info and its chain live across the call; every feature enabled was
+    // reported available.
+    unsafe { instance.handle().create_device(physical, &create_info, None) }
+        .map_err(VulkanError::call("vkCreateDevice"))
+}
+
+impl Drop for LogicalDevice {
+    fn drop(&mut self) {
+        // The queue finishes what was submitted; then no buffer is left (each held the device).
+        drop(self.queue.take());
+        drop(self.allocator.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        // SAFETY: every object made from the device is destroyed.
+        unsafe { self.device.destroy_device(None) };
+    }
+}

@@ -1,0 +1,20 @@
+//! Vulkan devices, on `ash` with the loader opened at run time: the instance (with the validation
+//! layers where they are installed), physical devices and what they offer, a logical device with
+//! a compute queue whose timeline semaphore completes the HAL's fences, device memory from
+//! gpu-allocator (mapped where the host can see it, staged otherwise), and queue transfers.
+//! Executables and command buffers are not loaded or recorded yet.
+
+pub mod device;
+pub mod error;
+pub mod instance;
+pub mod logical_device;
+pub mod memory;
+pub mod physical_device;
+pub mod queue;
+pub mod transfer;
+pub mod validation;
+
+pub use device::{devices, VulkanDevice};
+pub use error::VulkanError;
+pub use logical_device::{DeviceOptions, DeviceSelector};
+pub use physical_device::{ApiVersion, ComputeLimits, DeviceType, Features, PhysicalDeviceInfo};
