@@ -51,8 +51,23 @@ struct Memory {
 }
 
 enum Owner {
-    Chunks { _chunks: Box<[Chunk]> },
-    Mapped { _owner: Arc<dyn Send + Sync> },
+    /// `start` is a `Box<[Chunk]>` of this many chunks, released into a raw pointer (a box
+    /// moved after `start` was taken from it would claim unique access again) and freed on drop.
+    Chunks(usize),
+    Mapped {
+        _owner: Arc<dyn Send + Sync>,
+    },
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if let Owner::Chunks(count) = self._owner {
+            let chunks = std::ptr::slice_from_raw_parts_mut(self.start.as_ptr().cast::<Chunk>(), count);
+            // SAFETY: `start` came from `Box::into_raw` of a box of `count` chunks (see `zeroed`),
+            // freed only here, once.
+            drop(unsafe { Box::from_raw(chunks) });
+        }
+    }
 }
 
 // SAFETY: `start..start + length` is memory of atomic bytes that `_owner` keeps alive; atomics
@@ -78,11 +93,11 @@ impl Memory {
             Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
         })?;
         chunks.resize_with(count, || Chunk([const { AtomicU8::new(0) }; 64]));
-        let chunks = chunks.into_boxed_slice();
         // The chunks are contiguous arrays of `AtomicU8` with no padding (64 bytes at alignment
-        // 64), so they are one run of `64 * chunks` bytes, which stays put when the box moves.
-        let start = NonNull::new(chunks.as_ptr().cast::<AtomicU8>().cast_mut()).expect("a box is never null");
-        Ok(Arc::new(Memory { start, length: chunks.len() * 64, _owner: Owner::Chunks { _chunks: chunks } }))
+        // 64), so they are one run of `64 * count` bytes.
+        let chunks = Box::into_raw(chunks.into_boxed_slice());
+        let start = NonNull::new(chunks.cast::<AtomicU8>()).expect("a box is never null");
+        Ok(Arc::new(Memory { start, length: count * 64, _owner: Owner::Chunks(count) }))
     }
 
     #[inline]
