@@ -20,3 +20,4 @@ pub mod module;
 pub mod npy;
 pub mod run_io;
 pub mod tensor_io;
+pub mod vulkan;

@@ -1,0 +1,4 @@
+//! Vulkan devices on `ash`, the Vulkan loader opened at run time.
+
+pub mod executable_def;
+pub mod spirv;
