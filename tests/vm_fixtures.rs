@@ -4,43 +4,29 @@
 //! hand, the fixtures are also regenerated into a scratch directory and compared byte for byte, so a
 //! stale fixture fails.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use common::invocations;
 
 mod common;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn fixtures() -> PathBuf {
     common::fixture_dir("")
 }
 
-/// Names of the files in `dir` whose name ends with `suffix`, with the suffix removed.
-fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
-    fs::read_dir(dir)
-        .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
-        .map(|entry| entry.expect("readable directory entry").file_name().to_string_lossy().into_owned())
-        .filter_map(|name| name.strip_suffix(suffix).map(str::to_owned))
-        .collect()
-}
-
 #[test]
 fn every_source_has_a_module_and_a_dump() {
-    let sources = stems(&fixtures().join("src"), ".mlir");
+    let sources = common::stems(&fixtures().join("src"), ".mlir");
     assert!(sources.len() >= 7, "expected the seven fixture sources, found {sources:?}");
-    assert_eq!(stems(&fixtures(), ".vmfb"), sources, "one .vmfb per src/*.mlir, and no others");
-    assert_eq!(stems(&fixtures(), ".dump.txt"), sources, "one .dump.txt per src/*.mlir, and no others");
+    assert_eq!(common::stems(&fixtures(), ".vmfb"), sources, "one .vmfb per src/*.mlir, and no others");
+    assert_eq!(common::stems(&fixtures(), ".dump.txt"), sources, "one .dump.txt per src/*.mlir, and no others");
 }
 
 #[test]
 fn modules_start_with_zip_or_flatbuffer_magic() {
-    for name in stems(&fixtures(), ".vmfb") {
+    for name in common::stems(&fixtures(), ".vmfb") {
         let bytes = fs::read(fixtures().join(format!("{name}.vmfb"))).expect("readable module");
         let zip = bytes.starts_with(b"PK\x03\x04");
         // A bare size-prefixed FlatBuffer carries the file identifier `IREE` after the size and root offset.
@@ -51,7 +37,7 @@ fn modules_start_with_zip_or_flatbuffer_magic() {
 
 #[test]
 fn every_invocation_names_a_module_function_and_expected_output() {
-    let modules = stems(&fixtures(), ".vmfb");
+    let modules = common::stems(&fixtures(), ".vmfb");
     let invocations = invocations();
     let mut expected_files = BTreeSet::new();
     for invocation in &invocations {
@@ -91,7 +77,7 @@ fn every_invocation_names_a_module_function_and_expected_output() {
         expected_files.insert(invocation.expected.clone());
     }
     let on_disk: BTreeSet<String> =
-        stems(&fixtures().join("expected"), ".txt").into_iter().map(|s| s + ".txt").collect();
+        common::stems(&fixtures().join("expected"), ".txt").into_iter().map(|s| s + ".txt").collect();
     assert_eq!(on_disk, expected_files, "expected/ holds exactly one file per invocation");
 }
 
@@ -99,7 +85,7 @@ fn every_invocation_names_a_module_function_and_expected_output() {
 fn every_exported_function_has_an_invocation() {
     let invoked: BTreeSet<(String, String)> =
         invocations().into_iter().map(|invocation| (invocation.module, invocation.function)).collect();
-    for module in stems(&fixtures(), ".dump.txt") {
+    for module in common::stems(&fixtures(), ".dump.txt") {
         let dump = fs::read_to_string(fixtures().join(format!("{module}.dump.txt"))).expect("dump");
         // The metadata section lists exports as `  [  0] name(args) -> (results)`.
         let exports = dump
@@ -124,49 +110,12 @@ fn every_exported_function_has_an_invocation() {
     }
 }
 
-fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    for dir in [root.to_path_buf(), root.join("expected"), root.join("loader")] {
-        for entry in fs::read_dir(&dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display())) {
-            let path = entry.expect("readable directory entry").path();
-            if path.is_file() {
-                let name = path.strip_prefix(root).expect("under root").to_string_lossy().into_owned();
-                files.insert(name, fs::read(&path).expect("readable file"));
-            }
-        }
-    }
-    files
-}
-
 #[test]
 fn checked_in_fixtures_match_a_fresh_regeneration() {
-    if let Some(reason) = common::regeneration_skip_reason() {
-        println!("skipped the VM fixture regeneration check: {reason}");
-        return;
-    }
-    let scratch = std::env::temp_dir().join(format!("rtx-vm-fixtures-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&scratch);
-    fs::create_dir_all(&scratch).expect("scratch directory");
-    let output = Command::new(repo().join("scripts/regen-vm-fixtures.sh"))
-        .arg("--out")
-        .arg(&scratch)
-        .output()
-        .expect("run scripts/regen-vm-fixtures.sh");
-    assert!(
-        output.status.success(),
-        "scripts/regen-vm-fixtures.sh failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    common::assert_fixtures_fresh(
+        "regen-vm-fixtures.sh",
+        &fixtures(),
+        &["expected", "loader"],
+        &["invocations.txt", "loader/variants.txt"],
     );
-    let fresh = files_under(&scratch);
-    let mut checked_in = files_under(&fixtures());
-    checked_in.remove("invocations.txt");
-    checked_in.remove("loader/variants.txt");
-    let _ = fs::remove_dir_all(&scratch);
-    let fresh_names: Vec<_> = fresh.keys().collect();
-    let checked_in_names: Vec<_> = checked_in.keys().collect();
-    assert_eq!(checked_in_names, fresh_names, "the regenerated file set differs; run scripts/regen-vm-fixtures.sh");
-    let stale: Vec<_> =
-        fresh.iter().filter(|(name, bytes)| checked_in[*name] != **bytes).map(|(name, _)| name).collect();
-    assert!(stale.is_empty(), "stale fixtures {stale:?}; run scripts/regen-vm-fixtures.sh");
 }

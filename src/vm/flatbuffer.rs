@@ -344,7 +344,7 @@ impl<'a> Table<'a> {
                 let what = || format!("vector {}", self.describe(field));
                 let (start, len) = self.buf.vector_at(target, T::SIZE, T::SIZE, what)?;
                 let data = self.buf.bytes.get(start..start.saturating_add(len * T::SIZE)).unwrap_or_default();
-                Ok(Some(ScalarVector { data, len, _marker: PhantomData }))
+                Ok(Some(ScalarVector { data, offset: self.buf.file_offset(start), len, _marker: PhantomData }))
             }
             None => Ok(None),
         }
@@ -448,11 +448,17 @@ pub struct Bytes<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct ScalarVector<'a, T> {
     data: &'a [u8],
+    offset: usize,
     len: usize,
     _marker: PhantomData<T>,
 }
 
 impl<'a, T: Scalar> ScalarVector<'a, T> {
+    /// File offset of the first element.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -725,6 +731,7 @@ mod tests {
         assert_eq!(member.table.scalar::<u32>(F_NUMBER, 0).unwrap(), 7);
         let ints = root.scalars::<i32>(F_INTS).unwrap().unwrap();
         assert_eq!(ints.iter().collect::<Vec<_>>(), vec![-5, 9]);
+        assert_eq!(ints.offset(), 224);
         assert_eq!(root.table(F_ABSENT, "X").unwrap().map(|t| t.offset()), None);
     }
 

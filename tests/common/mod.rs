@@ -42,7 +42,12 @@ pub struct Invocation {
 }
 
 pub fn invocations() -> Vec<Invocation> {
-    let text = std::fs::read_to_string(fixture_dir("invocations.txt")).expect("invocations.txt is readable");
+    invocations_in(&fixture_dir(""))
+}
+
+/// The invocations listed in `dir/invocations.txt` (the format of the VM and Vulkan fixtures).
+pub fn invocations_in(dir: &Path) -> Vec<Invocation> {
+    let text = std::fs::read_to_string(dir.join("invocations.txt")).expect("invocations.txt is readable");
     let mut counts: std::collections::BTreeMap<(String, String), usize> = Default::default();
     let mut invocations = Vec::new();
     for (index, line) in text.lines().enumerate() {
@@ -143,4 +148,64 @@ pub fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// Names of the files in `dir` whose name ends with `suffix`, with the suffix removed.
+pub fn stems(dir: &Path, suffix: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+        .map(|entry| entry.expect("readable directory entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|name| name.strip_suffix(suffix).map(str::to_owned))
+        .collect()
+}
+
+/// The files directly in `root` and in its folders `subdirs`, by path relative to `root`.
+fn files_under(root: &Path, subdirs: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    for dir in std::iter::once(root.to_path_buf()).chain(subdirs.iter().map(|sub| root.join(sub))) {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display())) {
+            let path = entry.expect("readable directory entry").path();
+            if path.is_file() {
+                let name = path.strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+                files.insert(name, std::fs::read(&path).expect("readable file"));
+            }
+        }
+    }
+    files
+}
+
+/// Runs `scripts/<script> --out <scratch>` and asserts that it generates exactly the files checked in
+/// under `fixtures` (directly and in `subdirs`), byte for byte, apart from the hand-written `inputs`.
+/// Skipped, saying why, where [`regeneration_skip_reason`] says so.
+pub fn assert_fixtures_fresh(script: &str, fixtures: &Path, subdirs: &[&str], inputs: &[&str]) {
+    if let Some(reason) = regeneration_skip_reason() {
+        println!("skipped the {script} regeneration check: {reason}");
+        return;
+    }
+    let scratch = std::env::temp_dir().join(format!("rtx-{script}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("scratch directory");
+    let output = Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts").join(script))
+        .arg("--out")
+        .arg(&scratch)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run scripts/{script}: {error}"));
+    assert!(
+        output.status.success(),
+        "scripts/{script} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let fresh = files_under(&scratch, subdirs);
+    let mut checked_in = files_under(fixtures, subdirs);
+    for input in inputs {
+        checked_in.remove(*input);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let fresh_names: Vec<_> = fresh.keys().collect();
+    let checked_in_names: Vec<_> = checked_in.keys().collect();
+    assert_eq!(checked_in_names, fresh_names, "the regenerated file set differs; run scripts/{script}");
+    let stale: Vec<_> =
+        fresh.iter().filter(|(name, bytes)| checked_in[*name] != **bytes).map(|(name, _)| name).collect();
+    assert!(stale.is_empty(), "stale fixtures {stale:?}; run scripts/{script}");
 }

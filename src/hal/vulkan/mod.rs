@@ -2,15 +2,19 @@
 //! layers where they are installed), physical devices and what they offer, a logical device with
 //! a compute queue whose timeline semaphore completes the HAL's fences, device memory from
 //! gpu-allocator (mapped where the host can see it, staged otherwise), and queue transfers.
-//! Executables and command buffers are not loaded or recorded yet.
+//! Executables: the `vulkan-spirv-fb` format (`executable_def`, `spirv`) and the pipelines made
+//! from it (`pipeline`); they are not yet loaded by devices, and command buffers not recorded.
 
 pub mod device;
 pub mod error;
+pub mod executable_def;
 pub mod instance;
 pub mod logical_device;
 pub mod memory;
 pub mod physical_device;
+pub mod pipeline;
 pub mod queue;
+pub mod spirv;
 pub mod transfer;
 pub mod validation;
 
