@@ -182,6 +182,12 @@ typedef struct rtx_native_module rtx_native_module;
 typedef struct rtx_task rtx_task;
 
 /**
+ * An open Vulkan device (a logical device with a compute queue on one physical device).
+ * Opaque; reference counted; thread-safe. Contexts it is added to keep it alive.
+ */
+typedef struct rtx_vulkan_device rtx_vulkan_device;
+
+/**
  * The handle type C sees.
  */
 typedef struct rtx_async_value rtx_async_value_t;
@@ -473,6 +479,46 @@ typedef struct rtx_native_module_options_t {
  * The handle type C sees.
  */
 typedef struct rtx_native_module rtx_native_module_t;
+
+/**
+ * What `rtx_vulkan_device_info` says of a physical device. Set `struct_size` to
+ * `sizeof(rtx_vulkan_device_info_t)` before the call, so that a library newer than the header
+ * writes only the fields the caller knows. The strings live as long as the library.
+ */
+typedef struct rtx_vulkan_device_info_t {
+  /**
+   * `sizeof(rtx_vulkan_device_info_t)` as the caller's header knows it.
+   */
+  size_t struct_size;
+  /**
+   * The device's name (`VkPhysicalDeviceProperties::deviceName`).
+   */
+  const char *name;
+  uint32_t vendor_id;
+  uint32_t device_id;
+  /**
+   * The Vulkan API version the device offers (`VK_MAKE_API_VERSION` encoding).
+   */
+  uint32_t api_version;
+  /**
+   * `VkPhysicalDeviceIDProperties::deviceUUID`: stable across processes, for
+   * `rtx_vulkan_device_create_by_uuid`.
+   */
+  uint8_t uuid[16];
+  /**
+   * The driver's name (`VkPhysicalDeviceDriverProperties::driverName`; empty before 1.2).
+   */
+  const char *driver;
+  /**
+   * The size of the device-local memory heaps, together.
+   */
+  uint64_t device_local_bytes;
+} rtx_vulkan_device_info_t;
+
+/**
+ * The handle type C sees.
+ */
+typedef struct rtx_vulkan_device rtx_vulkan_device_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1142,6 +1188,55 @@ const char *rtx_version(void);
  * The library's ABI version (equals `RTX_ABI_VERSION` of a compatible header).
  */
 uint32_t rtx_abi_version(void);
+
+/**
+ * Sets `*out` to the number of Vulkan physical devices: 0 where no Vulkan loader or driver
+ * exists. Devices that rtx cannot run on (before Vulkan 1.2, no timeline semaphores) are
+ * counted; `rtx_vulkan_device_create` says why it refuses them. The list is made once per
+ * process. Errors: INVALID_ARGUMENT for NULL `out`; the loader's error when enumeration fails.
+ */
+rtx_error_t *rtx_vulkan_device_count(size_t *out);
+
+/**
+ * Fills `*out` with physical device `index` (`0 <= index < rtx_vulkan_device_count`). Errors:
+ * OUT_OF_RANGE for an index past the devices; INVALID_ARGUMENT for NULL `out` or a
+ * `struct_size` smaller than the first version of the struct. `*out` is written only on success.
+ */
+rtx_error_t *rtx_vulkan_device_info(size_t index, struct rtx_vulkan_device_info_t *out);
+
+/**
+ * Opens physical device `index` (as `rtx_vulkan_device_info` numbers them) with a compute
+ * queue. Errors: NOT_FOUND for no such device; UNAVAILABLE where no Vulkan exists;
+ * FAILED_PRECONDITION (or the driver's error) for a device rtx cannot run on, saying why;
+ * INVALID_ARGUMENT for NULL `out`. `*out` is written only on success; release it with
+ * `rtx_vulkan_device_release`.
+ */
+rtx_error_t *rtx_vulkan_device_create(size_t index, rtx_vulkan_device_t **out);
+
+/**
+ * Opens the physical device whose `VkPhysicalDeviceIDProperties::deviceUUID` is the 16 bytes
+ * at `uuid` (see `rtx_vulkan_device_info_t::uuid`). Errors as `rtx_vulkan_device_create`, and
+ * INVALID_ARGUMENT for NULL `uuid`.
+ */
+rtx_error_t *rtx_vulkan_device_create_by_uuid(const uint8_t *uuid, rtx_vulkan_device_t **out);
+
+/**
+ * Adds a reference and returns `device` (NULL stays NULL).
+ */
+rtx_vulkan_device_t *rtx_vulkan_device_retain(rtx_vulkan_device_t *device);
+
+/**
+ * Drops a reference; the last one (counting the contexts it was added to) closes the device
+ * once its queued work is done. NULL does nothing.
+ */
+void rtx_vulkan_device_release(rtx_vulkan_device_t *device);
+
+/**
+ * Gives the context `device` to run tensor programs on, as `rtx_context_add_device` does for a
+ * device it picks by name; the context keeps a reference. Errors: ALREADY_EXISTS if the context
+ * already has a device; INVALID_ARGUMENT for NULL arguments. Thread-safe.
+ */
+rtx_error_t *rtx_context_add_vulkan_device(rtx_context_t *context, rtx_vulkan_device_t *device);
 
 /**
  * Runs a task handed to a host queue, then frees it. Call exactly once per task, from any

@@ -30,6 +30,7 @@ pub mod kernel;
 pub mod module;
 pub mod native_module;
 pub mod version;
+pub mod vulkan;
 pub mod work_queue;
 
 use std::ffi::{c_char, CStr};

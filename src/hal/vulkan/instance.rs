@@ -139,6 +139,13 @@ fn has_validation_layer(entry: &ash::Entry) -> Result<bool, VulkanError> {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        // The static weak reference would keep this allocation alive (a weak reference holds the
+        // memory of an `Arc`) until the process ends: let it go with the instance.
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if std::ptr::eq(shared.as_ptr(), self) {
+            *shared = Weak::new();
+        }
+        drop(shared);
         // SAFETY: every device holds the instance alive, so nothing made from it remains.
         unsafe {
             if let Some((debug_utils, messenger)) = self.debug.take() {

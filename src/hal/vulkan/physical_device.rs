@@ -101,6 +101,8 @@ pub struct PhysicalDeviceInfo {
     pub driver_name: String,
     pub driver_info: String,
     pub api_version: ApiVersion,
+    /// The size of the device-local memory heaps, together.
+    pub device_local_bytes: u64,
     pub limits: ComputeLimits,
     pub features: Features,
 }
@@ -184,6 +186,14 @@ fn query(instance: &Instance, index: usize, device: vk::PhysicalDevice) -> Physi
     unsafe { vk_instance.get_physical_device_features2(device, &mut features) };
     let core = features.features;
 
+    // SAFETY: as above.
+    let memory = unsafe { vk_instance.get_physical_device_memory_properties(device) };
+    let device_local_bytes = memory.memory_heaps[..memory.memory_heap_count as usize]
+        .iter()
+        .filter(|heap| heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|heap| heap.size)
+        .sum();
+
     let text = |bytes: &[std::ffi::c_char]| {
         // Fixed-size arrays holding NUL-terminated strings; a driver that fills one to the end
         // without a NUL gets its bytes as they are.
@@ -200,6 +210,7 @@ fn query(instance: &Instance, index: usize, device: vk::PhysicalDevice) -> Physi
         driver_name: if is_1_2 { text(&driver.driver_name) } else { String::new() },
         driver_info: if is_1_2 { text(&driver.driver_info) } else { String::new() },
         api_version,
+        device_local_bytes,
         limits: ComputeLimits {
             max_workgroup_size: limits.max_compute_work_group_size,
             max_workgroup_count: limits.max_compute_work_group_count,

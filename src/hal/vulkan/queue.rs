@@ -52,6 +52,12 @@ struct Shared {
     wake: Condvar,
 }
 
+thread_local! {
+    /// On a waiter thread, the address of its queue's shared state; 0 elsewhere (a const
+    /// initialiser, no destructor: unlike `thread::current()`, it allocates nothing).
+    static WAITER_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A queue with its timeline and waiter thread.
 pub struct Queue {
     shared: Arc<Shared>,
@@ -104,7 +110,10 @@ impl Queue {
         let waiter_shared = shared.clone();
         let waiter = std::thread::Builder::new()
             .name("rtx-vulkan-waiter".into())
-            .spawn(move || wait_loop(&waiter_shared))
+            .spawn(move || {
+                WAITER_OF.set(Arc::as_ptr(&waiter_shared) as usize);
+                wait_loop(&waiter_shared)
+            })
             .map_err(|e| VulkanError::Unsupported(format!("cannot start the Vulkan queue's waiter thread: {e}")));
         match waiter {
             Ok(waiter) => Ok(Queue { shared, waiter: Some(waiter) }),
@@ -353,7 +362,7 @@ impl Drop for Queue {
         self.shared.lock_state().stopping = true;
         self.shared.wake.notify_one();
         if let Some(waiter) = self.waiter.take() {
-            if waiter.thread().id() != std::thread::current().id() {
+            if WAITER_OF.get() != Arc::as_ptr(&self.shared) as usize {
                 // A waiter that panicked has nothing left to finish.
                 let _ = waiter.join();
             }

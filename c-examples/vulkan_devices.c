@@ -1,0 +1,85 @@
+/* vulkan_devices: the Vulkan devices this machine has, as a C host sees them through rtx.
+ *
+ * Lists every physical device (name, ids, API version, UUID, driver, device-local memory), opens
+ * the first by index and again by its UUID, gives it to two contexts (a context takes one device;
+ * a second one is refused with ALREADY_EXISTS), and releases everything. With no Vulkan the list
+ * is empty and the program says so; with RTX_REQUIRE_VULKAN=1 (CI) that is a failure. The exit
+ * status is 0 only if every step behaved as documented. */
+#include <rtx.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+/* Consumes `error`: a failure unless it is NULL (or has the `expected` code, when not OK). */
+static void expect(rtx_error_t* error, rtx_status_code_t expected, const char* what) {
+  rtx_status_code_t code = error ? rtx_error_code(error) : RTX_STATUS_CODE_OK;
+  if (code != expected) {
+    fprintf(stderr, "%s: %s\n", what, error ? rtx_error_message(error) : "succeeded");
+    ++failures;
+  }
+  rtx_error_delete(error);
+}
+
+int main(void) {
+  size_t count = 0;
+  expect(rtx_vulkan_device_count(&count), RTX_STATUS_CODE_OK, "rtx_vulkan_device_count");
+  printf("%zu Vulkan device(s)\n", count);
+  for (size_t i = 0; i < count; ++i) {
+    rtx_vulkan_device_info_t info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    expect(rtx_vulkan_device_info(i, &info), RTX_STATUS_CODE_OK, "rtx_vulkan_device_info");
+    printf("  %zu: %s (vendor 0x%04" PRIx32 ", device 0x%04" PRIx32 ", API %" PRIu32 ".%" PRIu32 ", driver %s, "
+           "%" PRIu64 " MiB device-local)\n     uuid ",
+           i, info.name, info.vendor_id, info.device_id, (info.api_version >> 22) & 0x7f,
+           (info.api_version >> 12) & 0x3ff, info.driver, info.device_local_bytes >> 20);
+    for (size_t b = 0; b < sizeof info.uuid; ++b) {
+      printf("%02x", info.uuid[b]);
+    }
+    printf("\n");
+  }
+  rtx_vulkan_device_info_t past;
+  past.struct_size = sizeof past;
+  expect(rtx_vulkan_device_info(count, &past), RTX_STATUS_CODE_OUT_OF_RANGE, "info past the last device");
+
+  if (count == 0) {
+    const char* required = getenv("RTX_REQUIRE_VULKAN");
+    if (required && strcmp(required, "1") == 0) {
+      fprintf(stderr, "RTX_REQUIRE_VULKAN=1 but there is no Vulkan device\n");
+      return 1;
+    }
+    printf("no Vulkan device: nothing to open\n");
+    return failures ? 1 : 0;
+  }
+
+  rtx_vulkan_device_info_t first;
+  first.struct_size = sizeof first;
+  expect(rtx_vulkan_device_info(0, &first), RTX_STATUS_CODE_OK, "rtx_vulkan_device_info(0)");
+  rtx_vulkan_device_t* device = NULL;
+  rtx_vulkan_device_t* same = NULL;
+  expect(rtx_vulkan_device_create(0, &device), RTX_STATUS_CODE_OK, "rtx_vulkan_device_create");
+  expect(rtx_vulkan_device_create_by_uuid(first.uuid, &same), RTX_STATUS_CODE_OK, "rtx_vulkan_device_create_by_uuid");
+
+  rtx_context_options_t options;
+  rtx_context_options_init(&options);
+  options.work_queue = "s";
+  rtx_context_t* a = NULL;
+  rtx_context_t* b = NULL;
+  expect(rtx_context_new(&options, &a), RTX_STATUS_CODE_OK, "rtx_context_new");
+  expect(rtx_context_new(&options, &b), RTX_STATUS_CODE_OK, "rtx_context_new");
+  expect(rtx_context_add_vulkan_device(a, device), RTX_STATUS_CODE_OK, "add the device to context a");
+  expect(rtx_context_add_vulkan_device(b, device), RTX_STATUS_CODE_OK, "add the device to context b");
+  expect(rtx_context_add_vulkan_device(a, same), RTX_STATUS_CODE_ALREADY_EXISTS, "a second device for context a");
+  printf("opened device 0 by index and by UUID; two contexts share it\n");
+
+  rtx_vulkan_device_release(same);
+  rtx_vulkan_device_release(device); /* the contexts keep it open */
+  rtx_context_release(a);
+  rtx_context_release(b);
+  printf("%s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
