@@ -77,6 +77,10 @@ impl DeviceAllocator {
 }
 
 impl AllocatorBackend for DeviceAllocator {
+    fn can_use(&self, buffer: &Buffer) -> bool {
+        buffer.memory().as_any().is::<DeviceMemory>()
+    }
+
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
         Ok(self.buffer(Bytes::allocate(length, 64)?, memory_types, buffer_usage))
     }

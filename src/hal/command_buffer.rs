@@ -5,7 +5,7 @@
 //! ([`CommandBufferBackend`]).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::backend::{CommandBufferBackend, Transfer};
 use super::buffer::{wrong_type, Buffer};
@@ -64,6 +64,99 @@ pub fn table_entry(table: &[TableEntry], slot: u32) -> Result<(&TableEntry, &Buf
 pub enum Workgroups {
     Fixed([u32; 3]),
     Indirect(BufferRange),
+}
+
+/// One recorded command.
+#[derive(Debug)]
+pub enum Command {
+    Dispatch {
+        executable: Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    },
+    Transfer(Transfer),
+    /// Everything recorded before it runs (and its writes are visible) before everything after.
+    Barrier,
+}
+
+impl Command {
+    /// The buffer ranges the command names.
+    pub fn ranges(&self) -> Vec<&BufferRange> {
+        match self {
+            Command::Dispatch { bindings, workgroups, .. } => {
+                let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
+                if let Workgroups::Indirect(range) = workgroups {
+                    ranges.push(range);
+                }
+                ranges
+            }
+            Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
+            Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
+            Command::Barrier => Vec::new(),
+        }
+    }
+}
+
+/// The commands of a command buffer, kept as recorded until it executes: backends that turn them
+/// into device work only then, when the binding table's buffers are known, hold one.
+#[derive(Debug)]
+pub struct CommandList {
+    binding_capacity: u32,
+    state: Mutex<ListState>,
+}
+
+#[derive(Debug, Default)]
+struct ListState {
+    commands: Vec<Command>,
+    finalized: bool,
+}
+
+impl CommandList {
+    pub fn new(binding_capacity: u32) -> CommandList {
+        CommandList { binding_capacity, state: Mutex::default() }
+    }
+
+    /// Appends `command`: FAILED_PRECONDITION once finalized, OUT_OF_RANGE for a slot past the
+    /// binding capacity.
+    pub fn record(&self, command: Command) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized"));
+        }
+        for range in command.ranges() {
+            if let BufferSource::Slot(slot) = range.source {
+                if slot >= self.binding_capacity {
+                    return Err(Diagnostic::new(
+                        StatusCode::OutOfRange,
+                        format!("binding table slot {slot} out of range (capacity {})", self.binding_capacity),
+                    ));
+                }
+            }
+        }
+        state.commands.push(command);
+        Ok(())
+    }
+
+    /// Ends recording: FAILED_PRECONDITION the second time.
+    pub fn finalize(&self) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
+        }
+        state.finalized = true;
+        Ok(())
+    }
+
+    /// Runs `run` over the commands of the finalized list (FAILED_PRECONDITION before).
+    pub fn with_commands<R>(&self, run: impl FnOnce(&[Command]) -> Result<R, Diagnostic>) -> Result<R, Diagnostic> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
+        }
+        run(&state.commands)
+    }
 }
 
 /// A command buffer.

@@ -2,110 +2,68 @@
 //! queue's thread, with buffers resolved to host memory at execution.
 
 use std::any::Any;
-use std::sync::{Mutex, PoisonError};
 
 use super::executable::{BoundBytes, Dispatch, LocalExecutable};
 use crate::hal::backend::{CommandBufferBackend, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{table_entry, BufferRange, BufferSource, TableEntry, Workgroups};
+use crate::hal::command_buffer::{
+    table_entry, BufferRange, BufferSource, Command, CommandList, TableEntry, Workgroups,
+};
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 
-#[derive(Debug)]
-enum Command {
-    Dispatch {
-        executable: Executable,
-        export: usize,
-        workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    },
-    Transfer(Transfer),
-}
-
-#[derive(Debug, Default)]
-struct Recording {
-    commands: Vec<Command>,
-    finalized: bool,
-}
-
 /// A command buffer of the CPU devices.
 #[derive(Debug)]
 pub struct LocalCommandBuffer {
-    binding_capacity: u32,
-    recording: Mutex<Recording>,
+    commands: CommandList,
 }
 
 impl LocalCommandBuffer {
     pub fn new(binding_capacity: u32) -> LocalCommandBuffer {
-        LocalCommandBuffer { binding_capacity, recording: Mutex::default() }
-    }
-
-    fn record(&self, command: Command) -> Result<(), Diagnostic> {
-        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(finalized());
-        }
-        for range in command_ranges(&command) {
-            if let BufferSource::Slot(slot) = range.source {
-                if slot >= self.binding_capacity {
-                    return Err(Diagnostic::new(
-                        StatusCode::OutOfRange,
-                        format!("binding table slot {slot} out of range (capacity {})", self.binding_capacity),
-                    ));
-                }
-            }
-        }
-        recording.commands.push(command);
-        Ok(())
+        LocalCommandBuffer { commands: CommandList::new(binding_capacity) }
     }
 
     /// Runs the recorded commands in order with `table` resolving slot references and `memory`
-    /// giving each buffer's bytes.
+    /// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
     pub fn execute(&self, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
-        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if !recording.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
-        }
-        // One allocation per execution for every dispatch's bindings.
-        let mut bound = Vec::new();
-        for command in &recording.commands {
-            match command {
-                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
-                    let workgroup_count = match workgroups {
-                        Workgroups::Fixed(count) => *count,
-                        Workgroups::Indirect(range) => {
-                            let bytes = resolve(range, table, memory)?.span()?;
-                            [0, 1, 2]
-                                .map(|i| bytes.load_i32(i).map(|v| v as u32))
-                                .into_iter()
-                                .collect::<Result<Vec<_>, _>>()?
-                                .try_into()
-                                .expect("three counts")
+        self.commands.with_commands(|commands| {
+            // One allocation per execution for every dispatch's bindings.
+            let mut bound = Vec::new();
+            for command in commands {
+                match command {
+                    Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                        let workgroup_count = match workgroups {
+                            Workgroups::Fixed(count) => *count,
+                            Workgroups::Indirect(range) => {
+                                let bytes = resolve(range, table, memory)?.span()?;
+                                [0, 1, 2]
+                                    .map(|i| bytes.load_i32(i).map(|v| v as u32))
+                                    .into_iter()
+                                    .collect::<Result<Vec<_>, _>>()?
+                                    .try_into()
+                                    .expect("three counts")
+                            }
+                        };
+                        bound.clear();
+                        for range in bindings {
+                            bound.push(resolve(range, table, memory)?);
                         }
-                    };
-                    bound.clear();
-                    for range in bindings {
-                        bound.push(resolve(range, table, memory)?);
+                        let export = executable.check_export(*export)?;
+                        local_executable(executable)?.dispatch(&Dispatch {
+                            export,
+                            workgroup_count,
+                            constants,
+                            bindings: &bound,
+                        })?;
                     }
-                    let export = executable.check_export(*export)?;
-                    local_executable(executable)?.dispatch(&Dispatch {
-                        export,
-                        workgroup_count,
-                        constants,
-                        bindings: &bound,
-                    })?;
+                    Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
+                    Command::Barrier => {}
                 }
-                Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
-}
-
-fn finalized() -> Diagnostic {
-    Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized")
 }
 
 impl CommandBufferBackend for LocalCommandBuffer {
@@ -118,29 +76,25 @@ impl CommandBufferBackend for LocalCommandBuffer {
         bindings: Vec<BufferRange>,
     ) -> Result<(), Diagnostic> {
         local_executable(executable)?;
-        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
+        self.commands.record(Command::Dispatch {
+            executable: executable.clone(),
+            export,
+            workgroups,
+            constants,
+            bindings,
+        })
     }
 
     fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.record(Command::Transfer(transfer))
+        self.commands.record(Command::Transfer(transfer))
     }
 
-    /// Barriers order nothing here: commands execute in recording order.
     fn barrier(&self) -> Result<(), Diagnostic> {
-        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(finalized());
-        }
-        Ok(())
+        self.commands.record(Command::Barrier)
     }
 
     fn finalize(&self) -> Result<(), Diagnostic> {
-        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
-        }
-        recording.finalized = true;
-        Ok(())
+        self.commands.finalize()
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -187,20 +141,6 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAcc
             // The source is a host buffer the program may still be touching: byte moves.
             Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
         }
-    }
-}
-
-fn command_ranges(command: &Command) -> Vec<&BufferRange> {
-    match command {
-        Command::Dispatch { bindings, workgroups, .. } => {
-            let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
-            if let Workgroups::Indirect(range) = workgroups {
-                ranges.push(range);
-            }
-            ranges
-        }
-        Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
-        Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
     }
 }
 

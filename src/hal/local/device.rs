@@ -44,7 +44,9 @@ impl DeviceKind {
             "local-task" => Ok(DeviceKind::LocalTask),
             other => Err(Diagnostic::new(
                 StatusCode::NotFound,
-                format!("no device `{other}`: rtx runs tensor programs on `local-sync` or `local-task`"),
+                format!(
+                    "no device `{other}`: rtx runs tensor programs on `local-sync`, `local-task` or `vulkan` (`vulkan://N`)"
+                ),
             )),
         }
     }

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
+use super::command_buffer::{vulkan_command_buffer, VulkanCommandBuffer};
 use super::error::VulkanError;
+use super::executable::VulkanExecutable;
 use super::instance::Instance;
 use super::logical_device::{DeviceOptions, DeviceSelector, LogicalDevice};
 use super::memory::{copy, DeviceBuffer, VulkanAllocator};
@@ -112,15 +114,18 @@ impl DeviceBackend for VulkanDevice {
         &self.allocator
     }
 
-    fn create_executable(&self, format: &str, _data: &[u8], _constants: &[u32]) -> Result<Executable, Diagnostic> {
-        Err(Diagnostic::new(
-            StatusCode::Unimplemented,
-            format!("Vulkan devices do not load executables yet (format `{format}`)"),
-        ))
+    fn create_executable(&self, format: &str, data: &[u8], constants: &[u32]) -> Result<Executable, Diagnostic> {
+        if format != EXECUTABLE_FORMAT {
+            return Err(Diagnostic::new(
+                StatusCode::NotFound,
+                format!("no executable loader for format `{format}` (Vulkan devices load {EXECUTABLE_FORMAT})"),
+            ));
+        }
+        Ok(Executable::new(Arc::new(VulkanExecutable::load(&self.device, data, constants)?)))
     }
 
-    fn create_command_buffer(&self, _mode: u32, _binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Err(Diagnostic::new(StatusCode::Unimplemented, "Vulkan devices do not record command buffers yet"))
+    fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
+        Ok(CommandBuffer::new(Arc::new(VulkanCommandBuffer::new(self.device.clone(), binding_capacity))))
     }
 
     /// The memory is allocated at once; the queue orders the signal after the wait.
@@ -142,19 +147,27 @@ impl DeviceBackend for VulkanDevice {
         self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
     }
 
+    /// The commands are recorded into a Vulkan command buffer once `wait` is reached, with the
+    /// table's buffers; the submission holds the command buffer and the table until it is done.
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        _table: Vec<TableEntry>,
+        table: Vec<TableEntry>,
     ) -> Result<(), Diagnostic> {
-        if commands.is_some() {
-            return Err(Diagnostic::new(
-                StatusCode::Unimplemented,
-                "Vulkan devices do not execute command buffers yet",
-            ));
-        }
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+        let Some(commands) = commands else {
+            return self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop));
+        };
+        vulkan_command_buffer(commands)?;
+        let commands = commands.clone();
+        self.enqueue(queue, move |device, signal| {
+            let mut recording = device.queue().begin()?;
+            vulkan_command_buffer(&commands)?.record(&mut recording, &table)?;
+            recording.keep(commands);
+            recording.keep(table);
+            device.queue().submit(Some(recording), None, Some(signal))?;
+            Ok(())
+        })
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {

@@ -10,6 +10,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use super::error::VulkanError;
 use super::instance::Instance;
 use super::physical_device::{self, parse_uuid, PhysicalDeviceInfo};
+use super::pipeline::PipelineSupport;
 use super::queue::Queue;
 use crate::host::{Diagnostic, StatusCode};
 
@@ -65,6 +66,7 @@ pub struct DeviceOptions {
 /// An open device.
 pub struct LogicalDevice {
     info: PhysicalDeviceInfo,
+    physical: vk::PhysicalDevice,
     device: ash::Device,
     /// Taken when the device is destroyed (it must go before the device).
     allocator: Mutex<Option<Allocator>>,
@@ -136,6 +138,7 @@ impl LogicalDevice {
         };
         Ok(Arc::new(LogicalDevice {
             info: info.clone(),
+            physical: *physical,
             device,
             allocator: Mutex::new(Some(allocator)),
             queue: Some(queue),
@@ -150,6 +153,14 @@ impl LogicalDevice {
 
     pub fn handle(&self) -> &ash::Device {
         &self.device
+    }
+
+    /// What executables' pipelines may ask of this device: its limits; neither push descriptors
+    /// nor required subgroup sizes, as the device enables neither extension.
+    pub fn pipeline_support(&self) -> PipelineSupport {
+        // SAFETY: the physical device was enumerated from the live instance.
+        let properties = unsafe { self.instance.handle().get_physical_device_properties(self.physical) };
+        PipelineSupport { limits: properties.limits, required_subgroup_sizes: None, max_push_descriptors: None }
     }
 
     pub fn queue(&self) -> &Queue {
