@@ -99,12 +99,24 @@ impl Command {
     }
 }
 
-/// The commands of a command buffer, kept as recorded until it executes: backends that turn them
-/// into device work only then, when the binding table's buffers are known, hold one.
-#[derive(Debug)]
+/// Which executables a device's command buffers may dispatch: INVALID_ARGUMENT for another
+/// device's.
+pub type ExecutableCheck = Box<dyn Fn(&Executable) -> Result<(), Diagnostic> + Send + Sync>;
+
+/// A command buffer whose commands are kept as recorded until the queue runs them, when the
+/// binding table's buffers are known: the command buffers of the CPU and Vulkan devices.
+/// Recording checks what it can (finalized, slots within the binding capacity, the executable
+/// the device's).
 pub struct CommandList {
     binding_capacity: u32,
+    accepts: ExecutableCheck,
     state: Mutex<ListState>,
+}
+
+impl std::fmt::Debug for CommandList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandList").field("binding_capacity", &self.binding_capacity).finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -114,13 +126,13 @@ struct ListState {
 }
 
 impl CommandList {
-    pub fn new(binding_capacity: u32) -> CommandList {
-        CommandList { binding_capacity, state: Mutex::default() }
+    pub fn new(binding_capacity: u32, accepts: ExecutableCheck) -> CommandList {
+        CommandList { binding_capacity, accepts, state: Mutex::default() }
     }
 
     /// Appends `command`: FAILED_PRECONDITION once finalized, OUT_OF_RANGE for a slot past the
     /// binding capacity.
-    pub fn record(&self, command: Command) -> Result<(), Diagnostic> {
+    fn record(&self, command: Command) -> Result<(), Diagnostic> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.finalized {
             return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized"));
@@ -139,16 +151,6 @@ impl CommandList {
         Ok(())
     }
 
-    /// Ends recording: FAILED_PRECONDITION the second time.
-    pub fn finalize(&self) -> Result<(), Diagnostic> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
-        }
-        state.finalized = true;
-        Ok(())
-    }
-
     /// Runs `run` over the commands of the finalized list (FAILED_PRECONDITION before).
     pub fn with_commands<R>(&self, run: impl FnOnce(&[Command]) -> Result<R, Diagnostic>) -> Result<R, Diagnostic> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -157,6 +159,50 @@ impl CommandList {
         }
         run(&state.commands)
     }
+}
+
+impl CommandBufferBackend for CommandList {
+    fn dispatch(
+        &self,
+        executable: &Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    ) -> Result<(), Diagnostic> {
+        (self.accepts)(executable)?;
+        executable.check_export(export)?;
+        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
+    }
+
+    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
+        self.record(Command::Transfer(transfer))
+    }
+
+    fn barrier(&self) -> Result<(), Diagnostic> {
+        self.record(Command::Barrier)
+    }
+
+    /// Ends recording: FAILED_PRECONDITION the second time.
+    fn finalize(&self) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
+        }
+        state.finalized = true;
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The command list behind `commands`, or INVALID_ARGUMENT for a command buffer of another kind.
+pub fn command_list(commands: &CommandBuffer) -> Result<&CommandList, Diagnostic> {
+    commands.backend().as_any().downcast_ref::<CommandList>().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "command buffer was not made by a device that keeps command lists")
+    })
 }
 
 /// A command buffer.

@@ -1,105 +1,61 @@
 //! Command buffers on the CPU: commands are recorded as they come and replayed in order on the
 //! queue's thread, with buffers resolved to host memory at execution.
 
-use std::any::Any;
-
 use super::executable::{BoundBytes, Dispatch, LocalExecutable};
-use crate::hal::backend::{CommandBufferBackend, Transfer};
+use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{
-    table_entry, BufferRange, BufferSource, Command, CommandList, TableEntry, Workgroups,
+    table_entry, BufferRange, BufferSource, Command, CommandList, ExecutableCheck, TableEntry, Workgroups,
 };
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 
-/// A command buffer of the CPU devices.
-#[derive(Debug)]
-pub struct LocalCommandBuffer {
-    commands: CommandList,
+/// A command buffer of the CPU devices: they dispatch only their own executables.
+pub fn new(binding_capacity: u32) -> CommandList {
+    let accepts: ExecutableCheck = Box::new(|executable| local_executable(executable).map(drop));
+    CommandList::new(binding_capacity, accepts)
 }
 
-impl LocalCommandBuffer {
-    pub fn new(binding_capacity: u32) -> LocalCommandBuffer {
-        LocalCommandBuffer { commands: CommandList::new(binding_capacity) }
-    }
-
-    /// Runs the recorded commands in order with `table` resolving slot references and `memory`
-    /// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
-    pub fn execute(&self, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
-        self.commands.with_commands(|commands| {
-            // One allocation per execution for every dispatch's bindings.
-            let mut bound = Vec::new();
-            for command in commands {
-                match command {
-                    Command::Dispatch { executable, export, workgroups, constants, bindings } => {
-                        let workgroup_count = match workgroups {
-                            Workgroups::Fixed(count) => *count,
-                            Workgroups::Indirect(range) => {
-                                let bytes = resolve(range, table, memory)?.span()?;
-                                [0, 1, 2]
-                                    .map(|i| bytes.load_i32(i).map(|v| v as u32))
-                                    .into_iter()
-                                    .collect::<Result<Vec<_>, _>>()?
-                                    .try_into()
-                                    .expect("three counts")
-                            }
-                        };
-                        bound.clear();
-                        for range in bindings {
-                            bound.push(resolve(range, table, memory)?);
+/// Runs the recorded commands in order with `table` resolving slot references and `memory`
+/// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
+pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+    list.with_commands(|commands| {
+        // One allocation per execution for every dispatch's bindings.
+        let mut bound = Vec::new();
+        for command in commands {
+            match command {
+                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                    let workgroup_count = match workgroups {
+                        Workgroups::Fixed(count) => *count,
+                        Workgroups::Indirect(range) => {
+                            let bytes = resolve(range, table, memory)?.span()?;
+                            [0, 1, 2]
+                                .map(|i| bytes.load_i32(i).map(|v| v as u32))
+                                .into_iter()
+                                .collect::<Result<Vec<_>, _>>()?
+                                .try_into()
+                                .expect("three counts")
                         }
-                        let export = executable.check_export(*export)?;
-                        local_executable(executable)?.dispatch(&Dispatch {
-                            export,
-                            workgroup_count,
-                            constants,
-                            bindings: &bound,
-                        })?;
+                    };
+                    bound.clear();
+                    for range in bindings {
+                        bound.push(resolve(range, table, memory)?);
                     }
-                    Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
-                    Command::Barrier => {}
+                    let export = executable.check_export(*export)?;
+                    local_executable(executable)?.dispatch(&Dispatch {
+                        export,
+                        workgroup_count,
+                        constants,
+                        bindings: &bound,
+                    })?;
                 }
+                Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
+                Command::Barrier => {}
             }
-            Ok(())
-        })
-    }
-}
-
-impl CommandBufferBackend for LocalCommandBuffer {
-    fn dispatch(
-        &self,
-        executable: &Executable,
-        export: usize,
-        workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    ) -> Result<(), Diagnostic> {
-        local_executable(executable)?;
-        self.commands.record(Command::Dispatch {
-            executable: executable.clone(),
-            export,
-            workgroups,
-            constants,
-            bindings,
-        })
-    }
-
-    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.commands.record(Command::Transfer(transfer))
-    }
-
-    fn barrier(&self) -> Result<(), Diagnostic> {
-        self.commands.record(Command::Barrier)
-    }
-
-    fn finalize(&self) -> Result<(), Diagnostic> {
-        self.commands.finalize()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+        }
+        Ok(())
+    })
 }
 
 /// The CPU code of an executable, or INVALID_ARGUMENT for another backend's.

@@ -4,171 +4,161 @@
 //! pipeline, descriptor sets from a pool made for the submission, and push constants; barriers
 //! make earlier writes visible to later dispatches, transfers and indirect dispatch reads.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ash::vk;
 
 use super::error::VulkanError;
-use super::executable::vulkan_executable;
+use super::executable::{vulkan_executable, VulkanExecutable};
 use super::logical_device::LogicalDevice;
 use super::queue::Recording;
 use super::transfer::{self, resolve, same_device, Bound};
-use crate::hal::backend::{CommandBufferBackend, Transfer};
-use crate::hal::command_buffer::{BufferRange, Command, CommandBuffer, CommandList, TableEntry, Workgroups};
+use crate::hal::command_buffer::{BufferRange, Command, CommandList, ExecutableCheck, TableEntry, Workgroups};
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 
-/// A command buffer of one Vulkan device.
-#[derive(Debug)]
-pub struct VulkanCommandBuffer {
-    device: Arc<LogicalDevice>,
-    commands: CommandList,
+/// A command buffer of `device`: it dispatches only executables the device loaded.
+pub fn new(device: Arc<LogicalDevice>, binding_capacity: u32) -> CommandList {
+    let accepts: ExecutableCheck = Box::new(move |executable| loaded_by(executable, device.handle()).map(drop));
+    CommandList::new(binding_capacity, accepts)
 }
 
-impl VulkanCommandBuffer {
-    pub fn new(device: Arc<LogicalDevice>, binding_capacity: u32) -> VulkanCommandBuffer {
-        VulkanCommandBuffer { device, commands: CommandList::new(binding_capacity) }
+/// The executable as `device` loaded it: INVALID_ARGUMENT for another device's.
+fn loaded_by<'a>(executable: &'a Executable, device: &ash::Device) -> Result<&'a VulkanExecutable, Diagnostic> {
+    let loaded = vulkan_executable(executable)?;
+    if loaded.device().handle().handle() != device.handle() {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, "executable was loaded by another Vulkan device"));
     }
+    Ok(loaded)
+}
 
-    /// Records the commands into `recording`, `table` supplying the buffers of slots. What the
-    /// device uses while it runs them (descriptor pool, buffers, executables) the recording keeps.
-    pub fn record(&self, recording: &mut Recording<'_>, table: &[TableEntry]) -> Result<(), Diagnostic> {
-        self.commands.with_commands(|commands| {
-            let pool = DescriptorPool::for_commands(recording.device(), commands)?;
-            for command in commands {
-                match command {
-                    Command::Dispatch { executable, export, workgroups, constants, bindings } => {
-                        let dispatch = DispatchCommand { executable, export: *export, workgroups, constants, bindings };
-                        self.dispatch(recording, pool.as_ref(), &dispatch, table)?
-                    }
-                    Command::Transfer(transfer) => transfer::record(recording, transfer, table)?,
-                    Command::Barrier => recording.barrier(
-                        vk::AccessFlags::SHADER_READ
-                            | vk::AccessFlags::SHADER_WRITE
-                            | vk::AccessFlags::TRANSFER_READ
-                            | vk::AccessFlags::TRANSFER_WRITE
-                            | vk::AccessFlags::INDIRECT_COMMAND_READ,
-                        vk::PipelineStageFlags::COMPUTE_SHADER
-                            | vk::PipelineStageFlags::TRANSFER
-                            | vk::PipelineStageFlags::DRAW_INDIRECT,
-                    ),
+/// Records the commands of `list` into `recording`, `table` supplying the buffers of slots. The
+/// descriptor pool the dispatches use the recording keeps; the submission must keep `list` and
+/// `table` (the buffers and executables they name).
+pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableEntry]) -> Result<(), Diagnostic> {
+    list.with_commands(|commands| {
+        let pool = DescriptorPool::for_commands(recording.device(), commands)?;
+        for command in commands {
+            match command {
+                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                    let command = DispatchCommand { executable, export: *export, workgroups, constants, bindings };
+                    dispatch(recording, pool.as_ref(), &command, table)?
                 }
-            }
-            if let Some(pool) = pool {
-                recording.keep(pool);
-            }
-            Ok(())
-        })
-    }
-
-    fn dispatch(
-        &self,
-        recording: &mut Recording<'_>,
-        pool: Option<&DescriptorPool>,
-        command: &DispatchCommand<'_>,
-        table: &[TableEntry],
-    ) -> Result<(), Diagnostic> {
-        let loaded = vulkan_executable(command.executable)?;
-        if !Arc::ptr_eq(loaded.device(), &self.device) {
-            return Err(Diagnostic::new(StatusCode::InvalidArgument, "executable was loaded by another Vulkan device"));
-        }
-        let pipeline = loaded.pipeline(command.executable.check_export(command.export)?);
-        let name = &pipeline.name;
-        if command.bindings.len() != pipeline.bindings.len() {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!(
-                    "dispatch of `{name}` gives {} bindings; its layout has {}",
-                    command.bindings.len(),
-                    pipeline.bindings.len()
+                Command::Transfer(transfer) => transfer::record(recording, transfer, table)?,
+                Command::Barrier => recording.barrier(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE
+                        | vk::AccessFlags::INDIRECT_COMMAND_READ,
+                    vk::PipelineStageFlags::COMPUTE_SHADER
+                        | vk::PipelineStageFlags::TRANSFER
+                        | vk::PipelineStageFlags::DRAW_INDIRECT,
                 ),
-            ));
+            }
         }
-        if command.constants.len() != pipeline.push_constant_count {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!(
-                    "dispatch of `{name}` gives {} constants; its layout pushes {}",
-                    command.constants.len(),
-                    pipeline.push_constant_count
-                ),
-            ));
-        }
-        let bound = command
-            .bindings
-            .iter()
-            .enumerate()
-            .map(|(index, range)| {
-                let bound = resolve(range, table)
-                    .map_err(|e| e.context(format_args!("dispatch of `{name}` binding {index}")))?;
-                same_device(recording, &bound)?;
-                Ok(bound)
-            })
-            .collect::<Result<Vec<Bound>, Diagnostic>>()?;
-        let device = recording.device().clone();
-        let commands = recording.commands();
-        let sets = match pool {
-            Some(pool) if !pipeline.set_layouts.is_empty() => pool.allocate(&pipeline.set_layouts)?,
-            _ => Vec::new(),
-        };
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
-            .iter()
-            .map(|b| {
-                let range = if b.length == 0 { vk::WHOLE_SIZE } else { b.length };
-                [vk::DescriptorBufferInfo { buffer: b.buffer.handle(), offset: b.offset, range }]
-            })
-            .collect();
-        let writes: Vec<vk::WriteDescriptorSet<'_>> = pipeline
-            .bindings
-            .iter()
-            .zip(&infos)
-            .map(|(slot, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(sets[slot.set as usize])
-                    .dst_binding(slot.binding)
-                    .dst_array_element(slot.array_element)
-                    .descriptor_type(vk::DescriptorType::from_raw(slot.descriptor_type.raw() as i32))
-                    .buffer_info(info)
-            })
-            .collect();
-        let push: Vec<u8> = command.constants.iter().flat_map(|c| c.to_ne_bytes()).collect();
-        let indirect = match command.workgroups {
-            Workgroups::Fixed(_) => None,
-            Workgroups::Indirect(range) => Some(indirect_counts(recording, range, table)?),
-        };
-        // SAFETY: recording into a command buffer of the locked pool; the sets were allocated
-        // from layouts of this pipeline and every buffer they name is live and of this device
-        // (kept alive by the submission, which holds the command buffer and the table).
-        unsafe {
-            if !writes.is_empty() {
-                device.update_descriptor_sets(&writes, &[]);
-            }
-            device.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline.handle);
-            if !sets.is_empty() {
-                device.cmd_bind_descriptor_sets(
-                    commands,
-                    vk::PipelineBindPoint::COMPUTE,
-                    pipeline.layout,
-                    0,
-                    &sets,
-                    &[],
-                );
-            }
-            if !push.is_empty() {
-                device.cmd_push_constants(commands, pipeline.layout, pipeline.push_constant_stages, 0, &push);
-            }
-            match (command.workgroups, indirect) {
-                (Workgroups::Fixed([x, y, z]), _) if *x > 0 && *y > 0 && *z > 0 => {
-                    device.cmd_dispatch(commands, *x, *y, *z)
-                }
-                (_, Some(counts)) => device.cmd_dispatch_indirect(commands, counts.buffer.handle(), counts.offset),
-                _ => {}
-            }
+        if let Some(pool) = pool {
+            recording.keep(pool);
         }
         Ok(())
+    })
+}
+
+fn dispatch(
+    recording: &mut Recording<'_>,
+    pool: Option<&DescriptorPool>,
+    command: &DispatchCommand<'_>,
+    table: &[TableEntry],
+) -> Result<(), Diagnostic> {
+    let loaded = loaded_by(command.executable, recording.device())?;
+    let pipeline = loaded.pipeline(command.executable.check_export(command.export)?);
+    let name = &pipeline.name;
+    if command.bindings.len() != pipeline.bindings.len() {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "dispatch of `{name}` gives {} bindings; its layout has {}",
+                command.bindings.len(),
+                pipeline.bindings.len()
+            ),
+        ));
     }
+    if command.constants.len() != pipeline.push_constant_count {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "dispatch of `{name}` gives {} constants; its layout pushes {}",
+                command.constants.len(),
+                pipeline.push_constant_count
+            ),
+        ));
+    }
+    let bound = command
+        .bindings
+        .iter()
+        .enumerate()
+        .map(|(index, range)| {
+            let bound =
+                resolve(range, table).map_err(|e| e.context(format_args!("dispatch of `{name}` binding {index}")))?;
+            same_device(recording, &bound)?;
+            Ok(bound)
+        })
+        .collect::<Result<Vec<Bound>, Diagnostic>>()?;
+    let device = recording.device().clone();
+    let commands = recording.commands();
+    let sets = match pool {
+        Some(pool) if !pipeline.set_layouts.is_empty() => pool.allocate(&pipeline.set_layouts)?,
+        _ => Vec::new(),
+    };
+    let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
+        .iter()
+        .map(|b| {
+            let range = if b.length == 0 { vk::WHOLE_SIZE } else { b.length };
+            [vk::DescriptorBufferInfo { buffer: b.buffer.handle(), offset: b.offset, range }]
+        })
+        .collect();
+    let writes: Vec<vk::WriteDescriptorSet<'_>> = pipeline
+        .bindings
+        .iter()
+        .zip(&infos)
+        .map(|(slot, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(sets[slot.set as usize])
+                .dst_binding(slot.binding)
+                .dst_array_element(slot.array_element)
+                .descriptor_type(vk::DescriptorType::from_raw(slot.descriptor_type.raw() as i32))
+                .buffer_info(info)
+        })
+        .collect();
+    let push: Vec<u8> = command.constants.iter().flat_map(|c| c.to_ne_bytes()).collect();
+    let indirect = match command.workgroups {
+        Workgroups::Fixed(_) => None,
+        Workgroups::Indirect(range) => Some(indirect_counts(recording, range, table)?),
+    };
+    // SAFETY: recording into a command buffer of the locked pool; the sets were allocated
+    // from layouts of this pipeline and every buffer they name is live and of this device
+    // (kept alive by the submission, which holds the command buffer and the table).
+    unsafe {
+        if !writes.is_empty() {
+            device.update_descriptor_sets(&writes, &[]);
+        }
+        device.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline.handle);
+        if !sets.is_empty() {
+            device.cmd_bind_descriptor_sets(commands, vk::PipelineBindPoint::COMPUTE, pipeline.layout, 0, &sets, &[]);
+        }
+        if !push.is_empty() {
+            device.cmd_push_constants(commands, pipeline.layout, pipeline.push_constant_stages, 0, &push);
+        }
+        match (command.workgroups, indirect) {
+            (Workgroups::Fixed([x, y, z]), _) if *x > 0 && *y > 0 && *z > 0 => {
+                device.cmd_dispatch(commands, *x, *y, *z)
+            }
+            (_, Some(counts)) => device.cmd_dispatch_indirect(commands, counts.buffer.handle(), counts.offset),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// One recorded dispatch's parts.
@@ -249,51 +239,4 @@ impl Drop for DescriptorPool {
         // outlives every pending submission.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
     }
-}
-
-impl CommandBufferBackend for VulkanCommandBuffer {
-    fn dispatch(
-        &self,
-        executable: &Executable,
-        export: usize,
-        workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    ) -> Result<(), Diagnostic> {
-        let loaded = vulkan_executable(executable)?;
-        executable.check_export(export)?;
-        if !Arc::ptr_eq(loaded.device(), &self.device) {
-            return Err(Diagnostic::new(StatusCode::InvalidArgument, "executable was loaded by another Vulkan device"));
-        }
-        self.commands.record(Command::Dispatch {
-            executable: executable.clone(),
-            export,
-            workgroups,
-            constants,
-            bindings,
-        })
-    }
-
-    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.commands.record(Command::Transfer(transfer))
-    }
-
-    fn barrier(&self) -> Result<(), Diagnostic> {
-        self.commands.record(Command::Barrier)
-    }
-
-    fn finalize(&self) -> Result<(), Diagnostic> {
-        self.commands.finalize()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// The Vulkan command buffer behind `commands`, or INVALID_ARGUMENT for another backend's.
-pub fn vulkan_command_buffer(commands: &CommandBuffer) -> Result<&VulkanCommandBuffer, Diagnostic> {
-    commands.backend().as_any().downcast_ref::<VulkanCommandBuffer>().ok_or_else(|| {
-        Diagnostic::new(StatusCode::InvalidArgument, "command buffer was made by another device than a Vulkan device")
-    })
 }

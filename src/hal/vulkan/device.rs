@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::command_buffer::{vulkan_command_buffer, VulkanCommandBuffer};
+use super::command_buffer;
 use super::error::VulkanError;
 use super::executable::VulkanExecutable;
 use super::instance::Instance;
@@ -15,7 +15,7 @@ use super::physical_device::{self, PhysicalDeviceInfo};
 use super::transfer;
 use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, TableEntry};
+use crate::hal::command_buffer::{command_list, BufferRange, BufferSource, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
 use crate::hal::fence::{after, Fence};
@@ -125,7 +125,7 @@ impl DeviceBackend for VulkanDevice {
     }
 
     fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Ok(CommandBuffer::new(Arc::new(VulkanCommandBuffer::new(self.device.clone(), binding_capacity))))
+        Ok(CommandBuffer::new(Arc::new(command_buffer::new(self.device.clone(), binding_capacity))))
     }
 
     /// The memory is allocated at once; the queue orders the signal after the wait.
@@ -158,11 +158,11 @@ impl DeviceBackend for VulkanDevice {
         let Some(commands) = commands else {
             return self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop));
         };
-        vulkan_command_buffer(commands)?;
+        command_list(commands)?;
         let commands = commands.clone();
         self.enqueue(queue, move |device, signal| {
             let mut recording = device.queue().begin()?;
-            vulkan_command_buffer(&commands)?.record(&mut recording, &table)?;
+            command_buffer::record(command_list(&commands)?, &mut recording, &table)?;
             recording.keep(commands);
             recording.keep(table);
             device.queue().submit(Some(recording), None, Some(signal))?;
