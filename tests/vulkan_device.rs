@@ -43,7 +43,7 @@ fn mapped() -> DeviceOptions {
 }
 
 fn staged() -> DeviceOptions {
-    DeviceOptions { stage_device_local: true }
+    DeviceOptions { stage_device_local: true, ..DeviceOptions::default() }
 }
 
 fn whole(buffer: &Buffer, offset: i64, length: i64) -> BufferRange {

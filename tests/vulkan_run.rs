@@ -1,6 +1,7 @@
 //! Compiled programs run on a Vulkan device (lavapipe in CI) and print exactly what
 //! `iree-run-module --device=vulkan` printed for them: every invocation of
-//! tests/fixtures/vulkan/invocations.txt, through the runtime in this process (where the
+//! tests/fixtures/vulkan/invocations.txt, through the runtime in this process on each way the
+//! device binds buffers and reaches memory (where the
 //! validation layers, on wherever installed, must report nothing — a Vulkan object left alive
 //! when the device goes is one of their reports) and through `rtx run --device=vulkan`, whose
 //! stderr must be as empty as IREE's was.
@@ -13,7 +14,7 @@ use std::process::Command;
 
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::InputFiles;
-use rtx::hal::vulkan::{self, validation};
+use rtx::hal::vulkan::{self, validation, DeviceOptions, DeviceSelector, VulkanDevice};
 use rtx::runtime::{ContextOptions, Module, Runtime};
 
 mod common;
@@ -63,6 +64,14 @@ fn assert_validation_silent() {
     assert!(messages.is_empty(), "validation layers reported ({dropped} more not kept):\n{}", messages.join("\n"));
 }
 
+/// The device paths: push descriptors where the device has them (lavapipe does) and mapped
+/// memory; descriptor sets from pools; device-local memory reached through staging copies.
+const OPTIONS: [DeviceOptions; 3] = [
+    DeviceOptions { stage_device_local: false, descriptor_pools: false },
+    DeviceOptions { stage_device_local: false, descriptor_pools: true },
+    DeviceOptions { stage_device_local: true, descriptor_pools: false },
+];
+
 #[test]
 fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
     if !have_vulkan() {
@@ -71,12 +80,12 @@ fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
     let invocations = common::invocations_in(&fixtures());
     assert!(invocations.len() >= 7, "expected the fixture invocations, found {}", invocations.len());
     let runtime = Runtime::new();
-    for invocation in &invocations {
+    for (options, invocation) in OPTIONS.iter().flat_map(|o| invocations.iter().map(move |i| (o, i))) {
         let path = fixtures().join(format!("{}.vmfb", invocation.module));
         let module = Module::load_file(path.to_str().unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let Module::Vm(vm_module) = &module else { panic!("{} is not a VM module", path.display()) };
         let context = runtime.context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
-        context.add_device("vulkan").unwrap();
+        context.add_hal_device(VulkanDevice::open(DeviceSelector::First, *options).unwrap().into_device()).unwrap();
         context.add_module(&module).unwrap();
         let function = context.function(&format!("{}.{}", vm_module.name(), invocation.function)).unwrap();
         let function = function.as_vm().unwrap().clone();
@@ -84,11 +93,12 @@ fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
         let arguments = run_io::parse_inputs(&inputs(invocation), kinds, &mut InputFiles::new()).unwrap();
         let results = context
             .call(&function.handle, arguments)
-            .unwrap_or_else(|e| panic!("invocations.txt:{}: {e}", invocation.line));
+            .unwrap_or_else(|e| panic!("invocations.txt:{} ({options:?}): {e}", invocation.line));
         let report = run_io::report(&results, &function.results, &OutputOptions::default(), &fixtures());
-        assert_eq!((report.status, report.error), (0, None), "invocations.txt:{}", invocation.line);
+        let line = invocation.line;
+        assert_eq!((report.status, report.error), (0, None), "invocations.txt:{line} ({options:?})");
         let printed = format!("EXEC @{}\n{}", invocation.function, report.stdout);
-        assert_eq!(printed, expected(&invocation.expected).0, "invocations.txt:{}", invocation.line);
+        assert_eq!(printed, expected(&invocation.expected).0, "invocations.txt:{line} ({options:?})");
         drop(results);
         // The device goes with the context: the layers report any object still alive.
         drop(context);

@@ -1,7 +1,8 @@
 //! Command buffers of a Vulkan device. The HAL's commands are kept as recorded and turned into a
 //! Vulkan command buffer when the queue executes them: only then are the binding table's buffers
 //! known, so one-shot and reusable command buffers take the same path. Dispatches bind their
-//! pipeline, descriptor sets from a pool made for the submission, and push constants; barriers
+//! pipeline, their buffers (pushed where the device has push descriptors, otherwise in sets from a
+//! pool made for the submission), and push constants; barriers
 //! make earlier writes visible to later dispatches, transfers and indirect dispatch reads.
 
 use std::collections::BTreeMap;
@@ -107,8 +108,9 @@ fn dispatch(
         .collect::<Result<Vec<Bound>, Diagnostic>>()?;
     let device = recording.device().clone();
     let commands = recording.commands();
-    let sets = match pool {
-        Some(pool) if !pipeline.set_layouts.is_empty() => pool.allocate(&pipeline.set_layouts)?,
+    let pushed = if loaded.push_descriptors() { loaded.device().push_descriptors() } else { None };
+    let sets = match (pushed, pool) {
+        (None, Some(pool)) if !pipeline.set_layouts.is_empty() => pool.allocate(&pipeline.set_layouts)?,
         _ => Vec::new(),
     };
     let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
@@ -118,17 +120,20 @@ fn dispatch(
             [vk::DescriptorBufferInfo { buffer: b.buffer.handle(), offset: b.offset, range }]
         })
         .collect();
-    let writes: Vec<vk::WriteDescriptorSet<'_>> = pipeline
+    let writes: Vec<(u32, vk::WriteDescriptorSet<'_>)> = pipeline
         .bindings
         .iter()
         .zip(&infos)
         .map(|(slot, info)| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(sets[slot.set as usize])
+            let write = vk::WriteDescriptorSet::default()
+                // Pushed writes name no set (the pool has room for every set a dispatch that
+                // binds them needs).
+                .dst_set(sets.get(slot.set as usize).copied().unwrap_or_default())
                 .dst_binding(slot.binding)
                 .dst_array_element(slot.array_element)
                 .descriptor_type(vk::DescriptorType::from_raw(slot.descriptor_type.raw() as i32))
-                .buffer_info(info)
+                .buffer_info(info);
+            (slot.set, write)
         })
         .collect();
     let push: Vec<u8> = command.constants.iter().flat_map(|c| c.to_ne_bytes()).collect();
@@ -140,12 +145,39 @@ fn dispatch(
     // from layouts of this pipeline and every buffer they name is live and of this device
     // (kept alive by the submission, which holds the command buffer and the table).
     unsafe {
-        if !writes.is_empty() {
-            device.update_descriptor_sets(&writes, &[]);
-        }
         device.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline.handle);
-        if !sets.is_empty() {
-            device.cmd_bind_descriptor_sets(commands, vk::PipelineBindPoint::COMPUTE, pipeline.layout, 0, &sets, &[]);
+        match pushed {
+            Some(loader) => {
+                let mut by_set: BTreeMap<u32, Vec<vk::WriteDescriptorSet<'_>>> = BTreeMap::new();
+                for (set, write) in writes {
+                    by_set.entry(set).or_default().push(write);
+                }
+                for (set, writes) in by_set {
+                    loader.cmd_push_descriptor_set(
+                        commands,
+                        vk::PipelineBindPoint::COMPUTE,
+                        pipeline.layout,
+                        set,
+                        &writes,
+                    );
+                }
+            }
+            None => {
+                let writes: Vec<vk::WriteDescriptorSet<'_>> = writes.into_iter().map(|(_, write)| write).collect();
+                if !writes.is_empty() {
+                    device.update_descriptor_sets(&writes, &[]);
+                }
+                if !sets.is_empty() {
+                    device.cmd_bind_descriptor_sets(
+                        commands,
+                        vk::PipelineBindPoint::COMPUTE,
+                        pipeline.layout,
+                        0,
+                        &sets,
+                        &[],
+                    );
+                }
+            }
         }
         if !push.is_empty() {
             device.cmd_push_constants(commands, pipeline.layout, pipeline.push_constant_stages, 0, &push);
@@ -200,7 +232,11 @@ impl DescriptorPool {
         let mut counts: BTreeMap<i32, u32> = BTreeMap::new();
         for command in commands {
             let Command::Dispatch { executable, export, .. } = command else { continue };
-            let pipeline = vulkan_executable(executable)?.pipeline(executable.check_export(*export)?);
+            let loaded = vulkan_executable(executable)?;
+            if loaded.push_descriptors() {
+                continue;
+            }
+            let pipeline = loaded.pipeline(executable.check_export(*export)?);
             sets += pipeline.set_layouts.len() as u32;
             for slot in &pipeline.bindings {
                 *counts.entry(slot.descriptor_type.raw() as i32).or_default() += 1;

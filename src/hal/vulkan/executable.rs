@@ -42,6 +42,12 @@ impl VulkanExecutable {
         &self.pipelines.pipelines()[export]
     }
 
+    /// Whether dispatches push their bindings (`vkCmdPushDescriptorSetKHR`) rather than bind
+    /// allocated sets.
+    pub fn push_descriptors(&self) -> bool {
+        self.pipelines.push_descriptors()
+    }
+
     pub fn device(&self) -> &Arc<LogicalDevice> {
         &self.device
     }
