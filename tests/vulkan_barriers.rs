@@ -10,7 +10,9 @@ use rtx::hal::buffer::{memory_type, usage, Buffer};
 use rtx::hal::command_buffer::{BufferRange, BufferSource, MODE_ONE_SHOT};
 use rtx::hal::fence::Fence;
 use rtx::hal::vulkan::instance::Instance;
-use rtx::hal::vulkan::{validation, DeviceOptions, DeviceSelector, VulkanDevice};
+use rtx::hal::vulkan::{validation, DeviceOptions, VulkanDevice};
+
+mod common;
 
 fn range(buffer: &Buffer) -> BufferRange {
     BufferRange { source: BufferSource::Direct(buffer.clone()), offset: 0, length: -1 }
@@ -36,16 +38,7 @@ fn fill_then_copy(device: &VulkanDevice, with_barrier: bool) -> Vec<u8> {
 
 #[test]
 fn a_barrier_orders_a_fill_before_the_copy_that_reads_it() {
-    let device = match VulkanDevice::open(DeviceSelector::First, DeviceOptions::default()) {
-        Ok(device) => device,
-        Err(error) => {
-            if std::env::var("RTX_REQUIRE_VULKAN").as_deref() == Ok("1") {
-                panic!("RTX_REQUIRE_VULKAN=1 but no Vulkan device opens: {error}");
-            }
-            eprintln!("!!! SKIP: no Vulkan device: {error}");
-            return;
-        }
-    };
+    let Some(device) = common::vulkan::device(DeviceOptions::default()) else { return };
     let filled: Vec<u8> = [0x02, 0x01, 0xA5, 0xA5].repeat(4);
     assert_eq!(fill_then_copy(&device, true), filled);
     let (messages, _) = validation::messages();

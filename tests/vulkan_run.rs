@@ -14,7 +14,7 @@ use std::process::Command;
 
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::InputFiles;
-use rtx::hal::vulkan::{self, validation, DeviceOptions, DeviceSelector, VulkanDevice};
+use rtx::hal::vulkan::{DeviceOptions, DeviceSelector, VulkanDevice};
 use rtx::runtime::{ContextOptions, Module, Runtime};
 
 mod common;
@@ -23,19 +23,10 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan")
 }
 
-/// Whether a usable Vulkan device exists; says loudly why not (or fails under
-/// `RTX_REQUIRE_VULKAN=1`).
+/// Whether a Vulkan device opens (a loud skip, or a failure under `RTX_REQUIRE_VULKAN=1`, where
+/// none does).
 fn have_vulkan() -> bool {
-    let why = match vulkan::devices() {
-        Ok(devices) if devices.iter().any(|d| d.unusable_reason().is_none()) => return true,
-        Ok(devices) => format!("no usable Vulkan device among {}", devices.len()),
-        Err(error) => error.to_string(),
-    };
-    if std::env::var("RTX_REQUIRE_VULKAN").as_deref() == Ok("1") {
-        panic!("RTX_REQUIRE_VULKAN=1 but {why}");
-    }
-    eprintln!("!!! SKIP: no Vulkan device: {why}");
-    false
+    common::vulkan::device(DeviceOptions::default()).is_some()
 }
 
 /// An expected-output file's stdout and stderr sections.
@@ -57,11 +48,6 @@ fn inputs(invocation: &common::Invocation) -> Vec<&str> {
                 .unwrap_or_else(|| panic!("invocations.txt:{}: unexpected flag {flag}", invocation.line))
         })
         .collect()
-}
-
-fn assert_validation_silent() {
-    let (messages, dropped) = validation::messages();
-    assert!(messages.is_empty(), "validation layers reported ({dropped} more not kept):\n{}", messages.join("\n"));
 }
 
 /// The device paths: push descriptors where the device has them (lavapipe does) and mapped
@@ -102,7 +88,7 @@ fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
         drop(results);
         // The device goes with the context: the layers report any object still alive.
         drop(context);
-        assert_validation_silent();
+        common::vulkan::assert_validation_silent();
     }
 }
 
