@@ -86,6 +86,11 @@ impl VulkanDevice {
         after(queue.wait, run)
     }
 
+    /// Queue work that only signals `queue.signal` after `queue.wait` and the work before it.
+    fn order(&self, queue: &QueueFences<'_>) -> Result<(), Diagnostic> {
+        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+    }
+
     /// Queue work of one transfer, its buffers resolved when it runs.
     fn submit_transfer(
         device: &LogicalDevice,
@@ -137,14 +142,14 @@ impl DeviceBackend for VulkanDevice {
         size: i64,
     ) -> Result<Buffer, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, usage, size)?;
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))?;
+        self.order(queue)?;
         Ok(buffer)
     }
 
     /// The memory goes with the buffer's last reference (submissions using it hold one); the
     /// queue only orders the signal.
     fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+        self.order(queue)
     }
 
     /// The commands are recorded into a Vulkan command buffer once `wait` is reached, with the
@@ -156,7 +161,7 @@ impl DeviceBackend for VulkanDevice {
         table: Vec<TableEntry>,
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else {
-            return self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop));
+            return self.order(queue);
         };
         command_list(commands)?;
         let commands = commands.clone();
