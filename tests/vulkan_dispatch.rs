@@ -2,7 +2,9 @@
 //! executable of the Vulkan fixtures (elementwise `add`: three storage buffers, no constants):
 //! workgroup counts given when recording or read from a buffer (indirect), and one reusable
 //! command buffer run twice with different binding tables, each result checked against sums
-//! computed by hand. The validation layers (on wherever installed) must report nothing.
+//! computed by hand; dispatches past the device's workgroup-count limit or with a misaligned binding
+//! offset refused with an error rather than handed to the driver. The validation layers (on
+//! wherever installed) must report nothing.
 //!
 //! Without a Vulkan device the tests skip loudly, unless `RTX_REQUIRE_VULKAN=1`.
 
@@ -107,6 +109,43 @@ fn a_reusable_command_buffer_runs_with_each_tables_buffers() {
     let error = commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), Vec::new(), vec![slot(3)]).unwrap_err();
     assert!(error.message.contains("finalized"), "{}", error.message);
     drop((commands, executable));
+    drop(device);
+    assert_validation_silent();
+}
+
+#[test]
+fn dispatches_outside_the_devices_limits_fail_before_reaching_it() {
+    let Some(device) = device(DeviceOptions::default()) else { return };
+    let executable = add_executable(&device);
+    let alignment = device.info().limits.min_storage_buffer_offset_alignment as i64;
+    let data = buffer(&device, &vec![0; 64 + alignment as usize]);
+    let run = |workgroups: Workgroups, first: BufferRange| {
+        let commands = device.create_command_buffer(MODE_ONE_SHOT, 0).unwrap();
+        commands.dispatch(&executable, 0, workgroups, Vec::new(), vec![first, direct(&data), direct(&data)]).unwrap();
+        commands.finalize().unwrap();
+        let signal = Fence::new();
+        let queued = device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), Vec::new());
+        let error = queued.unwrap_err();
+        assert_eq!(signal.wait().unwrap_err().code, error.code, "the signal fence fails with the error");
+        error
+    };
+    let too_many = device.info().limits.max_workgroup_count[0].checked_add(1);
+    if let Some(count) = too_many {
+        let error = run(Workgroups::Fixed([count, 1, 1]), direct(&data));
+        assert_eq!(error.code, rtx::host::StatusCode::OutOfRange, "{}", error.message);
+        assert!(error.message.contains("workgroups; the device runs at most"), "{}", error.message);
+    }
+    if alignment > 1 {
+        let misaligned = BufferRange { source: BufferSource::Direct(data.clone()), offset: alignment / 2, length: 16 };
+        let error = run(Workgroups::Fixed([1, 1, 1]), misaligned);
+        assert_eq!(error.code, rtx::host::StatusCode::InvalidArgument, "{}", error.message);
+        assert!(
+            error.message.contains(&format!("binding 0: offset {} is not a multiple", alignment / 2)),
+            "{}",
+            error.message
+        );
+    }
+    drop((executable, data));
     drop(device);
     assert_validation_silent();
 }

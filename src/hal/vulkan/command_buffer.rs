@@ -12,6 +12,7 @@ use ash::vk;
 
 use super::error::VulkanError;
 use super::executable::{vulkan_executable, VulkanExecutable};
+use super::executable_def::DescriptorType;
 use super::logical_device::LogicalDevice;
 use super::queue::Recording;
 use super::transfer::{self, resolve, same_device, Bound};
@@ -100,12 +101,23 @@ fn dispatch(
         .iter()
         .enumerate()
         .map(|(index, range)| {
-            let bound =
-                resolve(range, table).map_err(|e| e.context(format_args!("dispatch of `{name}` binding {index}")))?;
+            let context = |e: Diagnostic| e.context(format_args!("dispatch of `{name}` binding {index}"));
+            let bound = resolve(range, table).map_err(context)?;
             same_device(recording, &bound)?;
+            check_binding(&bound, pipeline.bindings[index].descriptor_type, loaded.device().limits())
+                .map_err(context)?;
             Ok(bound)
         })
         .collect::<Result<Vec<Bound>, Diagnostic>>()?;
+    if let Workgroups::Fixed(counts) = command.workgroups {
+        let max = loaded.device().limits().max_compute_work_group_count;
+        if counts.iter().zip(max).any(|(&count, max)| count > max) {
+            return Err(Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!("dispatch of `{name}` asks for {counts:?} workgroups; the device runs at most {max:?}"),
+            ));
+        }
+    }
     let device = recording.device().clone();
     let commands = recording.commands();
     let pushed = if loaded.push_descriptors() { loaded.device().push_descriptors() } else { None };
@@ -200,6 +212,32 @@ struct DispatchCommand<'a> {
     workgroups: &'a Workgroups,
     constants: &'a [u32],
     bindings: &'a [BufferRange],
+}
+
+/// A binding's offset and length as the device's descriptors allow them for its kind of buffer.
+fn check_binding(bound: &Bound, kind: DescriptorType, limits: &vk::PhysicalDeviceLimits) -> Result<(), Diagnostic> {
+    let (alignment, max_range, what) = match kind {
+        DescriptorType::UniformBuffer => {
+            (limits.min_uniform_buffer_offset_alignment, limits.max_uniform_buffer_range, "uniform")
+        }
+        _ => (limits.min_storage_buffer_offset_alignment, limits.max_storage_buffer_range, "storage"),
+    };
+    if bound.offset % alignment.max(1) != 0 {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "offset {} is not a multiple of the device's {what}-buffer offset alignment {alignment}",
+                bound.offset
+            ),
+        ));
+    }
+    if bound.length > u64::from(max_range) {
+        return Err(Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("{} bytes exceed the device's {what}-buffer range of {max_range}", bound.length),
+        ));
+    }
+    Ok(())
 }
 
 /// The three u32 workgroup counts an indirect dispatch reads: 12 bytes at a 4-byte-aligned offset.

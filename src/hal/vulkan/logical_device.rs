@@ -69,7 +69,7 @@ pub struct DeviceOptions {
 /// An open device.
 pub struct LogicalDevice {
     info: PhysicalDeviceInfo,
-    physical: vk::PhysicalDevice,
+    limits: vk::PhysicalDeviceLimits,
     device: ash::Device,
     /// `VK_KHR_push_descriptor` and its `maxPushDescriptors`, where the device has it: dispatches
     /// then push their bindings rather than allocate descriptor sets (as IREE's driver does).
@@ -148,7 +148,8 @@ impl LogicalDevice {
         };
         Ok(Arc::new(LogicalDevice {
             info: info.clone(),
-            physical: *physical,
+            // SAFETY: the physical device was enumerated from the live instance.
+            limits: unsafe { instance.handle().get_physical_device_properties(*physical) }.limits,
             device,
             push_descriptors,
             allocator: Mutex::new(Some(allocator)),
@@ -162,6 +163,11 @@ impl LogicalDevice {
         &self.info
     }
 
+    /// All of the device's limits (what dispatches and bindings must stay within).
+    pub fn limits(&self) -> &vk::PhysicalDeviceLimits {
+        &self.limits
+    }
+
     pub fn handle(&self) -> &ash::Device {
         &self.device
     }
@@ -169,10 +175,8 @@ impl LogicalDevice {
     /// What executables' pipelines may ask of this device: its limits and push descriptors where
     /// enabled; no required subgroup sizes (the device does not enable subgroup size control).
     pub fn pipeline_support(&self) -> PipelineSupport {
-        // SAFETY: the physical device was enumerated from the live instance.
-        let properties = unsafe { self.instance.handle().get_physical_device_properties(self.physical) };
         PipelineSupport {
-            limits: properties.limits,
+            limits: self.limits,
             required_subgroup_sizes: None,
             max_push_descriptors: self.push_descriptors.as_ref().map(|(_, max)| *max),
         }
