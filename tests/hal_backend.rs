@@ -10,11 +10,11 @@ use rtx::hal::backend::{AllocatorBackend, DeviceBackend, Memory, QueueFences, Tr
 use rtx::hal::buffer::{memory_type, usage, Buffer};
 use rtx::hal::buffer_view::{self, BufferView, DENSE_ROW_MAJOR};
 use rtx::hal::byte_range::OutOfRange;
-use rtx::hal::command_buffer::{CommandBuffer, TableEntry};
+use rtx::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
 use rtx::hal::device::{Allocator, Device};
 use rtx::hal::executable::Executable;
 use rtx::hal::file::File;
-use rtx::hal::local::command_buffer::{run_transfer, LocalCommandBuffer};
+use rtx::hal::local::command_buffer::{self, run_transfer};
 use rtx::hal::local::device::{submit, DeviceKind, LocalDevice};
 use rtx::hal::local::executable::BoundBytes;
 use rtx::host::{Diagnostic, StatusCode};
@@ -77,6 +77,10 @@ impl DeviceAllocator {
 }
 
 impl AllocatorBackend for DeviceAllocator {
+    fn can_use(&self, buffer: &Buffer) -> bool {
+        buffer.memory().as_any().is::<DeviceMemory>()
+    }
+
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
         Ok(self.buffer(Bytes::allocate(length, 64)?, memory_types, buffer_usage))
     }
@@ -151,10 +155,7 @@ impl DeviceBackend for TestDevice {
         self.log.lock().unwrap().push("execute");
         let commands = commands.cloned();
         submit(queue, move || match &commands {
-            Some(commands) => {
-                let recorded = commands.backend().as_any().downcast_ref::<LocalCommandBuffer>().expect("recorded here");
-                recorded.execute(&table, device_bytes)
-            }
+            Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes),
             None => Ok(()),
         })
     }

@@ -14,36 +14,20 @@ use rtx::hal::buffer::{memory_type, usage, Buffer};
 use rtx::hal::command_buffer::{BufferRange, BufferSource};
 use rtx::hal::fence::{Fence, Reached};
 use rtx::hal::file::File;
-use rtx::hal::vulkan::{self, validation, DeviceOptions, DeviceSelector, DeviceType, VulkanDevice};
+use rtx::hal::vulkan::{self, DeviceOptions, DeviceType, VulkanDevice};
 use rtx::host::StatusCode;
 use rtx::vm::buffer::Buffer as Bytes;
 
-/// The first Vulkan device opened with `options`, or `None` (a loud skip) where there is none.
-fn device(options: DeviceOptions) -> Option<VulkanDevice> {
-    match VulkanDevice::open(DeviceSelector::First, options) {
-        Ok(device) => Some(device),
-        Err(error) => {
-            if std::env::var("RTX_REQUIRE_VULKAN").as_deref() == Ok("1") {
-                panic!("RTX_REQUIRE_VULKAN=1 but no Vulkan device opens: {error}");
-            }
-            eprintln!("!!! SKIP: no Vulkan device: {error}");
-            None
-        }
-    }
-}
+mod common;
 
-/// Fails on anything the validation layers said in this process.
-fn assert_validation_silent() {
-    let (messages, dropped) = validation::messages();
-    assert!(messages.is_empty(), "validation layers reported ({dropped} more not kept):\n{}", messages.join("\n"));
-}
+use common::vulkan::{assert_validation_silent, device};
 
 fn mapped() -> DeviceOptions {
     DeviceOptions::default()
 }
 
 fn staged() -> DeviceOptions {
-    DeviceOptions { stage_device_local: true }
+    DeviceOptions { stage_device_local: true, ..DeviceOptions::default() }
 }
 
 fn whole(buffer: &Buffer, offset: i64, length: i64) -> BufferRange {

@@ -115,6 +115,10 @@ pub trait AllocatorBackend: Send + Sync + Debug {
     /// host memory as it is, a copy otherwise. Writable dispatch usage of read-only bytes needs a
     /// copy everywhere.
     fn import(&self, bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic>;
+
+    /// Whether the device's commands can use `buffer`'s memory as it is (host memory on the
+    /// CPU, a device's own memory on a GPU).
+    fn can_use(&self, buffer: &Buffer) -> bool;
 }
 
 /// The memory behind buffers: one allocation, shared by every buffer (and subspan) of it.

@@ -5,6 +5,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::buffer::{self, memory_type, usage, Buffer};
+use super::device::Allocator;
 use super::element_type::{ElementType, NumericalType};
 use super::local::memory::HostAllocator;
 use crate::host::{Diagnostic, StatusCode};
@@ -111,6 +112,17 @@ impl BufferView {
 
     pub fn encoding(&self) -> u32 {
         self.encoding
+    }
+
+    /// This view where `allocator`'s device can use its buffer, otherwise the same view over a
+    /// copy in the device's memory ([`Allocator::adopt`]).
+    pub fn adopted_by(view: &Arc<BufferView>, allocator: &Allocator) -> Result<Arc<BufferView>, Diagnostic> {
+        let buffer = view.buffer();
+        let adopted = allocator.adopt(buffer)?;
+        if Arc::ptr_eq(adopted.memory(), buffer.memory()) {
+            return Ok(view.clone());
+        }
+        Ok(Arc::new(BufferView::new(adopted.into_ref(), view.shape.clone(), view.element_type, view.encoding)?))
     }
 
     pub fn into_ref(self) -> Ref {

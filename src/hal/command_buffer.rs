@@ -5,7 +5,7 @@
 //! ([`CommandBufferBackend`]).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::backend::{CommandBufferBackend, Transfer};
 use super::buffer::{wrong_type, Buffer};
@@ -64,6 +64,145 @@ pub fn table_entry(table: &[TableEntry], slot: u32) -> Result<(&TableEntry, &Buf
 pub enum Workgroups {
     Fixed([u32; 3]),
     Indirect(BufferRange),
+}
+
+/// One recorded command.
+#[derive(Debug)]
+pub enum Command {
+    Dispatch {
+        executable: Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    },
+    Transfer(Transfer),
+    /// Everything recorded before it runs (and its writes are visible) before everything after.
+    Barrier,
+}
+
+impl Command {
+    /// The buffer ranges the command names.
+    pub fn ranges(&self) -> Vec<&BufferRange> {
+        match self {
+            Command::Dispatch { bindings, workgroups, .. } => {
+                let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
+                if let Workgroups::Indirect(range) = workgroups {
+                    ranges.push(range);
+                }
+                ranges
+            }
+            Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
+            Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
+            Command::Barrier => Vec::new(),
+        }
+    }
+}
+
+/// Which executables a device's command buffers may dispatch: INVALID_ARGUMENT for another
+/// device's.
+pub type ExecutableCheck = Box<dyn Fn(&Executable) -> Result<(), Diagnostic> + Send + Sync>;
+
+/// A command buffer whose commands are kept as recorded until the queue runs them, when the
+/// binding table's buffers are known: the command buffers of the CPU and Vulkan devices.
+/// Recording checks what it can (finalized, slots within the binding capacity, the executable
+/// the device's).
+pub struct CommandList {
+    binding_capacity: u32,
+    accepts: ExecutableCheck,
+    state: Mutex<ListState>,
+}
+
+impl std::fmt::Debug for CommandList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandList").field("binding_capacity", &self.binding_capacity).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct ListState {
+    commands: Vec<Command>,
+    finalized: bool,
+}
+
+impl CommandList {
+    pub fn new(binding_capacity: u32, accepts: ExecutableCheck) -> CommandList {
+        CommandList { binding_capacity, accepts, state: Mutex::default() }
+    }
+
+    /// Appends `command`: FAILED_PRECONDITION once finalized, OUT_OF_RANGE for a slot past the
+    /// binding capacity.
+    fn record(&self, command: Command) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized"));
+        }
+        for range in command.ranges() {
+            if let BufferSource::Slot(slot) = range.source {
+                if slot >= self.binding_capacity {
+                    return Err(Diagnostic::new(
+                        StatusCode::OutOfRange,
+                        format!("binding table slot {slot} out of range (capacity {})", self.binding_capacity),
+                    ));
+                }
+            }
+        }
+        state.commands.push(command);
+        Ok(())
+    }
+
+    /// Runs `run` over the commands of the finalized list (FAILED_PRECONDITION before).
+    pub fn with_commands<R>(&self, run: impl FnOnce(&[Command]) -> Result<R, Diagnostic>) -> Result<R, Diagnostic> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
+        }
+        run(&state.commands)
+    }
+}
+
+impl CommandBufferBackend for CommandList {
+    fn dispatch(
+        &self,
+        executable: &Executable,
+        export: usize,
+        workgroups: Workgroups,
+        constants: Vec<u32>,
+        bindings: Vec<BufferRange>,
+    ) -> Result<(), Diagnostic> {
+        (self.accepts)(executable)?;
+        executable.check_export(export)?;
+        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
+    }
+
+    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
+        self.record(Command::Transfer(transfer))
+    }
+
+    fn barrier(&self) -> Result<(), Diagnostic> {
+        self.record(Command::Barrier)
+    }
+
+    /// Ends recording: FAILED_PRECONDITION the second time.
+    fn finalize(&self) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
+        }
+        state.finalized = true;
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The command list behind `commands`, or INVALID_ARGUMENT for a command buffer of another kind.
+pub fn command_list(commands: &CommandBuffer) -> Result<&CommandList, Diagnostic> {
+    commands.backend().as_any().downcast_ref::<CommandList>().ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "command buffer was not made by a device that keeps command lists")
+    })
 }
 
 /// A command buffer.

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::backend::{AllocatorBackend, DeviceBackend};
-use super::buffer::{wrong_type, Buffer};
+use super::buffer::{memory_type, wrong_type, Buffer};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
@@ -75,6 +75,16 @@ impl Allocator {
 
     pub fn import(&self, bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic> {
         self.backend.import(bytes, memory_types, usage)
+    }
+
+    /// `buffer` where the device can use it as it is, otherwise a device-local copy of its bytes
+    /// with its usage: how a host tensor reaches a device with memory of its own.
+    pub fn adopt(&self, buffer: &Buffer) -> Result<Buffer, Diagnostic> {
+        if self.backend.can_use(buffer) {
+            return Ok(buffer.clone());
+        }
+        let bytes = Bytes::from_bytes(&buffer.to_vec()?)?;
+        self.backend.import(bytes, memory_type::DEVICE_LOCAL, buffer.usage())
     }
 
     pub fn into_ref(self) -> Ref {

@@ -2,7 +2,7 @@
 //! device its tensor programs use, the instances of the VM modules added to it, its BEF modules
 //! and the kernels they resolve against.
 
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::bef_call;
 use super::instance::Runtime;
@@ -10,9 +10,9 @@ use super::invocation::{self, plural};
 use super::module::Module;
 use crate::bef;
 use crate::bef::reader::BefFile;
-use crate::hal::device::Device;
+use crate::hal::buffer_view::BufferView;
+use crate::hal::device::{Allocator, Device};
 use crate::hal::fence::Fence;
-use crate::hal::local::device::DeviceKind;
 use crate::hal::module::HalModule;
 use crate::host::work_queue::WorkQueueSpec;
 use crate::host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
@@ -72,6 +72,9 @@ pub struct Context {
     /// drops it.
     host: Arc<HostContext>,
     runtime: Runtime,
+    /// The allocator of the context's device, once it has one: host tensors passed to its
+    /// functions are placed where the device can use them.
+    device_allocator: OnceLock<Allocator>,
 }
 
 /// The BEF modules of a context.
@@ -205,6 +208,7 @@ impl Context {
             kernels: RwLock::new(KernelRegistry::with_core_kernels()),
             host: Arc::new(host),
             runtime,
+            device_allocator: OnceLock::new(),
         }
     }
 
@@ -224,13 +228,13 @@ impl Context {
     }
 
     /// Gives the context the device named by `uri` to run tensor programs on: `local-sync` (the
-    /// CPU, every dispatch inline on the calling thread) or `local-task` (workgroups spread over
-    /// the runtime's worker threads); `local-sync://` and `local-task://` too. This adds the
-    /// `hal` module over the device, so it comes before modules compiled from tensor code. One
-    /// device per context: ALREADY_EXISTS for a second one; NOT_FOUND for an unknown name.
+    /// CPU, every dispatch inline on the calling thread), `local-task` (workgroups spread over
+    /// the runtime's worker threads; `local-sync://` and `local-task://` too), or a Vulkan device
+    /// (`vulkan` for the first usable one, `vulkan://N`, `vulkan://UUID`). This adds the `hal`
+    /// module over the device, so it comes before modules compiled from tensor code. One device
+    /// per context: ALREADY_EXISTS for a second one; NOT_FOUND for an unknown name.
     pub fn add_device(&self, uri: &str) -> Result<(), Diagnostic> {
-        let kind = DeviceKind::parse(uri)?;
-        self.add_hal_device(self.runtime.device(kind).into_device())
+        self.add_hal_device(self.runtime.open_device(uri)?)
     }
 
     /// As [`Context::add_device`], with a device of any backend (`hal::backend`).
@@ -244,7 +248,11 @@ impl Context {
                 ),
             ));
         }
-        self.vm.add_native_module(Arc::new(HalModule::new(vec![device])))
+        let allocator = device.backend().allocator().clone();
+        self.vm.add_native_module(Arc::new(HalModule::new(vec![device])))?;
+        // Only this method sets it, after the check above that there was no device.
+        let _ = self.device_allocator.set(allocator);
+        Ok(())
     }
 
     fn has_device(&self) -> bool {
@@ -370,7 +378,7 @@ impl Context {
     pub fn invoke(&self, function: &Function, arguments: &[RcAsyncValue]) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         function.check_arguments(arguments.len())?;
         match &function.target {
-            Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments),
+            Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get()),
             Target::Bef(bef) => bef_call::start(&self.host, bef, arguments),
         }
     }
@@ -379,6 +387,11 @@ impl Context {
     /// ready, waiting on the signal fence of a `coarse-fences` function as IREE's tools do.
     /// What the tools use; hosts that must not block use [`invoke`](Self::invoke).
     pub fn call(&self, function: &FunctionHandle, mut arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+        if let Some(allocator) = self.device_allocator.get() {
+            for argument in &mut arguments {
+                place_argument(argument, allocator)?;
+            }
+        }
         if function.model != AbiModel::CoarseFences {
             return self.vm.invoke(function, arguments);
         }
@@ -400,6 +413,18 @@ impl Context {
 /// Waits for the context's pending work before anything is freed: a running task may hold a
 /// short-lived strong reference to the host context (upgraded from its `Weak`), and the last one
 /// must not be dropped on a worker thread. Then the VM context runs its modules' `__deinit`.
+/// Replaces a buffer view argument whose buffer the device cannot use by one over a copy in the
+/// device's memory (a host tensor given to a program on a GPU), as IREE's tools allocate inputs
+/// on the device.
+pub(super) fn place_argument(argument: &mut Value, allocator: &Allocator) -> Result<(), Diagnostic> {
+    if let Value::Ref(Some(value)) = argument {
+        if let Some(view) = BufferView::shared_from_ref(value) {
+            *value = BufferView::shared_to_ref(BufferView::adopted_by(&view, allocator)?);
+        }
+    }
+    Ok(())
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
         // Fails only on one of the queue's own workers, where waiting would never end.

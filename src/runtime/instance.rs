@@ -6,8 +6,10 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::context::{Context, ContextOptions, QueueChoice};
+use crate::hal::device::Device;
 use crate::hal::local::device::{DeviceKind, LocalDevice};
 use crate::hal::local::workers::Workers;
+use crate::hal::vulkan::{DeviceOptions, VulkanDevice};
 use crate::host::work_queue::{ScopedWorkQueue, WorkQueueSpec};
 use crate::host::{Diagnostic, HostContext, WorkQueue};
 
@@ -90,6 +92,16 @@ impl Runtime {
         let queue = spec.create()?;
         queues.push((spec, Arc::clone(&queue)));
         Ok(queue)
+    }
+
+    /// The device `uri` names: `local-sync`, `local-task` (sharing the runtime's worker pool), or
+    /// a Vulkan device (`vulkan`, `vulkan://N`, `vulkan://UUID`), opened anew. NOT_FOUND for an
+    /// unknown name; UNAVAILABLE where Vulkan or the device is missing.
+    pub fn open_device(&self, uri: &str) -> Result<Device, Diagnostic> {
+        if uri.starts_with("vulkan") {
+            return Ok(VulkanDevice::open_uri(uri, DeviceOptions::default())?.into_device());
+        }
+        Ok(self.device(DeviceKind::parse(uri)?).into_device())
     }
 
     /// A device of `kind`; `local-task` devices share the runtime's worker pool.

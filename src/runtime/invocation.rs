@@ -29,8 +29,9 @@
 
 use std::sync::{Arc, Weak};
 
-use super::context::VmFunction;
+use super::context::{place_argument, VmFunction};
 use crate::hal::buffer_view::BufferView;
+use crate::hal::device::Allocator;
 use crate::hal::fence::{Fence, Reached};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
 use crate::vm::abi::ValueKind;
@@ -47,6 +48,7 @@ pub(super) fn start(
     vm: &VmContext,
     function: &VmFunction,
     arguments: &[RcAsyncValue],
+    device_allocator: Option<&Allocator>,
 ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
     let declared = function.declared_arguments();
     let with_fences = arguments.len() != declared;
@@ -87,6 +89,7 @@ pub(super) fn start(
         results,
         fences,
         signal: None,
+        device_allocator: device_allocator.cloned(),
         stage: Stage::Arguments(waited_for.to_vec()),
     };
     join::run_when_ready(waited_for, move || call.schedule());
@@ -123,6 +126,8 @@ struct Call {
     fences: Fences,
     /// The fence the program signals when its results are ready.
     signal: Option<Arc<Fence>>,
+    /// Where host tensors go for the context's device to use them.
+    device_allocator: Option<Allocator>,
     stage: Stage,
 }
 
@@ -168,12 +173,20 @@ impl Call {
     /// fences, and starts the invocation.
     fn begin(&mut self, values: &[RcAsyncValue]) -> Result<Invocation, Diagnostic> {
         let name = &self.function.full_name;
+        let allocator = self.device_allocator.as_ref();
         let mut arguments = values
             .iter()
             .zip(&self.arguments)
             .enumerate()
             .map(|(index, (value, kind))| {
-                argument(value, *kind).with_context(|| format!("argument {index} of `{name}`"))
+                argument(value, *kind)
+                    .and_then(|mut argument| {
+                        if let Some(allocator) = allocator {
+                            place_argument(&mut argument, allocator)?;
+                        }
+                        Ok(argument)
+                    })
+                    .with_context(|| format!("argument {index} of `{name}`"))
             })
             .collect::<Result<Vec<Value>, Diagnostic>>()?;
         let signal = match &self.fences {

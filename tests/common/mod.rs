@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ffi;
+pub mod vulkan;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -24,6 +24,18 @@ use rtx::vm::value::Value;
 
 use flags::{c_atof, c_atoi, Flags};
 
+/// Prints what the Vulkan validation layers (on wherever installed) reported while the command
+/// ran a Vulkan device: each message is a bug, in rtx or in the program.
+fn report_validation() {
+    let (messages, dropped) = rtx::hal::vulkan::validation::messages();
+    for message in messages {
+        eprintln!("rtx: Vulkan validation: {message}");
+    }
+    if dropped > 0 {
+        eprintln!("rtx: Vulkan validation: {dropped} more messages");
+    }
+}
+
 fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1);
     let command = arguments.next().unwrap_or_default();
@@ -45,6 +57,7 @@ fn main() -> ExitCode {
         "" => Err(format!("no command given\n{}", usage::OVERVIEW)),
         other => Err(format!("unknown command `{other}`\n{}", usage::OVERVIEW)),
     };
+    report_validation();
     match result {
         Ok(code) => code,
         Err(message) => {

@@ -27,7 +27,8 @@ iree-run-module 3.13 does; a failing call gives the same stdout and exit status 
                                     tensor (`2x3xf32=1 2 3 4 5 6`, `4xi32=@raw.bin`), `@f.npy`,
                                     `+f.npy` (the next array of the same file), `*f.npy` (all
                                     arrays of a file), `(null)`
-  --device=local-sync|local-task    where tensor programs run (default local-sync)
+  --device=D                        where tensor programs run: local-sync (default), local-task,
+                                    vulkan (the first usable Vulkan device) or vulkan://N
   --task_topology_group_count=N     worker threads of local-task
   --output=-|@f.npy|+f.npy|@f.bin   where each result goes, in order (repeatable; `-` prints it)
   --output_max_element_count=N      elements printed per tensor (default 1024; -1 prints all)
@@ -48,7 +49,8 @@ the two medians (rtx/IREE).
   --rounds=N                        alternations with iree-benchmark-module (default 5)
   --no_iree                         time rtx alone";
 
-pub const CHECK: &str = "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task]
+pub const CHECK: &str =
+    "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
 
 Runs every exported function of the last module that takes and returns nothing, with the check
 module linked (check.expect_eq, expect_almost_eq, ...), and prints PASS or FAIL with the failed

@@ -1,76 +1,29 @@
 //! Command buffers on the CPU: commands are recorded as they come and replayed in order on the
 //! queue's thread, with buffers resolved to host memory at execution.
 
-use std::any::Any;
-use std::sync::{Mutex, PoisonError};
-
 use super::executable::{BoundBytes, Dispatch, LocalExecutable};
-use crate::hal::backend::{CommandBufferBackend, Transfer};
+use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{table_entry, BufferRange, BufferSource, TableEntry, Workgroups};
+use crate::hal::command_buffer::{
+    table_entry, BufferRange, BufferSource, Command, CommandList, ExecutableCheck, TableEntry, Workgroups,
+};
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 
-#[derive(Debug)]
-enum Command {
-    Dispatch {
-        executable: Executable,
-        export: usize,
-        workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    },
-    Transfer(Transfer),
+/// A command buffer of the CPU devices: they dispatch only their own executables.
+pub fn new(binding_capacity: u32) -> CommandList {
+    let accepts: ExecutableCheck = Box::new(|executable| local_executable(executable).map(drop));
+    CommandList::new(binding_capacity, accepts)
 }
 
-#[derive(Debug, Default)]
-struct Recording {
-    commands: Vec<Command>,
-    finalized: bool,
-}
-
-/// A command buffer of the CPU devices.
-#[derive(Debug)]
-pub struct LocalCommandBuffer {
-    binding_capacity: u32,
-    recording: Mutex<Recording>,
-}
-
-impl LocalCommandBuffer {
-    pub fn new(binding_capacity: u32) -> LocalCommandBuffer {
-        LocalCommandBuffer { binding_capacity, recording: Mutex::default() }
-    }
-
-    fn record(&self, command: Command) -> Result<(), Diagnostic> {
-        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(finalized());
-        }
-        for range in command_ranges(&command) {
-            if let BufferSource::Slot(slot) = range.source {
-                if slot >= self.binding_capacity {
-                    return Err(Diagnostic::new(
-                        StatusCode::OutOfRange,
-                        format!("binding table slot {slot} out of range (capacity {})", self.binding_capacity),
-                    ));
-                }
-            }
-        }
-        recording.commands.push(command);
-        Ok(())
-    }
-
-    /// Runs the recorded commands in order with `table` resolving slot references and `memory`
-    /// giving each buffer's bytes.
-    pub fn execute(&self, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
-        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if !recording.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
-        }
+/// Runs the recorded commands in order with `table` resolving slot references and `memory`
+/// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
+pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+    list.with_commands(|commands| {
         // One allocation per execution for every dispatch's bindings.
         let mut bound = Vec::new();
-        for command in &recording.commands {
+        for command in commands {
             match command {
                 Command::Dispatch { executable, export, workgroups, constants, bindings } => {
                     let workgroup_count = match workgroups {
@@ -98,54 +51,11 @@ impl LocalCommandBuffer {
                     })?;
                 }
                 Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
+                Command::Barrier => {}
             }
         }
         Ok(())
-    }
-}
-
-fn finalized() -> Diagnostic {
-    Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized")
-}
-
-impl CommandBufferBackend for LocalCommandBuffer {
-    fn dispatch(
-        &self,
-        executable: &Executable,
-        export: usize,
-        workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
-    ) -> Result<(), Diagnostic> {
-        local_executable(executable)?;
-        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
-    }
-
-    fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.record(Command::Transfer(transfer))
-    }
-
-    /// Barriers order nothing here: commands execute in recording order.
-    fn barrier(&self) -> Result<(), Diagnostic> {
-        let recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(finalized());
-        }
-        Ok(())
-    }
-
-    fn finalize(&self) -> Result<(), Diagnostic> {
-        let mut recording = self.recording.lock().unwrap_or_else(PoisonError::into_inner);
-        if recording.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is already finalized"));
-        }
-        recording.finalized = true;
-        Ok(())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    })
 }
 
 /// The CPU code of an executable, or INVALID_ARGUMENT for another backend's.
@@ -187,20 +97,6 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAcc
             // The source is a host buffer the program may still be touching: byte moves.
             Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
         }
-    }
-}
-
-fn command_ranges(command: &Command) -> Vec<&BufferRange> {
-    match command {
-        Command::Dispatch { bindings, workgroups, .. } => {
-            let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
-            if let Workgroups::Indirect(range) = workgroups {
-                ranges.push(range);
-            }
-            ranges
-        }
-        Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
-        Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
     }
 }
 

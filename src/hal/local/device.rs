@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::command_buffer::{host_bytes, run_transfer, LocalCommandBuffer};
+use super::command_buffer::{self, host_bytes, run_transfer};
 use super::cpu;
 use super::executable::{ExecutableCode, LocalExecutable};
 use super::library::ExecutableFormat;
@@ -17,7 +17,7 @@ use super::vmvx::{self, VmvxExecutable};
 use super::workers::Workers;
 use crate::hal::backend::{AllocatorBackend, DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{CommandBuffer, TableEntry};
+use crate::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
 use crate::hal::fence::after;
@@ -44,7 +44,9 @@ impl DeviceKind {
             "local-task" => Ok(DeviceKind::LocalTask),
             other => Err(Diagnostic::new(
                 StatusCode::NotFound,
-                format!("no device `{other}`: rtx runs tensor programs on `local-sync` or `local-task`"),
+                format!(
+                    "no device `{other}`: rtx runs tensor programs on `local-sync`, `local-task` or `vulkan` (`vulkan://N`)"
+                ),
             )),
         }
     }
@@ -145,7 +147,7 @@ impl DeviceBackend for LocalDevice {
     }
 
     fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Ok(CommandBuffer::new(Arc::new(LocalCommandBuffer::new(binding_capacity))))
+        Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity))))
     }
 
     /// Host memory is ready at once; the queue only orders the signal.
@@ -174,8 +176,8 @@ impl DeviceBackend for LocalDevice {
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else { return submit(queue, || Ok(())) };
         let commands = commands.clone();
-        local_command_buffer(&commands)?;
-        submit(queue, move || local_command_buffer(&commands)?.execute(&table, host_bytes))
+        command_list(&commands)?;
+        submit(queue, move || command_buffer::execute(command_list(&commands)?, &table, host_bytes))
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
@@ -218,13 +220,6 @@ impl DeviceBackend for LocalDevice {
     fn queue_flush(&self) -> Result<(), Diagnostic> {
         Ok(())
     }
-}
-
-/// The CPU recording of a command buffer, or INVALID_ARGUMENT for another backend's.
-fn local_command_buffer(commands: &CommandBuffer) -> Result<&LocalCommandBuffer, Diagnostic> {
-    commands.backend().as_any().downcast_ref::<LocalCommandBuffer>().ok_or_else(|| {
-        Diagnostic::new(StatusCode::InvalidArgument, "command buffer was made by another device than a CPU device")
-    })
 }
 
 /// Runs queue work once the wait fence (none: nothing) is reached, then signals the signal fence —

@@ -41,6 +41,11 @@ impl HostAllocator {
 }
 
 impl AllocatorBackend for HostAllocator {
+    /// The CPU runs on any memory the host addresses.
+    fn can_use(&self, buffer: &Buffer) -> bool {
+        buffer.memory().mapping().is_some()
+    }
+
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
         let bytes = Bytes::allocate(length, 64)
             .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
+use super::command_buffer;
 use super::error::VulkanError;
+use super::executable::VulkanExecutable;
 use super::instance::Instance;
 use super::logical_device::{DeviceOptions, DeviceSelector, LogicalDevice};
 use super::memory::{copy, DeviceBuffer, VulkanAllocator};
@@ -13,7 +15,7 @@ use super::physical_device::{self, PhysicalDeviceInfo};
 use super::transfer;
 use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, TableEntry};
+use crate::hal::command_buffer::{command_list, BufferRange, BufferSource, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
 use crate::hal::fence::{after, Fence};
@@ -84,6 +86,11 @@ impl VulkanDevice {
         after(queue.wait, run)
     }
 
+    /// Queue work that only signals `queue.signal` after `queue.wait` and the work before it.
+    fn order(&self, queue: &QueueFences<'_>) -> Result<(), Diagnostic> {
+        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+    }
+
     /// Queue work of one transfer, its buffers resolved when it runs.
     fn submit_transfer(
         device: &LogicalDevice,
@@ -112,15 +119,18 @@ impl DeviceBackend for VulkanDevice {
         &self.allocator
     }
 
-    fn create_executable(&self, format: &str, _data: &[u8], _constants: &[u32]) -> Result<Executable, Diagnostic> {
-        Err(Diagnostic::new(
-            StatusCode::Unimplemented,
-            format!("Vulkan devices do not load executables yet (format `{format}`)"),
-        ))
+    fn create_executable(&self, format: &str, data: &[u8], constants: &[u32]) -> Result<Executable, Diagnostic> {
+        if format != EXECUTABLE_FORMAT {
+            return Err(Diagnostic::new(
+                StatusCode::NotFound,
+                format!("no executable loader for format `{format}` (Vulkan devices load {EXECUTABLE_FORMAT})"),
+            ));
+        }
+        Ok(Executable::new(Arc::new(VulkanExecutable::load(&self.device, data, constants)?)))
     }
 
-    fn create_command_buffer(&self, _mode: u32, _binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Err(Diagnostic::new(StatusCode::Unimplemented, "Vulkan devices do not record command buffers yet"))
+    fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
+        Ok(CommandBuffer::new(Arc::new(command_buffer::new(self.device.clone(), binding_capacity))))
     }
 
     /// The memory is allocated at once; the queue orders the signal after the wait.
@@ -132,29 +142,37 @@ impl DeviceBackend for VulkanDevice {
         size: i64,
     ) -> Result<Buffer, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, usage, size)?;
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))?;
+        self.order(queue)?;
         Ok(buffer)
     }
 
     /// The memory goes with the buffer's last reference (submissions using it hold one); the
     /// queue only orders the signal.
     fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+        self.order(queue)
     }
 
+    /// The commands are recorded into a Vulkan command buffer once `wait` is reached, with the
+    /// table's buffers; the submission holds the command buffer and the table until it is done.
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        _table: Vec<TableEntry>,
+        table: Vec<TableEntry>,
     ) -> Result<(), Diagnostic> {
-        if commands.is_some() {
-            return Err(Diagnostic::new(
-                StatusCode::Unimplemented,
-                "Vulkan devices do not execute command buffers yet",
-            ));
-        }
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+        let Some(commands) = commands else {
+            return self.order(queue);
+        };
+        command_list(commands)?;
+        let commands = commands.clone();
+        self.enqueue(queue, move |device, signal| {
+            let mut recording = device.queue().begin()?;
+            command_buffer::record(command_list(&commands)?, &mut recording, &table)?;
+            recording.keep(commands);
+            recording.keep(table);
+            device.queue().submit(Some(recording), None, Some(signal))?;
+            Ok(())
+        })
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {

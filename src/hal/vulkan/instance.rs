@@ -70,8 +70,16 @@ impl Instance {
         let validation =
             std::env::var_os("RTX_VULKAN_VALIDATION").is_none_or(|v| v != "0") && has_validation_layer(&entry)?;
         let layers: Vec<*const c_char> = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { vec![] };
-        let extensions: Vec<*const c_char> =
-            if validation { vec![ash::ext::debug_utils::NAME.as_ptr()] } else { vec![] };
+        let extensions: Vec<*const c_char> = if validation {
+            vec![ash::ext::debug_utils::NAME.as_ptr(), ash::ext::validation_features::NAME.as_ptr()]
+        } else {
+            vec![]
+        };
+        // Synchronization validation too: a missing barrier between commands is reported as a
+        // hazard, not left to show as a wrong result on some other device.
+        let enabled_features = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut validation_features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled_features);
         let application =
             vk::ApplicationInfo::default().application_name(c"rtx").engine_name(c"rtx").api_version(api_version);
         let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -89,7 +97,7 @@ impl Instance {
         if validation {
             // Chained, the messenger also hears what happens while the instance is created and
             // destroyed (objects left alive are reported then).
-            create_info = create_info.push_next(&mut messenger_info);
+            create_info = create_info.push_next(&mut messenger_info).push_next(&mut validation_features);
         }
         // SAFETY: the create info and everything it points to live across the call.
         let instance =

@@ -10,6 +10,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use super::error::VulkanError;
 use super::instance::Instance;
 use super::physical_device::{self, parse_uuid, PhysicalDeviceInfo};
+use super::pipeline::PipelineSupport;
 use super::queue::Queue;
 use crate::host::{Diagnostic, StatusCode};
 
@@ -60,12 +61,19 @@ pub struct DeviceOptions {
     /// their memory is host-visible (as on integrated GPUs and CPU devices): the path a discrete
     /// GPU's device-local memory always takes, made testable anywhere.
     pub stage_device_local: bool,
+    /// Bind dispatches' descriptor sets from pools even where the device offers push descriptors:
+    /// the path of devices without them, made testable anywhere.
+    pub descriptor_pools: bool,
 }
 
 /// An open device.
 pub struct LogicalDevice {
     info: PhysicalDeviceInfo,
+    limits: vk::PhysicalDeviceLimits,
     device: ash::Device,
+    /// `VK_KHR_push_descriptor` and its `maxPushDescriptors`, where the device has it: dispatches
+    /// then push their bindings rather than allocate descriptor sets (as IREE's driver does).
+    push_descriptors: Option<(ash::khr::push_descriptor::Device, u32)>,
     /// Taken when the device is destroyed (it must go before the device).
     allocator: Mutex<Option<Allocator>>,
     /// Dropped (finishing what is pending) before the device is destroyed.
@@ -108,7 +116,11 @@ impl LogicalDevice {
         let family = compute_queue_family(&instance, *physical).ok_or_else(|| {
             VulkanError::Unsupported(format!("Vulkan device {} '{}' has no compute queue", info.index, info.name))
         })?;
-        let device = create_device(&instance, *physical, info, family)?;
+        let max_push_descriptors =
+            if options.descriptor_pools { None } else { max_push_descriptors(&instance, *physical) };
+        let device = create_device(&instance, *physical, info, family, max_push_descriptors.is_some())?;
+        let push_descriptors =
+            max_push_descriptors.map(|max| (ash::khr::push_descriptor::Device::new(instance.handle(), &device), max));
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.handle().clone(),
             device: device.clone(),
@@ -136,7 +148,10 @@ impl LogicalDevice {
         };
         Ok(Arc::new(LogicalDevice {
             info: info.clone(),
+            // SAFETY: the physical device was enumerated from the live instance.
+            limits: unsafe { instance.handle().get_physical_device_properties(*physical) }.limits,
             device,
+            push_descriptors,
             allocator: Mutex::new(Some(allocator)),
             queue: Some(queue),
             options,
@@ -148,8 +163,28 @@ impl LogicalDevice {
         &self.info
     }
 
+    /// All of the device's limits (what dispatches and bindings must stay within).
+    pub fn limits(&self) -> &vk::PhysicalDeviceLimits {
+        &self.limits
+    }
+
     pub fn handle(&self) -> &ash::Device {
         &self.device
+    }
+
+    /// What executables' pipelines may ask of this device: its limits and push descriptors where
+    /// enabled; no required subgroup sizes (the device does not enable subgroup size control).
+    pub fn pipeline_support(&self) -> PipelineSupport {
+        PipelineSupport {
+            limits: self.limits,
+            required_subgroup_sizes: None,
+            max_push_descriptors: self.push_descriptors.as_ref().map(|(_, max)| *max),
+        }
+    }
+
+    /// `vkCmdPushDescriptorSetKHR` and friends, where the device enabled them.
+    pub fn push_descriptors(&self) -> Option<&ash::khr::push_descriptor::Device> {
+        self.push_descriptors.as_ref().map(|(loader, _)| loader)
     }
 
     pub fn queue(&self) -> &Queue {
@@ -188,12 +223,28 @@ fn compute_queue_family(instance: &Instance, physical: vk::PhysicalDevice) -> Op
     dedicated.or_else(|| families.iter().enumerate().find(has(vk::QueueFlags::COMPUTE))).map(|(index, _)| index as u32)
 }
 
-/// The device with one queue of `family` and the executables' features it has.
+/// `maxPushDescriptors` where the device offers `VK_KHR_push_descriptor`.
+fn max_push_descriptors(instance: &Instance, physical: vk::PhysicalDevice) -> Option<u32> {
+    // SAFETY: `physical` was enumerated from this live instance.
+    let extensions = unsafe { instance.handle().enumerate_device_extension_properties(physical) }.ok()?;
+    if !extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::khr::push_descriptor::NAME)) {
+        return None;
+    }
+    let mut push = vk::PhysicalDevicePushDescriptorPropertiesKHR::default();
+    let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut push);
+    // SAFETY: as above; the chain lives across the call.
+    unsafe { instance.handle().get_physical_device_properties2(physical, &mut properties) };
+    Some(push.max_push_descriptors)
+}
+
+/// The device with one queue of `family`, the executables' features it has, and push
+/// descriptors when asked.
 fn create_device(
     instance: &Instance,
     physical: vk::PhysicalDevice,
     info: &PhysicalDeviceInfo,
     family: u32,
+    push_descriptors: bool,
 ) -> Result<ash::Device, VulkanError> {
     let available = &info.features;
     let flag = |on: bool| if on { vk::TRUE } else { vk::FALSE };
@@ -213,7 +264,11 @@ fn create_device(
         vk::PhysicalDeviceFeatures2::default().features(core).push_next(&mut features11).push_next(&mut features12);
     let priorities = [1.0];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-    let create_info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut features);
+    let extensions = if push_descriptors { vec![ash::khr::push_descriptor::NAME.as_ptr()] } else { Vec::new() };
+    let create_info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&extensions)
+        .push_next(&mut features);
     // SAFETY: the create info and its chain live across the call; every feature enabled was
     // reported available.
     unsafe { instance.handle().create_device(physical, &create_info, None) }

@@ -304,6 +304,15 @@ impl VulkanAllocator {
 }
 
 impl AllocatorBackend for VulkanAllocator {
+    /// Only memory of this device: a dispatch binds its `VkBuffer`.
+    fn can_use(&self, buffer: &Buffer) -> bool {
+        buffer
+            .memory()
+            .as_any()
+            .downcast_ref::<VulkanMemory>()
+            .is_some_and(|memory| Arc::ptr_eq(memory.buffer().device(), &self.device))
+    }
+
     /// Host-visible requests get memory the host maps (cached where asked, for reading back);
     /// others device-local memory, mapped anyway where it is host-visible unless the device
     /// stages device-local memory. Zeroed through the mapping, or by a fill on the queue.

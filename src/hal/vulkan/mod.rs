@@ -3,10 +3,13 @@
 //! a compute queue whose timeline semaphore completes the HAL's fences, device memory from
 //! gpu-allocator (mapped where the host can see it, staged otherwise), and queue transfers.
 //! Executables: the `vulkan-spirv-fb` format (`executable_def`, `spirv`) and the pipelines made
-//! from it (`pipeline`); they are not yet loaded by devices, and command buffers not recorded.
+//! from it (`pipeline`), loaded by devices (`executable`); command buffers kept as recorded and
+//! turned into Vulkan command buffers when the queue executes them (`command_buffer`).
 
+pub mod command_buffer;
 pub mod device;
 pub mod error;
+pub mod executable;
 pub mod executable_def;
 pub mod instance;
 pub mod logical_device;

@@ -47,6 +47,8 @@ pub struct Pipeline {
     pub bindings: Vec<BindingSlot>,
     /// How many 32-bit dispatch constants are pushed.
     pub push_constant_count: usize,
+    /// The stages of the push-constant ranges (a push names all of them).
+    pub push_constant_stages: vk::ShaderStageFlags,
     pub workgroup_size: Option<[u32; 3]>,
 }
 
@@ -227,6 +229,12 @@ impl Pipelines {
                 set_layouts: layout_def.descriptor_set_layouts.iter().map(|&o| self.set_layouts[o]).collect(),
                 bindings: def.binding_slots(layout_def),
                 push_constant_count: layout_def.push_constant_count(),
+                push_constant_stages: layout_def
+                    .push_constant_ranges
+                    .iter()
+                    .fold(vk::ShaderStageFlags::empty(), |stages, r| {
+                        stages | vk::ShaderStageFlags::from_raw(r.stage_flags)
+                    }),
                 workgroup_size: def_pipeline.workgroup_size,
             });
         }

@@ -15,18 +15,21 @@ use std::thread::JoinHandle;
 use ash::vk;
 
 use super::error::VulkanError;
-use super::memory::DeviceBuffer;
 use crate::hal::fence::Fence;
 use crate::host::Diagnostic;
 
 /// What runs on the host once a submission's device work is done (copying read-back bytes out).
 pub type HostStep = Box<dyn FnOnce() -> Result<(), Diagnostic> + Send>;
 
+/// Something a submission holds until the device is done with it.
+type Kept = Box<dyn Send>;
+
 struct Pending {
     value: u64,
     commands: Option<vk::CommandBuffer>,
-    /// Buffers the commands use (staging, temporaries), freed once the device is done with them.
-    _keep: Vec<Arc<DeviceBuffer>>,
+    /// What the commands use (staging buffers, descriptor pools, the HAL objects recorded),
+    /// released once the device is done with them.
+    _keep: Vec<Kept>,
     then: Option<HostStep>,
     signal: Option<Fence>,
 }
@@ -218,7 +221,7 @@ pub struct Recording<'a> {
     queue: &'a Queue,
     pool: MutexGuard<'a, vk::CommandPool>,
     commands: Option<vk::CommandBuffer>,
-    keep: Vec<Arc<DeviceBuffer>>,
+    keep: Vec<Kept>,
 }
 
 impl Recording<'_> {
@@ -230,9 +233,10 @@ impl Recording<'_> {
         self.commands.expect("a recording has its command buffer until it ends")
     }
 
-    /// Keeps `buffer` alive until the device is done with the submission.
-    pub fn keep(&mut self, buffer: Arc<DeviceBuffer>) {
-        self.keep.push(buffer);
+    /// Keeps `held` (a buffer, a pool, what the commands name) alive until the device is done
+    /// with the submission.
+    pub fn keep(&mut self, held: impl Send + 'static) {
+        self.keep.push(Box::new(held));
     }
 
     /// A global memory barrier: every write of earlier commands is made visible to `access` by
@@ -262,7 +266,7 @@ impl Recording<'_> {
         );
     }
 
-    fn end(mut self) -> Result<(vk::CommandBuffer, Vec<Arc<DeviceBuffer>>), Diagnostic> {
+    fn end(mut self) -> Result<(vk::CommandBuffer, Vec<Kept>), Diagnostic> {
         self.barrier(vk::AccessFlags::HOST_READ, vk::PipelineStageFlags::HOST);
         // SAFETY: as above.
         unsafe { self.device().end_command_buffer(self.commands()) }

@@ -74,7 +74,8 @@ pub fn record(recording: &mut Recording<'_>, transfer: &Transfer, table: &[Table
     }
 }
 
-fn same_device(recording: &Recording<'_>, bound: &Bound) -> Result<(), Diagnostic> {
+/// INVALID_ARGUMENT unless `bound` is memory of the recording's device.
+pub fn same_device(recording: &Recording<'_>, bound: &Bound) -> Result<(), Diagnostic> {
     if bound.buffer.device().handle().handle() == recording.device().handle() {
         Ok(())
     } else {
