@@ -277,25 +277,7 @@ impl Printer<'_> {
     fn block_header(&mut self, region: RegionId, block: BlockId, index: usize) {
         let m = self.module;
         self.block_name(block);
-        if m.block(block).arguments.len > 0 {
-            self.out.push('(');
-            for (i, arg) in m.arguments(block).enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                self.asm_value(arg);
-                self.out.push_str(": ");
-                self.ty(m.value(arg).ty);
-                if self.options.debuginfo {
-                    self.out.push(' ');
-                    match m.value(arg).loc {
-                        Some(loc) => self.loc(loc),
-                        None => self.out.push_str("loc(unknown)"),
-                    }
-                }
-            }
-            self.out.push(')');
-        }
+        self.block_arguments(block, Self::asm_value);
         self.out.push(':');
         let blocks = &m.region(region).blocks;
         let mut preds: Vec<BlockId> = blocks

@@ -158,6 +158,32 @@ impl Printer<'_> {
         }
     }
 
+    /// A block's `(%a: T, ...)` (locations too with debug info), nothing for none; `name`
+    /// spells a value as the generic or the custom printer names it.
+    pub(super) fn block_arguments(&mut self, block: BlockId, name: fn(&mut Self, ValueId)) {
+        let m = self.module;
+        if m.block(block).arguments.len == 0 {
+            return;
+        }
+        self.out.push('(');
+        for (i, arg) in m.arguments(block).enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            name(self, arg);
+            self.out.push_str(": ");
+            self.ty(m.value(arg).ty);
+            if self.options.debuginfo {
+                self.out.push(' ');
+                match m.value(arg).loc {
+                    Some(loc) => self.loc(loc),
+                    None => self.out.push_str("loc(unknown)"),
+                }
+            }
+        }
+        self.out.push(')');
+    }
+
     fn block_label(&mut self, block: BlockId) {
         let _ = write!(self.out, "^bb{}", block.0);
     }
@@ -247,26 +273,7 @@ impl Printer<'_> {
         for &block in &m.region(region).blocks {
             self.indent(depth);
             self.block_label(block);
-            let args = m.block(block).arguments;
-            if args.len > 0 {
-                self.out.push('(');
-                for (i, arg) in m.arguments(block).enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.value(arg);
-                    self.out.push_str(": ");
-                    self.ty(m.value(arg).ty);
-                    if self.options.debuginfo {
-                        self.out.push(' ');
-                        match m.value(arg).loc {
-                            Some(loc) => self.loc(loc),
-                            None => self.out.push_str("loc(unknown)"),
-                        }
-                    }
-                }
-                self.out.push(')');
-            }
+            self.block_arguments(block, Self::value);
             self.out.push_str(":\n");
             for &op in &m.block(block).ops {
                 self.op(op, depth + 1);
