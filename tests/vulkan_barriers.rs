@@ -1,5 +1,5 @@
 //! Barriers recorded in a Vulkan command buffer are real: with the validation layers' synchronization
-//! checks on (as rtx turns them on wherever the layers are installed), a copy that reads what a fill
+//! checks on (`RTX_VULKAN_VALIDATION=sync`, set here before any Vulkan call), a copy that reads what a fill
 //! just wrote is a reported hazard without `barrier()` between them and silent with it — and the
 //! copy gives the filled bytes. One test in its own process: the layers' log is process-wide.
 //!
@@ -38,6 +38,8 @@ fn fill_then_copy(device: &VulkanDevice, with_barrier: bool) -> Vec<u8> {
 
 #[test]
 fn a_barrier_orders_a_fill_before_the_copy_that_reads_it() {
+    // The only test of this process, so nothing else reads the environment meanwhile.
+    std::env::set_var("RTX_VULKAN_VALIDATION", "sync");
     let Some(device) = common::vulkan::device(DeviceOptions::default()) else { return };
     let filled: Vec<u8> = [0x02, 0x01, 0xA5, 0xA5].repeat(4);
     assert_eq!(fill_then_copy(&device, true), filled);

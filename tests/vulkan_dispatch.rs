@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use rtx::hal::backend::{DeviceBackend, QueueFences};
+use rtx::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use rtx::hal::buffer::{memory_type, usage, Buffer};
 use rtx::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, TableEntry, Workgroups, MODE_ONE_SHOT};
 use rtx::hal::executable::Executable;
@@ -146,6 +146,29 @@ fn dispatches_outside_the_devices_limits_fail_before_reaching_it() {
         );
     }
     drop((executable, data));
+    drop(device);
+    assert_validation_silent();
+}
+
+/// A queued transfer holds its buffers until the device is done with them: the caller may drop
+/// its last reference to the source and the target right after queueing (as compiled programs
+/// do), and the copy still reads and writes live memory.
+#[test]
+fn queued_transfers_hold_their_buffers_until_done() {
+    let Some(device) = device(DeviceOptions::default()) else { return };
+    let bytes: Vec<u8> = (0..=255).cycle().take(1 << 16).collect();
+    let (source, target, result) =
+        (buffer(&device, &bytes), buffer(&device, &[0; 1 << 16]), buffer(&device, &[0; 1 << 16]));
+    let (wait, copied, read) = (Fence::new(), Fence::new(), Fence::new());
+    let transfer = Transfer::Copy { source: direct(&source), target: direct(&target) };
+    device.queue_transfer(&QueueFences { wait: Some(&wait), signal: &copied }, transfer).unwrap();
+    let transfer = Transfer::Copy { source: direct(&target), target: direct(&result) };
+    device.queue_transfer(&QueueFences { wait: Some(&copied), signal: &read }, transfer).unwrap();
+    drop((source, target));
+    wait.signal();
+    read.wait().unwrap();
+    assert!(result.to_vec().unwrap() == bytes, "the copies through dropped buffers give the source's bytes");
+    drop(result);
     drop(device);
     assert_validation_silent();
 }

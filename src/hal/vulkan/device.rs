@@ -91,16 +91,13 @@ impl VulkanDevice {
         self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
     }
 
-    /// Queue work of one transfer, its buffers resolved when it runs.
-    fn submit_transfer(
-        device: &LogicalDevice,
-        transfer: &Transfer,
-        then: Option<super::queue::HostStep>,
-        signal: Fence,
-    ) -> Result<(), Diagnostic> {
+    /// Queue work of one transfer, its buffers resolved when it runs and held until the device
+    /// is done with them (the transfer may hold their last references).
+    fn submit_transfer(device: &LogicalDevice, transfer: Transfer, signal: Fence) -> Result<(), Diagnostic> {
         let mut recording = device.queue().begin()?;
-        transfer::record(&mut recording, transfer, &[])?;
-        device.queue().submit(Some(recording), then, Some(signal))?;
+        transfer::record(&mut recording, &transfer, &[])?;
+        recording.keep(transfer);
+        device.queue().submit(Some(recording), None, Some(signal))?;
         Ok(())
     }
 }
@@ -176,7 +173,7 @@ impl DeviceBackend for VulkanDevice {
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.enqueue(queue, move |device, signal| VulkanDevice::submit_transfer(device, &transfer, None, signal))
+        self.enqueue(queue, move |device, signal| VulkanDevice::submit_transfer(device, transfer, signal))
     }
 
     /// A file's bytes are host memory: an update from them.
@@ -219,6 +216,8 @@ impl DeviceBackend for VulkanDevice {
             let mut recording = device.queue().begin()?;
             copy(&recording, &source.buffer, source.offset, &staging, 0, source.length);
             recording.keep(staging.clone());
+            // The queue may hold the last reference to the buffer read.
+            recording.keep(source.buffer);
             let length = source.length as usize;
             let then = Box::new(move || {
                 let bytes = Bytes::from_bytes(&staging.read_back(length)?)?;

@@ -1,7 +1,7 @@
 //! The Vulkan instance: the loader opened at run time (so librtx runs where there is no Vulkan
 //! and says so), API 1.3 where the loader offers it and 1.2 otherwise, and the Khronos
 //! validation layers with a messenger feeding [`super::validation`] wherever the layers are
-//! installed (`RTX_VULKAN_VALIDATION=0` turns them off).
+//! installed (`RTX_VULKAN_VALIDATION=0` turns them off; `=sync` adds the synchronization checks).
 //!
 //! One instance serves every device of the process while any of them lives
 //! ([`Instance::shared`]); it is destroyed with the last.
@@ -31,6 +31,29 @@ impl std::fmt::Debug for Instance {
             .field("api_version", &super::physical_device::ApiVersion(self.api_version))
             .field("validation", &self.debug.is_some())
             .finish()
+    }
+}
+
+/// How much the validation layers check, from `RTX_VULKAN_VALIDATION`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ValidationLevel {
+    /// `0`: no layers.
+    Off,
+    /// Unset or anything else: the layers' standard checks of API use.
+    Standard,
+    /// `sync`: the synchronization checks too. Not the default: they take a descriptor's whole
+    /// range as accessed, so compiled programs whose dispatches and copies touch disjoint parts
+    /// of one binding without a barrier between them (as IREE's compiler emits) read as hazards.
+    Synchronization,
+}
+
+impl ValidationLevel {
+    fn from_env() -> ValidationLevel {
+        match std::env::var_os("RTX_VULKAN_VALIDATION") {
+            Some(v) if v == "0" => ValidationLevel::Off,
+            Some(v) if v == "sync" => ValidationLevel::Synchronization,
+            _ => ValidationLevel::Standard,
+        }
     }
 }
 
@@ -67,19 +90,21 @@ impl Instance {
                 super::physical_device::ApiVersion(loader_version)
             )));
         };
-        let validation =
-            std::env::var_os("RTX_VULKAN_VALIDATION").is_none_or(|v| v != "0") && has_validation_layer(&entry)?;
+        let level = ValidationLevel::from_env();
+        let validation = level != ValidationLevel::Off && has_validation_layer(&entry)?;
         let layers: Vec<*const c_char> = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { vec![] };
         let extensions: Vec<*const c_char> = if validation {
             vec![ash::ext::debug_utils::NAME.as_ptr(), ash::ext::validation_features::NAME.as_ptr()]
         } else {
             vec![]
         };
-        // Synchronization validation too: a missing barrier between commands is reported as a
-        // hazard, not left to show as a wrong result on some other device.
-        let enabled_features = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let enabled_features: &[vk::ValidationFeatureEnableEXT] = if level == ValidationLevel::Synchronization {
+            &[vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION]
+        } else {
+            &[]
+        };
         let mut validation_features =
-            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled_features);
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(enabled_features);
         let application =
             vk::ApplicationInfo::default().application_name(c"rtx").engine_name(c"rtx").api_version(api_version);
         let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Runs IREE's own end-to-end check suites (`tests/e2e` of an iree-org/iree checkout) with rtx.
+
+For every `iree_check_single_backend_test_suite` of the checkout that targets the given compiler
+backend and runtime driver, each source file is compiled by `iree-compile` with the suite's
+compiler flags and run with `rtx check`; the script prints one line per file and a total of the
+test functions that passed and failed, and writes the same as JSON.
+
+The suites are IREE's, not ours, and are not checked in: point --iree at a checkout.
+
+  scripts/iree-e2e-sweep.py --iree ~/iree --backend vulkan-spirv --driver vulkan --out target/e2e
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+DEVICE_OF_DRIVER = {"vulkan": "vulkan", "local-task": "local-task", "local-sync": "local-sync"}
+
+
+def suites(e2e: Path, backend: str, driver: str):
+    """(cmake file, suite name, sources, compiler flags, labels) of each matching suite."""
+    for cmake in sorted(e2e.rglob("CMakeLists.txt")):
+        text = cmake.read_text()
+        for block in re.findall(r"^iree_check_single_backend_test_suite\((.*?)^\)", text, re.S | re.M):
+            fields, key = {}, None
+            for token in block.split():
+                if re.fullmatch(r"[A-Z_]+", token):
+                    key = token
+                    fields[key] = []
+                elif key:
+                    fields[key].append(token.strip('"'))
+            if fields.get("TARGET_BACKEND") != [backend] or fields.get("DRIVER") != [driver]:
+                continue
+            flags = fields.get("COMPILER_FLAGS", [])
+            if any("${" in f for f in flags + fields.get("SRCS", [])):
+                continue
+            # CMake escapes parentheses in flags; the shell does not need them escaped.
+            flags = [f.replace("\\(", "(").replace("\\)", ")") for f in flags]
+            yield cmake.parent, fields["NAME"][0], fields.get("SRCS", []), flags, fields.get("LABELS", [])
+
+
+def run_one(job, args):
+    folder, suite, source, flags = job
+    stem = f"{folder.name}__{suite}__{Path(source).stem}"
+    vmfb = Path(args.out) / f"{stem}.vmfb"
+    compile_cmd = [args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
+                   str(folder / source), "-o", str(vmfb)]
+    result = {"suite": f"{folder.name}/{suite}", "source": source, "passed": [], "failed": []}
+    if not (vmfb.exists() and args.reuse):
+        try:
+            compiled = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            result["status"] = "compile timeout"
+            return result
+        if compiled.returncode != 0:
+            result["status"] = "compile error"
+            result["detail"] = compiled.stderr.strip().splitlines()[-1:] if compiled.stderr else []
+            return result
+    try:
+        ran = subprocess.run([args.rtx, "check", f"--module={vmfb}", f"--device={DEVICE_OF_DRIVER[args.driver]}"],
+                             capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        result["status"] = "run timeout"
+        return result
+    for line in ran.stdout.splitlines():
+        if line.startswith("PASS "):
+            result["passed"].append(line[5:])
+        elif line.startswith("FAIL "):
+            result["failed"].append(line[5:])
+    counted = re.search(r"(\d+) passed, (\d+) failed", ran.stdout)
+    result["status"] = "ran" if counted else f"rtx exit {ran.returncode}"
+    if ran.returncode not in (0, 1) or not counted or ran.stderr.strip():
+        result["detail"] = (ran.stdout + ran.stderr).strip().splitlines()[-6:]
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iree", required=True, help="an iree-org/iree checkout")
+    parser.add_argument("--backend", default="vulkan-spirv")
+    parser.add_argument("--driver", default="vulkan", choices=sorted(DEVICE_OF_DRIVER))
+    parser.add_argument("--out", default="target/e2e")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per compile and per run")
+    parser.add_argument("--include-manual", action="store_true", help="also suites labelled manual")
+    parser.add_argument("--only", default="", help="regex on suite/source to run a subset")
+    parser.add_argument("--reuse", action="store_true", help="keep .vmfb files compiled by an earlier run")
+    parser.add_argument("--rtx", default=str(Path(__file__).resolve().parent.parent / "target/release/rtx"))
+    parser.add_argument("--iree-compile", default=shutil.which("iree-compile") or "iree-compile")
+    args = parser.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+
+    jobs, skipped = [], []
+    for folder, suite, sources, flags, labels in suites(Path(args.iree) / "tests/e2e", args.backend, args.driver):
+        if "manual" in labels and not args.include_manual:
+            skipped.append(f"{folder.name}/{suite} (manual: {', '.join(l for l in labels if l != 'manual')})")
+            continue
+        for source in sources:
+            if re.search(args.only, f"{folder.name}/{suite}/{source}"):
+                jobs.append((folder, suite, source, flags))
+
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for result in pool.map(lambda job: run_one(job, args), jobs):
+            results.append(result)
+            line = f"{result['suite']}/{result['source']}: {result['status']}"
+            if result["status"] == "ran":
+                line += f" {len(result['passed'])} passed, {len(result['failed'])} failed"
+                if result["failed"]:
+                    line += f" ({', '.join(result['failed'])})"
+            print(line, flush=True)
+            for detail in result.get("detail", []):
+                print(f"    {detail}", flush=True)
+
+    passed = sum(len(r["passed"]) for r in results)
+    failed = sum(len(r["failed"]) for r in results)
+    compiled = sum(1 for r in results if not r["status"].startswith("compile"))
+    print(f"\n{len(results)} files, {compiled} compiled; functions: {passed} passed, {failed} failed")
+    for suite in skipped:
+        print(f"skipped suite {suite}")
+    with open(Path(args.out) / "summary.json", "w") as f:
+        json.dump({"results": results, "skipped_suites": skipped, "passed": passed, "failed": failed}, f, indent=1,
+                  default=str)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
