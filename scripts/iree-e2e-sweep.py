@@ -6,6 +6,11 @@ backend and runtime driver, each source file is compiled by `iree-compile` with 
 compiler flags and run with `rtx check`; the script prints one line per file and a total of the
 test functions that passed and failed, and writes the same as JSON.
 
+With --compare-iree, each test function is also rewritten to return the values its checks
+compare (the checks removed), compiled, and run by both `iree-run-module` and `rtx run` on the
+same device: a function counts as matching when both print the same. This is how a failed check
+is told apart from a difference with IREE's runtime (IREE's PyPI tools have no check runner).
+
 The suites are IREE's, not ours, and are not checked in: point --iree at a checkout.
 
   scripts/iree-e2e-sweep.py --iree ~/iree --backend vulkan-spirv --driver vulkan --out target/e2e
@@ -81,6 +86,98 @@ def run_one(job, args):
     return result
 
 
+def check_ops(body: str):
+    """(start, end, value, type) of each `check.expect_*` op in `body`: the op's text span, the
+    first value it checks and that value's type."""
+    for match in re.finditer(r"check\.expect_\w+(<[^>]*>)?\(", body):
+        depth, i = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 1
+        value = re.match(r"\s*(%[\w.#]+)", body[match.end():]).group(1)
+        type_match = re.match(r"\s*:\s*([^\n]+)", body[i:])
+        end = i + type_match.end()
+        types = [t.strip() for t in split_types(type_match.group(1).strip())]
+        yield match.start(), end, value, types[0]
+
+
+def split_types(text: str):
+    """Top-level comma-separated types (`tensor<2x3xf32>, tensor<i32>`)."""
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        depth += {"<": 1, ">": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            yield text[start:i]
+            start = i + 1
+    yield text[start:]
+
+
+def returning_variants(source: str):
+    """The test functions of `source` (name -> module text) rewritten to return what they check."""
+    functions = list(re.finditer(r"^(\s*)func\.func @([\w.$-]+)\(\)\s*\{", source, re.M))
+    for index, function in enumerate(functions):
+        end = functions[index + 1].start() if index + 1 < len(functions) else len(source)
+        body = source[function.end():end]
+        close = body.rfind("}")
+        if "return" not in body[:close]:
+            continue
+        checks = list(check_ops(body[:close]))
+        if not checks:
+            continue
+        kept, last = [], 0
+        for start, stop, _, _ in checks:
+            kept.append(body[last:start])
+            last = stop
+        kept.append(body[last:close])
+        rewritten = "".join(kept)
+        values = ", ".join(value for _, _, value, _ in checks)
+        types = ", ".join(t for _, _, _, t in checks)
+        position = rewritten.rfind("return")
+        rewritten = rewritten[:position] + f"return {values} : {types}" + rewritten[position + len("return"):]
+        indent, name = function.group(1), function.group(2)
+        header = f"{indent}func.func @{name}() -> ({types}) {{"
+        # The file's other functions stay as they are (helpers, or tests not called).
+        # What follows the function's closing brace (aliases of later functions) stays.
+        yield name, source[:function.start()] + header + rewritten + body[close:] + source[end:]
+
+
+def compare_one(job, args):
+    """Compiles each test function of a file rewritten to return its checked values and runs it
+    with iree-run-module and rtx run; returns the names that match, differ, or do not compile."""
+    folder, suite, source, flags = job
+    result = {"suite": f"{folder.name}/{suite}", "source": source, "same": [], "different": [], "skipped": []}
+    # Comments go first: suites keep commented-out tests whose checks would be rewritten too.
+    text = re.sub(r"//[^\n]*", "", (folder / source).read_text())
+    for name, variant in returning_variants(text):
+        stem = Path(args.out) / f"cmp__{folder.name}__{suite}__{Path(source).stem}__{name}"
+        mlir, vmfb = stem.with_suffix(".mlir"), stem.with_suffix(".vmfb")
+        mlir.write_text(variant)
+        try:
+            compiled = subprocess.run([args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
+                                       str(mlir), "-o", str(vmfb)], capture_output=True, text=True,
+                                      timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            compiled = None
+        if compiled is None or compiled.returncode != 0:
+            result["skipped"].append(name)
+            continue
+        outputs = []
+        for runner in ([args.iree_run_module], [args.rtx, "run"]):
+            try:
+                ran = subprocess.run([*runner, f"--device={DEVICE_OF_DRIVER[args.driver]}", f"--module={vmfb}",
+                                      f"--function={name}"], capture_output=True, text=True, timeout=args.timeout)
+                outputs.append((ran.returncode, ran.stdout))
+            except subprocess.TimeoutExpired:
+                outputs.append(("timeout", ""))
+        if outputs[0] == outputs[1]:
+            result["same"].append(name)
+        else:
+            result["different"].append(name)
+            (stem.with_suffix(".iree.txt")).write_text(f"{outputs[0][0]}\n{outputs[0][1]}")
+            (stem.with_suffix(".rtx.txt")).write_text(f"{outputs[1][0]}\n{outputs[1][1]}")
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iree", required=True, help="an iree-org/iree checkout")
@@ -94,6 +191,9 @@ def main():
     parser.add_argument("--reuse", action="store_true", help="keep .vmfb files compiled by an earlier run")
     parser.add_argument("--rtx", default=str(Path(__file__).resolve().parent.parent / "target/release/rtx"))
     parser.add_argument("--iree-compile", default=shutil.which("iree-compile") or "iree-compile")
+    parser.add_argument("--compare-iree", action="store_true",
+                        help="run each test rewritten to return what it checks with iree-run-module and rtx run")
+    parser.add_argument("--iree-run-module", default=shutil.which("iree-run-module") or "iree-run-module")
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
 
@@ -106,6 +206,8 @@ def main():
             if re.search(args.only, f"{folder.name}/{suite}/{source}"):
                 jobs.append((folder, suite, source, flags))
 
+    if args.compare_iree:
+        return compare(jobs, args)
     results = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for result in pool.map(lambda job: run_one(job, args), jobs):
@@ -130,6 +232,25 @@ def main():
                   default=str)
     return 0 if failed == 0 else 1
 
+
+def compare(jobs, args):
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for result in pool.map(lambda job: compare_one(job, args), jobs):
+            results.append(result)
+            line = f"{result['suite']}/{result['source']}: {len(result['same'])} same"
+            if result["different"]:
+                line += f", {len(result['different'])} DIFFERENT ({', '.join(result['different'])})"
+            if result["skipped"]:
+                line += f", {len(result['skipped'])} not rewritable ({', '.join(result['skipped'])})"
+            print(line, flush=True)
+    same = sum(len(r["same"]) for r in results)
+    different = sum(len(r["different"]) for r in results)
+    skipped = sum(len(r["skipped"]) for r in results)
+    print(f"\nfunctions: {same} print what iree-run-module prints, {different} differ, {skipped} not rewritable")
+    with open(Path(args.out) / "compare.json", "w") as f:
+        json.dump({"results": results, "same": same, "different": different}, f, indent=1, default=str)
+    return 0 if different == 0 else 1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,9 +14,10 @@ use rtx::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use rtx::hal::buffer::{memory_type, usage, Buffer};
 use rtx::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, TableEntry, Workgroups, MODE_ONE_SHOT};
 use rtx::hal::executable::Executable;
-use rtx::hal::fence::Fence;
+use rtx::hal::fence::{Fence, Reached};
 use rtx::hal::vulkan::executable_def::{FORMAT, IDENTIFIER};
 use rtx::hal::vulkan::{DeviceOptions, VulkanDevice};
+use rtx::host::StatusCode;
 use rtx::vm::Module;
 
 mod common;
@@ -169,6 +170,42 @@ fn queued_transfers_hold_their_buffers_until_done() {
     read.wait().unwrap();
     assert!(result.to_vec().unwrap() == bytes, "the copies through dropped buffers give the source's bytes");
     drop(result);
+    drop(device);
+    assert_validation_silent();
+}
+
+/// Work waiting for a fence that an earlier submission of the same queue signals is chained on
+/// the device: recorded and submitted at once, so a recording error comes back from the queue call
+/// itself. Work waiting for a fence only the host signals waits for the host, and fails its own
+/// fence when it runs.
+#[test]
+fn work_after_the_queues_own_submissions_is_submitted_at_once() {
+    let Some(device) = device(DeviceOptions::default()) else { return };
+    let Some(too_many) = device.info().limits.max_workgroup_count[0].checked_add(1) else { return };
+    let executable = add_executable(&device);
+    let data = buffer(&device, &[0; 64]);
+    let failing = device.create_command_buffer(MODE_ONE_SHOT, 0).unwrap();
+    let bindings = vec![direct(&data), direct(&data), direct(&data)];
+    failing.dispatch(&executable, 0, Workgroups::Fixed([too_many, 1, 1]), Vec::new(), bindings).unwrap();
+    failing.finalize().unwrap();
+
+    let (host, after_host) = (Fence::new(), Fence::new());
+    device.queue_execute(&QueueFences { wait: Some(&host), signal: &after_host }, Some(&failing), Vec::new()).unwrap();
+    assert_eq!(after_host.reached(), Reached::No, "nothing runs before the host signals");
+    host.signal();
+    assert_eq!(after_host.wait().unwrap_err().code, StatusCode::OutOfRange);
+
+    // A fill long enough to be on the device still when the next call looks at its fence.
+    let large = device.allocator().allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64 << 20).unwrap();
+    let (filled, after_fill) = (Fence::new(), Fence::new());
+    let fill = Transfer::Fill { target: direct(&large), pattern: 7, pattern_length: 4 };
+    device.queue_transfer(&QueueFences { wait: None, signal: &filled }, fill).unwrap();
+    let queued =
+        device.queue_execute(&QueueFences { wait: Some(&filled), signal: &after_fill }, Some(&failing), Vec::new());
+    assert_eq!(queued.unwrap_err().code, StatusCode::OutOfRange, "recorded at once, not after the fill");
+    assert_eq!(after_fill.wait().unwrap_err().code, StatusCode::OutOfRange);
+    filled.wait().unwrap();
+    drop((executable, data, failing, large));
     drop(device);
     assert_validation_silent();
 }

@@ -71,6 +71,11 @@ impl Fence {
         }
     }
 
+    /// The points: the values the fence is reached with.
+    pub fn points(&self) -> &[RcAsyncValue] {
+        &self.points
+    }
+
     /// Whether every point is reached, or the first failure.
     pub fn reached(&self) -> Reached {
         let mut all = true;

@@ -66,7 +66,8 @@ impl VulkanDevice {
 
     /// Runs `work` once `queue.wait` is reached — now, or from the fence's continuation — handing
     /// it the signal fence to finish; an error fails the signal fence (and is returned when the
-    /// work ran now).
+    /// work ran now). A wait that this device's queue already orders (earlier submissions signal
+    /// it) is left to the device: the work is submitted at once, chained on the GPU.
     fn enqueue(
         &self,
         queue: &QueueFences<'_>,
@@ -83,7 +84,8 @@ impl VulkanDevice {
                 result
             }
         };
-        after(queue.wait, run)
+        let wait = queue.wait.filter(|wait| !self.device.queue().orders_after(wait));
+        after(wait, run)
     }
 
     /// Queue work that only signals `queue.signal` after `queue.wait` and the work before it.

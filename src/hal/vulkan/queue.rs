@@ -199,6 +199,22 @@ impl Queue {
         Ok(value)
     }
 
+    /// Whether work submitted now is ordered after everything `fence` waits for without a host
+    /// round trip: each of its points is reached, or is signalled by a submission already on
+    /// this queue with no host step after it. Every recording starts with a barrier against all
+    /// earlier submissions of the queue, so such work can be submitted at once; a failed point,
+    /// or one the host or another queue signals, needs the host's wait.
+    pub fn orders_after(&self, fence: &Fence) -> bool {
+        let state = self.shared.lock_state();
+        fence.points().iter().all(|point| {
+            (point.is_available() && !point.is_error())
+                || state.pending.iter().any(|pending| {
+                    pending.then.is_none()
+                        && pending.signal.as_ref().is_some_and(|s| s.points().iter().any(|p| p.ptr_eq(point)))
+                })
+        })
+    }
+
     /// Blocks the calling thread until the timeline reaches `value` (host transfers that must be
     /// done when they return).
     pub fn wait(&self, value: u64) -> Result<(), Diagnostic> {
