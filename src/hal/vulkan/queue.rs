@@ -352,12 +352,16 @@ fn wait_loop(shared: &Shared) {
 /// Frees the submissions' command buffers, then runs their host steps and signals their fences.
 fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>) {
     free_command_buffers(shared, done.iter().filter_map(|p| p.commands).collect());
-    for pending in done {
+    for Pending { then, signal, _keep: kept, .. } in done {
         let result = match failure {
             Some(error) => Err(error.clone()),
-            None => pending.then.map_or(Ok(()), |then| then()),
+            None => then.map_or(Ok(()), |then| then()),
         };
-        if let Some(signal) = pending.signal {
+        // What the submission held goes before its fence is reached: a host that waits for the
+        // fence and then exits must not race this thread destroying the device (and unloading
+        // the Vulkan layers) when the submission held its last reference.
+        drop(kept);
+        if let Some(signal) = signal {
             match result {
                 Ok(()) => signal.signal(),
                 Err(error) => signal.fail(&error),

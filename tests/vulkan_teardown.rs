@@ -1,0 +1,36 @@
+//! A submission that holds the last reference to a Vulkan device releases it before the
+//! submission's fence is reached: a host that waits for the fence and then exits must not race the
+//! queue's thread destroying the device and the instance (which unloads the validation layers).
+//! One test in its own process: the instance is shared by every device of the process.
+//!
+//! Without a Vulkan device the test skips loudly, unless `RTX_REQUIRE_VULKAN=1`.
+
+use std::sync::Arc;
+
+use rtx::hal::backend::{DeviceBackend, QueueFences, Transfer};
+use rtx::hal::buffer::{memory_type, usage};
+use rtx::hal::command_buffer::{BufferRange, BufferSource};
+use rtx::hal::fence::Fence;
+use rtx::hal::vulkan::instance::Instance;
+use rtx::hal::vulkan::DeviceOptions;
+
+mod common;
+
+#[test]
+fn the_device_is_gone_when_the_fence_of_its_last_submission_is_reached() {
+    for round in 0..20 {
+        let Some(device) = common::vulkan::device(DeviceOptions::default()) else { return };
+        let instance = Arc::downgrade(&Instance::shared().unwrap());
+        let buffer = device.allocator().allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 1 << 20).unwrap();
+        let target = BufferRange { source: BufferSource::Direct(buffer), offset: 0, length: -1 };
+        let fill = Transfer::Fill { target, pattern: 1, pattern_length: 4 };
+        let (wait, signal) = (Fence::new(), Fence::new());
+        device.queue_transfer(&QueueFences { wait: Some(&wait), signal: &signal }, fill).unwrap();
+        // The queued fill now holds the only reference to the buffer, and so to the device.
+        drop(device);
+        wait.signal();
+        signal.wait().unwrap();
+        assert!(instance.upgrade().is_none(), "round {round}: the instance outlived the fence of its last submission");
+    }
+    common::vulkan::assert_validation_silent();
+}
