@@ -1,7 +1,7 @@
 //! The Vulkan device as the HAL sees it: queries, its allocator, and queue operations. Queue work
-//! waits for its wait fence on the host (a continuation, never a blocked thread), is then recorded
-//! and submitted, and its signal fence is signalled by the queue's waiter when the timeline passes
-//! it.
+//! whose wait fence the queue's own submissions signal is recorded and submitted at once, ordered
+//! on the device; other work waits for its wait fence on the host (a continuation, never a blocked
+//! thread) first. Its signal fence is signalled by the queue's waiter when the timeline passes it.
 
 use std::sync::Arc;
 
@@ -90,7 +90,7 @@ impl VulkanDevice {
 
     /// Queue work that only signals `queue.signal` after `queue.wait` and the work before it.
     fn order(&self, queue: &QueueFences<'_>) -> Result<(), Diagnostic> {
-        self.enqueue(queue, |device, signal| device.queue().submit(None, None, Some(signal)).map(drop))
+        self.enqueue(queue, |device, signal| device.queue().signal_after_pending(signal))
     }
 
     /// Queue work of one transfer, its buffers resolved when it runs and held until the device
@@ -99,7 +99,7 @@ impl VulkanDevice {
         let mut recording = device.queue().begin()?;
         transfer::record(&mut recording, &transfer, &[])?;
         recording.keep(transfer);
-        device.queue().submit(Some(recording), None, Some(signal))?;
+        device.queue().submit(recording, None, Some(signal))?;
         Ok(())
     }
 }
@@ -169,7 +169,7 @@ impl DeviceBackend for VulkanDevice {
             command_buffer::record(command_list(&commands)?, &mut recording, &table)?;
             recording.keep(commands);
             recording.keep(table);
-            device.queue().submit(Some(recording), None, Some(signal))?;
+            device.queue().submit(recording, None, Some(signal))?;
             Ok(())
         })
     }
@@ -225,7 +225,7 @@ impl DeviceBackend for VulkanDevice {
                 let bytes = Bytes::from_bytes(&staging.read_back(length)?)?;
                 Bytes::copy(&bytes, 0, &target, file_offset, length as i64)
             });
-            device.queue().submit(Some(recording), Some(then), Some(signal))?;
+            device.queue().submit(recording, Some(then), Some(signal))?;
             Ok(())
         })
     }

@@ -195,7 +195,7 @@ impl VulkanMemory {
         let mut recording = device.queue().begin()?;
         copy(&recording, &self.buffer, offset as u64, &staging, 0, out.len() as u64);
         recording.keep(staging.clone());
-        let value = device.queue().submit(Some(recording), None, None)?;
+        let value = device.queue().submit(recording, None, None)?;
         device.queue().wait(value)?;
         out.copy_from_slice(&staging.read_back(out.len())?);
         Ok(())
@@ -206,7 +206,7 @@ impl VulkanMemory {
         let device = self.buffer.device();
         let mut recording = device.queue().begin()?;
         upload(&mut recording, data, &self.buffer, offset as u64)?;
-        let value = device.queue().submit(Some(recording), None, None)?;
+        let value = device.queue().submit(recording, None, None)?;
         device.queue().wait(value)
     }
 }
@@ -381,6 +381,6 @@ fn zero(buffer: &DeviceBuffer) -> Result<(), Diagnostic> {
     let recording = device.queue().begin()?;
     // SAFETY: the whole of a live buffer; the wait below outlasts the command.
     unsafe { recording.device().cmd_fill_buffer(recording.commands(), buffer.handle(), 0, vk::WHOLE_SIZE, 0) };
-    let value = device.queue().submit(Some(recording), None, None)?;
+    let value = device.queue().submit(recording, None, None)?;
     device.queue().wait(value)
 }

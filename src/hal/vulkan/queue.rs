@@ -1,8 +1,9 @@
 //! The device's compute queue and its timeline semaphore. Each submission signals the next value
 //! of the timeline; one waiter thread per device waits (`vkWaitSemaphores`) for the oldest value
 //! still pending, then finishes every submission the timeline has passed: runs its host step,
-//! signals (or fails) its HAL fence — which makes the fence's AsyncValues available — and frees
-//! its command buffer and the buffers it kept alive.
+//! frees its command buffer and the buffers it kept alive, and signals (or fails) its HAL fences —
+//! which makes the fences' AsyncValues available. Queue work that only orders makes no
+//! submission: its fence rides on the last pending one.
 //!
 //! Every command buffer starts with a barrier that makes all earlier device writes visible to its
 //! commands (a barrier's first scope covers earlier submissions to the queue) and ends with one
@@ -26,12 +27,14 @@ type Kept = Box<dyn Send>;
 
 struct Pending {
     value: u64,
-    commands: Option<vk::CommandBuffer>,
+    commands: vk::CommandBuffer,
     /// What the commands use (staging buffers, descriptor pools, the HAL objects recorded),
     /// released once the device is done with them.
     _keep: Vec<Kept>,
     then: Option<HostStep>,
-    signal: Option<Fence>,
+    /// The fences the submission reaches: its own, and those of queue work that only waited
+    /// for it.
+    signals: Vec<Fence>,
 }
 
 #[derive(Default)]
@@ -149,22 +152,33 @@ impl Queue {
         Ok(recording)
     }
 
-    /// Submits `recording` (none: only signals the timeline, ordering `signal` after what came
-    /// before), then, once the device is done, runs `then` and signals `signal` (fails it when
-    /// either failed). Returns the timeline value the submission signals.
+    /// Reaches `signal` once everything submitted so far is done, without a submission of its
+    /// own: at once when nothing is pending, else with the last pending submission. Queue work
+    /// that only orders (alloca, dealloca, an empty execute) costs no trip through the driver.
+    pub fn signal_after_pending(&self, signal: Fence) -> Result<(), Diagnostic> {
+        let mut state = self.shared.lock_state();
+        if let Some(lost) = &state.lost {
+            return Err(lost.clone());
+        }
+        match state.pending.back_mut() {
+            Some(last) => last.signals.push(signal),
+            None => {
+                drop(state);
+                signal.signal();
+            }
+        }
+        Ok(())
+    }
+
+    /// Submits `recording`, then, once the device is done, runs `then` and signals `signal`
+    /// (fails it when either failed). Returns the timeline value the submission signals.
     pub fn submit(
         &self,
-        recording: Option<Recording<'_>>,
+        recording: Recording<'_>,
         then: Option<HostStep>,
         signal: Option<Fence>,
     ) -> Result<u64, Diagnostic> {
-        let (commands, keep) = match recording {
-            Some(recording) => {
-                let (commands, keep) = recording.end()?;
-                (Some(commands), keep)
-            }
-            None => (None, Vec::new()),
-        };
+        let (commands, keep) = recording.end()?;
         let queue = self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let (value, lost) = {
             let state = self.shared.lock_state();
@@ -175,7 +189,7 @@ impl Queue {
             self.free(commands);
             return Err(lost);
         }
-        let command_buffers: Vec<vk::CommandBuffer> = commands.into_iter().collect();
+        let command_buffers = [commands];
         let values = [value];
         let semaphores = [self.shared.timeline];
         let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
@@ -192,7 +206,7 @@ impl Queue {
         }
         let mut state = self.shared.lock_state();
         state.submitted = value;
-        state.pending.push_back(Pending { value, commands, _keep: keep, then, signal });
+        state.pending.push_back(Pending { value, commands, _keep: keep, then, signals: signal.into_iter().collect() });
         drop(state);
         drop(queue);
         self.shared.wake.notify_one();
@@ -210,7 +224,7 @@ impl Queue {
             (point.is_available() && !point.is_error())
                 || state.pending.iter().any(|pending| {
                     pending.then.is_none()
-                        && pending.signal.as_ref().is_some_and(|s| s.points().iter().any(|p| p.ptr_eq(point)))
+                        && pending.signals.iter().any(|s| s.points().iter().any(|p| p.ptr_eq(point)))
                 })
         })
     }
@@ -227,8 +241,8 @@ impl Queue {
         Ok(())
     }
 
-    fn free(&self, commands: Option<vk::CommandBuffer>) {
-        free_command_buffers(&self.shared, commands.into_iter().collect());
+    fn free(&self, commands: vk::CommandBuffer) {
+        free_command_buffers(&self.shared, vec![commands]);
     }
 }
 
@@ -351,8 +365,8 @@ fn wait_loop(shared: &Shared) {
 
 /// Frees the submissions' command buffers, then runs their host steps and signals their fences.
 fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>) {
-    free_command_buffers(shared, done.iter().filter_map(|p| p.commands).collect());
-    for Pending { then, signal, _keep: kept, .. } in done {
+    free_command_buffers(shared, done.iter().map(|p| p.commands).collect());
+    for Pending { then, signals, _keep: kept, .. } in done {
         let result = match failure {
             Some(error) => Err(error.clone()),
             None => then.map_or(Ok(()), |then| then()),
@@ -361,10 +375,10 @@ fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>) {
         // fence and then exits must not race this thread destroying the device (and unloading
         // the Vulkan layers) when the submission held its last reference.
         drop(kept);
-        if let Some(signal) = signal {
-            match result {
+        for signal in signals {
+            match &result {
                 Ok(()) => signal.signal(),
-                Err(error) => signal.fail(&error),
+                Err(error) => signal.fail(error),
             }
         }
     }
