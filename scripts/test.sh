@@ -71,6 +71,8 @@ step "cargo test (unit, integration, header freshness, VM fixtures)"
 if [ "${CI:-}" = true ]; then
   export RTX_REQUIRE_VULKAN=1
 fi
+# Every Vulkan test runs under the Khronos validation layers; what they report fails the test.
+export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
 cargo test
 
 step "miri: the unsafe host core and the interpreter's unchecked accesses (cargo +nightly miri test --lib)"

@@ -1,7 +1,7 @@
 //! Vulkan devices on whatever Vulkan driver the machine has (lavapipe in CI): enumeration and what
 //! it reports, buffers reached through a mapping and through staging, queue transfers checked
 //! against hand-computed bytes, fences completed by the queue's timeline, and the validation
-//! layers (on wherever installed) reporting nothing.
+//! layers (on with `RTX_VULKAN_VALIDATION=1`, as the test command sets) reporting nothing.
 //!
 //! Without a Vulkan device each test skips loudly, unless `RTX_REQUIRE_VULKAN=1` (CI) makes that
 //! a failure.

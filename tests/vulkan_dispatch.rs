@@ -4,7 +4,7 @@
 //! command buffer run twice with different binding tables, each result checked against sums
 //! computed by hand; dispatches past the device's workgroup-count limit or with a misaligned binding
 //! offset refused with an error rather than handed to the driver. The validation layers (on
-//! wherever installed) must report nothing.
+//! with `RTX_VULKAN_VALIDATION=1`, as the test command sets) must report nothing.
 //!
 //! Without a Vulkan device the tests skip loudly, unless `RTX_REQUIRE_VULKAN=1`.
 

@@ -2,7 +2,7 @@
 //! `iree-run-module --device=vulkan` printed for them: every invocation of
 //! tests/fixtures/vulkan/invocations.txt, through the runtime in this process on each way the
 //! device binds buffers and reaches memory (where the
-//! validation layers, on wherever installed, must report nothing — a Vulkan object left alive
+//! validation layers, on with `RTX_VULKAN_VALIDATION=1` (as the test command sets), must report nothing — a Vulkan object left alive
 //! when the device goes is one of their reports) and through `rtx run --device=vulkan`, whose
 //! stderr must be as empty as IREE's was.
 //!

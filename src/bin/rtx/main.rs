@@ -24,7 +24,7 @@ use rtx::vm::value::Value;
 
 use flags::{c_atof, c_atoi, Flags};
 
-/// Prints what the Vulkan validation layers (on wherever installed) reported while the command
+/// Prints what the Vulkan validation layers (on with `RTX_VULKAN_VALIDATION=1`) reported while the command
 /// ran a Vulkan device: each message is a bug, in rtx or in the program.
 fn report_validation() {
     let (messages, dropped) = rtx::hal::vulkan::validation::messages();

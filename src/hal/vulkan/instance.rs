@@ -1,7 +1,8 @@
 //! The Vulkan instance: the loader opened at run time (so librtx runs where there is no Vulkan
-//! and says so), API 1.3 where the loader offers it and 1.2 otherwise, and the Khronos
-//! validation layers with a messenger feeding [`super::validation`] wherever the layers are
-//! installed (`RTX_VULKAN_VALIDATION=0` turns them off; `=sync` adds the synchronization checks).
+//! and says so), API 1.3 where the loader offers it and 1.2 otherwise, and, when
+//! `RTX_VULKAN_VALIDATION` asks for them and they are installed, the Khronos validation layers
+//! with a messenger feeding [`super::validation`]. Off by default, as in IREE's tools: the layers
+//! cost several times the time of a small call.
 //!
 //! One instance serves every device of the process while any of them lives
 //! ([`Instance::shared`]); it is destroyed with the last.
@@ -37,11 +38,11 @@ impl std::fmt::Debug for Instance {
 /// How much the validation layers check, from `RTX_VULKAN_VALIDATION`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ValidationLevel {
-    /// `0`: no layers.
+    /// Unset, `0` or `false`: no layers.
     Off,
-    /// Unset or anything else: the layers' standard checks of API use.
+    /// `1` or anything else: the layers' standard checks of API use.
     Standard,
-    /// `sync`: the synchronization checks too. Not the default: they take a descriptor's whole
+    /// `sync`: the synchronization checks too. Not part of `1`: they take a descriptor's whole
     /// range as accessed, so compiled programs whose dispatches and copies touch disjoint parts
     /// of one binding without a barrier between them (as IREE's compiler emits) read as hazards.
     Synchronization,
@@ -50,9 +51,10 @@ enum ValidationLevel {
 impl ValidationLevel {
     fn from_env() -> ValidationLevel {
         match std::env::var_os("RTX_VULKAN_VALIDATION") {
-            Some(v) if v == "0" => ValidationLevel::Off,
+            None => ValidationLevel::Off,
+            Some(v) if v.is_empty() || v == "0" || v == "false" => ValidationLevel::Off,
             Some(v) if v == "sync" => ValidationLevel::Synchronization,
-            _ => ValidationLevel::Standard,
+            Some(_) => ValidationLevel::Standard,
         }
     }
 }

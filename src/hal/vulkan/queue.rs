@@ -223,8 +223,7 @@ impl Queue {
         fence.points().iter().all(|point| {
             (point.is_available() && !point.is_error())
                 || state.pending.iter().any(|pending| {
-                    pending.then.is_none()
-                        && pending.signals.iter().any(|s| s.points().iter().any(|p| p.ptr_eq(point)))
+                    pending.then.is_none() && pending.signals.iter().any(|s| s.points().iter().any(|p| p.ptr_eq(point)))
                 })
         })
     }
