@@ -66,7 +66,8 @@ def run_one(job, args):
             return result
         if compiled.returncode != 0:
             result["status"] = "compile error"
-            result["detail"] = compiled.stderr.strip().splitlines()[-1:] if compiled.stderr else []
+            errors = [line for line in compiled.stderr.splitlines() if "error:" in line]
+            result["detail"] = errors[:1] or compiled.stderr.strip().splitlines()[-1:]
             return result
     try:
         ran = subprocess.run([args.rtx, "check", f"--module={vmfb}", f"--device={DEVICE_OF_DRIVER[args.driver]}"],

@@ -13,7 +13,14 @@ use crate::vm::refs::{Ref, RefObject};
 /// A HAL fence. Clones share the points (queue work keeps its fences this way).
 #[derive(Clone, Debug)]
 pub struct Fence {
-    points: Arc<[RcAsyncValue]>,
+    points: Points,
+}
+
+/// A fence's points: most fences have one, kept inline (no allocation beyond the point's own).
+#[derive(Clone, Debug)]
+enum Points {
+    One(RcAsyncValue),
+    Many(Arc<[RcAsyncValue]>),
 }
 
 impl RefObject for Fence {
@@ -37,24 +44,31 @@ pub enum Reached {
 impl Fence {
     /// One new, unsignaled point (`hal.fence.create`).
     pub fn new() -> Fence {
-        Fence { points: Arc::new([AsyncValueRef::<Chain>::unconstructed().into_untyped()]) }
+        Fence::from_point(AsyncValueRef::<Chain>::unconstructed().into_untyped())
     }
 
     /// A fence with one point that someone else made: reached when `point` is available (failed
     /// if it is an error), and signaling it sets it to a chain. A C host passes its promises
     /// this way; whether they can take a chain is checked by the caller.
     pub fn from_point(point: RcAsyncValue) -> Fence {
-        Fence { points: Arc::new([point]) }
+        Fence { points: Points::One(point) }
     }
 
     /// A fence that is reached when all of `fences` are (`hal.fence.join`).
     pub fn join<'a>(fences: impl IntoIterator<Item = &'a Fence>) -> Fence {
-        Fence { points: fences.into_iter().flat_map(|f| f.points.iter().cloned()).collect() }
+        let mut fences = fences.into_iter();
+        match (fences.next(), fences.next()) {
+            (Some(only), None) => only.clone(),
+            (first, second) => {
+                let all = first.into_iter().chain(second).chain(fences);
+                Fence { points: Points::Many(all.flat_map(|f| f.points().iter().cloned()).collect()) }
+            }
+        }
     }
 
     /// Marks every point reached (`hal.fence.signal`, and queue work completing).
     pub fn signal(&self) {
-        for point in self.points.iter() {
+        for point in self.points() {
             if !point.is_available() {
                 // A point set by someone else in between stays as they set it.
                 let _ = point.emplace(Chain);
@@ -64,7 +78,7 @@ impl Fence {
 
     /// Fails every unreached point (`hal.fence.fail`, and queue work failing).
     pub fn fail(&self, diagnostic: &Diagnostic) {
-        for point in self.points.iter() {
+        for point in self.points() {
             if !point.is_available() {
                 let _ = point.set_error(diagnostic.clone());
             }
@@ -73,13 +87,16 @@ impl Fence {
 
     /// The points: the values the fence is reached with.
     pub fn points(&self) -> &[RcAsyncValue] {
-        &self.points
+        match &self.points {
+            Points::One(point) => std::slice::from_ref(point),
+            Points::Many(points) => points,
+        }
     }
 
     /// Whether every point is reached, or the first failure.
     pub fn reached(&self) -> Reached {
         let mut all = true;
-        for point in self.points.iter() {
+        for point in self.points() {
             if let Some(error) = point.get_error() {
                 return Reached::Failed(error.clone());
             }
@@ -95,13 +112,13 @@ impl Fence {
     /// Runs `then` once every point is available (reached or failed), on the thread that makes
     /// the last one so, or at once.
     pub fn when_reached(&self, then: impl FnOnce() + Send + 'static) {
-        run_when_ready(&self.points, then);
+        run_when_ready(self.points(), then);
     }
 
     /// Blocks the calling thread until every point is available: for tools and hosts outside the
     /// runtime's threads only.
     pub fn wait(&self) -> Result<(), Diagnostic> {
-        block_until_ready(&self.points);
+        block_until_ready(self.points());
         match self.reached() {
             Reached::Failed(error) => Err(error),
             _ => Ok(()),
