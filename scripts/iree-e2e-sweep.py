@@ -146,7 +146,8 @@ def compare_one(job, args):
     """Compiles each test function of a file rewritten to return its checked values and runs it
     with iree-run-module and rtx run; returns the names that match, differ, or do not compile."""
     folder, suite, source, flags = job
-    result = {"suite": f"{folder.name}/{suite}", "source": source, "same": [], "different": [], "skipped": []}
+    result = {"suite": f"{folder.name}/{suite}", "source": source, "same": [], "different": [], "skipped": [],
+              "uncompiled": []}
     # Comments go first: suites keep commented-out tests whose checks would be rewritten too.
     text = re.sub(r"//[^\n]*", "", (folder / source).read_text())
     for name, variant in returning_variants(text):
@@ -163,7 +164,7 @@ def compare_one(job, args):
         except subprocess.TimeoutExpired:
             compiled = None
         if compiled is None or compiled.returncode != 0:
-            result["skipped"].append(name)
+            result["uncompiled"].append(name)
             continue
         outputs = []
         for runner in ([args.iree_run_module], [args.rtx, "run"]):
@@ -245,13 +246,17 @@ def compare(jobs, args):
             line = f"{result['suite']}/{result['source']}: {len(result['same'])} same"
             if result["different"]:
                 line += f", {len(result['different'])} DIFFERENT ({', '.join(result['different'])})"
+            if result["uncompiled"]:
+                line += f", {len(result['uncompiled'])} not compiled ({', '.join(result['uncompiled'])})"
             if result["skipped"]:
-                line += f", {len(result['skipped'])} not rewritable ({', '.join(result['skipped'])})"
+                line += f", {len(result['skipped'])} with nothing to compare ({', '.join(result['skipped'])})"
             print(line, flush=True)
     same = sum(len(r["same"]) for r in results)
     different = sum(len(r["different"]) for r in results)
+    uncompiled = sum(len(r["uncompiled"]) for r in results)
     skipped = sum(len(r["skipped"]) for r in results)
-    print(f"\nfunctions: {same} print what iree-run-module prints, {different} differ, {skipped} not rewritable")
+    print(f"\nfunctions: {same} print what iree-run-module prints, {different} differ, {uncompiled} not compiled "
+          f"by iree-compile, {skipped} with nothing to compare")
     with open(Path(args.out) / "compare.json", "w") as f:
         json.dump({"results": results, "same": same, "different": different}, f, indent=1, default=str)
     return 0 if different == 0 else 1
