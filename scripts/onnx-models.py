@@ -60,14 +60,37 @@ def random_weight(shape, dtype, role, rng):
 
 
 def with_random_weights(model, seed):
+    """The model with each weight — a float initializer, or a `ConstantOfShape` fill of a constant
+    shape, which is how the light models keep their size — replaced by seeded random values."""
     rng = np.random.default_rng(seed)
-    roles = batch_norm_roles(model.graph)
-    for index, initializer in enumerate(model.graph.initializer):
+    graph = model.graph
+    roles = batch_norm_roles(graph)
+    initializers = {i.name: i for i in graph.initializer}
+    fills = [n for n in graph.node if n.op_type == "ConstantOfShape" and n.input and n.input[0] in initializers]
+    shape_names = {n.input[0] for n in fills}
+    weights = []
+    for node in fills:
+        shape = tuple(int(d) for d in numpy_helper.to_array(initializers[node.input[0]]))
+        weights.append(numpy_helper.from_array(random_weight(shape, np.float32, roles.get(node.output[0]), rng),
+                                               node.output[0]))
+    for initializer in graph.initializer:
         array = numpy_helper.to_array(initializer)
-        if not np.issubdtype(array.dtype, np.floating):
+        if initializer.name in shape_names or not np.issubdtype(array.dtype, np.floating):
             continue  # shapes, axes, indices: structure, not weights
-        values = random_weight(array.shape, array.dtype, roles.get(initializer.name), rng)
-        model.graph.initializer[index].CopyFrom(numpy_helper.from_array(values, initializer.name))
+        weights.append(numpy_helper.from_array(random_weight(array.shape, array.dtype, roles.get(initializer.name), rng),
+                                               initializer.name))
+    kept = [i for i in graph.initializer if i.name not in shape_names and i.name not in {w.name for w in weights}]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + weights)
+    nodes = [n for n in graph.node if n not in fills]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    # Old IR versions list initializers among the inputs too: the fills' shapes go with them.
+    inputs = [i for i in graph.input if i.name not in shape_names]
+    del graph.input[:]
+    graph.input.extend(inputs)
+    # From IR version 4 on, initializers need not be inputs (the new weights are not).
+    model.ir_version = max(model.ir_version, 4)
     return model
 
 
@@ -93,6 +116,7 @@ def main():
     parser.add_argument("--iree-tools", default=os.environ.get("RTX_IREE_TOOLS", ""))
     parser.add_argument("--target-cpu", default="host", help="--iree-llvmcpu-target-cpu (host, generic, ...)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--opset", type=int, default=17, help="the ONNX opset the importer upgrades the models to")
     parser.add_argument("--only", nargs="*", help="model names (default: all)")
     args = parser.parse_args()
     tool = lambda name: str(Path(args.iree_tools) / name) if args.iree_tools else name
@@ -106,7 +130,8 @@ def main():
         input_name, shape = input_shape(model)
         rng = np.random.default_rng(args.seed + 1)
         np.save(out / f"{name}.input.npy", rng.uniform(0.0, 1.0, shape).astype(np.float32))
-        run([tool("iree-import-onnx"), str(out / f"{name}.onnx"), "-o", str(out / f"{name}.mlir")])
+        run([tool("iree-import-onnx"), f"--opset-version={args.opset}", str(out / f"{name}.onnx"), "-o",
+             str(out / f"{name}.mlir")])
         run([tool("iree-compile"), "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
              f"--iree-llvmcpu-target-cpu={args.target_cpu}", str(out / f"{name}.mlir"), "-o", str(out / f"{name}.vmfb")])
         print(f"{name}: input {input_name} {'x'.join(map(str, shape))}xf32 -> {out / name}.vmfb", flush=True)
