@@ -912,8 +912,9 @@ void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size
  * every dispatch inline on the thread that runs the call) or `"local-task"` (the CPU, a
  * dispatch's workgroups spread over worker threads, one per core, which every context of the
  * process shares); `"local-sync://"` and `"local-task://"` are accepted too; or `"vulkan"`,
- * `"vulkan://N"` or `"vulkan://UUID"` (a Vulkan device, when the system has one). This adds the `hal`
- * module over that device to the context, so it must come before `rtx_context_add_module` for
+ * `"vulkan://N"` or `"vulkan://UUID"` (a Vulkan device, when the system has one; contexts that
+ * name it the same way share it while any of them lives). This adds the `hal` module over that
+ * device to the context, so it must come before `rtx_context_add_module` for
  * modules that import `hal` (any module compiled from tensor code, for any CPU target: vmvx,
  * embedded or system ELF). One device per context.
  *
@@ -921,8 +922,7 @@ void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size
  * ALREADY_EXISTS if the context already has a device (or a native module named `hal`);
  * INVALID_ARGUMENT for NULL arguments. On failure the context is left as it was. Thread-safe.
  */
-rtx_error_t *rtx_context_add_device(rtx_context_t *context,
-                                    const char *device);
+rtx_error_t *rtx_context_add_device(rtx_context_t *context, const char *device);
 
 /**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`

@@ -13,8 +13,9 @@ use crate::host::ResultExt;
 /// every dispatch inline on the thread that runs the call) or `"local-task"` (the CPU, a
 /// dispatch's workgroups spread over worker threads, one per core, which every context of the
 /// process shares); `"local-sync://"` and `"local-task://"` are accepted too; or `"vulkan"`,
-/// `"vulkan://N"` or `"vulkan://UUID"` (a Vulkan device, when the system has one). This adds the `hal`
-/// module over that device to the context, so it must come before `rtx_context_add_module` for
+/// `"vulkan://N"` or `"vulkan://UUID"` (a Vulkan device, when the system has one; contexts that
+/// name it the same way share it while any of them lives). This adds the `hal` module over that
+/// device to the context, so it must come before `rtx_context_add_module` for
 /// modules that import `hal` (any module compiled from tensor code, for any CPU target: vmvx,
 /// embedded or system ELF). One device per context.
 ///

@@ -6,10 +6,11 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::context::{Context, ContextOptions, QueueChoice};
+use crate::hal::backend::DeviceBackend;
 use crate::hal::device::Device;
 use crate::hal::local::device::{DeviceKind, LocalDevice};
 use crate::hal::local::workers::Workers;
-use crate::hal::vulkan::{DeviceOptions, VulkanDevice};
+use crate::hal::vulkan::{DeviceOptions, DeviceSelector, VulkanDevice};
 use crate::host::work_queue::{ScopedWorkQueue, WorkQueueSpec};
 use crate::host::{Diagnostic, HostContext, WorkQueue};
 
@@ -28,6 +29,9 @@ struct Shared {
     task_workers: Mutex<Option<Arc<Workers>>>,
     /// How many workers `local-task` devices get; `None` is one per core.
     task_worker_count: Option<usize>,
+    /// The Vulkan devices open, by how they were named, held weakly: contexts naming the same
+    /// device share one logical device (its pipelines, memory and queue) while any uses it.
+    vulkan_devices: Mutex<Vec<(DeviceSelector, Weak<dyn DeviceBackend>)>>,
 }
 
 /// The process-wide runtime of [`Runtime::shared`], held weakly so that it (and its threads) go
@@ -48,6 +52,7 @@ impl Runtime {
                 queues: Mutex::default(),
                 task_workers: Mutex::default(),
                 task_worker_count: Some(workers.max(1)),
+                vulkan_devices: Mutex::default(),
             }),
         }
     }
@@ -95,13 +100,25 @@ impl Runtime {
     }
 
     /// The device `uri` names: `local-sync`, `local-task` (sharing the runtime's worker pool), or
-    /// a Vulkan device (`vulkan`, `vulkan://N`, `vulkan://UUID`), opened anew. NOT_FOUND for an
-    /// unknown name; UNAVAILABLE where Vulkan or the device is missing.
+    /// a Vulkan device (`vulkan`, `vulkan://N`, `vulkan://UUID`; the one already open under that
+    /// name in this runtime, else opened). NOT_FOUND for an unknown name; UNAVAILABLE where
+    /// Vulkan or the device is missing.
     pub fn open_device(&self, uri: &str) -> Result<Device, Diagnostic> {
         if uri.starts_with("vulkan") {
-            return Ok(VulkanDevice::open_uri(uri, DeviceOptions::default())?.into_device());
+            return self.vulkan_device(DeviceSelector::parse(uri)?);
         }
         Ok(self.device(DeviceKind::parse(uri)?).into_device())
+    }
+
+    fn vulkan_device(&self, selector: DeviceSelector) -> Result<Device, Diagnostic> {
+        let mut open = self.shared.vulkan_devices.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|(_, device)| device.strong_count() > 0);
+        if let Some(device) = open.iter().find(|(s, _)| *s == selector).and_then(|(_, d)| d.upgrade()) {
+            return Ok(Device::new(device));
+        }
+        let device: Arc<dyn DeviceBackend> = Arc::new(VulkanDevice::open(selector, DeviceOptions::default())?);
+        open.push((selector, Arc::downgrade(&device)));
+        Ok(Device::new(device))
     }
 
     /// A device of `kind`; `local-task` devices share the runtime's worker pool.
