@@ -37,18 +37,26 @@ def light_models():
 
 
 def batch_norm_roles(graph):
-    """Initializer name -> 'scale' / 'bias' / 'mean' / 'var' for BatchNormalization inputs."""
+    """Initializer name -> 'scale' / 'bias' / 'mean' / 'var' for BatchNormalization inputs; the
+    scale of a batch norm that ends a residual branch (its output added to another) is
+    'residual_scale', kept small so that the sum does not double the activations' variance at
+    every block (outputs would saturate after ResNet-50's sixteen)."""
+    added = {name for node in graph.node if node.op_type in ("Add", "Sum") for name in node.input}
     roles = {}
     for node in graph.node:
         if node.op_type == "BatchNormalization":
             for name, role in zip(node.input[1:5], ("scale", "bias", "mean", "var")):
                 roles[name] = role
+            if node.output[0] in added:
+                roles[node.input[1]] = "residual_scale"
     return roles
 
 
 def random_weight(shape, dtype, role, rng):
     if role == "scale":
         return rng.uniform(0.8, 1.2, shape).astype(dtype)
+    if role == "residual_scale":
+        return rng.uniform(0.1, 0.3, shape).astype(dtype)
     if role == "var":
         return rng.uniform(0.8, 1.2, shape).astype(dtype)
     if role in ("bias", "mean"):
