@@ -106,31 +106,34 @@ pub struct Input<'a> {
 /// Compiles every function of a module. `callees` describes each function, `callable` where its
 /// signature and frame would allow compiled calls; a function stays callable only while its code
 /// compiles whole with calls to callable functions alone, so this narrows the set until it holds
-/// (recursion included: a cycle of functions that compile whole stays callable).
+/// (recursion included: a cycle of functions that compile whole stays callable), compiling again
+/// only the functions whose calls named a function it just dropped.
 pub fn compile_module(
     inputs: &[Option<Input<'_>>],
     mut callees: Vec<Callee>,
     entries: Entries,
 ) -> Vec<Option<Compiled>> {
+    let compile_one = |function: usize, callees: &[Callee]| {
+        let input = inputs[function].as_ref()?;
+        let scope = Scope { function: function as u32, callees };
+        compile(&input.decoded, &input.starts, &input.blocks, entries, &scope)
+    };
+    let mut compiled: Vec<Option<Compiled>> = (0..inputs.len()).map(|f| compile_one(f, &callees)).collect();
     loop {
-        let compiled: Vec<Option<Compiled>> = inputs
-            .iter()
-            .enumerate()
-            .map(|(function, input)| {
-                let input = input.as_ref()?;
-                let scope = Scope { function: function as u32, callees: &callees };
-                compile(&input.decoded, &input.starts, &input.blocks, entries, &scope)
-            })
-            .collect();
-        let mut narrowed = false;
-        for (callee, compiled) in callees.iter_mut().zip(&compiled) {
-            if callee.callable && !compiled.as_ref().is_some_and(|c| c.whole) {
+        let mut dropped = Vec::new();
+        for (function, (callee, code)) in callees.iter_mut().zip(&compiled).enumerate() {
+            if callee.callable && !code.as_ref().is_some_and(|c| c.whole) {
                 callee.callable = false;
-                narrowed = true;
+                dropped.push(function as u32);
             }
         }
-        if !narrowed {
+        if dropped.is_empty() {
             return compiled;
+        }
+        for (function, code) in compiled.iter_mut().enumerate() {
+            if code.as_ref().is_some_and(|c| c.calls.iter().any(|(_, callee)| dropped.contains(callee))) {
+                *code = compile_one(function, &callees);
+            }
         }
     }
 }
