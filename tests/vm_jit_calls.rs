@@ -1,12 +1,13 @@
-//! Calls in compiled code (`src/vm/jit`) held against the interpreter: `calls.vmfb` loaded with
-//! the loop compiler on (`RTX_VM_JIT` unset, and `all`) and off (`0`), and every call compared —
-//! results, errors (status, message, source location) and where a run budget runs out, which
-//! shows compiled calls spend it exactly as interpreted ones do.
+//! Calls and branch tables in compiled code (`src/vm/jit`) held against the interpreter:
+//! `calls.vmfb` and `control_flow.vmfb` loaded with the loop compiler on (`RTX_VM_JIT` unset, and
+//! `all`) and off (`0`), and every call compared — results, errors (status, message, source
+//! location) and where a run budget runs out, which shows compiled calls spend it exactly as
+//! interpreted ones do.
 //!
-//! One test function: `RTX_VM_JIT` is read when a module loads, so the modes are loaded in turn
-//! rather than from tests running in parallel.
+//! `RTX_VM_JIT` is read when a module loads, so loads take turns (one lock) while the tests run in
+//! parallel.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rtx::host::Diagnostic;
 use rtx::vm::context::Context;
@@ -15,12 +16,15 @@ use rtx::vm::Module;
 
 mod common;
 
-fn load(mode: Option<&str>) -> Arc<Module> {
+static LOADING: Mutex<()> = Mutex::new(());
+
+fn load(file: &str, mode: Option<&str>) -> Arc<Module> {
+    let _turn = LOADING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     match mode {
         Some(mode) => std::env::set_var("RTX_VM_JIT", mode),
         None => std::env::remove_var("RTX_VM_JIT"),
     }
-    let module = Module::load_file(common::fixture_dir("calls.vmfb")).expect("calls.vmfb loads");
+    let module = Module::load_file(common::fixture_dir(file)).expect("the fixture loads");
     std::env::remove_var("RTX_VM_JIT");
     Arc::new(module)
 }
@@ -45,9 +49,9 @@ fn entered_compiled(module: &Module, name: &str) -> bool {
 
 #[test]
 fn compiled_calls_match_the_interpreter() {
-    let interpreted = load(Some("0"));
-    let compiled = load(None);
-    let everywhere = load(Some("all"));
+    let interpreted = load("calls.vmfb", Some("0"));
+    let compiled = load("calls.vmfb", None);
+    let everywhere = load("calls.vmfb", Some("all"));
 
     // Recursion on every scalar width runs whole in machine code; a function with a division
     // (which may leave to the interpreter) does not, nor does a caller that reaches it.
@@ -114,4 +118,19 @@ fn compiled_calls_match_the_interpreter() {
             }
         }
     }
+}
+
+#[test]
+fn compiled_branch_tables_match_the_interpreter() {
+    let interpreted = load("control_flow.vmfb", Some("0"));
+    let everywhere = load("control_flow.vmfb", Some("all"));
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    assert!(entered_compiled(&everywhere, "switch_case"), "the br_table block is compiled");
+    for x in [i32::MIN, -1, 0, 1, 2, 3, 4, i32::MAX] {
+        let expected = call(&interpreted, None, "switch_case", &[Value::I32(x)]);
+        assert_eq!(call(&everywhere, None, "switch_case", &[Value::I32(x)]), expected, "switch_case({x})");
+    }
+    // cf.switch 0 -> 100, 1 -> 200, 2 -> 300, default -> -1.
+    let cases: Vec<_> = (-1..4).map(|x| call(&everywhere, None, "switch_case", &[Value::I32(x)]).unwrap()).collect();
+    assert_eq!(cases, [[Value::I32(-1)], [Value::I32(100)], [Value::I32(200)], [Value::I32(300)], [Value::I32(-1)]]);
 }

@@ -472,6 +472,7 @@ impl Emitter<'_> {
             O::CmpNaNF32 | O::CmpNaNF64 => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
             O::Branch => return self.branch(instruction, next),
             O::CondBranch => return self.conditional_branch(instruction, r[0], next),
+            O::BranchTable => return self.branch_table(instruction, r[0], next),
             O::Call => return self.call(instruction),
             O::Return => return self.ret(instruction),
             // Left to the interpreter: memory, refs, imports, variadic and yieldable calls, tables,
@@ -538,7 +539,6 @@ impl Emitter<'_> {
             | O::CtlzI64
             | O::Block
             | O::CastAnyRef
-            | O::BranchTable
             | O::BufferHash
             | O::DiscardRefs
             | O::AssignRef
@@ -627,6 +627,43 @@ impl Emitter<'_> {
             | O::RoundF64Even => return false,
         }
         true
+    }
+
+    /// `vm.br_table`: the index compared with each case in turn (a negative or too large index
+    /// matches none and takes the default, as in the interpreter).
+    fn branch_table(
+        &mut self,
+        instruction: &DecodedInstruction<'_>,
+        index: u16,
+        next: Option<&DecodedInstruction<'_>>,
+    ) -> bool {
+        let mut default: Option<(u32, &[RegisterRemap])> = None;
+        let mut cases = None;
+        for operand in &instruction.operands {
+            match operand {
+                DecodedOperand::BranchTarget(target) => default = Some((*target, &[])),
+                DecodedOperand::BranchOperands(remaps) => {
+                    if let Some(default) = default.as_mut() {
+                        default.1 = remaps;
+                    }
+                }
+                DecodedOperand::BranchTableCases(list) => cases = Some(list),
+                _ => {}
+            }
+        }
+        let (Some(default), Some(cases)) = (default, cases) else { return false };
+        self.asm.load(W32, Gpr::Rcx, index);
+        for (case, destination) in cases.iter().enumerate() {
+            let Ok(case) = i32::try_from(case) else { return false };
+            let other = self.asm.label();
+            self.asm.alu_imm(Alu::Cmp, W32, Gpr::Rcx, case);
+            self.asm.jump_if(Cond::Ne, other);
+            if !self.take((destination.target, &destination.remaps), None) {
+                return false;
+            }
+            self.asm.bind(other);
+        }
+        self.take(default, next)
     }
 
     /// `vm.call` of a callable function of this module (see the module comment for the frames).
