@@ -16,6 +16,8 @@ use super::handlers::{self, register};
 use super::op::{inline_ops, Moves, Op, Target};
 use super::scalar;
 use super::{bytecode_module, Invocation, Step, UNLIMITED};
+#[cfg(rtx_jit)]
+use super::{jit_stack, locate_at, MAX_FRAME_DEPTH, MAX_STACK_REGISTERS};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::bytecode::isa::Opcode;
 use crate::vm::context::{Instance, Resolved, State};
@@ -178,18 +180,32 @@ impl Invocation {
                                 // this function (see `crate::vm::jit`): it reads and writes only
                                 // registers the verifier proved inside this frame's i32 bank, which
                                 // `regs` is, and returns the index of an op of this function.
-                                let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
+                                // Compiled calls stack their frames on the jit stack, in the room
+                                // the interpreter's frames leave under the same limits.
+                                let stack = jit_stack(&mut self.jit_stack);
+                                let depth = (MAX_FRAME_DEPTH - self.frames.len()) as u64;
+                                // SAFETY: as above for the frame; `stack` is the start of the jit
+                                // stack, `MAX_STACK_REGISTERS + RESULT_WORDS` words long, and
+                                // `i32_end <= MAX_STACK_REGISTERS` (the frame push checked), so
+                                // the limit and `RESULT_WORDS` past it lie inside it; compiled
+                                // calls write only below the limit and results past it.
+                                let exit = unsafe {
+                                    entry(regs.as_mut_ptr(), budget, stack, stack.add(MAX_STACK_REGISTERS - i32_end), depth)
+                                };
+                                if let Some(fault) = exit.error() {
+                                    self.budget = 0;
+                                    self.frames.last_mut().expect("executing").pc = pc_of(ip) as u32;
+                                    let error = handlers::fault(fault, exit.budget);
+                                    return Err(locate_at(instances, frame.instance, fault.function, fault.op, error));
+                                }
                                 // Unbudgeted, the count only runs down from `UNLIMITED`: keep that.
                                 if BUDGETED {
                                     budget = exit.budget;
                                 }
-                                let resume = (exit.op & !crate::vm::jit::Exit::EXHAUSTED) as usize;
+                                let resume = exit.op as usize;
                                 debug_assert!(resume < ops.len());
                                 // SAFETY: as above, `resume` is an op index of this function.
                                 ip = unsafe { base.add(resume) };
-                                if exit.op & crate::vm::jit::Exit::EXHAUSTED != 0 {
-                                    fail!(handlers::budget_exhausted());
-                                }
                                 continue;
                             }
                             $($(Op::$br { a, b, d, t } => {
@@ -277,8 +293,7 @@ impl Invocation {
             // resume point, take no backward branch.
             if self.budget != UNLIMITED && !matches!(transfer, Transfer::Return) {
                 if self.budget == 0 {
-                    let e = error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted");
-                    return Err(self.locate(instances, e));
+                    return Err(self.locate(instances, handlers::call_budget_exhausted()));
                 }
                 self.budget -= 1;
             }

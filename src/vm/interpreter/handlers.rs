@@ -23,6 +23,31 @@ pub(super) fn budget_exhausted() -> Diagnostic {
     error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted (Invocation::set_budget)")
 }
 
+/// The budget ran out at a call (calls spend it too: recursion takes no backward branch).
+#[cold]
+pub(super) fn call_budget_exhausted() -> Diagnostic {
+    error(StatusCode::DeadlineExceeded, "the invocation's branch budget is exhausted")
+}
+
+/// A call would stack frame `depth + 1`, or pass the register limit, at `depth` frames.
+#[cold]
+pub(super) fn stack_overflow(depth: usize) -> Diagnostic {
+    error(StatusCode::ResourceExhausted, format!("VM stack overflow: {depth} frames deep (unbounded recursion?)"))
+}
+
+/// The error compiled code stopped on, as the interpreter raises it; `left` is the exit's second
+/// word (the frames that could still be pushed, for a stack overflow).
+#[cfg(rtx_jit)]
+#[cold]
+pub(super) fn fault(fault: crate::vm::jit::Fault, left: u64) -> Diagnostic {
+    use crate::vm::jit::Exit;
+    match fault.kind {
+        Exit::BRANCH_BUDGET => budget_exhausted(),
+        Exit::CALL_BUDGET => call_budget_exhausted(),
+        _ => stack_overflow(super::MAX_FRAME_DEPTH.saturating_sub(left as usize)),
+    }
+}
+
 #[cold]
 pub(super) fn division_error(lhs: i64, rhs: i64) -> Diagnostic {
     if rhs == 0 {

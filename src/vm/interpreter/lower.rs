@@ -81,7 +81,10 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
         .collect::<Result<Vec<_>, LoadError>>()?;
     #[cfg(rtx_jit)]
     {
-        let (mut functions, compiled): (Vec<Function>, Vec<_>) = lowered.into_iter().unzip();
+        let (mut functions, inputs): (Vec<Function>, Vec<_>) = lowered.into_iter().unzip();
+        let Some(entries) = module.entries else { return Ok(functions) };
+        let callees = functions.iter().map(callee).collect();
+        let compiled = crate::vm::jit::compile_module(&inputs, callees, entries);
         for (function, linked) in functions.iter_mut().zip(crate::vm::jit::link(compiled)) {
             if let Some(linked) = linked {
                 for (op, entry) in linked.entries {
@@ -96,11 +99,29 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
     Ok(lowered.into_iter().map(|(function, ())| function).collect())
 }
 
-/// What the loop compiler made of a function (nothing where there is no compiler).
+/// What the loop compiler takes of a function (nothing where there is no compiler).
 #[cfg(rtx_jit)]
-type Compiled = Option<crate::vm::jit::Compiled>;
+type Compiled<'a> = Option<crate::vm::jit::Input<'a>>;
 #[cfg(not(rtx_jit))]
-type Compiled = ();
+type Compiled<'a> = ();
+
+/// `function` as compiled callers see it; callable (until its code says otherwise) when every
+/// argument and result is a scalar and the frame and results fit what compiled calls allow.
+#[cfg(rtx_jit)]
+fn callee(function: &Function) -> crate::vm::jit::Callee {
+    let pair = |kind: ValueKind| matches!(kind, ValueKind::I64 | ValueKind::F64);
+    let scalar = |kind: ValueKind| kind != ValueKind::Ref;
+    let result_words: u32 = function.results.iter().map(|&kind| if pair(kind) { 2 } else { 1 }).sum();
+    crate::vm::jit::Callee {
+        frame: function.i32_register_count,
+        arguments: function.arguments.iter().map(|slot| (slot.reg, pair(slot.kind))).collect(),
+        results: function.results.iter().map(|&kind| pair(kind)).collect(),
+        callable: function.arguments.iter().all(|slot| scalar(slot.kind))
+            && function.results.iter().all(|&kind| scalar(kind))
+            && function.i32_register_count <= crate::vm::jit::MAX_CALLEE_FRAME
+            && result_words <= crate::vm::jit::RESULT_WORDS,
+    }
+}
 
 struct ModuleScope<'a> {
     def: &'a ModuleDef,
@@ -112,12 +133,12 @@ struct ModuleScope<'a> {
 }
 
 impl ModuleScope<'_> {
-    fn lower_function(
+    fn lower_function<'b>(
         &self,
         ordinal: usize,
         descriptor: &FunctionDescriptor,
-        bytecode: &[u8],
-    ) -> Result<(Function, Compiled), LoadError> {
+        bytecode: &'b [u8],
+    ) -> Result<(Function, Compiled<'b>), LoadError> {
         let name = describe_function(&self.def.exported_functions, ordinal);
         let cconv = self.internal[ordinal].clone().ok_or_else(|| {
             let text = self.def.function_signatures[ordinal].calling_convention.as_deref().unwrap_or("");
@@ -218,7 +239,7 @@ impl ModuleScope<'_> {
             .collect::<Result<Vec<_>, LoadError>>()?;
         let remaps = lowering.remaps.into_inner().into();
         #[cfg(rtx_jit)]
-        let compiled = self.entries.and_then(|e| crate::vm::jit::compile(&decoded, &starts, &blocks, e));
+        let compiled = self.entries.map(|_| crate::vm::jit::Input { decoded, starts, blocks });
         #[cfg(not(rtx_jit))]
         let compiled = ();
         let function = Function {

@@ -57,6 +57,8 @@ pub(crate) struct Stack {
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
     native_arguments: Vec<Value>,
+    #[cfg(rtx_jit)]
+    jit_stack: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +96,10 @@ pub struct Invocation {
     /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
     /// ([`UNLIMITED`]: never).
     budget: u64,
+    /// The register stack of compiled calls (see [`crate::vm::jit`]); empty until compiled code
+    /// first runs.
+    #[cfg(rtx_jit)]
+    jit_stack: Vec<u32>,
 }
 
 impl std::fmt::Debug for Invocation {
@@ -149,6 +155,8 @@ impl Invocation {
             native_arguments: stack.native_arguments,
             pending: None,
             budget: linked.budget,
+            #[cfg(rtx_jit)]
+            jit_stack: stack.jit_stack,
         };
         let instances = &linked.instances;
         match target {
@@ -226,6 +234,8 @@ impl Invocation {
                 i32s: std::mem::take(&mut self.i32s),
                 refs: std::mem::take(&mut self.refs),
                 native_arguments: std::mem::take(&mut self.native_arguments),
+                #[cfg(rtx_jit)]
+                jit_stack: std::mem::take(&mut self.jit_stack),
             });
         }
     }
@@ -310,10 +320,7 @@ impl Invocation {
         let i32_end = i32_base + callee.i32_register_count as usize;
         let ref_end = ref_base + callee.ref_register_count as usize;
         if self.frames.len() >= MAX_FRAME_DEPTH || i32_end > MAX_STACK_REGISTERS || ref_end > MAX_STACK_REGISTERS {
-            return Err(Diagnostic::new(
-                StatusCode::ResourceExhausted,
-                format!("VM stack overflow: {} frames deep (unbounded recursion?)", self.frames.len()),
-            ));
+            return Err(handlers::stack_overflow(self.frames.len()));
         }
         self.i32s.resize(i32_end, 0);
         self.refs.resize(ref_end, None);
@@ -376,21 +383,36 @@ impl Invocation {
     /// debug database records for the innermost frame's instruction, or, without debug info, the
     /// module, function and bytecode offset. The message stays as the program or op gave it, so
     /// tools can print it exactly as IREE's do.
-    fn locate(&self, instances: &[Instance], mut error: Diagnostic) -> Diagnostic {
-        if error.location.is_some() {
-            return error;
-        }
+    fn locate(&self, instances: &[Instance], error: Diagnostic) -> Diagnostic {
         let Some(frame) = self.frames.last() else { return error };
-        let Ok(module) = bytecode_module(instances, frame.instance) else { return error };
-        let function = &module.functions()[frame.function as usize];
-        let offset = function.offsets.get(frame.pc as usize).copied().unwrap_or(0);
-        let name = module.function_name(frame.function as usize);
-        error.location = Some(match module.debug_database().and_then(|db| db.file_location(&name, offset)) {
-            Some((file, line, column)) => Location::new(file, line.max(0) as u32, column.max(0) as u32),
-            None => Location::new(format!("{}.{name}+{offset:#x}", module.name()), 0, 0),
-        });
-        error
+        locate_at(instances, frame.instance, frame.function, frame.pc, error)
     }
+}
+
+/// [`Invocation::locate`] at op `pc` of `function` of `instance`.
+fn locate_at(instances: &[Instance], instance: u32, function: u32, pc: u32, mut error: Diagnostic) -> Diagnostic {
+    if error.location.is_some() {
+        return error;
+    }
+    let Ok(module) = bytecode_module(instances, instance) else { return error };
+    let Some(lowered) = module.functions().get(function as usize) else { return error };
+    let offset = lowered.offsets.get(pc as usize).copied().unwrap_or(0);
+    let name = module.function_name(function as usize);
+    error.location = Some(match module.debug_database().and_then(|db| db.file_location(&name, offset)) {
+        Some((file, line, column)) => Location::new(file, line.max(0) as u32, column.max(0) as u32),
+        None => Location::new(format!("{}.{name}+{offset:#x}", module.name()), 0, 0),
+    });
+    error
+}
+
+/// The jit stack, allocated on first use (zeroed pages, which the system maps only as compiled
+/// frames reach them).
+#[cfg(rtx_jit)]
+fn jit_stack(stack: &mut Vec<u32>) -> *mut u32 {
+    if stack.is_empty() {
+        *stack = vec![0; MAX_STACK_REGISTERS + crate::vm::jit::RESULT_WORDS as usize];
+    }
+    stack.as_mut_ptr()
 }
 
 /// Checks a host's direct call of a native function against its calling convention: each plain

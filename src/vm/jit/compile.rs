@@ -11,10 +11,26 @@
 //!
 //! Entries are loop headers whose whole body (the ops from the header to the back edge) compiled,
 //! so a loop runs from its first iteration to its exit in machine code.
+//!
+//! Calls. A function every op of which compiles, with nothing left to the interpreter on the way
+//! (no division slow path), is *callable*: a `vm.call` to it from compiled code is a native
+//! `call`, so recursion runs without the interpreter. Compiled frames live on a register stack of
+//! their own that the interpreter lends at each entry: `r8` points past the current compiled
+//! frame (the next frame starts there), `r9` is where frames must end, `r10` counts the frames
+//! still allowed. A call spends one unit of budget, checks depth and room exactly as the
+//! interpreter's frame push would, zeroes the callee's frame (as the interpreter's are), copies
+//! the arguments into the callee's argument slots and calls it with `rdi` on the new frame. A
+//! `vm.return` copies its values to the result area at `r8` (past its own frame) and returns the
+//! op index of the return: a compiled caller copies the results from there, and the interpreter,
+//! when it entered the function, resumes at that return op, whose registers are untouched. Errors
+//! (budget, depth) return up the native stack with [`super::Exit::FAULT`] set and the function
+//! and op that raised them, and the interpreter raises them there. The native stack holds only a
+//! return address and the saved `rdi` per compiled frame, 16 bytes, so the frame depth limit
+//! bounds it well below any thread's stack.
 
 use std::collections::HashMap;
 
-use super::x64::{Alu, Assembler, Cond, Gpr, Label, Shift, Sse, Width};
+use super::x64::{Alu, Assembler, Cond, Ext, Gpr, Label, Shift, Sse, Width};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register, RegisterRemap};
 use crate::vm::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
 
@@ -35,15 +51,52 @@ pub struct Compiled {
     pub code: Vec<u8>,
     /// (op index, code offset) pairs, by op index.
     pub entries: Vec<(u32, u32)>,
+    /// (offset of a `call`'s rel32 field, function ordinal called): the linker points them at
+    /// the callees' code.
+    pub calls: Vec<(u32, u32)>,
+    /// Every op compiled and none leaves to the interpreter: compiled callers may call it.
+    pub whole: bool,
 }
+
+/// What compiled callers need to know about a function of the module.
+#[derive(Clone, Debug)]
+pub struct Callee {
+    /// i32 registers of its frame.
+    pub frame: u16,
+    /// Per argument, the i32 register it lands in (the first of a pair) and whether it is a
+    /// pair (i64/f64). Call and return register lists do not say which registers are pairs; the
+    /// calling convention does.
+    pub arguments: Vec<(u16, bool)>,
+    /// Per result, whether it is a pair.
+    pub results: Vec<bool>,
+    /// Calls to it may be compiled: its code is whole, and so is that of every function it calls.
+    pub callable: bool,
+}
+
+/// The function being compiled and the functions of its module.
+pub struct Scope<'a> {
+    pub function: u32,
+    pub callees: &'a [Callee],
+}
+
+/// Most i32 words a callable function may return: the register stack keeps this much room past
+/// its limit for the results of the last frame.
+pub const RESULT_WORDS: u32 = 64;
+/// Most i32 registers in the frame of a callable function (a call zeroes them one store per two).
+pub const MAX_CALLEE_FRAME: u16 = 256;
 
 /// The code of one op (one instruction, or the two the lowering fused).
 struct Group {
     op: u32,
     code: u32,
+    /// Bound at `code`, for the entry stubs.
+    label: Label,
     compiled: bool,
     /// The code can leave before finishing the op (to let the interpreter raise an error).
     may_exit: bool,
+    /// A `vm.return`, whose code hands the op back to the interpreter: never an entry, or the
+    /// interpreter would enter it again.
+    returns: bool,
     block_start: bool,
 }
 
@@ -55,8 +108,13 @@ pub fn compile(
     starts: &[Option<u32>],
     blocks: &HashMap<u32, u32>,
     entries: Entries,
+    scope: &Scope<'_>,
 ) -> Option<Compiled> {
+    if scope.function >= 1 << super::Exit::FUNCTION_BITS {
+        return None;
+    }
     let mut asm = Assembler::default();
+    let mut calls = Vec::new();
     let labels: HashMap<u32, Label> = blocks.keys().map(|&offset| (offset, asm.label())).collect();
     let mut groups = Vec::new();
     let mut exits = Vec::new();
@@ -80,8 +138,10 @@ pub fn compile(
         } else {
             1
         };
+        let label = asm.label();
+        asm.bind(label);
         let mark = asm.mark();
-        let (exit_count, edge_count) = (exits.len(), back_edges.len());
+        let (exit_count, edge_count, call_count) = (exits.len(), back_edges.len(), calls.len());
         let code = asm.offset() as u32;
         let mut emitter = Emitter {
             asm: &mut asm,
@@ -89,6 +149,8 @@ pub fn compile(
             blocks,
             exits: &mut exits,
             back_edges: &mut back_edges,
+            calls: &mut calls,
+            scope,
             op,
             held: &mut held,
             incoming: None,
@@ -99,24 +161,37 @@ pub fn compile(
             asm.rollback(mark);
             exits.truncate(exit_count);
             back_edges.truncate(edge_count);
+            calls.truncate(call_count);
             leave(&mut asm, op);
         }
-        let may_exit = exits[exit_count..].iter().any(|exit: &Exit| !exit.exhausted);
-        groups.push(Group { op, code, compiled, may_exit, block_start });
+        let may_exit = exits[exit_count..].iter().any(|exit: &Exit| exit.action == Action::Leave);
+        let returns = decoded[i].opcode() == Opcode::Return;
+        groups.push(Group { op, code, label, compiled, may_exit, returns, block_start });
         block_start = false;
         i += len;
     }
     for exit in exits {
         asm.bind(exit.label);
-        if exit.exhausted {
-            asm.mov_imm64(Gpr::Rax, u64::from(exit.op) | super::Exit::EXHAUSTED);
-            asm.zero(Gpr::Rdx);
-            asm.ret();
-        } else {
-            leave(&mut asm, exit.op);
+        let fault = |kind| super::Exit::fault(kind, scope.function, exit.op);
+        match exit.action {
+            Action::Leave => leave(&mut asm, exit.op),
+            Action::Budget(kind) => {
+                asm.mov_imm64(Gpr::Rax, fault(kind));
+                asm.zero(Gpr::Rdx);
+                asm.ret();
+            }
+            Action::Overflow => {
+                // The depth count was taken for the call that did not happen: give it back.
+                asm.ext_imm(Alu::Add, Ext::R10, 1);
+                asm.mov_imm64(Gpr::Rax, fault(super::Exit::STACK_OVERFLOW));
+                asm.mov_from_ext(Gpr::Rdx, Ext::R10);
+                asm.ret();
+            }
+            Action::Propagate => asm.ret(),
         }
     }
-    let enterable = |group: &Group| group.compiled && !group.may_exit && group.block_start;
+    let whole = groups.iter().all(|g| g.compiled && !g.may_exit);
+    let enterable = |group: &Group| group.compiled && !group.may_exit && !group.returns && group.block_start;
     let mut chosen: Vec<(u32, u32)> = match entries {
         Entries::Everywhere => groups.iter().filter(|g| enterable(g)).map(|g| (g.op, g.code)).collect(),
         Entries::Loops => back_edges
@@ -128,12 +203,26 @@ pub fn compile(
             })
             .collect(),
     };
+    // A function that calls runs whole in machine code from its start, recursion included.
+    if whole && !calls.is_empty() && groups.first().is_some_and(|g| g.op == 0 && !g.returns) {
+        chosen.push((0, groups[0].code));
+    }
     chosen.sort_unstable();
     chosen.dedup();
-    if chosen.is_empty() {
+    if chosen.is_empty() && !whole {
         return None;
     }
-    Some(Compiled { code: asm.finish()?, entries: chosen })
+    // The interpreter enters through a stub that moves the register stack's top, limit and depth
+    // out of the argument registers the code uses as scratch.
+    for (_, code) in &mut chosen {
+        let group = groups.iter().find(|g| g.code == *code)?;
+        *code = asm.offset() as u32;
+        asm.mov_ext(Ext::R10, Ext::R8);
+        asm.mov_to_ext(Ext::R8, Gpr::Rdx);
+        asm.mov_to_ext(Ext::R9, Gpr::Rcx);
+        asm.jump(group.label);
+    }
+    Some(Compiled { code: asm.finish()?, entries: chosen, calls, whole })
 }
 
 /// Returns to the interpreter at `op` with the budget left.
@@ -147,9 +236,19 @@ fn leave(asm: &mut Assembler, op: u32) {
 struct Exit {
     label: Label,
     op: u32,
-    /// The budget ran out at the backward branch of `op` (else: `op` is left to the interpreter,
-    /// which resumes there).
-    exhausted: bool,
+    action: Action,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    /// `op` is left to the interpreter, which resumes there.
+    Leave,
+    /// The budget ran out at `op` (a backward branch or a call; the [`super::Exit`] fault kind).
+    Budget(u64),
+    /// The call at `op` would pass the frame depth or register limit.
+    Overflow,
+    /// A callee failed: its fault goes up as it is.
+    Propagate,
 }
 
 struct Emitter<'a> {
@@ -160,6 +259,9 @@ struct Emitter<'a> {
     exits: &'a mut Vec<Exit>,
     /// (op index of a branch, op index of a destination at or before it).
     back_edges: &'a mut Vec<(u32, u32)>,
+    /// See [`Compiled::calls`].
+    calls: &'a mut Vec<(u32, u32)>,
+    scope: &'a Scope<'a>,
     op: u32,
     /// The VM register whose value `rax` or `xmm0` holds after the code emitted so far.
     held: &'a mut Option<Held>,
@@ -275,7 +377,7 @@ impl Emitter<'_> {
                     self.asm.cmp_slot_imm(width, r[1], -1);
                     self.asm.jump_if(Cond::E, slow);
                 }
-                self.exits.push(Exit { label: slow, op: self.op, exhausted: false });
+                self.exits.push(Exit { label: slow, op: self.op, action: Action::Leave });
                 self.load(width, r[0]);
                 self.asm.extend_dividend(width, signed);
                 self.asm.divide(width, signed, r[1]);
@@ -370,7 +472,11 @@ impl Emitter<'_> {
             O::CmpNaNF32 | O::CmpNaNF64 => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
             O::Branch => return self.branch(instruction, next),
             O::CondBranch => return self.conditional_branch(instruction, r[0], next),
-            // Left to the interpreter: memory, refs, calls, returns, tables, library math.
+            O::BranchTable => return self.branch_table(instruction, r[0], next),
+            O::Call => return self.call(instruction),
+            O::Return => return self.ret(instruction),
+            // Left to the interpreter: memory, refs, imports, variadic and yieldable calls, tables,
+            // library math.
             O::GlobalLoadI32
             | O::GlobalStoreI32
             | O::GlobalLoadIndirectI32
@@ -402,9 +508,7 @@ impl Emitter<'_> {
             | O::CmpEQRef
             | O::CmpNERef
             | O::CmpNZRef
-            | O::Call
             | O::CallVariadic
-            | O::Return
             | O::Fail
             | O::ImportResolved
             | O::Yield
@@ -435,7 +539,6 @@ impl Emitter<'_> {
             | O::CtlzI64
             | O::Block
             | O::CastAnyRef
-            | O::BranchTable
             | O::BufferHash
             | O::DiscardRefs
             | O::AssignRef
@@ -526,6 +629,129 @@ impl Emitter<'_> {
         true
     }
 
+    /// `vm.br_table`: the index compared with each case in turn (a negative or too large index
+    /// matches none and takes the default, as in the interpreter).
+    fn branch_table(
+        &mut self,
+        instruction: &DecodedInstruction<'_>,
+        index: u16,
+        next: Option<&DecodedInstruction<'_>>,
+    ) -> bool {
+        let mut default: Option<(u32, &[RegisterRemap])> = None;
+        let mut cases = None;
+        for operand in &instruction.operands {
+            match operand {
+                DecodedOperand::BranchTarget(target) => default = Some((*target, &[])),
+                DecodedOperand::BranchOperands(remaps) => {
+                    if let Some(default) = default.as_mut() {
+                        default.1 = remaps;
+                    }
+                }
+                DecodedOperand::BranchTableCases(list) => cases = Some(list),
+                _ => {}
+            }
+        }
+        let (Some(default), Some(cases)) = (default, cases) else { return false };
+        self.asm.load(W32, Gpr::Rcx, index);
+        for (case, destination) in cases.iter().enumerate() {
+            let Ok(case) = i32::try_from(case) else { return false };
+            let other = self.asm.label();
+            self.asm.alu_imm(Alu::Cmp, W32, Gpr::Rcx, case);
+            self.asm.jump_if(Cond::Ne, other);
+            if !self.take((destination.target, &destination.remaps), None) {
+                return false;
+            }
+            self.asm.bind(other);
+        }
+        self.take(default, next)
+    }
+
+    /// `vm.call` of a callable function of this module (see the module comment for the frames).
+    fn call(&mut self, instruction: &DecodedInstruction<'_>) -> bool {
+        let mut callee = None;
+        let mut lists = Vec::new();
+        for operand in &instruction.operands {
+            match operand {
+                DecodedOperand::FunctionOrdinal { ordinal, is_import: false } => callee = Some(*ordinal),
+                DecodedOperand::Registers(list) => lists.push(list),
+                _ => return false,
+            }
+        }
+        let (Some(ordinal), [arguments, results]) = (callee, lists.as_slice()) else { return false };
+        let Some(target) = self.scope.callees.get(ordinal as usize).filter(|c| c.callable) else { return false };
+        if arguments.len() != target.arguments.len()
+            || results.len() != target.results.len()
+            || arguments.iter().chain(results.iter()).any(|r| r.bank == RegisterBank::Ref)
+        {
+            return false;
+        }
+        let frame = u32::from(target.frame) * 4;
+        let asm = &mut *self.asm;
+        let exhausted = asm.label();
+        asm.alu_imm(Alu::Sub, W64, Gpr::Rsi, 1);
+        asm.jump_if(Cond::B, exhausted);
+        self.exits.push(Exit { label: exhausted, op: self.op, action: Action::Budget(super::Exit::CALL_BUDGET) });
+        let overflow = asm.label();
+        asm.ext_imm(Alu::Sub, Ext::R10, 1);
+        asm.jump_if(Cond::B, overflow);
+        asm.lea_ext(Gpr::Rax, Ext::R8, frame);
+        asm.cmp_ext(Gpr::Rax, Ext::R9);
+        asm.jump_if(Cond::A, overflow);
+        self.exits.push(Exit { label: overflow, op: self.op, action: Action::Overflow });
+        for word in (0..frame).step_by(8) {
+            asm.zero_ext(Ext::R8, word);
+        }
+        for (register, &(slot, pair)) in arguments.iter().zip(&target.arguments) {
+            let width = if pair { W64 } else { W32 };
+            asm.load(width, Gpr::Rax, register.ordinal);
+            asm.store_ext(width, Ext::R8, u32::from(slot) * 4, Gpr::Rax);
+        }
+        asm.push(Gpr::Rdi);
+        asm.mov_from_ext(Gpr::Rdi, Ext::R8);
+        asm.ext_imm(Alu::Add, Ext::R8, frame as i32);
+        let at = asm.call_external();
+        self.calls.push((at as u32, ordinal));
+        asm.pop(Gpr::Rdi);
+        asm.ext_imm(Alu::Add, Ext::R10, 1);
+        let failed = asm.label();
+        asm.test64(Gpr::Rax);
+        asm.jump_if(Cond::S, failed);
+        self.exits.push(Exit { label: failed, op: self.op, action: Action::Propagate });
+        asm.mov(W64, Gpr::Rsi, Gpr::Rdx);
+        let mut at = 0;
+        for (register, &pair) in results.iter().zip(&target.results) {
+            let width = if pair { W64 } else { W32 };
+            asm.load_ext(width, Gpr::Rax, Ext::R8, at);
+            asm.store(width, register.ordinal, Gpr::Rax);
+            at += if pair { 8 } else { 4 };
+        }
+        asm.ext_imm(Alu::Sub, Ext::R8, frame as i32);
+        true
+    }
+
+    /// `vm.return`: the values to the result area at `r8`, then back with this op's index.
+    fn ret(&mut self, instruction: &DecodedInstruction<'_>) -> bool {
+        let values = instruction.operands.iter().find_map(|o| match o {
+            DecodedOperand::Registers(list) => Some(list),
+            _ => None,
+        });
+        let kinds = self.scope.callees.get(self.scope.function as usize).map(|c| &c.results);
+        let (Some(values), Some(kinds)) = (values, kinds) else { return false };
+        let words: u32 = kinds.iter().map(|&pair| if pair { 2 } else { 1 }).sum();
+        if values.len() != kinds.len() || words > RESULT_WORDS || values.iter().any(|r| r.bank == RegisterBank::Ref) {
+            return false;
+        }
+        let mut at = 0;
+        for (register, &pair) in values.iter().zip(kinds) {
+            let width = if pair { W64 } else { W32 };
+            self.asm.load(width, Gpr::Rax, register.ordinal);
+            self.asm.store_ext(width, Ext::R8, at, Gpr::Rax);
+            at += if pair { 8 } else { 4 };
+        }
+        leave(self.asm, self.op);
+        true
+    }
+
     /// The destinations of a branch and the moves each takes.
     fn destinations<'i>(instruction: &'i DecodedInstruction<'_>) -> Vec<(u32, &'i [RegisterRemap])> {
         let mut destinations: Vec<(u32, &[RegisterRemap])> = Vec::new();
@@ -570,7 +796,7 @@ impl Emitter<'_> {
             let exhausted = self.asm.label();
             self.asm.alu_imm(Alu::Sub, W64, Gpr::Rsi, 1);
             self.asm.jump_if(Cond::B, exhausted);
-            self.exits.push(Exit { label: exhausted, op: self.op, exhausted: true });
+            self.exits.push(Exit { label: exhausted, op: self.op, action: Action::Budget(super::Exit::BRANCH_BUDGET) });
             self.back_edges.push((self.op, header));
         }
         let follows =

@@ -1,11 +1,13 @@
-//! Machine code for scalar loops (x86-64 Linux).
+//! Machine code for scalar loops and the calls between scalar functions (x86-64 Linux).
 //!
 //! The interpreter's floor on a loop is its dispatch: every op costs a fetch, an indirect jump and
 //! a dependent load of the next op's address, which is most of an iteration of a scalar loop (see
 //! README "VM performance"). At load time each function whose loops consist only of scalar
 //! arithmetic, compares and branches is compiled to straight x86-64 that works on the same frame
 //! registers; the interpreter enters it at loop headers and takes over again wherever the code
-//! stops (an instruction it does not handle, or an error case). Verified bytecode is the only
+//! stops (an instruction it does not handle, or an error case). Functions that compile whole call
+//! each other natively, recursion included (see [`compile`] for the frames); the interpreter
+//! enters one that calls at its start. Verified bytecode is the only
 //! input: the verifier proved every register ordinal within the frame and every branch onto a
 //! block, which is what makes the emitted loads and stores stay inside the frame.
 //!
@@ -17,29 +19,68 @@ mod compile;
 mod memory;
 mod x64;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use compile::{compile, Compiled, Entries};
+use crate::vm::bytecode::decode::DecodedInstruction;
+
+pub use compile::{compile, Callee, Compiled, Entries, Scope, MAX_CALLEE_FRAME, RESULT_WORDS};
 pub use memory::CodeMemory;
 
-/// Compiled code entered at one op: takes the frame's i32 register bank and the invocation's
-/// remaining budget (one unit per backward branch, as the interpreter counts; `u64::MAX` never
-/// runs out in practice) and says where the interpreter goes on.
-pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64) -> Exit;
+/// Compiled code entered at one op: takes the frame's i32 register bank, the invocation's
+/// remaining budget (one unit per backward branch and call, as the interpreter counts;
+/// `u64::MAX` never runs out in practice), the register stack for compiled calls (its start, and
+/// where frames must end: [`RESULT_WORDS`] more words must be writable past that) and how many
+/// frames may still be pushed; says where the interpreter goes on.
+pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64, *mut u32, *mut u32, u64) -> Exit;
 
 /// Where compiled code stopped (returned in rax:rdx).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Exit {
-    /// The op index to resume at, with [`Exit::EXHAUSTED`] set when the budget ran out at the
-    /// backward branch of that op (which then has not run).
+    /// The op index to resume at; with [`Exit::FAULT`] set, the error raised instead (see
+    /// [`Exit::fault`]).
     pub op: u64,
-    /// The budget left.
+    /// The budget left; for [`Exit::STACK_OVERFLOW`], the frames that could still be pushed.
     pub budget: u64,
 }
 
+/// An error compiled code raised, for the interpreter to report as its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// [`Exit::BRANCH_BUDGET`], [`Exit::CALL_BUDGET`] or [`Exit::STACK_OVERFLOW`].
+    pub kind: u64,
+    /// The function (of the entered function's module) and op that raised it: for the budget at
+    /// a backward branch, that op has not run; for a call, the callee was not entered.
+    pub function: u32,
+    pub op: u32,
+}
+
 impl Exit {
-    pub const EXHAUSTED: u64 = 1 << 63;
+    pub const FAULT: u64 = 1 << 63;
+    /// The budget ran out at a backward branch.
+    pub const BRANCH_BUDGET: u64 = 0;
+    /// The budget ran out at a call.
+    pub const CALL_BUDGET: u64 = 1;
+    /// A call would pass the frame depth or register stack limit.
+    pub const STACK_OVERFLOW: u64 = 2;
+    const KIND_SHIFT: u32 = 61;
+    /// Function ordinals up to 2^29 fit between the op and the kind.
+    pub const FUNCTION_BITS: u32 = 29;
+
+    /// The `op` word of a fault.
+    pub fn fault(kind: u64, function: u32, op: u32) -> u64 {
+        Exit::FAULT | kind << Exit::KIND_SHIFT | u64::from(function) << 32 | u64::from(op)
+    }
+
+    /// The fault this exit reports, if any.
+    pub fn error(&self) -> Option<Fault> {
+        (self.op & Exit::FAULT != 0).then_some(Fault {
+            kind: (self.op >> Exit::KIND_SHIFT) & 3,
+            function: ((self.op >> 32) & ((1 << Exit::FUNCTION_BITS) - 1)) as u32,
+            op: self.op as u32,
+        })
+    }
 }
 
 /// Which entries modules loaded now get, from `RTX_VM_JIT`; `None` when code is not compiled.
@@ -54,6 +95,49 @@ pub fn entries() -> Option<Entries> {
     }
 }
 
+/// What [`compile`] takes for one function: its instructions (after coalescing), the op index
+/// each begins, and block marker offsets to op indices.
+pub struct Input<'a> {
+    pub decoded: Vec<DecodedInstruction<'a>>,
+    pub starts: Vec<Option<u32>>,
+    pub blocks: HashMap<u32, u32>,
+}
+
+/// Compiles every function of a module. `callees` describes each function, `callable` where its
+/// signature and frame would allow compiled calls; a function stays callable only while its code
+/// compiles whole with calls to callable functions alone, so this narrows the set until it holds
+/// (recursion included: a cycle of functions that compile whole stays callable), compiling again
+/// only the functions whose calls named a function it just dropped.
+pub fn compile_module(
+    inputs: &[Option<Input<'_>>],
+    mut callees: Vec<Callee>,
+    entries: Entries,
+) -> Vec<Option<Compiled>> {
+    let compile_one = |function: usize, callees: &[Callee]| {
+        let input = inputs[function].as_ref()?;
+        let scope = Scope { function: function as u32, callees };
+        compile(&input.decoded, &input.starts, &input.blocks, entries, &scope)
+    };
+    let mut compiled: Vec<Option<Compiled>> = (0..inputs.len()).map(|f| compile_one(f, &callees)).collect();
+    loop {
+        let mut dropped = Vec::new();
+        for (function, (callee, code)) in callees.iter_mut().zip(&compiled).enumerate() {
+            if callee.callable && !code.as_ref().is_some_and(|c| c.whole) {
+                callee.callable = false;
+                dropped.push(function as u32);
+            }
+        }
+        if dropped.is_empty() {
+            return compiled;
+        }
+        for (function, code) in compiled.iter_mut().enumerate() {
+            if code.as_ref().is_some_and(|c| c.calls.iter().any(|(_, callee)| dropped.contains(callee))) {
+                *code = compile_one(function, &callees);
+            }
+        }
+    }
+}
+
 /// One function's entries as code addresses.
 pub struct Linked {
     /// The mapping the entries point into (shared by the module's functions).
@@ -62,10 +146,11 @@ pub struct Linked {
     pub entries: Vec<(u32, Entry)>,
 }
 
-/// Maps the compiled functions of one module into one executable mapping. Returns, per function,
-/// its entries, or `None` where the function has none — for all of them when the system refuses
-/// executable memory.
+/// Maps the compiled functions of one module into one executable mapping, with each compiled
+/// call pointed at its callee. Returns, per function, its entries, or `None` where the function
+/// has none — for all of them when the system refuses executable memory.
 pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
+    let none = || functions.iter().map(|_| None).collect();
     let mut code = Vec::new();
     let mut starts = Vec::with_capacity(functions.len());
     for compiled in &functions {
@@ -74,8 +159,17 @@ pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
             code.extend_from_slice(&compiled.code);
         }
     }
+    for (compiled, &start) in functions.iter().zip(&starts) {
+        for &(at, callee) in compiled.iter().flat_map(|c| &c.calls) {
+            // Callers only compile calls to functions whose code is whole, so the callee has code.
+            let Some(Some(_)) = functions.get(callee as usize) else { return none() };
+            let field = start + at as usize;
+            let Ok(rel) = i32::try_from(starts[callee as usize] as i64 - (field as i64 + 4)) else { return none() };
+            code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+    }
     let Some(memory) = CodeMemory::new(&code).map(Arc::new) else {
-        return functions.iter().map(|_| None).collect();
+        return none();
     };
     functions
         .iter()
@@ -87,10 +181,9 @@ pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
                 .iter()
                 .map(|&(op, offset)| {
                     let address = memory.at(start + offset as usize);
-                    // SAFETY: `address` is the start of code the compiler emitted for this entry
-                    // (an op boundary of a function with the `Entry` signature: System V, frame
-                    // bank in rdi, budget in rsi, `Exit` in rax:rdx, touching only caller-saved
-                    // registers).
+                    // SAFETY: `address` is the start of the stub the compiler emitted for this
+                    // entry (a function with the `Entry` signature: System V, arguments in rdi,
+                    // rsi, rdx, rcx, r8, `Exit` in rax:rdx, touching only caller-saved registers).
                     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(address) };
                     (op, entry)
                 })

@@ -6,13 +6,31 @@
 
 use std::collections::HashMap;
 
-use super::{compile, CodeMemory, Compiled, Entries, Entry};
+use super::{compile, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, RESULT_WORDS};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
 use crate::vm::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
 use crate::vm::interpreter::lower::generic_scalar_op;
 use crate::vm::interpreter::op::{Op, Reg};
 
 const BANK: usize = 16;
+
+/// A module of one function (the one under test) that takes and returns nothing.
+fn lone() -> Vec<Callee> {
+    vec![Callee { frame: BANK as u16, arguments: vec![], results: vec![], callable: false }]
+}
+
+/// Enters `compiled` at its only entry, `op`, on `regs`, with a register stack for calls of
+/// its own.
+fn enter(memory: &CodeMemory, compiled: &Compiled, op: u32, regs: &mut [u32], budget: u64) -> Exit {
+    let [(entered, offset)] = compiled.entries[..] else { panic!("one entry: {:?}", compiled.entries) };
+    assert_eq!(entered, op);
+    let mut stack = vec![0u32; 64 + RESULT_WORDS as usize];
+    // SAFETY: `offset` is the entry stub the compiler reported for `op`.
+    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(offset as usize)) };
+    // SAFETY: the code touches only the registers of its frame, which the callers size, and
+    // calls nothing; the stack's limit leaves `RESULT_WORDS` after it.
+    unsafe { entry(regs.as_mut_ptr(), budget, stack.as_mut_ptr(), stack.as_mut_ptr().add(64), 8) }
+}
 
 const VALUES32: &[u32] = &[
     0,
@@ -257,7 +275,10 @@ fn compiled_instructions_match_the_interpreter() {
         let leads = [Lead::Zero, Lead::Hold(0), Lead::Hold(1)];
         for lead in leads.into_iter().filter(|lead| !matches!(lead, Lead::Hold(k) if *k >= reads)) {
             let decoded = function(instruction, &banks, lead);
-            let Some(compiled) = compile(&decoded, &[Some(0), Some(1), Some(2)], &HashMap::new(), Entries::Everywhere)
+            let callees = lone();
+            let scope = Scope { function: 0, callees: &callees };
+            let Some(compiled) =
+                compile(&decoded, &[Some(0), Some(1), Some(2)], &HashMap::new(), Entries::Everywhere, &scope)
             else {
                 panic!("{}: the lead op did not compile", instruction.name);
             };
@@ -285,10 +306,7 @@ fn compiled_instructions_match_the_interpreter() {
 
 /// Runs the compiled `decoded` on every input and compares with the interpreter.
 fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstruction<'_>], compiled: &Compiled) {
-    assert_eq!(compiled.entries, [(0, 0)], "{name}");
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
-    // SAFETY: offset 0 is the entry the compiler reported for op 0.
-    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
     let op = generic_scalar_op(&decoded[1]);
     let result = 2 + 2 * (banks.len() - 1);
     for mut input in inputs(banks) {
@@ -301,8 +319,8 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
         if lead == Lead::Zero {
             got[0] = 0x5A5A_5A5A;
         }
-        // SAFETY: the code touches only registers 0..=2 + 2 * operands + 1 < BANK.
-        let exit = unsafe { entry(got.as_mut_ptr(), 7) };
+        // The code touches only registers 0..=2 + 2 * operands + 1 < BANK.
+        let exit = enter(&memory, compiled, 0, &mut got, 7);
         assert_eq!(exit.budget, 7, "{name}: no backward branch, nothing spent");
         let resume = exit.op;
         if resume == 1 {
@@ -367,23 +385,24 @@ fn counting_loop() -> (Vec<DecodedInstruction<'static>>, Vec<Option<u32>>, HashM
 #[test]
 fn loops_run_whole_and_spend_one_unit_per_backward_branch() {
     let (decoded, starts, blocks) = counting_loop();
-    let compiled = compile(&decoded, &starts, &blocks, Entries::Loops).expect("the loop compiles");
-    assert_eq!(compiled.entries, [(0, 0)]);
+    let callees = lone();
+    let scope = Scope { function: 0, callees: &callees };
+    let compiled = compile(&decoded, &starts, &blocks, Entries::Loops, &scope).expect("the loop compiles");
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
-    // SAFETY: offset 0 is the entry the compiler reported for op 0.
-    let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(0)) };
     let run = |budget| {
         let mut regs = [0u32; 8];
         (regs[2], regs[6]) = (1, 10);
-        // SAFETY: the code touches registers 0..=6 of 8.
-        let exit = unsafe { entry(regs.as_mut_ptr(), budget) };
+        // The code touches registers 0..=6 of 8.
+        let exit = enter(&memory, &compiled, 0, &mut regs, budget);
         (regs[0], exit)
     };
     // Ten adds, nine branches back, then out to the return (op 3).
-    assert_eq!(run(100), (10, super::Exit { op: 3, budget: 91 }));
-    assert_eq!(run(9), (10, super::Exit { op: 3, budget: 0 }));
+    assert_eq!(run(100), (10, Exit { op: 3, budget: 91 }));
+    assert_eq!(run(9), (10, Exit { op: 3, budget: 0 }));
     // With three units the fourth branch back finds none left: the interpreter is told to fail
     // at the branch (op 2), which has not run.
-    assert_eq!(run(3), (4, super::Exit { op: 2 | super::Exit::EXHAUSTED, budget: 0 }));
+    let (count, exit) = run(3);
+    assert_eq!((count, exit.budget), (4, 0));
+    assert_eq!(exit.error(), Some(super::Fault { kind: Exit::BRANCH_BUDGET, function: 0, op: 2 }));
     assert_eq!(run(u64::MAX).1.budget, u64::MAX - 9);
 }

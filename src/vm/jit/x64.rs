@@ -1,11 +1,12 @@
 //! The x86-64 instructions the loop compiler emits, encoded by hand.
 //!
-//! Every memory operand is a VM register: `[rdi + 4 * ordinal]`, with `rdi` holding the frame's
-//! i32 bank for the whole of the compiled code and `rsi` the invocation's remaining budget.
-//! Scratch values use `rax`, `rcx`, `rdx` and `xmm0` (caller-saved in the System V ABI, so the
-//! code needs no prologue). Only the low eight general
-//! registers appear, so no REX prefix is needed except for 64-bit width. Encodings: Intel SDM
-//! vol. 2 (opcode, ModRM `mod=01/10, rm=111` for `[rdi + disp]`, `/digit` extensions).
+//! Almost every memory operand is a VM register: `[rdi + 4 * ordinal]`, with `rdi` holding the
+//! frame's i32 bank and `rsi` the invocation's remaining budget. Scratch values use `rax`, `rcx`,
+//! `rdx` and `xmm0` (caller-saved in the System V ABI, so the code needs no prologue); those low
+//! eight general registers need no REX prefix except for 64-bit width. Calls between compiled
+//! functions also use three of the high registers ([`Ext`]: the register stack's top and limit,
+//! the depth left), through the few instructions that take them. Encodings: Intel SDM vol. 2
+//! (opcode, ModRM `mod=01/10, rm=111` for `[rdi + disp]`, `/digit` extensions).
 
 /// A general register (its ModRM number).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +16,16 @@ pub enum Gpr {
     Rcx = 1,
     Rdx = 2,
     Rsi = 6,
+    Rdi = 7,
+}
+
+/// A high general register (its ModRM number less 8: REX.B or REX.R supplies the top bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Ext {
+    R8 = 0,
+    R9 = 1,
+    R10 = 2,
 }
 
 /// Operand size of an integer instruction.
@@ -34,6 +45,7 @@ pub enum Cond {
     Ne = 0x5,
     Be = 0x6,
     A = 0x7,
+    S = 0x8,
     Ns = 0x9,
     P = 0xA,
     Np = 0xB,
@@ -417,6 +429,88 @@ impl Assembler {
     pub fn ret(&mut self) {
         self.code.push(0xC3);
     }
+
+    /// `call rel32` to code outside this assembler's: returns the offset of the rel32 field,
+    /// which the linker fills in.
+    pub fn call_external(&mut self) -> usize {
+        self.code.push(0xE8);
+        let at = self.code.len();
+        self.bytes(&[0; 4]);
+        at
+    }
+
+    pub fn push(&mut self, r: Gpr) {
+        self.code.push(0x50 + r as u8);
+    }
+
+    pub fn pop(&mut self, r: Gpr) {
+        self.code.push(0x58 + r as u8);
+    }
+
+    /// `test r64, r64`
+    pub fn test64(&mut self, r: Gpr) {
+        self.code.push(0x48);
+        self.test(r);
+    }
+
+    /// `mov dst, src` (64-bit) from a low register into a high one.
+    pub fn mov_to_ext(&mut self, dst: Ext, src: Gpr) {
+        self.bytes(&[0x49, 0x89]);
+        self.direct(src as u8, dst as u8);
+    }
+
+    /// `mov dst, src` (64-bit) from a high register into a low one.
+    pub fn mov_from_ext(&mut self, dst: Gpr, src: Ext) {
+        self.bytes(&[0x4C, 0x89]);
+        self.direct(src as u8, dst as u8);
+    }
+
+    /// `mov dst, src` (64-bit) between high registers.
+    pub fn mov_ext(&mut self, dst: Ext, src: Ext) {
+        self.bytes(&[0x4D, 0x89]);
+        self.direct(src as u8, dst as u8);
+    }
+
+    /// `add/sub/cmp r, imm32` on a high register (64-bit).
+    pub fn ext_imm(&mut self, op: Alu, r: Ext, imm: i32) {
+        self.bytes(&[0x49, 0x81]);
+        self.direct(op.digit(), r as u8);
+        self.bytes(&imm.to_le_bytes());
+    }
+
+    /// `cmp r, ext` (64-bit): flags of `r - ext`.
+    pub fn cmp_ext(&mut self, r: Gpr, ext: Ext) {
+        self.bytes(&[0x4C, 0x39]);
+        self.direct(ext as u8, r as u8);
+    }
+
+    /// REX and opcode, then ModRM + disp32 for `[base + disp]` with `reg` in the reg field.
+    fn at_ext(&mut self, width: Width, opcode: u8, reg: u8, base: Ext, disp: u32) {
+        self.bytes(&[if width == Width::W64 { 0x49 } else { 0x41 }, opcode]);
+        self.code.push(0x80 | reg << 3 | base as u8);
+        self.bytes(&disp.to_le_bytes());
+    }
+
+    /// `mov r, [base + disp]`
+    pub fn load_ext(&mut self, width: Width, r: Gpr, base: Ext, disp: u32) {
+        self.at_ext(width, 0x8B, r as u8, base, disp);
+    }
+
+    /// `mov [base + disp], r`
+    pub fn store_ext(&mut self, width: Width, base: Ext, disp: u32, r: Gpr) {
+        self.at_ext(width, 0x89, r as u8, base, disp);
+    }
+
+    /// `mov qword [base + disp], 0`
+    pub fn zero_ext(&mut self, base: Ext, disp: u32) {
+        self.at_ext(Width::W64, 0xC7, 0, base, disp);
+        self.bytes(&[0; 4]);
+    }
+
+    /// `lea r, [base + disp]`
+    pub fn lea_ext(&mut self, r: Gpr, base: Ext, disp: u32) {
+        self.at_ext(Width::W64, 0x8D, r as u8, base, disp);
+    }
 }
 
 #[cfg(test)]
@@ -446,6 +540,38 @@ mod tests {
                 0x83, 0x7F, 0x08, 0x00, //
                 0xF3, 0x0F, 0x58, 0x47, 0x14, //
                 0x48, 0xF7, 0x7F, 0x18,
+            ]
+        );
+    }
+
+    // The instructions on high registers, checked the same way.
+    #[test]
+    fn high_register_encodings() {
+        let mut a = Assembler::default();
+        a.mov_to_ext(Ext::R8, Gpr::Rdx); // mov r8, rdx
+        a.mov_from_ext(Gpr::Rdi, Ext::R8); // mov rdi, r8
+        a.mov_ext(Ext::R10, Ext::R8); // mov r10, r8
+        a.ext_imm(Alu::Sub, Ext::R10, 1); // sub r10, 1
+        a.cmp_ext(Gpr::Rax, Ext::R9); // cmp rax, r9
+        a.load_ext(Width::W32, Gpr::Rcx, Ext::R8, 8); // mov ecx, [r8+8]
+        a.store_ext(Width::W64, Ext::R8, 4, Gpr::Rax); // mov [r8+4], rax
+        a.zero_ext(Ext::R8, 16); // mov qword [r8+16], 0
+        a.lea_ext(Gpr::Rax, Ext::R8, 12); // lea rax, [r8+12]
+        a.push(Gpr::Rdi);
+        a.pop(Gpr::Rdi);
+        assert_eq!(
+            a.finish().unwrap(),
+            [
+                0x49, 0x89, 0xD0, //
+                0x4C, 0x89, 0xC7, //
+                0x4D, 0x89, 0xC2, //
+                0x49, 0x81, 0xEA, 0x01, 0x00, 0x00, 0x00, //
+                0x4C, 0x39, 0xC8, //
+                0x41, 0x8B, 0x88, 0x08, 0x00, 0x00, 0x00, //
+                0x49, 0x89, 0x80, 0x04, 0x00, 0x00, 0x00, //
+                0x49, 0xC7, 0x80, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+                0x49, 0x8D, 0x80, 0x0C, 0x00, 0x00, 0x00, //
+                0x57, 0x5F,
             ]
         );
     }
