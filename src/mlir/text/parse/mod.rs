@@ -21,6 +21,7 @@ mod attr;
 mod custom;
 mod types;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use crate::mlir::ir::{
@@ -211,6 +212,10 @@ pub(crate) struct Parser<'s> {
     /// The dialect each enclosing custom op lets its regions leave off op names (`builtin` at
     /// the top level, `func` in a function).
     default_dialects: Vec<&'static str>,
+    /// A position already converted to its line, `(position, line)`: locations the parser makes
+    /// up for text without `loc(...)` come in source order, so counting lines on from here keeps
+    /// a whole module linear (from the start it was quadratic).
+    line_mark: Cell<(usize, usize)>,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -247,21 +252,15 @@ impl<'s> Parser<'s> {
             values: Vec::new(),
             scopes: Vec::new(),
             default_dialects: vec!["builtin"],
+            line_mark: Cell::new((0, 1)),
         }
     }
 
     // ---- errors and positions ----
 
     fn error_at(&self, pos: usize, message: impl Into<String>) -> ParseError {
-        let pos = pos.min(self.src.len());
-        let before = &self.src[..pos];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        ParseError {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            column: u32::try_from(pos - line_start + 1).unwrap_or(u32::MAX),
-            message: message.into(),
-        }
+        let (line, column) = self.line_col(pos);
+        ParseError { line, column, message: message.into() }
     }
 
     fn err<T>(&self, message: impl Into<String>) -> R<T> {
@@ -274,8 +273,15 @@ impl<'s> Parser<'s> {
 
     /// `(line, column)` of a position, 1-based.
     fn line_col(&self, pos: usize) -> (u32, u32) {
-        let e = self.error_at(pos, "");
-        (e.line, e.column)
+        let pos = pos.min(self.src.len());
+        let (mark, mark_line) = match self.line_mark.get() {
+            (mark, line) if mark <= pos => (mark, line),
+            _ => (0, 1),
+        };
+        let line = mark_line + self.src[mark..pos].iter().filter(|&&b| b == b'\n').count();
+        self.line_mark.set((pos, line));
+        let line_start = self.src[..pos].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        (u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(pos - line_start + 1).unwrap_or(u32::MAX))
     }
 
     /// Enters one level of nesting; pair with [`Self::leave`].
