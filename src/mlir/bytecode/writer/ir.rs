@@ -4,7 +4,7 @@
 //! regions of isolated ops in nested sections from version 2 on, use-list orders from version 3,
 //! and the properties table they index from version 5.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::emitter::Emitter;
 use super::error::WriteError;

@@ -8,7 +8,7 @@
 //! written (`AttrId(i)` is attribute entry `i`, `Sym(i)` string `i`, `DialectId(i)` dialect `i`;
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::error::WriteError;
 use super::llvm::{self, Item, Native};

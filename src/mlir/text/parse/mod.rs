@@ -21,8 +21,8 @@ mod attr;
 mod custom;
 mod types;
 
+use foldhash::{HashMap, HashMapExt};
 use std::cell::Cell;
-use std::collections::HashMap;
 
 use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
