@@ -1,5 +1,7 @@
 //! Builtin attribute and location syntax; dialect attributes as balanced text.
 
+use std::borrow::Cow;
+
 use super::{decode_hex, Parser, R};
 use crate::mlir::float::decimal_to_bits;
 use crate::mlir::ir::{
@@ -219,7 +221,7 @@ impl<'s> Parser<'s> {
 
     fn dictionary(&mut self) -> R<AttrId> {
         self.expect(b'{', "to start a dictionary")?;
-        let mut entries: Vec<(Vec<u8>, AttrId, usize)> = Vec::new();
+        let mut entries: Vec<(Cow<'_, [u8]>, AttrId, usize)> = Vec::new();
         if !self.eat(b'}') {
             loop {
                 self.ws();
@@ -258,7 +260,7 @@ impl<'s> Parser<'s> {
             if start == self.pos {
                 return self.err("expected a symbol name after '@'");
             }
-            self.src[start..self.pos].to_vec()
+            Cow::Borrowed(&self.src[start..self.pos])
         };
         Ok(self.string_attr(&name))
     }
@@ -563,7 +565,7 @@ impl<'s> Parser<'s> {
 
     fn literal(&mut self) -> R<Lit> {
         match self.peek() {
-            Some(b'"') => Ok(Lit::Str(self.string_lit()?)),
+            Some(b'"') => Ok(Lit::Str(self.string_lit()?.into_owned())),
             Some(b'(') => {
                 self.pos += 1;
                 let re = self.literal()?;

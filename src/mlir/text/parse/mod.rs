@@ -22,6 +22,7 @@ mod custom;
 mod types;
 
 use foldhash::{HashMap, HashMapExt};
+use std::borrow::Cow;
 use std::cell::Cell;
 
 use crate::mlir::ir::{
@@ -422,7 +423,9 @@ impl<'s> Parser<'s> {
     }
 
     /// A quoted string with MLIR's escapes (`\"`, `\\`, `\n`, `\t`, `\XX`).
-    fn string_lit(&mut self) -> R<Vec<u8>> {
+    /// A string literal's contents: borrowed from the source unless escapes make them differ
+    /// (locations and symbol names repeat a string per op; copying each cost an allocation).
+    fn string_lit(&mut self) -> R<Cow<'s, [u8]>> {
         self.ws();
         let start = self.pos;
         if self.src.get(start) != Some(&b'"') {
@@ -430,6 +433,12 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected a string literal, found {found}"));
         }
         self.pos += 1;
+        let plain = self.src[self.pos..].iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n' | b'\r'));
+        if let Some(len) = plain.filter(|&len| self.src[self.pos + len] == b'"') {
+            let text = &self.src[self.pos..self.pos + len];
+            self.pos += len + 1;
+            return Ok(Cow::Borrowed(text));
+        }
         let mut out = Vec::new();
         loop {
             let Some(&b) = self.src.get(self.pos) else {
@@ -437,7 +446,7 @@ impl<'s> Parser<'s> {
             };
             self.pos += 1;
             match b {
-                b'"' => return Ok(out),
+                b'"' => return Ok(Cow::Owned(out)),
                 b'\n' | b'\r' => return self.err_at(start, "unterminated string literal (a newline in a string)"),
                 b'\\' => {
                     let Some(&e) = self.src.get(self.pos) else {
@@ -1161,11 +1170,11 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
-    fn key(&mut self, what: &str) -> R<Vec<u8>> {
+    fn key(&mut self, what: &str) -> R<Cow<'s, [u8]>> {
         match self.peek() {
             Some(b'"') => self.string_lit(),
             _ => match self.bare_ident() {
-                Some(id) => Ok(id.to_vec()),
+                Some(id) => Ok(Cow::Borrowed(id)),
                 None => {
                     let found = self.describe_next();
                     self.err(format!("expected {what}, found {found}"))
