@@ -160,16 +160,16 @@ struct PRegion {
 }
 
 /// What precedes an op's name: where the op starts, its result groups and where its name is.
-struct OpHead {
+struct OpHead<'s> {
     start: usize,
-    groups: Vec<(Vec<u8>, u32, usize)>,
+    groups: Vec<(&'s [u8], u32, usize)>,
     name_pos: usize,
 }
 
 /// An operand use (`%name#number` at `pos`) with the type it is used at.
 #[derive(Clone)]
-struct Operand {
-    name: Vec<u8>,
+struct Operand<'s> {
+    name: &'s [u8],
     number: u32,
     pos: usize,
     ty: TypeId,
@@ -177,16 +177,16 @@ struct Operand {
 
 /// An entry block argument a custom op's region declares before its text: the value it is
 /// named by, and its location when the text gives one.
-struct EntryArg {
-    value: Operand,
+struct EntryArg<'s> {
+    value: Operand<'s>,
     loc: Option<LocRef>,
 }
 
 /// The names visible in one region being parsed.
 #[derive(Default)]
-struct Scope {
-    values: HashMap<(Vec<u8>, u32), u32>,
-    blocks: HashMap<Vec<u8>, u32>,
+struct Scope<'s> {
+    values: HashMap<(&'s [u8], u32), u32>,
+    blocks: HashMap<&'s [u8], u32>,
 }
 
 pub(crate) struct Parser<'s> {
@@ -209,7 +209,7 @@ pub(crate) struct Parser<'s> {
     blocks: Vec<PBlock>,
     regions: Vec<PRegion>,
     values: Vec<PValue>,
-    scopes: Vec<Scope>,
+    scopes: Vec<Scope<'s>>,
     /// The dialect each enclosing custom op lets its regions leave off op names (`builtin` at
     /// the top level, `func` in a function).
     default_dialects: Vec<&'static str>,
@@ -611,7 +611,7 @@ impl<'s> Parser<'s> {
     }
 
     /// `%name` or `%name#N`: (name, number, position).
-    fn value_use(&mut self) -> R<(Vec<u8>, u32, usize)> {
+    fn value_use(&mut self) -> R<(&'s [u8], u32, usize)> {
         self.ws();
         let start = self.pos;
         if self.src.get(start) != Some(&b'%') {
@@ -619,7 +619,7 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected an SSA value, found {found}"));
         }
         self.pos += 1;
-        let name = self.suffix_ident().to_vec();
+        let name = self.suffix_ident();
         if name.is_empty() {
             return self.err_at(start, "expected an SSA value name after '%'");
         }
@@ -654,7 +654,7 @@ impl<'s> Parser<'s> {
     }
 
     /// Result groups before an op: `%a, %b:2 =`, or none.
-    fn result_groups(&mut self) -> R<Vec<(Vec<u8>, u32, usize)>> {
+    fn result_groups(&mut self) -> R<Vec<(&'s [u8], u32, usize)>> {
         let mut groups = Vec::new();
         if self.peek() != Some(b'%') {
             return Ok(groups);
@@ -700,7 +700,7 @@ impl<'s> Parser<'s> {
     }
 
     /// The rest of a generic op: `"name"(%a) [^succ] <{props}> ({regions}) {attrs} : type`.
-    fn generic_op(&mut self, block: u32, head: OpHead) -> R<()> {
+    fn generic_op(&mut self, block: u32, head: OpHead<'s>) -> R<()> {
         let name = self.string_lit()?;
         if name.is_empty() {
             return self.err_at(head.name_pos, "empty operation name");
@@ -782,8 +782,8 @@ impl<'s> Parser<'s> {
     fn finish_op(
         &mut self,
         op: u32,
-        head: &OpHead,
-        operands: Vec<Operand>,
+        head: &OpHead<'s>,
+        operands: Vec<Operand<'s>>,
         results: &[TypeId],
         attrs: Option<AttrId>,
         properties: Properties,
@@ -810,7 +810,7 @@ impl<'s> Parser<'s> {
             for (name, count, pos) in &head.groups {
                 for number in 0..*count {
                     let ty = results[index as usize];
-                    let slot = self.define_value(name.clone(), number, *pos, ty, PDef::OpResult { op, index })?;
+                    let slot = self.define_value(name, number, *pos, ty, PDef::OpResult { op, index })?;
                     result_slots.push(slot);
                     index += 1;
                 }
@@ -912,7 +912,7 @@ impl<'s> Parser<'s> {
     /// A region; with `entry`, its entry block has no label and takes these arguments, named
     /// in the region's own scope (so they may shadow the names they copy, as custom ops whose
     /// regions are isolated from above spell them).
-    fn region_with(&mut self, entry: Option<Vec<EntryArg>>) -> R<u32> {
+    fn region_with(&mut self, entry: Option<Vec<EntryArg<'s>>>) -> R<u32> {
         self.enter()?;
         self.expect(b'{', "to start a region")?;
         let region = self.regions.len() as u32;
@@ -1004,12 +1004,12 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected a block name, found {found}"));
         }
         self.pos += 1;
-        let name = self.suffix_ident().to_vec();
+        let name = self.suffix_ident();
         if name.is_empty() {
             return self.err_at(pos, "expected a block name after '^'");
         }
         let scope = self.scopes.last_mut().expect("a region scope");
-        if let Some(&block) = scope.blocks.get(&name) {
+        if let Some(&block) = scope.blocks.get(name) {
             return Ok(block);
         }
         let block = self.blocks.len() as u32;
@@ -1038,7 +1038,7 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn define_value(&mut self, name: Vec<u8>, number: u32, pos: usize, ty: TypeId, def: PDef) -> R<u32> {
+    fn define_value(&mut self, name: &'s [u8], number: u32, pos: usize, ty: TypeId, def: PDef) -> R<u32> {
         let key = (name, number);
         let existing = self.scopes.last().expect("a scope").values.get(&key).copied();
         match existing {
@@ -1071,7 +1071,7 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn use_value(&mut self, name: Vec<u8>, number: u32, pos: usize, ty: TypeId) -> R<u32> {
+    fn use_value(&mut self, name: &'s [u8], number: u32, pos: usize, ty: TypeId) -> R<u32> {
         let key = (name, number);
         if let Some(&slot) = self.scopes.last().expect("a scope").values.get(&key) {
             let slot = self.find(slot);
@@ -1104,7 +1104,7 @@ impl<'s> Parser<'s> {
         {
             return self.err_at(self.blocks[*block as usize].pos, "reference to an undefined block");
         }
-        let mut pending: Vec<((Vec<u8>, u32), u32)> = scope
+        let mut pending: Vec<((&'s [u8], u32), u32)> = scope
             .values
             .into_iter()
             .filter(|&(_, slot)| self.values[self.find(slot) as usize].def == PDef::Undefined)
