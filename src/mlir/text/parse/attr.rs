@@ -219,7 +219,23 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// `{...}`, looked up by its text when balanced brackets say where it ends.
     fn dictionary(&mut self) -> R<AttrId> {
+        self.ws();
+        let (src, start) = (self.src, self.pos);
+        let end = self.brace_end();
+        if let Some(&attr) = end.and_then(|end| self.dictionaries.get(&src[start..end])) {
+            self.pos = end.expect("found by its end");
+            return Ok(attr);
+        }
+        let attr = self.dictionary_text()?;
+        if end == Some(self.pos) {
+            self.dictionaries.insert(&src[start..self.pos], attr);
+        }
+        Ok(attr)
+    }
+
+    fn dictionary_text(&mut self) -> R<AttrId> {
         self.expect(b'{', "to start a dictionary")?;
         let mut entries: Vec<(Cow<'_, [u8]>, AttrId, usize)> = Vec::new();
         if !self.eat(b'}') {
@@ -334,6 +350,32 @@ impl<'s> Parser<'s> {
         let text = self.substitute_aliases(&self.src[start..self.pos])?;
         let text = self.module.context.intern_str(&text);
         Ok(DialectSymbol::Text { dialect, text })
+    }
+
+    /// Just past the `}` that closes the `{` at the current position, counting braces outside
+    /// string literals; `None` when it does not close (the parser then reports why).
+    fn brace_end(&self) -> Option<usize> {
+        if self.src.get(self.pos) != Some(&b'{') {
+            return None;
+        }
+        let (mut depth, mut in_string) = (0usize, false);
+        let mut i = self.pos;
+        while let Some(&b) = self.src.get(i) {
+            i += 1;
+            match b {
+                b'\\' if in_string => i += 1,
+                b'"' => in_string = !in_string,
+                b'{' if !in_string => depth += 1,
+                b'}' if !in_string => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Skips a dialect symbol body `<...>` (at its `<`), balancing `<>`, `()`, `[]`, `{}` and

@@ -23,7 +23,6 @@ mod types;
 
 use foldhash::{HashMap, HashMapExt};
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
@@ -216,7 +215,15 @@ pub(crate) struct Parser<'s> {
     /// A position already converted to its line, `(position, line)`: locations the parser makes
     /// up for text without `loc(...)` come in source order, so counting lines on from here keeps
     /// a whole module linear (from the start it was quadratic).
-    line_mark: Cell<(usize, usize)>,
+    line_mark: (usize, usize),
+    /// Dictionaries parsed so far, by their text: ops of one kind repeat the same properties
+    /// (`<{overflowFlags = #arith.overflow<none>}>`), and equal text parses to the same attribute.
+    dictionaries: HashMap<&'s [u8], AttrId>,
+}
+
+/// A line or column number as locations hold it.
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -253,7 +260,8 @@ impl<'s> Parser<'s> {
             values: Vec::new(),
             scopes: Vec::new(),
             default_dialects: vec!["builtin"],
-            line_mark: Cell::new((0, 1)),
+            line_mark: (0, 1),
+            dictionaries: HashMap::new(),
         }
     }
 
@@ -274,15 +282,17 @@ impl<'s> Parser<'s> {
 
     /// `(line, column)` of a position, 1-based.
     fn line_col(&self, pos: usize) -> (u32, u32) {
+        let (line, column) = self.line_and_column(pos);
+        (saturate(line), saturate(column))
+    }
+
+    /// [`Self::line_col`], counted on from the line mark when `pos` is past it.
+    fn line_and_column(&self, pos: usize) -> (usize, usize) {
         let pos = pos.min(self.src.len());
-        let (mark, mark_line) = match self.line_mark.get() {
-            (mark, line) if mark <= pos => (mark, line),
-            _ => (0, 1),
-        };
+        let (mark, mark_line) = if self.line_mark.0 <= pos { self.line_mark } else { (0, 1) };
         let line = mark_line + self.src[mark..pos].iter().filter(|&&b| b == b'\n').count();
-        self.line_mark.set((pos, line));
         let line_start = self.src[..pos].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        (u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(pos - line_start + 1).unwrap_or(u32::MAX))
+        (line, pos - line_start + 1)
     }
 
     /// Enters one level of nesting; pair with [`Self::leave`].
@@ -894,7 +904,9 @@ impl<'s> Parser<'s> {
     fn source_loc(&mut self, pos: usize) -> AttrId {
         match self.file_name.clone() {
             Some(file) => {
-                let (line, column) = self.line_col(pos);
+                let (line, column) = self.line_and_column(pos);
+                self.line_mark = (pos.min(self.src.len()), line);
+                let (line, column) = (saturate(line), saturate(column));
                 let value = self.module.context.intern_str(file.as_bytes());
                 let filename = self.module.context.intern_attr(Attribute::String { value, ty: None });
                 self.module.context.intern_attr(Attribute::FileLineColLoc { filename, line, column })
