@@ -60,12 +60,12 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
                 Some("" | "true") => true,
                 Some(other) => return Err(format!("bad --disable-optional-sections `{other}` (true or false)")),
             };
-            let module = rtx::mlir::read_any(&bytes, Some(input)).map_err(failed)?;
+            let module = rtx::mlir::read_any(bytes, Some(input)).map_err(failed)?;
             let options = rtx::bef::WriteOptions { disable_optional_sections };
             rtx::bef::mlir_to_bef(&module, &options).map_err(|e| format!("`{input}`: {e}"))?
         }
         [false, false, false, true] => {
-            let disassembly = rtx::bef::bef_to_mlir(&bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
+            let disassembly = rtx::bef::bef_to_mlir(bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
             for warning in &disassembly.warnings {
                 eprintln!("{input}:0:0: warning: {warning}");
             }

@@ -131,12 +131,10 @@ impl<'a> IrWriter<'a> {
             mask |= 0x01;
             e.varint(self.plan.attr_index(attrs)?);
         }
-        if self.version >= version::NATIVE_PROPERTIES {
-            if self.properties_blob(&plan.props)? {
-                mask |= 0x40;
-                let index = self.intern_properties();
-                e.varint(index);
-            }
+        if self.version >= version::NATIVE_PROPERTIES && self.properties_blob(&plan.props)? {
+            mask |= 0x40;
+            let index = self.intern_properties();
+            e.varint(index);
         }
         let results = value_run(m, o.results)?;
         if !results.is_empty() {

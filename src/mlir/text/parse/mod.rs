@@ -1059,14 +1059,14 @@ impl<'s> Parser<'s> {
                 let v = &self.values[slot as usize];
                 if v.def != PDef::Undefined {
                     return self
-                        .err_at(pos, format!("redefinition of SSA value '{}'", Self::value_display(&key.0, key.1)));
+                        .err_at(pos, format!("redefinition of SSA value '{}'", Self::value_display(key.0, key.1)));
                 }
                 if v.ty.is_some_and(|t| t != ty) {
                     return self.err_at(
                         v.pos,
                         format!(
                             "use of value '{}' expects a different type than its definition",
-                            Self::value_display(&key.0, key.1)
+                            Self::value_display(key.0, key.1)
                         ),
                     );
                 }
@@ -1092,7 +1092,7 @@ impl<'s> Parser<'s> {
                     pos,
                     format!(
                         "use of value '{}' expects a different type than prior uses or its definition",
-                        Self::value_display(&key.0, key.1)
+                        Self::value_display(key.0, key.1)
                     ),
                 );
             }
@@ -1143,7 +1143,7 @@ impl<'s> Parser<'s> {
                                 self.values[slot as usize].pos,
                                 format!(
                                     "use of value '{}' expects a different type than its definition",
-                                    Self::value_display(&key.0, key.1)
+                                    Self::value_display(key.0, key.1)
                                 ),
                             );
                         }
