@@ -221,6 +221,20 @@ pub(crate) struct Parser<'s> {
     dictionaries: HashMap<&'s [u8], AttrId>,
 }
 
+/// The `\n` bytes in `bytes`, eight at a time: a byte of `word ^ 0x0a..` is zero exactly where
+/// `word` holds a newline, and `(x & 0x7f..) + 0x7f..` sets a byte's top bit unless its low
+/// seven bits are zero (no carry crosses bytes).
+fn count_newlines(bytes: &[u8]) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut count = 0;
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ 0x0a0a_0a0a_0a0a_0a0a;
+        count += (!(((x & LOW7) + LOW7) | x | LOW7)).count_ones() as usize;
+    }
+    count + chunks.remainder().iter().filter(|&&b| b == b'\n').count()
+}
+
 /// A line or column number as locations hold it.
 fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -290,7 +304,7 @@ impl<'s> Parser<'s> {
     fn line_and_column(&self, pos: usize) -> (usize, usize) {
         let pos = pos.min(self.src.len());
         let (mark, mark_line) = if self.line_mark.0 <= pos { self.line_mark } else { (0, 1) };
-        let line = mark_line + self.src[mark..pos].iter().filter(|&&b| b == b'\n').count();
+        let line = mark_line + count_newlines(&self.src[mark..pos]);
         let line_start = self.src[..pos].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         (line, pos - line_start + 1)
     }
@@ -520,9 +534,9 @@ impl<'s> Parser<'s> {
         self.ws();
         let start = self.pos;
         match self.integer_token() {
-            Some(text) if !text.starts_with(b"0x") => std::str::from_utf8(text)
-                .ok()
-                .and_then(|t| t.parse::<u64>().ok())
+            Some(text) if !text.starts_with(b"0x") => text
+                .iter()
+                .try_fold(0u64, |value, &digit| value.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
                 .ok_or_else(|| self.error_at(start, format!("{what} is too large"))),
             _ => {
                 self.pos = start;
@@ -1498,4 +1512,18 @@ pub(crate) fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
             Some((hi * 16 + lo) as u8)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn newlines_are_counted_eight_bytes_at_a_time_as_one_by_one() {
+        // Bytes next to `\n` in value (0x0a ^ 0x80, 0x0b, 0x09, 0x8a) must not count.
+        let bytes: Vec<u8> =
+            (0..1000u32).map(|i| [b'\n', 0x8a, 0x0b, 0x09, b'a', 0, 0xff][(i * i % 7) as usize]).collect();
+        for len in [0, 1, 7, 8, 9, 63, 64, 65, 1000] {
+            let slice = &bytes[..len];
+            assert_eq!(super::count_newlines(slice), slice.iter().filter(|&&b| b == b'\n').count(), "first {len}");
+        }
+    }
 }
