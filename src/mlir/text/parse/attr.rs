@@ -223,7 +223,7 @@ impl<'s> Parser<'s> {
     fn dictionary(&mut self) -> R<AttrId> {
         self.ws();
         let (src, start) = (self.src, self.pos);
-        let end = self.brace_end();
+        let end = self.bracket_end(start, b'{', b'}');
         if let Some(&attr) = end.and_then(|end| self.dictionaries.get(&src[start..end])) {
             self.pos = end.expect("found by its end");
             return Ok(attr);
@@ -352,21 +352,21 @@ impl<'s> Parser<'s> {
         Ok(DialectSymbol::Text { dialect, text })
     }
 
-    /// Just past the `}` that closes the `{` at the current position, counting braces outside
-    /// string literals; `None` when it does not close (the parser then reports why).
-    fn brace_end(&self) -> Option<usize> {
-        if self.src.get(self.pos) != Some(&b'{') {
+    /// Just past the `close` that matches the `open` at `pos`, counting only these two brackets
+    /// outside string literals; `None` when it does not close (the parser then reports why).
+    pub(super) fn bracket_end(&self, pos: usize, open: u8, close: u8) -> Option<usize> {
+        if self.src.get(pos) != Some(&open) {
             return None;
         }
         let (mut depth, mut in_string) = (0usize, false);
-        let mut i = self.pos;
+        let mut i = pos;
         while let Some(&b) = self.src.get(i) {
             i += 1;
             match b {
                 b'\\' if in_string => i += 1,
                 b'"' => in_string = !in_string,
-                b'{' if !in_string => depth += 1,
-                b'}' if !in_string => {
+                b if b == open && !in_string => depth += 1,
+                b if b == close && !in_string => {
                     depth -= 1;
                     if depth == 0 {
                         return Some(i);

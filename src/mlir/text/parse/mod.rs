@@ -219,6 +219,8 @@ pub(crate) struct Parser<'s> {
     /// Dictionaries parsed so far, by their text: ops of one kind repeat the same properties
     /// (`<{overflowFlags = #arith.overflow<none>}>`), and equal text parses to the same attribute.
     dictionaries: HashMap<&'s [u8], AttrId>,
+    /// Function types parsed so far, by their text (see [`Parser::dictionaries`]).
+    function_types: HashMap<&'s [u8], TypeId>,
 }
 
 /// The `\n` bytes in `bytes`, eight at a time: a byte of `word ^ 0x0a..` is zero exactly where
@@ -276,6 +278,7 @@ impl<'s> Parser<'s> {
             default_dialects: vec!["builtin"],
             line_mark: (0, 1),
             dictionaries: HashMap::new(),
+            function_types: HashMap::new(),
         }
     }
 
