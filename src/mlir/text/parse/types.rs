@@ -124,8 +124,8 @@ impl Parser<'_> {
 
     /// Where the function type at the current position ends, judged from its brackets: the
     /// input list, `->`, then a parenthesized result list or one type (a name, alias names' `-`
-    /// included, possibly with an
-    /// adjacent `<...>` body). `None` where that is unclear (a body after spaces, a comment).
+    /// included, possibly with an adjacent `<...>` body). `None` where that is unclear (a body
+    /// after spaces, a comment).
     fn function_type_end(&mut self) -> Option<usize> {
         let src = self.src;
         let skip_spaces = |mut i: usize| {
