@@ -391,3 +391,28 @@ fn random_edits_of_fixture_text_never_panic() {
     }
     assert!(outcomes[1] > 1000, "{outcomes:?}");
 }
+
+/// Repeated dictionaries and function types are looked up by their text; text that merely starts
+/// like an earlier one (an alias name going on with `-`, a type body after it, a longer
+/// dictionary) must still parse to its own attribute or type. Expected: the same ops one per
+/// module, where nothing repeats.
+#[test]
+fn repeated_dictionaries_and_function_types_parse_as_written() {
+    let ops = [
+        r#""t.a"() {a = {b = 1 : i64}} : () -> !t.x"#,
+        r#""t.b"() {a = {b = 1 : i64}, c = 2 : i64} : () -> !t.x<1>"#,
+        r#""t.c"() {a = {b = 1 : i64}} : () -> !xy"#,
+        r#""t.g"() {a = {b = 1 : i64}} : () -> !xy-z"#,
+        r#""t.d"() {a = {b = "}"}} : () -> (!t.x, i32)"#,
+        r#""t.e"() {a = {b = 1 : i64}} : () -> !t.x"#,
+        r#""t.f"() {a = {b = "}"}} : () -> !t.x<1>"#,
+    ];
+    let aliases = "!xy = i8\n!xy-z = i16\n";
+    let together = parse_text(&format!("{aliases}{}\n", ops.join("\n"))).expect("module parses");
+    let printed = print(&together);
+    for op in ops {
+        let alone = print(&parse_text(&format!("{aliases}{op}\n")).expect("op parses"));
+        let line = alone.lines().find_map(|l| l.find("\"t.").map(|at| &l[at..])).expect("the op");
+        assert!(printed.lines().any(|l| l.ends_with(line)), "{line} not in\n{printed}");
+    }
+}

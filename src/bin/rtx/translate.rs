@@ -39,10 +39,11 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
     let (bytes, input) = if input == "-" {
         let mut bytes = Vec::new();
         std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("reading stdin: {e}"))?;
-        (bytes, "<stdin>")
+        (Input::Read(bytes), "<stdin>")
     } else {
-        (std::fs::read(input).map_err(|e| format!("reading `{input}`: {e}"))?, input)
+        (Input::map(input).map_err(|e| format!("reading `{input}`: {e}"))?, input)
     };
+    let bytes: &[u8] = &bytes;
     let failed = |e: rtx::mlir::Error| format!("`{input}`: {e}");
     let modes =
         [flags.has("mlirbc_to_mlir"), flags.has("mlir_to_mlirbc"), flags.has("mlir_to_bef"), flags.has("bef_to_mlir")];
@@ -59,12 +60,12 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
                 Some("" | "true") => true,
                 Some(other) => return Err(format!("bad --disable-optional-sections `{other}` (true or false)")),
             };
-            let module = rtx::mlir::read_any(&bytes, Some(input)).map_err(failed)?;
+            let module = rtx::mlir::read_any(bytes, Some(input)).map_err(failed)?;
             let options = rtx::bef::WriteOptions { disable_optional_sections };
             rtx::bef::mlir_to_bef(&module, &options).map_err(|e| format!("`{input}`: {e}"))?
         }
         [false, false, false, true] => {
-            let disassembly = rtx::bef::bef_to_mlir(&bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
+            let disassembly = rtx::bef::bef_to_mlir(bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
             for warning in &disassembly.warnings {
                 eprintln!("{input}:0:0: warning: {warning}");
             }
@@ -78,14 +79,20 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
             if flags.has("bytecode_version") {
                 return Err("--bytecode-version applies to --mlir-to-mlirbc".to_owned());
             }
-            rtx::mlir::mlirbc_to_mlir(&bytes, flags.has("print_debuginfo")).map_err(failed)?.into_bytes()
+            rtx::mlir::mlirbc_to_mlir(bytes, flags.has("print_debuginfo")).map_err(failed)?.into_bytes()
         }
         [false, true, false, false] => {
             let version = match flags.last("bytecode_version") {
                 None => rtx::mlir::WriteOptions::default().version,
                 Some(text) => text.parse().map_err(|_| format!("bad --bytecode-version `{text}`"))?,
             };
-            rtx::mlir::mlir_to_mlirbc(&bytes, Some(input), version).map_err(failed)?
+            let module = rtx::mlir::read_any(bytes, Some(input)).map_err(failed)?;
+            let options = rtx::mlir::WriteOptions { version, ..rtx::mlir::WriteOptions::default() };
+            let out = rtx::mlir::write_bytecode(&module, &options).map_err(|e| failed(e.into()))?;
+            // The process ends right after writing: freeing a large module piece by piece
+            // (hundreds of thousands of allocations) would only delay the exit.
+            std::mem::forget(module);
+            out
         }
         _ => {
             return Err(format!(
@@ -101,4 +108,38 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
         Some(path) => std::fs::write(path, out).map_err(|e| format!("writing `{path}`: {e}"))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The input file: mapped (a large text module is parsed in place, without a heap copy) or, for
+/// stdin and files that cannot be mapped (pipes, empty files), read.
+enum Input {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Input {
+    fn map(path: &str) -> std::io::Result<Input> {
+        let file = std::fs::File::open(path)?;
+        if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
+            // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely
+            // on the file not being truncated or rewritten by another process while we read it.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                return Ok(Input::Mapped(map));
+            }
+        }
+        let mut bytes = Vec::new();
+        (&file).read_to_end(&mut bytes)?;
+        Ok(Input::Read(bytes))
+    }
+}
+
+impl std::ops::Deref for Input {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Mapped(map) => map,
+            Input::Read(bytes) => bytes,
+        }
+    }
 }

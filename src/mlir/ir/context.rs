@@ -2,7 +2,7 @@
 //! types. Interned things are referred to by small copyable ids ([`Sym`], [`DialectId`],
 //! [`OpNameId`], [`AttrId`], [`TypeId`]), so operations hold no heap strings of their own.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use super::attribute::Attribute;
 use super::types::Type;

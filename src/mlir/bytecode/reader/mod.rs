@@ -108,8 +108,8 @@ pub(crate) struct FileState<'a> {
     pub properties: Vec<(usize, usize)>,
     /// Attributes the reader makes up (decoded native properties), deduplicated among themselves
     /// and, for strings, against the file's own string attributes, without hashing the whole table.
-    pub synthesized: std::collections::HashMap<Attribute, crate::mlir::ir::AttrId>,
-    pub file_strings: Option<std::collections::HashMap<Sym, crate::mlir::ir::AttrId>>,
+    pub synthesized: foldhash::HashMap<Attribute, crate::mlir::ir::AttrId>,
+    pub file_strings: Option<foldhash::HashMap<Sym, crate::mlir::ir::AttrId>>,
     /// The sizes of the file's attribute and type tables, the only ones its indices can name
     /// (made-up attributes follow them).
     pub num_file_attrs: usize,

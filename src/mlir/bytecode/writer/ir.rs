@@ -4,7 +4,7 @@
 //! regions of isolated ops in nested sections from version 2 on, use-list orders from version 3,
 //! and the properties table they index from version 5.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::emitter::Emitter;
 use super::error::WriteError;
@@ -30,6 +30,10 @@ pub(super) struct IrWriter<'a> {
     /// Serialized properties entries (size-prefixed), deduplicated.
     pub properties: Vec<Vec<u8>>,
     properties_index: HashMap<Vec<u8>, u64>,
+    /// The op being written's properties, then its size-prefixed entry: reused from op to op, so
+    /// properties already in the table cost no allocation.
+    blob: Emitter,
+    entry: Emitter,
 }
 
 /// The region a value is defined in (`None`: the top level).
@@ -96,6 +100,8 @@ impl<'a> IrWriter<'a> {
             use_lists,
             properties: Vec::new(),
             properties_index: HashMap::new(),
+            blob: Emitter::new(),
+            entry: Emitter::new(),
         })
     }
 
@@ -125,12 +131,10 @@ impl<'a> IrWriter<'a> {
             mask |= 0x01;
             e.varint(self.plan.attr_index(attrs)?);
         }
-        if self.version >= version::NATIVE_PROPERTIES {
-            if let Some(blob) = self.properties_blob(&plan.props)? {
-                mask |= 0x40;
-                let index = self.intern_properties(blob);
-                e.varint(index);
-            }
+        if self.version >= version::NATIVE_PROPERTIES && self.properties_blob(&plan.props)? {
+            mask |= 0x40;
+            let index = self.intern_properties();
+            e.varint(index);
         }
         let results = value_run(m, o.results)?;
         if !results.is_empty() {
@@ -299,10 +303,12 @@ impl<'a> IrWriter<'a> {
         Ok(true)
     }
 
-    fn properties_blob(&self, props: &PropsPlan) -> Result<Option<Vec<u8>>> {
-        let mut e = Emitter::new();
+    /// Encodes `props` into `self.blob`; whether the op has properties.
+    fn properties_blob(&mut self, props: &PropsPlan) -> Result<bool> {
+        let e = &mut self.blob;
+        e.buf.clear();
         match props {
-            PropsPlan::None => return Ok(None),
+            PropsPlan::None => return Ok(false),
             PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
             PropsPlan::Native(items) => {
                 for item in items {
@@ -312,25 +318,26 @@ impl<'a> IrWriter<'a> {
                         NativeItem::Optional(Some(a)) => {
                             e.varint_with_flag(self.plan.attr_index(AttrKey::Module(*a))?, true)
                         }
-                        NativeItem::Segments(values) => sparse_array(&mut e, values),
+                        NativeItem::Segments(values) => sparse_array(e, values),
                         NativeItem::Varint(v) => e.varint(*v),
                         NativeItem::Bool(b) => e.byte(u8::from(*b)),
                     }
                 }
             }
         }
-        Ok(Some(e.buf))
+        Ok(true)
     }
 
-    fn intern_properties(&mut self, blob: Vec<u8>) -> u64 {
-        let mut entry = Emitter::new();
-        entry.blob(&blob);
-        if let Some(&index) = self.properties_index.get(&entry.buf) {
+    /// The index of `self.blob`'s entry in the properties table, added if new.
+    fn intern_properties(&mut self) -> u64 {
+        self.entry.buf.clear();
+        self.entry.blob(&self.blob.buf);
+        if let Some(&index) = self.properties_index.get(self.entry.buf.as_slice()) {
             return index;
         }
         let index = self.properties.len() as u64;
-        self.properties.push(entry.buf.clone());
-        self.properties_index.insert(entry.buf, index);
+        self.properties.push(self.entry.buf.clone());
+        self.properties_index.insert(self.entry.buf.clone(), index);
         index
     }
 }

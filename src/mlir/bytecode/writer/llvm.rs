@@ -9,7 +9,7 @@
 //! its own, the distinct attribute too, and all users refer to that one entry, exactly as
 //! upstream writes them. Parameters without a distinct id inside stay text.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::error::WriteError;
 use super::numbering::Result;

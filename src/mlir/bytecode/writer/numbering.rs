@@ -8,7 +8,7 @@
 //! written (`AttrId(i)` is attribute entry `i`, `Sym(i)` string `i`, `DialectId(i)` dialect `i`;
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::error::WriteError;
 use super::llvm::{self, Item, Native};
@@ -400,29 +400,26 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
 
     // Registered op names whose native properties encoding rtx knows.
     let names = m.context.op_names();
-    let has_schema: Vec<bool> = names
+    let schemas: Vec<Option<&OpSchema>> = names
         .iter()
         .map(|name| {
-            name.registered
-                && (name.full.0 as usize) < m.context.num_strings()
-                && op_schema(m.context.str_bytes(name.full)).is_some()
+            let known = name.registered && (name.full.0 as usize) < m.context.num_strings();
+            known.then(|| op_schema(m.context.str_bytes(name.full))).flatten()
         })
         .collect();
     let v6 = version >= version::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE;
-    let mut native: HashMap<OpId, Vec<NativeItem>> = HashMap::new();
+    // Each op's native properties encoding, by op index.
+    let mut native: Vec<Option<Vec<NativeItem>>> = Vec::new();
     if version >= version::NATIVE_PROPERTIES {
+        native.resize_with(m.ops.len(), || None);
         for &id in &walk {
             let o = op(m, id)?;
-            let name = o.name.0 as usize;
-            let name_ok = has_schema.get(name).copied().ok_or_else(|| malformed("op name out of range"))?;
-            match &o.properties {
-                Properties::Opaque(_) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
-                Properties::Dict(dict) if name_ok => {
-                    let schema = op_schema(m.context.str_bytes(names[name].full)).expect("checked above");
+            let schema = schemas.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
+            match (&o.properties, schema) {
+                (Properties::Opaque(_), _) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
+                (Properties::Dict(dict), Some(schema)) => {
                     // Properties that do not fit the schema go to the attribute dictionary below.
-                    if let Some(items) = native_plan(m, id, schema, *dict, v6, &mut n.strings)? {
-                        native.insert(id, items);
-                    }
+                    native[id.0 as usize] = native_plan(m, id, schema, *dict, v6, &mut n.strings)?;
                 }
                 _ => {}
             }
@@ -442,8 +439,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
             Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES && !name.registered => {
                 OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Dict(*dict) }
             }
-            Properties::Dict(_) if native.contains_key(&id) => {
-                let items = native.remove(&id).expect("checked");
+            Properties::Dict(_) if native.get(id.0 as usize).is_some_and(Option::is_some) => {
+                let items = native[id.0 as usize].take().expect("checked");
                 OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(items) }
             }
             Properties::Dict(dict) if name.registered => {

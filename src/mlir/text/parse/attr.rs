@@ -1,5 +1,7 @@
 //! Builtin attribute and location syntax; dialect attributes as balanced text.
 
+use std::borrow::Cow;
+
 use super::{decode_hex, Parser, R};
 use crate::mlir::float::decimal_to_bits;
 use crate::mlir::ir::{
@@ -217,9 +219,25 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// `{...}`, looked up by its text when balanced brackets say where it ends.
     fn dictionary(&mut self) -> R<AttrId> {
+        self.ws();
+        let (src, start) = (self.src, self.pos);
+        let end = self.bracket_end(start, b'{', b'}');
+        if let Some(&attr) = end.and_then(|end| self.dictionaries.get(&src[start..end])) {
+            self.pos = end.expect("found by its end");
+            return Ok(attr);
+        }
+        let attr = self.dictionary_text()?;
+        if end == Some(self.pos) {
+            self.dictionaries.insert(&src[start..self.pos], attr);
+        }
+        Ok(attr)
+    }
+
+    fn dictionary_text(&mut self) -> R<AttrId> {
         self.expect(b'{', "to start a dictionary")?;
-        let mut entries: Vec<(Vec<u8>, AttrId, usize)> = Vec::new();
+        let mut entries: Vec<(Cow<'_, [u8]>, AttrId, usize)> = Vec::new();
         if !self.eat(b'}') {
             loop {
                 self.ws();
@@ -258,7 +276,7 @@ impl<'s> Parser<'s> {
             if start == self.pos {
                 return self.err("expected a symbol name after '@'");
             }
-            self.src[start..self.pos].to_vec()
+            Cow::Borrowed(&self.src[start..self.pos])
         };
         Ok(self.string_attr(&name))
     }
@@ -332,6 +350,32 @@ impl<'s> Parser<'s> {
         let text = self.substitute_aliases(&self.src[start..self.pos])?;
         let text = self.module.context.intern_str(&text);
         Ok(DialectSymbol::Text { dialect, text })
+    }
+
+    /// Just past the `close` that matches the `open` at `pos`, counting only these two brackets
+    /// outside string literals; `None` when it does not close (the parser then reports why).
+    pub(super) fn bracket_end(&self, pos: usize, open: u8, close: u8) -> Option<usize> {
+        if self.src.get(pos) != Some(&open) {
+            return None;
+        }
+        let (mut depth, mut in_string) = (0usize, false);
+        let mut i = pos;
+        while let Some(&b) = self.src.get(i) {
+            i += 1;
+            match b {
+                b'\\' if in_string => i += 1,
+                b'"' => in_string = !in_string,
+                b if b == open && !in_string => depth += 1,
+                b if b == close && !in_string => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Skips a dialect symbol body `<...>` (at its `<`), balancing `<>`, `()`, `[]`, `{}` and
@@ -563,7 +607,7 @@ impl<'s> Parser<'s> {
 
     fn literal(&mut self) -> R<Lit> {
         match self.peek() {
-            Some(b'"') => Ok(Lit::Str(self.string_lit()?)),
+            Some(b'"') => Ok(Lit::Str(self.string_lit()?.into_owned())),
             Some(b'(') => {
                 self.pos += 1;
                 let re = self.literal()?;

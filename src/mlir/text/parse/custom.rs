@@ -9,19 +9,19 @@ use crate::mlir::text::syntax::{self, Form, Matched, CHAIN};
 /// What a custom form gives: operands with their types, result types, attributes by name and
 /// regions.
 #[derive(Default)]
-struct Parts {
-    operands: Vec<Operand>,
+struct Parts<'s> {
+    operands: Vec<Operand<'s>>,
     results: Vec<TypeId>,
     attrs: Vec<(String, AttrId)>,
     regions: Vec<u32>,
 }
 
 /// An operand use not yet typed: `(name, number, position)`.
-type Use = (Vec<u8>, u32, usize);
+type Use<'s> = (&'s [u8], u32, usize);
 
-impl Parser<'_> {
+impl<'s> Parser<'s> {
     /// The rest of an op spelt by a bare name (`tfrt.add.i32 %a, %b`, `func.func @f() {...}`).
-    pub(super) fn custom_op(&mut self, block: u32, head: OpHead) -> R<()> {
+    pub(super) fn custom_op(&mut self, block: u32, head: OpHead<'s>) -> R<()> {
         let word = self.bare_ident().map(|w| String::from_utf8_lossy(w).into_owned()).unwrap_or_default();
         let default = self.default_dialects.last().copied().unwrap_or("");
         let resolved = syntax::resolve_bare_name(&word, default).and_then(|full| Some((syntax::lookup(&full)?, full)));
@@ -58,7 +58,7 @@ impl Parser<'_> {
         self.intern_attr(Attribute::String { value, ty: None })
     }
 
-    fn custom_parts(&mut self, m: &Matched, head: &OpHead) -> R<Parts> {
+    fn custom_parts(&mut self, m: &Matched, head: &OpHead<'s>) -> R<Parts<'s>> {
         let mut p = Parts::default();
         match m.syntax.form {
             Form::Operands { operands, results } => {
@@ -203,7 +203,7 @@ impl Parser<'_> {
                     self.paren_operands()?
                 };
                 let types = if self.peek() == Some(b':') { self.colon_type_list()? } else { Vec::new() };
-                let bound = |(name, number, pos): Use| Operand { name, number, pos, ty: i32_ty };
+                let bound = |(name, number, pos): Use<'s>| Operand { name, number, pos, ty: i32_ty };
                 let (start, end, block_size) = (bound(start), bound(end), bound(block_size));
                 let extra = self.typed_operands(uses, &types, head.name_pos)?;
                 if matches!(m.syntax.form, Form::ParallelFor) {
@@ -249,7 +249,7 @@ impl Parser<'_> {
     }
 
     /// `func.func [visibility] @name(args) [-> results] [attributes {...}] [{body}]`.
-    fn func(&mut self, p: &mut Parts) -> R<()> {
+    fn func(&mut self, p: &mut Parts<'s>) -> R<()> {
         for visibility in ["private", "public", "nested"] {
             if self.eat_keyword(visibility) {
                 let value = self.name_attr(visibility);
@@ -259,7 +259,7 @@ impl Parser<'_> {
         let name = self.symbol_name_attr()?;
         p.attrs.push(("sym_name".into(), name));
         self.expect(b'(', "to start the function's arguments")?;
-        let mut args: Vec<EntryArg> = Vec::new();
+        let mut args: Vec<EntryArg<'s>> = Vec::new();
         let mut inputs = Vec::new();
         let mut arg_attrs = Vec::new();
         if !self.eat(b')') {
@@ -334,7 +334,7 @@ impl Parser<'_> {
     }
 
     /// `"name"(%a : T, ...) key = N, ... {body}`: `tfrt_test.benchmark`.
-    fn benchmark(&mut self, p: &mut Parts) -> R<()> {
+    fn benchmark(&mut self, p: &mut Parts<'s>) -> R<()> {
         let name = self.attr()?;
         if !matches!(self.module.context.attr(name), Attribute::String { .. }) {
             return self.err("expected the benchmark's name as a string");
@@ -398,7 +398,7 @@ impl Parser<'_> {
     // ---- pieces of custom forms ----
 
     /// `%a, %b#1, ...` (possibly none).
-    fn bare_operands(&mut self) -> R<Vec<Use>> {
+    fn bare_operands(&mut self) -> R<Vec<Use<'s>>> {
         let mut uses = Vec::new();
         if self.peek() != Some(b'%') {
             return Ok(uses);
@@ -412,7 +412,7 @@ impl Parser<'_> {
     }
 
     /// `(%a, %b)`.
-    fn paren_operands(&mut self) -> R<Vec<Use>> {
+    fn paren_operands(&mut self) -> R<Vec<Use<'s>>> {
         self.expect(b'(', "to start the operand list")?;
         let uses = self.bare_operands()?;
         self.expect(b')', "to end the operand list")?;
@@ -420,7 +420,7 @@ impl Parser<'_> {
     }
 
     /// Operand uses with `types`, which must be as many.
-    fn typed_operands(&self, uses: Vec<Use>, types: &[TypeId], pos: usize) -> R<Vec<Operand>> {
+    fn typed_operands(&self, uses: Vec<Use<'s>>, types: &[TypeId], pos: usize) -> R<Vec<Operand<'s>>> {
         if uses.len() != types.len() {
             return self.err_at(pos, format!("{} operands present, but expected {}", uses.len(), types.len()));
         }
@@ -428,7 +428,7 @@ impl Parser<'_> {
     }
 
     /// Operand uses with the types of the op's row.
-    fn fixed_operands(&mut self, m: &Matched, uses: Vec<Use>, types: &[&str], pos: usize) -> R<Vec<Operand>> {
+    fn fixed_operands(&mut self, m: &Matched, uses: Vec<Use<'s>>, types: &[&str], pos: usize) -> R<Vec<Operand<'s>>> {
         let types = self.fixed_types(m, types)?;
         self.typed_operands(uses, &types, pos)
     }
@@ -578,6 +578,6 @@ fn callee_names(m: &Matched) -> &'static [&'static str] {
     m.syntax.form.callees().map_or(&[], |callees| callees.names)
 }
 
-fn entry_args(operands: &[Operand]) -> Vec<EntryArg> {
+fn entry_args<'s>(operands: &[Operand<'s>]) -> Vec<EntryArg<'s>> {
     operands.iter().map(|o| EntryArg { value: o.clone(), loc: None }).collect()
 }

@@ -21,7 +21,8 @@ mod attr;
 mod custom;
 mod types;
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
+use std::borrow::Cow;
 
 use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
@@ -158,16 +159,16 @@ struct PRegion {
 }
 
 /// What precedes an op's name: where the op starts, its result groups and where its name is.
-struct OpHead {
+struct OpHead<'s> {
     start: usize,
-    groups: Vec<(Vec<u8>, u32, usize)>,
+    groups: Vec<(&'s [u8], u32, usize)>,
     name_pos: usize,
 }
 
 /// An operand use (`%name#number` at `pos`) with the type it is used at.
 #[derive(Clone)]
-struct Operand {
-    name: Vec<u8>,
+struct Operand<'s> {
+    name: &'s [u8],
     number: u32,
     pos: usize,
     ty: TypeId,
@@ -175,16 +176,16 @@ struct Operand {
 
 /// An entry block argument a custom op's region declares before its text: the value it is
 /// named by, and its location when the text gives one.
-struct EntryArg {
-    value: Operand,
+struct EntryArg<'s> {
+    value: Operand<'s>,
     loc: Option<LocRef>,
 }
 
 /// The names visible in one region being parsed.
 #[derive(Default)]
-struct Scope {
-    values: HashMap<(Vec<u8>, u32), u32>,
-    blocks: HashMap<Vec<u8>, u32>,
+struct Scope<'s> {
+    values: HashMap<(&'s [u8], u32), u32>,
+    blocks: HashMap<&'s [u8], u32>,
 }
 
 pub(crate) struct Parser<'s> {
@@ -207,10 +208,38 @@ pub(crate) struct Parser<'s> {
     blocks: Vec<PBlock>,
     regions: Vec<PRegion>,
     values: Vec<PValue>,
-    scopes: Vec<Scope>,
+    scopes: Vec<Scope<'s>>,
     /// The dialect each enclosing custom op lets its regions leave off op names (`builtin` at
     /// the top level, `func` in a function).
     default_dialects: Vec<&'static str>,
+    /// A position already converted to its line, `(position, line)`: locations the parser makes
+    /// up for text without `loc(...)` come in source order, so counting lines on from here keeps
+    /// a whole module linear (from the start it was quadratic).
+    line_mark: (usize, usize),
+    /// Dictionaries parsed so far, by their text: ops of one kind repeat the same properties
+    /// (`<{overflowFlags = #arith.overflow<none>}>`), and equal text parses to the same attribute.
+    dictionaries: HashMap<&'s [u8], AttrId>,
+    /// Function types parsed so far, by their text (see [`Parser::dictionaries`]).
+    function_types: HashMap<&'s [u8], TypeId>,
+}
+
+/// The `\n` bytes in `bytes`, eight at a time: a byte of `word ^ 0x0a..` is zero exactly where
+/// `word` holds a newline, and `(x & 0x7f..) + 0x7f..` sets a byte's top bit unless its low
+/// seven bits are zero (no carry crosses bytes).
+fn count_newlines(bytes: &[u8]) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut count = 0;
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ 0x0a0a_0a0a_0a0a_0a0a;
+        count += (!(((x & LOW7) + LOW7) | x | LOW7)).count_ones() as usize;
+    }
+    count + chunks.remainder().iter().filter(|&&b| b == b'\n').count()
+}
+
+/// A line or column number as locations hold it.
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -247,21 +276,17 @@ impl<'s> Parser<'s> {
             values: Vec::new(),
             scopes: Vec::new(),
             default_dialects: vec!["builtin"],
+            line_mark: (0, 1),
+            dictionaries: HashMap::new(),
+            function_types: HashMap::new(),
         }
     }
 
     // ---- errors and positions ----
 
     fn error_at(&self, pos: usize, message: impl Into<String>) -> ParseError {
-        let pos = pos.min(self.src.len());
-        let before = &self.src[..pos];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        ParseError {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            column: u32::try_from(pos - line_start + 1).unwrap_or(u32::MAX),
-            message: message.into(),
-        }
+        let (line, column) = self.line_col(pos);
+        ParseError { line, column, message: message.into() }
     }
 
     fn err<T>(&self, message: impl Into<String>) -> R<T> {
@@ -274,8 +299,17 @@ impl<'s> Parser<'s> {
 
     /// `(line, column)` of a position, 1-based.
     fn line_col(&self, pos: usize) -> (u32, u32) {
-        let e = self.error_at(pos, "");
-        (e.line, e.column)
+        let (line, column) = self.line_and_column(pos);
+        (saturate(line), saturate(column))
+    }
+
+    /// [`Self::line_col`], counted on from the line mark when `pos` is past it.
+    fn line_and_column(&self, pos: usize) -> (usize, usize) {
+        let pos = pos.min(self.src.len());
+        let (mark, mark_line) = if self.line_mark.0 <= pos { self.line_mark } else { (0, 1) };
+        let line = mark_line + count_newlines(&self.src[mark..pos]);
+        let line_start = self.src[..pos].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        (line, pos - line_start + 1)
     }
 
     /// Enters one level of nesting; pair with [`Self::leave`].
@@ -416,7 +450,9 @@ impl<'s> Parser<'s> {
     }
 
     /// A quoted string with MLIR's escapes (`\"`, `\\`, `\n`, `\t`, `\XX`).
-    fn string_lit(&mut self) -> R<Vec<u8>> {
+    /// A string literal's contents: borrowed from the source unless escapes make them differ
+    /// (locations and symbol names repeat a string per op; copying each cost an allocation).
+    fn string_lit(&mut self) -> R<Cow<'s, [u8]>> {
         self.ws();
         let start = self.pos;
         if self.src.get(start) != Some(&b'"') {
@@ -424,6 +460,12 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected a string literal, found {found}"));
         }
         self.pos += 1;
+        let plain = self.src[self.pos..].iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n' | b'\r'));
+        if let Some(len) = plain.filter(|&len| self.src[self.pos + len] == b'"') {
+            let text = &self.src[self.pos..self.pos + len];
+            self.pos += len + 1;
+            return Ok(Cow::Borrowed(text));
+        }
         let mut out = Vec::new();
         loop {
             let Some(&b) = self.src.get(self.pos) else {
@@ -431,7 +473,7 @@ impl<'s> Parser<'s> {
             };
             self.pos += 1;
             match b {
-                b'"' => return Ok(out),
+                b'"' => return Ok(Cow::Owned(out)),
                 b'\n' | b'\r' => return self.err_at(start, "unterminated string literal (a newline in a string)"),
                 b'\\' => {
                     let Some(&e) = self.src.get(self.pos) else {
@@ -495,9 +537,9 @@ impl<'s> Parser<'s> {
         self.ws();
         let start = self.pos;
         match self.integer_token() {
-            Some(text) if !text.starts_with(b"0x") => std::str::from_utf8(text)
-                .ok()
-                .and_then(|t| t.parse::<u64>().ok())
+            Some(text) if !text.starts_with(b"0x") => text
+                .iter()
+                .try_fold(0u64, |value, &digit| value.checked_mul(10)?.checked_add(u64::from(digit - b'0')))
                 .ok_or_else(|| self.error_at(start, format!("{what} is too large"))),
             _ => {
                 self.pos = start;
@@ -596,7 +638,7 @@ impl<'s> Parser<'s> {
     }
 
     /// `%name` or `%name#N`: (name, number, position).
-    fn value_use(&mut self) -> R<(Vec<u8>, u32, usize)> {
+    fn value_use(&mut self) -> R<(&'s [u8], u32, usize)> {
         self.ws();
         let start = self.pos;
         if self.src.get(start) != Some(&b'%') {
@@ -604,7 +646,7 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected an SSA value, found {found}"));
         }
         self.pos += 1;
-        let name = self.suffix_ident().to_vec();
+        let name = self.suffix_ident();
         if name.is_empty() {
             return self.err_at(start, "expected an SSA value name after '%'");
         }
@@ -639,7 +681,7 @@ impl<'s> Parser<'s> {
     }
 
     /// Result groups before an op: `%a, %b:2 =`, or none.
-    fn result_groups(&mut self) -> R<Vec<(Vec<u8>, u32, usize)>> {
+    fn result_groups(&mut self) -> R<Vec<(&'s [u8], u32, usize)>> {
         let mut groups = Vec::new();
         if self.peek() != Some(b'%') {
             return Ok(groups);
@@ -685,7 +727,7 @@ impl<'s> Parser<'s> {
     }
 
     /// The rest of a generic op: `"name"(%a) [^succ] <{props}> ({regions}) {attrs} : type`.
-    fn generic_op(&mut self, block: u32, head: OpHead) -> R<()> {
+    fn generic_op(&mut self, block: u32, head: OpHead<'s>) -> R<()> {
         let name = self.string_lit()?;
         if name.is_empty() {
             return self.err_at(head.name_pos, "empty operation name");
@@ -767,8 +809,8 @@ impl<'s> Parser<'s> {
     fn finish_op(
         &mut self,
         op: u32,
-        head: &OpHead,
-        operands: Vec<Operand>,
+        head: &OpHead<'s>,
+        operands: Vec<Operand<'s>>,
         results: &[TypeId],
         attrs: Option<AttrId>,
         properties: Properties,
@@ -795,7 +837,7 @@ impl<'s> Parser<'s> {
             for (name, count, pos) in &head.groups {
                 for number in 0..*count {
                     let ty = results[index as usize];
-                    let slot = self.define_value(name.clone(), number, *pos, ty, PDef::OpResult { op, index })?;
+                    let slot = self.define_value(name, number, *pos, ty, PDef::OpResult { op, index })?;
                     result_slots.push(slot);
                     index += 1;
                 }
@@ -879,7 +921,9 @@ impl<'s> Parser<'s> {
     fn source_loc(&mut self, pos: usize) -> AttrId {
         match self.file_name.clone() {
             Some(file) => {
-                let (line, column) = self.line_col(pos);
+                let (line, column) = self.line_and_column(pos);
+                self.line_mark = (pos.min(self.src.len()), line);
+                let (line, column) = (saturate(line), saturate(column));
                 let value = self.module.context.intern_str(file.as_bytes());
                 let filename = self.module.context.intern_attr(Attribute::String { value, ty: None });
                 self.module.context.intern_attr(Attribute::FileLineColLoc { filename, line, column })
@@ -897,7 +941,7 @@ impl<'s> Parser<'s> {
     /// A region; with `entry`, its entry block has no label and takes these arguments, named
     /// in the region's own scope (so they may shadow the names they copy, as custom ops whose
     /// regions are isolated from above spell them).
-    fn region_with(&mut self, entry: Option<Vec<EntryArg>>) -> R<u32> {
+    fn region_with(&mut self, entry: Option<Vec<EntryArg<'s>>>) -> R<u32> {
         self.enter()?;
         self.expect(b'{', "to start a region")?;
         let region = self.regions.len() as u32;
@@ -989,12 +1033,12 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected a block name, found {found}"));
         }
         self.pos += 1;
-        let name = self.suffix_ident().to_vec();
+        let name = self.suffix_ident();
         if name.is_empty() {
             return self.err_at(pos, "expected a block name after '^'");
         }
         let scope = self.scopes.last_mut().expect("a region scope");
-        if let Some(&block) = scope.blocks.get(&name) {
+        if let Some(&block) = scope.blocks.get(name) {
             return Ok(block);
         }
         let block = self.blocks.len() as u32;
@@ -1023,7 +1067,7 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn define_value(&mut self, name: Vec<u8>, number: u32, pos: usize, ty: TypeId, def: PDef) -> R<u32> {
+    fn define_value(&mut self, name: &'s [u8], number: u32, pos: usize, ty: TypeId, def: PDef) -> R<u32> {
         let key = (name, number);
         let existing = self.scopes.last().expect("a scope").values.get(&key).copied();
         match existing {
@@ -1032,14 +1076,14 @@ impl<'s> Parser<'s> {
                 let v = &self.values[slot as usize];
                 if v.def != PDef::Undefined {
                     return self
-                        .err_at(pos, format!("redefinition of SSA value '{}'", Self::value_display(&key.0, key.1)));
+                        .err_at(pos, format!("redefinition of SSA value '{}'", Self::value_display(key.0, key.1)));
                 }
                 if v.ty.is_some_and(|t| t != ty) {
                     return self.err_at(
                         v.pos,
                         format!(
                             "use of value '{}' expects a different type than its definition",
-                            Self::value_display(&key.0, key.1)
+                            Self::value_display(key.0, key.1)
                         ),
                     );
                 }
@@ -1056,7 +1100,7 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn use_value(&mut self, name: Vec<u8>, number: u32, pos: usize, ty: TypeId) -> R<u32> {
+    fn use_value(&mut self, name: &'s [u8], number: u32, pos: usize, ty: TypeId) -> R<u32> {
         let key = (name, number);
         if let Some(&slot) = self.scopes.last().expect("a scope").values.get(&key) {
             let slot = self.find(slot);
@@ -1065,7 +1109,7 @@ impl<'s> Parser<'s> {
                     pos,
                     format!(
                         "use of value '{}' expects a different type than prior uses or its definition",
-                        Self::value_display(&key.0, key.1)
+                        Self::value_display(key.0, key.1)
                     ),
                 );
             }
@@ -1089,7 +1133,7 @@ impl<'s> Parser<'s> {
         {
             return self.err_at(self.blocks[*block as usize].pos, "reference to an undefined block");
         }
-        let mut pending: Vec<((Vec<u8>, u32), u32)> = scope
+        let mut pending: Vec<((&'s [u8], u32), u32)> = scope
             .values
             .into_iter()
             .filter(|&(_, slot)| self.values[self.find(slot) as usize].def == PDef::Undefined)
@@ -1116,7 +1160,7 @@ impl<'s> Parser<'s> {
                                 self.values[slot as usize].pos,
                                 format!(
                                     "use of value '{}' expects a different type than its definition",
-                                    Self::value_display(&key.0, key.1)
+                                    Self::value_display(key.0, key.1)
                                 ),
                             );
                         }
@@ -1155,11 +1199,11 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
-    fn key(&mut self, what: &str) -> R<Vec<u8>> {
+    fn key(&mut self, what: &str) -> R<Cow<'s, [u8]>> {
         match self.peek() {
             Some(b'"') => self.string_lit(),
             _ => match self.bare_ident() {
-                Some(id) => Ok(id.to_vec()),
+                Some(id) => Ok(Cow::Borrowed(id)),
                 None => {
                     let found = self.describe_next();
                     self.err(format!("expected {what}, found {found}"))
@@ -1471,4 +1515,18 @@ pub(crate) fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
             Some((hi * 16 + lo) as u8)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn newlines_are_counted_eight_bytes_at_a_time_as_one_by_one() {
+        // Bytes next to `\n` in value (0x0a ^ 0x80, 0x0b, 0x09, 0x8a) must not count.
+        let bytes: Vec<u8> =
+            (0..1000u32).map(|i| [b'\n', 0x8a, 0x0b, 0x09, b'a', 0, 0xff][(i * i % 7) as usize]).collect();
+        for len in [0, 1, 7, 8, 9, 63, 64, 65, 1000] {
+            let slice = &bytes[..len];
+            assert_eq!(super::count_newlines(slice), slice.iter().filter(|&&b| b == b'\n').count(), "first {len}");
+        }
+    }
 }

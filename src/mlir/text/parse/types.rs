@@ -106,7 +106,61 @@ impl Parser<'_> {
         Ok(types)
     }
 
+    /// `(inputs) -> results`, looked up by its text when brackets say where it ends: every
+    /// generic op spells one, and ops of a kind repeat the same.
     fn function_type(&mut self) -> R<TypeId> {
+        let (src, start) = (self.src, self.pos);
+        let end = self.function_type_end();
+        if let Some(&ty) = end.and_then(|end| self.function_types.get(&src[start..end])) {
+            self.pos = end.expect("found by its end");
+            return Ok(ty);
+        }
+        let ty = self.function_type_text()?;
+        if end == Some(self.pos) {
+            self.function_types.insert(&src[start..self.pos], ty);
+        }
+        Ok(ty)
+    }
+
+    /// Where the function type at the current position ends, judged from its brackets: the
+    /// input list, `->`, then a parenthesized result list or one type (a name, alias names' `-`
+    /// included, possibly with an adjacent `<...>` body). `None` where that is unclear (a body
+    /// after spaces, a comment).
+    fn function_type_end(&mut self) -> Option<usize> {
+        let src = self.src;
+        let skip_spaces = |mut i: usize| {
+            while src.get(i).is_some_and(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+                i += 1;
+            }
+            i
+        };
+        let mut i = skip_spaces(self.bracket_end(self.pos, b'(', b')')?);
+        if !src[i..].starts_with(b"->") {
+            return None;
+        }
+        i = skip_spaces(i + 2);
+        if src.get(i) == Some(&b'(') {
+            return self.bracket_end(i, b'(', b')');
+        }
+        let name_start = i;
+        while src.get(i).is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'!' | b'-')) {
+            i += 1;
+        }
+        if i == name_start {
+            return None;
+        }
+        if src.get(i) == Some(&b'<') {
+            let save = self.pos;
+            self.pos = i;
+            let body = self.balanced_body();
+            i = self.pos;
+            self.pos = save;
+            return body.ok().map(|()| i);
+        }
+        (src.get(skip_spaces(i)) != Some(&b'<')).then_some(i)
+    }
+
+    fn function_type_text(&mut self) -> R<TypeId> {
         let inputs = self.type_list_parens()?;
         self.expect_str("->", "in a function type")?;
         let results = if self.peek() == Some(b'(') { self.type_list_parens()? } else { vec![self.ty()?] };

@@ -5,7 +5,7 @@
 //! `--mlir-print-op-generic` prints. Locations, when asked for, are printed inline (upstream's
 //! `--mlir-print-local-scope` spelling) rather than as `#loc` aliases.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::fmt::Write;
 
 use super::{PrintError, Printer};

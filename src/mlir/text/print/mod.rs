@@ -12,7 +12,7 @@ mod types;
 
 pub use asm::{print_asm, AsmOptions};
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::fmt::Write;
 
 use crate::mlir::ir::{

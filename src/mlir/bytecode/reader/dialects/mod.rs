@@ -21,7 +21,7 @@ mod quant;
 mod stablehlo;
 mod vhlo;
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::cursor::Cursor;
 use super::error::{ReadError, ReadErrorKind, Result};
