@@ -956,6 +956,20 @@ impl<'s> Parser<'s> {
         result
     }
 
+    /// The quoted name a file or name location starts with, as a string attribute (see
+    /// [`Parser::last_loc_file`]).
+    fn loc_file_name(&mut self) -> R<AttrId> {
+        let text = self.string_lit()?;
+        if let Some((last, attr)) = &self.last_loc_file {
+            if *last == text {
+                return Ok(*attr);
+            }
+        }
+        let attr = self.string_attr(&text);
+        self.last_loc_file = Some((text, attr));
+        Ok(attr)
+    }
+
     fn loc_body_inner(&mut self) -> R<AttrId> {
         self.ws();
         let pos = self.pos;
@@ -966,8 +980,7 @@ impl<'s> Parser<'s> {
                 return Ok(attr);
             }
             Some(b'"') => {
-                let name = self.string_lit()?;
-                let name = self.string_attr(&name);
+                let name = self.loc_file_name()?;
                 if self.eat(b':') {
                     let line = self.parse_u32("a line number")?;
                     if !self.eat(b':') {
