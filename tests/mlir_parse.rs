@@ -406,6 +406,8 @@ fn repeated_dictionaries_and_function_types_parse_as_written() {
         r#""t.d"() {a = {b = "}"}} : () -> (!t.x, i32)"#,
         r#""t.e"() {a = {b = 1 : i64}} : () -> !t.x"#,
         r#""t.f"() {a = {b = "}"}} : () -> !t.x<1>"#,
+        r#""t.h"() {a = {b = "\"}{\\"}} : () -> !t.x"#,
+        r#""t.i"() {a = {b = "\"}{\\"}, c = 3 : i64} : () -> !t.x"#,
     ];
     let aliases = "!xy = i8\n!xy-z = i16\n";
     let together = parse_text(&format!("{aliases}{}\n", ops.join("\n"))).expect("module parses");

@@ -311,7 +311,7 @@ impl<'a> IrWriter<'a> {
             PropsPlan::None => return Ok(false),
             PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
             PropsPlan::Native(items) => {
-                for item in items {
+                for item in items.iter() {
                     match item {
                         NativeItem::Required(a) => e.varint(self.plan.attr_index(AttrKey::Module(*a))?),
                         NativeItem::Optional(None) => e.varint(0),

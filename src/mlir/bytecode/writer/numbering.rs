@@ -9,6 +9,7 @@
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
 use foldhash::{HashMap, HashMapExt};
+use std::rc::Rc;
 
 use super::error::WriteError;
 use super::llvm::{self, Item, Native};
@@ -297,7 +298,8 @@ pub(super) enum PropsPlan {
     None,
     /// An unregistered op's properties: the dictionary attribute's index.
     Dict(AttrId),
-    Native(Vec<NativeItem>),
+    /// Shared by the ops of one name with the same properties dictionary.
+    Native(Rc<[NativeItem]>),
 }
 
 pub(super) struct OpPlan {
@@ -409,7 +411,10 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         .collect();
     let v6 = version >= version::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE;
     // Each op's native properties encoding, by op index.
-    let mut native: Vec<Option<Vec<NativeItem>>> = Vec::new();
+    let mut native: Vec<Option<Rc<[NativeItem]>>> = Vec::new();
+    // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
+    // encoding depends only on the op's name and dictionary: each pair is planned once.
+    let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
     if version >= version::NATIVE_PROPERTIES {
         native.resize_with(m.ops.len(), || None);
         for &id in &walk {
@@ -419,7 +424,15 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
                 (Properties::Opaque(_), _) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
                 (Properties::Dict(dict), Some(schema)) => {
                     // Properties that do not fit the schema go to the attribute dictionary below.
-                    native[id.0 as usize] = native_plan(m, id, schema, *dict, v6, &mut n.strings)?;
+                    let items = match planned.get(&(o.name, *dict)) {
+                        Some(items) => items.clone(),
+                        None => {
+                            let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
+                            planned.insert((o.name, *dict), items.clone());
+                            items
+                        }
+                    };
+                    native[id.0 as usize] = items;
                 }
                 _ => {}
             }
@@ -538,7 +551,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
                 n.attr_key(AttrKey::Module(*dict))?;
             }
             PropsPlan::Native(items) => {
-                for item in items {
+                for item in items.iter() {
                     match item {
                         NativeItem::Required(a) | NativeItem::Optional(Some(a)) => {
                             n.attr_key(AttrKey::Module(*a))?;

@@ -358,24 +358,31 @@ impl<'s> Parser<'s> {
         if self.src.get(pos) != Some(&open) {
             return None;
         }
-        let (mut depth, mut in_string) = (0usize, false);
+        // Jumps from one byte that matters to the next (most bytes do not): in a large module
+        // this scan runs over every op's properties before their text is looked up.
+        let mut depth = 0usize;
         let mut i = pos;
-        while let Some(&b) = self.src.get(i) {
-            i += 1;
-            match b {
-                b'\\' if in_string => i += 1,
-                b'"' => in_string = !in_string,
-                b if b == open && !in_string => depth += 1,
-                b if b == close && !in_string => {
+        loop {
+            i += self.src.get(i..)?.iter().position(|&b| b == open || b == close || b == b'"')?;
+            match self.src[i] {
+                b'"' => loop {
+                    i += 1;
+                    i += self.src.get(i..)?.iter().position(|&b| b == b'"' || b == b'\\')?;
+                    if self.src[i] == b'"' {
+                        break;
+                    }
+                    i += 1;
+                },
+                b if b == open => depth += 1,
+                _ => {
                     depth -= 1;
                     if depth == 0 {
-                        return Some(i);
+                        return Some(i + 1);
                     }
                 }
-                _ => {}
             }
+            i += 1;
         }
-        None
     }
 
     /// Skips a dialect symbol body `<...>` (at its `<`), balancing `<>`, `()`, `[]`, `{}` and
@@ -956,6 +963,20 @@ impl<'s> Parser<'s> {
         result
     }
 
+    /// The quoted name a file or name location starts with, as a string attribute (see
+    /// [`Parser::last_loc_file`]).
+    fn loc_file_name(&mut self) -> R<AttrId> {
+        let text = self.string_lit()?;
+        if let Some((last, attr)) = &self.last_loc_file {
+            if *last == text {
+                return Ok(*attr);
+            }
+        }
+        let attr = self.string_attr(&text);
+        self.last_loc_file = Some((text, attr));
+        Ok(attr)
+    }
+
     fn loc_body_inner(&mut self) -> R<AttrId> {
         self.ws();
         let pos = self.pos;
@@ -966,8 +987,7 @@ impl<'s> Parser<'s> {
                 return Ok(attr);
             }
             Some(b'"') => {
-                let name = self.string_lit()?;
-                let name = self.string_attr(&name);
+                let name = self.loc_file_name()?;
                 if self.eat(b':') {
                     let line = self.parse_u32("a line number")?;
                     if !self.eat(b':') {

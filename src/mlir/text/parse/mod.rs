@@ -139,8 +139,10 @@ struct POp {
     loc: LocRef,
     attrs: Option<AttrId>,
     properties: Properties,
-    operands: Vec<u32>,
-    results: Vec<u32>,
+    /// The op's operand value slots, in [`Parser::op_operands`].
+    operands: Span,
+    /// The op's result value slots, in [`Parser::op_results`].
+    results: Span,
     successors: Vec<u32>,
     regions: Vec<u32>,
 }
@@ -205,6 +207,11 @@ pub(crate) struct Parser<'s> {
     /// Keys named by `dense_resource<...>`, in order of first use.
     resource_uses: Vec<(crate::mlir::ir::Sym, usize)>,
     ops: Vec<POp>,
+    /// Every op's operand slots, one run per op: two pools instead of two small vectors per op
+    /// (allocating and freeing those was a tenth of a large module's parse).
+    op_operands: Vec<u32>,
+    /// Every op's result slots, one run per op (see [`Parser::op_operands`]).
+    op_results: Vec<u32>,
     blocks: Vec<PBlock>,
     regions: Vec<PRegion>,
     values: Vec<PValue>,
@@ -221,6 +228,10 @@ pub(crate) struct Parser<'s> {
     dictionaries: HashMap<&'s [u8], AttrId>,
     /// Function types parsed so far, by their text (see [`Parser::dictionaries`]).
     function_types: HashMap<&'s [u8], TypeId>,
+    /// The file name of the last `"file":line:col` location, as written, and its string
+    /// attribute: consecutive ops mostly come from one file, so the name is interned once per run
+    /// of them instead of once per location.
+    last_loc_file: Option<(Cow<'s, [u8]>, AttrId)>,
 }
 
 /// The `\n` bytes in `bytes`, eight at a time: a byte of `word ^ 0x0a..` is zero exactly where
@@ -271,6 +282,8 @@ impl<'s> Parser<'s> {
             deferred_locs: Vec::new(),
             resource_uses: Vec::new(),
             ops: Vec::new(),
+            op_operands: Vec::new(),
+            op_results: Vec::new(),
             blocks: Vec::new(),
             regions: Vec::new(),
             values: Vec::new(),
@@ -279,6 +292,7 @@ impl<'s> Parser<'s> {
             line_mark: (0, 1),
             dictionaries: HashMap::new(),
             function_types: HashMap::new(),
+            last_loc_file: None,
         }
     }
 
@@ -717,8 +731,8 @@ impl<'s> Parser<'s> {
             loc: LocRef::Attr(AttrId(0)),
             attrs: None,
             properties: Properties::None,
-            operands: Vec::new(),
-            results: Vec::new(),
+            operands: Span::default(),
+            results: Span::default(),
             successors: Vec::new(),
             regions: Vec::new(),
         });
@@ -789,20 +803,24 @@ impl<'s> Parser<'s> {
         self.ws();
         let type_pos = self.pos;
         let fn_type = self.ty()?;
-        let crate::mlir::ir::Type::Function { inputs, results } = self.module.context.ty(fn_type).clone() else {
+        let crate::mlir::ir::Type::Function { inputs, results } = self.module.context.ty(fn_type) else {
             return self.err_at(type_pos, "expected a function type `(operand types) -> result types`");
         };
         if inputs.len() != operands.len() {
-            return self
-                .err_at(type_pos, format!("expected {} operand types but had {}", operands.len(), inputs.len()));
+            let message = format!("expected {} operand types but had {}", operands.len(), inputs.len());
+            return self.err_at(type_pos, message);
         }
-        let operands =
-            operands.into_iter().zip(inputs.iter()).map(|((name, number, pos), &ty)| Operand { name, number, pos, ty });
+        let operands = operands
+            .into_iter()
+            .zip(inputs.iter())
+            .map(|((name, number, pos), &ty)| Operand { name, number, pos, ty })
+            .collect();
+        let results = results.to_vec();
         let properties = match properties {
             Some(dict) => Properties::Dict(dict),
             None => Properties::None,
         };
-        self.finish_op(op, &head, operands.collect(), &results, attrs, properties)
+        self.finish_op(op, &head, operands, &results, attrs, properties)
     }
 
     /// Binds an op's operands and results, reads its trailing location and sets its attributes.
@@ -822,15 +840,17 @@ impl<'s> Parser<'s> {
                 format!("operation defines {} results but was provided {declared} to bind", results.len()),
             );
         }
-        let mut operand_slots = Vec::with_capacity(operands.len());
+        let operand_slots = Span { start: self.op_operands.len() as u32, len: operands.len() as u32 };
         for Operand { name, number, pos, ty } in operands {
-            operand_slots.push(self.use_value(name, number, pos, ty)?);
+            let slot = self.use_value(name, number, pos, ty)?;
+            self.op_operands.push(slot);
         }
-        let mut result_slots = Vec::with_capacity(results.len());
+        let result_slots = Span { start: self.op_results.len() as u32, len: results.len() as u32 };
         let mut index = 0u32;
         if head.groups.is_empty() {
             for &ty in results {
-                result_slots.push(self.new_value(ty, PDef::OpResult { op, index }, head.start));
+                let slot = self.new_value(ty, PDef::OpResult { op, index }, head.start);
+                self.op_results.push(slot);
                 index += 1;
             }
         } else {
@@ -838,7 +858,7 @@ impl<'s> Parser<'s> {
                 for number in 0..*count {
                     let ty = results[index as usize];
                     let slot = self.define_value(name, number, *pos, ty, PDef::OpResult { op, index })?;
-                    result_slots.push(slot);
+                    self.op_results.push(slot);
                     index += 1;
                 }
             }
@@ -1318,7 +1338,7 @@ impl<'s> Parser<'s> {
         let top_ops = self.blocks[0].ops.clone();
         let single_module = top_ops.len() == 1 && {
             let op = &self.ops[top_ops[0] as usize];
-            op.results.is_empty()
+            op.results.len == 0
                 && self.module.context.str_bytes(self.module.context.op_name(op.name).full) == b"builtin.module"
         };
         let top_level: Vec<u32> = if single_module {
@@ -1340,8 +1360,8 @@ impl<'s> Parser<'s> {
                 loc: LocRef::Attr(loc),
                 attrs: None,
                 properties,
-                operands: Vec::new(),
-                results: Vec::new(),
+                operands: Span::default(),
+                results: Span::default(),
                 successors: Vec::new(),
                 regions: vec![0],
             });
@@ -1391,7 +1411,7 @@ impl<'s> Parser<'s> {
                             next_value += 1;
                         }
                         for &o in &self.blocks[b as usize].ops {
-                            for &v in &self.ops[o as usize].results {
+                            for &v in &self.op_results[self.ops[o as usize].results.range()] {
                                 value_map[v as usize] = next_value;
                                 next_value += 1;
                             }
@@ -1444,14 +1464,14 @@ impl<'s> Parser<'s> {
         let mut region_pool = Vec::with_capacity(region_order.len());
         for &op in &op_order {
             let p = &self.ops[op as usize];
-            let operands = Span { start: operand_pool.len() as u32, len: p.operands.len() as u32 };
-            operand_pool.extend(p.operands.iter().map(|&v| map_value(v)));
+            let operands = Span { start: operand_pool.len() as u32, len: p.operands.len };
+            operand_pool.extend(self.op_operands[p.operands.range()].iter().map(|&v| map_value(v)));
             let successors = Span { start: successor_pool.len() as u32, len: p.successors.len() as u32 };
             successor_pool.extend(p.successors.iter().map(|&b| BlockId(block_map[b as usize])));
             let regions = Span { start: region_pool.len() as u32, len: p.regions.len() as u32 };
             region_pool.extend(p.regions.iter().map(|&r| RegionId(region_map[r as usize])));
-            let results = match p.results.first() {
-                Some(&first) => Span { start: value_map[first as usize], len: p.results.len() as u32 },
+            let results = match self.op_results[p.results.range()].first() {
+                Some(&first) => Span { start: value_map[first as usize], len: p.results.len },
                 None => Span::default(),
             };
             ops.push(Operation {
