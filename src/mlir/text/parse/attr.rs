@@ -222,17 +222,8 @@ impl<'s> Parser<'s> {
     /// `{...}`, looked up by its text when balanced brackets say where it ends.
     fn dictionary(&mut self) -> R<AttrId> {
         self.ws();
-        let (src, start) = (self.src, self.pos);
-        let end = self.bracket_end(start, b'{', b'}');
-        if let Some(&attr) = end.and_then(|end| self.dictionaries.get(&src[start..end])) {
-            self.pos = end.expect("found by its end");
-            return Ok(attr);
-        }
-        let attr = self.dictionary_text()?;
-        if end == Some(self.pos) {
-            self.dictionaries.insert(&src[start..self.pos], attr);
-        }
-        Ok(attr)
+        let end = self.bracket_end(self.pos, b'{', b'}');
+        self.by_text(end, |p| &mut p.dictionaries, Self::dictionary_text)
     }
 
     fn dictionary_text(&mut self) -> R<AttrId> {

@@ -267,6 +267,30 @@ fn is_suffix_char(b: u8) -> bool {
 }
 
 impl<'s> Parser<'s> {
+    /// What `parse` makes of the text from here to `end`, looked up by that text first (`cache`
+    /// picks the table) and remembered when the parse ended exactly there. `end` is a guess from
+    /// brackets; `None` parses without the table.
+    fn by_text<T: Copy>(
+        &mut self,
+        end: Option<usize>,
+        cache: fn(&mut Self) -> &mut HashMap<&'s [u8], T>,
+        parse: fn(&mut Self) -> R<T>,
+    ) -> R<T> {
+        let (src, start) = (self.src, self.pos);
+        if let Some(end) = end {
+            if let Some(&found) = cache(self).get(&src[start..end]) {
+                self.pos = end;
+                return Ok(found);
+            }
+        }
+        let parsed = parse(self)?;
+        let stop = self.pos;
+        if end == Some(stop) {
+            cache(self).insert(&src[start..stop], parsed);
+        }
+        Ok(parsed)
+    }
+
     fn new(src: &'s [u8], options: &ParseOptions) -> Self {
         Parser {
             src,

@@ -109,17 +109,8 @@ impl Parser<'_> {
     /// `(inputs) -> results`, looked up by its text when brackets say where it ends: every
     /// generic op spells one, and ops of a kind repeat the same.
     fn function_type(&mut self) -> R<TypeId> {
-        let (src, start) = (self.src, self.pos);
         let end = self.function_type_end();
-        if let Some(&ty) = end.and_then(|end| self.function_types.get(&src[start..end])) {
-            self.pos = end.expect("found by its end");
-            return Ok(ty);
-        }
-        let ty = self.function_type_text()?;
-        if end == Some(self.pos) {
-            self.function_types.insert(&src[start..self.pos], ty);
-        }
-        Ok(ty)
+        self.by_text(end, |p| &mut p.function_types, Self::function_type_text)
     }
 
     /// Where the function type at the current position ends, judged from its brackets: the
