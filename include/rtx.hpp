@@ -75,6 +75,7 @@ using ValueKind = rtx_value_kind_t;
 class Status {
  public:
   Status() = default;
+  // An error status: RTX_STATUS_CODE_OK is taken as UNKNOWN (OK is the default constructor's).
   Status(StatusCode code, std::string message)
       : code_(code == RTX_STATUS_CODE_OK ? RTX_STATUS_CODE_UNKNOWN : code), message_(std::move(message)) {}
 
@@ -135,7 +136,7 @@ namespace detail {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as std::expected
+  Result(T value) : value_(std::move(value)) {}  // implicit, as std::expected
   // `status` must not be OK (an OK status becomes UNKNOWN: a Result without a value is an error).
   Result(Status status) : status_(status.ok() ? Status(RTX_STATUS_CODE_UNKNOWN, "no value") : std::move(status)) {}
 
@@ -177,7 +178,7 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit, as std::expected
+  Result(Status status) : status_(std::move(status)) {}  // implicit, as std::expected
 
   bool ok() const noexcept { return status_.ok(); }
   explicit operator bool() const noexcept { return ok(); }
@@ -302,9 +303,14 @@ Once<std::decay_t<F>>* once(F&& f) {
   return new Once<std::decay_t<F>>(std::decay_t<F>(std::forward<F>(f)));
 }
 
+template <typename T>
+inline constexpr bool always_false = false;
+
 // The calling convention letter of a scalar (`rtx_native_function_t::cconv`).
 template <typename T>
-struct Scalar;
+struct Scalar {
+  static_assert(always_false<T>, "native functions take and return int32_t, int64_t, float or double");
+};
 template <>
 struct Scalar<std::int32_t> {
   static constexpr char letter = 'i';
@@ -666,9 +672,12 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   Status status() const { return Status::adopt(rtx_async_value_get_error(handle())); }
 
   // Runs `f()` once the value is available (concrete or error): at once on this thread if it
-  // already is, else on the thread that sets it.
+  // already is, else on the thread that sets it. Nothing for an empty AsyncValue.
   template <typename F>
   void and_then(F&& f) const {
+    if (handle() == nullptr) {
+      return;  // rtx would never run it
+    }
     auto* callable = detail::once(std::forward<F>(f));
     rtx_async_value_and_then(handle(), &std::remove_pointer_t<decltype(callable)>::run, callable);
   }
@@ -680,12 +689,16 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   explicit AsyncValue(rtx_async_value_t* value) noexcept : Shared(value) {}
 };
 
-// Runs `f()` once every one of `values` is available (at once if they all are).
+// Runs `f()` once every one of `values` is available (at once if they all are). Nothing if one
+// of them is an empty AsyncValue.
 template <typename F>
 void when_all(const std::vector<AsyncValue>& values, F&& f) {
   std::vector<rtx_async_value_t*> handles;
   handles.reserve(values.size());
   for (const AsyncValue& value : values) {
+    if (!value) {
+      return;  // rtx would never run it
+    }
     handles.push_back(value.handle());
   }
   auto* callable = detail::once(std::forward<F>(f));
@@ -810,46 +823,38 @@ class Module : public detail::Shared<rtx_module_t, rtx_module_retain, rtx_module
   // Function `index`: OUT_OF_RANGE past the end; UNIMPLEMENTED or INVALID_ARGUMENT when its
   // calling convention cannot be described.
   Outcome<FunctionSignature> signature(std::size_t index) const {
-    rtx_function_signature_t c{};
-    c.struct_size = sizeof c;
-    rtx_error_t* error = rtx_module_function_signature(handle(), index, &c);
-    return detail::complete(error, [&] {
-      FunctionSignature s;
-      s.name = c.name;
-      s.calling_convention = c.calling_convention;
-      if (c.declaration != nullptr) {
-        s.declaration = c.declaration;
-      }
-      s.arguments.assign(c.argument_kinds, c.argument_kinds + c.num_arguments);
-      s.results.assign(c.result_kinds, c.result_kinds + c.num_results);
-      return s;
-    });
+    return detail::unwrap(describe(index));
   }
   // Every function that can be described, in export order.
   std::vector<FunctionSignature> functions() const {
     std::vector<FunctionSignature> out;
     for (std::size_t i = 0; i < function_count(); ++i) {
-      rtx_function_signature_t c{};
-      c.struct_size = sizeof c;
-      if (rtx_error_t* error = rtx_module_function_signature(handle(), i, &c)) {
-        rtx_error_delete(error);
-        continue;
+      if (Result<FunctionSignature> described = describe(i); described.ok()) {
+        out.push_back(std::move(described).value());
       }
-      FunctionSignature s;
-      s.name = c.name;
-      s.calling_convention = c.calling_convention;
-      if (c.declaration != nullptr) {
-        s.declaration = c.declaration;
-      }
-      s.arguments.assign(c.argument_kinds, c.argument_kinds + c.num_arguments);
-      s.results.assign(c.result_kinds, c.result_kinds + c.num_results);
-      out.push_back(std::move(s));
     }
     return out;
   }
 
  private:
   explicit Module(rtx_module_t* module) noexcept : Shared(module) {}
+
+  Result<FunctionSignature> describe(std::size_t index) const {
+    rtx_function_signature_t c{};
+    c.struct_size = sizeof c;
+    if (rtx_error_t* error = rtx_module_function_signature(handle(), index, &c)) {
+      return Status::adopt(error);
+    }
+    FunctionSignature s;
+    s.name = c.name;
+    s.calling_convention = c.calling_convention;
+    if (c.declaration != nullptr) {
+      s.declaration = c.declaration;
+    }
+    s.arguments.assign(c.argument_kinds, c.argument_kinds + c.num_arguments);
+    s.results.assign(c.result_kinds, c.result_kinds + c.num_results);
+    return s;
+  }
 };
 
 namespace detail {
@@ -980,8 +985,8 @@ struct NativeSignatures {
 class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_module_retain, rtx_native_module_release> {
  public:
   NativeModule() noexcept = default;
-  // Takes over one reference; invoke() does not know the result counts of such a module.
-  static NativeModule adopt(rtx_native_module_t* module) { return NativeModule(module, detail::NativeSignatures()); }
+  // Takes over one reference; Context::invoke does not know the result counts of such a module.
+  static NativeModule adopt(rtx_native_module_t* module) noexcept { return NativeModule(module); }
 
   // Collects functions, then build()s the module:
   //   NativeModule::Builder("host").function("mix", [](int64_t n, double x) { return n * 2.5 + x; }).build()
@@ -1048,17 +1053,22 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
     std::unique_ptr<detail::NativeFunctions> functions_;
   };
 
-  // The module's name; empty for an adopted handle.
-  const std::string& name() const noexcept { return signatures_->name; }
+  // The module's name; empty for an adopted handle or an empty object.
+  const std::string& name() const noexcept { return signatures().name; }
   // Function names and result counts, in ordinal order; empty for an adopted handle.
   const std::vector<std::pair<std::string, std::size_t>>& functions() const noexcept {
-    return signatures_->functions;
+    return signatures().functions;
   }
 
  private:
+  explicit NativeModule(rtx_native_module_t* module) noexcept : Shared(module) {}
   NativeModule(rtx_native_module_t* module, detail::NativeSignatures signatures)
       : Shared(module), signatures_(std::make_shared<const detail::NativeSignatures>(std::move(signatures))) {}
-  std::shared_ptr<const detail::NativeSignatures> signatures_ = std::make_shared<const detail::NativeSignatures>();
+  const detail::NativeSignatures& signatures() const noexcept {
+    static const detail::NativeSignatures none;
+    return signatures_ ? *signatures_ : none;
+  }
+  std::shared_ptr<const detail::NativeSignatures> signatures_;
 };
 
 // What a kernel sees of its call (borrowed: valid during the call only).
@@ -1360,14 +1370,8 @@ class Context {
       return detail::complete(error);
     }
     detail::ContextState::Entry entry{module.name(), false, {}};
-    for (std::size_t i = 0; i < module.function_count(); ++i) {
-      rtx_function_signature_t c{};
-      c.struct_size = sizeof c;
-      if (rtx_error_t* error = rtx_module_function_signature(module.handle(), i, &c)) {
-        rtx_error_delete(error);  // not callable through invoke; rtx says why when tried
-        continue;
-      }
-      entry.functions.emplace_back(c.name, c.num_results);
+    for (const FunctionSignature& f : module.functions()) {  // the others: rtx says why when called
+      entry.functions.emplace_back(f.name, f.results.size());
     }
     remember(std::move(entry));
     return detail::complete(nullptr);
