@@ -2,10 +2,12 @@
 // mode.
 //
 //   cpp_api <control_flow.vmfb> <bef_kernel.bef> <programs_embedded.vmfb> <elementwise.vmfb (Vulkan)>
+//           <native_calls.vmfb>
 //
 // Modules loaded from a file and from memory, their functions' signatures, bytecode calls with an
 // argument set after the call; a native module whose functions are C++ lambdas (scalars, several
-// results, a Result error, a thrown rtx::Error) and which is freed with its last context; a BEF
+// results, a Result error, a thrown rtx::Error) and which is freed with its last context; a
+// bytecode module whose imports are lambdas with a per-context state; a BEF
 // program running a kernel registered from a lambda; tensor programs called with BufferViews made
 // from std::array and std::vector (an i32 add, a matmul, a rank-0 sum, a dynamic shape); the
 // Vulkan devices listed, opened by index and UUID and running an add. Every result is compared
@@ -145,6 +147,67 @@ void native_module() {
   });
 }
 
+// Calls of the host module in one context: its per-context state.
+struct HostCalls {
+  std::int32_t count = 0;
+};
+
+void imports(const std::string& path) {
+  std::printf("a bytecode module importing C++ lambdas: %s\n", path.c_str());
+  rtx::NativeModule host =
+      rtx::NativeModule::Builder("host")
+          .state<HostCalls>()
+          .function("add",
+                    [](HostCalls& calls, std::int32_t a, std::int32_t b) -> rtx::Result<std::int32_t> {
+                      ++calls.count;
+                      if ((b > 0 && a > std::numeric_limits<std::int32_t>::max() - b) ||
+                          (b < 0 && a < std::numeric_limits<std::int32_t>::min() - b)) {
+                        return rtx::Status(RTX_STATUS_CODE_OUT_OF_RANGE, "host.add overflowed");
+                      }
+                      return a + b;
+                    })
+          .function("scale",
+                    [](HostCalls& calls, std::int64_t a, float f) {
+                      ++calls.count;
+                      return std::make_tuple(a * 3, f * 0.5f);
+                    })
+          .function("later",
+                    [](HostCalls& calls, std::int32_t a) {
+                      ++calls.count;
+                      return a * 2;
+                    })
+          .function("calls", [](HostCalls& calls) { return calls.count; })
+          .build();
+  check(host.functions().size() == 4, "the module lists its 4 functions");
+  rtx::Module module = rtx::Module::load(path);
+  rtx::Context first(rtx::ContextOptions{"mstd:2,2", nullptr, nullptr});
+  rtx::Context second(rtx::ContextOptions{"s", nullptr, nullptr});
+  check_throws(RTX_STATUS_CODE_NOT_FOUND, "`host`", "the bytecode module needs the host module first",
+               [&] { first.add_module(module); });
+  for (const rtx::Context& ctx : {first, second}) {
+    ctx.add_module(host);
+    ctx.add_module(module);
+  }
+  auto ten = first.invoke_sync("add_then_later", {rtx::AsyncValue::of(2), rtx::AsyncValue::of(3)});
+  check(ten[0].get<std::int32_t>() == 10, "add_then_later(2, 3) = (2 + 3) * 2 through two imported lambdas");
+  auto scaled = first.invoke_sync("native_calls.scale", {rtx::AsyncValue::of<std::int64_t>(7), rtx::AsyncValue::of(3.0f)});
+  check(scaled[0].get<std::int64_t>() == 21 && scaled[1].get<float>() == 1.5f, "scale(7, 3.0) = (21, 1.5): a tuple result");
+  check(first.invoke_sync("call_missing", {rtx::AsyncValue::of(1)})[0].get<std::int32_t>() == -1,
+        "an optional import the module lacks stays unresolved");
+  check_throws(RTX_STATUS_CODE_OUT_OF_RANGE, "host.add overflowed", "an imported lambda's error fails the caller", [&] {
+    (void)first.invoke_sync("add_then_later", {rtx::AsyncValue::of(std::numeric_limits<std::int32_t>::max()),
+                                               rtx::AsyncValue::of(1)});
+  });
+  auto twelve = second.invoke_sync("add_then_later", {rtx::AsyncValue::of(1), rtx::AsyncValue::of(5)});
+  check(twelve[0].get<std::int32_t>() == 12, "the same module in a second context");
+  check(first.invoke_sync("host.calls", {})[0].get<std::int32_t>() == 4 &&
+            second.invoke_sync("host.calls", {})[0].get<std::int32_t>() == 2,
+        "each context has its own state: 4 calls in the first, 2 in the second");
+  check_throws(RTX_STATUS_CODE_INVALID_ARGUMENT, "takes a state", "a function of another state type is refused", [] {
+    (void)rtx::NativeModule::Builder("other").state<HostCalls>().function("f", [](Token&) {}).build();
+  });
+}
+
 void bef_kernel(const std::string& path) {
   std::printf("BEF program with a kernel written as a lambda: %s\n", path.c_str());
   rtx::Context ctx(rtx::ContextOptions{"mstd:2,2", nullptr, nullptr});
@@ -272,8 +335,10 @@ void vulkan(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s <control_flow.vmfb> <bef_kernel.bef> <programs_embedded.vmfb> <elementwise.vmfb>\n",
+  if (argc != 6) {
+    std::fprintf(stderr,
+                 "usage: %s <control_flow.vmfb> <bef_kernel.bef> <programs_embedded.vmfb> <elementwise.vmfb> "
+                 "<native_calls.vmfb>\n",
                  argv[0]);
     return 2;
   }
@@ -282,6 +347,7 @@ int main(int argc, char** argv) {
     check(rtx::abi_matches(), "the library's ABI is the header's");
     modules(argv[1]);
     native_module();
+    imports(argv[5]);
     bef_kernel(argv[2]);
     tensors(argv[3]);
     vulkan(argv[4]);

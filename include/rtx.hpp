@@ -346,7 +346,7 @@ struct Signature : Signature<decltype(&F::operator())> {};
 template <typename R, typename... A>
 struct Signature<R (*)(A...)> {
   using result = R;
-  using arguments = std::tuple<std::decay_t<A>...>;
+  using parameters = std::tuple<A...>;
 };
 template <typename R, typename... A>
 struct Signature<R(A...)> : Signature<R (*)(A...)> {};
@@ -474,6 +474,44 @@ inline std::string hex(std::uint32_t code) {
 class BufferView;
 class Context;
 
+namespace detail {
+// The C functions that make, set and read an async value holding a scalar T.
+template <typename T>
+struct Held {
+  static_assert(always_false<T>, "an AsyncValue holds bool, int32_t, int64_t, float, double or a BufferView");
+};
+template <>
+struct Held<bool> {
+  static constexpr auto make = &rtx_async_value_new_i1;
+  static constexpr auto set = &rtx_async_value_set_i1;
+  static constexpr auto get = &rtx_async_value_get_i1;
+};
+template <>
+struct Held<std::int32_t> {
+  static constexpr auto make = &rtx_async_value_new_i32;
+  static constexpr auto set = &rtx_async_value_set_i32;
+  static constexpr auto get = &rtx_async_value_get_i32;
+};
+template <>
+struct Held<std::int64_t> {
+  static constexpr auto make = &rtx_async_value_new_i64;
+  static constexpr auto set = &rtx_async_value_set_i64;
+  static constexpr auto get = &rtx_async_value_get_i64;
+};
+template <>
+struct Held<float> {
+  static constexpr auto make = &rtx_async_value_new_f32;
+  static constexpr auto set = &rtx_async_value_set_f32;
+  static constexpr auto get = &rtx_async_value_get_f32;
+};
+template <>
+struct Held<double> {
+  static constexpr auto make = &rtx_async_value_new_f64;
+  static constexpr auto set = &rtx_async_value_set_f64;
+  static constexpr auto get = &rtx_async_value_get_f64;
+};
+}  // namespace detail
+
 // A tensor: element type, shape and a dense row-major copy of the data. Reference counted;
 // immutable, so it may be shared between threads freely.
 class BufferView : public detail::Shared<rtx_buffer_view_t, rtx_buffer_view_retain, rtx_buffer_view_release> {
@@ -580,23 +618,13 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   static AsyncValue adopt(rtx_async_value_t* value) noexcept { return AsyncValue(value); }
   static AsyncValue retain(rtx_async_value_t* value) noexcept { return AsyncValue(rtx_async_value_retain(value)); }
 
-  // An available scalar: bool (i1), int32_t, int64_t, float or double.
+  // An available value: bool (i1), int32_t, int64_t, float, double or a BufferView.
   template <typename T>
-  static AsyncValue of(T value) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return adopt(rtx_async_value_new_i1(value));
-    } else if constexpr (std::is_same_v<T, std::int32_t>) {
-      return adopt(rtx_async_value_new_i32(value));
-    } else if constexpr (std::is_same_v<T, std::int64_t>) {
-      return adopt(rtx_async_value_new_i64(value));
-    } else if constexpr (std::is_same_v<T, float>) {
-      return adopt(rtx_async_value_new_f32(value));
-    } else if constexpr (std::is_same_v<T, double>) {
-      return adopt(rtx_async_value_new_f64(value));
-    } else if constexpr (std::is_same_v<T, BufferView>) {
+  static AsyncValue of(const T& value) {
+    if constexpr (std::is_same_v<T, BufferView>) {
       return AsyncValue(value);
     } else {
-      static_assert(std::is_same_v<T, bool>, "AsyncValue::of takes bool, int32_t, int64_t, float, double or BufferView");
+      return adopt(detail::Held<T>::make(value));
     }
   }
   static AsyncValue chain() { return adopt(rtx_async_value_new_chain()); }
@@ -616,20 +644,10 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   // Makes an unavailable value available (FAILED_PRECONDITION if it already is).
   template <typename T>
   Outcome<void> set(const T& value) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      return detail::complete(rtx_async_value_set_i1(handle(), value));
-    } else if constexpr (std::is_same_v<T, std::int32_t>) {
-      return detail::complete(rtx_async_value_set_i32(handle(), value));
-    } else if constexpr (std::is_same_v<T, std::int64_t>) {
-      return detail::complete(rtx_async_value_set_i64(handle(), value));
-    } else if constexpr (std::is_same_v<T, float>) {
-      return detail::complete(rtx_async_value_set_f32(handle(), value));
-    } else if constexpr (std::is_same_v<T, double>) {
-      return detail::complete(rtx_async_value_set_f64(handle(), value));
-    } else if constexpr (std::is_same_v<T, BufferView>) {
+    if constexpr (std::is_same_v<T, BufferView>) {
       return detail::complete(rtx_async_value_set_buffer_view(handle(), value.handle()));
     } else {
-      static_assert(std::is_same_v<T, bool>, "AsyncValue::set takes bool, int32_t, int64_t, float, double or BufferView");
+      return detail::complete(detail::Held<T>::set(handle(), value));
     }
   }
   Outcome<void> set_chain() const { return detail::complete(rtx_async_value_set_chain(handle())); }
@@ -648,22 +666,12 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   Outcome<T> get() const {
     T out{};
     rtx_error_t* error = nullptr;
-    if constexpr (std::is_same_v<T, bool>) {
-      error = rtx_async_value_get_i1(handle(), &out);
-    } else if constexpr (std::is_same_v<T, std::int32_t>) {
-      error = rtx_async_value_get_i32(handle(), &out);
-    } else if constexpr (std::is_same_v<T, std::int64_t>) {
-      error = rtx_async_value_get_i64(handle(), &out);
-    } else if constexpr (std::is_same_v<T, float>) {
-      error = rtx_async_value_get_f32(handle(), &out);
-    } else if constexpr (std::is_same_v<T, double>) {
-      error = rtx_async_value_get_f64(handle(), &out);
-    } else if constexpr (std::is_same_v<T, BufferView>) {
+    if constexpr (std::is_same_v<T, BufferView>) {
       rtx_buffer_view_t* view = nullptr;
       error = rtx_async_value_get_buffer_view(handle(), &view);
       out = BufferView::adopt(view);
     } else {
-      static_assert(std::is_same_v<T, bool>, "AsyncValue::get reads bool, int32_t, int64_t, float, double or BufferView");
+      error = detail::Held<T>::get(handle(), &out);
     }
     return detail::complete(error, [&] { return std::move(out); });
   }
@@ -861,13 +869,39 @@ namespace detail {
 
 // One function of a NativeModule built from C++: its name, calling convention and callable.
 struct NativeFunction {
-  NativeFunction(std::string name_, std::string cconv_, std::size_t num_results_)
-      : name(std::move(name_)), cconv(std::move(cconv_)), num_results(num_results_) {}
+  NativeFunction(std::string name_, std::string cconv_, std::size_t num_results_, const void* state_type_)
+      : name(std::move(name_)), cconv(std::move(cconv_)), num_results(num_results_), state_type(state_type_) {}
   virtual ~NativeFunction() = default;
-  virtual rtx_error_t* call(const rtx_value_t* args, rtx_value_t* results) = 0;
+  virtual rtx_error_t* call(void* state, const rtx_value_t* args, rtx_value_t* results) = 0;
   std::string name;
   std::string cconv;
   std::size_t num_results;
+  const void* state_type;  // type_tag<S> of the S& it takes first, or nullptr
+};
+
+// A unique address per type, to tell state types apart without RTTI.
+template <typename T>
+struct TypeTag {
+  static constexpr char id = 0;
+};
+template <typename T>
+constexpr const void* type_tag() {
+  return &TypeTag<T>::id;
+}
+
+// The parameters of a native function: an optional first `S&` (the per-context state), then
+// scalars.
+template <typename Parameters>
+struct NativeParameters {
+  using State = void;
+  using Scalars = Parameters;
+};
+template <typename First, typename... Rest>
+struct NativeParameters<std::tuple<First, Rest...>> {
+  static constexpr bool stateful = std::is_lvalue_reference_v<First> && std::is_class_v<std::remove_reference_t<First>>;
+  using State = std::conditional_t<stateful, std::remove_reference_t<First>, void>;
+  using Scalars = std::conditional_t<stateful, std::tuple<std::decay_t<Rest>...>,
+                                     std::tuple<std::decay_t<First>, std::decay_t<Rest>...>>;
 };
 
 // The error a callback's exception becomes.
@@ -888,47 +922,54 @@ inline Status caught(const char* where) {
 template <typename F>
 struct NativeLambda final : NativeFunction {
   using Sig = Signature<F>;
-  using Arguments = typename Sig::arguments;
+  using State = typename NativeParameters<typename Sig::parameters>::State;
+  using Arguments = typename NativeParameters<typename Sig::parameters>::Scalars;
   using Returned = typename Sig::result;
   using ResultTuple = typename Results<Returned>::type;
 
   NativeLambda(std::string name_, F f)
       : NativeFunction(std::move(name_), "0" + letters<Arguments>() + "_" + letters<ResultTuple>(),
-                       std::tuple_size_v<ResultTuple>),
+                       std::tuple_size_v<ResultTuple>, std::is_void_v<State> ? nullptr : type_tag<State>()),
         callable(std::move(f)) {}
 
-  rtx_error_t* call(const rtx_value_t* args, rtx_value_t* results) override {
+  rtx_error_t* call(void* state, const rtx_value_t* args, rtx_value_t* results) override {
 #ifndef RTX_NO_EXCEPTIONS
     try {
-      return invoke(args, results, std::make_index_sequence<std::tuple_size_v<Arguments>>());
+      return invoke(state, args, results, std::make_index_sequence<std::tuple_size_v<Arguments>>());
     } catch (...) {
       return caught(name.c_str()).to_c();
     }
 #else
-    return invoke(args, results, std::make_index_sequence<std::tuple_size_v<Arguments>>());
+    return invoke(state, args, results, std::make_index_sequence<std::tuple_size_v<Arguments>>());
 #endif
   }
 
   template <std::size_t... I>
-  rtx_error_t* invoke(const rtx_value_t* args, rtx_value_t* results, std::index_sequence<I...>) {
+  rtx_error_t* invoke(void* state, const rtx_value_t* args, rtx_value_t* results, std::index_sequence<I...>) {
     (void)args;
+    const auto apply = [&] {
+      if constexpr (std::is_void_v<State>) {
+        (void)state;
+        return callable(Scalar<std::tuple_element_t<I, Arguments>>::read(args[I])...);
+      } else {
+        return callable(*static_cast<State*>(state), Scalar<std::tuple_element_t<I, Arguments>>::read(args[I])...);
+      }
+    };
     if constexpr (std::is_void_v<Returned>) {
-      callable(Scalar<std::tuple_element_t<I, Arguments>>::read(args[I])...);
+      apply();
       (void)results;
-      return nullptr;
     } else if constexpr (IsResult<Returned>::value) {
-      Returned returned = callable(Scalar<std::tuple_element_t<I, Arguments>>::read(args[I])...);
+      Returned returned = apply();
       if (!returned.ok()) {
         return returned.status().to_c();
       }
       if constexpr (!std::is_void_v<decltype(returned.value())>) {
         write(results, std::move(returned).value());
       }
-      return nullptr;
     } else {
-      write(results, callable(Scalar<std::tuple_element_t<I, Arguments>>::read(args[I])...));
-      return nullptr;
+      write(results, apply());
     }
+    return nullptr;
   }
 
   template <typename V>
@@ -952,6 +993,29 @@ struct NativeFunctions {
   std::vector<std::unique_ptr<NativeFunction>> functions;
 };
 
+// A module's per-context state of type S: made when the module is added to a context, freed with
+// that context.
+template <typename S>
+struct StateOf {
+  static rtx_error_t* create(void* user_data, void** out_state) noexcept {
+    (void)user_data;
+#ifndef RTX_NO_EXCEPTIONS
+    try {
+      *out_state = new S();
+    } catch (...) {
+      return caught("rtx::NativeModule state").to_c();
+    }
+#else
+    *out_state = new S();
+#endif
+    return nullptr;
+  }
+  static void destroy(void* user_data, void* state) noexcept {
+    (void)user_data;
+    delete static_cast<S*>(state);
+  }
+};
+
 // The C functions a NativeModule's functions are called through: one per ordinal, since C passes
 // only the module's user_data.
 inline constexpr std::size_t max_native_functions = 128;
@@ -959,10 +1023,9 @@ inline constexpr std::size_t max_native_functions = 128;
 template <std::size_t I>
 rtx_error_t* native_thunk(void* user_data, void* state, const rtx_value_t* args, std::size_t num_args,
                           rtx_value_t* results, std::size_t num_results) noexcept {
-  (void)state;
   (void)num_args;
   (void)num_results;  // rtx passes exactly the counts of the calling convention
-  return static_cast<NativeFunctions*>(user_data)->functions[I]->call(args, results);
+  return static_cast<NativeFunctions*>(user_data)->functions[I]->call(state, args, results);
 }
 
 template <std::size_t... I>
@@ -997,11 +1060,23 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
     explicit Builder(std::string name, std::uint32_t version = 0)
         : name_(std::move(name)), version_(version), functions_(std::make_unique<detail::NativeFunctions>()) {}
 
+    // Gives the module a state of type S (default-constructed) in each context it is added to:
+    // functions whose first parameter is S& get the calling context's. Calls for one context
+    // never overlap, so the state needs no lock.
+    template <typename S>
+    Builder& state() {
+      static_assert(std::is_default_constructible_v<S>, "the state is default-constructed per context");
+      state_type_ = detail::type_tag<S>();
+      create_state_ = &detail::StateOf<S>::create;
+      destroy_state_ = &detail::StateOf<S>::destroy;
+      return *this;
+    }
+
     // Adds function `name`, implemented by `f`: its arguments and results are int32_t, int64_t,
-    // float or double (the calling convention is derived from them); it returns nothing, one
-    // scalar, a std::tuple of them, or a Result<that> to fail the call with its status (or
-    // throws, in the default mode). It is shared by every context the module is added to and
-    // may run on several threads at once.
+    // float or double (the calling convention is derived from them), after an optional first
+    // S& (the state()); it returns nothing, one scalar, a std::tuple of them, or a Result<that>
+    // to fail the call with its status (or throws, in the default mode). It is shared by every
+    // context the module is added to and may run on several threads at once.
     template <typename F>
     Builder& function(std::string name, F f) {
       functions_->functions.push_back(
@@ -1025,6 +1100,11 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
       std::vector<std::size_t> result_counts;
       for (std::size_t i = 0; i < functions->functions.size(); ++i) {
         const detail::NativeFunction& f = *functions->functions[i];
+        if (f.state_type != nullptr && f.state_type != state_type_) {
+          return detail::unwrap(Result<NativeModule>(
+              Status(RTX_STATUS_CODE_INVALID_ARGUMENT, "rtx::NativeModule: function `" + name_ + "." + f.name +
+                                                           "` takes a state that is not the module's state<S>()")));
+        }
         table.push_back(rtx_native_function_t{f.name.c_str(), f.cconv.c_str(), thunks[i]});
       }
       rtx_native_module_options_t options;
@@ -1035,6 +1115,8 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
       options.num_functions = table.size();
       options.user_data = functions.get();
       options.destroy = &detail::destroy_native_functions;
+      options.create_state = create_state_;
+      options.destroy_state = destroy_state_;
       rtx_native_module_t* module = nullptr;
       rtx_error_t* error = rtx_native_module_new(&options, &module);
       detail::NativeSignatures signatures{name_, {}};
@@ -1051,6 +1133,9 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
     std::string name_;
     std::uint32_t version_;
     std::unique_ptr<detail::NativeFunctions> functions_;
+    const void* state_type_ = nullptr;
+    rtx_error_t* (*create_state_)(void*, void**) = nullptr;
+    void (*destroy_state_)(void*, void*) = nullptr;
   };
 
   // The module's name; empty for an adopted handle or an empty object.
