@@ -239,6 +239,25 @@ void bef_kernel(const std::string& path) {
   check(out[0].get<std::int32_t>() == 17, "scale_plus_two(5 set later) = 17");
   check_throws(RTX_STATUS_CODE_INTERNAL, "the product overflows i32", "the lambda's exception reaches the result",
                [&] { (void)ctx.invoke_sync("scale_plus_two", {rtx::AsyncValue::of(std::numeric_limits<std::int32_t>::max())}); });
+
+  // The same kernel as a function of its argument, returning its result (or a Result's error).
+  rtx::Context typed;
+  typed.register_kernel("my.scale.i32", [](std::int32_t x) -> rtx::Result<std::int32_t> {
+    if (x > std::numeric_limits<std::int32_t>::max() / 3) {
+      return rtx::Status(RTX_STATUS_CODE_OUT_OF_RANGE, "x * 3 overflows");
+    }
+    return x * 3;
+  });
+  typed.add_module(module);
+  check(typed.invoke_sync("scale_plus_two", {rtx::AsyncValue::of(14)})[0].get<std::int32_t>() == 44,
+        "a kernel written as int32_t(int32_t): scale_plus_two(14) = 44");
+  check_throws(RTX_STATUS_CODE_INTERNAL, "OUT_OF_RANGE: x * 3 overflows", "its Result's error reaches the result",
+               [&] { (void)typed.invoke_sync("scale_plus_two", {rtx::AsyncValue::of(1 << 30)}); });
+  rtx::Context wrong;
+  wrong.register_kernel("my.scale.i32", [](std::int32_t a, std::int32_t b) { return a * b; });
+  wrong.add_module(module);
+  check_throws(RTX_STATUS_CODE_INTERNAL, "takes 2 arguments", "a kernel of the wrong arity fails, saying so",
+               [&] { (void)wrong.invoke_sync("scale_plus_two", {rtx::AsyncValue::of(1)}); });
 }
 
 void tensors(const std::string& path) {

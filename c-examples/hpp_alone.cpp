@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
   check(negative.status().code() == RTX_STATUS_CODE_OUT_OF_RANGE && negative.status().message().find("negative") != std::string::npos,
         "sqrt_floor(-1): the Result's OUT_OF_RANGE");
 
+  check(attempt([&] { return ctx->register_kernel("cpp.twice", [](std::int32_t x) { return 2 * x; }); }).ok() &&
+            attempt([&] { return ctx->register_kernel("cpp.twice", [](rtx::KernelFrame&) {}); }).status().code() ==
+                RTX_STATUS_CODE_ALREADY_EXISTS,
+        "kernels from lambdas, a name registered once");
+
   const std::vector<double> data{0.5, 1.5, 2.5};
   rtx::Result<rtx::BufferView> view = attempt([&] { return rtx::BufferView::from(data, {3}); });
   check(view.ok() && view->element_type() == rtx::ElementType::f64 &&

@@ -664,6 +664,11 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
   // FAILED_PRECONDITION while unavailable, INVALID_ARGUMENT when it holds another type.
   template <typename T>
   Outcome<T> get() const {
+    return detail::unwrap(try_get<T>());
+  }
+  // As get(), as a Result in either mode: for callables that must not throw (and_then).
+  template <typename T>
+  Result<T> try_get() const {
     T out{};
     rtx_error_t* error = nullptr;
     if constexpr (std::is_same_v<T, BufferView>) {
@@ -673,7 +678,10 @@ class AsyncValue : public detail::Shared<rtx_async_value_t, rtx_async_value_reta
     } else {
       error = detail::Held<T>::get(handle(), &out);
     }
-    return detail::complete(error, [&] { return std::move(out); });
+    if (error != nullptr) {
+      return Status::adopt(error);
+    }
+    return out;
   }
 
   // The value's error; OK when it is not one (or not available yet).
@@ -1300,6 +1308,84 @@ struct Kernel final : KernelBase {
   }
 };
 
+// A kernel written as a function of its arguments (bool, int32_t, int64_t, float, double,
+// BufferView or AsyncValue) returning its results (nothing, one, a std::tuple, or a Result of
+// those), run as a KernelFrame kernel.
+template <typename F>
+struct TypedKernel {
+  using Parameters = typename Signature<F>::parameters;
+  using Returned = typename Signature<F>::result;
+  using Outputs = typename Results<Returned>::type;
+  static constexpr std::size_t arity = std::tuple_size_v<Parameters>;
+
+  F callable;
+  std::string name;
+
+  void operator()(KernelFrame& frame) { run(frame, std::make_index_sequence<arity>()); }
+
+  template <std::size_t... I>
+  void run(KernelFrame& frame, std::index_sequence<I...>) {
+    if (frame.num_args() != arity || frame.num_results() != std::tuple_size_v<Outputs>) {
+      frame.report_error(name + " (a C++ kernel) takes " + std::to_string(arity) + " arguments and has " +
+                         std::to_string(std::tuple_size_v<Outputs>) + " results; this call has " +
+                         std::to_string(frame.num_args()) + " and " + std::to_string(frame.num_results()));
+      return;
+    }
+    std::tuple<Result<std::decay_t<std::tuple_element_t<I, Parameters>>>...> args{
+        read<std::decay_t<std::tuple_element_t<I, Parameters>>>(frame, I)...};
+    Status failed;
+    ((failed = failed.ok() ? std::get<I>(args).status() : failed), ...);
+    if (!failed.ok()) {
+      frame.report_error(failed.to_string());
+      return;
+    }
+    if constexpr (std::is_void_v<Returned>) {
+      callable(std::move(std::get<I>(args)).value()...);
+    } else if constexpr (IsResult<Returned>::value) {
+      Returned returned = callable(std::move(std::get<I>(args)).value()...);
+      if (!returned.ok()) {
+        frame.report_error(returned.status().to_string());
+      } else if constexpr (!std::is_void_v<decltype(returned.value())>) {
+        set(frame, std::move(returned).value());
+      }
+    } else {
+      set(frame, callable(std::move(std::get<I>(args)).value()...));
+    }
+  }
+
+  template <typename T>
+  static Result<T> read(const KernelFrame& frame, std::size_t index) {
+    if constexpr (std::is_same_v<T, AsyncValue>) {
+      return frame.arg(index);
+    } else {
+      return frame.arg(index).try_get<T>();
+    }
+  }
+
+  template <typename V>
+  static void set(const KernelFrame& frame, V&& value) {
+    if constexpr (IsTuple<std::decay_t<V>>::value) {
+      std::apply(
+          [&](auto&&... each) {
+            std::size_t index = 0;
+            (frame.set_result(index++, wrap(each)), ...);
+          },
+          value);
+    } else {
+      frame.set_result(0, wrap(value));
+    }
+  }
+
+  template <typename V>
+  static AsyncValue wrap(const V& value) {
+    if constexpr (std::is_same_v<V, AsyncValue>) {
+      return value;
+    } else {
+      return AsyncValue::of(value);
+    }
+  }
+};
+
 // Host callbacks of a custom WorkQueue / Allocator: user_data is a heap shared_ptr.
 struct QueueCallbacks {
   static WorkQueue& of(void* user_data) { return **static_cast<std::shared_ptr<WorkQueue>*>(user_data); }
@@ -1470,20 +1556,19 @@ class Context {
     return detail::complete(nullptr);
   }
 
-  // Registers kernel `name` for the BEF modules added from now on: `f(rtx::KernelFrame&)` runs
-  // for each call, on any of the context's threads, possibly several at once; it must not block.
-  // It sets the results (frame.set_result) or fails (frame.report_error, or by throwing).
+  // Registers kernel `name` for the BEF modules added from now on. `f` runs for each call, on any
+  // of the context's threads, possibly several at once; it must not block. Either f(KernelFrame&)
+  // (it reads the arguments and attributes, sets the results with frame.set_result or fails with
+  // frame.report_error), or a function of the arguments (bool, int32_t, int64_t, float, double,
+  // BufferView or AsyncValue) returning the results (nothing, one, a std::tuple, or a Result of
+  // those): [](int32_t a, int32_t b) { return a + b; }. Throwing fails the kernel too.
   template <typename F>
   Outcome<void> register_kernel(const std::string& name, F f) const {
-    static_assert(std::is_invocable_v<F&, KernelFrame&>, "a kernel is called with an rtx::KernelFrame&");
-    auto kernel = std::make_unique<detail::Kernel<F>>(std::move(f), name);
-    rtx_error_t* error =
-        rtx_context_register_kernel(handle(), name.c_str(), &detail::Kernel<F>::run, kernel.get());
-    if (error == nullptr) {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->kernels.push_back(std::move(kernel));
+    if constexpr (std::is_invocable_v<F&, KernelFrame&>) {
+      return register_frame_kernel(name, std::move(f));
+    } else {
+      return register_frame_kernel(name, detail::TypedKernel<F>{std::move(f), name});
     }
-    return detail::complete(error);
   }
 
   // Calls `function` without blocking: the results are unavailable values that become the
@@ -1567,6 +1652,18 @@ class Context {
 
  private:
   explicit Context(std::shared_ptr<detail::ContextState> state) noexcept : state_(std::move(state)) {}
+
+  template <typename F>
+  Outcome<void> register_frame_kernel(const std::string& name, F f) const {
+    auto kernel = std::make_unique<detail::Kernel<F>>(std::move(f), name);
+    rtx_error_t* error =
+        rtx_context_register_kernel(handle(), name.c_str(), &detail::Kernel<F>::run, kernel.get());
+    if (error == nullptr) {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->kernels.push_back(std::move(kernel));
+    }
+    return detail::complete(error);
+  }
 
   void remember(detail::ContextState::Entry entry) const {
     std::lock_guard<std::mutex> lock(state_->mutex);
