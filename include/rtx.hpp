@@ -33,9 +33,9 @@
 // any of the context's threads, or at once on the calling thread when a value is already
 // available; several may run at once, so what they share must be thread-safe. They must not
 // await on a worker thread (it fails with FAILED_PRECONDITION); attach continuations instead.
-// Callbacks run inside C frames: an exception escaping and_then/enqueue/when_all callables
-// calls std::terminate. Native functions and kernels may throw: the exception becomes the
-// call's error.
+// Callbacks run inside C frames: an exception escaping and_then/enqueue/when_all callables or a
+// WorkQueue/Allocator calls std::terminate. Native functions and kernels may throw: the exception
+// becomes the call's error.
 #ifndef RTX_HPP
 #define RTX_HPP
 
@@ -314,28 +314,24 @@ struct Scalar {
 template <>
 struct Scalar<std::int32_t> {
   static constexpr char letter = 'i';
-  static constexpr ValueKind kind = RTX_VALUE_KIND_I32;
   static std::int32_t read(const rtx_value_t& v) { return v.value.i32; }
   static void write(rtx_value_t& v, std::int32_t x) { v.value.i32 = x; }
 };
 template <>
 struct Scalar<std::int64_t> {
   static constexpr char letter = 'I';
-  static constexpr ValueKind kind = RTX_VALUE_KIND_I64;
   static std::int64_t read(const rtx_value_t& v) { return v.value.i64; }
   static void write(rtx_value_t& v, std::int64_t x) { v.value.i64 = x; }
 };
 template <>
 struct Scalar<float> {
   static constexpr char letter = 'f';
-  static constexpr ValueKind kind = RTX_VALUE_KIND_F32;
   static float read(const rtx_value_t& v) { return v.value.f32; }
   static void write(rtx_value_t& v, float x) { v.value.f32 = x; }
 };
 template <>
 struct Scalar<double> {
   static constexpr char letter = 'F';
-  static constexpr ValueKind kind = RTX_VALUE_KIND_F64;
   static double read(const rtx_value_t& v) { return v.value.f64; }
   static void write(rtx_value_t& v, double x) { v.value.f64 = x; }
 };
@@ -427,7 +423,9 @@ enum class ElementType : std::uint32_t {
 // The element type a C++ type stands for: bool -> i1, integers -> signless of their width (as
 // compiled programs take them), float -> f32, double -> f64.
 template <typename T, typename = void>
-struct ElementTypeOf;
+struct ElementTypeOf {
+  static_assert(detail::always_false<T>, "tensor elements are bool, integers, float or double");
+};
 template <>
 struct ElementTypeOf<bool> {
   static constexpr ElementType value = ElementType::i1;
@@ -461,7 +459,7 @@ bool reads_as(std::uint32_t type) {
   }
   const std::uint32_t numerical = type >> 24;
   return std::is_integral_v<T> && !std::is_same_v<T, bool> && numerical >= 0x10 && numerical <= 0x12 &&
-         (type & 0xFFu) == sizeof(T) * 8;
+         element_bits(static_cast<ElementType>(type)) == sizeof(T) * 8;
 }
 
 inline std::string hex(std::uint32_t code) {
@@ -1058,6 +1056,9 @@ class NativeModule : public detail::Shared<rtx_native_module_t, rtx_native_modul
   NativeModule() noexcept = default;
   // Takes over one reference; Context::invoke does not know the result counts of such a module.
   static NativeModule adopt(rtx_native_module_t* module) noexcept { return NativeModule(module); }
+  static NativeModule retain(rtx_native_module_t* module) noexcept {
+    return NativeModule(rtx_native_module_retain(module));
+  }
 
   // Collects functions, then build()s the module:
   //   NativeModule::Builder("host").function("mix", [](int64_t n, double x) { return n * 2.5 + x; }).build()
@@ -1221,6 +1222,9 @@ class VulkanDevice : public detail::Shared<rtx_vulkan_device_t, rtx_vulkan_devic
  public:
   VulkanDevice() noexcept = default;
   static VulkanDevice adopt(rtx_vulkan_device_t* device) noexcept { return VulkanDevice(device); }
+  static VulkanDevice retain(rtx_vulkan_device_t* device) noexcept {
+    return VulkanDevice(rtx_vulkan_device_retain(device));
+  }
 
   // How many physical devices there are (0 where there is no Vulkan).
   static Outcome<std::size_t> count() {
@@ -1521,6 +1525,7 @@ class Context {
   // Takes over one reference to `context`. invoke() counts results only for the modules added
   // through this object (and its copies); pass the count for the others.
   static Context adopt(rtx_context_t* context) { return Context(std::make_shared<detail::ContextState>(context)); }
+  static Context retain(rtx_context_t* context) { return adopt(rtx_context_retain(context)); }
 
   rtx_context_t* handle() const noexcept { return state_ ? state_->handle : nullptr; }
   explicit operator bool() const noexcept { return handle() != nullptr; }
