@@ -60,7 +60,10 @@
 #if !defined(RTX_NO_EXCEPTIONS) && !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
 #error "rtx.hpp: exceptions are disabled; define RTX_NO_EXCEPTIONS to get rtx::Result return values"
 #endif
-#ifndef RTX_NO_EXCEPTIONS
+// Whether the compiler has exceptions: then what a native function or kernel throws is caught
+// (whichever error mode the API is in) rather than unwinding through C frames.
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define RTX_HPP_CATCHES 1
 #include <exception>
 #include <stdexcept>
 #endif
@@ -911,12 +914,14 @@ struct NativeParameters<std::tuple<First, Rest...>> {
 };
 
 // The error a callback's exception becomes.
-#ifndef RTX_NO_EXCEPTIONS
+#ifdef RTX_HPP_CATCHES
 inline Status caught(const char* where) {
   try {
     throw;
+#ifndef RTX_NO_EXCEPTIONS
   } catch (const Error& e) {
     return e.status();
+#endif
   } catch (const std::exception& e) {
     return Status(RTX_STATUS_CODE_INTERNAL, std::string(where) + ": " + e.what());
   } catch (...) {
@@ -939,7 +944,7 @@ struct NativeLambda final : NativeFunction {
         callable(std::move(f)) {}
 
   rtx_error_t* call(void* state, const rtx_value_t* args, rtx_value_t* results) override {
-#ifndef RTX_NO_EXCEPTIONS
+#ifdef RTX_HPP_CATCHES
     try {
       return invoke(state, args, results, std::make_index_sequence<std::tuple_size_v<Arguments>>());
     } catch (...) {
@@ -1005,7 +1010,7 @@ template <typename S>
 struct StateOf {
   static rtx_error_t* create(void* user_data, void** out_state) noexcept {
     (void)user_data;
-#ifndef RTX_NO_EXCEPTIONS
+#ifdef RTX_HPP_CATCHES
     try {
       *out_state = new S();
     } catch (...) {
@@ -1300,7 +1305,7 @@ struct Kernel final : KernelBase {
   static void run(rtx_kernel_frame_t* frame, void* user_data) noexcept {
     auto* self = static_cast<Kernel*>(user_data);
     KernelFrame view(frame);
-#ifndef RTX_NO_EXCEPTIONS
+#ifdef RTX_HPP_CATCHES
     try {
       self->callable(view);
     } catch (...) {
@@ -1732,5 +1737,7 @@ inline std::string version() { return rtx_version(); }
 inline bool abi_matches() noexcept { return rtx_abi_version() == RTX_ABI_VERSION; }
 
 }  // namespace rtx
+
+#undef RTX_HPP_CATCHES
 
 #endif  // RTX_HPP
