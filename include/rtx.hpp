@@ -789,9 +789,6 @@ struct ContextOptions {
   std::shared_ptr<Allocator> allocator;
 };
 
-// A compiled module: IREE VM bytecode (.vmfb) or BEF. Reference counted, immutable.
-class Module;
-
 // One exported function of a Module.
 struct FunctionSignature {
   std::string name;
@@ -801,6 +798,7 @@ struct FunctionSignature {
   std::vector<ValueKind> results;
 };
 
+// A compiled module: IREE VM bytecode (.vmfb) or BEF. Reference counted, immutable.
 class Module : public detail::Shared<rtx_module_t, rtx_module_retain, rtx_module_release> {
  public:
   Module() noexcept = default;
@@ -1238,12 +1236,7 @@ class VulkanDevice : public detail::Shared<rtx_vulkan_device_t, rtx_vulkan_devic
     return detail::complete(error, [&] { return n; });
   }
   // Physical device `index`: OUT_OF_RANGE past the last.
-  static Outcome<VulkanDeviceInfo> info(std::size_t index) {
-    rtx_vulkan_device_info_t c{};
-    c.struct_size = sizeof c;
-    rtx_error_t* error = rtx_vulkan_device_info(index, &c);
-    return detail::complete(error, [&] { return convert(index, c); });
-  }
+  static Outcome<VulkanDeviceInfo> info(std::size_t index) { return detail::unwrap(describe(index)); }
   // Every physical device.
   static Outcome<std::vector<VulkanDeviceInfo>> enumerate() {
     std::size_t n = 0;
@@ -1252,12 +1245,11 @@ class VulkanDevice : public detail::Shared<rtx_vulkan_device_t, rtx_vulkan_devic
     }
     std::vector<VulkanDeviceInfo> devices;
     for (std::size_t i = 0; i < n; ++i) {
-      rtx_vulkan_device_info_t c{};
-      c.struct_size = sizeof c;
-      if (rtx_error_t* error = rtx_vulkan_device_info(i, &c)) {
-        return detail::unwrap(Result<std::vector<VulkanDeviceInfo>>(Status::adopt(error)));
+      Result<VulkanDeviceInfo> device = describe(i);
+      if (!device.ok()) {
+        return detail::unwrap(Result<std::vector<VulkanDeviceInfo>>(device.status()));
       }
-      devices.push_back(convert(i, c));
+      devices.push_back(std::move(device).value());
     }
     return detail::unwrap(Result<std::vector<VulkanDeviceInfo>>(std::move(devices)));
   }
@@ -1277,7 +1269,12 @@ class VulkanDevice : public detail::Shared<rtx_vulkan_device_t, rtx_vulkan_devic
 
  private:
   explicit VulkanDevice(rtx_vulkan_device_t* device) noexcept : Shared(device) {}
-  static VulkanDeviceInfo convert(std::size_t index, const rtx_vulkan_device_info_t& c) {
+  static Result<VulkanDeviceInfo> describe(std::size_t index) {
+    rtx_vulkan_device_info_t c{};
+    c.struct_size = sizeof c;
+    if (rtx_error_t* error = rtx_vulkan_device_info(index, &c)) {
+      return Status::adopt(error);
+    }
     VulkanDeviceInfo info;
     info.index = index;
     info.name = c.name != nullptr ? c.name : "";
