@@ -3,7 +3,7 @@
 #
 #   PREFIX/lib/librtx.so.<ABI>          the shared library (its SONAME), and the librtx.so symlink
 #   PREFIX/lib/librtx.a                 the static library
-#   PREFIX/include/rtx.h
+#   PREFIX/include/rtx.h, rtx.hpp      the C header and the header-only C++17 interface over it
 #   PREFIX/lib/cmake/rtx/rtxConfig.cmake, rtxConfigVersion.cmake   (find_package(rtx CONFIG))
 #   PREFIX/lib/pkgconfig/rtx.pc                                    (pkg-config rtx)
 #
@@ -75,6 +75,7 @@ install -m 0755 "$release_dir/librtx.so" "$prefix/lib/$soname"
 ln -sfn "$soname" "$prefix/lib/librtx.so"
 install -m 0644 "$release_dir/librtx.a" "$prefix/lib/librtx.a"
 install -m 0644 include/rtx.h "$prefix/include/rtx.h"
+install -m 0644 include/rtx.hpp "$prefix/include/rtx.hpp"
 
 # 4. Package files (rtxConfig.cmake, rtxConfigVersion.cmake, rtx.pc).
 cmake -DRTX_PREFIX="$prefix" -DRTX_VERSION="$version" -DRTX_ABI_VERSION="$abi_version" -DRTX_SONAME="$soname" \

@@ -5,9 +5,10 @@
 # target/rtx-prefix, builds the C examples against it and runs vm_invoke, a C program that loads an
 # IREE-compiled module (tests/fixtures/vm/control_flow.vmfb) through the C API and runs its
 # functions, tensor_invoke, which calls tensor programs (matmul, a dense layer) with buffer views
-# through the C API, and host_pipeline, which drives the host runtime end to end. Cargo and cmake rebuild
-# only what changed; build output is hidden unless a step fails. Missing system tools are installed
-# first (scripts/prereqs.sh: as root with apt-get; otherwise it names the packages).
+# through the C API, digits, the same classifier from C++ (<rtx.hpp>) on local-task checked against
+# iree-run-module's output, and host_pipeline, which drives the host runtime end to end. Cargo and
+# cmake rebuild only what changed; build output is hidden unless a step fails. Missing system tools
+# are installed first (scripts/prereqs.sh: as root with apt-get; otherwise it names the packages).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,9 +48,11 @@ echo
 
 quietly env RTX_INSTALL_QUIET=1 scripts/install.sh "$prefix"
 quietly cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix"
-quietly cmake --build "$build" --target vm_invoke tensor_invoke host_pipeline --parallel "$(nproc 2>/dev/null || echo 2)"
+quietly cmake --build "$build" --target vm_invoke tensor_invoke digits host_pipeline --parallel "$(nproc 2>/dev/null || echo 2)"
 "$build/vm_invoke" "$repo/tests/fixtures/vm/control_flow.vmfb"
 echo
 "$build/tensor_invoke" "$repo/tests/fixtures/hal_run/programs_embedded.vmfb" "$repo/tests/fixtures/hal_run/programs_vmvx.vmfb"
+echo
+"$build/digits" "$repo/models/digits"
 echo
 exec "$build/host_pipeline"

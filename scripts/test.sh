@@ -16,7 +16,8 @@
 #    8. release build + scripts/install.sh into target/rtx-prefix
 # 9-10. c-examples built against the installed package, linked shared and then static: ctest, then
 #       every example binary under valgrind (0 errors, 0 leaks)
-#   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program
+#   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program, and a C++
+#       one through rtx.hpp
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
 #   13. cargo bench --no-run
 #
@@ -135,7 +136,7 @@ for linkage in shared static; do
     "$build/Testing/Temporary/LastTest.log" | sed -e 's/^==[0-9]*== /     /' -e 's/^[0-9]*\/[0-9]* Testing: /   /'
 done
 
-step "pkg-config: compile and link a C program (shared, then static with Libs.private)"
+step "pkg-config: compile and link a C program (shared, then static with Libs.private) and a C++ one"
 check_dir=$target/pkg-config-check
 mkdir -p "$check_dir"
 cat >"$check_dir/main.c" <<'EOF'
@@ -169,6 +170,20 @@ cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$check_dir/main.c" -o "$check_dir/
 if command -v readelf >/dev/null && readelf -d "$check_dir/static" | grep -q 'librtx\.so'; then
   die "$check_dir/static was meant to link librtx.a but needs librtx.so"
 fi
+# The C++ header through the same flags.
+cat >"$check_dir/main.cpp" <<'EOF'
+#include <rtx.hpp>
+#include <cstdio>
+int main() {
+  rtx::AsyncValue value = rtx::AsyncValue::of<std::int64_t>(-5);
+  const bool ok = value.get<std::int64_t>() == -5 && rtx::version() == RTX_VERSION;
+  std::printf("   pkg-config build (C++ rtx.hpp): rtx %s, %s\n", rtx::version().c_str(), ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+EOF
+# shellcheck disable=SC2046
+c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror "$check_dir/main.cpp" -o "$check_dir/shared-cpp" $(pkg-config --cflags --libs rtx)
+LD_LIBRARY_PATH=$prefix/lib "$check_dir/shared-cpp"
 
 step "relocated install: a copy of the tree works through CMake and pkg-config"
 moved=$target/rtx-prefix-moved

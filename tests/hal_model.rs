@@ -56,7 +56,10 @@ fn the_model_is_what_its_script_makes() {
     let scratch = std::env::temp_dir().join(format!("rtx-digits-{}", std::process::id()));
     let status = Command::new(digits().join("build.sh")).arg("--out").arg(&scratch).status().expect("build.sh runs");
     assert!(status.success(), "models/digits/build.sh failed");
-    for name in ["mlp.mlir", "mlp.vmfb"].into_iter().map(String::from).chain((0..10).map(|d| format!("digit_{d}.npy")))
+    for name in ["mlp.mlir", "mlp.vmfb", "predictions.txt"]
+        .into_iter()
+        .map(String::from)
+        .chain((0..10).map(|d| format!("digit_{d}.npy")))
     {
         let fresh = std::fs::read(scratch.join(&name)).expect("regenerated file");
         let checked_in = std::fs::read(digits().join(&name)).expect("checked-in file");

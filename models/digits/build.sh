@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the digit classifier: generate.py writes mlp.mlir and the sample digits, iree-compile
-# 3.13 (scripts/iree-tools.sh) compiles it for the CPU (llvm-cpu, embedded ELF, generic x86-64).
+# 3.13 (scripts/iree-tools.sh) compiles it for the CPU (llvm-cpu, embedded ELF, generic x86-64), and
+# predictions.txt records what iree-run-module prints for each sample, one line per digit (the
+# C++ example c-examples/digits.cpp checks rtx's results against it).
 # Usage: models/digits/build.sh [--out DIR]   (default: models/digits)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,3 +20,7 @@ tools=$("$repo/scripts/iree-tools.sh")
 "$tools/python" "$here/generate.py" "$out"
 (cd "$out" && "$tools/iree-compile" --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu \
     --iree-llvmcpu-target-cpu=generic mlp.mlir -o mlp.vmfb)
+(cd "$out" && for d in 0 1 2 3 4 5 6 7 8 9; do
+    "$tools/iree-run-module" --device=local-sync --module=mlp.vmfb --function=predict --input="@digit_$d.npy" |
+        grep '^1x10xf32='
+done) >"$out/predictions.txt"
