@@ -387,11 +387,7 @@ impl Context {
     /// ready, waiting on the signal fence of a `coarse-fences` function as IREE's tools do.
     /// What the tools use; hosts that must not block use [`invoke`](Self::invoke).
     pub fn call(&self, function: &FunctionHandle, mut arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
-        if let Some(allocator) = self.device_allocator.get() {
-            for argument in &mut arguments {
-                place_argument(argument, allocator)?;
-            }
-        }
+        self.place_arguments(&mut arguments)?;
         if function.model != AbiModel::CoarseFences {
             return self.vm.invoke(function, arguments);
         }
@@ -402,6 +398,18 @@ impl Context {
         let results = self.vm.invoke(function, arguments)?;
         signal.wait().map_err(|error| error.map_message(|message| format!("{message}; waiting on finish fence")))?;
         Ok(results)
+    }
+
+    /// Moves the buffer views among `arguments` that the context's device cannot use as they are
+    /// (host tensors given to a Vulkan device) into its memory, as [`call`](Self::call) does on
+    /// every call: a caller that passes the same inputs many times places them once.
+    pub fn place_arguments(&self, arguments: &mut [Value]) -> Result<(), Diagnostic> {
+        if let Some(allocator) = self.device_allocator.get() {
+            for argument in arguments {
+                place_argument(argument, allocator)?;
+            }
+        }
+        Ok(())
     }
 
     /// Blocks a host thread (not one of the queue's) until every value is available.

@@ -157,8 +157,10 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
         module.export_signature(export).and_then(|signature| signature.attr("iree.abi.declaration")).map(str::to_owned);
     // The fences of a `coarse-fences` function are the tool's to supply, not the user's.
     let kinds = &function.arguments[..function.declared_arguments()];
-    let arguments = run_io::parse_inputs(&flags.all("input"), kinds, &mut InputFiles::new())
+    let mut arguments = run_io::parse_inputs(&flags.all("input"), kinds, &mut InputFiles::new())
         .map_err(|line| with_declaration(tooling_error(&line), &declaration))?;
+    // On the device before the first call, as iree-run-module and iree-benchmark-module do.
+    context.place_arguments(&mut arguments).map_err(|e| format!("{}: {}", e.code, e.message))?;
     let result_kinds = function.results;
     let function = function.handle;
     Ok(Prepared { context, function, name, declaration, arguments, result_kinds })

@@ -201,13 +201,15 @@ impl VulkanMemory {
         Ok(())
     }
 
-    /// Copies host bytes to the device through a staging buffer, waiting for the copy.
+    /// Copies host bytes to the device through a staging buffer. The copy is queued, not waited
+    /// for: the device reaches this memory only through the queue (dispatches, transfers, staged
+    /// reads), and every submission starts with a barrier against the queue's earlier ones.
     fn write_staged(&self, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
         let device = self.buffer.device();
         let mut recording = device.queue().begin()?;
         upload(&mut recording, data, &self.buffer, offset as u64)?;
-        let value = device.queue().submit(recording, None, None)?;
-        device.queue().wait(value)
+        device.queue().submit(recording, None, None)?;
+        Ok(())
     }
 }
 
@@ -375,12 +377,14 @@ impl AllocatorBackend for VulkanAllocator {
     }
 }
 
-/// Zeroes `buffer` on the queue, waiting for it.
-fn zero(buffer: &DeviceBuffer) -> Result<(), Diagnostic> {
+/// Zeroes `buffer` on the queue: everything that reaches unmapped memory goes through the queue
+/// after it, so nothing waits for the fill.
+fn zero(buffer: &Arc<DeviceBuffer>) -> Result<(), Diagnostic> {
     let device = buffer.device();
-    let recording = device.queue().begin()?;
-    // SAFETY: the whole of a live buffer; the wait below outlasts the command.
+    let mut recording = device.queue().begin()?;
+    // SAFETY: the whole of a live buffer, which the submission keeps alive.
     unsafe { recording.device().cmd_fill_buffer(recording.commands(), buffer.handle(), 0, vk::WHOLE_SIZE, 0) };
-    let value = device.queue().submit(recording, None, None)?;
-    device.queue().wait(value)
+    recording.keep(buffer.clone());
+    device.queue().submit(recording, None, None)?;
+    Ok(())
 }

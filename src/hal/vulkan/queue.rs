@@ -41,6 +41,8 @@ struct Pending {
 struct State {
     /// The last value a submission signals.
     submitted: u64,
+    /// The last value the waiter saw the timeline reach.
+    reached: u64,
     pending: VecDeque<Pending>,
     stopping: bool,
     /// Set when the device is lost: every later submission fails with it.
@@ -56,6 +58,8 @@ struct Shared {
     pool: Mutex<vk::CommandPool>,
     state: Mutex<State>,
     wake: Condvar,
+    /// Signalled when the waiter sees the timeline move (or the device lost).
+    moved: Condvar,
 }
 
 thread_local! {
@@ -112,6 +116,7 @@ impl Queue {
             pool: Mutex::new(pool),
             state: Mutex::default(),
             wake: Condvar::new(),
+            moved: Condvar::new(),
         });
         let waiter_shared = shared.clone();
         let waiter = std::thread::Builder::new()
@@ -228,9 +233,24 @@ impl Queue {
         })
     }
 
-    /// Blocks the calling thread until the timeline reaches `value` (host transfers that must be
-    /// done when they return).
+    /// Blocks the calling thread until the timeline reaches `value` (host reads that must be
+    /// done when they return). The waiter thread, which waits on the device anyway, wakes it: a
+    /// second thread in `vkWaitSemaphores` is slow on some drivers (NVIDIA's polls, taking
+    /// 1-10 ms where the waiter's own wait takes tens of microseconds).
     pub fn wait(&self, value: u64) -> Result<(), Diagnostic> {
+        if WAITER_OF.get() != Arc::as_ptr(&self.shared) as usize {
+            let mut state = self.shared.lock_state();
+            loop {
+                if state.reached >= value {
+                    return Ok(());
+                }
+                if let Some(lost) = &state.lost {
+                    return Err(lost.clone());
+                }
+                state = self.shared.moved.wait(state).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        // On the waiter thread itself (a host step reading a buffer) nobody else would wake it.
         let semaphores = [self.shared.timeline];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
@@ -349,6 +369,7 @@ fn wait_loop(shared: &Shared) {
         let mut state = shared.lock_state();
         let (done, failure): (Vec<Pending>, Option<Diagnostic>) = match reached {
             Ok(reached) => {
+                state.reached = state.reached.max(reached);
                 let count = state.pending.iter().take_while(|p| p.value <= reached).count();
                 (state.pending.drain(..count).collect(), None)
             }
@@ -358,6 +379,7 @@ fn wait_loop(shared: &Shared) {
             }
         };
         drop(state);
+        shared.moved.notify_all();
         finish(shared, done, failure.as_ref());
     }
 }
