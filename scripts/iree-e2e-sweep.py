@@ -157,15 +157,16 @@ def compare_one(job, args):
         stem = Path(args.out) / f"cmp__{folder.name}__{suite}__{Path(source).stem}__{name}"
         mlir, vmfb = stem.with_suffix(".mlir"), stem.with_suffix(".vmfb")
         mlir.write_text(variant)
-        try:
-            compiled = subprocess.run([args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
-                                       str(mlir), "-o", str(vmfb)], capture_output=True, text=True,
-                                      timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            compiled = None
-        if compiled is None or compiled.returncode != 0:
-            result["uncompiled"].append(name)
-            continue
+        if not (vmfb.exists() and args.reuse):
+            try:
+                compiled = subprocess.run([args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
+                                           str(mlir), "-o", str(vmfb)], capture_output=True, text=True,
+                                          timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                compiled = None
+            if compiled is None or compiled.returncode != 0:
+                result["uncompiled"].append(name)
+                continue
         outputs = []
         for runner in ([args.iree_run_module], [args.rtx, "run"]):
             try:

@@ -13,9 +13,10 @@ use super::executable::{ExecutableCode, LocalExecutable};
 use super::library::ExecutableFormat;
 use super::memory::HostAllocator;
 use super::native::NativeExecutable;
+use super::transient::TransientPool;
 use super::vmvx::{self, VmvxExecutable};
 use super::workers::Workers;
-use crate::hal::backend::{AllocatorBackend, DeviceBackend, QueueFences, Transfer};
+use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
@@ -67,6 +68,8 @@ pub struct LocalDevice {
     allocator: Allocator,
     /// `local-task`'s workers.
     pool: Option<Arc<Workers>>,
+    /// What `queue_alloca` lends and takes back.
+    transients: Arc<TransientPool>,
 }
 
 impl LocalDevice {
@@ -92,7 +95,7 @@ impl LocalDevice {
     /// threads. `None`, and `local-sync` whatever the pool, run workgroups inline.
     pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> LocalDevice {
         let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
-        LocalDevice { kind, allocator: Allocator::new(Arc::new(HostAllocator)), pool }
+        LocalDevice { kind, allocator: Allocator::new(Arc::new(HostAllocator)), pool, transients: TransientPool::new() }
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -150,7 +153,8 @@ impl DeviceBackend for LocalDevice {
         Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity))))
     }
 
-    /// Host memory is ready at once; the queue only orders the signal.
+    /// Host memory is ready at once (a block an earlier alloca gave back, where one fits); the
+    /// queue only orders the signal.
     fn queue_alloca(
         &self,
         queue: &QueueFences<'_>,
@@ -158,7 +162,7 @@ impl DeviceBackend for LocalDevice {
         usage: u32,
         size: i64,
     ) -> Result<Buffer, Diagnostic> {
-        let buffer = HostAllocator.allocate(memory_types, usage, size)?;
+        let buffer = HostAllocator::wrap(self.transients.allocate(size)?, memory_types, usage);
         submit(queue, || Ok(()))?;
         Ok(buffer)
     }

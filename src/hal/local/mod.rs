@@ -12,6 +12,7 @@ pub mod library;
 pub mod memory;
 pub mod native;
 pub mod system_library;
+pub mod transient;
 pub mod vmvx;
 pub mod vmvx_kernels;
 pub mod workers;

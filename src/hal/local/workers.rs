@@ -7,12 +7,16 @@
 //! dispatch onto it at once. Each dispatch is a job in a queue; its workgroups are claimed a chunk
 //! at a time through an atomic index by the workers and by the submitting thread itself, which helps
 //! with its own job and then waits until every claimed workgroup has finished.
+//!
+//! A job runs on at most as many threads as the pool has workers, the submitter counted: a pool is
+//! sized one worker per core, and a third thread on two cores only takes turns with the other two,
+//! so a chunk whose thread is descheduled holds up the end of the dispatch for a time slice.
 
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -76,7 +80,7 @@ impl Workers {
         self.threads.len()
     }
 
-    /// How many threads may run one job's workgroups at once: the workers and the submitter.
+    /// The bound of the processor ids a job's workgroups see: the workers' and the submitter's.
     pub fn concurrency(&self) -> usize {
         self.threads.len() + 1
     }
@@ -94,6 +98,8 @@ impl Workers {
             workgroup: erased,
             count,
             chunk: (count / (8 * self.concurrency() as u64)).max(1),
+            threads: self.threads.len() as u64,
+            seats: AtomicUsize::new(self.threads.len() - 1),
             local_memory,
             next: CachePadded::new(AtomicU64::new(0)),
             finished: AtomicU64::new(0),
@@ -104,8 +110,7 @@ impl Workers {
         });
         if count > 1 {
             // The submitter works too, so one worker fewer keeps as many threads busy as the pool
-            // has (one per core, usually) instead of overcommitting the cores. A worker that is
-            // awake anyway joins in as well.
+            // has (one per core, usually) instead of overcommitting the cores.
             self.shared.submit(&job, self.threads.len() - 1);
         }
         let mut memory = vec![0u8; local_memory];
@@ -152,7 +157,8 @@ impl Shared {
         }
     }
 
-    /// The next job with workgroups left, waiting for one; `None` when the pool stops.
+    /// The next job with workgroups left and a seat free, taking the seat, waiting for one;
+    /// `None` when the pool stops.
     fn next_job(&self) -> Option<Arc<Job>> {
         let mut state = self.lock();
         loop {
@@ -162,7 +168,7 @@ impl Shared {
             while state.jobs.front().is_some_and(|job| job.exhausted()) {
                 state.jobs.pop_front();
             }
-            if let Some(job) = state.jobs.front() {
+            if let Some(job) = state.jobs.iter().find(|job| !job.exhausted() && job.take_seat()) {
                 return Some(job.clone());
             }
             state.sleeping += 1;
@@ -191,11 +197,15 @@ struct Job {
     /// Borrowed from the `run` call, which outlives every call through it (see there).
     workgroup: *const Workgroup<'static>,
     count: u64,
-    /// How many neighbouring workgroups one claim takes.
+    /// How many neighbouring workgroups one claim takes at most.
     chunk: u64,
+    /// The pool's workers: claims shrink towards the end so that they all finish together.
+    threads: u64,
+    /// Workers that may still join (see the module documentation).
+    seats: AtomicUsize,
     local_memory: usize,
-    /// The next index to claim; claims at or past `count` run nothing. On a cache line of its
-    /// own: every claim writes it.
+    /// The next index to claim (at most `count`). On a cache line of its own: every claim
+    /// writes it.
     next: CachePadded<AtomicU64>,
     /// Workgroups run or skipped; the job is complete at `count`.
     finished: AtomicU64,
@@ -217,6 +227,25 @@ impl Job {
         self.next.load(Ordering::Relaxed) >= self.count
     }
 
+    fn take_seat(&self) -> bool {
+        self.seats.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |seats| seats.checked_sub(1)).is_ok()
+    }
+
+    /// Claims the next run of workgroups: `chunk` of them, fewer once what is left would not
+    /// keep every thread busy for a few more claims (so no thread is left with a long run while
+    /// the others wait at the end), `None` when none are left.
+    fn claim(&self) -> Option<std::ops::Range<u64>> {
+        let mut first = self.next.load(Ordering::Relaxed);
+        loop {
+            let left = self.count.checked_sub(first).filter(|&left| left > 0)?;
+            let take = (left / (2 * self.threads)).clamp(1, self.chunk);
+            match self.next.compare_exchange_weak(first, first + take, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(first..first + take),
+                Err(current) => first = current,
+            }
+        }
+    }
+
     /// Claims and runs workgroups, a chunk of neighbours at a time, until none are left, then
     /// counts them finished all at once: the shared counters move once per chunk and once per
     /// thread instead of twice per workgroup (two threads passing their cache line back and
@@ -224,14 +253,9 @@ impl Job {
     /// threads this took the pool from 1.04x to 1.01x the time of the rayon pool it replaced.
     fn claim_and_run(&self, processor: u32, memory: &mut [u8]) {
         let mut claimed = 0;
-        loop {
-            let first = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if first >= self.count {
-                break;
-            }
-            let end = (first + self.chunk).min(self.count);
-            claimed += end - first;
-            for index in first..end {
+        while let Some(run) = self.claim() {
+            claimed += run.end - run.start;
+            for index in run {
                 if self.stopped.load(Ordering::Relaxed) {
                     continue;
                 }
@@ -277,7 +301,6 @@ fn panicked(index: u64, payload: &(dyn Any + Send)) -> Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
     use std::sync::{Barrier, Weak};
 
     /// Runs a job of as many workgroups as the pool has threads, which all block until every one
@@ -335,6 +358,24 @@ mod tests {
         assert_eq!(seen.len(), 4, "four threads at once, each with its own id: {seen:?}");
         assert!(seen.iter().all(|&id| id < 5), "{seen:?}");
         assert!(seen.contains(&4), "the submitter's id is the one after the workers': {seen:?}");
+    }
+
+    #[test]
+    fn a_job_runs_on_no_more_threads_than_the_pool_has_workers() {
+        let workers = Workers::new(2).unwrap();
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        // Back-to-back jobs: a worker that has just finished one is awake when the next is queued.
+        for _ in 0..300 {
+            workers
+                .run(8, 0, &|_, _, _| {
+                    most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .unwrap();
+        }
+        assert_eq!(most.into_inner(), 2);
     }
 
     #[test]
