@@ -68,7 +68,7 @@ fn continuation_attached_after_set_runs_at_once() {
 }
 
 #[test]
-fn waiters_run_most_recent_first() {
+fn waiters_run_in_the_order_they_were_attached() {
     let value = AsyncValueRef::<i32>::unconstructed();
     let order = Arc::new(Mutex::new(Vec::new()));
     for i in 0..4 {
@@ -76,7 +76,7 @@ fn waiters_run_most_recent_first() {
         value.and_then(move || order.lock().unwrap().push(i));
     }
     value.emplace(1).unwrap();
-    assert_eq!(*order.lock().unwrap(), vec![3, 2, 1, 0]);
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
 }
 
 #[test]

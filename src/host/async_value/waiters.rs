@@ -58,7 +58,9 @@ pub(crate) unsafe fn run_one(node: *mut NodeHead) {
     unsafe { ((*node).finish)(node, Finish::Run) }
 }
 
-/// Runs every node of a detached list, most recently added first (TFRT's order).
+/// Runs every node of a detached list in the order they were added (the stack reversed first;
+/// TFRT runs the most recent first). A host that attaches a continuation and then awaits the
+/// value is woken by a waiter added after its continuation, so the continuation has run by then.
 ///
 /// A panicking continuation does not stop the others: every waiter runs exactly once, then the
 /// first panic continues on the setter's thread.
@@ -66,7 +68,17 @@ pub(crate) unsafe fn run_one(node: *mut NodeHead) {
 /// # Safety
 /// `list` must be a detached list (or null) owned by the caller.
 pub(crate) unsafe fn run_all(list: *mut NodeHead) {
-    let mut node = list;
+    let mut node = ptr::null_mut();
+    let mut rest = list;
+    while !rest.is_null() {
+        // SAFETY: every node of the detached list is live and ours; relinking changes no owner.
+        unsafe {
+            let next = (*rest).next;
+            (*rest).next = node;
+            node = rest;
+            rest = next;
+        }
+    }
     let mut first_panic = None;
     while !node.is_null() {
         // SAFETY: each node is live until finished; read the link before finishing it.

@@ -120,6 +120,34 @@ mod tests {
         WorkQueueSpec::MultiThreaded { workers, blocking_threads }
     }
 
+    /// The awaiting thread is woken by a waiter attached after the host's continuation, and
+    /// waiters run in the order attached: the continuation has run when the await returns.
+    #[test]
+    fn a_continuation_attached_before_an_await_has_run_when_the_await_returns() {
+        use crate::host::async_value::AsyncValueRef;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for spec in ["s", "mstd:2"] {
+            let queue = create_work_queue(spec).unwrap();
+            let value = AsyncValueRef::<u32>::unconstructed();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let counter = Arc::clone(&ran);
+            value.and_then(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                counter.fetch_add(1, Ordering::SeqCst);
+            });
+            let setter = {
+                let value = value.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    value.emplace(7).unwrap();
+                })
+            };
+            queue.await_values(&[value.clone().into_untyped()]).unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1, "{spec}");
+            setter.join().unwrap();
+        }
+    }
+
     #[test]
     fn accepts_every_documented_form() {
         assert_eq!(WorkQueueSpec::parse("s"), Ok(WorkQueueSpec::SingleThreaded));
