@@ -46,6 +46,7 @@ the two medians (rtx/IREE).
 
   --module, --function, --input, --device, --task_topology_group_count   as for `rtx run`
   --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
+  --benchmark_min_time=Nx           exactly N calls per round instead (after one warm-up call)
   --rounds=N                        alternations with iree-benchmark-module (default 5)
   --no_iree                         time rtx alone";
 
