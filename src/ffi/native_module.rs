@@ -209,7 +209,13 @@ impl NativeModule for CNativeModule {
         Ok(Box::new(CState { state: UserData(state), host: Arc::clone(&self.host) }))
     }
 
-    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        values: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         let (Some(entry), Some(function)) = (self.entries.get(ordinal), self.functions.get(ordinal)) else {
             return Err(Diagnostic::new(
                 StatusCode::Internal,
@@ -259,8 +265,8 @@ impl NativeModule for CNativeModule {
         if let Some(error) = unsafe { error::take(error) } {
             return Err(error.context(format_args!("`{full_name}`")));
         }
-        let values = results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)).collect();
-        Ok(NativeOutcome::Ready(values))
+        values.extend(results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)));
+        Ok(NativeOutcome::Ready)
     }
 }
 

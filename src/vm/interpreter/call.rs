@@ -93,21 +93,22 @@ impl Invocation {
         native: (u32, u32),
         mut arguments: Vec<Value>,
     ) -> Result<Option<Step>, Diagnostic> {
-        let outcome = call_native(instances, states, native, &arguments);
+        let mut results = std::mem::take(&mut self.native_results);
+        let outcome = call_native(instances, states, native, &arguments, &mut results);
         arguments.clear();
         self.native_arguments = arguments;
-        match outcome {
-            Ok(NativeOutcome::Ready(results)) => {
-                self.finish_native_call(instances, native, results)?;
-                Ok(None)
-            }
-            Ok(NativeOutcome::Pending(results)) => {
-                let wait = results.as_untyped().clone();
-                self.pending = Some(Pending { results, native });
+        let step = match outcome {
+            Ok(NativeOutcome::Ready) => self.finish_native_call(instances, native, &mut results).map(|()| None),
+            Ok(NativeOutcome::Pending(pending)) => {
+                let wait = pending.as_untyped().clone();
+                self.pending = Some(Pending { results: pending, native });
                 Ok(Some(Step::Wait(wait)))
             }
             Err(e) => Err(self.locate(instances, e)),
-        }
+        };
+        results.clear();
+        self.native_results = results;
+        step
     }
 }
 
