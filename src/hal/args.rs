@@ -11,7 +11,9 @@ use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
-/// The arguments of one call, and the function's full name (`hal.buffer.load`) for messages.
+/// The arguments of one call, and the function's full name (`hal.buffer.load`) for messages. A
+/// copy reads the same arguments again from where the original stood.
+#[derive(Clone)]
 pub struct Args<'a> {
     module: &'static str,
     function: &'static str,

@@ -738,16 +738,16 @@ fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Out, Dia
 
 // -- fences --------------------------------------------------------------------------------------
 
-/// The non-null fences of a span.
-fn fences<'a>(a: &mut Args<'a>) -> Result<Vec<&'a Fence>, Diagnostic> {
+/// The non-null fences of a span, all checked before the first is returned (a span is read
+/// twice rather than collected: awaits and joins run several times per call).
+fn fences<'a>(a: &mut Args<'a>) -> Result<impl Iterator<Item = &'a Fence>, Diagnostic> {
     let count = a.span()?;
-    let mut fences = Vec::with_capacity(count);
+    let mut again = a.clone();
     for _ in 0..count {
-        if let Some(value) = a.opt_ref()? {
-            fences.push(fence::deref(value)?);
-        }
+        a.opt_ref()?.map(fence::deref).transpose()?;
     }
-    Ok(fences)
+    // Every value was read without error above.
+    Ok((0..count).filter_map(move |_| again.opt_ref().ok().flatten().and_then(|value| fence::deref(value).ok())))
 }
 
 /// `fence.await(timeout_millis, flags, fences...) -> status`: the status as a value (OK, the first

@@ -276,8 +276,8 @@ impl Invocation {
         self.execute(instances, states)
     }
 
-    /// Moves the results of a completed native call out of `results` into the calling frame and
-    /// moves it past the call.
+    /// Moves the results of a native call that completed later out of `results` into the calling
+    /// frame and moves it past the call.
     fn finish_native_call(
         &mut self,
         instances: &[Instance],
@@ -289,6 +289,19 @@ impl Invocation {
         let op::Op::Call(call) = &module.functions()[frame.function as usize].ops[frame.pc as usize] else {
             unreachable!("a pending native call was started by a call op");
         };
+        self.write_native_results(instances, native, call, results)
+    }
+
+    /// Moves the results of native call `call`, the top frame's, out of `results` into its
+    /// registers and moves the frame past the call.
+    fn write_native_results(
+        &mut self,
+        instances: &[Instance],
+        native: (u32, u32),
+        call: &op::CallOp,
+        results: &mut Vec<Value>,
+    ) -> Result<(), Diagnostic> {
+        let frame = *self.frames.last().expect("a native call has a calling frame");
         if results.len() != call.results.len() {
             let error = Diagnostic::new(
                 StatusCode::Internal,
