@@ -38,35 +38,40 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         MinTime::Seconds(seconds) => MinTime::Seconds(seconds / rounds as f64),
         calls => calls,
     };
-    // Timed in batches long enough (~1 ms) that timer overhead vanishes, or in one batch of
-    // exactly the calls asked for.
+    // A round is timed as iree-benchmark-module times its run: the mean time per call over the
+    // whole round (a median of short batches would drop the slow ones that a busy machine causes,
+    // which IREE's mean keeps). The clock is read after batches of ~1 ms, or after exactly the
+    // calls asked for.
     let batch = match round {
         MinTime::Seconds(_) => calibrate_batch(call),
         MinTime::Calls(calls) => calls,
     };
-    let measure = |samples: &mut Vec<f64>| {
+    let measure = || {
         let started = Instant::now();
+        let mut calls = 0;
         loop {
-            let start = Instant::now();
             for _ in 0..batch {
                 let _ = call();
             }
-            samples.push(start.elapsed().as_nanos() as f64 / batch as f64);
+            calls += batch;
             match round {
                 MinTime::Seconds(seconds) if started.elapsed().as_secs_f64() < seconds => {}
-                _ => break,
+                _ => return (started.elapsed().as_nanos() as f64 / calls as f64, calls),
             }
         }
     };
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
+    let mut total_calls = 0;
     for _ in 0..rounds {
         // Alternate with IREE's own benchmark on the same module and inputs, so both see the same
         // machine state (PERFORMANCE.md), and report the median of each and their ratio.
         if let Some(tool) = &iree {
             theirs.push(run_iree_benchmark(tool, flags, round)?);
         }
-        measure(&mut ours);
+        let (time, calls) = measure();
+        ours.push(time);
+        total_calls += calls;
     }
     let median = |samples: &mut Vec<f64>| {
         samples.sort_by(f64::total_cmp);
@@ -80,7 +85,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
             our_median / their_median
         );
     }
-    println!("{}: median {:.0} ns per call ({} calls)", prepared.name, our_median, ours.len() as u64 * batch);
+    println!("{}: median {:.0} ns per call ({total_calls} calls)", prepared.name, our_median);
     Ok(ExitCode::SUCCESS)
 }
 
