@@ -222,10 +222,12 @@ impl NativeModule for CNativeModule {
                 format!("native module `{}` has no function {ordinal}", self.name),
             ));
         };
-        let full_name = format!("{}.{}", self.name, function.name);
+        // Named only in errors: formatting it on every call would allocate.
+        let full_name = || format!("{}.{}", self.name, function.name);
         if arguments.len() != entry.arguments.len() {
             return Err(invalid_argument(format!(
-                "`{full_name}` (calling convention `{}`) takes {} arguments, got {}",
+                "`{}` (calling convention `{}`) takes {} arguments, got {}",
+                full_name(),
                 function.cconv,
                 entry.arguments.len(),
                 arguments.len()
@@ -244,7 +246,8 @@ impl NativeModule for CNativeModule {
                     (ValueKind::F64, Value::F64(v)) => arg.value.f64 = *v,
                     _ => {
                         return Err(invalid_argument(format!(
-                            "argument {index} of `{full_name}`: expected {} but got {}",
+                            "argument {index} of `{}`: expected {} but got {}",
+                            full_name(),
                             kind.name(),
                             value.type_name()
                         )))
@@ -263,7 +266,7 @@ impl NativeModule for CNativeModule {
             unsafe { (entry.function)(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, results.len()) };
         // SAFETY: the host returned NULL or an error it owned; we take it over.
         if let Some(error) = unsafe { error::take(error) } {
-            return Err(error.context(format_args!("`{full_name}`")));
+            return Err(error.context(format_args!("`{}`", full_name())));
         }
         values.extend(results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)));
         Ok(NativeOutcome::Ready)
