@@ -30,7 +30,7 @@ use support::{per_call, row};
 const KERNELS: usize = 100;
 const CALLS: u64 = 2_000;
 /// Seconds of each `iree-benchmark-module` round (one process per round).
-const IREE_ROUND_SECONDS: f64 = 0.1;
+const IREE_ROUND: iree_benchmark::MinTime = iree_benchmark::MinTime::Seconds(0.1);
 
 fn program() -> String {
     let mut text = String::from("func.func @serial(%x: i32) -> i32 {\n  %s0 = tfrt.add.i32 %x, %x\n");
@@ -62,7 +62,7 @@ fn add_chain_anchor() -> (Box<dyn FnMut() -> f64>, &'static str) {
             .chain([format!("--module={}", path.display())])
             .collect();
         let anchor = move || {
-            iree_benchmark::time_per_call(&tool, &arguments, IREE_ROUND_SECONDS).expect("iree-benchmark-module runs")
+            iree_benchmark::time_per_call(&tool, &arguments, IREE_ROUND).expect("iree-benchmark-module runs")
                 / KERNELS as f64
         };
         return (Box::new(anchor), "IREE VM, add_chain.vmfb");

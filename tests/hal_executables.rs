@@ -94,7 +94,7 @@ fn dispatch(
 ) {
     let ordinal = library.export_ordinal(export).unwrap_or_else(|| panic!("no export {export}"));
     let bindings: Vec<Binding<'_>> = buffers.iter_mut().map(Guarded::binding).collect();
-    let prepared = library.prepare_dispatch(ordinal, workgroup_count, constants, &bindings).expect("prepare");
+    let prepared = library.prepare_dispatch(ordinal, workgroup_count, constants, bindings).expect("prepare");
     let mut local_memory = vec![0u8; prepared.local_memory_size()];
     // SAFETY: the buffers have the sizes the export was compiled for.
     unsafe { prepared.run_all_workgroups(&mut local_memory) }.expect("dispatch");
@@ -348,23 +348,23 @@ fn dispatches_with_wrong_arguments_are_refused_before_running() {
     }
 
     assert_eq!(
-        error(library.prepare_dispatch(9, [1, 1, 1], &[], &[])),
+        error(library.prepare_dispatch(9, [1, 1, 1], &[], [])),
         "export 9 does not exist (the executable has 4)"
     );
     assert_eq!(
-        error(library.prepare_dispatch(abs, [1, 1, 1], &[], &[Binding::new(&mut a)])),
+        error(library.prepare_dispatch(abs, [1, 1, 1], &[], [Binding::new(&mut a)])),
         "`abs_f32_dispatch_0_elementwise_16_f32` takes 2 bindings, not 1"
     );
     assert_eq!(
-        error(library.prepare_dispatch(abs, [1, 1, 1], &[3], &[Binding::new(&mut a), Binding::new(&mut b)])),
+        error(library.prepare_dispatch(abs, [1, 1, 1], &[3], [Binding::new(&mut a), Binding::new(&mut b)])),
         "`abs_f32_dispatch_0_elementwise_16_f32` takes 0 constants, not 1"
     );
     assert_eq!(
-        error(library.prepare_dispatch(abs, [1, 1, 70000], &[], &[Binding::new(&mut a), Binding::new(&mut b)])),
+        error(library.prepare_dispatch(abs, [1, 1, 70000], &[], [Binding::new(&mut a), Binding::new(&mut b)])),
         "workgroup count Z 70000 exceeds 65535"
     );
     let bindings = [Binding::new(&mut b), Binding::new(&mut c)];
-    let prepared = library.prepare_dispatch(abs, [1, 1, 1], &[], &bindings).unwrap();
+    let prepared = library.prepare_dispatch(abs, [1, 1, 1], &[], bindings).unwrap();
     // SAFETY: refused before anything runs.
     let outside = unsafe { prepared.run_workgroup([0, 1, 0], 0, &mut []) };
     assert_eq!(outside, Err(DispatchError::WorkgroupOutOfRange { id: [0, 1, 0], count: [1, 1, 1] }));
@@ -637,7 +637,7 @@ fn workgroups_of_one_dispatch_run_on_several_threads() {
         let mut buffers = [Guarded::from_bytes(&f32_bytes(&input)), Guarded::zeroed(n * 4)];
         {
             let bindings: Vec<Binding<'_>> = buffers.iter_mut().map(Guarded::binding).collect();
-            let mut prepared = library.prepare_dispatch(0, [4, 1, 1], &[n as u32, 0], &bindings).expect("prepare");
+            let mut prepared = library.prepare_dispatch(0, [4, 1, 1], &[n as u32, 0], bindings).expect("prepare");
             prepared.set_max_concurrency(4);
             let prepared = &prepared;
             std::thread::scope(|scope| {
@@ -674,7 +674,7 @@ fn a_failing_import_fails_the_dispatch_with_its_status() {
             unsafe { ExecutableLibrary::load(format, &fixture("import_call", format), &[], &provider) }.expect("load");
         let mut data = f32_bytes(&[1.0; 4]);
         let bindings = [Binding::new(&mut data)];
-        let prepared = library.prepare_dispatch(0, [1, 1, 1], &[4, 0], &bindings).expect("prepare");
+        let prepared = library.prepare_dispatch(0, [1, 1, 1], &[4, 0], bindings).expect("prepare");
         // SAFETY: the binding holds the 4 floats the constants announce.
         let result = unsafe { prepared.run_workgroup([0, 0, 0], 0, &mut []) };
         assert_eq!(

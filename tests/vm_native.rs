@@ -56,17 +56,25 @@ impl NativeModule for Host {
         Ok(Box::new(0u32))
     }
 
-    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         *state.downcast_mut::<u32>().expect("our state") += 1;
+        let mut ready = |values: &[Value]| {
+            results.extend_from_slice(values);
+            Ok(NativeOutcome::Ready)
+        };
         match (ordinal, arguments) {
             (0, [Value::I32(a), Value::I32(b)]) if a.checked_add(*b).is_none() => {
                 Err(Diagnostic::new(StatusCode::OutOfRange, "host.add overflowed"))
             }
-            (0, [Value::I32(a), Value::I32(b)]) => Ok(NativeOutcome::Ready(vec![Value::I32(a + b)])),
-            (1, [Value::I64(a), Value::F32(f)]) => {
-                Ok(NativeOutcome::Ready(vec![Value::I64(a * 2), Value::F32(f * 2.0)]))
-            }
-            (2, [Value::I32(a)]) if self.immediate => Ok(NativeOutcome::Ready(vec![Value::I32(a * 2)])),
+            (0, [Value::I32(a), Value::I32(b)]) => ready(&[Value::I32(a + b)]),
+            (1, [Value::I64(a), Value::F32(f)]) => ready(&[Value::I64(a * 2), Value::F32(f * 2.0)]),
+            (2, [Value::I32(a)]) if self.immediate => ready(&[Value::I32(a * 2)]),
             (2, [Value::I32(a)]) => {
                 let promise = AsyncValueRef::unconstructed();
                 self.pending.lock().unwrap().push((*a, promise.clone()));

@@ -209,17 +209,25 @@ impl NativeModule for CNativeModule {
         Ok(Box::new(CState { state: UserData(state), host: Arc::clone(&self.host) }))
     }
 
-    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        values: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         let (Some(entry), Some(function)) = (self.entries.get(ordinal), self.functions.get(ordinal)) else {
             return Err(Diagnostic::new(
                 StatusCode::Internal,
                 format!("native module `{}` has no function {ordinal}", self.name),
             ));
         };
-        let full_name = format!("{}.{}", self.name, function.name);
+        // Named only in errors: formatting it on every call would allocate.
+        let full_name = || format!("{}.{}", self.name, function.name);
         if arguments.len() != entry.arguments.len() {
             return Err(invalid_argument(format!(
-                "`{full_name}` (calling convention `{}`) takes {} arguments, got {}",
+                "`{}` (calling convention `{}`) takes {} arguments, got {}",
+                full_name(),
                 function.cconv,
                 entry.arguments.len(),
                 arguments.len()
@@ -238,7 +246,8 @@ impl NativeModule for CNativeModule {
                     (ValueKind::F64, Value::F64(v)) => arg.value.f64 = *v,
                     _ => {
                         return Err(invalid_argument(format!(
-                            "argument {index} of `{full_name}`: expected {} but got {}",
+                            "argument {index} of `{}`: expected {} but got {}",
+                            full_name(),
                             kind.name(),
                             value.type_name()
                         )))
@@ -257,10 +266,10 @@ impl NativeModule for CNativeModule {
             unsafe { (entry.function)(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, results.len()) };
         // SAFETY: the host returned NULL or an error it owned; we take it over.
         if let Some(error) = unsafe { error::take(error) } {
-            return Err(error.context(format_args!("`{full_name}`")));
+            return Err(error.context(format_args!("`{}`", full_name())));
         }
-        let values = results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)).collect();
-        Ok(NativeOutcome::Ready(values))
+        values.extend(results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)));
+        Ok(NativeOutcome::Ready)
     }
 }
 

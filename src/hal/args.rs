@@ -11,7 +11,9 @@ use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
-/// The arguments of one call, and the function's full name (`hal.buffer.load`) for messages.
+/// The arguments of one call, and the function's full name (`hal.buffer.load`) for messages. A
+/// copy reads the same arguments again from where the original stood.
+#[derive(Clone)]
 pub struct Args<'a> {
     module: &'static str,
     function: &'static str,
@@ -140,9 +142,10 @@ impl fmt::Display for Operand<'_> {
     }
 }
 
-/// The text a `!vm.buffer` holds.
+/// The text a `!vm.buffer` holds, invalid UTF-8 replaced. Valid text (the usual case: names and
+/// query keys, read on every call of some programs) keeps the copy of the bytes as its storage.
 pub fn text(bytes: &Bytes) -> String {
-    String::from_utf8_lossy(&bytes.to_vec()).into_owned()
+    String::from_utf8(bytes.to_vec()).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
@@ -159,6 +162,8 @@ mod tests {
         assert_eq!(args.r().unwrap_err().message, "hal.device.query.i64: argument 2 is a null ref");
         assert_eq!(args.bytes().unwrap_err().message, "hal.device.query.i64: argument 3 is i64, not a ref");
         assert_eq!(args.i32().unwrap_err().message, "hal.device.query.i64: missing argument 4");
+        let invalid = Bytes::from_bytes(b"a\xffb").unwrap();
+        assert_eq!(text(&invalid), "a\u{fffd}b");
         let mut args = Args::new("vmvx", "abs.2d.f32", &values[2..]);
         assert_eq!(args.buffer("in").unwrap_err().message, "vmvx.abs.2d.f32: in is a null vm.buffer");
         let negative = [Value::I32(-2)];

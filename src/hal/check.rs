@@ -65,7 +65,13 @@ impl NativeModule for CheckModule {
         &self.functions
     }
 
-    fn call(&self, _state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        _state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        _results: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         let name = &self.functions[ordinal].name;
         let bad = || Diagnostic::new(StatusCode::InvalidArgument, format!("check.{name}: unexpected arguments"));
         let failure = match (ordinal, arguments) {
@@ -91,7 +97,7 @@ impl NativeModule for CheckModule {
         if let Some(failure) = failure {
             self.record(failure);
         }
-        Ok(NativeOutcome::Ready(Vec::new()))
+        Ok(NativeOutcome::Ready)
     }
 }
 
@@ -240,7 +246,9 @@ mod tests {
         let mut state: NativeState = Box::new(());
         let mut run = |bytes: Vec<u8>| {
             let operand = view(&[2], ElementType::FLOAT_32, bytes);
-            module.call(&mut state, 2, &[Value::Ref(Some(device.clone())), Value::Ref(Some(operand))]).unwrap();
+            module
+                .call(&mut state, 2, &[Value::Ref(Some(device.clone())), Value::Ref(Some(operand))], &mut Vec::new())
+                .unwrap();
             module.take_failures()
         };
         assert!(run(f32s(&[1.0, -3.0])).is_empty());

@@ -82,20 +82,21 @@ pub enum Command {
 }
 
 impl Command {
-    /// The buffer ranges the command names.
-    pub fn ranges(&self) -> Vec<&BufferRange> {
-        match self {
-            Command::Dispatch { bindings, workgroups, .. } => {
-                let mut ranges: Vec<&BufferRange> = bindings.iter().collect();
-                if let Workgroups::Indirect(range) = workgroups {
-                    ranges.push(range);
-                }
-                ranges
+    /// The buffer ranges the command names (without collecting them: recording checks them for
+    /// every command).
+    pub fn ranges(&self) -> impl Iterator<Item = &BufferRange> {
+        let (listed, extra): (&[BufferRange], [Option<&BufferRange>; 2]) = match self {
+            Command::Dispatch { bindings, workgroups: Workgroups::Indirect(range), .. } => {
+                (bindings, [Some(range), None])
             }
-            Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => vec![target],
-            Command::Transfer(Transfer::Copy { source, target }) => vec![source, target],
-            Command::Barrier => Vec::new(),
-        }
+            Command::Dispatch { bindings, .. } => (bindings, [None, None]),
+            Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => {
+                (&[], [Some(target), None])
+            }
+            Command::Transfer(Transfer::Copy { source, target }) => (&[], [Some(source), Some(target)]),
+            Command::Barrier => (&[], [None, None]),
+        };
+        listed.iter().chain(extra.into_iter().flatten())
     }
 }
 

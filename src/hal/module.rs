@@ -37,8 +37,27 @@ const MAX_BINDINGS: usize = 32;
 /// (`fence.await`, which suspends the caller on an unreached fence).
 #[derive(Clone, Copy)]
 enum Handler {
-    Ready(fn(&HalState, &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>),
-    Outcome(fn(&mut Args<'_>) -> Result<NativeOutcome, Diagnostic>),
+    Ready(fn(&HalState, &mut Args<'_>) -> Result<Out, Diagnostic>),
+    Outcome(fn(&mut Args<'_>, &mut Vec<Value>) -> Result<NativeOutcome, Diagnostic>),
+}
+
+/// The results of a function that answers at once, held inline (no `hal` function returns more
+/// than two) until they are pushed onto the caller's results.
+enum Out {
+    None,
+    One(Value),
+    Two(Value, Value),
+}
+
+impl Out {
+    #[inline]
+    fn push_onto(self, results: &mut Vec<Value>) {
+        match self {
+            Out::None => {}
+            Out::One(value) => results.push(value),
+            Out::Two(first, second) => results.extend([first, second]),
+        }
+    }
 }
 
 /// Name, calling convention and implementation of every function, sorted by name as IREE's
@@ -142,7 +161,13 @@ impl NativeModule for HalModule {
         Ok(Box::new(HalState { devices: self.devices.clone() }))
     }
 
-    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         let state = state
             .downcast_ref::<HalState>()
             .ok_or_else(|| Diagnostic::new(StatusCode::Internal, "hal module state of another module"))?;
@@ -151,18 +176,21 @@ impl NativeModule for HalModule {
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("hal function {ordinal} does not exist")))?;
         let mut arguments = Args::new(NAME, name, arguments);
         match handler {
-            Handler::Ready(function) => function(state, &mut arguments).map(NativeOutcome::Ready),
-            Handler::Outcome(function) => function(&mut arguments),
+            Handler::Ready(function) => {
+                function(state, &mut arguments)?.push_onto(results);
+                Ok(NativeOutcome::Ready)
+            }
+            Handler::Outcome(function) => function(&mut arguments, results),
         }
     }
 }
 
-fn out(value: impl Into<Value>) -> Result<Vec<Value>, Diagnostic> {
-    Ok(vec![value.into()])
+fn out(value: impl Into<Value>) -> Result<Out, Diagnostic> {
+    Ok(Out::One(value.into()))
 }
 
-fn none() -> Result<Vec<Value>, Diagnostic> {
-    Ok(Vec::new())
+fn none() -> Result<Out, Diagnostic> {
+    Ok(Out::None)
 }
 
 fn some(value: Ref) -> Value {
@@ -171,13 +199,13 @@ fn some(value: Ref) -> Value {
 
 // -- allocator -----------------------------------------------------------------------------------
 
-fn allocator_allocate(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn allocator_allocate(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let allocator = device::deref_allocator(a.r()?)?;
     let (_affinity, memory_types, buffer_usage, size) = (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?);
     out(some(allocator.allocate(memory_types, buffer_usage, size)?.into_ref()))
 }
 
-fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let allocator = device::deref_allocator(a.r()?)?;
     let (_is_try, _affinity, memory_types, buffer_usage) = (a.i32()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
     let source = a.bytes()?;
@@ -203,7 +231,7 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     out(some(allocator.import(source.span(offset, length)?, memory_types, buffer_usage)?.into_ref()))
 }
 
-fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (_memory_types, _usage, _flags) = (a.i32()?, a.i32()?, a.i64()?);
     let count = a.span()?;
     let mut first = None;
@@ -215,29 +243,29 @@ fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagno
     // Devices are not told apart by their memory yet: the first candidate is as good as any.
     let (device, affinity) = first
         .ok_or_else(|| Diagnostic::new(StatusCode::InvalidArgument, "allocator.select needs at least one device"))?;
-    Ok(vec![some(device), Value::I64(affinity)])
+    Ok(Out::Two(some(device), Value::I64(affinity)))
 }
 
 // -- buffer --------------------------------------------------------------------------------------
 
 // Memory is freed when its last buffer goes, so every buffer counts as its allocation's only
 // user: discarding it is always terminal and the program deallocates (`queue.dealloca`).
-fn buffer_allocation_discard(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_allocation_discard(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     out(Value::I32(1))
 }
 
-fn buffer_allocation_is_terminal(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_allocation_is_terminal(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     out(Value::I32(1))
 }
 
-fn buffer_allocation_preserve(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_allocation_preserve(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     none()
 }
 
-fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     // The value's name is only read for a message: asserts run on every call.
     let name = a.bytes()?;
@@ -274,11 +302,11 @@ fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnosti
     none()
 }
 
-fn buffer_length(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_length(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I64(buffer::deref(a.r()?)?.len() as i64))
 }
 
-fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
     small_range(buffer, offset, length, "load")?;
@@ -287,7 +315,7 @@ fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>
     out(Value::I32(i32::from_le_bytes(value)))
 }
 
-fn buffer_store(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_store(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let value = a.i32()?;
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
@@ -314,7 +342,7 @@ fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<
     Ok(())
 }
 
-fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i64()?);
     out(some(buffer.subspan(offset, length)?.into_ref()))
@@ -322,7 +350,7 @@ fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnost
 
 // -- buffer_view ---------------------------------------------------------------------------------
 
-fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let view = buffer_view::deref(a.r()?)?;
     let name = a.bytes()?;
     let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
@@ -332,11 +360,11 @@ fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diag
     none()
 }
 
-fn buffer_view_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(buffer_view::deref(a.r()?)?.buffer_ref().clone()))
 }
 
-fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer_ref = a.r()?;
     let buffer = buffer::deref(buffer_ref)?;
     let (offset, length, element_type, encoding) = (a.i64()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
@@ -358,7 +386,7 @@ fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diag
     out(some(BufferView::new(source, shape, element_type, encoding)?.into_ref()))
 }
 
-fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let view = buffer_view::deref(a.r()?)?;
     let index = a.i32()?;
     let dim = usize::try_from(index).ok().and_then(|i| view.shape().get(i)).ok_or_else(|| {
@@ -370,21 +398,21 @@ fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnos
     out(Value::I64(*dim))
 }
 
-fn buffer_view_element_type(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_element_type(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.element_type() as i32))
 }
 
-fn buffer_view_encoding_type(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_encoding_type(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.encoding() as i32))
 }
 
-fn buffer_view_rank(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_rank(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.shape().len() as i32))
 }
 
 /// Tracing hook (`--iree-hal-instrument-...`): the views are checked, nothing is recorded (rtx
 /// has no trace sink).
-fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     a.bytes()?;
     for _ in 0..a.span()? {
         buffer_view::deref(a.r()?)?;
@@ -394,7 +422,7 @@ fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagn
 
 // -- channels and collectives --------------------------------------------------------------------
 
-fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
     Err(Diagnostic::new(
         StatusCode::Unimplemented,
         "collective channels need a multi-device transport; the CPU devices run one device",
@@ -405,7 +433,7 @@ fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>
 
 /// Debug groups and buffer advice are hints a CPU device has no use for; the command buffer is
 /// still checked.
-fn command_buffer_hint(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_hint(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     command_buffer::deref(a.r()?)?;
     none()
 }
@@ -419,7 +447,7 @@ fn range(slot: i32, buffer: Option<&Ref>, offset: i64, length: i64) -> Result<Bu
     Ok(BufferRange { source, offset, length })
 }
 
-fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (source_slot, target_slot) = (a.i32()?, a.i32()?);
     let (source, source_offset) = (a.opt_ref()?, a.i64()?);
@@ -429,7 +457,7 @@ fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Valu
     none()
 }
 
-fn command_buffer_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let (modes, _categories, _affinity, binding_capacity) = (a.i32()? as u32, a.i32()?, a.i64()?, a.i32()?);
     out(some(device.backend().create_command_buffer(modes, binding_capacity.max(0) as u32)?.into_ref()))
@@ -462,7 +490,7 @@ fn export_ordinal(function: i64) -> Result<usize, Diagnostic> {
         .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("invalid executable function {function}")))
 }
 
-fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
@@ -473,7 +501,7 @@ fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>,
     none()
 }
 
-fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
@@ -484,14 +512,14 @@ fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Ve
     none()
 }
 
-fn command_buffer_execution_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_execution_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (_source_stages, _target_stages, _flags) = (a.i32()?, a.i32()?, a.i64()?);
     cmd.barrier()?;
     none()
 }
 
-fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (target, offset, length, slot) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?);
     let (pattern, pattern_length, _flags) = (a.i64()?, a.i32()?, a.i64()?);
@@ -499,12 +527,12 @@ fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Valu
     none()
 }
 
-fn command_buffer_finalize(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_finalize(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     command_buffer::deref(a.r()?)?.finalize()?;
     none()
 }
 
-fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (source, source_offset) = (a.bytes()?, a.i64()?);
     let (target, target_offset, length, slot, _flags) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
@@ -515,17 +543,17 @@ fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Va
 
 // -- device --------------------------------------------------------------------------------------
 
-fn device_allocator(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn device_allocator(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(device::deref(a.r()?)?.allocator().clone()))
 }
 
-fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let (category, key) = (a.string()?, a.string()?);
     // An unknown key is an answer (ok = 0), not a failure of the call.
     Ok(match device.backend().query_i64(&category, &key) {
-        Ok(value) => vec![Value::I32(1), Value::I64(value)],
-        Err(_) => vec![Value::I32(0), Value::I64(0)],
+        Ok(value) => Out::Two(Value::I32(1), Value::I64(value)),
+        Err(_) => Out::Two(Value::I32(0), Value::I64(0)),
     })
 }
 
@@ -538,7 +566,7 @@ fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(&'a Device, Option<&'a Fence>
     Ok((device, wait, fence::deref(a.r()?)?))
 }
 
-fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (pool, memory_types, buffer_usage, size, _flags) =
         (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?, a.i64()?);
@@ -549,7 +577,7 @@ fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic
     out(some(buffer.into_ref()))
 }
 
-fn queue_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let _flags = a.i64()?;
     device.backend().queue_execute(&QueueFences { wait, signal }, None, Vec::new())?;
@@ -561,7 +589,7 @@ fn direct(buffer: &Ref, offset: i64, length: i64) -> Result<BufferRange, Diagnos
     Ok(BufferRange { source: BufferSource::Direct(buffer::deref(buffer)?.clone()), offset, length })
 }
 
-fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (a.r()?, a.i64()?);
     let (target, target_offset) = (a.r()?, a.i64()?);
@@ -574,7 +602,7 @@ fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> 
     none()
 }
 
-fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let buffer = buffer::deref(a.r()?)?;
     let _flags = a.i64()?;
@@ -582,7 +610,7 @@ fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnost
     none()
 }
 
-fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
@@ -590,7 +618,7 @@ fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnosti
     none()
 }
 
-fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
@@ -605,7 +633,7 @@ fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, 
     none()
 }
 
-fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let target = a.r()?;
     let (offset, length, pattern, pattern_length, _flags) = (a.i64()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
@@ -616,14 +644,14 @@ fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> 
     none()
 }
 
-fn queue_flush(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_flush(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
     device.backend().queue_flush()?;
     none()
 }
 
-fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (file::deref(a.r()?)?, a.i64()?);
     let (target, target_offset) = (buffer::deref(a.r()?)?, a.i64()?);
@@ -633,7 +661,7 @@ fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> 
     none()
 }
 
-fn queue_update(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_update(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (a.bytes()?.clone(), a.i64()?);
     let (target, target_offset) = (a.r()?, a.i64()?);
@@ -650,7 +678,7 @@ fn update_source_offset(offset: i64) -> Result<usize, Diagnostic> {
         .map_err(|_| Diagnostic::new(StatusCode::OutOfRange, format!("negative update source offset {offset}")))
 }
 
-fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (buffer::deref(a.r()?)?, a.i64()?);
     let (target, target_offset) = (file::deref(a.r()?)?, a.i64()?);
@@ -662,11 +690,11 @@ fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic>
 
 // -- devices, files, executables -----------------------------------------------------------------
 
-fn devices_count(state: &HalState, _: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn devices_count(state: &HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(state.devices.len() as i32))
 }
 
-fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let index = a.i32()?;
     let device = usize::try_from(index).ok().and_then(|i| state.devices.get(i)).ok_or_else(|| {
         Diagnostic::new(
@@ -677,7 +705,7 @@ fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnos
     out(some(device.clone()))
 }
 
-fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     device::deref(a.r()?)?;
     let (_affinity, _access) = (a.i64()?, a.i32()?);
     let source = a.bytes()?;
@@ -688,7 +716,7 @@ fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Dia
     out(some(File::new(source.span(offset, length)?).into_ref()))
 }
 
-fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
     let format = a.string()?;
@@ -703,34 +731,37 @@ fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagn
     out(some(device.backend().create_executable(&format, &data, &constants)?.into_ref()))
 }
 
-fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let executable = executable::deref(a.r()?)?;
     out(Value::I64(executable.lookup(&a.string()?)? as i64))
 }
 
 // -- fences --------------------------------------------------------------------------------------
 
-/// The non-null fences of a span.
-fn fences<'a>(a: &mut Args<'a>) -> Result<Vec<&'a Fence>, Diagnostic> {
+/// The non-null fences of a span, all checked before the first is returned (a span is read
+/// twice rather than collected: awaits and joins run several times per call).
+fn fences<'a>(a: &mut Args<'a>) -> Result<impl Iterator<Item = &'a Fence>, Diagnostic> {
     let count = a.span()?;
-    let mut fences = Vec::with_capacity(count);
+    let mut again = a.clone();
     for _ in 0..count {
-        if let Some(value) = a.opt_ref()? {
-            fences.push(fence::deref(value)?);
-        }
+        a.opt_ref()?.map(fence::deref).transpose()?;
     }
-    Ok(fences)
+    // Every value was read without error above.
+    Ok((0..count).filter_map(move |_| again.opt_ref().ok().flatten().and_then(|value| fence::deref(value).ok())))
 }
 
 /// `fence.await(timeout_millis, flags, fences...) -> status`: the status as a value (OK, the first
 /// failure, or DEADLINE_EXCEEDED for a zero timeout on an unreached fence); otherwise the caller
 /// suspends until every fence is reached or failed.
-fn fence_await(a: &mut Args<'_>) -> Result<NativeOutcome, Diagnostic> {
+fn fence_await(a: &mut Args<'_>, results: &mut Vec<Value>) -> Result<NativeOutcome, Diagnostic> {
     let (timeout, _flags) = (a.i32()?, a.i64()?);
     let joined = Fence::join(fences(a)?);
     let code = |reached: &Reached| Value::I32(fence::status_code(reached) as i32);
     match joined.reached() {
-        Reached::No if timeout == 0 => Ok(NativeOutcome::Ready(vec![Value::I32(StatusCode::DeadlineExceeded as i32)])),
+        Reached::No if timeout == 0 => {
+            results.push(Value::I32(StatusCode::DeadlineExceeded as i32));
+            Ok(NativeOutcome::Ready)
+        }
         Reached::No => {
             let results = AsyncValueRef::<Vec<Value>>::unconstructed();
             let done = results.clone();
@@ -741,17 +772,20 @@ fn fence_await(a: &mut Args<'_>) -> Result<NativeOutcome, Diagnostic> {
             });
             Ok(NativeOutcome::Pending(results))
         }
-        reached => Ok(NativeOutcome::Ready(vec![code(&reached)])),
+        reached => {
+            results.push(code(&reached));
+            Ok(NativeOutcome::Ready)
+        }
     }
 }
 
-fn fence_create(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn fence_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     device::deref(a.r()?)?;
     let _flags = a.i64()?;
     out(some(Fence::new().into_ref()))
 }
 
-fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let fence = fence::deref(a.r()?)?;
     let status = a.i32()?;
     let code = StatusCode::from_u32(status as u32).unwrap_or(StatusCode::Unknown);
@@ -759,16 +793,16 @@ fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> 
     none()
 }
 
-fn fence_join(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn fence_join(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let _flags = a.i64()?;
     out(some(Fence::join(fences(a)?).into_ref()))
 }
 
-fn fence_query(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn fence_query(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(fence::status_code(&fence::deref(a.r()?)?.reached()) as i32))
 }
 
-fn fence_signal(_: &HalState, a: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
+fn fence_signal(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     fence::deref(a.r()?)?.signal();
     none()
 }

@@ -388,7 +388,13 @@ mod tests {
             &self.functions
         }
 
-        fn call(&self, _: &mut NativeState, _: usize, _: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+        fn call(
+            &self,
+            _: &mut NativeState,
+            _: usize,
+            _: &[Value],
+            _: &mut Vec<Value>,
+        ) -> Result<NativeOutcome, Diagnostic> {
             let value = AsyncValueRef::unconstructed();
             *self.pending.lock().unwrap() = Some(value.clone());
             Ok(NativeOutcome::Pending(value))
@@ -431,13 +437,19 @@ mod tests {
             &self.functions
         }
 
-        fn call(&self, _: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
-            let result = match ordinal {
+        fn call(
+            &self,
+            _: &mut NativeState,
+            ordinal: usize,
+            arguments: &[Value],
+            results: &mut Vec<Value>,
+        ) -> Result<NativeOutcome, Diagnostic> {
+            results.push(match ordinal {
                 0 => arguments[0].clone(),
                 1 => Value::Ref(Some(Ref::Buffer(crate::vm::buffer::Buffer::from_bytes(&[1, 2])?))),
                 _ => Value::Ref(None),
-            };
-            Ok(NativeOutcome::Ready(vec![result]))
+            });
+            Ok(NativeOutcome::Ready)
         }
     }
 

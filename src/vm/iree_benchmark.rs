@@ -28,12 +28,42 @@ pub fn find_iree_benchmark_module() -> Option<PathBuf> {
     directories.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-/// Runs `tool` for about `seconds` with `arguments` (`--device=...`, `--module=...`,
+/// How long one measurement runs, as Google Benchmark's `--benchmark_min_time` gives it: a time
+/// (`0.5`, `0.5s`), or an exact number of calls (`100x`), which makes instruction and allocation
+/// counts per call exact under a profiler.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MinTime {
+    Seconds(f64),
+    Calls(u64),
+}
+
+impl MinTime {
+    /// Reads `--benchmark_min_time`'s value; `None` if it is neither a non-negative time nor a
+    /// positive call count.
+    pub fn parse(text: &str) -> Option<MinTime> {
+        if let Some(calls) = text.strip_suffix('x') {
+            return calls.parse().ok().filter(|&calls| calls > 0).map(MinTime::Calls);
+        }
+        let seconds: f64 = text.strip_suffix('s').unwrap_or(text).parse().ok()?;
+        (seconds >= 0.0).then_some(MinTime::Seconds(seconds))
+    }
+}
+
+impl std::fmt::Display for MinTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MinTime::Seconds(seconds) => write!(f, "{seconds}s"),
+            MinTime::Calls(calls) => write!(f, "{calls}x"),
+        }
+    }
+}
+
+/// Runs `tool` for `min_time` with `arguments` (`--device=...`, `--module=...`,
 /// `--function=...`, `--input=...`) and returns its median real time per call, in nanoseconds.
-pub fn time_per_call(tool: &Path, arguments: &[String], seconds: f64) -> Result<f64, IreeBenchmarkError> {
+pub fn time_per_call(tool: &Path, arguments: &[String], min_time: MinTime) -> Result<f64, IreeBenchmarkError> {
     let output = Command::new(tool)
         .args(arguments)
-        .arg(format!("--benchmark_min_time={seconds}s"))
+        .arg(format!("--benchmark_min_time={min_time}"))
         .arg("--benchmark_format=json")
         .output()
         .map_err(|e| IreeBenchmarkError::Spawn { tool: tool.display().to_string(), message: e.to_string() })?;
@@ -58,4 +88,21 @@ pub fn time_per_call(tool: &Path, arguments: &[String], seconds: f64) -> Result<
         other => return Err(IreeBenchmarkError::BadUnit(other.to_owned())),
     };
     Ok(time * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_time_reads_times_and_call_counts() {
+        assert_eq!(MinTime::parse("1"), Some(MinTime::Seconds(1.0)));
+        assert_eq!(MinTime::parse("0.25s"), Some(MinTime::Seconds(0.25)));
+        assert_eq!(MinTime::parse("100x"), Some(MinTime::Calls(100)));
+        assert_eq!(MinTime::Calls(100).to_string(), "100x");
+        assert_eq!(MinTime::Seconds(0.5).to_string(), "0.5s");
+        for bad in ["0x", "-1", "x", "1.5x", "s", "fast"] {
+            assert_eq!(MinTime::parse(bad), None, "{bad}");
+        }
+    }
 }

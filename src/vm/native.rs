@@ -27,8 +27,8 @@ impl NativeFunction {
 
 /// What a native function produced.
 pub enum NativeOutcome {
-    /// The results, in calling-convention order.
-    Ready(Vec<Value>),
+    /// The results are in the `results` the caller passed, in calling-convention order.
+    Ready,
     /// The results will arrive later (a fence wait, a host callback): the calling invocation
     /// suspends without blocking its thread and resumes when this value is available. An error
     /// value fails the invocation.
@@ -58,6 +58,14 @@ pub trait NativeModule: Send + Sync {
 
     /// Calls function `ordinal` with `arguments` already checked against its calling
     /// convention: one value per plain argument, and for a variadic span first its tuple count
-    /// as an i32, then the tuples' values flattened.
-    fn call(&self, state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic>;
+    /// as an i32, then the tuples' values flattened. A function that answers at once pushes its
+    /// results onto `results` (empty on entry): the caller reuses that vector call after call, so
+    /// a program driving the HAL allocates nothing to pass results back.
+    fn call(
+        &self,
+        state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic>;
 }

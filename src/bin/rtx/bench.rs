@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use rtx::vm::iree_benchmark;
+use rtx::vm::iree_benchmark::{self, MinTime};
 
 use crate::flags::Flags;
 use crate::prepare;
@@ -19,53 +19,59 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "rounds",
         "no_iree",
     ])?;
-    let min_time: f64 = match flags.last("benchmark_min_time") {
-        Some(text) => text.trim_end_matches('s').parse().map_err(|_| format!("bad --benchmark_min_time `{text}`"))?,
-        None => 1.0,
+    let min_time = match flags.last("benchmark_min_time") {
+        Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,
+        None => MinTime::Seconds(1.0),
     };
     let rounds: usize = match flags.last("rounds") {
         Some(text) => text.parse().map_err(|_| format!("bad --rounds `{text}`"))?,
         None => 5,
-    };
+    }
+    .max(1);
     let prepared = prepare(flags)?;
     let call = || prepared.context.call(&prepared.function, prepared.arguments.clone());
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
-    // Batches long enough (~1 ms) that timer overhead vanishes.
-    let mut batch = 1u64;
-    loop {
-        let start = Instant::now();
-        for _ in 0..batch {
-            let _ = call();
-        }
-        if start.elapsed().as_secs_f64() > 1e-3 || batch >= 1 << 30 {
-            break;
-        }
-        batch *= 2;
-    }
-    let measure = |seconds: f64, samples: &mut Vec<f64>| {
+    let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
+    let rounds = if iree.is_some() { rounds } else { 1 };
+    // Each round's share: a time is split between the rounds, a call count is made in each.
+    let round = match min_time {
+        MinTime::Seconds(seconds) => MinTime::Seconds(seconds / rounds as f64),
+        calls => calls,
+    };
+    // A round is timed as iree-benchmark-module times its run: the mean time per call over the
+    // whole round (a median of short batches would drop the slow ones that a busy machine causes,
+    // which IREE's mean keeps). The clock is read after batches of ~1 ms, or after exactly the
+    // calls asked for.
+    let batch = match round {
+        MinTime::Seconds(_) => calibrate_batch(call),
+        MinTime::Calls(calls) => calls,
+    };
+    let measure = || {
         let started = Instant::now();
-        while started.elapsed().as_secs_f64() < seconds || samples.is_empty() {
-            let start = Instant::now();
+        let mut calls = 0;
+        loop {
             for _ in 0..batch {
                 let _ = call();
             }
-            samples.push(start.elapsed().as_nanos() as f64 / batch as f64);
-        }
-    };
-    let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
-    let mut ours = Vec::new();
-    let mut theirs = Vec::new();
-    match &iree {
-        // Alternate with IREE's own benchmark on the same module and inputs, so both see the same
-        // machine state (PERFORMANCE.md), and report the median of each and their ratio.
-        Some(tool) => {
-            let slice = min_time / rounds.max(1) as f64;
-            for _ in 0..rounds.max(1) {
-                theirs.push(run_iree_benchmark(tool, flags, slice)?);
-                measure(slice, &mut ours);
+            calls += batch;
+            match round {
+                MinTime::Seconds(seconds) if started.elapsed().as_secs_f64() < seconds => {}
+                _ => return (started.elapsed().as_nanos() as f64 / calls as f64, calls),
             }
         }
-        None => measure(min_time, &mut ours),
+    };
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    let mut total_calls = 0;
+    for _ in 0..rounds {
+        // Alternate with IREE's own benchmark on the same module and inputs, so both see the same
+        // machine state (PERFORMANCE.md), and report the median of each and their ratio.
+        if let Some(tool) = &iree {
+            theirs.push(run_iree_benchmark(tool, flags, round)?);
+        }
+        let (time, calls) = measure();
+        ours.push(time);
+        total_calls += calls;
     }
     let median = |samples: &mut Vec<f64>| {
         samples.sort_by(f64::total_cmp);
@@ -79,12 +85,27 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
             our_median / their_median
         );
     }
-    println!("{}: median {:.0} ns per call ({} calls)", prepared.name, our_median, ours.len() as u64 * batch);
+    println!("{}: median {:.0} ns per call ({total_calls} calls)", prepared.name, our_median);
     Ok(ExitCode::SUCCESS)
 }
 
+/// The number of calls that take about a millisecond.
+fn calibrate_batch<T>(call: impl Fn() -> T) -> u64 {
+    let mut batch = 1u64;
+    loop {
+        let start = Instant::now();
+        for _ in 0..batch {
+            let _ = call();
+        }
+        if start.elapsed().as_secs_f64() > 1e-3 || batch >= 1 << 30 {
+            return batch;
+        }
+        batch *= 2;
+    }
+}
+
 /// One `iree-benchmark-module` run of the same call; its median real time per call in ns.
-fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, seconds: f64) -> Result<f64, String> {
+fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, min_time: MinTime) -> Result<f64, String> {
     let mut arguments = vec![format!("--device={}", flags.last("device").unwrap_or("local-sync"))];
     if let Some(count) = flags.last("task_topology_group_count") {
         arguments.push(format!("--task_topology_group_count={count}"));
@@ -92,5 +113,5 @@ fn run_iree_benchmark(tool: &std::path::Path, flags: &Flags, seconds: f64) -> Re
     arguments.extend(flags.all("module").into_iter().map(|module| format!("--module={module}")));
     arguments.push(format!("--function={}", flags.last("function").unwrap_or_default()));
     arguments.extend(flags.all("input").into_iter().map(|input| format!("--input={input}")));
-    iree_benchmark::time_per_call(tool, &arguments, seconds).map_err(|e| e.to_string())
+    iree_benchmark::time_per_call(tool, &arguments, min_time).map_err(|e| e.to_string())
 }

@@ -40,12 +40,13 @@ iree-run-module 3.13 does; a failing call gives the same stdout and exit status 
 
 pub const BENCH: &str = "usage: rtx bench --module=X.vmfb --function=F [--input=V ...] [flags...]
 
-Calls F repeatedly in process and prints the median time per call. When iree-benchmark-module is
-in RTX_IREE_TOOLS or on PATH, runs it on the same call in alternation and prints the ratio of
-the two medians (rtx/IREE).
+Calls F repeatedly in process and prints the median over rounds of the mean time per call in a
+round. When iree-benchmark-module is in RTX_IREE_TOOLS or on PATH, runs it on the same call in
+alternation (its rounds timed the same way) and prints the ratio of the two medians (rtx/IREE).
 
   --module, --function, --input, --device, --task_topology_group_count   as for `rtx run`
   --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
+  --benchmark_min_time=Nx           exactly N calls per round instead (after one warm-up call)
   --rounds=N                        alternations with iree-benchmark-module (default 5)
   --no_iree                         time rtx alone";
 

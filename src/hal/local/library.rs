@@ -268,14 +268,20 @@ impl ExecutableLibrary {
     }
 
     /// Checks a dispatch of export `export` against its attributes and fixes its arguments;
-    /// the workgroups are then run with [`PreparedDispatch::run_workgroup`].
-    pub fn prepare_dispatch<'a>(
+    /// the workgroups are then run with [`PreparedDispatch::run_workgroup`]. Nothing is
+    /// allocated: the arguments are copied into the prepared dispatch.
+    pub fn prepare_dispatch<'a, B>(
         &'a self,
         export: usize,
         workgroup_count: [u32; 3],
         constants: &[u32],
-        bindings: &[Binding<'a>],
-    ) -> Result<PreparedDispatch<'a>, DispatchError> {
+        bindings: B,
+    ) -> Result<PreparedDispatch<'a>, DispatchError>
+    where
+        B: IntoIterator<Item = Binding<'a>>,
+        B::IntoIter: ExactSizeIterator,
+    {
+        let bindings = bindings.into_iter();
         let info = self.exports.get(export).ok_or(DispatchError::NoSuchExport { export, count: self.exports.len() })?;
         if constants.len() != info.constant_count {
             return Err(DispatchError::ConstantCount {
@@ -291,37 +297,24 @@ impl ExecutableLibrary {
                 given: bindings.len(),
             });
         }
-        let count_z =
-            u16::try_from(workgroup_count[2]).map_err(|_| DispatchError::WorkgroupCountZ(workgroup_count[2]))?;
-        let constants: Box<[u32]> = constants.into();
-        let binding_ptrs: Box<[*mut c_void]> = bindings.iter().map(|b| b.ptr).collect();
-        let binding_lengths: Box<[usize]> = bindings.iter().map(|b| b.len).collect();
-        // The narrowing casts are lossless: the Z size came from a 16-bit attribute, and the counts
-        // equal the export's, which load checked against the limits of 64.
-        let state = DispatchState {
-            workgroup_size_x: info.workgroup_size[0],
-            workgroup_size_y: info.workgroup_size[1],
-            workgroup_size_z: info.workgroup_size[2] as u16,
-            constant_count: constants.len() as u16,
-            workgroup_count_x: workgroup_count[0],
-            workgroup_count_y: workgroup_count[1],
-            workgroup_count_z: count_z,
-            max_concurrency: 1,
-            binding_count: bindings.len() as u8,
-            constants: constants.as_ptr(),
-            binding_ptrs: binding_ptrs.as_ptr(),
-            binding_lengths: binding_lengths.as_ptr(),
-        };
-        Ok(PreparedDispatch {
+        u16::try_from(workgroup_count[2]).map_err(|_| DispatchError::WorkgroupCountZ(workgroup_count[2]))?;
+        // The counts equal the export's, which load checked against the limits of 64.
+        let mut prepared = PreparedDispatch {
             library: self,
             export,
             workgroup_count,
-            state,
-            _constants: constants,
-            _binding_ptrs: binding_ptrs,
-            _binding_lengths: binding_lengths,
+            max_concurrency: 1,
+            constants: [0; MAX_CONSTANT_COUNT],
+            binding_ptrs: [std::ptr::null_mut(); MAX_BINDING_COUNT],
+            binding_lengths: [0; MAX_BINDING_COUNT],
             _buffers: PhantomData,
-        })
+        };
+        prepared.constants[..constants.len()].copy_from_slice(constants);
+        for (index, binding) in bindings.enumerate() {
+            prepared.binding_ptrs[index] = binding.ptr;
+            prepared.binding_lengths[index] = binding.len;
+        }
+        Ok(prepared)
     }
 }
 
@@ -367,16 +360,16 @@ pub enum DispatchError {
     Failed { export: String, workgroup: [u32; 3], status: i32 },
 }
 
-/// One dispatch, its arguments fixed; its workgroups may run on several threads at once.
+/// One dispatch, its arguments fixed; its workgroups may run on several threads at once. The
+/// arguments are held inline (up to the ABI's limits), so preparing a dispatch allocates nothing.
 pub struct PreparedDispatch<'a> {
     library: &'a ExecutableLibrary,
     export: usize,
     workgroup_count: [u32; 3],
-    state: DispatchState,
-    // What `state` points at.
-    _constants: Box<[u32]>,
-    _binding_ptrs: Box<[*mut c_void]>,
-    _binding_lengths: Box<[usize]>,
+    max_concurrency: u8,
+    constants: [u32; MAX_CONSTANT_COUNT],
+    binding_ptrs: [*mut c_void; MAX_BINDING_COUNT],
+    binding_lengths: [usize; MAX_BINDING_COUNT],
     _buffers: PhantomData<&'a mut [u8]>,
 }
 
@@ -390,7 +383,7 @@ impl PreparedDispatch<'_> {
     /// How many workgroups the caller may run at once (a hint some executables size work by);
     /// 1 unless set.
     pub fn set_max_concurrency(&mut self, max_concurrency: u8) {
-        self.state.max_concurrency = max_concurrency;
+        self.max_concurrency = max_concurrency;
     }
 
     pub fn workgroup_count(&self) -> [u32; 3] {
@@ -436,10 +429,26 @@ impl PreparedDispatch<'_> {
             local_memory: if local_memory.is_empty() { std::ptr::null_mut() } else { local_memory.as_mut_ptr().cast() },
             local_memory_size: u32::try_from(local_memory.len()).unwrap_or(u32::MAX),
         };
+        // The narrowing casts are lossless: the Z sizes were checked to fit 16 bits (the
+        // workgroup size by load, the count by `prepare_dispatch`), and the counts are at most 64.
+        let state = DispatchState {
+            workgroup_size_x: export.workgroup_size[0],
+            workgroup_size_y: export.workgroup_size[1],
+            workgroup_size_z: export.workgroup_size[2] as u16,
+            constant_count: export.constant_count as u16,
+            workgroup_count_x: self.workgroup_count[0],
+            workgroup_count_y: self.workgroup_count[1],
+            workgroup_count_z: self.workgroup_count[2] as u16,
+            max_concurrency: self.max_concurrency,
+            binding_count: export.binding_count as u8,
+            constants: self.constants.as_ptr(),
+            binding_ptrs: self.binding_ptrs.as_ptr(),
+            binding_lengths: self.binding_lengths.as_ptr(),
+        };
         let dispatch = self.library.dispatch_fns[self.export];
         // SAFETY: a dispatch function of the loaded library, called with its environment, this
         // dispatch's state and a workgroup inside it; the caller vouches for the arguments.
-        let status = unsafe { dispatch(&*self.library.environment, &self.state, &workgroup) };
+        let status = unsafe { dispatch(&*self.library.environment, &state, &workgroup) };
         if status == 0 {
             Ok(())
         } else {

@@ -55,19 +55,15 @@ impl ExecutableCode for NativeExecutable {
     }
 
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-        let bindings: Vec<Binding<'_>> = dispatch
-            .bindings
-            .iter()
-            .map(|bound| {
-                // SAFETY: the bound memory is held by the dispatch for as long as the code runs;
-                // the same memory bound twice (at different offsets) is what dispatches do.
-                unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
-            })
-            .collect();
+        let bindings = dispatch.bindings.iter().map(|bound| {
+            // SAFETY: the bound memory is held by the dispatch for as long as the code runs;
+            // the same memory bound twice (at different offsets) is what dispatches do.
+            unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
+        });
         let failed = |e: super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());
         let mut prepared = self
             .library
-            .prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, &bindings)
+            .prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings)
             .map_err(failed)?;
         let [x, y, z] = dispatch.workgroup_count;
         let total = u64::from(x) * u64::from(y) * u64::from(z);

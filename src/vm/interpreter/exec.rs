@@ -312,7 +312,8 @@ impl Invocation {
                     self.return_to_caller(instances, frame, values)?;
                 }
                 Transfer::Native { instance, function, arguments } => {
-                    if let Some(step) = self.call_native(instances, states, (instance, function), arguments)? {
+                    let Op::Call(call) = op else { unreachable!("called from a call op") };
+                    if let Some(step) = self.call_native(instances, states, (instance, function), call, arguments)? {
                         return Ok(step);
                     }
                 }

@@ -417,12 +417,15 @@ impl FunctionLowering<'_> {
             Some(offset) => Some(self.block(offset)?),
             None => None,
         };
+        let arguments = self.slots("call argument", arguments, &argument_kinds)?;
+        let lends_refs = super::call::lends_refs(&arguments);
         Ok(Op::Call(Box::new(CallOp {
             callee,
             segments,
-            arguments: self.slots("call argument", arguments, &argument_kinds)?,
+            arguments,
             results: self.slots("call result", results, &result_kinds)?,
             resume,
+            lends_refs,
         })))
     }
 

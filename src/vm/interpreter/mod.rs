@@ -57,6 +57,7 @@ pub(crate) struct Stack {
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
     native_arguments: Vec<Value>,
+    native_results: Vec<Value>,
     #[cfg(rtx_jit)]
     jit_stack: Vec<u32>,
 }
@@ -92,6 +93,8 @@ pub struct Invocation {
     /// The arguments of a call from bytecode into a native function, reused call after call
     /// (programs driving the HAL make dozens per invocation).
     native_arguments: Vec<Value>,
+    /// What native functions answer into, reused as the arguments are.
+    native_results: Vec<Value>,
     pending: Option<Pending>,
     /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
     /// ([`UNLIMITED`]: never).
@@ -153,6 +156,7 @@ impl Invocation {
             refs: stack.refs,
             native_entry: None,
             native_arguments: stack.native_arguments,
+            native_results: stack.native_results,
             pending: None,
             budget: linked.budget,
             #[cfg(rtx_jit)]
@@ -234,6 +238,7 @@ impl Invocation {
                 i32s: std::mem::take(&mut self.i32s),
                 refs: std::mem::take(&mut self.refs),
                 native_arguments: std::mem::take(&mut self.native_arguments),
+                native_results: std::mem::take(&mut self.native_results),
                 #[cfg(rtx_jit)]
                 jit_stack: std::mem::take(&mut self.jit_stack),
             });
@@ -243,8 +248,9 @@ impl Invocation {
     fn step(&mut self, linked: &mut Linked) -> Result<Step, Diagnostic> {
         let Linked { instances, states, .. } = linked;
         if let Some((instance, function, arguments)) = self.native_entry.take() {
-            return match call_native(instances, states, (instance, function), &arguments)? {
-                NativeOutcome::Ready(results) => Ok(Step::Done(results)),
+            let results = &mut self.native_results;
+            return match call_native(instances, states, (instance, function), &arguments, results)? {
+                NativeOutcome::Ready => Ok(Step::Done(std::mem::take(results))),
                 NativeOutcome::Pending(results) => {
                     let wait = results.as_untyped().clone();
                     self.pending = Some(Pending { results, native: (instance, function) });
@@ -261,28 +267,41 @@ impl Invocation {
             if let Some(error) = pending.results.as_untyped().get_error() {
                 return Err(self.locate(instances, error.clone()));
             }
-            let results = pending.results.get().clone();
+            let mut results = pending.results.get().clone();
             if self.frames.is_empty() {
                 return Ok(Step::Done(results));
             }
-            self.finish_native_call(instances, pending.native, results)?;
+            self.finish_native_call(instances, pending.native, &mut results)?;
         }
         self.execute(instances, states)
     }
 
-    /// Writes the results of a completed native call into the calling frame and moves it past
-    /// the call.
+    /// Moves the results of a native call that completed later out of `results` into the calling
+    /// frame and moves it past the call.
     fn finish_native_call(
         &mut self,
         instances: &[Instance],
         native: (u32, u32),
-        results: Vec<Value>,
+        results: &mut Vec<Value>,
     ) -> Result<(), Diagnostic> {
         let frame = *self.frames.last().expect("a native call has a calling frame");
         let module = bytecode_module(instances, frame.instance)?;
         let op::Op::Call(call) = &module.functions()[frame.function as usize].ops[frame.pc as usize] else {
             unreachable!("a pending native call was started by a call op");
         };
+        self.write_native_results(instances, native, call, results)
+    }
+
+    /// Moves the results of native call `call`, the top frame's, out of `results` into its
+    /// registers and moves the frame past the call.
+    fn write_native_results(
+        &mut self,
+        instances: &[Instance],
+        native: (u32, u32),
+        call: &op::CallOp,
+        results: &mut Vec<Value>,
+    ) -> Result<(), Diagnostic> {
+        let frame = *self.frames.last().expect("a native call has a calling frame");
         if results.len() != call.results.len() {
             let error = Diagnostic::new(
                 StatusCode::Internal,
@@ -295,7 +314,7 @@ impl Invocation {
             );
             return Err(self.locate(instances, error));
         }
-        for (index, (slot, value)) in call.results.iter().zip(results).enumerate() {
+        for (index, (slot, value)) in call.results.iter().zip(results.drain(..)).enumerate() {
             if let Err(got) = self.write_value(frame.i32_base, frame.ref_base, *slot, value) {
                 let error = Diagnostic::new(
                     StatusCode::Internal,
@@ -494,17 +513,18 @@ fn native_name(instances: &[Instance], (instance, function): (u32, u32)) -> Stri
     }
 }
 
-/// Calls a native function with checked arguments.
+/// Calls a native function with checked arguments; its results go to `results` (empty).
 fn call_native(
     instances: &[Instance],
     states: &mut [State],
     (instance, function): (u32, u32),
     arguments: &[Value],
+    results: &mut Vec<Value>,
 ) -> Result<NativeOutcome, Diagnostic> {
     let (Some(Instance::Native(native)), Some(State::Native(state))) =
         (instances.get(instance as usize), states.get_mut(instance as usize))
     else {
         return Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not native")));
     };
-    native.call(state, function as usize, arguments)
+    native.call(state, function as usize, arguments, results)
 }

@@ -103,6 +103,10 @@ pub struct CallOp {
     pub results: Box<[Slot]>,
     /// For yieldable calls: where execution continues (the results are that block's arguments).
     pub resume: Option<u32>,
+    /// Some refs are passed without being moved and no ref register is passed twice, so a native
+    /// callee can borrow the caller's refs: they are moved out of their registers for the call
+    /// and put back after it, with no reference-count traffic. (Otherwise they are cloned.)
+    pub lends_refs: bool,
 }
 
 /// Width of a buffer element access.

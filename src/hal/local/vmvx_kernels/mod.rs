@@ -100,11 +100,18 @@ impl NativeModule for VmvxModule {
         &self.functions
     }
 
-    fn call(&self, _state: &mut NativeState, ordinal: usize, arguments: &[Value]) -> Result<NativeOutcome, Diagnostic> {
+    fn call(
+        &self,
+        _state: &mut NativeState,
+        ordinal: usize,
+        arguments: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<NativeOutcome, Diagnostic> {
         let (name, _, kernel) = FUNCTIONS
             .get(ordinal)
             .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("vmvx function {ordinal} does not exist")))?;
-        kernel(&mut Args::new(NAME, name, arguments)).map(NativeOutcome::Ready)
+        results.extend(kernel(&mut Args::new(NAME, name, arguments))?);
+        Ok(NativeOutcome::Ready)
     }
 }
 
@@ -302,8 +309,9 @@ mod tests {
             })
             .collect();
         let mut state: NativeState = Box::new(());
-        match module.call(&mut state, ordinal, &values)? {
-            NativeOutcome::Ready(results) => Ok(results),
+        let mut results = Vec::new();
+        match module.call(&mut state, ordinal, &values, &mut results)? {
+            NativeOutcome::Ready => Ok(results),
             NativeOutcome::Pending(_) => panic!("vmvx functions never suspend"),
         }
     }
