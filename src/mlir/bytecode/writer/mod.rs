@@ -29,6 +29,7 @@
 mod attr_type;
 mod emitter;
 pub mod error;
+mod interner;
 mod ir;
 mod llvm;
 mod numbering;
@@ -125,11 +126,11 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
     out.section(4, ir_section);
     write_resource_sections(&mut out, &mut plan, module)?;
     let mut strings = Emitter::new();
-    strings.varint(plan.strings.strings.len() as u64);
-    for s in plan.strings.strings.iter().rev() {
+    strings.varint(plan.strings.strings().len() as u64);
+    for s in plan.strings.strings().iter().rev() {
         strings.varint(s.len() as u64 + 1);
     }
-    for s in &plan.strings.strings {
+    for s in plan.strings.strings() {
         strings.cstr(s);
     }
     out.section(0, strings);
