@@ -39,20 +39,31 @@ impl Emitter {
 
     /// A PrefixVarInt: the count of trailing zero bits of the first byte is the count of extra
     /// bytes; a first byte of zero means eight little-endian bytes follow.
+    #[inline]
     pub fn varint(&mut self, value: u64) {
         if value >> 7 == 0 {
             self.buf.push(((value << 1) | 1) as u8);
+        } else {
+            self.long_varint(value);
+        }
+    }
+
+    /// [`Emitter::varint`] of a value of 7 bits or more (kept out of line so that the one-byte
+    /// case, most of them, inlines into its callers).
+    fn long_varint(&mut self, value: u64) {
+        if value >> 56 != 0 {
+            self.buf.push(0);
+            self.buf.extend_from_slice(&value.to_le_bytes());
             return;
         }
-        for num_bytes in 2..9usize {
-            if value >> (7 * num_bytes) == 0 {
-                let encoded = ((value << 1) | 1) << (num_bytes - 1);
-                self.buf.extend_from_slice(&encoded.to_le_bytes()[..num_bytes]);
-                return;
-            }
-        }
-        self.buf.push(0);
-        self.buf.extend_from_slice(&value.to_le_bytes());
+        // Seven value bits per byte: 2 to 8 bytes.
+        let num_bytes = (u64::BITS - value.leading_zeros()).div_ceil(7) as usize;
+        let encoded = ((value << 1) | 1) << (num_bytes - 1);
+        // One fixed-size store, then the unused high bytes dropped: cheaper than a copy of
+        // `num_bytes` bytes.
+        let end = self.buf.len() + num_bytes;
+        self.buf.extend_from_slice(&encoded.to_le_bytes());
+        self.buf.truncate(end);
     }
 
     /// A zigzag-encoded signed varint.
@@ -131,6 +142,11 @@ mod tests {
         assert_eq!(varint(128), [0x02, 0x02]);
         assert_eq!(varint(u64::MAX), [0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
         assert_eq!(varint(1 << 55), [0x80, 0, 0, 0, 0, 0, 0, 0x80]);
+        // The edges of each length: 2, 3, 8 and 9 bytes.
+        assert_eq!(varint((1 << 14) - 1), [0xfe, 0xff]);
+        assert_eq!(varint(1 << 14), [0x04, 0x00, 0x02]);
+        assert_eq!(varint((1 << 56) - 1), [0x80, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(varint(1 << 56), [0, 0, 0, 0, 0, 0, 0, 0, 0x01]);
     }
 
     #[test]

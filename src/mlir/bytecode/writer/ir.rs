@@ -66,9 +66,14 @@ impl<'a> IrWriter<'a> {
         let mut isolated = vec![true; m.ops.len()];
         for &user in &plan.walk {
             let o = op(m, user)?;
-            for &v in operands(m, o)? {
+            let used = operands(m, o)?;
+            if used.is_empty() {
+                continue;
+            }
+            let user_region = parent_region(m, user)?;
+            for &v in used {
                 let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
-                let mut current = parent_region(m, user)?;
+                let mut current = user_region;
                 let mut steps = 0usize;
                 while current != def {
                     let Some(r) = current else {
@@ -275,10 +280,15 @@ impl<'a> IrWriter<'a> {
 
     /// The use-list records of the `len` values from `first`, as the module stores them; whether
     /// there were any.
+    #[inline]
     fn use_list_records(&mut self, e: &mut Emitter, first: u32, len: usize) -> Result<bool> {
         if self.use_lists.is_empty() || len == 0 {
             return Ok(false);
         }
+        self.write_use_list_records(e, first, len)
+    }
+
+    fn write_use_list_records(&mut self, e: &mut Emitter, first: u32, len: usize) -> Result<bool> {
         let mut records: Vec<(u32, &UseListOrder)> = Vec::new();
         for i in 0..len as u32 {
             if let Some(orders) = self.use_lists.get(&ValueId(first + i)) {

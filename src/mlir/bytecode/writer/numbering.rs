@@ -30,36 +30,46 @@ const UNSET: u32 = u32::MAX;
 // ---------------------------------------------------------------------------------------------
 // Checked access to the module (a hand-built module may hold dangling ids: an error, not a panic).
 
+#[cold]
 pub(super) fn malformed(what: impl Into<String>) -> WriteError {
     WriteError::Malformed(what.into())
 }
 
+#[inline]
 pub(super) fn op(m: &Module, id: OpId) -> Result<&Operation> {
     m.ops.get(id.0 as usize).ok_or_else(|| malformed(format!("op {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn block(m: &Module, id: BlockId) -> Result<&Block> {
     m.blocks.get(id.0 as usize).ok_or_else(|| malformed(format!("block {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn region(m: &Module, id: RegionId) -> Result<&Region> {
     m.regions.get(id.0 as usize).ok_or_else(|| malformed(format!("region {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn value(m: &Module, id: ValueId) -> Result<&Value> {
     m.values.get(id.0 as usize).ok_or_else(|| malformed(format!("value {} does not exist", id.0)))
 }
+#[inline]
 fn pool<'a, T>(pool: &'a [T], span: crate::mlir::ir::Span, what: &str) -> Result<&'a [T]> {
     let end = span.start.checked_add(span.len).ok_or_else(|| malformed(format!("{what} span overflows")))?;
     pool.get(span.start as usize..end as usize).ok_or_else(|| malformed(format!("{what} span out of range")))
 }
+#[inline]
 pub(super) fn operands<'a>(m: &'a Module, op: &Operation) -> Result<&'a [ValueId]> {
     pool(&m.operand_pool, op.operands, "operand")
 }
+#[inline]
 pub(super) fn successors<'a>(m: &'a Module, op: &Operation) -> Result<&'a [BlockId]> {
     pool(&m.successor_pool, op.successors, "successor")
 }
+#[inline]
 pub(super) fn regions<'a>(m: &'a Module, op: &Operation) -> Result<&'a [RegionId]> {
     pool(&m.region_pool, op.regions, "region")
 }
 /// A run of consecutive values (results, block arguments), checked to exist.
+#[inline]
 pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::ops::Range<u32>> {
     let end = span.start.checked_add(span.len).ok_or_else(|| malformed("value span overflows"))?;
     if span.len > 0 && end as usize > m.values.len() {
@@ -67,9 +77,11 @@ pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::
     }
     Ok(if span.len == 0 { 0..0 } else { span.start..end })
 }
+#[inline]
 pub(super) fn attr(ctx: &Context, id: AttrId) -> Result<&Attribute> {
     ctx.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn ty(ctx: &Context, id: TypeId) -> Result<&Type> {
     ctx.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
 }
@@ -333,6 +345,7 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    #[inline]
     pub fn attr_index(&self, key: AttrKey) -> Result<u64> {
         let index = match key {
             AttrKey::Module(id) => self.attr_index.get(id.0 as usize),
@@ -344,6 +357,7 @@ impl Plan {
         }
     }
 
+    #[inline]
     pub fn type_index(&self, id: TypeId) -> Result<u64> {
         match self.type_index.get(id.0 as usize) {
             Some(&i) if i != UNSET => Ok(u64::from(i)),
@@ -351,6 +365,7 @@ impl Plan {
         }
     }
 
+    #[inline]
     pub fn op_name_index(&self, id: OpNameId) -> Result<u64> {
         match self.op_name_index.get(id.0 as usize) {
             Some(&i) if i != UNSET => Ok(u64::from(i)),
@@ -407,7 +422,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
     // encoding depends only on the op's name and dictionary: each pair is planned once.
     let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
-    if version >= version::NATIVE_PROPERTIES {
+    if version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some) {
         native.resize_with(m.ops.len(), || None);
         for &id in &walk {
             let o = op(m, id)?;
