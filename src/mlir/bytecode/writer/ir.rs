@@ -183,7 +183,7 @@ impl<'a> IrWriter<'a> {
         if !op_regions.is_empty() {
             mask |= 0x10;
         }
-        e.buf[mask_at] = mask;
+        e.set_byte(mask_at, mask);
         if op_regions.is_empty() {
             return Ok(());
         }
@@ -268,7 +268,7 @@ impl<'a> IrWriter<'a> {
                 let flag_at = e.len();
                 e.byte(0);
                 if self.use_list_records(e, args.start, args.len())? {
-                    e.buf[flag_at] = 0x20;
+                    e.set_byte(flag_at, 0x20);
                 }
             }
         }
@@ -316,7 +316,7 @@ impl<'a> IrWriter<'a> {
     /// Encodes `props` into `self.blob`; whether the op has properties.
     fn properties_blob(&mut self, props: &PropsPlan) -> Result<bool> {
         let e = &mut self.blob;
-        e.buf.clear();
+        e.clear();
         match props {
             PropsPlan::None => return Ok(false),
             PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
@@ -340,14 +340,14 @@ impl<'a> IrWriter<'a> {
 
     /// The index of `self.blob`'s entry in the properties table, added if new.
     fn intern_properties(&mut self) -> u64 {
-        self.entry.buf.clear();
-        self.entry.blob(&self.blob.buf);
-        if let Some(&index) = self.properties_index.get(self.entry.buf.as_slice()) {
+        self.entry.clear();
+        self.entry.blob(self.blob.as_bytes());
+        if let Some(&index) = self.properties_index.get(self.entry.as_bytes()) {
             return index;
         }
         let index = self.properties.len() as u64;
-        self.properties.push(self.entry.buf.clone());
-        self.properties_index.insert(self.entry.buf.clone(), index);
+        self.properties.push(self.entry.as_bytes().to_vec());
+        self.properties_index.insert(self.entry.as_bytes().to_vec(), index);
         index
     }
 }

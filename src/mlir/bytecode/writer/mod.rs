@@ -142,7 +142,7 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
         }
         out.section(8, section);
     }
-    Ok(out.buf)
+    Ok(out.into_bytes())
 }
 
 fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
