@@ -14,7 +14,7 @@ use super::numbering::{
 };
 use super::version;
 use crate::mlir::bytecode::reader::MAX_NESTING;
-use crate::mlir::ir::{Attribute, BlockId, Module, OpId, RegionId, UseListOrder, ValueDef, ValueId};
+use crate::mlir::ir::{Attribute, BlockId, Module, OpId, RegionId, UseListOrder, ValueId};
 
 const UNNUMBERED: u32 = u32::MAX;
 
@@ -24,8 +24,6 @@ pub(super) struct IrWriter<'a> {
     version: u32,
     /// Each value's number in its isolated scope (set when its region is entered).
     numbers: Vec<u32>,
-    /// Whether each op's regions use no value from outside the op.
-    isolated: Vec<bool>,
     use_lists: HashMap<ValueId, Vec<&'a UseListOrder>>,
     /// Serialized properties entries (size-prefixed), deduplicated.
     pub properties: Vec<Vec<u8>>,
@@ -36,60 +34,8 @@ pub(super) struct IrWriter<'a> {
     entry: Emitter,
 }
 
-/// The region a value is defined in (`None`: the top level).
-fn defining_region(m: &Module, v: ValueId) -> Result<Option<RegionId>> {
-    match value(m, v)?.def {
-        ValueDef::OpResult { op: def, .. } => match op(m, def)?.parent {
-            Some(b) => Ok(block(m, b)?.parent),
-            None => Ok(None),
-        },
-        ValueDef::BlockArgument { block: b, .. } => Ok(block(m, b)?.parent),
-        ValueDef::Undefined => Err(malformed_undefined()),
-    }
-}
-
-fn malformed_undefined() -> WriteError {
-    WriteError::UndefinedValue(String::new())
-}
-
-fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
-    match op(m, id)?.parent {
-        Some(b) => Ok(block(m, b)?.parent),
-        None => Ok(None),
-    }
-}
-
 impl<'a> IrWriter<'a> {
     pub fn new(m: &'a Module, plan: &'a Plan, version: u32) -> Result<Self> {
-        // An op is isolated unless some op inside it uses a value defined outside it: walk up from
-        // each use to the region defining the value, marking every op crossed.
-        let mut isolated = vec![true; m.ops.len()];
-        for &user in &plan.walk {
-            let o = op(m, user)?;
-            let used = operands(m, o)?;
-            if used.is_empty() {
-                continue;
-            }
-            let user_region = parent_region(m, user)?;
-            for &v in used {
-                let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
-                let mut current = user_region;
-                let mut steps = 0usize;
-                while current != def {
-                    let Some(r) = current else {
-                        return Err(WriteError::ValueNotVisible(op_name(m, user)));
-                    };
-                    let owner =
-                        region(m, r)?.parent.ok_or_else(|| numbering::malformed("region without a parent op"))?;
-                    isolated[owner.0 as usize] = false;
-                    current = parent_region(m, owner)?;
-                    steps += 1;
-                    if steps > m.ops.len() {
-                        return Err(numbering::malformed("op parents form a cycle"));
-                    }
-                }
-            }
-        }
         let mut use_lists: HashMap<ValueId, Vec<&UseListOrder>> = HashMap::new();
         if version >= version::USE_LIST_ORDERING {
             for order in &m.use_list_orders {
@@ -101,7 +47,6 @@ impl<'a> IrWriter<'a> {
             plan,
             version,
             numbers: vec![UNNUMBERED; m.values.len()],
-            isolated,
             use_lists,
             properties: Vec::new(),
             properties_index: HashMap::new(),
@@ -190,7 +135,7 @@ impl<'a> IrWriter<'a> {
         if depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let isolated = self.isolated[id.0 as usize];
+        let isolated = self.plan.isolated[id.0 as usize];
         e.varint_with_flag(op_regions.len() as u64, isolated);
         if isolated && self.version >= version::LAZY_LOADING {
             let mut nested = Emitter::new();

@@ -19,7 +19,7 @@ use super::WriteOptions;
 use crate::mlir::bytecode::reader::MAX_NESTING;
 use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, Context, DialectId, Module, OpId, OpNameId, Operation, Properties, Region,
-    RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
+    RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueDef, ValueId,
 };
 use crate::mlir::ods::{op_schema, OpSchema, PropKind};
 
@@ -117,6 +117,50 @@ pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
         }
     }
     Ok(order)
+}
+
+/// The region a value is defined in (`None`: the top level).
+fn defining_region(m: &Module, v: ValueId) -> Result<Option<RegionId>> {
+    match value(m, v)?.def {
+        ValueDef::OpResult { op: def, .. } => parent_region(m, def),
+        ValueDef::BlockArgument { block: b, .. } => Ok(block(m, b)?.parent),
+        ValueDef::Undefined => Err(WriteError::UndefinedValue(String::new())),
+    }
+}
+
+fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
+    match op(m, id)?.parent {
+        Some(b) => Ok(block(m, b)?.parent),
+        None => Ok(None),
+    }
+}
+
+/// An op is isolated unless some op inside it uses a value defined outside it: walks up from each
+/// of `user`'s operands' uses to the region defining the value, marking every op crossed as not
+/// isolated.
+fn mark_not_isolated(m: &Module, user: OpId, used: &[ValueId], isolated: &mut [bool]) -> Result<()> {
+    if used.is_empty() {
+        return Ok(());
+    }
+    let user_region = parent_region(m, user)?;
+    for &v in used {
+        let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
+        let mut current = user_region;
+        let mut steps = 0usize;
+        while current != def {
+            let Some(r) = current else {
+                return Err(WriteError::ValueNotVisible(op_name(m, user)));
+            };
+            let owner = region(m, r)?.parent.ok_or_else(|| malformed("region without a parent op"))?;
+            isolated[owner.0 as usize] = false;
+            current = parent_region(m, owner)?;
+            steps += 1;
+            if steps > m.ops.len() {
+                return Err(malformed("op parents form a cycle"));
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,7 +385,8 @@ pub(super) struct Plan {
     /// Resource groups by writer dialect index; canonical `DenseResource` refers to
     /// `(DialectId(group), Sym(entry))`.
     pub dialect_resources: Vec<(u32, ResourceEntries)>,
-    pub walk: Vec<OpId>,
+    /// Whether each op's regions use no value from outside the op (by `OpId`).
+    pub isolated: Vec<bool>,
 }
 
 impl Plan {
@@ -447,9 +492,16 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     }
 
     let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
+    // The op names in order of first use (numbered below, after the resources' dialects).
+    let mut first_used: Vec<OpNameId> = Vec::new();
+    let mut op_name_index = vec![UNSET; names.len()];
     for &id in &walk {
         let o = op(m, id)?;
-        let name = &names[o.name.0 as usize];
+        let name = names.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
+        if op_name_index[o.name.0 as usize] == UNSET {
+            op_name_index[o.name.0 as usize] = 0;
+            first_used.push(o.name);
+        }
         let attrs = o.attrs.filter(
             |&a| !matches!(m.context.attrs().get(a.0 as usize), Some(Attribute::Dictionary(e)) if e.is_empty()),
         );
@@ -517,18 +569,12 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     // Op names, grouped by dialect in order of first use.
     let mut name_keys: HashMap<(u32, Box<[u8]>, bool), u32> = HashMap::new();
     let mut provisional_names: Vec<(u32, Box<[u8]>, bool)> = Vec::new();
-    let mut op_name_index = vec![UNSET; names.len()];
-    for &id in &walk {
-        let name_id = op(m, id)?.name;
-        let slot = op_name_index.get_mut(name_id.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
-        if *slot != UNSET {
-            continue;
-        }
+    for name_id in first_used {
         let name = &names[name_id.0 as usize];
         let dialect = n.dialect(name.dialect)?;
         let short: Box<[u8]> = string(&m.context, name.short)?.into();
         let key = (dialect, short, version >= version::NATIVE_PROPERTIES && name.registered);
-        *slot = *name_keys.entry(key.clone()).or_insert_with(|| {
+        op_name_index[name_id.0 as usize] = *name_keys.entry(key.clone()).or_insert_with(|| {
             provisional_names.push(key);
             provisional_names.len() as u32 - 1
         });
@@ -544,9 +590,11 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     }
     let op_names = op_names.into_iter().map(|e| e.expect("a permutation")).collect();
 
-    // Attributes and types, in the order the IR section meets them.
+    // Attributes and types, in the order the IR section meets them; which ops are isolated.
+    let mut isolated = vec![true; m.ops.len()];
     for &id in &walk {
         let o = op(m, id)?;
+        mark_not_isolated(m, id, operands(m, o)?, &mut isolated)?;
         n.attr_key(AttrKey::Module(o.loc))?;
         let plan = ops[id.0 as usize].as_ref().expect("planned above");
         if let Some(key) = plan.attrs {
@@ -593,7 +641,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
     }
     let unknown_loc = n.unknown_loc_key;
-    n.finish(ops, walk, op_names, op_name_index, unknown_loc)
+    n.finish(ops, isolated, op_names, op_name_index, unknown_loc)
 }
 
 /// The attribute dictionary of a registered op written below v5: its discardable attributes and
@@ -956,7 +1004,7 @@ impl Numberer<'_> {
     fn finish(
         self,
         ops: Vec<Option<OpPlan>>,
-        walk: Vec<OpId>,
+        isolated: Vec<bool>,
         op_names: Vec<OpNameEntry>,
         op_name_index: Vec<u32>,
         unknown_loc: Option<AttrKey>,
@@ -1004,7 +1052,7 @@ impl Numberer<'_> {
             unknown_loc,
             external_resources: self.external_resources,
             dialect_resources: self.dialect_resources,
-            walk,
+            isolated,
         })
     }
 }
