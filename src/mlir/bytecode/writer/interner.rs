@@ -2,18 +2,31 @@
 //! strings. Each item is stored once (the lookup index holds only item numbers and hashes), so
 //! interning a new attribute costs one hash and no copy of it, and looking a string up by its
 //! bytes allocates nothing.
+//!
+//! Most items a writer interns are new (a module's attributes are mostly distinct already), and
+//! probing a large hash table for each is a cache miss that stalls the writer. A bit per hash value
+//! (`seen`, small enough to stay in cache) proves most new items new without probing: they are
+//! only appended, and the table indexes them later, in one pass, when an item whose bit is set
+//! must be looked up.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-const EMPTY: u32 = u32::MAX;
+const EMPTY: u64 = u64::MAX;
 
 pub(super) struct Interner<T> {
     pub items: Vec<T>,
-    /// Each item's hash, to compare before comparing items and to grow without rehashing.
+    /// Each item's hash, to index and grow without hashing items again.
     hashes: Vec<u64>,
-    /// Open addressing (linear probing) over item numbers; a power of two long, at most 7/8 full.
-    slots: Vec<u32>,
+    /// Open addressing (linear probing), a power of two long and at most half full: each slot holds
+    /// an item's number and the high half of its hash, so that a probe compares items only when
+    /// that half matches and reads nothing outside this table otherwise.
+    slots: Vec<u64>,
+    /// Items `indexed..` are not in `slots` yet.
+    indexed: usize,
+    /// One bit per value of a hash's high bits, set for every item's hash: a clear bit proves an
+    /// item new. Eight bits per slot.
+    seen: Vec<u64>,
     hasher: foldhash::fast::FixedState,
 }
 
@@ -26,11 +39,13 @@ impl<T> Default for Interner<T> {
 impl<T> Interner<T> {
     /// Room for `capacity` items before any reallocation.
     pub fn with_capacity(capacity: usize) -> Self {
-        let slots = (capacity + capacity / 7 + 1).next_power_of_two().max(16);
+        let slots = (capacity * 2).next_power_of_two().max(16);
         Self {
             items: Vec::with_capacity(capacity),
             hashes: Vec::with_capacity(capacity),
             slots: vec![EMPTY; slots],
+            indexed: 0,
+            seen: vec![0; slots / 8],
             hasher: foldhash::fast::FixedState::default(),
         }
     }
@@ -43,8 +58,8 @@ impl<T> Interner<T> {
     {
         let hash = self.hasher.hash_one(key);
         match self.find(hash, |item| item.borrow() == key) {
-            Ok(index) => index,
-            Err(slot) => self.insert(slot, hash, make()),
+            Some(index) => index,
+            None => self.push(hash, make()),
         }
     }
 
@@ -55,48 +70,78 @@ impl<T> Interner<T> {
     {
         let hash = self.hasher.hash_one(&item);
         match self.find(hash, |other| *other == item) {
-            Ok(index) => index,
-            Err(slot) => self.insert(slot, hash, item),
+            Some(index) => index,
+            None => self.push(hash, item),
         }
     }
 
-    /// The number of the item with `hash` that `eq` accepts, or the empty slot where it goes.
-    fn find(&self, hash: u64, eq: impl Fn(&T) -> bool) -> Result<u32, usize> {
+    /// The number of the item with `hash` that `eq` accepts.
+    fn find(&mut self, hash: u64, eq: impl Fn(&T) -> bool) -> Option<u32> {
+        let (word, bit) = self.seen_bit(hash);
+        if self.seen[word] & bit == 0 {
+            return None;
+        }
+        self.index_pending();
         let mask = self.slots.len() - 1;
         let mut slot = hash as usize & mask;
         loop {
-            let index = self.slots[slot];
-            if index == EMPTY {
-                return Err(slot);
+            let entry = self.slots[slot];
+            if entry == EMPTY {
+                return None;
             }
-            if self.hashes[index as usize] == hash && eq(&self.items[index as usize]) {
-                return Ok(index);
+            let index = entry as u32;
+            if entry >> 32 == hash >> 32 && eq(&self.items[index as usize]) {
+                return Some(index);
             }
             slot = (slot + 1) & mask;
         }
     }
 
-    fn insert(&mut self, slot: usize, hash: u64, item: T) -> u32 {
+    fn push(&mut self, hash: u64, item: T) -> u32 {
         let index = self.items.len() as u32;
         self.items.push(item);
         self.hashes.push(hash);
-        self.slots[slot] = index;
-        if self.items.len() * 8 > self.slots.len() * 7 {
+        let (word, bit) = self.seen_bit(hash);
+        self.seen[word] |= bit;
+        if self.items.len() * 2 > self.slots.len() {
             self.grow();
         }
         index
     }
 
-    fn grow(&mut self) {
-        let mut slots = vec![EMPTY; self.slots.len() * 2];
-        let mask = slots.len() - 1;
-        for (index, &hash) in self.hashes.iter().enumerate() {
+    /// The word and bit of `seen` for `hash` (from its high bits; the slot comes from the low).
+    fn seen_bit(&self, hash: u64) -> (usize, u64) {
+        let bit = (hash >> 32) as usize & (self.seen.len() * 64 - 1);
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    /// Puts the items not yet in `slots` there: independent probes, which the processor overlaps.
+    fn index_pending(&mut self) {
+        let mask = self.slots.len() - 1;
+        for (index, &hash) in self.hashes.iter().enumerate().skip(self.indexed) {
             let mut slot = hash as usize & mask;
-            while slots[slot] != EMPTY {
+            while self.slots[slot] != EMPTY {
                 slot = (slot + 1) & mask;
             }
-            slots[slot] = index as u32;
+            self.slots[slot] = entry(hash, index as u32);
         }
-        self.slots = slots;
+        self.indexed = self.items.len();
     }
+
+    /// Doubles `slots` and `seen`, indexing every item again.
+    fn grow(&mut self) {
+        self.slots = vec![EMPTY; self.slots.len() * 2];
+        self.seen = vec![0; self.slots.len() / 8];
+        self.indexed = 0;
+        for &hash in &self.hashes {
+            let (word, bit) = self.seen_bit(hash);
+            self.seen[word] |= bit;
+        }
+    }
+}
+
+/// A slot: the high half of `hash` and the item number (never [`EMPTY`]: item numbers stay below
+/// `u32::MAX`).
+fn entry(hash: u64, index: u32) -> u64 {
+    (hash & !0xFFFF_FFFF) | u64::from(index)
 }
