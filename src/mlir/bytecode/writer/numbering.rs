@@ -100,8 +100,9 @@ pub(super) fn op_name(m: &Module, id: OpId) -> String {
         .unwrap_or_else(|| format!("<op {}>", id.0))
 }
 
-/// Every op in pre-order (an op before the ops of its regions), checking the structure.
-pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
+/// Every op in pre-order (an op before the ops of its regions), checking the structure; `visit`
+/// sees each op when it is reached (while its fields are in cache).
+fn walk(m: &Module, mut visit: impl FnMut(OpId, &Operation) -> Result<()>) -> Result<Vec<OpId>> {
     let mut order = Vec::with_capacity(m.ops.len());
     let mut stack: Vec<OpId> = m.top_level.iter().rev().copied().collect();
     while let Some(id) = stack.pop() {
@@ -110,6 +111,7 @@ pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
         }
         order.push(id);
         let o = op(m, id)?;
+        visit(id, o)?;
         for &r in regions(m, o)?.iter().rev() {
             for &b in region(m, r)?.blocks.iter().rev() {
                 stack.extend(block(m, b)?.ops.iter().rev().copied());
@@ -182,15 +184,24 @@ pub(super) trait Mapper {
 }
 
 fn attrs(items: &mut [AttrId], m: &mut impl Mapper) -> Result<()> {
-    items.iter_mut().try_for_each(|x| Ok(*x = m.attr(*x)?))
+    for x in items {
+        *x = m.attr(*x)?;
+    }
+    Ok(())
 }
 
 fn opt_attr(item: &mut Option<AttrId>, m: &mut impl Mapper) -> Result<()> {
-    item.as_mut().map_or(Ok(()), |x| Ok(*x = m.attr(*x)?))
+    if let Some(x) = item {
+        *x = m.attr(*x)?;
+    }
+    Ok(())
 }
 
 fn types(items: &mut [TypeId], m: &mut impl Mapper) -> Result<()> {
-    items.iter_mut().try_for_each(|x| Ok(*x = m.ty(*x)?))
+    for x in items {
+        *x = m.ty(*x)?;
+    }
+    Ok(())
 }
 
 /// Rewrites the references of `a` in place (copying an attribute once and rewriting it costs
@@ -199,10 +210,12 @@ pub(super) fn map_attr(a: &mut Attribute, m: &mut impl Mapper) -> Result<()> {
     use Attribute as A;
     match a {
         A::Array(items) => attrs(items, m)?,
-        A::Dictionary(entries) => entries.iter_mut().try_for_each(|(k, v)| {
-            *k = m.attr(*k)?;
-            Ok(*v = m.attr(*v)?)
-        })?,
+        A::Dictionary(entries) => {
+            for (k, v) in entries.iter_mut() {
+                *k = m.attr(*k)?;
+                *v = m.attr(*v)?;
+            }
+        }
         A::String { value, ty } => {
             *value = m.string(*value)?;
             if let Some(t) = ty {
@@ -222,7 +235,9 @@ pub(super) fn map_attr(a: &mut Attribute, m: &mut impl Mapper) -> Result<()> {
         A::Unit | A::AffineMap(_) | A::IntegerSet(_) | A::StridedLayout { .. } | A::UnknownLoc => {}
         A::DenseString { ty, values, .. } => {
             *ty = m.ty(*ty)?;
-            values.iter_mut().try_for_each(|s| Ok(*s = m.string(*s)?))?;
+            for s in values.iter_mut() {
+                *s = m.string(*s)?;
+            }
         }
         A::DenseResource { ty, resource } => {
             *ty = m.ty(*ty)?;
@@ -426,7 +441,6 @@ impl Plan {
 }
 
 pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
-    let walk = walk(m)?;
     let lowering = llvm::lower(m)?;
     let ctx = lowering.as_ref().map_or(&m.context, |l| &l.context);
     let mut n = Numberer {
@@ -462,46 +476,35 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         })
         .collect();
     let v6 = version >= version::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE;
-    // Each op's native properties encoding, by op index.
-    let mut native: Vec<Option<Rc<[NativeItem]>>> = Vec::new();
+    let native_properties = version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some);
     // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
     // encoding depends only on the op's name and dictionary: each pair is planned once.
     let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
-    if version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some) {
-        native.resize_with(m.ops.len(), || None);
-        for &id in &walk {
-            let o = op(m, id)?;
-            let schema = schemas.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
-            match (&o.properties, schema) {
-                (Properties::Opaque(_), _) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
-                (Properties::Dict(dict), Some(schema)) => {
-                    // Properties that do not fit the schema go to the attribute dictionary below.
-                    let items = match planned.get(&(o.name, *dict)) {
-                        Some(items) => items.clone(),
-                        None => {
-                            let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
-                            planned.insert((o.name, *dict), items.clone());
-                            items
-                        }
-                    };
-                    native[id.0 as usize] = items;
-                }
-                _ => {}
-            }
-        }
-    }
 
+    // How each op's attributes and properties are written, planned as the walk reaches it.
     let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
     // The op names in order of first use (numbered below, after the resources' dialects).
     let mut first_used: Vec<OpNameId> = Vec::new();
     let mut op_name_index = vec![UNSET; names.len()];
-    for &id in &walk {
-        let o = op(m, id)?;
+    let walk = walk(m, |id, o| {
         let name = names.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
         if op_name_index[o.name.0 as usize] == UNSET {
             op_name_index[o.name.0 as usize] = 0;
             first_used.push(o.name);
         }
+        // The native encoding of a registered op's properties, when rtx knows its schema and they
+        // fit it (otherwise they go to the attribute dictionary below).
+        let native = match (&o.properties, schemas[o.name.0 as usize]) {
+            (Properties::Dict(dict), Some(schema)) if native_properties => match planned.get(&(o.name, *dict)) {
+                Some(items) => items.clone(),
+                None => {
+                    let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
+                    planned.insert((o.name, *dict), items.clone());
+                    items
+                }
+            },
+            _ => None,
+        };
         let attrs = o.attrs.filter(
             |&a| !matches!(m.context.attrs().get(a.0 as usize), Some(Attribute::Dictionary(e)) if e.is_empty()),
         );
@@ -511,9 +514,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
             Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES && !name.registered => {
                 OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Dict(*dict) }
             }
-            Properties::Dict(_) if native.get(id.0 as usize).is_some_and(Option::is_some) => {
-                let items = native[id.0 as usize].take().expect("checked");
-                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(items) }
+            Properties::Dict(_) if native.is_some() => {
+                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(native.expect("checked")) }
             }
             Properties::Dict(dict) if name.registered => {
                 // Below v5 upstream writes a registered op's inherent attributes in its attribute
@@ -545,7 +547,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
             }
         };
         ops[id.0 as usize] = Some(plan);
-    }
+        Ok(())
+    })?;
 
     // Resources first, so that `dense_resource` references find their entries.
     for group in &m.resources.external {
