@@ -145,3 +145,36 @@ impl<T> Interner<T> {
 fn entry(hash: u64, index: u32) -> u64 {
     (hash & !0xFFFF_FFFF) | u64::from(index)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Interner;
+
+    /// Numbers are first-insertion order, equal items get one number, across the table growing
+    /// and with lookups between pending (not yet indexed) items.
+    #[test]
+    fn equal_items_get_one_number_in_first_insertion_order() {
+        let mut table: Interner<(u32, String)> = Interner::with_capacity(4);
+        for i in 0..5000u32 {
+            assert_eq!(table.intern((i % 3, format!("item {i}"))), i);
+            if i % 7 == 0 {
+                // An item seen before, looked up while later ones are still pending.
+                assert_eq!(table.intern((i / 2 % 3, format!("item {}", i / 2))), i / 2);
+            }
+        }
+        for i in (0..5000u32).rev() {
+            assert_eq!(table.intern((i % 3, format!("item {i}"))), i);
+        }
+        assert_eq!(table.items.len(), 5000);
+        assert_eq!(table.intern((0, "new".to_owned())), 5000);
+    }
+
+    #[test]
+    fn strings_are_found_by_their_bytes() {
+        let mut table: Interner<Box<[u8]>> = Interner::default();
+        assert_eq!(table.intern_with(&b"a"[..], || Box::from(&b"a"[..])), 0);
+        assert_eq!(table.intern_with(&b"b"[..], || Box::from(&b"b"[..])), 1);
+        assert_eq!(table.intern_with(&b"a"[..], || unreachable!("already there")), 0);
+        assert_eq!(table.items, [Box::from(&b"a"[..]), Box::from(&b"b"[..])]);
+    }
+}
