@@ -37,8 +37,8 @@ pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result
             }
         }
     }
-    out.section(3, offsets);
-    out.section(2, data);
+    out.section(3, &offsets);
+    out.section(2, &data);
     Ok(())
 }
 

@@ -43,9 +43,10 @@ impl Emitter {
         self.buf
     }
 
-    /// Forgets the bytes written, keeping the room.
+    /// Forgets the bytes written (and the alignment they needed), keeping the room.
     pub fn clear(&mut self) {
         self.len = 0;
+        self.alignment = 1;
     }
 
     /// Overwrites the byte written at `at` (a flag byte whose value is known only later).
@@ -146,7 +147,7 @@ impl Emitter {
     /// needs an alignment this offset does not already have, `varint alignment` and padding. When
     /// the offset happens to be aligned, the requirement moves up to this emitter instead (what
     /// upstream does, so its files and ours agree on when the flag is set).
-    pub fn section(&mut self, id: u8, payload: Emitter) {
+    pub fn section(&mut self, id: u8, payload: &Emitter) {
         let code_at = self.len;
         self.byte(id);
         self.varint(payload.len as u64);
@@ -195,13 +196,13 @@ mod tests {
         payload.bytes(&[1, 2, 3]);
         let mut outer = Emitter::new();
         outer.bytes(&[0xAA]);
-        outer.section(5, payload);
+        outer.section(5, &payload);
         // id|0x80, len 3, align 8, padding to offset 8, data.
         assert_eq!(outer.as_bytes(), [0xAA, 0x85, 0x07, 0x11, 0xCB, 0xCB, 0xCB, 0xCB, 1, 2, 3]);
         let mut payload = Emitter::new();
         payload.align_to(2);
         let mut outer = Emitter::new();
-        outer.section(5, payload);
+        outer.section(5, &payload);
         assert_eq!(outer.as_bytes(), [0x05, 0x01]);
         assert_eq!(outer.alignment, 2);
     }

@@ -32,6 +32,8 @@ pub(super) struct IrWriter<'a> {
     /// properties already in the table cost no allocation.
     blob: Emitter,
     entry: Emitter,
+    /// Emitters for nested sections, kept to be reused with the room they grew.
+    spare: Vec<Emitter>,
 }
 
 impl<'a> IrWriter<'a> {
@@ -52,6 +54,7 @@ impl<'a> IrWriter<'a> {
             properties_index: HashMap::new(),
             blob: Emitter::new(),
             entry: Emitter::new(),
+            spare: Vec::new(),
         })
     }
 
@@ -138,11 +141,13 @@ impl<'a> IrWriter<'a> {
         let isolated = self.plan.isolated[id.0 as usize];
         e.varint_with_flag(op_regions.len() as u64, isolated);
         if isolated && self.version >= version::LAZY_LOADING {
-            let mut nested = Emitter::new();
+            let mut nested = self.spare.pop().unwrap_or_default();
             for &r in op_regions {
                 self.region(&mut nested, r, 0, depth + 1)?;
             }
-            e.section(4, nested);
+            e.section(4, &nested);
+            nested.clear();
+            self.spare.push(nested);
         } else {
             let base = if isolated { 0 } else { next_base };
             for &r in op_regions {
