@@ -37,8 +37,8 @@ pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result
             }
         }
     }
-    out.section(3, offsets);
-    out.section(2, data);
+    out.section(3, &offsets);
+    out.section(2, &data);
     Ok(())
 }
 
@@ -56,7 +56,7 @@ fn encode_native(e: &mut Emitter, native: &Native) -> bool {
 }
 
 fn text(e: &mut Emitter, plan: &Plan, index: u32) -> Result<bool> {
-    let text = plan.texts.get(index as usize).ok_or_else(|| malformed("text out of range"))?;
+    let text = plan.texts.items.get(index as usize).ok_or_else(|| malformed("text out of range"))?;
     e.cstr(text);
     Ok(false)
 }

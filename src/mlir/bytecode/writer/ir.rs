@@ -14,7 +14,7 @@ use super::numbering::{
 };
 use super::version;
 use crate::mlir::bytecode::reader::MAX_NESTING;
-use crate::mlir::ir::{Attribute, BlockId, Module, OpId, RegionId, UseListOrder, ValueDef, ValueId};
+use crate::mlir::ir::{Attribute, BlockId, Module, OpId, RegionId, UseListOrder, ValueId};
 
 const UNNUMBERED: u32 = u32::MAX;
 
@@ -24,8 +24,6 @@ pub(super) struct IrWriter<'a> {
     version: u32,
     /// Each value's number in its isolated scope (set when its region is entered).
     numbers: Vec<u32>,
-    /// Whether each op's regions use no value from outside the op.
-    isolated: Vec<bool>,
     use_lists: HashMap<ValueId, Vec<&'a UseListOrder>>,
     /// Serialized properties entries (size-prefixed), deduplicated.
     pub properties: Vec<Vec<u8>>,
@@ -34,57 +32,12 @@ pub(super) struct IrWriter<'a> {
     /// properties already in the table cost no allocation.
     blob: Emitter,
     entry: Emitter,
-}
-
-/// The region a value is defined in (`None`: the top level).
-fn defining_region(m: &Module, v: ValueId) -> Result<Option<RegionId>> {
-    match value(m, v)?.def {
-        ValueDef::OpResult { op: def, .. } => match op(m, def)?.parent {
-            Some(b) => Ok(block(m, b)?.parent),
-            None => Ok(None),
-        },
-        ValueDef::BlockArgument { block: b, .. } => Ok(block(m, b)?.parent),
-        ValueDef::Undefined => Err(malformed_undefined()),
-    }
-}
-
-fn malformed_undefined() -> WriteError {
-    WriteError::UndefinedValue(String::new())
-}
-
-fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
-    match op(m, id)?.parent {
-        Some(b) => Ok(block(m, b)?.parent),
-        None => Ok(None),
-    }
+    /// Emitters for nested sections, kept to be reused with the room they grew.
+    spare: Vec<Emitter>,
 }
 
 impl<'a> IrWriter<'a> {
     pub fn new(m: &'a Module, plan: &'a Plan, version: u32) -> Result<Self> {
-        // An op is isolated unless some op inside it uses a value defined outside it: walk up from
-        // each use to the region defining the value, marking every op crossed.
-        let mut isolated = vec![true; m.ops.len()];
-        for &user in &plan.walk {
-            let o = op(m, user)?;
-            for &v in operands(m, o)? {
-                let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
-                let mut current = parent_region(m, user)?;
-                let mut steps = 0usize;
-                while current != def {
-                    let Some(r) = current else {
-                        return Err(WriteError::ValueNotVisible(op_name(m, user)));
-                    };
-                    let owner =
-                        region(m, r)?.parent.ok_or_else(|| numbering::malformed("region without a parent op"))?;
-                    isolated[owner.0 as usize] = false;
-                    current = parent_region(m, owner)?;
-                    steps += 1;
-                    if steps > m.ops.len() {
-                        return Err(numbering::malformed("op parents form a cycle"));
-                    }
-                }
-            }
-        }
         let mut use_lists: HashMap<ValueId, Vec<&UseListOrder>> = HashMap::new();
         if version >= version::USE_LIST_ORDERING {
             for order in &m.use_list_orders {
@@ -96,12 +49,12 @@ impl<'a> IrWriter<'a> {
             plan,
             version,
             numbers: vec![UNNUMBERED; m.values.len()],
-            isolated,
             use_lists,
             properties: Vec::new(),
             properties_index: HashMap::new(),
             blob: Emitter::new(),
             entry: Emitter::new(),
+            spare: Vec::new(),
         })
     }
 
@@ -178,21 +131,23 @@ impl<'a> IrWriter<'a> {
         if !op_regions.is_empty() {
             mask |= 0x10;
         }
-        e.buf[mask_at] = mask;
+        e.set_byte(mask_at, mask);
         if op_regions.is_empty() {
             return Ok(());
         }
         if depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let isolated = self.isolated[id.0 as usize];
+        let isolated = self.plan.isolated[id.0 as usize];
         e.varint_with_flag(op_regions.len() as u64, isolated);
         if isolated && self.version >= version::LAZY_LOADING {
-            let mut nested = Emitter::new();
+            let mut nested = self.spare.pop().unwrap_or_default();
             for &r in op_regions {
                 self.region(&mut nested, r, 0, depth + 1)?;
             }
-            e.section(4, nested);
+            e.section(4, &nested);
+            nested.clear();
+            self.spare.push(nested);
         } else {
             let base = if isolated { 0 } else { next_base };
             for &r in op_regions {
@@ -263,7 +218,7 @@ impl<'a> IrWriter<'a> {
                 let flag_at = e.len();
                 e.byte(0);
                 if self.use_list_records(e, args.start, args.len())? {
-                    e.buf[flag_at] = 0x20;
+                    e.set_byte(flag_at, 0x20);
                 }
             }
         }
@@ -275,10 +230,15 @@ impl<'a> IrWriter<'a> {
 
     /// The use-list records of the `len` values from `first`, as the module stores them; whether
     /// there were any.
+    #[inline]
     fn use_list_records(&mut self, e: &mut Emitter, first: u32, len: usize) -> Result<bool> {
         if self.use_lists.is_empty() || len == 0 {
             return Ok(false);
         }
+        self.write_use_list_records(e, first, len)
+    }
+
+    fn write_use_list_records(&mut self, e: &mut Emitter, first: u32, len: usize) -> Result<bool> {
         let mut records: Vec<(u32, &UseListOrder)> = Vec::new();
         for i in 0..len as u32 {
             if let Some(orders) = self.use_lists.get(&ValueId(first + i)) {
@@ -306,7 +266,7 @@ impl<'a> IrWriter<'a> {
     /// Encodes `props` into `self.blob`; whether the op has properties.
     fn properties_blob(&mut self, props: &PropsPlan) -> Result<bool> {
         let e = &mut self.blob;
-        e.buf.clear();
+        e.clear();
         match props {
             PropsPlan::None => return Ok(false),
             PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
@@ -330,14 +290,14 @@ impl<'a> IrWriter<'a> {
 
     /// The index of `self.blob`'s entry in the properties table, added if new.
     fn intern_properties(&mut self) -> u64 {
-        self.entry.buf.clear();
-        self.entry.blob(&self.blob.buf);
-        if let Some(&index) = self.properties_index.get(self.entry.buf.as_slice()) {
+        self.entry.clear();
+        self.entry.blob(self.blob.as_bytes());
+        if let Some(&index) = self.properties_index.get(self.entry.as_bytes()) {
             return index;
         }
         let index = self.properties.len() as u64;
-        self.properties.push(self.entry.buf.clone());
-        self.properties_index.insert(self.entry.buf.clone(), index);
+        self.properties.push(self.entry.as_bytes().to_vec());
+        self.properties_index.insert(self.entry.as_bytes().to_vec(), index);
         index
     }
 }

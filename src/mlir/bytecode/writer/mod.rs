@@ -29,6 +29,7 @@
 mod attr_type;
 mod emitter;
 pub mod error;
+mod interner;
 mod ir;
 mod llvm;
 mod numbering;
@@ -122,26 +123,26 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
     out.cstr(options.producer.as_bytes());
     write_dialect_section(&mut out, &mut plan, v);
     attr_type::write_attr_type_sections(&mut out, &plan)?;
-    out.section(4, ir_section);
+    out.section(4, &ir_section);
     write_resource_sections(&mut out, &mut plan, module)?;
     let mut strings = Emitter::new();
-    strings.varint(plan.strings.strings.len() as u64);
-    for s in plan.strings.strings.iter().rev() {
+    strings.varint(plan.strings.strings().len() as u64);
+    for s in plan.strings.strings().iter().rev() {
         strings.varint(s.len() as u64 + 1);
     }
-    for s in &plan.strings.strings {
+    for s in plan.strings.strings() {
         strings.cstr(s);
     }
-    out.section(0, strings);
+    out.section(0, &strings);
     if v >= version::NATIVE_PROPERTIES {
         let mut section = Emitter::new();
         section.varint(properties.len() as u64);
         for entry in &properties {
             section.bytes(entry);
         }
-        out.section(8, section);
+        out.section(8, &section);
     }
-    Ok(out.buf)
+    Ok(out.into_bytes())
 }
 
 fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
@@ -155,7 +156,7 @@ fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
                 e.varint_with_flag(u64::from(name), true);
                 let mut section = Emitter::new();
                 section.bytes(payload);
-                e.section(7, section);
+                e.section(7, &section);
             }
             _ if v >= version::DIALECT_VERSIONING => e.varint_with_flag(u64::from(name), false),
             _ => e.varint(u64::from(name)),
@@ -175,7 +176,7 @@ fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
             }
         }
     }
-    out.section(1, e);
+    out.section(1, &e);
 }
 
 /// Resource offset (6) then resource (5) sections; always present, as upstream writes them.
@@ -231,7 +232,7 @@ fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Re
     }
     plan.external_resources = external;
     plan.dialect_resources = dialect;
-    out.section(6, offsets);
-    out.section(5, data);
+    out.section(6, &offsets);
+    out.section(5, &data);
     Ok(())
 }

@@ -12,13 +12,14 @@ use foldhash::{HashMap, HashMapExt};
 use std::rc::Rc;
 
 use super::error::WriteError;
+use super::interner::Interner;
 use super::llvm::{self, Item, Native};
 use super::version;
 use super::WriteOptions;
 use crate::mlir::bytecode::reader::MAX_NESTING;
 use crate::mlir::ir::{
     AttrId, Attribute, Block, BlockId, Context, DialectId, Module, OpId, OpNameId, Operation, Properties, Region,
-    RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueId,
+    RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueDef, ValueId,
 };
 use crate::mlir::ods::{op_schema, OpSchema, PropKind};
 
@@ -29,36 +30,46 @@ const UNSET: u32 = u32::MAX;
 // ---------------------------------------------------------------------------------------------
 // Checked access to the module (a hand-built module may hold dangling ids: an error, not a panic).
 
+#[cold]
 pub(super) fn malformed(what: impl Into<String>) -> WriteError {
     WriteError::Malformed(what.into())
 }
 
+#[inline]
 pub(super) fn op(m: &Module, id: OpId) -> Result<&Operation> {
     m.ops.get(id.0 as usize).ok_or_else(|| malformed(format!("op {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn block(m: &Module, id: BlockId) -> Result<&Block> {
     m.blocks.get(id.0 as usize).ok_or_else(|| malformed(format!("block {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn region(m: &Module, id: RegionId) -> Result<&Region> {
     m.regions.get(id.0 as usize).ok_or_else(|| malformed(format!("region {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn value(m: &Module, id: ValueId) -> Result<&Value> {
     m.values.get(id.0 as usize).ok_or_else(|| malformed(format!("value {} does not exist", id.0)))
 }
+#[inline]
 fn pool<'a, T>(pool: &'a [T], span: crate::mlir::ir::Span, what: &str) -> Result<&'a [T]> {
     let end = span.start.checked_add(span.len).ok_or_else(|| malformed(format!("{what} span overflows")))?;
     pool.get(span.start as usize..end as usize).ok_or_else(|| malformed(format!("{what} span out of range")))
 }
+#[inline]
 pub(super) fn operands<'a>(m: &'a Module, op: &Operation) -> Result<&'a [ValueId]> {
     pool(&m.operand_pool, op.operands, "operand")
 }
+#[inline]
 pub(super) fn successors<'a>(m: &'a Module, op: &Operation) -> Result<&'a [BlockId]> {
     pool(&m.successor_pool, op.successors, "successor")
 }
+#[inline]
 pub(super) fn regions<'a>(m: &'a Module, op: &Operation) -> Result<&'a [RegionId]> {
     pool(&m.region_pool, op.regions, "region")
 }
 /// A run of consecutive values (results, block arguments), checked to exist.
+#[inline]
 pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::ops::Range<u32>> {
     let end = span.start.checked_add(span.len).ok_or_else(|| malformed("value span overflows"))?;
     if span.len > 0 && end as usize > m.values.len() {
@@ -66,9 +77,11 @@ pub(super) fn value_run(m: &Module, span: crate::mlir::ir::Span) -> Result<std::
     }
     Ok(if span.len == 0 { 0..0 } else { span.start..end })
 }
+#[inline]
 pub(super) fn attr(ctx: &Context, id: AttrId) -> Result<&Attribute> {
     ctx.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
 }
+#[inline]
 pub(super) fn ty(ctx: &Context, id: TypeId) -> Result<&Type> {
     ctx.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
 }
@@ -87,8 +100,9 @@ pub(super) fn op_name(m: &Module, id: OpId) -> String {
         .unwrap_or_else(|| format!("<op {}>", id.0))
 }
 
-/// Every op in pre-order (an op before the ops of its regions), checking the structure.
-pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
+/// Every op in pre-order (an op before the ops of its regions), checking the structure; `visit`
+/// sees each op when it is reached (while its fields are in cache).
+fn walk(m: &Module, mut visit: impl FnMut(OpId, &Operation) -> Result<()>) -> Result<Vec<OpId>> {
     let mut order = Vec::with_capacity(m.ops.len());
     let mut stack: Vec<OpId> = m.top_level.iter().rev().copied().collect();
     while let Some(id) = stack.pop() {
@@ -97,6 +111,7 @@ pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
         }
         order.push(id);
         let o = op(m, id)?;
+        visit(id, o)?;
         for &r in regions(m, o)?.iter().rev() {
             for &b in region(m, r)?.blocks.iter().rev() {
                 stack.extend(block(m, b)?.ops.iter().rev().copied());
@@ -104,6 +119,50 @@ pub(super) fn walk(m: &Module) -> Result<Vec<OpId>> {
         }
     }
     Ok(order)
+}
+
+/// The region a value is defined in (`None`: the top level).
+fn defining_region(m: &Module, v: ValueId) -> Result<Option<RegionId>> {
+    match value(m, v)?.def {
+        ValueDef::OpResult { op: def, .. } => parent_region(m, def),
+        ValueDef::BlockArgument { block: b, .. } => Ok(block(m, b)?.parent),
+        ValueDef::Undefined => Err(WriteError::UndefinedValue(String::new())),
+    }
+}
+
+fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
+    match op(m, id)?.parent {
+        Some(b) => Ok(block(m, b)?.parent),
+        None => Ok(None),
+    }
+}
+
+/// An op is isolated unless some op inside it uses a value defined outside it: walks up from each
+/// of `user`'s operands' uses to the region defining the value, marking every op crossed as not
+/// isolated.
+fn mark_not_isolated(m: &Module, user: OpId, used: &[ValueId], isolated: &mut [bool]) -> Result<()> {
+    if used.is_empty() {
+        return Ok(());
+    }
+    let user_region = parent_region(m, user)?;
+    for &v in used {
+        let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
+        let mut current = user_region;
+        let mut steps = 0usize;
+        while current != def {
+            let Some(r) = current else {
+                return Err(WriteError::ValueNotVisible(op_name(m, user)));
+            };
+            let owner = region(m, r)?.parent.ok_or_else(|| malformed("region without a parent op"))?;
+            isolated[owner.0 as usize] = false;
+            current = parent_region(m, owner)?;
+            steps += 1;
+            if steps > m.ops.len() {
+                return Err(malformed("op parents form a cycle"));
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,96 +183,111 @@ pub(super) trait Mapper {
     fn custom(&mut self, kind: &'static str, dialect: DialectId) -> WriteError;
 }
 
-fn attrs(items: &[AttrId], m: &mut impl Mapper) -> Result<Box<[AttrId]>> {
-    items.iter().map(|&x| m.attr(x)).collect()
+fn attrs(items: &mut [AttrId], m: &mut impl Mapper) -> Result<()> {
+    for x in items {
+        *x = m.attr(*x)?;
+    }
+    Ok(())
 }
 
-pub(super) fn map_attr(a: &Attribute, m: &mut impl Mapper) -> Result<Attribute> {
+fn opt_attr(item: &mut Option<AttrId>, m: &mut impl Mapper) -> Result<()> {
+    if let Some(x) = item {
+        *x = m.attr(*x)?;
+    }
+    Ok(())
+}
+
+fn types(items: &mut [TypeId], m: &mut impl Mapper) -> Result<()> {
+    for x in items {
+        *x = m.ty(*x)?;
+    }
+    Ok(())
+}
+
+/// Rewrites the references of `a` in place (copying an attribute once and rewriting it costs
+/// less than building a second one).
+pub(super) fn map_attr(a: &mut Attribute, m: &mut impl Mapper) -> Result<()> {
     use Attribute as A;
-    Ok(match a {
-        A::Array(items) => A::Array(attrs(items, m)?),
+    match a {
+        A::Array(items) => attrs(items, m)?,
         A::Dictionary(entries) => {
-            A::Dictionary(entries.iter().map(|&(k, v)| Ok((m.attr(k)?, m.attr(v)?))).collect::<Result<_>>()?)
+            for (k, v) in entries.iter_mut() {
+                *k = m.attr(*k)?;
+                *v = m.attr(*v)?;
+            }
         }
         A::String { value, ty } => {
-            let value = m.string(*value)?;
-            A::String { value, ty: ty.map(|t| m.ty(t)).transpose()? }
+            *value = m.string(*value)?;
+            if let Some(t) = ty {
+                *t = m.ty(*t)?;
+            }
         }
-        A::FlatSymbolRef(x) => A::FlatSymbolRef(m.attr(*x)?),
-        A::SymbolRef { root, nested } => A::SymbolRef { root: m.attr(*root)?, nested: attrs(nested, m)? },
-        A::Type(t) => A::Type(m.ty(*t)?),
-        A::Unit => A::Unit,
-        A::Integer { ty, value } => A::Integer { ty: m.ty(*ty)?, value: value.clone() },
-        A::Float { ty, bits } => A::Float { ty: m.ty(*ty)?, bits: bits.clone() },
-        A::DenseArray { elem, count, data } => A::DenseArray { elem: m.ty(*elem)?, count: *count, data: data.clone() },
-        A::DenseElements { ty, data } => A::DenseElements { ty: m.ty(*ty)?, data: data.clone() },
-        A::DenseString { ty, splat, values } => {
-            let ty = m.ty(*ty)?;
-            A::DenseString { ty, splat: *splat, values: values.iter().map(|&s| m.string(s)).collect::<Result<_>>()? }
+        A::FlatSymbolRef(x) => *x = m.attr(*x)?,
+        A::SymbolRef { root, nested } => {
+            *root = m.attr(*root)?;
+            attrs(nested, m)?;
+        }
+        A::Type(t)
+        | A::Integer { ty: t, .. }
+        | A::Float { ty: t, .. }
+        | A::DenseArray { elem: t, .. }
+        | A::DenseElements { ty: t, .. } => *t = m.ty(*t)?,
+        A::Unit | A::AffineMap(_) | A::IntegerSet(_) | A::StridedLayout { .. } | A::UnknownLoc => {}
+        A::DenseString { ty, values, .. } => {
+            *ty = m.ty(*ty)?;
+            for s in values.iter_mut() {
+                *s = m.string(*s)?;
+            }
         }
         A::DenseResource { ty, resource } => {
-            let ty = m.ty(*ty)?;
-            A::DenseResource { ty, resource: m.resource(*resource)? }
+            *ty = m.ty(*ty)?;
+            *resource = m.resource(*resource)?;
         }
         A::Sparse { ty, indices, values } => {
-            A::Sparse { ty: m.ty(*ty)?, indices: m.attr(*indices)?, values: m.attr(*values)? }
+            *ty = m.ty(*ty)?;
+            *indices = m.attr(*indices)?;
+            *values = m.attr(*values)?;
         }
-        A::Distinct { id, referenced } => A::Distinct { id: *id, referenced: m.attr(*referenced)? },
-        A::AffineMap(map) => A::AffineMap(map.clone()),
-        A::IntegerSet(set) => A::IntegerSet(set.clone()),
-        A::StridedLayout { offset, strides } => A::StridedLayout { offset: *offset, strides: strides.clone() },
-        A::UnknownLoc => A::UnknownLoc,
-        A::FileLineColLoc { filename, line, column } => {
-            A::FileLineColLoc { filename: m.attr(*filename)?, line: *line, column: *column }
+        A::Distinct { referenced: x, .. }
+        | A::FileLineColLoc { filename: x, .. }
+        | A::FileLineColRange { filename: x, .. } => *x = m.attr(*x)?,
+        A::NameLoc { name: x, child: y } | A::CallSiteLoc { callee: x, caller: y } => {
+            *x = m.attr(*x)?;
+            *y = m.attr(*y)?;
         }
-        A::FileLineColRange { filename, parts } => {
-            A::FileLineColRange { filename: m.attr(*filename)?, parts: parts.clone() }
-        }
-        A::NameLoc { name, child } => A::NameLoc { name: m.attr(*name)?, child: m.attr(*child)? },
-        A::CallSiteLoc { callee, caller } => A::CallSiteLoc { callee: m.attr(*callee)?, caller: m.attr(*caller)? },
         A::FusedLoc { locations, metadata } => {
-            let locations = attrs(locations, m)?;
-            A::FusedLoc { locations, metadata: metadata.map(|x| m.attr(x)).transpose()? }
+            attrs(locations, m)?;
+            opt_attr(metadata, m)?;
         }
-        A::Text { dialect, text } => {
-            let (dialect, text) = m.text(*dialect, *text)?;
-            A::Text { dialect, text }
-        }
+        A::Text { dialect, text } => (*dialect, *text) = m.text(*dialect, *text)?,
         A::Custom { dialect, .. } => return Err(m.custom("attribute", *dialect)),
-    })
+    }
+    Ok(())
 }
 
-pub(super) fn map_type(t: &Type, m: &mut impl Mapper) -> Result<Type> {
-    let types =
-        |items: &[TypeId], m: &mut _| -> Result<Box<[TypeId]>> { items.iter().map(|&x| Mapper::ty(m, x)).collect() };
-    Ok(match t {
-        Type::Integer { .. } | Type::Index | Type::Float(_) | Type::None => t.clone(),
-        Type::Function { inputs, results } => Type::Function { inputs: types(inputs, m)?, results: types(results, m)? },
-        Type::Complex(x) => Type::Complex(m.ty(*x)?),
-        Type::MemRef { shape, elem, layout, memory_space } => {
-            let memory_space = memory_space.map(|x| m.attr(x)).transpose()?;
-            let elem = m.ty(*elem)?;
-            Type::MemRef { shape: shape.clone(), elem, layout: m.attr(*layout)?, memory_space }
+/// [`map_attr`] for types.
+pub(super) fn map_type(t: &mut Type, m: &mut impl Mapper) -> Result<()> {
+    match t {
+        Type::Integer { .. } | Type::Index | Type::Float(_) | Type::None => {}
+        Type::Function { inputs, results } => {
+            types(inputs, m)?;
+            types(results, m)?;
         }
-        Type::UnrankedMemRef { elem, memory_space } => {
-            let memory_space = memory_space.map(|x| m.attr(x)).transpose()?;
-            Type::UnrankedMemRef { elem: m.ty(*elem)?, memory_space }
+        Type::Complex(x) | Type::UnrankedTensor { elem: x } | Type::Vector { elem: x, .. } => *x = m.ty(*x)?,
+        Type::MemRef { elem, layout, memory_space, .. } => {
+            opt_attr(memory_space, m)?;
+            *elem = m.ty(*elem)?;
+            *layout = m.attr(*layout)?;
         }
-        Type::RankedTensor { shape, elem, encoding } => {
-            let encoding = encoding.map(|x| m.attr(x)).transpose()?;
-            Type::RankedTensor { shape: shape.clone(), elem: m.ty(*elem)?, encoding }
+        Type::UnrankedMemRef { elem, memory_space: encoding } | Type::RankedTensor { elem, encoding, .. } => {
+            opt_attr(encoding, m)?;
+            *elem = m.ty(*elem)?;
         }
-        Type::UnrankedTensor { elem } => Type::UnrankedTensor { elem: m.ty(*elem)? },
-        Type::Vector { shape, scalable, elem } => {
-            Type::Vector { shape: shape.clone(), scalable: scalable.clone(), elem: m.ty(*elem)? }
-        }
-        Type::Tuple(items) => Type::Tuple(types(items, m)?),
-        Type::Text { dialect, text } => {
-            let (dialect, text) = m.text(*dialect, *text)?;
-            Type::Text { dialect, text }
-        }
+        Type::Tuple(items) => types(items, m)?,
+        Type::Text { dialect, text } => (*dialect, *text) = m.text(*dialect, *text)?,
         Type::Custom { dialect, .. } => return Err(m.custom("type", *dialect)),
-    })
+    }
+    Ok(())
 }
 
 /// An attribute entry: in the builtin encoding or as text ([`Attribute`]), or in its dialect's
@@ -224,20 +298,17 @@ pub(super) enum Entry {
     Native(Native),
 }
 
-/// A native encoding with its references (and its dialect) rewritten.
-fn map_native(native: &Native, m: &mut impl Mapper) -> Result<Native> {
-    let items = native
-        .items
-        .iter()
-        .map(|item| {
-            Ok(match item {
-                Item::Attr(id) => Item::Attr(m.attr(*id)?),
-                Item::OptAttr(id) => Item::OptAttr(id.map(|id| m.attr(id)).transpose()?),
-                Item::Varint(_) | Item::Byte(_) => item.clone(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok(Native { dialect: m.dialect(native.dialect)?, items })
+/// Rewrites the references (and the dialect) of a native encoding in place.
+fn map_native(native: &mut Native, m: &mut impl Mapper) -> Result<()> {
+    for item in native.items.iter_mut() {
+        match item {
+            Item::Attr(id) => *id = m.attr(*id)?,
+            Item::OptAttr(id) => opt_attr(id, m)?,
+            Item::Varint(_) | Item::Byte(_) => {}
+        }
+    }
+    native.dialect = m.dialect(native.dialect)?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -253,20 +324,15 @@ pub(super) enum AttrKey {
 
 /// The string table, in first-insertion order, each string once.
 #[derive(Default)]
-pub(super) struct StringTable {
-    pub strings: Vec<Box<[u8]>>,
-    map: HashMap<Box<[u8]>, u32>,
-}
+pub(super) struct StringTable(Interner<Box<[u8]>>);
 
 impl StringTable {
     pub fn insert(&mut self, bytes: &[u8]) -> u32 {
-        if let Some(&index) = self.map.get(bytes) {
-            return index;
-        }
-        let index = self.strings.len() as u32;
-        self.strings.push(bytes.into());
-        self.map.insert(bytes.into(), index);
-        index
+        self.0.intern_with(bytes, || bytes.into())
+    }
+
+    pub fn strings(&self) -> &[Box<[u8]>] {
+        &self.0.items
     }
 }
 
@@ -322,7 +388,7 @@ pub(super) struct Plan {
     pub attrs: Vec<(u32, Entry)>,
     pub types: Vec<(u32, Type)>,
     /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries).
-    pub texts: Vec<Box<[u8]>>,
+    pub texts: Interner<Box<[u8]>>,
     attr_index: Vec<u32>,
     extra_index: Vec<u32>,
     type_index: Vec<u32>,
@@ -334,10 +400,12 @@ pub(super) struct Plan {
     /// Resource groups by writer dialect index; canonical `DenseResource` refers to
     /// `(DialectId(group), Sym(entry))`.
     pub dialect_resources: Vec<(u32, ResourceEntries)>,
-    pub walk: Vec<OpId>,
+    /// Whether each op's regions use no value from outside the op (by `OpId`).
+    pub isolated: Vec<bool>,
 }
 
 impl Plan {
+    #[inline]
     pub fn attr_index(&self, key: AttrKey) -> Result<u64> {
         let index = match key {
             AttrKey::Module(id) => self.attr_index.get(id.0 as usize),
@@ -349,6 +417,7 @@ impl Plan {
         }
     }
 
+    #[inline]
     pub fn type_index(&self, id: TypeId) -> Result<u64> {
         match self.type_index.get(id.0 as usize) {
             Some(&i) if i != UNSET => Ok(u64::from(i)),
@@ -356,6 +425,7 @@ impl Plan {
         }
     }
 
+    #[inline]
     pub fn op_name_index(&self, id: OpNameId) -> Result<u64> {
         match self.op_name_index.get(id.0 as usize) {
             Some(&i) if i != UNSET => Ok(u64::from(i)),
@@ -371,7 +441,6 @@ impl Plan {
 }
 
 pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
-    let walk = walk(m)?;
     let lowering = llvm::lower(m)?;
     let ctx = lowering.as_ref().map_or(&m.context, |l| &l.context);
     let mut n = Numberer {
@@ -381,16 +450,13 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         dialects: Vec::new(),
         dialect_map: HashMap::new(),
         dialect_of: vec![UNSET; ctx.dialects().len()],
-        texts: Vec::new(),
-        text_map: HashMap::new(),
+        texts: Interner::default(),
         extras: Vec::new(),
         attr_memo: vec![UNSET; ctx.attrs().len()],
         extra_memo: Vec::new(),
         type_memo: vec![UNSET; ctx.types().len()],
-        attrs: Vec::new(),
-        attr_dedup: HashMap::new(),
-        types: Vec::new(),
-        type_dedup: HashMap::new(),
+        attrs: Interner::with_capacity(ctx.attrs().len()),
+        types: Interner::with_capacity(ctx.types().len()),
         builtin: None,
         external_resources: Vec::new(),
         dialect_resources: Vec::new(),
@@ -410,39 +476,35 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         })
         .collect();
     let v6 = version >= version::NATIVE_PROPERTIES_ODS_SEGMENT_SIZE;
-    // Each op's native properties encoding, by op index.
-    let mut native: Vec<Option<Rc<[NativeItem]>>> = Vec::new();
+    let native_properties = version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some);
     // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
     // encoding depends only on the op's name and dictionary: each pair is planned once.
     let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
-    if version >= version::NATIVE_PROPERTIES {
-        native.resize_with(m.ops.len(), || None);
-        for &id in &walk {
-            let o = op(m, id)?;
-            let schema = schemas.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
-            match (&o.properties, schema) {
-                (Properties::Opaque(_), _) => return Err(WriteError::OpaqueProperties(op_name(m, id))),
-                (Properties::Dict(dict), Some(schema)) => {
-                    // Properties that do not fit the schema go to the attribute dictionary below.
-                    let items = match planned.get(&(o.name, *dict)) {
-                        Some(items) => items.clone(),
-                        None => {
-                            let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
-                            planned.insert((o.name, *dict), items.clone());
-                            items
-                        }
-                    };
-                    native[id.0 as usize] = items;
-                }
-                _ => {}
-            }
-        }
-    }
 
+    // How each op's attributes and properties are written, planned as the walk reaches it.
     let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
-    for &id in &walk {
-        let o = op(m, id)?;
-        let name = &names[o.name.0 as usize];
+    // The op names in order of first use (numbered below, after the resources' dialects).
+    let mut first_used: Vec<OpNameId> = Vec::new();
+    let mut op_name_index = vec![UNSET; names.len()];
+    let walk = walk(m, |id, o| {
+        let name = names.get(o.name.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
+        if op_name_index[o.name.0 as usize] == UNSET {
+            op_name_index[o.name.0 as usize] = 0;
+            first_used.push(o.name);
+        }
+        // The native encoding of a registered op's properties, when rtx knows its schema and they
+        // fit it (otherwise they go to the attribute dictionary below).
+        let native = match (&o.properties, schemas[o.name.0 as usize]) {
+            (Properties::Dict(dict), Some(schema)) if native_properties => match planned.get(&(o.name, *dict)) {
+                Some(items) => items.clone(),
+                None => {
+                    let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
+                    planned.insert((o.name, *dict), items.clone());
+                    items
+                }
+            },
+            _ => None,
+        };
         let attrs = o.attrs.filter(
             |&a| !matches!(m.context.attrs().get(a.0 as usize), Some(Attribute::Dictionary(e)) if e.is_empty()),
         );
@@ -452,9 +514,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
             Properties::Dict(dict) if version >= version::NATIVE_PROPERTIES && !name.registered => {
                 OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Dict(*dict) }
             }
-            Properties::Dict(_) if native.get(id.0 as usize).is_some_and(Option::is_some) => {
-                let items = native[id.0 as usize].take().expect("checked");
-                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(items) }
+            Properties::Dict(_) if native.is_some() => {
+                OpPlan { attrs: attrs.map(AttrKey::Module), props: PropsPlan::Native(native.expect("checked")) }
             }
             Properties::Dict(dict) if name.registered => {
                 // Below v5 upstream writes a registered op's inherent attributes in its attribute
@@ -486,7 +547,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
             }
         };
         ops[id.0 as usize] = Some(plan);
-    }
+        Ok(())
+    })?;
 
     // Resources first, so that `dense_resource` references find their entries.
     for group in &m.resources.external {
@@ -510,18 +572,12 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     // Op names, grouped by dialect in order of first use.
     let mut name_keys: HashMap<(u32, Box<[u8]>, bool), u32> = HashMap::new();
     let mut provisional_names: Vec<(u32, Box<[u8]>, bool)> = Vec::new();
-    let mut op_name_index = vec![UNSET; names.len()];
-    for &id in &walk {
-        let name_id = op(m, id)?.name;
-        let slot = op_name_index.get_mut(name_id.0 as usize).ok_or_else(|| malformed("op name out of range"))?;
-        if *slot != UNSET {
-            continue;
-        }
+    for name_id in first_used {
         let name = &names[name_id.0 as usize];
         let dialect = n.dialect(name.dialect)?;
         let short: Box<[u8]> = string(&m.context, name.short)?.into();
         let key = (dialect, short, version >= version::NATIVE_PROPERTIES && name.registered);
-        *slot = *name_keys.entry(key.clone()).or_insert_with(|| {
+        op_name_index[name_id.0 as usize] = *name_keys.entry(key.clone()).or_insert_with(|| {
             provisional_names.push(key);
             provisional_names.len() as u32 - 1
         });
@@ -537,9 +593,11 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     }
     let op_names = op_names.into_iter().map(|e| e.expect("a permutation")).collect();
 
-    // Attributes and types, in the order the IR section meets them.
+    // Attributes and types, in the order the IR section meets them; which ops are isolated.
+    let mut isolated = vec![true; m.ops.len()];
     for &id in &walk {
         let o = op(m, id)?;
+        mark_not_isolated(m, id, operands(m, o)?, &mut isolated)?;
         n.attr_key(AttrKey::Module(o.loc))?;
         let plan = ops[id.0 as usize].as_ref().expect("planned above");
         if let Some(key) = plan.attrs {
@@ -586,7 +644,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
     }
     let unknown_loc = n.unknown_loc_key;
-    n.finish(ops, walk, op_names, op_name_index, unknown_loc)
+    n.finish(ops, isolated, op_names, op_name_index, unknown_loc)
 }
 
 /// The attribute dictionary of a registered op written below v5: its discardable attributes and
@@ -805,16 +863,14 @@ struct Numberer<'m> {
     dialects: Vec<DialectEntry>,
     dialect_map: HashMap<Box<[u8]>, u32>,
     dialect_of: Vec<u32>,
-    texts: Vec<Box<[u8]>>,
-    text_map: HashMap<Box<[u8]>, u32>,
+    texts: Interner<Box<[u8]>>,
     extras: Vec<Attribute>,
     attr_memo: Vec<u32>,
     extra_memo: Vec<u32>,
     type_memo: Vec<u32>,
-    attrs: Vec<(u32, Entry)>,
-    attr_dedup: HashMap<(u32, Entry), u32>,
-    types: Vec<(u32, Type)>,
-    type_dedup: HashMap<(u32, Type), u32>,
+    /// Canonical entries with their dialect, in the order first met (before grouping by dialect).
+    attrs: Interner<(u32, Entry)>,
+    types: Interner<(u32, Type)>,
     builtin: Option<u32>,
     external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
     dialect_resources: Vec<(u32, ResourceEntries)>,
@@ -898,38 +954,26 @@ impl Numberer<'_> {
         if self.depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let native = match key {
-            AttrKey::Module(id) => self.native.and_then(|n| n.get(&id)),
-            AttrKey::Extra(_) => None,
+        let mut canonical = match key {
+            AttrKey::Module(id) => match self.native.and_then(|n| n.get(&id)) {
+                Some(native) => Entry::Native(native.clone()),
+                None => Entry::Attr(attr(self.ctx, id)?.clone()),
+            },
+            AttrKey::Extra(i) => Entry::Attr(self.extras[i as usize].clone()),
         };
         self.depth += 1;
-        let canonical = match native {
-            Some(native) => map_native(native, self).map(Entry::Native),
-            None => {
-                let source = match key {
-                    AttrKey::Module(id) => attr(self.ctx, id)?.clone(),
-                    AttrKey::Extra(i) => self.extras[i as usize].clone(),
-                };
-                map_attr(&source, self).map(Entry::Attr)
-            }
+        let mapped = match &mut canonical {
+            Entry::Native(native) => map_native(native, self),
+            Entry::Attr(a) => map_attr(a, self),
         };
         self.depth -= 1;
-        let canonical = canonical?;
+        mapped?;
         let dialect = match &canonical {
             Entry::Attr(Attribute::Text { dialect, .. }) => dialect.0,
             Entry::Native(native) => native.dialect.0,
             Entry::Attr(_) => self.builtin(),
         };
-        let dedup_key = (dialect, canonical);
-        let index = match self.attr_dedup.get(&dedup_key) {
-            Some(&i) => i,
-            None => {
-                let i = self.attrs.len() as u32;
-                self.attrs.push(dedup_key.clone());
-                self.attr_dedup.insert(dedup_key, i);
-                i
-            }
-        };
+        let index = self.attrs.intern((dialect, canonical));
         match key {
             AttrKey::Module(id) => self.attr_memo[id.0 as usize] = index,
             AttrKey::Extra(i) => self.extra_memo[i as usize] = index,
@@ -946,25 +990,16 @@ impl Numberer<'_> {
         if self.depth >= MAX_NESTING {
             return Err(WriteError::TooDeep(MAX_NESTING));
         }
-        let source = ty(self.ctx, id)?.clone();
+        let mut canonical = ty(self.ctx, id)?.clone();
         self.depth += 1;
-        let canonical = map_type(&source, self);
+        let mapped = map_type(&mut canonical, self);
         self.depth -= 1;
-        let canonical = canonical?;
+        mapped?;
         let dialect = match &canonical {
             Type::Text { dialect, .. } => dialect.0,
             _ => self.builtin(),
         };
-        let dedup_key = (dialect, canonical);
-        let index = match self.type_dedup.get(&dedup_key) {
-            Some(&i) => i,
-            None => {
-                let i = self.types.len() as u32;
-                self.types.push(dedup_key.clone());
-                self.type_dedup.insert(dedup_key, i);
-                i
-            }
-        };
+        let index = self.types.intern((dialect, canonical));
         self.type_memo[id.0 as usize] = index;
         Ok(index)
     }
@@ -972,36 +1007,46 @@ impl Numberer<'_> {
     fn finish(
         self,
         ops: Vec<Option<OpPlan>>,
-        walk: Vec<OpId>,
+        isolated: Vec<bool>,
         op_names: Vec<OpNameEntry>,
         op_name_index: Vec<u32>,
         unknown_loc: Option<AttrKey>,
     ) -> Result<Plan> {
-        let attr_order = stable_order_by(&self.attrs, |e| e.0);
-        let type_order = stable_order_by(&self.types, |e| e.0);
-        let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
-        let mut attrs: Vec<Option<(u32, Entry)>> = (0..self.attrs.len()).map(|_| None).collect();
-        for (p, (dialect, a)) in self.attrs.iter().enumerate() {
-            let entry = match a {
-                Entry::Attr(a) => Entry::Attr(map_attr(a, &mut renumber)?),
-                Entry::Native(native) => Entry::Native(map_native(native, &mut renumber)?),
-            };
-            attrs[attr_order[p] as usize] = Some((*dialect, entry));
+        let mut attrs = self.attrs.items;
+        let mut types = self.types.items;
+        let attr_order = stable_order_by(&attrs, |e| e.0);
+        let type_order = stable_order_by(&types, |e| e.0);
+        let identity = |order: &[u32]| order.iter().enumerate().all(|(i, &p)| p == i as u32);
+        // Entries already grouped by dialect (a module of builtin attributes and types only, say)
+        // keep their numbers; otherwise every reference is renumbered and the entries reordered.
+        if !identity(&attr_order) || !identity(&type_order) {
+            let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
+            for (_, entry) in &mut attrs {
+                match entry {
+                    Entry::Attr(a) => map_attr(a, &mut renumber)?,
+                    Entry::Native(native) => map_native(native, &mut renumber)?,
+                }
+            }
+            for (_, t) in &mut types {
+                map_type(t, &mut renumber)?;
+            }
+            // A stable sort by dialect puts each entry at its position in the order.
+            attrs.sort_by_key(|e| e.0);
+            types.sort_by_key(|e| e.0);
         }
-        let mut types: Vec<Option<(u32, Type)>> = (0..self.types.len()).map(|_| None).collect();
-        for (p, (dialect, t)) in self.types.iter().enumerate() {
-            types[type_order[p] as usize] = Some((*dialect, map_type(t, &mut renumber)?));
-        }
-        let remap = |memo: Vec<u32>, order: &[u32]| -> Vec<u32> {
-            memo.into_iter().map(|p| if p == UNSET { UNSET } else { order[p as usize] }).collect()
+        let remap = |mut memo: Vec<u32>, order: &[u32]| -> Vec<u32> {
+            if !identity(order) {
+                memo.iter_mut().filter(|p| **p != UNSET).for_each(|p| *p = order[*p as usize]);
+            }
+            memo
         };
         Ok(Plan {
             strings: self.strings,
             dialects: self.dialects,
             op_names,
             op_name_index,
-            attrs: attrs.into_iter().map(|e| e.expect("a permutation")).collect(),
-            types: types.into_iter().map(|e| e.expect("a permutation")).collect(),
+            attrs,
+            types,
             texts: self.texts,
             attr_index: remap(self.attr_memo, &attr_order),
             extra_index: remap(self.extra_memo, &attr_order),
@@ -1010,7 +1055,7 @@ impl Numberer<'_> {
             unknown_loc,
             external_resources: self.external_resources,
             dialect_resources: self.dialect_resources,
-            walk,
+            isolated,
         })
     }
 }
@@ -1032,16 +1077,7 @@ impl Mapper for Numberer<'_> {
     fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
         let dialect = Numberer::dialect(self, dialect)?;
         let bytes = string(self.ctx, text)?;
-        let index = match self.text_map.get(bytes) {
-            Some(&i) => i,
-            None => {
-                let i = self.texts.len() as u32;
-                self.texts.push(bytes.into());
-                self.text_map.insert(bytes.into(), i);
-                i
-            }
-        };
-        Ok((DialectId(dialect), Sym(index)))
+        Ok((DialectId(dialect), Sym(self.texts.intern_with(bytes, || bytes.into()))))
     }
     fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
         let dialect = self.dialect(resource.dialect)?;
