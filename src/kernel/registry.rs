@@ -49,9 +49,19 @@ impl KernelRegistry {
         registry
     }
 
+    /// A registry with the kernels model graphs run on: the core kernels, the tensor kernels and
+    /// the `nn.*` layers — what a runtime context's BEF modules resolve against, before the
+    /// host registers its own.
+    pub fn with_model_kernels() -> KernelRegistry {
+        let mut registry = KernelRegistry::with_core_kernels();
+        super::library::tensor::register_tensor_kernels(&mut registry);
+        super::library::nn::register_nn_kernels(&mut registry);
+        registry
+    }
+
     /// A registry with every kernel rtx has: the core kernels, TFRT's test kernels and native
-    /// functions (`tfrt_test.*`, `vt.*`, `tfrt_tutorial.*`) and the tensor kernels — what TFRT's
-    /// `bef_executor` links in.
+    /// functions (`tfrt_test.*`, `vt.*`, `tfrt_tutorial.*`), the tensor kernels and the `nn.*`
+    /// layers — what TFRT's `bef_executor` links in, and more.
     pub fn with_all_kernels() -> KernelRegistry {
         let mut registry = KernelRegistry::new();
         super::library::register_all_kernels(&mut registry);

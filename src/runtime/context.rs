@@ -65,7 +65,7 @@ pub struct Context {
     /// The BEF modules added, their kernel names resolved against `kernels`.
     bef: RwLock<BefModules>,
     /// What BEF modules added from now on resolve their kernel names against: TFRT's core
-    /// kernels and those the host registered.
+    /// kernels, the tensor kernels, the `nn.*` layers and those the host registered.
     kernels: RwLock<KernelRegistry>,
     /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
     /// [`invocation`]), so the context, its queue and its threads go away on the thread that
@@ -205,7 +205,7 @@ impl Context {
         Context {
             vm: VmContext::new(),
             bef: RwLock::default(),
-            kernels: RwLock::new(KernelRegistry::with_core_kernels()),
+            kernels: RwLock::new(KernelRegistry::with_model_kernels()),
             host: Arc::new(host),
             runtime,
             device_allocator: OnceLock::new(),
@@ -262,9 +262,9 @@ impl Context {
     /// Adds `module`. A VM module: checks its dependencies against the modules added before
     /// it, resolves its imports, creates its state and runs its `__init`; one that imports `hal`
     /// needs a device first (FAILED_PRECONDITION otherwise). A BEF module: resolves its kernel
-    /// names against the context's kernels (TFRT's core kernels and those registered so far),
-    /// NOT_FOUND naming an unknown kernel and where it is first used. ALREADY_EXISTS for a
-    /// second module of one name. On failure the context is as it was.
+    /// names against the context's kernels (TFRT's core and tensor kernels, the `nn.*` layers and
+    /// those registered so far), NOT_FOUND naming an unknown kernel and where it is first used.
+    /// ALREADY_EXISTS for a second module of one name. On failure the context is as it was.
     pub fn add_module(&self, module: &Module) -> Result<(), Diagnostic> {
         match module {
             Module::Vm(module) => {
@@ -304,7 +304,7 @@ impl Context {
     /// Registers the kernel `name` for the BEF modules added from now on (those added before
     /// resolved their names already). It runs on any of the context's threads, once its
     /// arguments are available, and sets its results now or later (see [`KernelFrame`]).
-    /// ALREADY_EXISTS when `name` is taken (by TFRT's core kernels or an earlier
+    /// ALREADY_EXISTS when `name` is taken (by a kernel the context starts with or an earlier
     /// registration); INVALID_ARGUMENT for an empty name.
     pub fn register_kernel<F>(&self, name: &str, kernel: F) -> Result<(), Diagnostic>
     where
