@@ -51,24 +51,33 @@ def suites(e2e: Path, backend: str, driver: str):
             yield cmake.parent, fields["NAME"][0], fields.get("SRCS", []), flags, fields.get("LABELS", [])
 
 
+def compile_vmfb(args, flags, source: Path, vmfb: Path):
+    """Compiles `source` into `vmfb` (kept as it is with --reuse when there); None when it compiled,
+    else ("compile timeout" | "compile error", detail lines)."""
+    if vmfb.exists() and args.reuse:
+        return None
+    try:
+        compiled = subprocess.run([args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
+                                   str(source), "-o", str(vmfb)], capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return "compile timeout", []
+    if compiled.returncode != 0:
+        errors = [line for line in compiled.stderr.splitlines() if "error:" in line]
+        return "compile error", errors[:1] or compiled.stderr.strip().splitlines()[-1:]
+    return None
+
+
 def run_one(job, args):
     folder, suite, source, flags = job
     stem = f"{folder.name}__{suite}__{Path(source).stem}"
     vmfb = Path(args.out) / f"{stem}.vmfb"
-    compile_cmd = [args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
-                   str(folder / source), "-o", str(vmfb)]
     result = {"suite": f"{folder.name}/{suite}", "source": source, "passed": [], "failed": []}
-    if not (vmfb.exists() and args.reuse):
-        try:
-            compiled = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            result["status"] = "compile timeout"
-            return result
-        if compiled.returncode != 0:
-            result["status"] = "compile error"
-            errors = [line for line in compiled.stderr.splitlines() if "error:" in line]
-            result["detail"] = errors[:1] or compiled.stderr.strip().splitlines()[-1:]
-            return result
+    failure = compile_vmfb(args, flags, folder / source, vmfb)
+    if failure:
+        result["status"], detail = failure
+        if detail:
+            result["detail"] = detail
+        return result
     try:
         ran = subprocess.run([args.rtx, "check", f"--module={vmfb}", f"--device={DEVICE_OF_DRIVER[args.driver]}"],
                              capture_output=True, text=True, timeout=args.timeout)
@@ -157,16 +166,9 @@ def compare_one(job, args):
         stem = Path(args.out) / f"cmp__{folder.name}__{suite}__{Path(source).stem}__{name}"
         mlir, vmfb = stem.with_suffix(".mlir"), stem.with_suffix(".vmfb")
         mlir.write_text(variant)
-        if not (vmfb.exists() and args.reuse):
-            try:
-                compiled = subprocess.run([args.iree_compile, f"--iree-hal-target-backends={args.backend}", *flags,
-                                           str(mlir), "-o", str(vmfb)], capture_output=True, text=True,
-                                          timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                compiled = None
-            if compiled is None or compiled.returncode != 0:
-                result["uncompiled"].append(name)
-                continue
+        if compile_vmfb(args, flags, mlir, vmfb):
+            result["uncompiled"].append(name)
+            continue
         outputs = []
         for runner in ([args.iree_run_module], [args.rtx, "run"]):
             try:

@@ -160,7 +160,7 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
     let mut arguments = run_io::parse_inputs(&flags.all("input"), kinds, &mut InputFiles::new())
         .map_err(|line| with_declaration(tooling_error(&line), &declaration))?;
     // On the device before the first call, as iree-run-module and iree-benchmark-module do.
-    context.place_arguments(&mut arguments).map_err(|e| format!("{}: {}", e.code, e.message))?;
+    context.place_arguments(&mut arguments).map_err(|e| e.to_string())?;
     let result_kinds = function.results;
     let function = function.handle;
     Ok(Prepared { context, function, name, declaration, arguments, result_kinds })

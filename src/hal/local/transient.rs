@@ -143,7 +143,8 @@ impl TransientPool {
     }
 
     /// Bytes kept for reuse.
-    pub fn kept(&self) -> usize {
+    #[cfg(test)]
+    fn kept(&self) -> usize {
         self.free.lock().unwrap_or_else(PoisonError::into_inner).bytes
     }
 }

@@ -84,6 +84,11 @@ impl Shared {
     fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Whether the calling thread is this queue's waiter.
+    fn on_waiter_thread(&self) -> bool {
+        WAITER_OF.get() == self as *const Shared as usize
+    }
 }
 
 impl Queue {
@@ -238,7 +243,7 @@ impl Queue {
     /// second thread in `vkWaitSemaphores` is slow on some drivers (NVIDIA's polls, taking
     /// 1-10 ms where the waiter's own wait takes tens of microseconds).
     pub fn wait(&self, value: u64) -> Result<(), Diagnostic> {
-        if WAITER_OF.get() != Arc::as_ptr(&self.shared) as usize {
+        if !self.shared.on_waiter_thread() {
             let mut state = self.shared.lock_state();
             loop {
                 if state.reached >= value {
@@ -421,7 +426,7 @@ impl Drop for Queue {
         self.shared.lock_state().stopping = true;
         self.shared.wake.notify_one();
         if let Some(waiter) = self.waiter.take() {
-            if WAITER_OF.get() != Arc::as_ptr(&self.shared) as usize {
+            if !self.shared.on_waiter_thread() {
                 // A waiter that panicked has nothing left to finish.
                 let _ = waiter.join();
             }

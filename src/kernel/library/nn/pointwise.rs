@@ -43,7 +43,7 @@ fn broadcast(a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>, Vec<us
         }
         strides
     };
-    Some((dims.clone(), strides(a), strides(b)))
+    Some((dims, strides(a), strides(b)))
 }
 
 fn binary(frame: &mut KernelFrame<'_>, op: fn(f32, f32) -> f32) -> Result<(), KernelError> {
