@@ -366,6 +366,8 @@ impl Context {
         let bef = read(&self.bef);
         let (module, function) = match name.split_once('.') {
             Some((module, function)) if bef.modules.iter().any(|(n, _)| **n == *module) => (module, function),
+            // A VM module's function, even when a BEF module was added last.
+            Some((module, _)) if self.vm.module_names().iter().any(|n| n == module) => return Ok(None),
             _ => match bef.latest {
                 Some(latest) => (&*bef.modules[latest].0, name),
                 None => return Ok(None),
