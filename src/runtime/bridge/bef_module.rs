@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::tensors::{tensor_to_view, view_to_tensor};
+use super::tensors::{tensor_to_view, view_to_tensor, TENSOR_TYPES};
 use crate::bef::executor::Function;
 use crate::bef::format::FunctionKind;
 use crate::bef::reader::BefFile;
@@ -26,9 +26,6 @@ use crate::runtime::invocation::held_type;
 use crate::vm::abi::ValueKind;
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;
-
-/// The BEF type names of dense host tensors.
-const TENSOR_TYPES: [&str; 2] = ["!tfrt_tensor.tensor", "!t.tensor"];
 
 /// The exported functions of one BEF module.
 pub(in crate::runtime) struct BefNativeModule {

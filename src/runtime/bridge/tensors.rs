@@ -15,6 +15,10 @@ use crate::host::{Diagnostic, HostContext, StatusCode};
 use crate::kernel::tensor::{dtype_name, DenseHostTensor, TensorShape};
 use crate::vm::buffer::Buffer as Bytes;
 
+/// The BEF type names of dense host tensors: where a BEF function declares one, a buffer view
+/// passes (as a tensor holding a copy of its bytes).
+pub const TENSOR_TYPES: [&str; 2] = ["!tfrt_tensor.tensor", "!t.tensor"];
+
 /// The IREE element type of `dtype` (integers signless, as IREE's programs assert them), or
 /// INVALID_ARGUMENT for element types with no dense HAL layout.
 pub fn element_type(dtype: DType) -> Result<ElementType, Diagnostic> {
