@@ -120,7 +120,10 @@ two, and their value after `=` or as the next argument.
                                      counts, when host memory is left allocated at the end)
   --functions=a,b                    run these functions, in this order
   --test_init_function=f             run f first
-  --print_error_code                 print error codes with error results";
+  --print_error_code                 print error codes with error results
+  --vm_module=FILE                   add an IREE VM module (.vmfb) to the context, whose
+                                     functions `rtx.vm.call` kernels call (repeatable, in order)
+  --device=URI                       the device those modules run on (default local-task)";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {
