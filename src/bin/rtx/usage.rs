@@ -48,7 +48,10 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
   --benchmark_min_time=Nx           exactly N calls per round instead (after one warm-up call)
   --rounds=N                        alternations with iree-benchmark-module (default 5)
-  --no_iree                         time rtx alone";
+  --no_iree                         time rtx alone
+  --dispatch_times                  also time each dispatch on the CPU devices and print the time
+                                    per call by export (for IREE's: its tool's host-execution
+                                    profiling mode, then `iree-profile statistics`)";
 
 pub const CHECK: &str =
     "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
