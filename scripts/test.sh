@@ -19,7 +19,10 @@
 #   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program, and a C++
 #       one through rtx.hpp
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
-#   13. cargo bench --no-run
+#   13. the Python package: a wheel carrying the installed librtx.so, installed into
+#       target/python-venv with iree-base-runtime 3.13 (scripts/python-package.sh), and its
+#       tests (python/tests, pytest) against iree.runtime on the same .vmfb files
+#   14. cargo bench --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
@@ -202,6 +205,11 @@ echo "   host_pipeline built and run against $moved"
 [ "$(PKG_CONFIG_PATH=$moved/lib/pkgconfig pkg-config --variable=includedir rtx)" = "$moved/lib/pkgconfig/../../include" ] ||
   die "rtx.pc in the moved copy does not point into it"
 echo "   pkg-config: includedir follows the moved rtx.pc"
+
+step "Python package: wheel with librtx.so, virtualenv, pytest python/tests (against iree.runtime)"
+python=$(scripts/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
+ls "$target"/python/dist/*.whl | sed "s|^$repo/|   |"
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q python/tests
 
 step "cargo bench --no-run (benches keep compiling)"
 cargo bench --no-run
