@@ -12,7 +12,7 @@ import numpy as np
 
 from . import dtypes
 from ._library import handle_p, lib, written
-from .errors import InvalidArgumentError, check, take
+from .errors import InvalidArgumentError, check
 from .module import ValueKind
 
 Result = Union[np.ndarray, int, float]
@@ -32,14 +32,15 @@ _GET_SCALAR: Dict[ValueKind, Tuple[Any, Any]] = {
 }
 
 
-def argument(kind: ValueKind, value: Any, where: str) -> int:
-    """A new async value for one argument of ``kind``; ``where`` names it in errors."""
+def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
+    """A new async value for argument ``index`` of ``function``, of ``kind``."""
     if kind is ValueKind.REF:
-        view = buffer_view(value, where)
+        view = buffer_view(value, function, index)
         try:
             return lib.rtx_async_value_new_buffer_view(view)
         finally:
             lib.rtx_buffer_view_release(view)
+    where = f"{function} argument {index}"
     if isinstance(value, np.ndarray) and value.ndim != 0:
         raise InvalidArgumentError(f"{where} is a scalar {kind.name.lower()}, not an array of shape {value.shape}")
     if kind in _INT_RANGES:
@@ -60,30 +61,47 @@ def argument(kind: ValueKind, value: Any, where: str) -> int:
     return _NEW_SCALAR[kind](float(value))
 
 
-def buffer_view(value: Any, where: str) -> int:
+def buffer_view(value: Any, function: str, index: int) -> int:
     """A new buffer view holding a copy of ``value`` (anything ``np.asarray`` takes).
 
     A C-contiguous, native-endian array is handed to rtx as it is (rtx makes the one copy the
     ABI needs); other layouts are made contiguous first.
     """
+    array = value if type(value) is np.ndarray else _asarray(value, f"{function} argument {index}")
+    code = dtypes.NATIVE_ELEMENT_TYPES.get(array.dtype)
+    if code is None or not array.flags.c_contiguous:
+        array, code = _contiguous(array, f"{function} argument {index}")
+    shape = array.shape
+    rank = len(shape)
+    out = handle_p()
+    error = lib.rtx_buffer_view_new(
+        code,
+        (ctypes.c_int64 * rank)(*shape) if rank else None,
+        rank,
+        array.ctypes.data,
+        array.nbytes,
+        ctypes.byref(out),
+    )
+    if error:
+        check(error, f"{function} argument {index}")
+    return written(out)
+
+
+def _asarray(value: Any, where: str) -> np.ndarray:
     try:
-        array = np.asarray(value)
+        return np.asarray(value)
     except (TypeError, ValueError) as error:
         raise InvalidArgumentError(f"{where} cannot be made a numpy array: {error}") from None
+
+
+def _contiguous(array: np.ndarray, where: str) -> Tuple[np.ndarray, int]:
+    """``array`` C-contiguous in native byte order, and its element type; raises for a dtype rtx
+    cannot pass."""
     try:
         code = dtypes.element_type(array.dtype)
     except InvalidArgumentError as error:
         raise InvalidArgumentError(f"{where}: {error.message}") from None
-    if not array.flags.c_contiguous or array.dtype.byteorder == (">" if np.little_endian else "<"):
-        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
-    rank = array.ndim
-    shape = (ctypes.c_int64 * rank)(*array.shape) if rank else None
-    out = handle_p()
-    check(
-        lib.rtx_buffer_view_new(code, shape, rank, array.ctypes.data, array.nbytes, ctypes.byref(out)),
-        where,
-    )
-    return written(out)
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")), code
 
 
 class _ViewMemory:
@@ -91,13 +109,12 @@ class _ViewMemory:
 
     __slots__ = ("_view", "__array_interface__")
 
-    def __init__(self, view: int, address: int, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+    def __init__(self, view: int, address: int, shape: Tuple[int, ...], typestr: str) -> None:
         self._view = view
         self.__array_interface__ = {
             "version": 3,
             "shape": shape,
-            # ml_dtypes' types (user-defined, isbuiltin 2) go through as raw bytes of their size.
-            "typestr": dtype.str if dtype.isbuiltin == 1 else f"|V{dtype.itemsize}",
+            "typestr": typestr,
             "data": (address, True),  # read-only: the view is immutable
             "strides": None,
         }
@@ -110,33 +127,38 @@ def array(view: int) -> np.ndarray:
     """A read-only numpy array over a buffer view's memory, without a copy; takes ``view``'s
     reference. Views whose memory the host cannot address (a GPU's) are copied out."""
     try:
-        dtype = dtypes.dtype(lib.rtx_buffer_view_element_type(view))
-        shape = tuple(lib.rtx_buffer_view_dim(view, i) for i in range(lib.rtx_buffer_view_rank(view)))
-        length = lib.rtx_buffer_view_byte_length(view)
+        code = lib.rtx_buffer_view_element_type(view)
+        found = dtypes.ARRAY_TYPES.get(code)
+        if found is None:
+            raise dtypes.unsupported(code)
+        dtype, typestr = found
+        dim = lib.rtx_buffer_view_dim
+        shape = tuple([dim(view, i) for i in range(lib.rtx_buffer_view_rank(view))])
         address = lib.rtx_buffer_view_data(view)
-        if not address or length == 0:
+        if not address:
             out = np.empty(shape, dtype)
-            if length:
-                check(lib.rtx_buffer_view_copy_data(view, out.ctypes.data, out.nbytes))
+            check(lib.rtx_buffer_view_copy_data(view, out.ctypes.data, out.nbytes))
             lib.rtx_buffer_view_release(view)
             return out
     except BaseException:
         lib.rtx_buffer_view_release(view)
         raise
-    out = np.asarray(_ViewMemory(view, address, shape, dtype))
+    out = np.asarray(_ViewMemory(view, address, shape, typestr))
     return out if out.dtype == dtype else out.view(dtype)
 
 
 def result(kind: ValueKind, value: int) -> Result:
-    """Reads one available result value (borrowed): a numpy array or a Python number."""
-    failure = take(lib.rtx_async_value_get_error(value))
-    if failure is not None:
-        raise failure
+    """Reads one available result value (borrowed): a numpy array or a Python number. A value
+    that is an error raises it (the getters return the value's own error)."""
     if kind is ValueKind.REF:
         view = handle_p()
-        check(lib.rtx_async_value_get_buffer_view(value, ctypes.byref(view)))
+        error = lib.rtx_async_value_get_buffer_view(value, ctypes.byref(view))
+        if error:
+            check(error)
         return array(written(view))
     getter, c_type = _GET_SCALAR[kind]
     out = c_type()
-    check(getter(value, ctypes.byref(out)))
+    error = getter(value, ctypes.byref(out))
+    if error:
+        check(error)
     return out.value

@@ -3,23 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import ctypes
 import itertools
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from . import _values
 from ._handle import Owned
 from ._library import READY_FN, ContextOptions, handle_p, lib, written
 from .errors import InvalidArgumentError, NotFoundError, UnimplementedError, check
-from .module import Module, Signature
+from .module import Module, Signature, ValueKind
 
 # Callbacks waiting for AsyncValues, by the token passed to C as `user_data`: one ctypes thunk
 # serves every call, so no per-call thunk has to be kept alive while C holds it.
 _waiting: Dict[int, Callable[[], None]] = {}
 _waiting_lock = threading.Lock()
 _tokens = itertools.count(1)
+
+
+# Every open context, released before the interpreter finalizes (below).
+_open: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_contexts() -> None:
+    # Releasing a context waits for its work in flight, whose callbacks enter Python; one that
+    # entered a finalizing interpreter would have its thread killed under rtx's frames, which
+    # aborts the process. So every context is released while the interpreter still runs them.
+    for context in list(_open):
+        context.close()
 
 
 @READY_FN
@@ -95,10 +110,12 @@ class Context(Owned):
         out = handle_p()
         check(lib.rtx_context_new(ctypes.byref(options), ctypes.byref(out)), f"work queue {work_queue!r}")
         super().__init__(written(out))
+        _open.add(self)
         self.device = device
         self.work_queue = work_queue
         self._modules: List[Module] = []
         self._functions: Dict[str, Tuple[str, Signature]] = {}
+        self._calls: Dict[str, Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]] = {}
         if device is not None:
             try:
                 check(lib.rtx_context_add_device(self.handle, device.encode()), f"device {device!r}")
@@ -118,6 +135,7 @@ class Context(Owned):
         check(lib.rtx_context_add_module(self.handle, module.handle), f"adding module {module.name!r}")
         self._modules.append(module)
         self._functions.clear()
+        self._calls.clear()
 
     def function(self, name: str) -> Function:
         """``name`` (``"function"`` or ``"module.function"``) as a callable :class:`Function`."""
@@ -139,7 +157,9 @@ class Context(Owned):
                 # Nothing to wait on: wait for the context's work instead.
                 lib.rtx_context_quiesce(self.handle)
                 return []
-            check(lib.rtx_async_value_await(self.handle, call.results, len(call.results)))
+            error = lib.rtx_async_value_await(self.handle, call.results, len(call.results))
+            if error:
+                check(error)
             return call.read()
         finally:
             call.release()
@@ -213,9 +233,17 @@ class Context(Owned):
         known = ", ".join(f"{m.name}.{f}" for m in self._modules for f in m.functions) or "none"
         raise NotFoundError(f"no function {function!r} in this context's modules (functions: {known})")
 
+    def _resolve_for_call(self, function: str) -> Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]:
+        """What each call of ``function`` needs, worked out once: qualified name (as C bytes too),
+        signature and the kinds of the arguments the caller passes."""
+        found = self._calls.get(function)
+        if found is None:
+            name, signature = self._resolve(function)
+            found = self._calls[function] = (name, name.encode(), signature, signature.inputs)
+        return found
+
     def _start(self, function: str, args: Sequence[Any]) -> _Call:
-        name, signature = self._resolve(function)
-        kinds = signature.inputs
+        name, c_name, signature, kinds = self._resolve_for_call(function)
         if len(args) != len(kinds):
             raise InvalidArgumentError(
                 f"{name} takes {len(kinds)} argument{'s' if len(kinds) != 1 else ''} ({signature}), "
@@ -224,12 +252,11 @@ class Context(Owned):
         handles = (handle_p * len(args))()
         try:
             for i, (kind, value) in enumerate(zip(kinds, args)):
-                handles[i] = _values.argument(kind, value, f"{name} argument {i}")
+                handles[i] = _values.argument(kind, value, name, i)
             call = _Call(signature)
-            check(
-                lib.rtx_context_invoke(self.handle, name.encode(), handles, len(args), call.results, len(call.results)),
-                name,
-            )
+            error = lib.rtx_context_invoke(self.handle, c_name, handles, len(args), call.results, len(call.results))
+            if error:
+                check(error, name)
             return call
         finally:
             for value in handles:

@@ -9,7 +9,7 @@ when ``ml_dtypes`` (which ``iree.runtime`` uses for them) is installed. Anything
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 import numpy as np
 
@@ -56,6 +56,14 @@ _TO_DTYPE: Dict[int, np.dtype] = {code: dtype for dtype, code in _TO_ELEMENT_TYP
 for _bits, _dtype in ((8, np.int8), (16, np.int16), (32, np.int32), (64, np.int64)):
     _TO_DTYPE[0x10000000 | _bits] = np.dtype(_dtype)
 
+#: Element type codes by native-byte-order dtype: the per-call lookup (`element_type` handles the rest).
+NATIVE_ELEMENT_TYPES: Dict[np.dtype, int] = {d.newbyteorder("="): code for d, code in _TO_ELEMENT_TYPE.items()}
+#: Per element type code, its dtype and the ``__array_interface__`` type string results are read
+#: with: ml_dtypes' types (user-defined, ``isbuiltin`` 2) as raw bytes of their size.
+ARRAY_TYPES: Dict[int, Tuple[np.dtype, str]] = {
+    code: (d, d.str if d.isbuiltin == 1 else f"|V{d.itemsize}") for code, d in _TO_DTYPE.items()
+}
+
 _PREFIXES = {0x10: "i", 0x11: "si", 0x12: "ui", 0x21: "f", 0x22: "bf", 0x23: "complex"}
 _SPECIAL_NAMES = {
     0x13000008: "i1",
@@ -90,6 +98,11 @@ def dtype(code: int) -> np.dtype:
     """The numpy dtype of element type ``code``; raises for types numpy has no dtype for."""
     found = _TO_DTYPE.get(code)
     if found is None:
-        hint = " (install ml_dtypes for bfloat16 and float8)" if not _ML and code >> 24 in range(0x22, 0x28) else ""
-        raise UnimplementedError(f"element type {element_type_name(code)} has no numpy dtype{hint}")
+        raise unsupported(code)
     return found
+
+
+def unsupported(code: int) -> UnimplementedError:
+    """The error for a result of element type ``code``, which numpy has no dtype for."""
+    hint = " (install ml_dtypes for bfloat16 and float8)" if not _ML and code >> 24 in range(0x22, 0x29) else ""
+    return UnimplementedError(f"element type {element_type_name(code)} has no numpy dtype{hint}")

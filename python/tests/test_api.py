@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -86,3 +88,19 @@ def test_unsupported_result_types_are_refused_clearly() -> None:
     with pytest.raises(rtx.UnimplementedError, match=r"element type i4 \(0x10000004\) has no numpy dtype"):
         rtx.dtype(0x10000004)
     assert rtx.dtype(0x10000020) == np.int32  # signless integers read as signed
+
+
+def test_exiting_with_calls_in_flight_is_clean(tmp_path) -> None:
+    # Contexts left open, futures not waited for: the interpreter exits while rtx's workers
+    # still call back into Python, which must neither abort nor hang.
+    script = tmp_path / "exit_early.py"
+    script.write_text(
+        "import numpy as np, rtx\n"
+        "ctx = rtx.Context(device='local-sync')\n"
+        f"ctx.add_module(rtx.Module.load({str(DIGITS / 'mlp.vmfb')!r}))\n"
+        "futures = [ctx.invoke_async('predict', np.ones((1, 64), np.float32)) for _ in range(300)]\n"
+    )
+    for _ in range(5):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "FATAL" not in done.stderr
