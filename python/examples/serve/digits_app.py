@@ -1,10 +1,15 @@
 """A Ray Serve deployment of the digit classifier (models/digits), through rtx or iree.runtime.
 
 POST a JSON body ``{"pixels": [64 numbers]}`` (an 8x8 image, row by row) and get back
-``{"digit": d, "probabilities": [10 numbers]}``. ``backend`` picks the runtime: ``"rtx"`` awaits
-the call with ``Context.invoke_awaitable`` (the replica's event loop keeps serving while rtx runs
-it); ``"iree"`` calls ``iree.runtime``'s function object, as its users do. Everything else is the
-same: model, device, replicas, request and response.
+``{"digit": d, "probabilities": [10 numbers]}``. ``backend`` picks the runtime:
+
+- ``"rtx"``: ``Context.invoke`` on a context with the single-threaded work queue ``s``, so the call
+  runs on the replica's own thread, as ``iree.runtime`` runs it;
+- ``"rtx-async"``: ``await Context.invoke_awaitable`` on the multi-threaded queue ``mstd``: the call
+  runs on rtx's worker threads and the replica's event loop keeps serving meanwhile;
+- ``"iree"``: ``iree.runtime``'s function object, called as its users call it.
+
+Everything else is the same: model, device, replicas, request and response.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ from starlette.requests import Request
 class Digits:
     def __init__(self, backend: str, model: str, device: str) -> None:
         self.backend = backend
-        if backend == "rtx":
+        if backend in ("rtx", "rtx-async"):
             import rtx
 
-            self.context = rtx.Context(device=device)
+            self.context = rtx.Context(device=device, work_queue="s" if backend == "rtx" else "mstd")
             self.context.add_module(rtx.Module.load(model))
             self.predict = self.context.function("predict")
         elif backend == "iree":
@@ -35,12 +40,14 @@ class Digits:
             self.context.add_vm_module(module)
             self.function = self.context.modules[module.name]["predict"]
         else:
-            raise ValueError(f"unknown backend {backend!r} (rtx or iree)")
+            raise ValueError(f"unknown backend {backend!r} (rtx, rtx-async or iree)")
 
     async def __call__(self, request: Request) -> Dict[str, Any]:
         body = await request.json()
         x = np.asarray(body["pixels"], np.float32).reshape(1, 64)
         if self.backend == "rtx":
+            [y] = self.predict(x)
+        elif self.backend == "rtx-async":
             [y] = await self.predict.invoke_awaitable(x)
         else:
             y = np.asarray(self.function(x))

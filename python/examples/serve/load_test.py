@@ -1,14 +1,16 @@
 """Serves the digit classifier on Ray Serve through rtx and through iree.runtime, side by side, and
-load-tests both over HTTP on 127.0.0.1: throughput and p50/p99 latency for each.
+load-tests them over HTTP on 127.0.0.1: throughput and p50/p99 latency for each.
 
-    python load_test.py [--replicas 2] [--concurrency 8] [--seconds 15] [--requests 20000] [--rounds 2]
+    python load_test.py [--backends rtx,iree] [--replicas 2] [--concurrency 8] [--seconds 15]
+                        [--requests 20000] [--rounds 2]
 
-Both applications run in one local Ray instance (``ray.init``, no cluster of our own), each
-with the same number of replicas, routes ``/rtx`` and ``/iree``. A round loads one route, then the
-other, in alternating order; each load is closed-loop: ``--concurrency`` clients, each sending its
-next request when the last one answered, for ``--seconds`` or ``--requests`` requests, whichever
-comes first, after a warm-up. Every answer is checked: the predicted digit must be the sample's. The
-figures of every round and the totals are printed, and written as JSON with ``--json``.
+The applications (``--backends``: ``rtx``, ``rtx-async``, ``iree``; see digits_app.py) run in one
+local Ray instance (``ray.init``, no cluster of our own), each with the same number of replicas, on
+routes named after them. A round loads each route in turn, the order reversed every other round;
+each load is closed-loop: ``--concurrency`` clients, each sending its next request when the last
+one answered, for ``--seconds`` or ``--requests`` requests, whichever comes first, after a warm-up.
+Every answer is checked: the predicted digit must be the sample's. The figures of every round and
+their medians are printed, and written as JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from digits_app import app  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[3] / "models" / "digits"
-BACKENDS = ("rtx", "iree")
 
 
 def samples() -> List[Dict[str, Any]]:
@@ -78,6 +79,7 @@ async def load(url: str, bodies: List[Dict[str, Any]], concurrency: int, seconds
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", default="rtx,iree", help="comma-separated: rtx, rtx-async, iree")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=15.0, help="per load (default 15)")
@@ -88,27 +90,28 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
+    backends = args.backends.split(",")
 
     ray.init(include_dashboard=False, log_to_driver=False)
     serve.start(http_options={"host": "127.0.0.1", "port": args.port})
-    for backend in BACKENDS:
+    for backend in backends:
         serve.run(
             app(backend, str(MODELS / "mlp.vmfb"), args.device, args.replicas),
             name=backend,
             route_prefix=f"/{backend}",
         )
     bodies = samples()
-    results: Dict[str, List[Dict[str, Any]]] = {backend: [] for backend in BACKENDS}
+    results: Dict[str, List[Dict[str, Any]]] = {backend: [] for backend in backends}
     try:
         for round_number in range(args.rounds):
-            order = BACKENDS if round_number % 2 == 0 else BACKENDS[::-1]
+            order = backends if round_number % 2 == 0 else backends[::-1]
             for backend in order:
                 url = f"http://127.0.0.1:{args.port}/{backend}"
                 asyncio.run(load(url, bodies, args.concurrency, args.warmup, args.requests))
                 figures = asyncio.run(load(url, bodies, args.concurrency, args.seconds, args.requests))
                 results[backend].append(figures)
                 print(
-                    f"round {round_number + 1} {backend:>4}: {figures['requests']} requests in "
+                    f"round {round_number + 1} {backend:>9}: {figures['requests']} requests in "
                     f"{figures['seconds']:.1f} s, {figures['throughput']:.0f}/s, p50 {figures['p50_ms']:.2f} ms, "
                     f"p99 {figures['p99_ms']:.2f} ms, {figures['wrong']} wrong",
                     flush=True,
@@ -121,15 +124,15 @@ def main() -> int:
         f"\n{args.replicas} replicas each, {args.concurrency} concurrent clients, {args.device}, "
         f"median of {args.rounds} rounds:"
     )
-    print(f"{'backend':>8} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'backend':>9} {'requests/s':>11} {'p50 ms':>8} {'p99 ms':>8}")
     summary = {}
-    for backend in BACKENDS:
+    for backend in backends:
         rounds = results[backend]
         summary[backend] = {
             key: statistics.median(r[key] for r in rounds) for key in ("throughput", "p50_ms", "p99_ms")
         }
         s = summary[backend]
-        print(f"{backend:>8} {s['throughput']:>11.0f} {s['p50_ms']:>8.2f} {s['p99_ms']:>8.2f}")
+        print(f"{backend:>9} {s['throughput']:>11.0f} {s['p50_ms']:>8.2f} {s['p99_ms']:>8.2f}")
     if args.json:
         args.json.write_text(
             json.dumps({"args": vars(args) | {"json": str(args.json)}, "rounds": results, "summary": summary}, indent=2)
