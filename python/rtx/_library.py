@@ -78,6 +78,7 @@ _SIGNATURES = {
     "rtx_module_release": (None, [_p]),
     "rtx_module_name": (ctypes.c_char_p, [_p]),
     "rtx_module_function_count": (_size, [_p]),
+    "rtx_module_function_name": (ctypes.c_char_p, [_p, _size]),
     "rtx_module_function_signature": (_p, [_p, _size, ctypes.POINTER(FunctionSignature)]),
     "rtx_async_value_new_i32": (_p, [ctypes.c_int32]),
     "rtx_async_value_new_i64": (_p, [ctypes.c_int64]),

@@ -230,6 +230,10 @@ class Context(Owned):
                 found = (f"{module.name}.{bare}", signature)
                 self._functions[function] = found
                 return found
+            if bare in module.unsupported:
+                raise UnimplementedError(
+                    f"{module.name}.{bare} cannot be called from Python: {module.unsupported[bare]}"
+                )
         known = ", ".join(f"{m.name}.{f}" for m in self._modules for f in m.functions) or "none"
         raise NotFoundError(f"no function {function!r} in this context's modules (functions: {known})")
 

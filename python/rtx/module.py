@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple, Union
 from . import _library
 from ._handle import Owned
 from ._library import lib
-from .errors import check
+from .errors import check, take
 
 
 class ValueKind(enum.IntEnum):
@@ -76,8 +76,12 @@ class Module(Owned):
         """Wraps an owned ``rtx_module_t*``; use :meth:`load` or :meth:`from_bytes` instead."""
         super().__init__(handle)
         self.name: str = lib.rtx_module_name(handle).decode()
-        self.functions: Dict[str, Signature] = self._reflect(handle)
+        self.functions: Dict[str, Signature]
         """Every exported function by name, in export order: its :class:`Signature`."""
+        self.unsupported: Dict[str, str]
+        """Exported functions whose signature has values Python cannot pass (a BEF function taking
+        a ``!tfrt.chain``), with the reason: they cannot be called from Python."""
+        self.functions, self.unsupported = self._reflect(handle)
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Module":
@@ -97,12 +101,16 @@ class Module(Owned):
         return cls(_library.written(out))
 
     @staticmethod
-    def _reflect(handle: int) -> Dict[str, Signature]:
+    def _reflect(handle: int) -> Tuple[Dict[str, Signature], Dict[str, str]]:
         functions: Dict[str, Signature] = {}
+        unsupported: Dict[str, str] = {}
         for index in range(lib.rtx_module_function_count(handle)):
             raw = _library.FunctionSignature()
             raw.struct_size = ctypes.sizeof(raw)
-            check(lib.rtx_module_function_signature(handle, index, ctypes.byref(raw)))
+            failure = take(lib.rtx_module_function_signature(handle, index, ctypes.byref(raw)))
+            if failure is not None:
+                unsupported[lib.rtx_module_function_name(handle, index).decode()] = failure.message
+                continue
             name = raw.name.decode()
             functions[name] = Signature(
                 name=name,
@@ -111,7 +119,7 @@ class Module(Owned):
                 arguments=_kinds(raw.argument_kinds, raw.num_arguments),
                 results=_kinds(raw.result_kinds, raw.num_results),
             )
-        return functions
+        return functions, unsupported
 
     def _describe(self) -> str:
         return f"module {self.name!r}"

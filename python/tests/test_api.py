@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rtx
-from conftest import DIGITS, FIXTURES, digit, load
+from conftest import DIGITS, FIXTURES, REPO, digit, load
 
 
 def test_function_reflection() -> None:
@@ -104,3 +104,13 @@ def test_exiting_with_calls_in_flight_is_clean(tmp_path) -> None:
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "FATAL" not in done.stderr
+
+
+def test_bef_modules_load_reflect_and_name_what_they_lack(tmp_path) -> None:
+    # c-examples/bef_kernel.bef (from bef_kernel.mlir) calls the kernel `my.scale.i32`, which only
+    # its C host registers.
+    module = rtx.Module.load(REPO / "c-examples" / "bef_kernel.bef")
+    signature = module.functions["scale_plus_two"]
+    assert signature.arguments == (rtx.ValueKind.I32,) and signature.results == (rtx.ValueKind.I32,)
+    with pytest.raises(rtx.NotFoundError, match="my.scale.i32"):
+        rtx.Context(device=None).add_module(module)
