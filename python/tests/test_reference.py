@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -136,3 +138,25 @@ def test_scalar_functions_return_python_numbers_as_iree() -> None:
             got = ours.invoke(function, a, b)
             assert all(type(v) is int for v in got)
             assert_same(got, theirs.invoke(function, a, b))
+
+
+def test_vulkan_results_equal_iree_run_modules() -> None:
+    # iree.runtime cannot take numpy inputs on this device (it imports their memory, which
+    # Vulkan wants page-aligned), so the reference is iree-run-module's recorded output.
+    try:
+        context = load(FIXTURES / "vulkan" / "matmul.vmfb", device="vulkan")
+    except (rtx.UnavailableError, rtx.NotFoundError, rtx.FailedPreconditionError) as error:
+        if os.environ.get("RTX_REQUIRE_VULKAN") == "1":
+            raise
+        pytest.skip(f"no Vulkan device: {error}")
+    a = np.array([1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 1, 0, 1, 0, 1, -1, -1, -1, -1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0, 2])
+    b = np.array(
+        [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 1, 0.5, 0.5, 0.5, 0.5]
+    )
+    [y] = context.invoke("matmul", a.reshape(4, 8).astype(np.float32), b.reshape(8, 4).astype(np.float32))
+    expected = [[22, 23, 24, 32], [2.5, 3.5, 2.5, 3.5], [2.5, 2.5, 2.5, 3.5], [3, 1, 1, 1]]
+    assert (
+        "4x4xf32=[22 23 24 32][2.5 3.5 2.5 3.5][2.5 2.5 2.5 3.5][3 1 1 1]"
+        in (FIXTURES / "vulkan" / "expected" / "matmul.matmul.1.txt").read_text()
+    )
+    np.testing.assert_array_equal(y, np.array(expected, np.float32))
