@@ -41,8 +41,10 @@ def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
         finally:
             lib.rtx_buffer_view_release(view)
     where = f"{function} argument {index}"
-    if isinstance(value, np.ndarray) and value.ndim != 0:
-        raise InvalidArgumentError(f"{where} is a scalar {kind.name.lower()}, not an array of shape {value.shape}")
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise InvalidArgumentError(f"{where} is a scalar {kind.name.lower()}, not an array of shape {value.shape}")
+        value = value[()]  # a 0-d array is its one element
     if kind in _INT_RANGES:
         try:
             number = operator.index(value)

@@ -77,6 +77,10 @@ def test_scalar_arguments_are_checked() -> None:
     with pytest.raises(rtx.InvalidArgumentError, match=r"argument 0 is a scalar i64, not an array of shape \(2,\)"):
         context.invoke("add_i64", np.array([1, 2]), 2)
     assert context.invoke("add_i64", np.int64(2**40), np.array(1)) == [2**40 + 1]
+    floats = load(FIXTURES / "vm" / "float_math.vmfb", device=None)
+    assert floats.invoke("add_f32", np.float32(1.5), np.array(2)) == [3.5]
+    with pytest.raises(rtx.InvalidArgumentError, match="argument 1 is a scalar f32: expected a float, got str"):
+        floats.invoke("add_f32", 1.0, "2")
 
 
 @pytest.mark.parametrize(
