@@ -89,6 +89,15 @@ void modules(const std::string& path) {
                  [&] { (void)ctx.invoke("no_such_function", {}); });
     check_throws(RTX_STATUS_CODE_INVALID_ARGUMENT, "", "reading an i32 result as f32: INVALID_ARGUMENT",
                  [&] { (void)sum_out[0].get<float>(); });
+
+    // A function without results: invoke_sync still reports its failure.
+    rtx::Context failing(rtx::ContextOptions{queue, nullptr, nullptr});
+    failing.add_module(rtx::Module::load(path.substr(0, path.find_last_of('/') + 1) + "failures.vmfb"));
+    check(failing.invoke_sync("require_positive", {rtx::AsyncValue::of(3)}).empty(),
+          std::string(queue) + ": require_positive(3) returns nothing");
+    check_throws(RTX_STATUS_CODE_FAILED_PRECONDITION, "x must be positive",
+                 std::string(queue) + ": require_positive(-2) throws the program's failure",
+                 [&] { (void)failing.invoke_sync("require_positive", {rtx::AsyncValue::of(-2)}); });
   }
 }
 

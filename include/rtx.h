@@ -1004,6 +1004,21 @@ rtx_error_t *rtx_context_invoke(rtx_context_t *context,
                                 size_t num_results);
 
 /**
+ * As `rtx_context_invoke`, and on success `*done` receives one more new, unavailable value
+ * (owned by the caller; release it) that becomes a chain once the call has finished — a VM
+ * function's results all set, a BEF function run and its results all available — or the error
+ * that failed the call. A function without results reports its failure only there. NULL `done`
+ * is INVALID_ARGUMENT; `*done` is written only on success.
+ */
+rtx_error_t *rtx_context_invoke_with_done(rtx_context_t *context,
+                                          const char *function,
+                                          rtx_async_value_t *const *args,
+                                          size_t num_args,
+                                          rtx_async_value_t **results,
+                                          size_t num_results,
+                                          rtx_async_value_t **done);
+
+/**
  * Registers the kernel `name`, implemented by `fn` with `user_data`, for the BEF modules added
  * to `context` from now on (modules added before resolved their kernel names already, and an
  * unknown name fails `rtx_context_add_module`). `user_data` stays the caller's and must live as

@@ -1595,12 +1595,20 @@ class Context {
                                           std::size_t num_results) const {
     return detail::unwrap(try_invoke(function, args, num_results));
   }
-  // invoke, then await: the results, available; the first result's error if the call failed.
+  // invoke, then await: the results, available; the call's error if it failed (a function
+  // without results too: the call's `done` value is awaited with them).
   Outcome<std::vector<AsyncValue>> invoke_sync(const std::string& function,
                                                const std::vector<AsyncValue>& args) const {
-    Result<std::vector<AsyncValue>> results = invoke(function, args);
+    std::optional<std::size_t> count = state_ ? state_->result_count(function) : std::nullopt;
+    AsyncValue done;
+    Result<std::vector<AsyncValue>> results = try_invoke(function, args, count.value_or(0), &done);
     if (results.ok()) {
-      Status waited = await_status(*results);
+      std::vector<AsyncValue> waited_for = *results;
+      waited_for.push_back(done);
+      Status waited = await_status(waited_for);
+      if (waited.ok()) {
+        waited = done.status();
+      }
       for (const AsyncValue& result : *results) {
         if (!waited.ok()) {
           break;
@@ -1677,18 +1685,27 @@ class Context {
     state_->modules.push_back(std::move(entry));
   }
 
+  // rtx_context_invoke, or rtx_context_invoke_with_done when `done` is given (it receives the
+  // call's `done` value).
   Result<std::vector<AsyncValue>> try_invoke(const std::string& function, const std::vector<AsyncValue>& args,
-                                             std::size_t num_results) const {
+                                             std::size_t num_results, AsyncValue* done = nullptr) const {
     std::vector<rtx_async_value_t*> handles;
     handles.reserve(args.size());
     for (const AsyncValue& arg : args) {
       handles.push_back(arg.handle());
     }
     std::vector<rtx_async_value_t*> out(num_results, nullptr);
+    rtx_async_value_t* finished = nullptr;
     rtx_error_t* error =
-        rtx_context_invoke(handle(), function.c_str(), handles.data(), handles.size(), out.data(), out.size());
+        done != nullptr
+            ? rtx_context_invoke_with_done(handle(), function.c_str(), handles.data(), handles.size(), out.data(),
+                                           out.size(), &finished)
+            : rtx_context_invoke(handle(), function.c_str(), handles.data(), handles.size(), out.data(), out.size());
     if (error != nullptr) {
       return Status::adopt(error);
+    }
+    if (done != nullptr) {
+      *done = AsyncValue::adopt(finished);
     }
     std::vector<AsyncValue> results;
     results.reserve(out.size());

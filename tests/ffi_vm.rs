@@ -266,6 +266,76 @@ fn vm_fail_becomes_every_results_error_with_its_status_and_message() {
 }
 
 #[test]
+fn done_reports_the_failure_of_a_function_without_results() {
+    for spec in [c"s", c"mstd:2,2"] {
+        let context = context_with(spec, "failures.vmfb");
+        // SAFETY: handles created and released here.
+        unsafe {
+            let minus_two = rtx_async_value_new_i32(-2);
+            let mut done = ptr::null_mut();
+            ok(rtx_context_invoke_with_done(
+                context,
+                c"require_positive".as_ptr(),
+                &minus_two,
+                1,
+                ptr::null_mut(),
+                0,
+                &mut done,
+            ));
+            ok(rtx_async_value_await(context, &done, 1));
+            let (status, message) = error_of(done);
+            assert_eq!(status, RTX_STATUS_CODE_FAILED_PRECONDITION);
+            assert!(message.contains("x must be positive"), "{message}");
+            release_all(&[done]);
+
+            // A call that succeeds: `done` is a chain, after the results.
+            let three = rtx_async_value_new_i32(3);
+            ok(rtx_context_invoke_with_done(
+                context,
+                c"require_positive".as_ptr(),
+                &three,
+                1,
+                ptr::null_mut(),
+                0,
+                &mut done,
+            ));
+            ok(rtx_async_value_await(context, &done, 1));
+            assert!(rtx_async_value_is_available(done) && !rtx_async_value_is_error(done));
+            release_all(&[done]);
+            let mut result = ptr::null_mut();
+            ok(rtx_context_invoke_with_done(
+                context,
+                c"assert_positive".as_ptr(),
+                &three,
+                1,
+                &mut result,
+                1,
+                &mut done,
+            ));
+            ok(rtx_async_value_await(context, &done, 1));
+            assert!(!rtx_async_value_is_error(done));
+            assert_eq!(get_i32(result), 6, "the results are set before `done`");
+            release_all(&[done, result]);
+
+            let (status, message) = take(rtx_context_invoke_with_done(
+                context,
+                c"require_positive".as_ptr(),
+                &three,
+                1,
+                ptr::null_mut(),
+                0,
+                ptr::null_mut(),
+            ))
+            .unwrap();
+            assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+            assert!(message.contains("'done' is NULL"), "{message}");
+            release_all(&[minus_two, three]);
+            rtx_context_release(context);
+        }
+    }
+}
+
+#[test]
 fn wrong_counts_and_unknown_functions_fail_at_once_naming_what_was_expected() {
     let context = context_with(c"s", "control_flow.vmfb");
     // SAFETY: handles created and released here.

@@ -71,6 +71,7 @@ _SIGNATURES = {
     "rtx_context_add_device": (_p, [_p, ctypes.c_char_p]),
     "rtx_context_add_module": (_p, [_p, _p]),
     "rtx_context_invoke": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
+    "rtx_context_invoke_with_done": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size, _pp]),
     "rtx_context_parallelism": (_u32, [_p]),
     "rtx_context_quiesce": (None, [_p]),
     "rtx_module_load_file": (_p, [ctypes.c_char_p, _pp]),

@@ -46,28 +46,38 @@ def _on_ready(token: int) -> None:
 
 
 class _Call:
-    """One started invocation: its result values (owned) until :meth:`release`."""
+    """One started invocation: its result values (owned) until :meth:`release`. A function
+    without results is waited for through the call's ``done`` value instead, which becomes its
+    error if it fails."""
 
-    __slots__ = ("signature", "results")
+    __slots__ = ("signature", "results", "waited")
 
     def __init__(self, signature: Signature) -> None:
         self.signature = signature
         self.results = (handle_p * len(signature.results))()
+        # The values that say the call is over: the results, or the call's `done` value.
+        self.waited = self.results if signature.results else (handle_p * 1)()
 
     def read(self) -> List[_values.Result]:
-        # Every result is set: rtx_context_invoke succeeded.
+        """The results (every one is set: the call started); raises the call's error."""
+        if not self.signature.results:
+            check(lib.rtx_async_value_get_error(self.waited[0]))
+            return []
         return [_values.result(kind, cast(int, value)) for kind, value in zip(self.signature.results, self.results)]
 
     def when_ready(self, callback: Callable[[], None]) -> None:
-        """Runs ``callback`` once every result is available (it must not raise)."""
+        """Runs ``callback`` once the call is over (it must not raise)."""
         token = next(_tokens)
         with _waiting_lock:
             _waiting[token] = callback
-        lib.rtx_async_value_run_when_ready(self.results, len(self.results), _on_ready, token)
+        lib.rtx_async_value_run_when_ready(self.waited, len(self.waited), _on_ready, token)
 
     def release(self) -> None:
-        for value in self.results:
+        for value in self.waited:
             lib.rtx_async_value_release(value)
+        if self.waited is not self.results:
+            for value in self.results:
+                lib.rtx_async_value_release(value)
 
 
 class Function:
@@ -153,11 +163,7 @@ class Context(Owned):
         """
         call = self._start(function, args)
         try:
-            if not call.results:
-                # Nothing to wait on: wait for the context's work instead.
-                lib.rtx_context_quiesce(self.handle)
-                return []
-            error = lib.rtx_async_value_await(self.handle, call.results, len(call.results))
+            error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
             if error:
                 check(error)
             return call.read()
@@ -168,7 +174,7 @@ class Context(Owned):
         """Starts ``function`` and returns at once a :class:`concurrent.futures.Future` of what
         :meth:`invoke` returns (or raises). The future completes on an rtx worker thread, so its
         done-callbacks run there."""
-        call = self._start_waitable(function, args)
+        call = self._start(function, args)
         future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
 
@@ -188,7 +194,7 @@ class Context(Owned):
         the AsyncValues of the results wake (through ``call_soon_threadsafe``) when they become
         available: no thread waits or polls. Call it from a coroutine: ``await ctx.invoke_awaitable(...)``."""
         loop = asyncio.get_running_loop()
-        call = self._start_waitable(function, args)
+        call = self._start(function, args)
         future: "asyncio.Future[List[_values.Result]]" = loop.create_future()
 
         def settle() -> None:
@@ -206,13 +212,6 @@ class Context(Owned):
         call.when_ready(settle)
         return future
 
-    def _start_waitable(self, function: str, args: Sequence[Any]) -> _Call:
-        name, signature = self._resolve(function)
-        if not signature.results:
-            raise UnimplementedError(
-                f"{name} has no results, so nothing signals when it is done; call it with invoke()"
-            )
-        return self._start(name, args)
 
     def _resolve(self, function: str) -> Tuple[str, Signature]:
         """``(qualified name, signature)`` of ``function``: ``"module.function"``, or a bare name
@@ -258,7 +257,10 @@ class Context(Owned):
             for i, (kind, value) in enumerate(zip(kinds, args)):
                 handles[i] = _values.argument(kind, value, name, i)
             call = _Call(signature)
-            error = lib.rtx_context_invoke(self.handle, c_name, handles, len(args), call.results, len(call.results))
+            if signature.results:
+                error = lib.rtx_context_invoke(self.handle, c_name, handles, len(args), call.results, len(call.results))
+            else:
+                error = lib.rtx_context_invoke_with_done(self.handle, c_name, handles, len(args), None, 0, call.waited)
             if error:
                 check(error, name)
             return call

@@ -3,6 +3,7 @@ that say what was wrong; a failing program's vm.fail text and location come thro
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import re
 
@@ -142,11 +143,23 @@ def test_context_failures() -> None:
         context.invoke("predict", digit(0))
 
 
-def test_results_of_a_function_without_results_cannot_be_awaited(digits: rtx.Context) -> None:
+def test_a_function_without_results_reports_its_failure_every_way_it_is_called() -> None:
     context = load(FIXTURES / "hal_run" / "checks_embedded.vmfb")
     assert context.invoke("add_ok") == []
-    with pytest.raises(rtx.UnimplementedError, match="has no results"):
-        context.invoke_async("add_ok")
+    assert context.invoke_async("add_ok").result(timeout=60) == []
+    context = load(FIXTURES / "vm" / "failures.vmfb", device=None)
+    assert context.invoke("require_positive", 3) == []
+    with pytest.raises(rtx.FailedPreconditionError, match="x must be positive"):
+        context.invoke("require_positive", -2)
+    with pytest.raises(rtx.FailedPreconditionError, match="x must be positive"):
+        context.invoke_async("require_positive", -2).result(timeout=60)
+
+    async def awaited() -> None:
+        assert await context.invoke_awaitable("require_positive", 5) == []
+        with pytest.raises(rtx.FailedPreconditionError, match="x must be positive"):
+            await context.invoke_awaitable("require_positive", 0)
+
+    asyncio.run(awaited())
 
 
 def test_dtype_mapping_is_iree_runtimes() -> None:

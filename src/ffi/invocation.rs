@@ -1,5 +1,6 @@
-//! `rtx_context_invoke`: calls a function with async values in and out, without blocking
-//! (`runtime::Context::invoke`, whose documentation describes the call's life).
+//! `rtx_context_invoke` and `rtx_context_invoke_with_done`: call a function with async values in
+//! and out, without blocking (`runtime::Context::invoke`, whose documentation describes the
+//! call's life).
 
 use std::ffi::c_char;
 
@@ -57,16 +58,59 @@ pub unsafe extern "C" fn rtx_context_invoke(
     results: *mut *mut rtx_async_value_t,
     num_results: usize,
 ) -> *mut rtx_error_t {
+    // SAFETY: forwarded from the caller, who upholds `rtx_context_invoke`'s contract.
+    unsafe { invoke("rtx_context_invoke", context, function, args, num_args, results, num_results, None) }
+}
+
+/// As `rtx_context_invoke`, and on success `*done` receives one more new, unavailable value
+/// (owned by the caller; release it) that becomes a chain once the call has finished — a VM
+/// function's results all set, a BEF function run and its results all available — or the error
+/// that failed the call. A function without results reports its failure only there. NULL `done`
+/// is INVALID_ARGUMENT; `*done` is written only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_invoke_with_done(
+    context: *mut rtx_context_t,
+    function: *const c_char,
+    args: *const *mut rtx_async_value_t,
+    num_args: usize,
+    results: *mut *mut rtx_async_value_t,
+    num_results: usize,
+    done: *mut *mut rtx_async_value_t,
+) -> *mut rtx_error_t {
+    const FUNCTION: &str = "rtx_context_invoke_with_done";
+    if done.is_null() {
+        return catch_error(|| Err(invalid_argument(format!("{FUNCTION}: argument 'done' is NULL"))));
+    }
+    // SAFETY: forwarded from the caller, who upholds this function's contract; `done` is not NULL.
+    unsafe { invoke(FUNCTION, context, function, args, num_args, results, num_results, Some(done)) }
+}
+
+/// Both entry points: checks the call against the function, starts it, and writes the results
+/// (and `done`) only once nothing can fail any more.
+///
+/// # Safety
+/// As `rtx_context_invoke`'s contract; `done`, when given, is writable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn invoke(
+    name_of_entry: &'static str,
+    context: *mut rtx_context_t,
+    function: *const c_char,
+    args: *const *mut rtx_async_value_t,
+    num_args: usize,
+    results: *mut *mut rtx_async_value_t,
+    num_results: usize,
+    done: Option<*mut *mut rtx_async_value_t>,
+) -> *mut rtx_error_t {
     catch_error(|| {
-        const FUNCTION: &str = "rtx_context_invoke";
+        let entry = name_of_entry;
         // SAFETY: forwarded from the caller.
-        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
+        let context = unsafe { handle::borrow(context, entry, "context") }?;
         // SAFETY: a non-null name is NUL-terminated by contract.
-        let name = unsafe { c_str(function, FUNCTION, "function") }?;
-        let function = context.function(name).context(FUNCTION)?;
+        let name = unsafe { c_str(function, entry, "function") }?;
+        let function = context.function(name).context(entry)?;
         if !function.accepts_arguments(num_args) || num_results != function.num_results() {
             return Err(invalid_argument(format!(
-                "{FUNCTION}: {} and returns {}, but the call passes num_args = {num_args} and num_results = \
+                "{entry}: {} and returns {}, but the call passes num_args = {num_args} and num_results = \
                  {num_results}",
                 function.describe_arguments(),
                 plural(function.num_results(), "result"),
@@ -74,17 +118,21 @@ pub unsafe extern "C" fn rtx_context_invoke(
         }
         if results.is_null() && num_results != 0 {
             return Err(invalid_argument(format!(
-                "{FUNCTION}: argument 'results' is NULL but num_results is {num_results}"
+                "{entry}: argument 'results' is NULL but num_results is {num_results}"
             )));
         }
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
-        let arguments = unsafe { borrow_all(args, num_args, FUNCTION) }
+        let arguments = unsafe { borrow_all(args, num_args, entry) }
             .map_err(|e| e.map_message(|message| message.replace("'values", "'args")))?;
-        let promises = context.invoke(&function, &arguments).context(FUNCTION)?;
+        let (promises, finished) = context.invoke_with_done(&function, &arguments).context(entry)?;
         for (index, promise) in promises.into_iter().enumerate() {
             // SAFETY: `results` has room for `num_results` handles by contract; each is a new
             // reference for the caller. Written only now, when nothing can fail any more.
             unsafe { results.add(index).write(handle::to_handle(promise)) };
+        }
+        if let Some(done) = done {
+            // SAFETY: checked non-null by the entry point, writable by contract.
+            unsafe { done.write(handle::to_handle(finished)) };
         }
         Ok(())
     })

@@ -31,17 +31,26 @@ use crate::kernel::context::print_output;
 use crate::kernel::ExecutionContext;
 
 /// Starts a call of `function` on `host`'s queue (the caller checked the argument count).
+/// Returns the results and a value that becomes a chain once the function has run and its
+/// results are all available, or the error that kept it from running.
 pub(super) fn start(
     host: &Arc<HostContext>,
     function: &BefFunction,
     arguments: &[RcAsyncValue],
-) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
     let results: Vec<IndirectAsyncValue> =
         (0..function.function.num_results()).map(|_| IndirectAsyncValue::new()).collect();
     let values = results.iter().map(IndirectAsyncValue::value).collect();
-    let call = Call { host: Arc::downgrade(host), function: function.clone(), arguments: arguments.to_vec(), results };
+    let done = AsyncValueRef::<Chain>::unconstructed().into_untyped();
+    let call = Call {
+        host: Arc::downgrade(host),
+        function: function.clone(),
+        arguments: arguments.to_vec(),
+        results,
+        done: done.clone(),
+    };
     join::run_when_ready(arguments, move || call.schedule());
-    Ok(values)
+    Ok((values, done))
 }
 
 /// One BEF call waiting for its arguments or its task.
@@ -51,6 +60,8 @@ struct Call {
     arguments: Vec<RcAsyncValue>,
     /// Emptied once forwarded.
     results: Vec<IndirectAsyncValue>,
+    /// Becomes a chain once the results it returned are available.
+    done: RcAsyncValue,
 }
 
 impl Call {
@@ -73,6 +84,10 @@ impl Call {
         // Errors reach the results they poison; the request reports them nowhere else.
         let request = ExecutionContext::with_handlers(host, Arc::new(|_: &Diagnostic| {}), Arc::new(print_output));
         let returned = self.function.function.execute(&request, &self.arguments);
+        let done = self.done.clone();
+        join::run_when_ready(&returned, move || {
+            let _ = done.emplace(Chain);
+        });
         for (result, value) in std::mem::take(&mut self.results).iter().zip(returned) {
             // The host may have set a result itself; its value stands.
             let _ = result.forward_to(value);
@@ -117,6 +132,9 @@ impl Call {
     fn fail_all(&mut self, error: &Diagnostic) {
         for result in std::mem::take(&mut self.results) {
             let _ = result.set_error(error.clone());
+        }
+        if !self.done.is_available() {
+            let _ = self.done.set_error(error.clone());
         }
     }
 }

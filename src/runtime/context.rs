@@ -384,6 +384,18 @@ impl Context {
     /// argument is available, and the returned values (one per result, unavailable at first)
     /// become its results or its error. See [`invocation`] for what each argument may be.
     pub fn invoke(&self, function: &Function, arguments: &[RcAsyncValue]) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+        self.invoke_with_done(function, arguments).map(|(results, _)| results)
+    }
+
+    /// As [`invoke`](Self::invoke), with one more value, `done`: a chain once the call has
+    /// finished — a VM function's results all set, a BEF function run and its results all
+    /// available — or the error that failed the call. The one way to learn that a function
+    /// without results failed.
+    pub fn invoke_with_done(
+        &self,
+        function: &Function,
+        arguments: &[RcAsyncValue],
+    ) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
         function.check_arguments(arguments.len())?;
         match &function.target {
             Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get()),

@@ -43,13 +43,15 @@ use crate::vm::value::Value;
 /// Starts a call of `function` on `host`'s queue; see the module documentation. The caller
 /// checked the number of arguments ([`Function::check_arguments`](super::Function::check_arguments));
 /// fails at once, starting nothing, when an explicit signal fence cannot become a chain.
+/// Returns the results and a value that becomes a chain once they are all set, or the call's
+/// error: how a caller learns that a function without results failed.
 pub(super) fn start(
     host: &Arc<HostContext>,
     vm: &VmContext,
     function: &VmFunction,
     arguments: &[RcAsyncValue],
     device_allocator: Option<&Allocator>,
-) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
     let declared = function.declared_arguments();
     let with_fences = arguments.len() != declared;
     let fences = if with_fences {
@@ -81,19 +83,21 @@ pub(super) fn start(
     let results: Vec<(ValueKind, RcAsyncValue)> =
         function.results.iter().map(|&kind| (kind, result_promise(kind))).collect();
     let promises = results.iter().map(|(_, promise)| promise.clone()).collect();
+    let done = AsyncValueRef::<Chain>::unconstructed().into_untyped();
     let call = Call {
         host: Arc::downgrade(host),
         vm: vm.clone(),
         function: function.handle.clone(),
         arguments: function.arguments[..declared].to_vec(),
         results,
+        done: done.clone(),
         fences,
         signal: None,
         device_allocator: device_allocator.cloned(),
         stage: Stage::Arguments(waited_for.to_vec()),
     };
     join::run_when_ready(waited_for, move || call.schedule());
-    Ok(promises)
+    Ok((promises, done))
 }
 
 /// The fences of a `coarse-fences` call.
@@ -123,6 +127,8 @@ struct Call {
     function: FunctionHandle,
     arguments: Vec<ValueKind>,
     results: Vec<(ValueKind, RcAsyncValue)>,
+    /// Becomes a chain after the results are set, or the call's error.
+    done: RcAsyncValue,
     fences: Fences,
     /// The fence the program signals when its results are ready.
     signal: Option<Arc<Fence>>,
@@ -260,11 +266,12 @@ impl Call {
                 )),
             };
         }
+        let _ = self.done.emplace(Chain);
         self.stage = Stage::Finished;
     }
 
-    /// Makes every result (not yet set) the error, and the caller's signal fence too: whoever
-    /// waits on it must not wait forever.
+    /// Makes every result (not yet set) the error, and `done` and the caller's signal fence too:
+    /// whoever waits on them must not wait forever.
     fn fail(mut self, error: Diagnostic) {
         self.fail_all(&error);
         self.stage = Stage::Finished;
@@ -273,6 +280,9 @@ impl Call {
     fn fail_all(&mut self, error: &Diagnostic) {
         for (_, result) in std::mem::take(&mut self.results) {
             let _ = result.set_error(error.clone());
+        }
+        if !self.done.is_available() {
+            let _ = self.done.set_error(error.clone());
         }
         if let Fences::Explicit { signal, .. } = &self.fences {
             if !signal.is_available() {

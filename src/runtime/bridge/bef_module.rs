@@ -124,14 +124,19 @@ impl NativeModule for BefNativeModule {
                 input(&host, value).map_err(|e| e.context(format_args!("argument {index} of `{name}`")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let outputs = bef_call::start(&host, &exported.function, &inputs)?;
+        let (outputs, ran) = bef_call::start(&host, &exported.function, &inputs)?;
         let promise = AsyncValueRef::<Vec<Value>>::unconstructed();
         let (done, kinds, name) = (promise.clone(), exported.results.clone(), name.clone());
-        join::run_when_ready(&outputs.clone(), move || {
+        let mut waited = outputs.clone();
+        waited.push(ran.clone());
+        join::run_when_ready(&waited, move || {
+            // A graph that could not run fails the call even when it returns nothing.
+            let failed =
+                ran.get_error().map(|error| Err(error.clone().context(format_args!("`{name}` (a BEF function)"))));
             let results = outputs.iter().zip(kinds).enumerate().map(|(index, (value, kind))| {
                 output(value, kind).map_err(|e| e.context(format_args!("result {index} of `{name}` (a BEF function)")))
             });
-            let _ = match results.collect::<Result<Vec<_>, _>>() {
+            let _ = match failed.unwrap_or_else(|| results.collect::<Result<Vec<_>, _>>()) {
                 Ok(values) => done.emplace(values),
                 Err(error) => done.set_error(error),
             };

@@ -54,13 +54,19 @@ fn call(frame: &mut KernelFrame<'_>, vm: &WeakContext, allocator: &OnceLock<Allo
     if frame.num_results() != function.results.len() {
         return Err(mismatch(&function, "returns", plural(function.results.len(), "result"), frame.num_results()));
     }
-    let values = invocation::start(frame.host(), &vm, &function, &arguments, allocator.get())?;
+    let (values, done) = invocation::start(frame.host(), &vm, &function, &arguments, allocator.get())?;
     let results = (0..values.len()).map(|i| frame.allocate_indirect_result(i)).collect::<Result<Vec<_>, _>>()?;
     let (host, reporter) = (Arc::clone(frame.host()), frame.error_reporter());
     let kinds = function.results.clone();
-    join::run_when_ready(&values.clone(), move || {
-        // One report for the call, however many results it poisons.
-        let error = values.iter().find_map(RcAsyncValue::get_error).map(|error| reporter.report(error.clone()));
+    let mut waited = values.clone();
+    waited.push(done.clone());
+    join::run_when_ready(&waited, move || {
+        // One report for the call, however many results it poisons (a call without results
+        // reports its failure through `done`).
+        let error = std::iter::once(&done)
+            .chain(&values)
+            .find_map(RcAsyncValue::get_error)
+            .map(|error| reporter.report(error.clone()));
         for ((result, value), kind) in results.iter().zip(&values).zip(kinds) {
             let out = match &error {
                 Some(error) => error.clone(),
