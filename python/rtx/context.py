@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 from . import _values
 from ._handle import Owned
 from ._library import READY_FN, ContextOptions, handle_p, lib, written
-from .errors import InvalidArgumentError, NotFoundError, UnimplementedError, check
+from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnimplementedError, check
 from .module import Module, Signature, ValueKind
 
 # Callbacks waiting for AsyncValues, by the token passed to C as `user_data`: one ctypes thunk
@@ -174,6 +174,7 @@ class Context(Owned):
         """Starts ``function`` and returns at once a :class:`concurrent.futures.Future` of what
         :meth:`invoke` returns (or raises). The future completes on an rtx worker thread, so its
         done-callbacks run there."""
+        self._check_queue_runs_alone("invoke_async")
         call = self._start(function, args)
         future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
@@ -194,6 +195,7 @@ class Context(Owned):
         the AsyncValues of the results wake (through ``call_soon_threadsafe``) when they become
         available: no thread waits or polls. Call it from a coroutine: ``await ctx.invoke_awaitable(...)``."""
         loop = asyncio.get_running_loop()
+        self._check_queue_runs_alone("invoke_awaitable")
         call = self._start(function, args)
         future: "asyncio.Future[List[_values.Result]]" = loop.create_future()
 
@@ -212,6 +214,15 @@ class Context(Owned):
         call.when_ready(settle)
         return future
 
+
+    def _check_queue_runs_alone(self, method: str) -> None:
+        # A single-threaded queue runs work only inside a blocking wait: nothing would ever
+        # complete the future.
+        if self.work_queue == "s":
+            raise FailedPreconditionError(
+                f"{method} needs a multi-threaded work queue (\"mstd\"): on \"s\" work runs only inside "
+                "a blocking wait such as invoke(), so the future would never complete"
+            )
 
     def _resolve(self, function: str) -> Tuple[str, Signature]:
         """``(qualified name, signature)`` of ``function``: ``"module.function"``, or a bare name

@@ -162,6 +162,20 @@ def test_a_function_without_results_reports_its_failure_every_way_it_is_called()
     asyncio.run(awaited())
 
 
+def test_async_calls_on_a_single_threaded_queue_are_refused() -> None:
+    context = rtx.Context(device="local-sync", work_queue="s")
+    context.add_module(rtx.Module.load(DIGITS / "mlp.vmfb"))
+    with pytest.raises(rtx.FailedPreconditionError, match="multi-threaded work queue"):
+        context.invoke_async("predict", digit(0))
+
+    async def awaited() -> None:
+        with pytest.raises(rtx.FailedPreconditionError, match="multi-threaded work queue"):
+            await context.invoke_awaitable("predict", digit(0))
+
+    asyncio.run(awaited())
+    assert len(context.invoke("predict", digit(0))) == 1
+
+
 def test_dtype_mapping_is_iree_runtimes() -> None:
     mapped = 0
     for name, code in vars(ireert.HalElementType).items():
