@@ -56,6 +56,7 @@ mod context;
 mod instance;
 pub mod invocation;
 mod module;
+pub mod tensor_values;
 
 pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
 pub use instance::Runtime;

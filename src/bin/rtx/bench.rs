@@ -18,6 +18,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "benchmark_min_time",
         "rounds",
         "no_iree",
+        "work_queue_type",
     ])?;
     let min_time = match flags.last("benchmark_min_time") {
         Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,
@@ -29,7 +30,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     }
     .max(1);
     let prepared = prepare(flags)?;
-    let call = || prepared.context.call(&prepared.function, prepared.arguments.clone());
+    let call = || prepared.call();
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
     let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
     let rounds = if iree.is_some() { rounds } else { 1 };

@@ -13,6 +13,7 @@
 //! one takes ONNX's default. Operand shapes are checked before any work starts: a mismatch is
 //! a kernel error that names the kernel and the shapes.
 
+pub mod constant;
 pub mod conv;
 pub mod gemm;
 pub mod layout;
@@ -31,6 +32,7 @@ use crate::kernel::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 /// Registers every `nn.*` kernel.
 pub fn register_nn_kernels(registry: &mut KernelRegistry) {
+    constant::register(registry);
     gemm::register(registry);
     conv::register(registry);
     pool::register(registry);
