@@ -121,6 +121,28 @@ fn light_models_match_onnx_reference_outputs() {
     }
 }
 
+#[test]
+fn weights_are_read_in_place_from_the_bef_file() {
+    let bef = bef(&fixtures().join("tiny/constant_output.onnx"));
+    let context = Runtime::new().context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
+    context.add_module(&Module::load_memory(&bef).unwrap()).unwrap();
+    let function = context.function("constant_output").unwrap();
+    let input = read_npy(&fixtures().join("tiny/constant_output.input_0.npy"));
+    let call = || {
+        let x: RcAsyncValue = AsyncValueRef::available(dense_tensor(context.host(), &input).unwrap()).into();
+        let results = context.invoke(&function, &[x]).unwrap();
+        context.await_values(&results).unwrap();
+        results[0].try_get::<DenseHostTensor>().unwrap().clone()
+    };
+    let (first, second) = (call(), call());
+    // Both calls return the attribute's bytes themselves, read-only.
+    assert_eq!(first.buffer().as_ptr(), second.buffer().as_ptr());
+    assert!(first.buffer().is_read_only());
+    assert_eq!(first.fill(0f32).unwrap_err().code, rtx::host::StatusCode::FailedPrecondition);
+    let expected = read_npy(&fixtures().join("tiny/constant_output.output_0.npy"));
+    assert_close("the weight", &host_tensor(&first).unwrap(), &expected);
+}
+
 fn import_error(bytes: &[u8]) -> String {
     match import(Arc::from(bytes)) {
         Ok(_) => panic!("imported"),
