@@ -32,7 +32,9 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     let prepared = prepare(flags)?;
     let call = || prepared.call();
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
-    let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
+    // A BEF module (a kernel graph) has no IREE counterpart to time beside it.
+    let bef = matches!(prepared.call, crate::Call::Bef { .. });
+    let iree = if flags.has("no_iree") || bef { None } else { iree_benchmark::find_iree_benchmark_module() };
     let rounds = if iree.is_some() { rounds } else { 1 };
     // Each round's share: a time is split between the rounds, a call count is made in each.
     let round = match min_time {
