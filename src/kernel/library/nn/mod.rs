@@ -44,7 +44,31 @@ pub fn register_nn_kernels(registry: &mut KernelRegistry) {
 /// An f32 tensor operand, read once: its dimensions and its elements in row-major order.
 pub(crate) struct Floats {
     pub dims: Vec<usize>,
-    pub data: Vec<f32>,
+    pub data: Elements,
+}
+
+/// The elements of an operand: a copy, taken under the buffer's lock, or — for a read-only
+/// buffer (a constant in the BEF file: the weights), which nothing writes — the buffer's own
+/// elements, so that a layer does not copy its weights on every call.
+pub(crate) enum Elements {
+    Copied(Vec<f32>),
+    InPlace(DenseHostTensor),
+}
+
+impl std::ops::Deref for Elements {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        match self {
+            Elements::Copied(values) => values,
+            // SAFETY: `floats` chose this only for a read-only buffer of f32s aligned for them on
+            // a little-endian target: its bytes are never written, and live as long as the
+            // tensor, which this holds.
+            Elements::InPlace(tensor) => unsafe {
+                std::slice::from_raw_parts(tensor.buffer().as_ptr().cast::<f32>(), tensor.num_elements())
+            },
+        }
+    }
 }
 
 impl Floats {
@@ -71,7 +95,15 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
     }
     // Shapes hold no negative dimensions (`TensorShape::new` refuses them).
     let dims = tensor.shape().dims().iter().map(|&d| d as usize).collect();
-    let data = tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect());
+    let buffer = tensor.buffer();
+    let in_place = buffer.is_read_only()
+        && cfg!(target_endian = "little")
+        && buffer.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0;
+    let data = if in_place {
+        Elements::InPlace(tensor.clone())
+    } else {
+        Elements::Copied(tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect()))
+    };
     Ok(Arc::new(Floats { dims, data }))
 }
 
