@@ -33,7 +33,7 @@ fn floats(tensor: &HostTensor) -> Vec<f32> {
 
 /// The BEF file `rtx import-onnx` writes for `model`.
 fn bef(model: &Path) -> Vec<u8> {
-    let module = import(Arc::from(std::fs::read(model).unwrap())).unwrap();
+    let module = import(Arc::new(std::fs::read(model).unwrap())).unwrap();
     mlir_to_bef(&module, &WriteOptions::default()).unwrap()
 }
 
@@ -144,7 +144,7 @@ fn weights_are_read_in_place_from_the_bef_file() {
 }
 
 fn import_error(bytes: &[u8]) -> String {
-    match import(Arc::from(bytes)) {
+    match import(Arc::new(bytes.to_vec())) {
         Ok(_) => panic!("imported"),
         Err(error) => error.to_string(),
     }
@@ -162,7 +162,7 @@ fn corrupt_and_truncated_files_are_decode_errors() {
         *byte ^= (i % 251) as u8 | 1;
     }
     // Corruption may still decode as some protobuf; it must fail cleanly either way.
-    let _ = import(Arc::from(flipped));
+    let _ = import(Arc::new(flipped));
     assert!(import_error(b"\x89PNG\r\n\x1a\n").starts_with("not a valid ONNX model"));
     assert_eq!(import_error(b""), "the model has no graph");
 }
@@ -174,7 +174,7 @@ fn unsupported_operators_and_types_name_their_node() {
     let renamed = replace(&model, b"MatMul", b"MatMux");
     let message = import_error(&renamed);
     assert!(message.contains("(MatMux): the operator `MatMux` is not supported"), "{message}");
-    assert!(matches!(import(Arc::from(renamed)), Err(ImportError::Node { .. })));
+    assert!(matches!(import(Arc::new(renamed)), Err(ImportError::Node { .. })));
 }
 
 fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::proto::tensor_proto::{DataLocation, DataType};
 use super::proto::TensorProto;
+use super::ModelBytes;
 use crate::mlir::ir::Blob;
 
 /// The element types a constant may hold. Only f32 tensors flow through the kernels; integer
@@ -114,7 +115,7 @@ impl Constant {
 
 /// The constant an initializer or `Constant` node's tensor holds. `file` is the model's bytes
 /// as decoded: `raw_data` that lies inside it is shared, not copied.
-pub fn from_proto(tensor: &TensorProto, file: &Arc<[u8]>) -> Result<Constant, String> {
+pub fn from_proto(tensor: &TensorProto, file: &ModelBytes) -> Result<Constant, String> {
     if tensor.data_location == Some(DataLocation::External as i32) {
         return Err("its data is in an external file, which rtx does not read".to_owned());
     }
@@ -138,11 +139,7 @@ pub fn from_proto(tensor: &TensorProto, file: &Arc<[u8]>) -> Result<Constant, St
 
 /// `bytes` as a slice of `file` when the decoder left them there (it does for a model decoded
 /// from `file` itself), else a copy.
-fn shared(bytes: &Bytes, file: &Arc<[u8]>) -> Blob {
-    let start = (bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-    if start <= file.len() && bytes.len() <= file.len() - start {
-        Blob::new(Arc::clone(file), start, bytes.len())
-    } else {
-        Blob::from_vec(bytes.to_vec())
-    }
+fn shared(bytes: &Bytes, file: &ModelBytes) -> Blob {
+    let start = (bytes.as_ptr() as usize).wrapping_sub((**file).as_ref().as_ptr() as usize);
+    Blob::shared(Arc::clone(file), start, bytes.len()).unwrap_or_else(|| Blob::from_vec(bytes.to_vec()))
 }

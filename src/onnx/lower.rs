@@ -7,12 +7,11 @@
 //! 13 take attributes, Clip before 11 too.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
-use super::ImportError;
+use super::{ImportError, ModelBytes};
 use crate::mlir::ir::{AttrId, Blob, ValueId};
 
 /// A value of the graph.
@@ -36,13 +35,13 @@ pub struct Lowering {
     /// Every name some node or the graph's outputs read.
     used: HashSet<String>,
     /// The model's bytes, which `Constant` nodes' data may share.
-    file: Arc<[u8]>,
+    file: ModelBytes,
 }
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
 impl Lowering {
-    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: Arc<[u8]>) -> Lowering {
+    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: ModelBytes) -> Lowering {
         Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, file }
     }
 

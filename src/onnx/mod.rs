@@ -39,10 +39,22 @@ use proto::type_proto;
 /// The name `iree-import-onnx` gives the function of a graph without a name.
 const UNNAMED_GRAPH: &str = "main_graph";
 
+/// A model's bytes: a vector, a mapped file. Weights stay slices of them until written out.
+pub type ModelBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// [`ModelBytes`] as the protobuf decoder's buffer.
+struct Owner(ModelBytes);
+
+impl AsRef<[u8]> for Owner {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
 /// The kernel graph of the ONNX model `bytes` as an MLIR module (`builtin.module` with one
 /// `func.func`), ready for `mlir_to_bef` or the MLIR writers.
-pub fn import(bytes: Arc<[u8]>) -> Result<crate::mlir::Module, ImportError> {
-    let shared = bytes::Bytes::from_owner(Arc::clone(&bytes));
+pub fn import(bytes: ModelBytes) -> Result<crate::mlir::Module, ImportError> {
+    let shared = bytes::Bytes::from_owner(Owner(Arc::clone(&bytes)));
     let model = proto::ModelProto::decode(shared).map_err(|e| ImportError::Decode(e.to_string()))?;
     let graph = model.graph.as_ref().ok_or_else(|| ImportError::Model("the model has no graph".to_owned()))?;
     let opset = model
@@ -127,8 +139,7 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
             )))
         }
     };
-    let bytes: Arc<[u8]> =
-        std::fs::read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?.into();
+    let bytes = read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?;
     let module = import(bytes)?;
     let written = match format {
         Format::Text => crate::mlir::print_asm(&module, crate::mlir::AsmOptions::default())
@@ -144,6 +155,22 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
     .map_err(ImportError::Write)?;
     drop(module);
     std::fs::write(output, written).map_err(|e| ImportError::Write(format!("writing `{}`: {e}", output.display())))
+}
+
+/// The file at `path`, mapped (a large model is not copied onto the heap) or, when it cannot be
+/// (a pipe, an empty file), read.
+fn read(path: &Path) -> std::io::Result<ModelBytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
+        // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely on
+        // the file not being truncated or rewritten by another process while we read it.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(Arc::new(map));
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+    Ok(Arc::new(bytes))
 }
 
 enum Format {
