@@ -177,6 +177,22 @@ fn unsupported_operators_and_types_name_their_node() {
     assert!(matches!(import(Arc::new(renamed)), Err(ImportError::Node { .. })));
 }
 
+#[test]
+fn models_rtx_cannot_run_are_clear_errors() {
+    let folder = fixtures().join("errors");
+    let error = |name: &str| import_error(&std::fs::read(folder.join(format!("{name}.onnx"))).unwrap());
+    assert_eq!(
+        error("fill_overflows"),
+        "node `huge` (ConstantOfShape): a constant of shape [2147483648, 2147483648] does not fit in memory"
+    );
+    assert_eq!(
+        error("fill_too_large"),
+        "node `huge` (ConstantOfShape): a constant of shape [33554432, 33554432] does not fit in memory"
+    );
+    assert_eq!(error("integer_input"), "graph input `i` holds I64 elements, not f32");
+    assert_eq!(error("unsupported_operator"), "node `the_erf` (Erf): the operator `Erf` is not supported");
+}
+
 fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let at = bytes.windows(from.len()).position(|w| w == from).expect("the pattern is in the model");
     let mut out = bytes.to_vec();

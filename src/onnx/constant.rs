@@ -108,7 +108,13 @@ impl Constant {
             return Err(format!("the fill value holds {} elements, not one", value.data.len() / value.elem.size()));
         }
         let count = element_count(&dims).ok_or_else(|| format!("shape {dims:?} is not a valid shape"))?;
-        let bytes = value.data.bytes().repeat(count);
+        let too_large = || format!("a constant of shape {dims:?} does not fit in memory");
+        let len = count.checked_mul(value.elem.size()).ok_or_else(too_large)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len).map_err(|_| too_large())?;
+        for _ in 0..count {
+            bytes.extend_from_slice(value.data.bytes());
+        }
         Constant::new(value.elem, dims, Blob::from_vec(bytes))
     }
 }
