@@ -52,21 +52,32 @@ pub(crate) struct Floats {
 /// elements, so that a layer does not copy its weights on every call.
 pub(crate) enum Elements {
     Copied(Vec<f32>),
-    InPlace(DenseHostTensor),
+    /// The tensor's elements at `start` (`len` of them), read on every access of a layer's
+    /// inner loops: kept here rather than asked of the buffer each time.
+    InPlace {
+        start: *const f32,
+        len: usize,
+        _tensor: DenseHostTensor,
+    },
 }
+
+// SAFETY: `InPlace` points into a read-only buffer that the held tensor keeps alive, which no one
+// writes: sharing the pointer between threads only ever reads immutable memory.
+unsafe impl Send for Elements {}
+// SAFETY: as above.
+unsafe impl Sync for Elements {}
 
 impl std::ops::Deref for Elements {
     type Target = [f32];
 
+    #[inline]
     fn deref(&self) -> &[f32] {
         match self {
             Elements::Copied(values) => values,
             // SAFETY: `floats` chose this only for a read-only buffer of f32s aligned for them on
             // a little-endian target: its bytes are never written, and live as long as the
             // tensor, which this holds.
-            Elements::InPlace(tensor) => unsafe {
-                std::slice::from_raw_parts(tensor.buffer().as_ptr().cast::<f32>(), tensor.num_elements())
-            },
+            Elements::InPlace { start, len, .. } => unsafe { std::slice::from_raw_parts(*start, *len) },
         }
     }
 }
@@ -100,7 +111,7 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
         && cfg!(target_endian = "little")
         && buffer.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0;
     let data = if in_place {
-        Elements::InPlace(tensor.clone())
+        Elements::InPlace { start: buffer.as_ptr().cast(), len: tensor.num_elements(), _tensor: tensor.clone() }
     } else {
         Elements::Copied(tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect()))
     };
