@@ -5,7 +5,10 @@
 //! without padding multiplies the image itself. The result's channel planes are split over tasks.
 
 use super::gemm::{sgemm, Matrix};
-use super::split::compute;
+use super::split::compute_in_runs;
+
+/// The fewest output channels of one group a task computes (see `conv2d`).
+const MIN_CHANNELS_PER_TASK: usize = 32;
 use super::{floats, int, ints, operands, shape_error, sizes};
 use crate::kernel::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
@@ -98,7 +101,9 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             })
             .collect()
     };
-    compute(frame, &[n, m, oh, ow], n * m, depth * plane, move |planes, out| {
+    // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
+    // output channels, so that packing stays small beside the multiplications.
+    compute_in_runs(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
         let mut unit = planes.start;
         // One run of output planes per (image, group): the same im2col matrix for all of them.
         while unit < planes.end {
