@@ -55,7 +55,8 @@ enum rtx_value_type_t
    */
   RTX_VALUE_TYPE_OTHER = 8,
   /**
-   * A tensor: read it with `rtx_async_value_get_buffer_view`.
+   * A tensor (a buffer view, or a kernel graph's dense host tensor): read it with
+   * `rtx_async_value_get_buffer_view`.
    */
   RTX_VALUE_TYPE_BUFFER_VIEW = 9,
 };
@@ -684,7 +685,8 @@ rtx_error_t *rtx_async_value_get_f64(const rtx_async_value_t *value, double *out
 
 /**
  * Reads a tensor: writes a new reference to the value's buffer view to `*out_view` (release it
- * with `rtx_buffer_view_release`; it stays valid after the value is released). Errors as
+ * with `rtx_buffer_view_release`; it stays valid after the value is released). A dense host
+ * tensor (a BEF function's result) gives a view of its own bytes. Errors as
  * `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
  * yet, INVALID_ARGUMENT if it holds something else (the message says what) or an argument is
  * NULL. `*out_view` is written only on success.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: builds rtx, then classifies the sample digits of models/digits with a small MLP
 # compiled by iree-compile 3.13 for the CPU (llvm-cpu, run by `rtx run` on local-sync: the VM runs
-# the host program, our ELF loader the compiled dispatches); then installs rtx into
+# the host program, our ELF loader the compiled dispatches); then classifies them again in one
+# `rtx bef-exec` run of models/digits/graphs.mlir, with the same MLP as a BEF kernel graph and with a
+# pipeline of kernels around the compiled model (rtx.vm.call); then installs rtx into
 # target/rtx-prefix, builds the C examples against it and runs vm_invoke, a C program that loads an
 # IREE-compiled module (tests/fixtures/vm/control_flow.vmfb) through the C API and runs its
 # functions, tensor_invoke, which calls tensor programs (matmul, a dense layer) with buffer views
@@ -44,6 +46,21 @@ for d in 0 1 2 3 4 5 6 7 8 9; do
 done
 echo "$correct of 10 sample digits classified as the digit they show"
 [ "$correct" = 10 ] || { echo "run.sh: the model misclassified a sample" >&2; exit 1; }
+echo
+
+echo "The same, in one \`rtx bef-exec\` run of models/digits/graphs.mlir: the MLP as a BEF kernel graph, and a"
+echo "pipeline in which kernels normalise the image, mlp.vmfb classifies it (rtx.vm.call), a kernel takes the arg-max:"
+printed=$(cd models/digits && "$target/release/rtx" bef-exec --work_queue_type=mstd --vm_module=mlp.vmfb graphs.mlir)
+# Each digit prints four tensors: the graph's probabilities and class, the pipeline's probabilities and class.
+agreed=0
+for d in 0 1 2 3 4 5 6 7 8 9; do
+  read -r graph pipeline < <(sed -n "/^--- Running 'digit_$d':/,/^---/p" <<<"$printed" |
+    sed -n 's/^DenseHostTensor dtype = i64, shape = \[1\], values = \[\([0-9]*\)\]$/\1/p' | paste -sd' ')
+  echo "  digit_$d: kernel graph -> $graph, pipeline through the compiled model -> $pipeline"
+  [ "$graph" = "$d" ] && [ "$pipeline" = "$d" ] && agreed=$((agreed + 1))
+done
+echo "$agreed of 10 sample digits classified as the digit they show by both graphs"
+[ "$agreed" = 10 ] || { echo "run.sh: a graph misclassified a sample" >&2; exit 1; }
 echo
 
 quietly env RTX_INSTALL_QUIET=1 scripts/install.sh "$prefix"

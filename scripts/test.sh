@@ -19,7 +19,12 @@
 #   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program, and a C++
 #       one through rtx.hpp
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
-#   13. cargo bench --no-run
+#   13. the Python package: a wheel carrying the installed librtx.so, installed into
+#       target/python-venv with iree-base-runtime 3.13 (scripts/python-package.sh), and its
+#       tests (python/tests, pytest) against iree.runtime on the same .vmfb files
+#   14. Ray Serve: ray[serve] in target/ray-venv, the digit classifier served through rtx and through
+#       iree.runtime with two replicas each, a short load test on 127.0.0.1 (scripts/serve-load-test.sh)
+#   15. cargo bench --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
@@ -202,6 +207,14 @@ echo "   host_pipeline built and run against $moved"
 [ "$(PKG_CONFIG_PATH=$moved/lib/pkgconfig pkg-config --variable=includedir rtx)" = "$moved/lib/pkgconfig/../../include" ] ||
   die "rtx.pc in the moved copy does not point into it"
 echo "   pkg-config: includedir follows the moved rtx.pc"
+
+step "Python package: wheel with librtx.so, virtualenv, pytest python/tests (against iree.runtime)"
+python=$(scripts/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
+ls "$target"/python/dist/*.whl | sed "s|^$repo/|   |"
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q python/tests
+
+step "Ray Serve: the digit classifier through rtx and iree.runtime, load-tested on 127.0.0.1 (bounded)"
+scripts/serve-load-test.sh --replicas 2 --concurrency 8 --seconds 5 --requests 5000 --rounds 2
 
 step "cargo bench --no-run (benches keep compiling)"
 cargo bench --no-run

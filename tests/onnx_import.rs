@@ -15,7 +15,7 @@ use rtx::hal::{element_type::ElementType, npy};
 use rtx::host::{AsyncValueRef, RcAsyncValue};
 use rtx::kernel::tensor::DenseHostTensor;
 use rtx::onnx::{import, ImportError};
-use rtx::runtime::tensor_values::{dense_tensor, host_tensor};
+use rtx::runtime::bridge::tensors::{tensor_to_view, view_to_tensor};
 use rtx::runtime::{Context, ContextOptions, Module, Runtime};
 
 fn fixtures() -> PathBuf {
@@ -31,6 +31,18 @@ fn floats(tensor: &HostTensor) -> Vec<f32> {
     tensor.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
+/// `tensor` as a dense host tensor in `context`'s memory.
+fn dense_tensor(context: &Context, tensor: &HostTensor) -> DenseHostTensor {
+    let value = rtx::hal::run_io::tensor_value(tensor.clone()).unwrap();
+    let rtx::vm::value::Value::Ref(Some(view)) = &value else { panic!("a tensor is a buffer view") };
+    view_to_tensor(context.host(), rtx::hal::buffer_view::deref(view).unwrap()).unwrap()
+}
+
+/// A dense host tensor's contents.
+fn host_tensor(tensor: &DenseHostTensor) -> HostTensor {
+    rtx::hal::run_io::host_tensor(&tensor_to_view(tensor).unwrap()).unwrap()
+}
+
 /// The BEF file `rtx import-onnx` writes for `model`.
 fn bef(model: &Path) -> Vec<u8> {
     let module = import(Arc::new(std::fs::read(model).unwrap())).unwrap();
@@ -41,17 +53,15 @@ fn bef(model: &Path) -> Vec<u8> {
 fn run(bef: &[u8], name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTensor> {
     let context: Context = Runtime::new().context_with(ContextOptions::from_spec(spec).unwrap()).unwrap();
     context.add_module(&Module::load_memory(bef).unwrap()).unwrap();
-    let arguments: Vec<RcAsyncValue> = inputs
-        .iter()
-        .map(|input| AsyncValueRef::available(dense_tensor(context.host(), input).unwrap()).into())
-        .collect();
+    let arguments: Vec<RcAsyncValue> =
+        inputs.iter().map(|input| AsyncValueRef::available(dense_tensor(&context, input)).into()).collect();
     let results = context.invoke(&context.function(name).unwrap(), &arguments).unwrap();
     context.await_values(&results).unwrap();
     results
         .iter()
         .map(|r| match r.get_error() {
             Some(error) => panic!("{name} on {spec}: {error}"),
-            None => host_tensor(r.try_get::<DenseHostTensor>().unwrap()).unwrap(),
+            None => host_tensor(r.try_get::<DenseHostTensor>().unwrap()),
         })
         .collect()
 }
@@ -129,7 +139,7 @@ fn weights_are_read_in_place_from_the_bef_file() {
     let function = context.function("constant_output").unwrap();
     let input = read_npy(&fixtures().join("tiny/constant_output.input_0.npy"));
     let call = || {
-        let x: RcAsyncValue = AsyncValueRef::available(dense_tensor(context.host(), &input).unwrap()).into();
+        let x: RcAsyncValue = AsyncValueRef::available(dense_tensor(&context, &input)).into();
         let results = context.invoke(&function, &[x]).unwrap();
         context.await_values(&results).unwrap();
         results[0].try_get::<DenseHostTensor>().unwrap().clone()
@@ -140,7 +150,7 @@ fn weights_are_read_in_place_from_the_bef_file() {
     assert!(first.buffer().is_read_only());
     assert_eq!(first.fill(0f32).unwrap_err().code, rtx::host::StatusCode::FailedPrecondition);
     let expected = read_npy(&fixtures().join("tiny/constant_output.output_0.npy"));
-    assert_close("the weight", &host_tensor(&first).unwrap(), &expected);
+    assert_close("the weight", &host_tensor(&first), &expected);
 }
 
 fn import_error(bytes: &[u8]) -> String {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the digit classifier: generate.py writes mlp.mlir and the sample digits, iree-compile
+# Regenerates the digit classifier: generate.py writes mlp.mlir, graphs.mlir (the same MLP as TFRT
+# kernels, and a pipeline through the compiled model) and the sample digits, iree-compile
 # 3.13 (scripts/iree-tools.sh) compiles it for the CPU (llvm-cpu, embedded ELF, generic x86-64), and
 # predictions.txt records what iree-run-module prints for each sample, one line per digit (the
 # C++ example c-examples/digits.cpp checks rtx's results against it).

@@ -10,7 +10,8 @@ use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipAsyncValue};
 use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
 use crate::hal::buffer_view::BufferView;
-use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
+use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
+use crate::kernel::tensor::DenseHostTensor;
 
 /// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
 #[allow(non_camel_case_types)]
@@ -43,7 +44,8 @@ pub enum rtx_value_type_t {
     RTX_VALUE_TYPE_CHAIN = 7,
     /// A payload C has no accessor for (created by the runtime for its own use).
     RTX_VALUE_TYPE_OTHER = 8,
-    /// A tensor: read it with `rtx_async_value_get_buffer_view`.
+    /// A tensor (a buffer view, or a kernel graph's dense host tensor): read it with
+    /// `rtx_async_value_get_buffer_view`.
     RTX_VALUE_TYPE_BUFFER_VIEW = 9,
 }
 
@@ -337,7 +339,7 @@ pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -
             RTX_VALUE_TYPE_F64
         } else if value.is_type::<Chain>() {
             RTX_VALUE_TYPE_CHAIN
-        } else if value.is_type::<Arc<BufferView>>() {
+        } else if value.is_type::<Arc<BufferView>>() || value.is_type::<DenseHostTensor>() {
             RTX_VALUE_TYPE_BUFFER_VIEW
         } else {
             RTX_VALUE_TYPE_OTHER
@@ -383,7 +385,8 @@ pub unsafe extern "C" fn rtx_async_value_get_f64(value: *const rtx_async_value_t
 }
 
 /// Reads a tensor: writes a new reference to the value's buffer view to `*out_view` (release it
-/// with `rtx_buffer_view_release`; it stays valid after the value is released). Errors as
+/// with `rtx_buffer_view_release`; it stays valid after the value is released). A dense host
+/// tensor (a BEF function's result) gives a view of its own bytes. Errors as
 /// `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
 /// yet, INVALID_ARGUMENT if it holds something else (the message says what) or an argument is
 /// NULL. `*out_view` is written only on success.
@@ -398,6 +401,13 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
         let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
         if out_view.is_null() {
             return Err(invalid_argument(format!("{FUNCTION}: argument 'out_view' is NULL")));
+        }
+        // A kernel graph's dense host tensor crosses as a view of its own bytes.
+        if let Ok(tensor) = value.try_get::<DenseHostTensor>() {
+            let view = crate::runtime::bridge::tensors::tensor_to_view(tensor).context(FUNCTION)?;
+            // SAFETY: `out_view` is non-null and writable by contract; written only on success.
+            unsafe { out_view.write(handle::to_handle(view)) };
+            return Ok(());
         }
         let view = value.try_get::<Arc<BufferView>>().map_err(|e| match e {
             // The value's own error goes back unchanged, so C sees the producer's code and message.

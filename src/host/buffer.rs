@@ -19,6 +19,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 use super::allocator::HostAllocator;
 use super::diagnostic::{Diagnostic, StatusCode};
 
+/// The alignment of [`HostBuffer::copy`]'s blocks: a cache line, enough for any element.
+const TENSOR_COPY_ALIGNMENT: usize = 64;
+
 /// The start of every block.
 struct Header {
     refs: AtomicUsize,
@@ -132,6 +135,13 @@ impl HostBuffer {
     /// Whether writes are refused: the bytes are borrowed.
     pub fn is_read_only(&self) -> bool {
         self.header().borrowed.is_some()
+    }
+
+    /// A new, writable block holding a copy of the bytes, from the same allocator.
+    pub fn copy(&self) -> Result<HostBuffer, Diagnostic> {
+        let copy = HostBuffer::new_zeroed(Arc::clone(&self.header().allocator), self.len, TENSOR_COPY_ALIGNMENT)?;
+        self.with_bytes(|bytes| copy.with_bytes_mut(|target| target.copy_from_slice(bytes)))?;
+        Ok(copy)
     }
 
     fn header(&self) -> &Header {
@@ -314,6 +324,9 @@ mod tests {
         assert_eq!(buffer.slice(4, 3).unwrap().to_vec(), [4, 5, 6]);
         assert!(buffer.is_read_only());
         assert_eq!(buffer.with_bytes_mut(|b| b[0] = 9).unwrap_err().code, StatusCode::FailedPrecondition);
+        let copy = buffer.copy().unwrap();
+        assert!(!copy.is_read_only() && copy.to_vec() == buffer.to_vec());
+        drop(copy);
         assert_eq!(Arc::strong_count(&owner), 2);
         assert_eq!((counting.live_allocations(), counting.live_bytes() as usize), (1, size_of::<Header>()));
         drop(buffer);

@@ -3,8 +3,10 @@
 //!
 //! 1. [`start`] makes one indirect result value per function result and joins the arguments;
 //! 2. once they are all available, a task on the context's queue checks the plain-typed ones
-//!    (`i1`, `i32`, `i64`, `f32`, `f64`, `!tfrt.chain`) against the function's types, and runs the
-//!    function on the dataflow executor in a request of the context's host context;
+//!    (`i1`, `i32`, `i64`, `f32`, `f64`, `!tfrt.chain`) against the function's types, turns buffer
+//!    views passed for tensor arguments into dense host tensors (a copy of their bytes: how C hosts
+//!    pass tensors, as `rtx_buffer_view_t`), and runs the function on the dataflow executor in a
+//!    request of the context's host context;
 //! 3. the results forward to what the executor returns, which kernels complete later.
 //!
 //! An error argument is passed on to the kernels that use it, so only the results that depend on
@@ -18,9 +20,13 @@
 
 use std::sync::{Arc, Weak};
 
+use super::bridge::tensors::{view_to_tensor, TENSOR_TYPES};
 use super::context::BefFunction;
 use super::invocation::held_type;
-use crate::host::{join, Chain, Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
+use crate::hal::buffer_view::BufferView;
+use crate::host::{
+    join, AsyncValueRef, Chain, Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode,
+};
 use crate::kernel::context::print_output;
 use crate::kernel::ExecutionContext;
 
@@ -61,7 +67,7 @@ impl Call {
             Some(host) if host.is_cancelled() => return self.fail(Diagnostic::cancelled()),
             Some(host) => host,
         };
-        if let Err(error) = self.check_types() {
+        if let Err(error) = self.check_types().and_then(|()| self.tensors_from_views(&host)) {
             return self.fail(error);
         }
         // Errors reach the results they poison; the request reports them nowhere else.
@@ -86,6 +92,20 @@ impl Call {
                 format!("expected {expected} but the value holds {}", held_type(value)),
             ))
             .with_context(|| format!("argument {index} of `{}`", self.function.name));
+        }
+        Ok(())
+    }
+
+    /// Replaces each buffer view passed for a tensor argument by a tensor holding its elements.
+    fn tensors_from_views(&mut self, host: &HostContext) -> Result<(), Diagnostic> {
+        let types = self.function.function.argument_types();
+        for (index, (value, expected)) in self.arguments.iter_mut().zip(types).enumerate() {
+            let Ok(view) = value.try_get::<Arc<BufferView>>() else { continue };
+            if TENSOR_TYPES.contains(&expected) {
+                let tensor = view_to_tensor(host, view)
+                    .with_context(|| format!("argument {index} of `{}`", self.function.name))?;
+                *value = AsyncValueRef::available(tensor).into_untyped();
+            }
         }
         Ok(())
     }

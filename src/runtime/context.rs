@@ -5,6 +5,8 @@
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::bef_call;
+use super::bridge;
+use super::bridge::bef_module::BefNativeModule;
 use super::instance::Runtime;
 use super::invocation::{self, plural};
 use super::module::Module;
@@ -74,7 +76,7 @@ pub struct Context {
     runtime: Runtime,
     /// The allocator of the context's device, once it has one: host tensors passed to its
     /// functions are placed where the device can use them.
-    device_allocator: OnceLock<Allocator>,
+    device_allocator: Arc<OnceLock<Allocator>>,
 }
 
 /// The BEF modules of a context.
@@ -202,14 +204,23 @@ impl Function {
 
 impl Context {
     pub(super) fn new(runtime: Runtime, host: HostContext) -> Context {
-        Context {
+        let context = Context {
             vm: VmContext::new(),
             bef: RwLock::default(),
             kernels: RwLock::new(KernelRegistry::with_model_kernels()),
             host: Arc::new(host),
             runtime,
-            device_allocator: OnceLock::new(),
-        }
+            device_allocator: Arc::default(),
+        };
+        context.register_bridge_kernels(&mut write(&context.kernels));
+        context
+    }
+
+    /// Registers the kernels that reach this context's VM modules (`rtx.vm.call`, see
+    /// [`bridge::vm_call`]) in `registry`: the context's own has them; a tool that binds BEF
+    /// files to a registry of its own adds them there.
+    pub fn register_bridge_kernels(&self, registry: &mut KernelRegistry) {
+        bridge::vm_call::register(registry, self.vm.downgrade(), Arc::clone(&self.device_allocator));
     }
 
     /// The work queue, allocator and cancellation of this context.
@@ -324,6 +335,17 @@ impl Context {
         Ok(())
     }
 
+    /// Lets VM modules added from now on import the functions of the BEF module `name` (added
+    /// before) by name, `name.function`, as functions of a native module (see
+    /// [`bridge::bef_module`]). NOT_FOUND when no BEF module has that name.
+    pub fn add_bef_native_module(&self, name: &str) -> Result<(), Diagnostic> {
+        let file = read(&self.bef).modules.iter().find(|(n, _)| **n == *name).map(|(_, file)| Arc::clone(file));
+        let file = file.ok_or_else(|| {
+            Diagnostic::new(StatusCode::NotFound, format!("the context has no BEF module named `{name}`"))
+        })?;
+        self.vm.add_native_module(Arc::new(BefNativeModule::new(name, &file, &self.host)))
+    }
+
     /// Adds a module implemented by the host; modules added afterwards can import its functions.
     pub fn add_native_module(&self, module: Arc<dyn NativeModule>) -> Result<(), Diagnostic> {
         self.vm.add_native_module(module)
@@ -335,23 +357,7 @@ impl Context {
         if let Some(function) = self.bef_function(name)? {
             return Ok(Function { target: Target::Bef(function) });
         }
-        let handle = self.vm.lookup(name)?;
-        let cconv = CallingConvention::parse(&handle.cconv).map_err(|e| {
-            Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!("`{}` has an unusable calling convention: {e}", handle.full_name),
-            )
-        })?;
-        let (Some(arguments), Some(results)) = (plain_kinds(&cconv.arguments), plain_kinds(&cconv.results)) else {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!(
-                    "`{}` (calling convention `{}`) takes a variadic span, which only imports can",
-                    handle.full_name, handle.cconv
-                ),
-            ));
-        };
-        Ok(Function { target: Target::Vm(VmFunction { handle, arguments, results }) })
+        Ok(Function { target: Target::Vm(vm_function(&self.vm, name)?) })
     }
 
     /// The BEF function `name` refers to; `None` when it names no BEF module (then it is the
@@ -360,6 +366,8 @@ impl Context {
         let bef = read(&self.bef);
         let (module, function) = match name.split_once('.') {
             Some((module, function)) if bef.modules.iter().any(|(n, _)| **n == *module) => (module, function),
+            // A VM module's function, even when a BEF module was added last.
+            Some((module, _)) if self.vm.module_names().iter().any(|n| n == module) => return Ok(None),
             _ => match bef.latest {
                 Some(latest) => (&*bef.modules[latest].0, name),
                 None => return Ok(None),
@@ -444,6 +452,28 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context").field("host", &self.host).field("vm", &self.vm).finish()
     }
+}
+
+/// The VM function `name` of `vm` (`module.function`, or a bare name in the most recently added
+/// bytecode module) with the kinds of its arguments and results.
+pub(super) fn vm_function(vm: &VmContext, name: &str) -> Result<VmFunction, Diagnostic> {
+    let handle = vm.lookup(name)?;
+    let cconv = CallingConvention::parse(&handle.cconv).map_err(|e| {
+        Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("`{}` has an unusable calling convention: {e}", handle.full_name),
+        )
+    })?;
+    let (Some(arguments), Some(results)) = (plain_kinds(&cconv.arguments), plain_kinds(&cconv.results)) else {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "`{}` (calling convention `{}`) takes a variadic span, which only imports can",
+                handle.full_name, handle.cconv
+            ),
+        ));
+    };
+    Ok(VmFunction { handle, arguments, results })
 }
 
 fn already_exists(name: &str) -> Diagnostic {

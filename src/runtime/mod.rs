@@ -52,11 +52,11 @@
 //! ```
 
 mod bef_call;
+pub mod bridge;
 mod context;
 mod instance;
 pub mod invocation;
 mod module;
-pub mod tensor_values;
 
 pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
 pub use instance::Runtime;

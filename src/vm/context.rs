@@ -11,7 +11,7 @@
 //! their own context synchronously from inside a call. Separate contexts run fully in parallel,
 //! even when they share `Arc<Module>`s.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::abi::declaration::MODEL_ATTR;
 use super::abi::AbiModel;
@@ -120,6 +120,20 @@ pub struct Context {
     linked: Arc<Mutex<Linked>>,
 }
 
+/// A context that does not keep it alive, for what the context itself holds (a kernel that
+/// calls into it): holding a [`Context`] there would be a cycle that is never freed.
+#[derive(Clone, Default)]
+pub struct WeakContext {
+    linked: Weak<Mutex<Linked>>,
+}
+
+impl WeakContext {
+    /// The context, unless its last handle was dropped.
+    pub fn upgrade(&self) -> Option<Context> {
+        self.linked.upgrade().map(|linked| Context { linked })
+    }
+}
+
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<String> = self.lock().instances.iter().map(|i| i.name().to_owned()).collect();
@@ -130,6 +144,11 @@ impl std::fmt::Debug for Context {
 impl Context {
     pub fn new() -> Context {
         Context::default()
+    }
+
+    /// A handle that does not keep the context alive.
+    pub fn downgrade(&self) -> WeakContext {
+        WeakContext { linked: Arc::downgrade(&self.linked) }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Linked> {

@@ -7,11 +7,14 @@ use std::sync::Arc;
 
 use rtx::bef::driver::{Driver, DriverOptions};
 use rtx::bef::reader::{BefError, BefFile};
-use rtx::host::{CountingAllocator, Diagnostic, FixedCapacityAllocator, HostAllocator, HostContext, SystemAllocator};
+use rtx::host::work_queue::WorkQueueSpec;
+use rtx::host::{CountingAllocator, Diagnostic, FixedCapacityAllocator, HostAllocator, SystemAllocator};
 use rtx::kernel::KernelRegistry;
+use rtx::runtime::{Context, ContextOptions, Module, QueueChoice, Runtime};
 
 /// Flags that take a value (after `=` or as the next argument).
-const VALUED: &[&str] = &["work_queue_type", "host_allocator_type", "functions", "test_init_function"];
+const VALUED: &[&str] =
+    &["work_queue_type", "host_allocator_type", "functions", "test_init_function", "vm_module", "device"];
 /// Flags that take none.
 const SWITCHES: &[&str] = &["print_error_code"];
 
@@ -20,6 +23,10 @@ struct Options {
     work_queue: String,
     allocator: AllocatorType,
     driver: DriverOptions,
+    /// IREE VM modules (`.vmfb`) added to the context, in order, for `rtx.vm.call` to call.
+    vm_modules: Vec<String>,
+    /// The device those modules run on.
+    device: String,
 }
 
 /// TFRT's `--host_allocator_type` choices.
@@ -97,9 +104,13 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     };
     let (allocator, counting) = options.allocator.create();
-    let host = HostContext::with_work_queue_spec(&options.work_queue)
+    let queue = WorkQueueSpec::parse(&options.work_queue)
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
-    let host = Arc::new(HostContext::new(Arc::clone(host.work_queue()), allocator));
+    let context = Runtime::new()
+        .context_with(ContextOptions { work_queue: QueueChoice::Spec(queue), allocator })
+        .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
+    add_vm_modules(&context, &options)?;
+    let host = Arc::clone(context.host());
     let out = |text: &str| {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
@@ -108,7 +119,8 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
     out(options.allocator.announcement());
     out(&format!("Choosing {} work queue.\n", host.work_queue().name()));
     let driver = Driver::new(Arc::clone(&host), Arc::new(out), Arc::new(|text: &str| eprint!("{text}")));
-    let registry = KernelRegistry::with_all_kernels();
+    let mut registry = KernelRegistry::with_all_kernels();
+    context.register_bridge_kernels(&mut registry);
     let inputs = if options.files.is_empty() { vec!["-".to_owned()] } else { options.files.clone() };
     for input in &inputs {
         let file = match load(input, &registry)? {
@@ -122,6 +134,7 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
     }
     let mut ok = driver.verify();
     drop(driver);
+    drop(context);
     if let Some(counting) = counting {
         let leaked = counting.live_bytes() != 0;
         if options.allocator == AllocatorType::Profiled || leaked {
@@ -147,6 +160,8 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
         work_queue: "s".to_owned(),
         allocator: AllocatorType::LeakCheck,
         driver: DriverOptions::default(),
+        vm_modules: Vec::new(),
+        device: "local-task".to_owned(),
     };
     let mut rest = arguments.iter();
     while let Some(argument) = rest.next() {
@@ -183,10 +198,25 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
                 options.driver.functions.extend(value.split(',').filter(|f| !f.is_empty()).map(str::to_owned))
             }
             "test_init_function" => options.driver.test_init_function = Some(value).filter(|v| !v.is_empty()),
+            "vm_module" => options.vm_modules.push(value),
+            "device" => options.device = value,
             _ => unreachable!("every valued flag is matched"),
         }
     }
     Ok(Some(options))
+}
+
+/// Adds the device and the VM modules `--vm_module` names to `context` (nothing without one).
+fn add_vm_modules(context: &Context, options: &Options) -> Result<(), String> {
+    if options.vm_modules.is_empty() {
+        return Ok(());
+    }
+    context.add_device(&options.device).map_err(|e| format!("device `{}`: {e}", options.device))?;
+    for path in &options.vm_modules {
+        let module = Module::load_file(path).map_err(|e| format!("`{path}`: {e}"))?;
+        context.add_module(&module).map_err(|e| format!("`{path}`: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Opens `input` (`-` is stdin): a BEF file as it is, MLIR translated to BEF first. The inner

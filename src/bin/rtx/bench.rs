@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use rtx::hal::local::dispatch_times;
 use rtx::vm::iree_benchmark::{self, MinTime};
 
 use crate::flags::Flags;
@@ -19,6 +20,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "rounds",
         "no_iree",
         "work_queue_type",
+        "dispatch_times",
     ])?;
     let min_time = match flags.last("benchmark_min_time") {
         Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,
@@ -29,6 +31,9 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         None => 5,
     }
     .max(1);
+    if flags.has("dispatch_times") {
+        dispatch_times::enable();
+    }
     let prepared = prepare(flags)?;
     let call = || prepared.call();
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
@@ -49,6 +54,8 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         MinTime::Seconds(_) => calibrate_batch(call),
         MinTime::Calls(calls) => calls,
     };
+    // Only the timed calls' dispatches count (the warm-up call's fault in their memory).
+    dispatch_times::take();
     let measure = || {
         let started = Instant::now();
         let mut calls = 0;
@@ -89,7 +96,28 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         );
     }
     println!("{}: median {:.0} ns per call ({total_calls} calls)", prepared.name, our_median);
+    if flags.has("dispatch_times") {
+        print_dispatch_times(total_calls);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The CPU devices' time per export over the timed calls, most first: what each call spent in it
+/// and in how many dispatches, beside what `iree-profile statistics` reports of IREE's.
+fn print_dispatch_times(calls: u64) {
+    let times = dispatch_times::take();
+    let all: f64 = times.iter().map(|time| time.total.as_secs_f64()).sum();
+    println!("dispatches per call on the CPU devices, by export:");
+    for time in times {
+        let total = time.total.as_secs_f64();
+        println!(
+            "  {}: {} per call, {:.1} µs per call ({:.1} %)",
+            time.export,
+            time.count as f64 / calls as f64,
+            total * 1e6 / calls as f64,
+            100.0 * total / all
+        );
+    }
 }
 
 /// The number of calls that take about a millisecond.

@@ -16,12 +16,13 @@ mod usage;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use rtx::hal::buffer_view::{self, BufferView};
 use rtx::hal::check::CheckModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
 use rtx::host::{AsyncValueRef, Diagnostic, RcAsyncValue, StatusCode};
 use rtx::kernel::tensor::DenseHostTensor;
-use rtx::runtime::tensor_values;
+use rtx::runtime::bridge::tensors;
 use rtx::runtime::{Context, ContextOptions, Module, Runtime, HAL_MODULE};
 use rtx::vm::abi::ValueKind;
 use rtx::vm::context::FunctionHandle;
@@ -129,7 +130,7 @@ impl Prepared {
                                 "the BEF function returned a value that is not a tensor",
                             )
                         })?;
-                        run_io::tensor_value(tensor_values::host_tensor(tensor)?)
+                        Ok(Value::Ref(Some(BufferView::shared_to_ref(tensors::tensor_to_view(tensor)?))))
                     })
                     .collect()
             }
@@ -236,11 +237,11 @@ fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
     let arguments = values
         .iter()
         .map(|value| {
-            let tensor = match run_io::result_value(value)? {
-                rtx::hal::tensor_io::ResultValue::Tensor(tensor) => tensor,
+            let view = match value {
+                Value::Ref(Some(view)) => buffer_view::deref(view)?,
                 _ => return Err(Diagnostic::new(StatusCode::InvalidArgument, "a BEF function takes tensors")),
             };
-            Ok(AsyncValueRef::available(tensor_values::dense_tensor(context.host(), &tensor)?).into())
+            Ok(AsyncValueRef::available(tensors::view_to_tensor(context.host(), view)?).into())
         })
         .collect::<Result<Vec<RcAsyncValue>, Diagnostic>>()
         .map_err(|e| e.to_string())?;

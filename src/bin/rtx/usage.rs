@@ -49,7 +49,10 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
   --benchmark_min_time=Nx           exactly N calls per round instead (after one warm-up call)
   --rounds=N                        alternations with iree-benchmark-module (default 5)
-  --no_iree                         time rtx alone";
+  --no_iree                         time rtx alone
+  --dispatch_times                  also time each dispatch on the CPU devices and print the time
+                                    per call by export (for IREE's: its tool's host-execution
+                                    profiling mode, then `iree-profile statistics`)";
 
 pub const CHECK: &str =
     "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
@@ -130,7 +133,10 @@ two, and their value after `=` or as the next argument.
                                      counts, when host memory is left allocated at the end)
   --functions=a,b                    run these functions, in this order
   --test_init_function=f             run f first
-  --print_error_code                 print error codes with error results";
+  --print_error_code                 print error codes with error results
+  --vm_module=FILE                   add an IREE VM module (.vmfb) to the context, whose
+                                     functions `rtx.vm.call` kernels call (repeatable, in order)
+  --device=URI                       the device those modules run on (default local-task)";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {

@@ -69,8 +69,9 @@ fn local_executable(executable: &Executable) -> Result<&LocalExecutable, Diagnos
 pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
     match transfer {
         Transfer::Fill { target, pattern, pattern_length } => {
-            let target = resolve(target, table, memory)?.span()?;
-            fill(&target, *pattern, *pattern_length)
+            let target = resolve(target, table, memory)?;
+            // SAFETY: as for copies below, queue order keeps everything else off the range.
+            unsafe { target.buffer().fill_ordered(target.offset(), target.len() as i64, *pattern, *pattern_length) }
         }
         Transfer::Copy { source, target } => {
             let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
@@ -129,23 +130,6 @@ fn resolve<'a>(
                 .range(range.offset, range.length)
                 .map_err(|e| e.at(format_args!("binding table slot {slot}")))
         }
-    }
-}
-
-fn fill(target: &Bytes, pattern: u64, pattern_length: usize) -> Result<(), Diagnostic> {
-    let length = target.len();
-    if length % pattern_length != 0 {
-        return Err(Diagnostic::new(
-            StatusCode::InvalidArgument,
-            format!("fill length {length} is not a multiple of the {pattern_length}-byte pattern"),
-        ));
-    }
-    let count = (length / pattern_length) as i64;
-    match pattern_length {
-        1 => target.fill_i8(0, count, pattern as i8),
-        2 => target.fill_i16(0, count, pattern as i16),
-        4 => target.fill_i32(0, count, pattern as i32),
-        _ => target.fill_i64(0, count, pattern as i64),
     }
 }
 

@@ -4,7 +4,9 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
+use super::dispatch_times;
 use super::fpu::FlushDenormals;
 use crate::hal::backend::ExecutableBackend;
 use crate::hal::byte_range::{self, OutOfRange};
@@ -93,7 +95,15 @@ impl LocalExecutable {
     /// Runs a dispatch (its export ordinal checked by the caller).
     pub fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
         let _mode = FlushDenormals::enter();
-        self.code.dispatch(dispatch)
+        if !dispatch_times::enabled() {
+            return self.code.dispatch(dispatch);
+        }
+        let started = Instant::now();
+        let result = self.code.dispatch(dispatch);
+        if let Some(export) = self.code.export_names().get(dispatch.export) {
+            dispatch_times::record(export, started.elapsed());
+        }
+        result
     }
 }
 

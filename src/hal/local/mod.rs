@@ -5,6 +5,7 @@ pub mod abi;
 pub mod command_buffer;
 pub mod cpu;
 pub mod device;
+pub mod dispatch_times;
 pub mod elf;
 pub mod executable;
 pub mod fpu;

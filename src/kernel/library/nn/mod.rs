@@ -3,8 +3,8 @@
 //! ONNX node to one kernel: [`gemm`] (`nn.gemm.f32`, `nn.matmul.f32`), [`conv`] (`nn.conv2d.f32`),
 //! [`pool`] (`nn.max_pool2d.f32`, `nn.average_pool2d.f32`, `nn.global_average_pool.f32`),
 //! [`pointwise`] (activations, broadcasting arithmetic, `nn.batch_norm.f32`), [`normalize`]
-//! (`nn.softmax.f32`, `nn.lrn.f32`) and [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
-//! `nn.transpose`, for any element type).
+//! (`nn.softmax.f32`, `nn.lrn.f32`), [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
+//! `nn.transpose`, for any element type) and [`reduce`] (`nn.argmax.f32`).
 //!
 //! Unlike TFRT's test kernels, which write into an output tensor their caller made, these return
 //! a new tensor: the data dependence orders them. A last chain operand, when given, is waited
@@ -20,6 +20,7 @@ pub mod layout;
 pub mod normalize;
 pub mod pointwise;
 pub mod pool;
+pub mod reduce;
 mod split;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub fn register_nn_kernels(registry: &mut KernelRegistry) {
     pointwise::register(registry);
     normalize::register(registry);
     layout::register(registry);
+    reduce::register(registry);
 }
 
 /// An f32 tensor operand, read once: its dimensions and its elements in row-major order.

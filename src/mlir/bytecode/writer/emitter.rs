@@ -86,13 +86,18 @@ impl Emitter {
     pub fn varint(&mut self, value: u64) {
         if value >> 7 == 0 {
             self.byte(((value << 1) | 1) as u8);
+        } else if value >> 14 == 0 {
+            // Two bytes, the next most common (value numbers, attribute indices): one trailing
+            // zero bit, then the value.
+            self.room(2).copy_from_slice(&(((value << 2) | 0b10) as u16).to_le_bytes());
+            self.len += 2;
         } else {
             self.long_varint(value);
         }
     }
 
-    /// [`Emitter::varint`] of a value of 7 bits or more (kept out of line so that the one-byte
-    /// case, most of them, inlines into its callers).
+    /// [`Emitter::varint`] of a value of 14 bits or more (kept out of line so that the shorter
+    /// cases, most of them, inline into their callers).
     fn long_varint(&mut self, value: u64) {
         let room = self.room(9);
         if value >> 56 != 0 {

@@ -8,6 +8,10 @@
 //! (`seen`, small enough to stay in cache) proves most new items new without probing: they are
 //! only appended, and the table indexes them later, in one pass, when an item whose bit is set
 //! must be looked up.
+//!
+//! Items the caller knows to be distinct ([`Interner::push_distinct`]: a context's attributes,
+//! which the context already uniques) are appended without even a hash; they are hashed only if
+//! a lookup comes after them.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -16,7 +20,8 @@ const EMPTY: u64 = u64::MAX;
 
 pub(super) struct Interner<T> {
     pub items: Vec<T>,
-    /// Each item's hash, to index and grow without hashing items again.
+    /// The hash of each item but the last ones [`Interner::push_distinct`] appended, to index and
+    /// grow without hashing items again; those (`hashes.len()..`) are hashed before a lookup.
     hashes: Vec<u64>,
     /// Open addressing (linear probing), a power of two long and at most half full: each slot holds
     /// an item's number and the high half of its hash, so that a probe compares items only when
@@ -56,6 +61,8 @@ impl<T> Interner<T> {
         T: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let hasher = self.hasher.clone();
+        self.hash_pending(|item| hasher.hash_one(item.borrow()));
         let hash = self.hasher.hash_one(key);
         match self.find(hash, |item| item.borrow() == key) {
             Some(index) => index,
@@ -68,6 +75,8 @@ impl<T> Interner<T> {
     where
         T: Hash + Eq,
     {
+        let hasher = self.hasher.clone();
+        self.hash_pending(|item| hasher.hash_one(item));
         let hash = self.hasher.hash_one(&item);
         match self.find(hash, |other| *other == item) {
             Some(index) => index,
@@ -94,6 +103,25 @@ impl<T> Interner<T> {
                 return Some(index);
             }
             slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Appends `item`, which the caller knows equals no item in the table, and returns its number.
+    pub fn push_distinct(&mut self, item: T) -> u32 {
+        self.items.push(item);
+        self.items.len() as u32 - 1
+    }
+
+    /// Hashes the items [`Interner::push_distinct`] appended since the last lookup.
+    fn hash_pending(&mut self, hash: impl Fn(&T) -> u64) {
+        for index in self.hashes.len()..self.items.len() {
+            let hash = hash(&self.items[index]);
+            self.hashes.push(hash);
+            let (word, bit) = self.seen_bit(hash);
+            self.seen[word] |= bit;
+        }
+        while self.items.len() * 2 > self.slots.len() {
+            self.grow();
         }
     }
 
@@ -167,6 +195,22 @@ mod tests {
         }
         assert_eq!(table.items.len(), 5000);
         assert_eq!(table.intern((0, "new".to_owned())), 5000);
+    }
+
+    /// Items appended as distinct are numbered in order and found by lookups made after them,
+    /// across the table growing.
+    #[test]
+    fn distinct_items_are_found_by_later_lookups() {
+        let mut table: Interner<(u32, String)> = Interner::with_capacity(2);
+        for i in 0..1000u32 {
+            assert_eq!(table.push_distinct((i, format!("item {i}"))), i);
+        }
+        assert_eq!(table.intern((7, "item 7".to_owned())), 7);
+        assert_eq!(table.intern((1, "new".to_owned())), 1000);
+        assert_eq!(table.push_distinct((2, "after a lookup".to_owned())), 1001);
+        assert_eq!(table.intern((999, "item 999".to_owned())), 999);
+        assert_eq!(table.intern((2, "after a lookup".to_owned())), 1001);
+        assert_eq!(table.items.len(), 1002);
     }
 
     #[test]

@@ -456,6 +456,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         extra_memo: Vec::new(),
         type_memo: vec![UNSET; ctx.types().len()],
         attrs: Interner::with_capacity(ctx.attrs().len()),
+        synthesized: false,
         types: Interner::with_capacity(ctx.types().len()),
         builtin: None,
         external_resources: Vec::new(),
@@ -870,6 +871,9 @@ struct Numberer<'m> {
     type_memo: Vec<u32>,
     /// Canonical entries with their dialect, in the order first met (before grouping by dialect).
     attrs: Interner<(u32, Entry)>,
+    /// Whether `attrs` holds an entry the writer made (an extra attribute or a native encoding),
+    /// which a context attribute met later may equal.
+    synthesized: bool,
     types: Interner<(u32, Type)>,
     builtin: Option<u32>,
     external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
@@ -973,7 +977,19 @@ impl Numberer<'_> {
             Entry::Native(native) => native.dialect.0,
             Entry::Attr(_) => self.builtin(),
         };
-        let index = self.attrs.intern((dialect, canonical));
+        // A context's attributes are distinct already (its tables intern them, and a file's tables,
+        // which the reader keeps as they are, are distinct as any MLIR writer writes them), and
+        // mapping their references keeps them so: only entries the writer made need a lookup, and
+        // context attributes once such an entry is there. Hashing each attribute of a large
+        // module to look it up was a sixth of the writer's time.
+        let index = match (&canonical, key) {
+            (Entry::Attr(_), AttrKey::Module(_)) if !self.synthesized => self.attrs.push_distinct((dialect, canonical)),
+            (Entry::Attr(_), AttrKey::Module(_)) => self.attrs.intern((dialect, canonical)),
+            _ => {
+                self.synthesized = true;
+                self.attrs.intern((dialect, canonical))
+            }
+        };
         match key {
             AttrKey::Module(id) => self.attr_memo[id.0 as usize] = index,
             AttrKey::Extra(i) => self.extra_memo[i as usize] = index,

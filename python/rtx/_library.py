@@ -1,0 +1,137 @@
+"""Loads librtx and declares the C functions the package calls (include/rtx.h).
+
+The library is looked up next to this file (the wheel carries it there); ``RTX_LIBRARY`` names
+another copy, e.g. a fresh ``target/release/librtx.so`` while developing. ``CDLL`` (not
+``PyDLL``) releases the GIL during every call, so threads blocked in ``rtx_async_value_await``
+let the runtime's workers run Python callbacks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import cast
+
+#: The ABI this package was written against (``RTX_ABI_VERSION`` of include/rtx.h).
+ABI_VERSION = 0
+
+handle_p = ctypes.c_void_p
+
+
+def written(out: handle_p) -> int:
+    """The handle a successful call wrote to ``out`` (never NULL then, by the C API's contract)."""
+    return cast(int, out.value)
+
+
+#: ``void (*)(void* user_data)``: the callback type of ``rtx_async_value_and_then``.
+READY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class FunctionSignature(ctypes.Structure):
+    """``rtx_function_signature_t``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("name", ctypes.c_char_p),
+        ("calling_convention", ctypes.c_char_p),
+        ("declaration", ctypes.c_char_p),
+        ("num_arguments", ctypes.c_size_t),
+        ("argument_kinds", ctypes.POINTER(ctypes.c_uint32)),
+        ("num_results", ctypes.c_size_t),
+        ("result_kinds", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class ContextOptions(ctypes.Structure):
+    """``rtx_context_options_t``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("work_queue", ctypes.c_char_p),
+        ("custom_work_queue", ctypes.c_void_p),
+        ("allocator", ctypes.c_void_p),
+    ]
+
+
+_p = handle_p
+_pp = ctypes.POINTER(handle_p)
+_u32 = ctypes.c_uint32
+_size = ctypes.c_size_t
+_SIGNATURES = {
+    "rtx_version": (ctypes.c_char_p, []),
+    "rtx_abi_version": (_u32, []),
+    "rtx_status_code_name": (ctypes.c_char_p, [_u32]),
+    "rtx_error_code": (_u32, [_p]),
+    "rtx_error_message": (ctypes.c_char_p, [_p]),
+    "rtx_error_delete": (None, [_p]),
+    "rtx_context_options_init": (None, [ctypes.POINTER(ContextOptions)]),
+    "rtx_context_new": (_p, [ctypes.POINTER(ContextOptions), _pp]),
+    "rtx_context_release": (None, [_p]),
+    "rtx_context_add_device": (_p, [_p, ctypes.c_char_p]),
+    "rtx_context_add_module": (_p, [_p, _p]),
+    "rtx_context_invoke": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
+    "rtx_context_parallelism": (_u32, [_p]),
+    "rtx_context_quiesce": (None, [_p]),
+    "rtx_module_load_file": (_p, [ctypes.c_char_p, _pp]),
+    "rtx_module_load_memory": (_p, [ctypes.c_char_p, _size, _pp]),
+    "rtx_module_release": (None, [_p]),
+    "rtx_module_name": (ctypes.c_char_p, [_p]),
+    "rtx_module_function_count": (_size, [_p]),
+    "rtx_module_function_name": (ctypes.c_char_p, [_p, _size]),
+    "rtx_module_function_signature": (_p, [_p, _size, ctypes.POINTER(FunctionSignature)]),
+    "rtx_async_value_new_i32": (_p, [ctypes.c_int32]),
+    "rtx_async_value_new_i64": (_p, [ctypes.c_int64]),
+    "rtx_async_value_new_f32": (_p, [ctypes.c_float]),
+    "rtx_async_value_new_f64": (_p, [ctypes.c_double]),
+    "rtx_async_value_new_buffer_view": (_p, [_p]),
+    "rtx_async_value_get_i32": (_p, [_p, ctypes.POINTER(ctypes.c_int32)]),
+    "rtx_async_value_get_i64": (_p, [_p, ctypes.POINTER(ctypes.c_int64)]),
+    "rtx_async_value_get_f32": (_p, [_p, ctypes.POINTER(ctypes.c_float)]),
+    "rtx_async_value_get_f64": (_p, [_p, ctypes.POINTER(ctypes.c_double)]),
+    "rtx_async_value_get_buffer_view": (_p, [_p, _pp]),
+    "rtx_async_value_get_error": (_p, [_p]),
+    "rtx_async_value_and_then": (None, [_p, READY_FN, _p]),
+    "rtx_async_value_run_when_ready": (None, [_pp, _size, READY_FN, _p]),
+    "rtx_async_value_await": (_p, [_p, _pp, _size]),
+    "rtx_async_value_release": (None, [_p]),
+    "rtx_buffer_view_new": (_p, [_u32, ctypes.POINTER(ctypes.c_int64), _size, _p, _size, _pp]),
+    "rtx_buffer_view_release": (None, [_p]),
+    "rtx_buffer_view_element_type": (_u32, [_p]),
+    "rtx_buffer_view_rank": (_size, [_p]),
+    "rtx_buffer_view_dim": (ctypes.c_int64, [_p, _size]),
+    "rtx_buffer_view_byte_length": (_size, [_p]),
+    "rtx_buffer_view_data": (_p, [_p]),
+    "rtx_buffer_view_copy_data": (_p, [_p, _p, _size]),
+}
+
+
+def _library_path() -> str:
+    override = os.environ.get("RTX_LIBRARY")
+    if override:
+        return override
+    return str(Path(__file__).with_name("librtx.so"))
+
+
+def _load() -> ctypes.CDLL:
+    path = _library_path()
+    try:
+        library = ctypes.CDLL(path)
+    except OSError as error:
+        raise ImportError(
+            f"rtx: cannot load the rtx library {path!r} ({error}); the wheel carries it next to "
+            "rtx/__init__.py, or set RTX_LIBRARY to a librtx.so"
+        ) from error
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        function = getattr(library, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    found = library.rtx_abi_version()
+    if found != ABI_VERSION:
+        raise ImportError(
+            f"rtx: {path} has ABI version {found}, this package needs {ABI_VERSION}; install the matching wheel"
+        )
+    return library
+
+
+lib = _load()

@@ -1,0 +1,166 @@
+"""Arguments and results across the C ABI: numpy arrays <-> buffer views, Python numbers <->
+scalar async values. Every function here returns owned handles or Python objects; nothing
+leaks when it raises."""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from typing import Any, Dict, Tuple, Union
+
+import numpy as np
+
+from . import dtypes
+from ._library import handle_p, lib, written
+from .errors import InvalidArgumentError, check
+from .module import ValueKind
+
+Result = Union[np.ndarray, int, float]
+
+_INT_RANGES = {ValueKind.I32: (-(2**31), 2**31 - 1), ValueKind.I64: (-(2**63), 2**63 - 1)}
+_NEW_SCALAR = {
+    ValueKind.I32: lib.rtx_async_value_new_i32,
+    ValueKind.I64: lib.rtx_async_value_new_i64,
+    ValueKind.F32: lib.rtx_async_value_new_f32,
+    ValueKind.F64: lib.rtx_async_value_new_f64,
+}
+_GET_SCALAR: Dict[ValueKind, Tuple[Any, Any]] = {
+    ValueKind.I32: (lib.rtx_async_value_get_i32, ctypes.c_int32),
+    ValueKind.I64: (lib.rtx_async_value_get_i64, ctypes.c_int64),
+    ValueKind.F32: (lib.rtx_async_value_get_f32, ctypes.c_float),
+    ValueKind.F64: (lib.rtx_async_value_get_f64, ctypes.c_double),
+}
+
+
+def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
+    """A new async value for argument ``index`` of ``function``, of ``kind``."""
+    if kind is ValueKind.REF:
+        view = buffer_view(value, function, index)
+        try:
+            return lib.rtx_async_value_new_buffer_view(view)
+        finally:
+            lib.rtx_buffer_view_release(view)
+    where = f"{function} argument {index}"
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise InvalidArgumentError(f"{where} is a scalar {kind.name.lower()}, not an array of shape {value.shape}")
+        value = value[()]  # a 0-d array is its one element
+    if kind in _INT_RANGES:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"{where} is a scalar {kind.name.lower()}: expected an int, got {type(value).__name__}"
+            ) from None
+        low, high = _INT_RANGES[kind]
+        if not low <= number <= high:
+            raise InvalidArgumentError(f"{where} is a scalar {kind.name.lower()}: {number} is out of range")
+        return _NEW_SCALAR[kind](number)
+    if isinstance(value, (str, bytes)) or not isinstance(value, (int, float, np.number)):
+        raise InvalidArgumentError(
+            f"{where} is a scalar {kind.name.lower()}: expected a float, got {type(value).__name__}"
+        )
+    return _NEW_SCALAR[kind](float(value))
+
+
+def buffer_view(value: Any, function: str, index: int) -> int:
+    """A new buffer view holding a copy of ``value`` (anything ``np.asarray`` takes).
+
+    A C-contiguous, native-endian array is handed to rtx as it is (rtx makes the one copy the
+    ABI needs); other layouts are made contiguous first.
+    """
+    array = value if type(value) is np.ndarray else _asarray(value, f"{function} argument {index}")
+    code = dtypes.NATIVE_ELEMENT_TYPES.get(array.dtype)
+    if code is None or not array.flags.c_contiguous:
+        array, code = _contiguous(array, f"{function} argument {index}")
+    shape = array.shape
+    rank = len(shape)
+    out = handle_p()
+    error = lib.rtx_buffer_view_new(
+        code,
+        (ctypes.c_int64 * rank)(*shape) if rank else None,
+        rank,
+        array.ctypes.data,
+        array.nbytes,
+        ctypes.byref(out),
+    )
+    if error:
+        check(error, f"{function} argument {index}")
+    return written(out)
+
+
+def _asarray(value: Any, where: str) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"{where} cannot be made a numpy array: {error}") from None
+
+
+def _contiguous(array: np.ndarray, where: str) -> Tuple[np.ndarray, int]:
+    """``array`` C-contiguous in native byte order, and its element type; raises for a dtype rtx
+    cannot pass."""
+    try:
+        code = dtypes.element_type(array.dtype)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(f"{where}: {error.message}") from None
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")), code
+
+
+class _ViewMemory:
+    """Keeps a buffer view alive for as long as a numpy array reads its memory (the array's base)."""
+
+    __slots__ = ("_view", "__array_interface__")
+
+    def __init__(self, view: int, address: int, shape: Tuple[int, ...], typestr: str) -> None:
+        self._view = view
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": shape,
+            "typestr": typestr,
+            "data": (address, True),  # read-only: the view is immutable
+            "strides": None,
+        }
+
+    def __del__(self) -> None:
+        lib.rtx_buffer_view_release(self._view)
+
+
+def array(view: int) -> np.ndarray:
+    """A read-only numpy array over a buffer view's memory, without a copy; takes ``view``'s
+    reference. Views whose memory the host cannot address (a GPU's) are copied out."""
+    try:
+        code = lib.rtx_buffer_view_element_type(view)
+        found = dtypes.ARRAY_TYPES.get(code)
+        if found is None:
+            raise dtypes.unsupported(code)
+        dtype, typestr = found
+        dim = lib.rtx_buffer_view_dim
+        shape = tuple([dim(view, i) for i in range(lib.rtx_buffer_view_rank(view))])
+        address = lib.rtx_buffer_view_data(view)
+        if not address:
+            out = np.empty(shape, dtype)
+            check(lib.rtx_buffer_view_copy_data(view, out.ctypes.data, out.nbytes))
+            lib.rtx_buffer_view_release(view)
+            return out
+    except BaseException:
+        lib.rtx_buffer_view_release(view)
+        raise
+    out = np.asarray(_ViewMemory(view, address, shape, typestr))
+    return out if out.dtype == dtype else out.view(dtype)
+
+
+def result(kind: ValueKind, value: int) -> Result:
+    """Reads one available result value (borrowed): a numpy array or a Python number. A value
+    that is an error raises it (the getters return the value's own error)."""
+    if kind is ValueKind.REF:
+        view = handle_p()
+        error = lib.rtx_async_value_get_buffer_view(value, ctypes.byref(view))
+        if error:
+            check(error)
+        return array(written(view))
+    getter, c_type = _GET_SCALAR[kind]
+    out = c_type()
+    error = getter(value, ctypes.byref(out))
+    if error:
+        check(error)
+    return out.value

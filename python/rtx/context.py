@@ -1,0 +1,287 @@
+"""``rtx.Context``: a device, a work queue and the modules added to it; calls their functions."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import ctypes
+import itertools
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+
+from . import _values
+from ._handle import Owned
+from ._library import READY_FN, ContextOptions, handle_p, lib, written
+from .errors import InvalidArgumentError, NotFoundError, UnimplementedError, check
+from .module import Module, Signature, ValueKind
+
+# Callbacks waiting for AsyncValues, by the token passed to C as `user_data`: one ctypes thunk
+# serves every call, so no per-call thunk has to be kept alive while C holds it.
+_waiting: Dict[int, Callable[[], None]] = {}
+_waiting_lock = threading.Lock()
+_tokens = itertools.count(1)
+
+
+# Every open context, released before the interpreter finalizes (below).
+_open: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_contexts() -> None:
+    # Releasing a context waits for its work in flight, whose callbacks enter Python; one that
+    # entered a finalizing interpreter would have its thread killed under rtx's frames, which
+    # aborts the process. So every context is released while the interpreter still runs them.
+    for context in list(_open):
+        context.close()
+
+
+@READY_FN
+def _on_ready(token: int) -> None:
+    # Runs on an rtx worker thread (ctypes takes the GIL) or at once on the caller's thread.
+    with _waiting_lock:
+        callback = _waiting.pop(token)
+    callback()
+
+
+class _Call:
+    """One started invocation: its result values (owned) until :meth:`release`."""
+
+    __slots__ = ("signature", "results")
+
+    def __init__(self, signature: Signature) -> None:
+        self.signature = signature
+        self.results = (handle_p * len(signature.results))()
+
+    def read(self) -> List[_values.Result]:
+        # Every result is set: rtx_context_invoke succeeded.
+        return [_values.result(kind, cast(int, value)) for kind, value in zip(self.signature.results, self.results)]
+
+    def when_ready(self, callback: Callable[[], None]) -> None:
+        """Runs ``callback`` once every result is available (it must not raise)."""
+        token = next(_tokens)
+        with _waiting_lock:
+            _waiting[token] = callback
+        lib.rtx_async_value_run_when_ready(self.results, len(self.results), _on_ready, token)
+
+    def release(self) -> None:
+        for value in self.results:
+            lib.rtx_async_value_release(value)
+
+
+class Function:
+    """A function of a context, resolved once: call it like :meth:`Context.invoke` without the name."""
+
+    def __init__(self, context: "Context", name: str) -> None:
+        self.context = context
+        self.name, self.signature = context._resolve(name)
+
+    def __call__(self, *args: Any) -> List[_values.Result]:
+        return self.context.invoke(self.name, *args)
+
+    def invoke_async(self, *args: Any) -> "concurrent.futures.Future[List[_values.Result]]":
+        return self.context.invoke_async(self.name, *args)
+
+    def invoke_awaitable(self, *args: Any) -> "asyncio.Future[List[_values.Result]]":
+        return self.context.invoke_awaitable(self.name, *args)
+
+    def __repr__(self) -> str:
+        return f"<rtx.Function {self.signature}>"
+
+
+class Context(Owned):
+    """A runtime context: a work queue, optionally a device, and the modules added to it.
+
+    ``device`` is ``"local-task"`` (the CPU, dispatches spread over worker threads),
+    ``"local-sync"`` (the CPU, inline on the calling worker), ``"vulkan"``/``"vulkan://N"``, or
+    ``None`` for modules without tensors. ``work_queue`` is ``"mstd"`` (one worker per core),
+    ``"mstd:N"`` or ``"s"`` (single-threaded). Every method is thread-safe. The context is
+    released on :meth:`close`, at the end of a ``with`` block or when garbage-collected; release
+    waits for its work in flight.
+    """
+
+    _release = lib.rtx_context_release
+
+    def __init__(self, device: Optional[str] = "local-task", work_queue: str = "mstd") -> None:
+        options = ContextOptions()
+        lib.rtx_context_options_init(ctypes.byref(options))
+        options.work_queue = work_queue.encode()
+        out = handle_p()
+        check(lib.rtx_context_new(ctypes.byref(options), ctypes.byref(out)), f"work queue {work_queue!r}")
+        super().__init__(written(out))
+        _open.add(self)
+        self.device = device
+        self.work_queue = work_queue
+        self._modules: List[Module] = []
+        self._functions: Dict[str, Tuple[str, Signature]] = {}
+        self._calls: Dict[str, Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]] = {}
+        if device is not None:
+            try:
+                check(lib.rtx_context_add_device(self.handle, device.encode()), f"device {device!r}")
+            except BaseException:
+                self.close()
+                raise
+
+    @property
+    def modules(self) -> Tuple[Module, ...]:
+        """The modules added so far, oldest first."""
+        return tuple(self._modules)
+
+    def add_module(self, module: Module) -> None:
+        """Adds ``module``: resolves its imports against the modules added before and runs its
+        initializer. Raises :class:`~rtx.AlreadyExistsError` for a second module of the same
+        name, :class:`~rtx.NotFoundError` for a missing import."""
+        check(lib.rtx_context_add_module(self.handle, module.handle), f"adding module {module.name!r}")
+        self._modules.append(module)
+        self._functions.clear()
+        self._calls.clear()
+
+    def function(self, name: str) -> Function:
+        """``name`` (``"function"`` or ``"module.function"``) as a callable :class:`Function`."""
+        return Function(self, name)
+
+    def invoke(self, function: str, *args: Any) -> List[_values.Result]:
+        """Calls ``function`` and waits for it: numpy arrays (or array-likes) for tensor
+        arguments, Python numbers for scalars; returns the results as a list of numpy arrays
+        (read-only, sharing rtx's memory) and Python ``int``/``float``.
+
+        Raises :class:`~rtx.NotFoundError` for an unknown function,
+        :class:`~rtx.InvalidArgumentError` for a wrong argument count, dtype or shape, and the
+        program's own error (``vm.fail`` text and location) when it fails. The GIL is released
+        while waiting.
+        """
+        call = self._start(function, args)
+        try:
+            if not call.results:
+                # Nothing to wait on: wait for the context's work instead.
+                lib.rtx_context_quiesce(self.handle)
+                return []
+            error = lib.rtx_async_value_await(self.handle, call.results, len(call.results))
+            if error:
+                check(error)
+            return call.read()
+        finally:
+            call.release()
+
+    def invoke_async(self, function: str, *args: Any) -> "concurrent.futures.Future[List[_values.Result]]":
+        """Starts ``function`` and returns at once a :class:`concurrent.futures.Future` of what
+        :meth:`invoke` returns (or raises). The future completes on an rtx worker thread, so its
+        done-callbacks run there."""
+        call = self._start_waitable(function, args)
+        future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+
+        def settle() -> None:
+            try:
+                future.set_result(call.read())
+            except BaseException as error:  # the caller sees it through the future
+                future.set_exception(error)
+            finally:
+                call.release()
+
+        call.when_ready(settle)
+        return future
+
+    def invoke_awaitable(self, function: str, *args: Any) -> "asyncio.Future[List[_values.Result]]":
+        """Starts ``function`` and returns an :mod:`asyncio` future of the running loop, which
+        the AsyncValues of the results wake (through ``call_soon_threadsafe``) when they become
+        available: no thread waits or polls. Call it from a coroutine: ``await ctx.invoke_awaitable(...)``."""
+        loop = asyncio.get_running_loop()
+        call = self._start_waitable(function, args)
+        future: "asyncio.Future[List[_values.Result]]" = loop.create_future()
+
+        def settle() -> None:
+            try:
+                outcome: Tuple[Optional[List[_values.Result]], Optional[BaseException]] = (call.read(), None)
+            except BaseException as error:
+                outcome = (None, error)
+            finally:
+                call.release()
+            try:
+                loop.call_soon_threadsafe(_settle_asyncio, future, *outcome)
+            except RuntimeError:
+                pass  # the loop was closed: nobody is waiting any more
+
+        call.when_ready(settle)
+        return future
+
+    def _start_waitable(self, function: str, args: Sequence[Any]) -> _Call:
+        name, signature = self._resolve(function)
+        if not signature.results:
+            raise UnimplementedError(
+                f"{name} has no results, so nothing signals when it is done; call it with invoke()"
+            )
+        return self._start(name, args)
+
+    def _resolve(self, function: str) -> Tuple[str, Signature]:
+        """``(qualified name, signature)`` of ``function``: ``"module.function"``, or a bare name
+        looked up in the modules added, newest first."""
+        found = self._functions.get(function)
+        if found is not None:
+            return found
+        module_name, dot, bare = function.partition(".")
+        candidates = [m for m in self._modules if dot and m.name == module_name]
+        if not candidates:
+            module_name, bare, candidates = "", function, self._modules[::-1]
+        for module in candidates:
+            signature = module.functions.get(bare)
+            if signature is not None:
+                found = (f"{module.name}.{bare}", signature)
+                self._functions[function] = found
+                return found
+            if bare in module.unsupported:
+                raise UnimplementedError(
+                    f"{module.name}.{bare} cannot be called from Python: {module.unsupported[bare]}"
+                )
+        known = ", ".join(f"{m.name}.{f}" for m in self._modules for f in m.functions) or "none"
+        raise NotFoundError(f"no function {function!r} in this context's modules (functions: {known})")
+
+    def _resolve_for_call(self, function: str) -> Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]:
+        """What each call of ``function`` needs, worked out once: qualified name (as C bytes too),
+        signature and the kinds of the arguments the caller passes."""
+        found = self._calls.get(function)
+        if found is None:
+            name, signature = self._resolve(function)
+            found = self._calls[function] = (name, name.encode(), signature, signature.inputs)
+        return found
+
+    def _start(self, function: str, args: Sequence[Any]) -> _Call:
+        name, c_name, signature, kinds = self._resolve_for_call(function)
+        if len(args) != len(kinds):
+            raise InvalidArgumentError(
+                f"{name} takes {len(kinds)} argument{'s' if len(kinds) != 1 else ''} ({signature}), "
+                f"but {len(args)} were given"
+            )
+        handles = (handle_p * len(args))()
+        try:
+            for i, (kind, value) in enumerate(zip(kinds, args)):
+                handles[i] = _values.argument(kind, value, name, i)
+            call = _Call(signature)
+            error = lib.rtx_context_invoke(self.handle, c_name, handles, len(args), call.results, len(call.results))
+            if error:
+                check(error, name)
+            return call
+        finally:
+            for value in handles:
+                lib.rtx_async_value_release(value)
+
+    def _describe(self) -> str:
+        return "the context"
+
+    def __repr__(self) -> str:
+        modules = ", ".join(m.name for m in self._modules)
+        return f"<rtx.Context device={self.device!r} work_queue={self.work_queue!r} modules=[{modules}]>"
+
+
+def _settle_asyncio(
+    future: "asyncio.Future[List[_values.Result]]",
+    result: Optional[List[_values.Result]],
+    error: Optional[BaseException],
+) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]

@@ -1,0 +1,10 @@
+//! The bridge between a context's BEF graphs and its VM modules, one currency (AsyncValues) on
+//! both sides: [`vm_call`] (`rtx.vm.call`, a kernel calling a VM function) and [`bef_module`]
+//! (a BEF module imported by VM modules as a native module), both passing dense host tensors as
+//! buffer views through [`tensors`].
+
+pub mod bef_module;
+pub mod tensors;
+pub mod vm_call;
+
+pub use vm_call::VM_CALL;
