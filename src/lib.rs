@@ -10,5 +10,6 @@ pub mod hal;
 pub mod host;
 pub mod kernel;
 pub mod mlir;
+pub mod onnx;
 pub mod runtime;
 pub mod vm;

@@ -5,6 +5,10 @@
 //! one allocation per buffer, and what an allocator is asked for — and what a test allocator
 //! reports — is the header plus the data. Tensors share a block by cloning the buffer, and
 //! slices of it (`tfrt_dht.get_buffer_slice`) see the same bytes without a copy.
+//!
+//! A buffer may also *borrow* read-only bytes that something else owns — a program's constants in
+//! its mapped BEF file: its block is then the header alone, holding the owner alive, and writes
+//! to it are refused.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -15,6 +19,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 use super::allocator::HostAllocator;
 use super::diagnostic::{Diagnostic, StatusCode};
 
+/// The alignment of [`HostBuffer::copy`]'s blocks: a cache line, enough for any element.
+const TENSOR_COPY_ALIGNMENT: usize = 64;
+
 /// The start of every block.
 struct Header {
     refs: AtomicUsize,
@@ -24,6 +31,14 @@ struct Header {
     /// access exclusive of writers, for the whole block, so slices cannot race either.
     lock: RwLock<()>,
     allocator: Arc<dyn HostAllocator>,
+    /// For a buffer over borrowed bytes: where they start, and what keeps them alive (boxed, so
+    /// that the header of an owning block still fits in a cache line).
+    borrowed: Option<Box<Borrowed>>,
+}
+
+struct Borrowed {
+    data: NonNull<u8>,
+    _owner: Arc<dyn Send + Sync>,
 }
 
 /// Where the data starts in a block aligned to `align` (at least the header's alignment).
@@ -41,7 +56,8 @@ pub struct HostBuffer {
 }
 
 // SAFETY: the header's mutable state is atomic or behind its lock, the data is only reached under
-// that lock, and the allocator is Send + Sync.
+// that lock, the allocator is Send + Sync, and borrowed bytes are never written and their owner
+// is Send + Sync.
 unsafe impl Send for HostBuffer {}
 // SAFETY: as above.
 unsafe impl Sync for HostBuffer {}
@@ -75,9 +91,57 @@ impl HostBuffer {
         // the header fits at its start and the data after `offset`.
         unsafe {
             block.as_ptr().add(offset).write_bytes(0, len);
-            header.as_ptr().write(Header { refs: AtomicUsize::new(1), layout, lock: RwLock::new(()), allocator });
+            header.as_ptr().write(Header {
+                refs: AtomicUsize::new(1),
+                layout,
+                lock: RwLock::new(()),
+                allocator,
+                borrowed: None,
+            });
         }
         Ok(HostBuffer { header, offset: 0, len })
+    }
+
+    /// A read-only buffer over `bytes`, which `owner` keeps alive and unchanged for as long as it
+    /// lives (the buffer holds it): no copy is made. Only the header comes from `allocator`.
+    ///
+    /// # Safety
+    ///
+    /// `bytes` must stay valid and unmodified while `owner` is alive.
+    pub unsafe fn borrowed(
+        allocator: Arc<dyn HostAllocator>,
+        bytes: &[u8],
+        owner: Arc<dyn Send + Sync>,
+    ) -> Result<HostBuffer, Diagnostic> {
+        let layout = Layout::new::<Header>();
+        let block = allocator.allocate(layout.size(), layout.align()).ok_or_else(|| {
+            Diagnostic::new(StatusCode::ResourceExhausted, "host allocator could not provide a buffer header")
+        })?;
+        let header = block.cast::<Header>();
+        let data = NonNull::from(bytes).cast::<u8>();
+        // SAFETY: the block is sized and aligned for a header.
+        unsafe {
+            header.as_ptr().write(Header {
+                refs: AtomicUsize::new(1),
+                layout,
+                lock: RwLock::new(()),
+                allocator,
+                borrowed: Some(Box::new(Borrowed { data, _owner: owner })),
+            })
+        };
+        Ok(HostBuffer { header, offset: 0, len: bytes.len() })
+    }
+
+    /// Whether writes are refused: the bytes are borrowed.
+    pub fn is_read_only(&self) -> bool {
+        self.header().borrowed.is_some()
+    }
+
+    /// A new, writable block holding a copy of the bytes, from the same allocator.
+    pub fn copy(&self) -> Result<HostBuffer, Diagnostic> {
+        let copy = HostBuffer::new_zeroed(Arc::clone(&self.header().allocator), self.len, TENSOR_COPY_ALIGNMENT)?;
+        self.with_bytes(|bytes| copy.with_bytes_mut(|target| target.copy_from_slice(bytes)))?;
+        Ok(copy)
     }
 
     fn header(&self) -> &Header {
@@ -95,6 +159,10 @@ impl HostBuffer {
 
     /// The address of the first byte, for printing; read and write with the `with_` methods.
     pub fn as_ptr(&self) -> *const u8 {
+        if let Some(borrowed) = &self.header().borrowed {
+            // SAFETY: `offset + len` is within the borrowed bytes (checked when sliced).
+            return unsafe { borrowed.data.as_ptr().add(self.offset) };
+        }
         let start = data_offset(self.header().layout.align()) + self.offset;
         // SAFETY: `start + len` is within the block (checked when the block or slice was made).
         unsafe { self.header.as_ptr().cast::<u8>().add(start) }
@@ -127,12 +195,19 @@ impl HostBuffer {
         read(unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) })
     }
 
-    /// Calls `write` with the bytes, exclusively of every other access to the block.
-    pub fn with_bytes_mut<R>(&self, write: impl FnOnce(&mut [u8]) -> R) -> R {
+    /// Calls `write` with the bytes, exclusively of every other access to the block; fails
+    /// (FAILED_PRECONDITION) on borrowed bytes, which are read-only.
+    pub fn with_bytes_mut<R>(&self, write: impl FnOnce(&mut [u8]) -> R) -> Result<R, Diagnostic> {
+        if self.is_read_only() {
+            return Err(Diagnostic::new(
+                StatusCode::FailedPrecondition,
+                "the buffer is read-only: it holds a constant of the program",
+            ));
+        }
         let _guard = self.header().lock.write().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: as in `with_bytes`, and the exclusive lock makes this the only view of the
-        // block's bytes while it exists.
-        write(unsafe { std::slice::from_raw_parts_mut(self.as_ptr().cast_mut(), self.len) })
+        // block's bytes while it exists; the block owns them.
+        Ok(write(unsafe { std::slice::from_raw_parts_mut(self.as_ptr().cast_mut(), self.len) }))
     }
 
     /// A copy of the bytes.
@@ -212,7 +287,7 @@ mod tests {
         let buffer = HostBuffer::new_zeroed(counting.clone(), 16, 16).unwrap();
         let slice = buffer.slice(4, 8).unwrap();
         assert_eq!(slice.as_ptr() as usize - buffer.as_ptr() as usize, 4);
-        slice.with_bytes_mut(|bytes| bytes.copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]));
+        slice.with_bytes_mut(|bytes| bytes.copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8])).unwrap();
         assert_eq!(buffer.to_vec(), [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0]);
         let inner = slice.slice(2, 2).unwrap();
         assert_eq!(inner.to_vec(), [3, 4]);
@@ -237,6 +312,25 @@ mod tests {
         let system: Arc<dyn HostAllocator> = Arc::new(SystemAllocator);
         assert_eq!(HostBuffer::new_zeroed(system.clone(), 8, 3).unwrap_err().code, StatusCode::InvalidArgument);
         assert_eq!(HostBuffer::new_zeroed(system, usize::MAX, 8).unwrap_err().code, StatusCode::OutOfRange);
+    }
+
+    #[test]
+    fn borrowed_bytes_are_shared_read_only_and_keep_their_owner() {
+        let counting = Arc::new(CountingAllocator::default());
+        let owner: Arc<Vec<u8>> = Arc::new((0..16).collect());
+        // SAFETY: the Vec's bytes live, unchanged, as long as the Arc that owns them.
+        let buffer = unsafe { HostBuffer::borrowed(counting.clone(), &owner[..], owner.clone()) }.unwrap();
+        assert_eq!(buffer.as_ptr(), owner.as_ptr(), "no copy");
+        assert_eq!(buffer.slice(4, 3).unwrap().to_vec(), [4, 5, 6]);
+        assert!(buffer.is_read_only());
+        assert_eq!(buffer.with_bytes_mut(|b| b[0] = 9).unwrap_err().code, StatusCode::FailedPrecondition);
+        let copy = buffer.copy().unwrap();
+        assert!(!copy.is_read_only() && copy.to_vec() == buffer.to_vec());
+        drop(copy);
+        assert_eq!(Arc::strong_count(&owner), 2);
+        assert_eq!((counting.live_allocations(), counting.live_bytes() as usize), (1, size_of::<Header>()));
+        drop(buffer);
+        assert_eq!((Arc::strong_count(&owner), counting.live_allocations()), (1, 0));
     }
 
     #[test]

@@ -33,6 +33,11 @@ impl<'a> KernelSite<'a> {
         self.record.num_attributes()
     }
 
+    /// The file the kernel's function is in (what a tensor over its attributes' bytes holds).
+    pub fn file(&self) -> &'a Arc<BefFile> {
+        self.file
+    }
+
     /// Attribute `i` (attributes come in the order of their names), to read as the kernel expects.
     pub fn attribute(&self, i: usize) -> Result<Attribute<'a>, KernelError> {
         let attributes = self.record.attributes();

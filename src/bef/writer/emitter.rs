@@ -40,6 +40,14 @@ impl Emitter {
         self.bytes.extend_from_slice(bytes);
     }
 
+    /// Appends `tail`'s bytes by moving these in front of them in `tail`'s own buffer: a large
+    /// tail (a section of weights) is never held twice.
+    pub(super) fn append_moved(&mut self, tail: Emitter) {
+        let mut bytes = tail.bytes;
+        bytes.splice(0..0, std::mem::take(&mut self.bytes));
+        self.bytes = bytes;
+    }
+
     pub(super) fn vbr(&mut self, value: usize) {
         vbr::write(&mut self.bytes, value as u64);
     }

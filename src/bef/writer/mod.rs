@@ -67,7 +67,8 @@ pub fn mlir_to_bef(module: &Module, options: &WriteOptions) -> Result<Vec<u8>, W
         attribute_types.vbr(offset);
         attribute_types.vbr(kind.code().into());
     }
-    section::write(&mut file, SectionId::Attributes, &attributes.out);
+    // The weights of a model live here: moved into the file, not copied.
+    section::write_moved(&mut file, SectionId::Attributes, std::mem::take(&mut attributes.out));
 
     let mut kernels = Emitter::new();
     kernels.vbr(entities.kernels.len());

@@ -19,6 +19,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "benchmark_min_time",
         "rounds",
         "no_iree",
+        "work_queue_type",
         "dispatch_times",
     ])?;
     let min_time = match flags.last("benchmark_min_time") {
@@ -34,9 +35,11 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         dispatch_times::enable();
     }
     let prepared = prepare(flags)?;
-    let call = || prepared.context.call(&prepared.function, prepared.arguments.clone());
+    let call = || prepared.call();
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
-    let iree = if flags.has("no_iree") { None } else { iree_benchmark::find_iree_benchmark_module() };
+    // A BEF module (a kernel graph) has no IREE counterpart to time beside it.
+    let bef = matches!(prepared.call, crate::Call::Bef { .. });
+    let iree = if flags.has("no_iree") || bef { None } else { iree_benchmark::find_iree_benchmark_module() };
     let rounds = if iree.is_some() { rounds } else { 1 };
     // Each round's share: a time is split between the rounds, a call count is made in each.
     let round = match min_time {

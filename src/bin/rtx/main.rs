@@ -1,12 +1,14 @@
 //! The `rtx` command: `run` (a drop-in for `iree-run-module`), `bench` (timed in-process calls),
 //! `check` (like `iree-check-module`), `dump` (like `iree-dump-module`), `translate` (MLIR
-//! bytecode and text) and `opt` (MLIR text as `tfrt_opt` prints it). A thin user of the library: each command parses its flags, calls into
+//! bytecode and text), `opt` (MLIR text as `tfrt_opt` prints it), `bef-exec` (like `bef_executor`)
+//! and `import-onnx` (ONNX models as BEF kernel graphs). A thin user of the library: each command parses its flags, calls into
 //! `rtx`, and prints what the IREE tool would.
 
 mod bef_exec;
 mod bench;
 mod dump;
 mod flags;
+mod import_onnx;
 mod opt;
 mod translate;
 mod usage;
@@ -14,9 +16,13 @@ mod usage;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use rtx::hal::buffer_view::{self, BufferView};
 use rtx::hal::check::CheckModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
+use rtx::host::{AsyncValueRef, Diagnostic, RcAsyncValue, StatusCode};
+use rtx::kernel::tensor::DenseHostTensor;
+use rtx::runtime::bridge::tensors;
 use rtx::runtime::{Context, ContextOptions, Module, Runtime, HAL_MODULE};
 use rtx::vm::abi::ValueKind;
 use rtx::vm::context::FunctionHandle;
@@ -52,6 +58,7 @@ fn main() -> ExitCode {
         "translate" => translate::translate(&flags),
         "opt" => opt::opt(&flags),
         "bef-exec" => bef_exec::bef_exec(&raw),
+        "import-onnx" => import_onnx::import_onnx(&flags),
         "help" | "--help" | "-h" => help(&flags),
         "--version" | "-V" | "version" => Ok(show(concat!("rtx ", env!("CARGO_PKG_VERSION")))),
         "" => Err(format!("no command given\n{}", usage::OVERVIEW)),
@@ -91,11 +98,44 @@ fn help(flags: &Flags) -> Result<ExitCode, String> {
 /// A context with the `--module`s loaded in order, and the `--function` to call.
 struct Prepared {
     context: Context,
-    function: FunctionHandle,
+    call: Call,
     name: String,
     declaration: Option<String>,
-    arguments: Vec<Value>,
     result_kinds: Vec<ValueKind>,
+}
+
+/// The function with its arguments: a VM function's values, or a BEF function's tensors.
+enum Call {
+    Vm { function: FunctionHandle, arguments: Vec<Value> },
+    Bef { function: rtx::runtime::Function, arguments: Vec<RcAsyncValue> },
+}
+
+impl Prepared {
+    /// Calls the function and waits for its results, a BEF function's tensors as buffer views.
+    fn call(&self) -> Result<Vec<Value>, Diagnostic> {
+        match &self.call {
+            Call::Vm { function, arguments } => self.context.call(function, arguments.clone()),
+            Call::Bef { function, arguments } => {
+                let results = self.context.invoke(function, arguments)?;
+                self.context.await_values(&results)?;
+                results
+                    .iter()
+                    .map(|result| {
+                        if let Some(error) = result.get_error() {
+                            return Err(error.clone());
+                        }
+                        let tensor = result.try_get::<DenseHostTensor>().map_err(|_| {
+                            Diagnostic::new(
+                                StatusCode::Unimplemented,
+                                "the BEF function returned a value that is not a tensor",
+                            )
+                        })?;
+                        Ok(Value::Ref(Some(BufferView::shared_to_ref(tensors::tensor_to_view(tensor)?))))
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 /// A context with the `--module`s linked in order, after the `--device` when a module imports
@@ -142,6 +182,14 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
 }
 
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
+    if let [path] = flags.all("module").as_slice() {
+        if let Module::Bef { .. } = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))? {
+            return prepare_bef(flags, path);
+        }
+    }
+    if flags.has("work_queue_type") {
+        return Err("--work_queue_type applies to a BEF --module".to_owned());
+    }
     let (context, module) = link(flags, None)?;
     let name = match flags.last("function") {
         Some(name) => name.to_owned(),
@@ -162,8 +210,43 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
     // On the device before the first call, as iree-run-module and iree-benchmark-module do.
     context.place_arguments(&mut arguments).map_err(|e| e.to_string())?;
     let result_kinds = function.results;
-    let function = function.handle;
-    Ok(Prepared { context, function, name, declaration, arguments, result_kinds })
+    let call = Call::Vm { function: function.handle, arguments };
+    Ok(Prepared { context, call, name, declaration, result_kinds })
+}
+
+/// A BEF module (a kernel graph, `rtx import-onnx`'s output) in a context on the
+/// `--work_queue_type` (default `mstd`), its function's tensor arguments parsed as IREE's tools
+/// parse them.
+fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
+    let spec = flags.last("work_queue_type").unwrap_or("mstd");
+    let options = ContextOptions::from_spec(spec).map_err(|e| format!("--work_queue_type: {e}"))?;
+    let context = Runtime::new().context_with(options).map_err(|e| e.to_string())?;
+    let module = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?;
+    context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
+    let name = match flags.last("function") {
+        Some(name) => name.to_owned(),
+        None => match module.exported_functions().as_slice() {
+            [only] => only.name.clone(),
+            _ => return Err("the module has more than one function: --function= must name one".to_owned()),
+        },
+    };
+    let function = context.function(&name).map_err(|e| e.to_string())?;
+    let kinds = vec![ValueKind::Ref; function.declared_arguments()];
+    let values = run_io::parse_inputs(&flags.all("input"), &kinds, &mut InputFiles::new())
+        .map_err(|line| tooling_error(&line))?;
+    let arguments = values
+        .iter()
+        .map(|value| {
+            let view = match value {
+                Value::Ref(Some(view)) => buffer_view::deref(view)?,
+                _ => return Err(Diagnostic::new(StatusCode::InvalidArgument, "a BEF function takes tensors")),
+            };
+            Ok(AsyncValueRef::available(tensors::view_to_tensor(context.host(), view)?).into())
+        })
+        .collect::<Result<Vec<RcAsyncValue>, Diagnostic>>()
+        .map_err(|e| e.to_string())?;
+    let result_kinds = vec![ValueKind::Ref; function.num_results()];
+    Ok(Prepared { context, call: Call::Bef { function, arguments }, name, declaration: None, result_kinds })
 }
 
 /// The function to run when no `--function` is given: the module's only export that is neither
@@ -237,11 +320,12 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
         "expected_f64_threshold",
         "expected_rtol",
         "equality_mode",
+        "work_queue_type",
     ])?;
     let options = output_options(flags);
     let prepared = prepare(flags)?;
     println!("EXEC @{}", prepared.name);
-    match prepared.context.call(&prepared.function, prepared.arguments) {
+    match prepared.call() {
         Ok(results) => {
             let report = run_io::report(&results, &prepared.result_kinds, &options, std::path::Path::new("."));
             print!("{}", report.stdout);

@@ -11,6 +11,7 @@ commands:
   translate  convert MLIR between bytecode and generic text, and to and from BEF
   opt        parse MLIR and print it in custom op syntax (like tfrt_opt)
   bef-exec   run the functions of a BEF file (or TFRT MLIR) and print what they do (like bef_executor)
+  import-onnx  turn an ONNX model into a BEF kernel graph (like iree-import-onnx, then mlir_to_bef)
 
   rtx help <command>, rtx <command> --help   that command's flags
   rtx --version                              the version of rtx";
@@ -93,6 +94,15 @@ or two.
   --mlir-print-op-generic         print every op in the generic form (--bef-to-mlir)
   --mlir-print-debuginfo          print locations (--bef-to-mlir)";
 
+pub const IMPORT_ONNX: &str = "usage: rtx import-onnx IN.onnx -o OUT.bef|OUT.mlir|OUT.mlirbc
+
+Turns the ONNX model IN into one function of `nn.*` kernels, named after the model's graph (as
+iree-import-onnx names it), taking the graph's inputs in order and returning its outputs; its
+weights become dense constants. OUT's extension picks what is written: BEF (run it with
+`rtx run --module=OUT.bef`, `rtx bench` or `rtx bef-exec`), MLIR text, or MLIR bytecode.
+Shape computations on constants fold at import; an operator or element type rtx does not
+support is an error naming its node.";
+
 pub const OPT: &str = "usage: rtx opt [IN] [-o OUT] [--mlir-print-op-generic] [--mlir-print-debuginfo]
 
 Parses MLIR (text in custom or generic op syntax, or bytecode) and prints it as tfrt_opt does:
@@ -138,6 +148,7 @@ pub fn of(command: &str) -> Option<&'static str> {
         "translate" => TRANSLATE,
         "bef-exec" => BEF_EXEC,
         "opt" => OPT,
+        "import-onnx" => IMPORT_ONNX,
         _ => return None,
     })
 }

@@ -75,7 +75,7 @@ impl DenseHostTensor {
                 format!("{} bytes of data for a tensor of {} bytes", data.len(), tensor.buffer.len()),
             ));
         }
-        tensor.buffer.with_bytes_mut(|bytes| bytes.copy_from_slice(data));
+        tensor.buffer.with_bytes_mut(|bytes| bytes.copy_from_slice(data))?;
         Ok(tensor)
     }
 
@@ -121,8 +121,7 @@ impl DenseHostTensor {
     /// Sets every element to `value`.
     pub fn fill<T: Element>(&self, value: T) -> Result<(), Diagnostic> {
         let size = self.check_type::<T>()?;
-        self.buffer.with_bytes_mut(|bytes| bytes.chunks_exact_mut(size).for_each(|element| value.write(element)));
-        Ok(())
+        self.buffer.with_bytes_mut(|bytes| bytes.chunks_exact_mut(size).for_each(|element| value.write(element)))
     }
 
     /// Sets the elements to `values`, which must be as many as the tensor has (TFRT's error).
@@ -139,8 +138,7 @@ impl DenseHostTensor {
             for (element, value) in bytes.chunks_exact_mut(size).zip(values) {
                 value.write(element);
             }
-        });
-        Ok(())
+        })
     }
 }
 

@@ -9,24 +9,44 @@ use super::context::{AttrId, DialectId, Sym, TypeId};
 /// slice of an `Arc`, so reading a large constant copies nothing after the file itself.
 #[derive(Clone)]
 pub struct Blob {
-    buffer: Arc<[u8]>,
+    buffer: Shared,
     start: usize,
     len: usize,
+}
+
+/// What a blob's bytes are a slice of: a buffer, or anything else that holds bytes (a vector, a
+/// mapped file).
+#[derive(Clone)]
+enum Shared {
+    Slice(Arc<[u8]>),
+    Owner(Arc<dyn AsRef<[u8]> + Send + Sync>),
 }
 
 impl Blob {
     pub fn new(buffer: Arc<[u8]>, start: usize, len: usize) -> Self {
         assert!(start.checked_add(len).is_some_and(|end| end <= buffer.len()), "blob out of range");
-        Self { buffer, start, len }
+        Self { buffer: Shared::Slice(buffer), start, len }
     }
 
+    /// `len` bytes at `start` of what `owner` holds, or `None` when they are not all inside it.
+    pub fn shared(owner: Arc<dyn AsRef<[u8]> + Send + Sync>, start: usize, len: usize) -> Option<Self> {
+        let size = (*owner).as_ref().len();
+        start.checked_add(len).filter(|&end| end <= size)?;
+        Some(Self { buffer: Shared::Owner(owner), start, len })
+    }
+
+    /// The bytes of `bytes`, which the blob takes over (no copy).
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         let len = bytes.len();
-        Self { buffer: bytes.into(), start: 0, len }
+        Self { buffer: Shared::Owner(Arc::new(bytes)), start: 0, len }
     }
 
     pub fn bytes(&self) -> &[u8] {
-        &self.buffer[self.start..self.start + self.len]
+        let all = match &self.buffer {
+            Shared::Slice(buffer) => &buffer[..],
+            Shared::Owner(owner) => (**owner).as_ref(),
+        };
+        &all[self.start..self.start + self.len]
     }
 
     pub fn len(&self) -> usize {

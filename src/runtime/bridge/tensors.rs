@@ -84,7 +84,9 @@ pub fn dtype(element_type: ElementType) -> Result<DType, Diagnostic> {
 /// program may read the view, as with any kernel reading it.
 pub fn tensor_to_view(tensor: &DenseHostTensor) -> Result<Arc<BufferView>, Diagnostic> {
     let element_type = element_type(tensor.dtype())?;
-    let buffer = tensor.buffer().clone();
+    // A constant's read-only bytes (in a mapped BEF file) are copied: the program may write the
+    // buffers it is given.
+    let buffer = if tensor.buffer().is_read_only() { tensor.buffer().copy()? } else { tensor.buffer().clone() };
     let start = NonNull::new(buffer.as_ptr().cast_mut()).expect("host buffers are never at address 0");
     let length = buffer.len();
     // SAFETY: `start..start + length` is the host buffer's data, which lives as long as the buffer
@@ -119,7 +121,7 @@ pub fn view_to_tensor(host: &HostContext, view: &BufferView) -> Result<DenseHost
             ),
         ));
     }
-    tensor.buffer().with_bytes_mut(|bytes| view.buffer().read(0, bytes))?;
+    tensor.buffer().with_bytes_mut(|bytes| view.buffer().read(0, bytes))??;
     Ok(tensor)
 }
 

@@ -117,3 +117,17 @@ func.func @a_filter_for_other_channels() -> !tfrt_tensor.tensor {
   tfrt.return %y : !tfrt_tensor.tensor
 }
 // CHECK: 'a_filter_for_other_channels' returned <<error: nn.conv2d.f32: X [1, 3, 5, 5] and W [4, 2, 3, 3] do not convolve in 1 groups>>
+
+// A dense attribute as a tensor, over the file's own bytes: read-only, so a kernel that would
+// write into it fails.
+// CHECK-LABEL: --- Running 'constant_weights'
+func.func @constant_weights() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %w = "nn.constant"() {value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>} : () -> !tfrt_tensor.tensor
+  // CHECK-NEXT: shape = [2, 2], values = [1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]
+  %ch1 = tfrt_dht.print_tensor %w, %ch0
+  // expected-error @+1 {{runtime error: the buffer is read-only: it holds a constant of the program}}
+  %ch2 = tfrt_dht.fill_tensor_with_constant.f32 %w, %ch1 0.0 : f32
+  tfrt.return %ch2 : !tfrt.chain
+}
+// CHECK: 'constant_weights' returned <<error: the buffer is read-only: it holds a constant of the program>>

@@ -5,7 +5,10 @@
 //! without padding multiplies the image itself. The result's channel planes are split over tasks.
 
 use super::gemm::{sgemm, Matrix};
-use super::split::compute;
+use super::split::compute_in_runs;
+
+/// The fewest output channels of one group a task computes (see `conv2d`).
+const MIN_CHANNELS_PER_TASK: usize = 32;
 use super::{floats, int, ints, operands, shape_error, sizes};
 use crate::kernel::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
@@ -83,20 +86,34 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     };
     let (mg, depth, plane) = (m / group, cg * kh * kw, oh * ow);
     let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
-    compute(frame, &[n, m, oh, ow], n * m, depth * plane, move |planes, out| {
-        let mut columns = Vec::new();
+    // The im2col matrix of each (image, group), made once before the output planes are dealt to
+    // tasks: tasks that share a group read the same matrix instead of each laying it out again.
+    let columns: Vec<Vec<f32>> = if direct {
+        Vec::new()
+    } else {
+        (0..n * group)
+            .map(|pair| {
+                let input_offset = pair * cg * h * iw;
+                let mut columns = Vec::new();
+                let image = &x.data[input_offset..input_offset + cg * h * iw];
+                im2col(image, [cg, h, iw], &window, [oh, ow], &mut columns);
+                columns
+            })
+            .collect()
+    };
+    // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
+    // output channels, so that packing stays small beside the multiplications.
+    compute_in_runs(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
         let mut unit = planes.start;
         // One run of output planes per (image, group): the same im2col matrix for all of them.
         while unit < planes.end {
             let (image, channel) = (unit / m, unit % m);
             let g = channel / mg;
             let count = ((g + 1) * mg - channel).min(planes.end - unit);
-            let input_offset = (image * c + g * cg) * h * iw;
             let (source, source_offset) = if direct {
-                (&x.data[..], input_offset)
+                (&x.data[..], (image * c + g * cg) * h * iw)
             } else {
-                im2col(&x.data[input_offset..input_offset + cg * h * iw], [cg, h, iw], &window, [oh, ow], &mut columns);
-                (&columns[..], 0)
+                (&columns[image * group + g][..], 0)
             };
             let at = (unit - planes.start) * plane;
             let result = &mut out[at..at + count * plane];

@@ -104,7 +104,7 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 index[axis] = 0;
             }
         }
-    });
+    })?;
     frame.emplace_result(0, out)
 }
 
@@ -140,7 +140,7 @@ fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 at += len;
             }
         }
-    });
+    })?;
     frame.emplace_result(0, out)
 }
 

@@ -13,6 +13,7 @@
 //! one takes ONNX's default. Operand shapes are checked before any work starts: a mismatch is
 //! a kernel error that names the kernel and the shapes.
 
+pub mod constant;
 pub mod conv;
 pub mod gemm;
 pub mod layout;
@@ -32,6 +33,7 @@ use crate::kernel::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 /// Registers every `nn.*` kernel.
 pub fn register_nn_kernels(registry: &mut KernelRegistry) {
+    constant::register(registry);
     gemm::register(registry);
     conv::register(registry);
     pool::register(registry);
@@ -44,7 +46,42 @@ pub fn register_nn_kernels(registry: &mut KernelRegistry) {
 /// An f32 tensor operand, read once: its dimensions and its elements in row-major order.
 pub(crate) struct Floats {
     pub dims: Vec<usize>,
-    pub data: Vec<f32>,
+    pub data: Elements,
+}
+
+/// The elements of an operand: a copy, taken under the buffer's lock, or — for a read-only
+/// buffer (a constant in the BEF file: the weights), which nothing writes — the buffer's own
+/// elements, so that a layer does not copy its weights on every call.
+pub(crate) enum Elements {
+    Copied(Vec<f32>),
+    /// The tensor's elements at `start` (`len` of them), read on every access of a layer's
+    /// inner loops: kept here rather than asked of the buffer each time.
+    InPlace {
+        start: *const f32,
+        len: usize,
+        _tensor: DenseHostTensor,
+    },
+}
+
+// SAFETY: `InPlace` points into a read-only buffer that the held tensor keeps alive, which no one
+// writes: sharing the pointer between threads only ever reads immutable memory.
+unsafe impl Send for Elements {}
+// SAFETY: as above.
+unsafe impl Sync for Elements {}
+
+impl std::ops::Deref for Elements {
+    type Target = [f32];
+
+    #[inline]
+    fn deref(&self) -> &[f32] {
+        match self {
+            Elements::Copied(values) => values,
+            // SAFETY: `floats` chose this only for a read-only buffer of f32s aligned for them on
+            // a little-endian target: its bytes are never written, and live as long as the
+            // tensor, which this holds.
+            Elements::InPlace { start, len, .. } => unsafe { std::slice::from_raw_parts(*start, *len) },
+        }
+    }
 }
 
 impl Floats {
@@ -71,7 +108,15 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
     }
     // Shapes hold no negative dimensions (`TensorShape::new` refuses them).
     let dims = tensor.shape().dims().iter().map(|&d| d as usize).collect();
-    let data = tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect());
+    let buffer = tensor.buffer();
+    let in_place = buffer.is_read_only()
+        && cfg!(target_endian = "little")
+        && buffer.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0;
+    let data = if in_place {
+        Elements::InPlace { start: buffer.as_ptr().cast(), len: tensor.num_elements(), _tensor: tensor.clone() }
+    } else {
+        Elements::Copied(tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect()))
+    };
     Ok(Arc::new(Floats { dims, data }))
 }
 

@@ -46,7 +46,10 @@ fn broadcast(a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>, Vec<us
     Some((dims, strides(a), strides(b)))
 }
 
-fn binary(frame: &mut KernelFrame<'_>, op: fn(f32, f32) -> f32) -> Result<(), KernelError> {
+fn binary(
+    frame: &mut KernelFrame<'_>,
+    op: impl Fn(f32, f32) -> f32 + Send + Sync + 'static,
+) -> Result<(), KernelError> {
     let (a, b) = (floats(frame, 0)?, floats(frame, 1)?);
     let Some((dims, sa, sb)) = broadcast(&a.dims, &b.dims) else {
         return Err(shape_error(frame, format_args!("cannot broadcast {} with {}", a.shape(), b.shape())));
@@ -66,8 +69,32 @@ fn binary(frame: &mut KernelFrame<'_>, op: fn(f32, f32) -> f32) -> Result<(), Ke
                 oa += index * sa[i];
                 ob += index * sb[i];
             }
-            for (j, value) in values.iter_mut().enumerate() {
-                *value = op(a.data[oa + j * la], b.data[ob + j * lb]);
+            // Rows that run along both operands, or along one with the other's element repeated
+            // (a per-channel scale or bias), are plain loops over slices.
+            let (xa, xb) = (&a.data[..], &b.data[..]);
+            match (la, lb) {
+                (1, 1) => {
+                    for ((value, &x), &y) in values.iter_mut().zip(&xa[oa..oa + last]).zip(&xb[ob..ob + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                (1, 0) => {
+                    let y = xb[ob];
+                    for (value, &x) in values.iter_mut().zip(&xa[oa..oa + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                (0, 1) => {
+                    let x = xa[oa];
+                    for (value, &y) in values.iter_mut().zip(&xb[ob..ob + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                _ => {
+                    for (j, value) in values.iter_mut().enumerate() {
+                        *value = op(xa[oa + j * la], xb[ob + j * lb]);
+                    }
+                }
             }
         }
     })

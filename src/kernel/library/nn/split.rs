@@ -33,13 +33,34 @@ pub(crate) fn compute<W>(
 where
     W: Fn(Range<usize>, &mut [f32]) + Send + Sync + 'static,
 {
+    compute_in_runs(frame, dims, units, unit_cost, 1, work)
+}
+
+/// As [`compute`], giving each task at least `min_run` units: for work that each task repeats
+/// once whatever its share (a GEMM packing the operand all its rows multiply), so that the
+/// repetition stays small beside the task's share.
+pub(crate) fn compute_in_runs<W>(
+    frame: &mut KernelFrame<'_>,
+    dims: &[usize],
+    units: usize,
+    unit_cost: usize,
+    min_run: usize,
+    work: W,
+) -> Result<(), KernelError>
+where
+    W: Fn(Range<usize>, &mut [f32]) + Send + Sync + 'static,
+{
     let shape = TensorShape::new(dims.iter().map(|&d| d as i64).collect())?;
     let out = DenseHostTensor::new_zeroed(frame.host(), DType::F32, shape)?;
     let len = out.num_elements();
     let unit_len = len.checked_div(units).unwrap_or(0);
     debug_assert_eq!(unit_len * units, len, "units tile the tensor");
     let workers = frame.host().parallelism_level().max(1);
-    let tasks = units.min(workers * TASKS_PER_WORKER).min(units.saturating_mul(unit_cost) / MIN_TASK_COST).max(1);
+    let tasks = units
+        .min(workers * TASKS_PER_WORKER)
+        .min(units.saturating_mul(unit_cost) / MIN_TASK_COST)
+        .min(units / min_run.max(1))
+        .max(1);
     if tasks == 1 || units == 0 {
         let split = Split { out, unit_len, work, remaining: AtomicUsize::new(1), done: None };
         split.write(0..units);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Checks every model that scripts/onnx-models.py prepared (DIR/NAME.onnx, NAME.vmfb, NAME.input.npy):
+# `rtx import-onnx` turns NAME.onnx into a BEF kernel graph, `rtx run` runs it on both work queues
+# (`s` and `mstd`), and each output must match iree-run-module's on NAME.vmfb (llvm-cpu,
+# local-task) within 1e-4 relative to the output's largest magnitude. One line per model.
+#
+#   scripts/check-onnx-models.sh DIR [NAME...]
+#
+# Needs a release build of rtx and the IREE tools (scripts/iree-tools.sh), whose Python has numpy.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${1:?usage: check-onnx-models.sh DIR [NAME...]}
+shift
+rtx=$repo/target/release/rtx
+tools=$("$repo/scripts/iree-tools.sh")
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+    for onnx in "$dir"/*.onnx; do names+=("$(basename "$onnx" .onnx)"); done
+fi
+failed=0
+for name in "${names[@]}"; do
+    input=$dir/$name.input.npy
+    start=$(date +%s.%N)
+    "$rtx" import-onnx "$dir/$name.onnx" -o "$scratch/$name.bef"
+    imported=$(date +%s.%N)
+    "$tools/iree-run-module" --device=local-task --module="$dir/$name.vmfb" --input=@"$input" \
+        --output=@"$scratch/iree.npy" >/dev/null
+    for queue in s mstd; do
+        "$rtx" run --work_queue_type=$queue --module="$scratch/$name.bef" --input=@"$input" \
+            --output=@"$scratch/$queue.npy" >/dev/null
+    done
+    if ! "$tools/python" - "$name" "$scratch" "$start" "$imported" <<'PY'; then failed=1; fi
+import sys
+import numpy as np
+name, scratch, start, imported = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+theirs = np.load(f"{scratch}/iree.npy")
+worst = 0.0
+for queue in ("s", "mstd"):
+    ours = np.load(f"{scratch}/{queue}.npy")
+    if ours.shape != theirs.shape:
+        sys.exit(print(f"{name}: {queue} output shape {ours.shape}, IREE {theirs.shape}") or 1)
+    worst = max(worst, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+print(f"{name:14s} import {imported - start:5.1f} s  output {'x'.join(map(str, theirs.shape))}  "
+      f"max |rtx - IREE| / max |IREE| = {worst:.1e} on s and mstd  {'ok' if worst <= 1e-4 else 'FAILED'}")
+sys.exit(0 if worst <= 1e-4 else 1)
+PY
+done
+exit $failed

@@ -1,0 +1,20 @@
+//! What can go wrong importing a model: a file that is not a valid ONNX model, or a graph that
+//! uses what rtx cannot run (named by its node, so a user finds it in the model).
+
+/// An import failure, printed as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The bytes are not a protobuf `ModelProto` (truncated, corrupt, or another format).
+    #[error("not a valid ONNX model: {0}")]
+    Decode(String),
+    /// The model as a whole: its opsets, its graph's inputs and outputs, its initializers.
+    #[error("{0}")]
+    Model(String),
+    /// One node: an operator or element type rtx does not support, an attribute or operand that
+    /// is missing or malformed, shapes that do not fit.
+    #[error("node `{node}` ({op}): {message}")]
+    Node { node: String, op: String, message: String },
+    /// Writing the module out.
+    #[error("{0}")]
+    Write(String),
+}
