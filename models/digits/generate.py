@@ -58,7 +58,7 @@ TENSOR = "!tfrt_tensor.tensor"
 
 def constant(name, array):
     """A kernel making a tensor of the dense attribute's elements."""
-    return f'  %{name} = "tfrt_test.const_dense_attr"() {{value = {dense_attribute(array)}}} : () -> {TENSOR}\n'
+    return f'  %{name} = "nn.constant"() {{value = {dense_attribute(array)}}} : () -> {TENSOR}\n'
 
 
 def graphs(w1, b1, w2, b2, images):
