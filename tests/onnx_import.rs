@@ -240,6 +240,14 @@ fn the_rtx_command_imports_and_runs_a_model() {
             "{stdout}"
         );
     }
+    // An input of another shape than the graph declares is refused naming the input.
+    let output = rtx(&["run", &format!("--module={}", bef.display()), "--input=4x3xf32=1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("INVALID_ARGUMENT; nn.expect_shape: input `x` has shape [4, 3], but the graph takes [3, 4]"),
+        "{stderr}"
+    );
     let mlir = scratch.join("gemm_matmul.mlir");
     assert!(rtx(&["import-onnx", model.to_str().unwrap(), "-o", mlir.to_str().unwrap()]).status.success());
     let text = std::fs::read_to_string(&mlir).unwrap();

@@ -83,7 +83,18 @@ pub fn import(bytes: ModelBytes) -> Result<crate::mlir::Module, ImportError> {
         lowering.values.insert(name, Val::Const(value));
     }
     for (input, id) in arguments.iter().zip(ids) {
-        let shape = argument_shape(input)?;
+        let declared = argument_dims(input)?;
+        let shape = declared.as_ref().and_then(|dims| dims.iter().all(|&d| d > 0).then(|| dims.clone()));
+        // A tensor of another shape is refused at the door, naming the input, as a compiled
+        // program refuses it, rather than deep inside whichever kernel it breaks.
+        let id = match &declared {
+            Some(dims) => {
+                let attributes =
+                    vec![("shape", lowering.emit.ints(dims)), ("input", lowering.emit.string(input.name()))];
+                lowering.emit.kernel("nn.expect_shape", input.name(), &[id], attributes)
+            }
+            None => id,
+        };
         lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape });
     }
     for proto in &graph.node {
@@ -102,8 +113,9 @@ pub fn import(bytes: ModelBytes) -> Result<crate::mlir::Module, ImportError> {
     Ok(lowering.emit.finish(name, &results))
 }
 
-/// A graph input's dimensions when they are all fixed; an error unless it is an f32 tensor.
-fn argument_shape(input: &proto::ValueInfoProto) -> Result<Option<Vec<i64>>, ImportError> {
+/// A graph input's dimensions when it declares a shape (-1 for each not fixed); an error unless
+/// it is an f32 tensor.
+fn argument_dims(input: &proto::ValueInfoProto) -> Result<Option<Vec<i64>>, ImportError> {
     let name = input.name();
     let tensor = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(type_proto::Value::TensorType(tensor)) => tensor,
@@ -115,14 +127,16 @@ fn argument_shape(input: &proto::ValueInfoProto) -> Result<Option<Vec<i64>>, Imp
         Err(e) => return Err(ImportError::Model(format!("graph input `{name}`: {e}"))),
     }
     let Some(shape) = &tensor.shape else { return Ok(None) };
-    Ok(shape
-        .dim
-        .iter()
-        .map(|d| match d.value {
-            Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v > 0 => Some(v),
-            _ => None,
-        })
-        .collect())
+    Ok(Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v > 0 => v,
+                _ => -1,
+            })
+            .collect(),
+    ))
 }
 
 /// Imports the model at `input` and writes it to `output`: MLIR text (`.mlir`), MLIR bytecode

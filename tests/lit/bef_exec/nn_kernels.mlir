@@ -131,3 +131,19 @@ func.func @constant_weights() -> !tfrt.chain {
   tfrt.return %ch2 : !tfrt.chain
 }
 // CHECK: 'constant_weights' returned <<error: the buffer is read-only: it holds a constant of the program>>
+
+// A graph's check of its input: any size where the shape says -1, the others exactly; the
+// tensor passes on unchanged (the same buffer).
+// CHECK-LABEL: --- Running 'expected_shapes'
+func.func @expected_shapes() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %x = "nn.constant"() {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> !tfrt_tensor.tensor
+  %y = "nn.expect_shape"(%x) {shape = [-1, 3], input = "x"} : (!tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  // CHECK-NEXT: shape = [2, 3], values = [1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00]
+  %ch1 = tfrt_dht.print_tensor %y, %ch0
+  // expected-error @+1 {{runtime error: nn.expect_shape: input `x` has shape [2, 3], but the graph takes [2, 4]}}
+  %z = "nn.expect_shape"(%x) {shape = [2, 4], input = "x"} : (!tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  %ch2 = tfrt_dht.print_tensor %z, %ch1
+  tfrt.return %ch2 : !tfrt.chain
+}
+// CHECK: 'expected_shapes' returned <<error: nn.expect_shape: input `x` has shape [2, 3], but the graph takes [2, 4]>>

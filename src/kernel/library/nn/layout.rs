@@ -3,9 +3,13 @@
 //! `nn.flatten` (ONNX Flatten at `axis`, default 1) — both share the operand's buffer, no copy
 //! — and `nn.transpose` (`perm`, default reversed) and `nn.concat` (any number of operands
 //! along `axis`), which copy. ShuffleNet's channel shuffle is a reshape, transpose, reshape.
+//! `nn.expect_shape` passes its operand on when its dimensions are the `shape` attribute's (-1
+//! matches any), and fails naming the `input` attribute otherwise: an imported graph checks its
+//! inputs with it, as a compiled program does.
 
 use super::normalize::axis_index;
 use super::{int, ints, operands, shape_error};
+use crate::host::StatusCode;
 use crate::kernel::tensor::{DenseHostTensor, TensorShape};
 use crate::kernel::{KernelError, KernelFrame, KernelRegistry};
 
@@ -18,6 +22,24 @@ fn view(frame: &mut KernelFrame<'_>, dims: Vec<i64>) -> Result<(), KernelError> 
     }
     let viewed = DenseHostTensor::from_buffer(tensor.dtype(), shape, tensor.buffer().clone())?;
     frame.emplace_result(0, viewed)
+}
+
+fn expect_shape(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let dims = frame.get::<DenseHostTensor>(0)?.shape().dims().to_vec();
+    let expected = ints(frame, "shape", &[])?;
+    let fits = dims.len() == expected.len() && dims.iter().zip(&expected).all(|(&d, &e)| e == -1 || d == e);
+    if !fits {
+        let input = frame.named_attribute("input").ok().and_then(|a| a.string().ok()).unwrap_or("operand 0");
+        let shown: Vec<String> =
+            expected.iter().map(|&e| if e == -1 { "?".to_owned() } else { e.to_string() }).collect();
+        let message = format!(
+            "{}: input `{input}` has shape {dims:?}, but the graph takes [{}]",
+            frame.kernel_name(),
+            shown.join(", ")
+        );
+        return Err(KernelError::new(StatusCode::InvalidArgument, message));
+    }
+    view(frame, dims)
 }
 
 fn reshape(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
@@ -145,6 +167,7 @@ fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 }
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("nn.expect_shape", expect_shape);
     registry.add_kernel("nn.reshape", reshape);
     registry.add_kernel("nn.flatten", flatten);
     registry.add_kernel("nn.transpose", transpose);
