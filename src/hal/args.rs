@@ -123,7 +123,26 @@ impl<'a> Args<'a> {
 
     pub fn i64_span(&mut self) -> Result<Vec<i64>, Diagnostic> {
         let count = self.span()?;
+        self.i64s(count)
+    }
+
+    fn i64s(&mut self, count: usize) -> Result<Vec<i64>, Diagnostic> {
         (0..count).map(|_| self.i64()).collect()
+    }
+
+    /// A span of i64s (a shape) given to `read` where only reading it is needed: on the stack
+    /// when short, as shapes are, so a check run on every call allocates nothing.
+    pub fn with_i64_span<R>(&mut self, read: impl FnOnce(&[i64]) -> R) -> Result<R, Diagnostic> {
+        const ON_STACK: usize = 8;
+        let count = self.span()?;
+        if count > ON_STACK {
+            return Ok(read(&self.i64s(count)?));
+        }
+        let mut values = [0; ON_STACK];
+        for value in &mut values[..count] {
+            *value = self.i64()?;
+        }
+        Ok(read(&values[..count]))
     }
 }
 
@@ -169,5 +188,30 @@ mod tests {
         let negative = [Value::I32(-2)];
         let mut args = Args::new("hal", "fence.join", &negative);
         assert_eq!(args.span().unwrap_err().message, "hal.fence.join: negative span count -2");
+    }
+
+    /// A span read in place gives what `i64_span` collects, short (on the stack) or long, and
+    /// leaves the reader after it; a value of the wrong kind is the same error either way.
+    #[test]
+    fn spans_read_in_place_match_collected_ones() {
+        for count in [0, 3, 8, 9, 20] {
+            let mut values = vec![Value::I32(count)];
+            values.extend((0..count).map(|i| Value::I64(i as i64 * 7 - 5)));
+            values.push(Value::I32(42));
+            let collected = Args::new("hal", "buffer_view.assert", &values).i64_span().unwrap();
+            assert_eq!(collected.len(), count as usize);
+            let mut args = Args::new("hal", "buffer_view.assert", &values);
+            assert_eq!(args.with_i64_span(<[i64]>::to_vec).unwrap(), collected, "{count} values");
+            assert_eq!(args.i32().unwrap(), 42, "the reader continues after the span");
+        }
+        for count in [2, 10] {
+            let mut values = vec![Value::I32(count)];
+            values.extend((0..count).map(|_| Value::I32(1)));
+            let mut args = Args::new("hal", "buffer_view.assert", &values);
+            assert_eq!(
+                args.with_i64_span(|_| ()).unwrap_err().message,
+                "hal.buffer_view.assert: argument 1 is i32 where i64 was expected"
+            );
+        }
     }
 }

@@ -55,15 +55,33 @@ impl Fence {
     }
 
     /// A fence that is reached when all of `fences` are (`hal.fence.join`).
+    ///
+    /// Points already reached add nothing to the condition, and signalling or failing a fence
+    /// skips them, so the join keeps only the others (one reached point stands for all when none
+    /// is left): on an inline queue the fences a program joins are mostly reached by then, and
+    /// such a join allocates nothing.
     pub fn join<'a>(fences: impl IntoIterator<Item = &'a Fence>) -> Fence {
         let mut fences = fences.into_iter();
-        match (fences.next(), fences.next()) {
-            (Some(only), None) => only.clone(),
-            (first, second) => {
-                let all = first.into_iter().chain(second).chain(fences);
-                Fence { points: Points::Many(all.flat_map(|f| f.points().iter().cloned()).collect()) }
+        let (first, second) = match (fences.next(), fences.next()) {
+            (Some(only), None) => return only.clone(),
+            pair => pair,
+        };
+        let (mut reached, mut first_open, mut open) = (None, None, Vec::new());
+        for point in first.into_iter().chain(second).chain(fences).flat_map(Fence::points) {
+            if point.is_concrete() {
+                reached.get_or_insert(point);
+            } else if let Some(earlier) = first_open.replace(point) {
+                if open.is_empty() {
+                    open.push(earlier.clone());
+                }
+                open.push(point.clone());
             }
         }
+        let points = match (first_open.or(reached), open.is_empty()) {
+            (Some(point), true) => Points::One(point.clone()),
+            _ => Points::Many(open.into()),
+        };
+        Fence { points }
     }
 
     /// Marks every point reached (`hal.fence.signal`, and queue work completing).
@@ -195,6 +213,37 @@ mod tests {
         assert_eq!(joined.reached(), Reached::Yes);
         assert!(ran.load(Ordering::SeqCst));
         assert_eq!(status_code(&joined.reached()), StatusCode::Ok);
+    }
+
+    #[test]
+    fn joins_keep_only_what_is_not_yet_reached() {
+        let (done, open, later) = (Fence::new(), Fence::new(), Fence::new());
+        done.signal();
+        let joined = Fence::join([&done, &open]);
+        assert_eq!(joined.points().len(), 1, "the reached point is left out");
+        assert_eq!(joined.reached(), Reached::No);
+        joined.signal();
+        assert_eq!(open.reached(), Reached::Yes, "signalling the join signals what it waits on");
+
+        let all_done = Fence::join([&done, &open]);
+        assert_eq!(all_done.reached(), Reached::Yes);
+        assert_eq!(Fence::join([]).reached(), Reached::Yes, "nothing to wait for");
+
+        let (a, b) = (Fence::new(), Fence::new());
+        let three = Fence::join([&a, &done, &b]);
+        assert_eq!(three.points().len(), 2);
+        a.signal();
+        assert_eq!(three.reached(), Reached::No, "still waits for the second open point");
+        b.signal();
+        assert_eq!(three.reached(), Reached::Yes);
+
+        let failed = Fence::new();
+        failed.fail(&Diagnostic::new(StatusCode::Aborted, "device lost"));
+        let with_failure = Fence::join([&done, &failed, &later]);
+        assert_eq!(status_code(&with_failure.reached()), StatusCode::Aborted, "a failed point is kept");
+        with_failure.signal();
+        assert_eq!(later.reached(), Reached::Yes);
+        assert_eq!(status_code(&failed.reached()), StatusCode::Aborted, "failed stays failed");
     }
 
     #[test]

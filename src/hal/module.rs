@@ -354,8 +354,7 @@ fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic>
     let view = buffer_view::deref(a.r()?)?;
     let name = a.bytes()?;
     let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
-    let shape = a.i64_span()?;
-    view.check(element_type, encoding, &shape)
+    a.with_i64_span(|shape| view.check(element_type, encoding, shape))?
         .map_err(|e| e.map_message(|message| format!("{} {message}", text(name))))?;
     none()
 }
