@@ -439,8 +439,10 @@ pub unsafe extern "C" fn rtx_async_value_get_error(value: *const rtx_async_value
 
 /// Runs `callback(user_data)` exactly once when the value is available (concrete or error): at
 /// once on this thread if it already is, else on the thread that sets it, before that setter
-/// returns. Callbacks run in the order they were attached, so one attached before an await has
-/// run when the await returns. Does nothing if `value` or `callback` is NULL.
+/// returns. Callbacks run in the order they were attached, so when an await is already waiting
+/// as the value is set, the callbacks attached before it have run by the time it returns (an
+/// await that starts after the value is set returns at once, while the setter may still be
+/// running them). Does nothing if `value` or `callback` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_async_value_and_then(
     value: *mut rtx_async_value_t,

@@ -121,12 +121,16 @@ mod tests {
     }
 
     /// The awaiting thread is woken by a waiter attached after the host's continuation, and
-    /// waiters run in the order attached: the continuation has run when the await returns.
+    /// waiters run in the order attached: the continuation has run when the await returns. The
+    /// value is set well after the await starts waiting (an await that starts after the set
+    /// returns at once); Miri's scheduler keeps no such timing, so there only the queue that
+    /// runs its work inside the await is checked.
     #[test]
     fn a_continuation_attached_before_an_await_has_run_when_the_await_returns() {
         use crate::host::async_value::AsyncValueRef;
         use std::sync::atomic::{AtomicUsize, Ordering};
-        for spec in ["s", "mstd:2"] {
+        let specs: &[&str] = if cfg!(miri) { &["s"] } else { &["s", "mstd:2"] };
+        for &spec in specs {
             let queue = create_work_queue(spec).unwrap();
             let value = AsyncValueRef::<u32>::unconstructed();
             let ran = Arc::new(AtomicUsize::new(0));
@@ -138,7 +142,7 @@ mod tests {
             let setter = {
                 let value = value.clone();
                 std::thread::spawn(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    std::thread::sleep(std::time::Duration::from_millis(200));
                     value.emplace(7).unwrap();
                 })
             };
