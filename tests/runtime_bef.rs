@@ -111,6 +111,25 @@ fn a_kernel_result_set_later_completes_the_call() {
     assert_eq!(results[0].try_get::<i32>().ok(), Some(&42));
 }
 
+/// `done` waits for results a kernel sets after the function has run, and is never an error
+/// then; it is the error when the call cannot run.
+#[test]
+fn done_follows_the_results_set_after_the_function_ran() {
+    let (context, pending) = context_with_kernels(ContextOptions::default());
+    let (results, done) = context.invoke_with_done(&context.function("bef.later").unwrap(), &[]).unwrap();
+    context.host().quiesce().unwrap();
+    assert!(!done.is_available(), "the result is not set yet");
+    pending.lock().unwrap().pop().expect("the kernel ran").emplace(21).unwrap();
+    context.await_values(&[done.clone()]).unwrap();
+    assert!(!done.is_error(), "{:?}", done.get_error());
+    assert_eq!(results[0].try_get::<i32>().ok(), Some(&42));
+
+    let mistyped = AsyncValueRef::available(1.5f32).into_untyped();
+    let (_, done) = context.invoke_with_done(&context.function("bef.add").unwrap(), &[i32_value(1), mistyped]).unwrap();
+    context.await_values(&[done.clone()]).unwrap();
+    assert_eq!(error_of(&done).code, StatusCode::InvalidArgument);
+}
+
 #[test]
 fn errors_reach_the_results_with_their_code_and_kernel_location() {
     let (context, _) = context_with_kernels(ContextOptions::default());

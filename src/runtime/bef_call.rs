@@ -47,7 +47,7 @@ pub(super) fn start(
         function: function.clone(),
         arguments: arguments.to_vec(),
         results,
-        done: done.clone(),
+        done: Some(done.clone()),
     };
     join::run_when_ready(arguments, move || call.schedule());
     Ok((values, done))
@@ -60,8 +60,8 @@ struct Call {
     arguments: Vec<RcAsyncValue>,
     /// Emptied once forwarded.
     results: Vec<IndirectAsyncValue>,
-    /// Becomes a chain once the results it returned are available.
-    done: RcAsyncValue,
+    /// Becomes a chain once the results it returned are available; taken when the function runs.
+    done: Option<RcAsyncValue>,
 }
 
 impl Call {
@@ -84,10 +84,11 @@ impl Call {
         // Errors reach the results they poison; the request reports them nowhere else.
         let request = ExecutionContext::with_handlers(host, Arc::new(|_: &Diagnostic| {}), Arc::new(print_output));
         let returned = self.function.function.execute(&request, &self.arguments);
-        let done = self.done.clone();
-        join::run_when_ready(&returned, move || {
-            let _ = done.emplace(Chain);
-        });
+        if let Some(done) = self.done.take() {
+            join::run_when_ready(&returned, move || {
+                let _ = done.emplace(Chain);
+            });
+        }
         for (result, value) in std::mem::take(&mut self.results).iter().zip(returned) {
             // The host may have set a result itself; its value stands.
             let _ = result.forward_to(value);
@@ -133,8 +134,8 @@ impl Call {
         for result in std::mem::take(&mut self.results) {
             let _ = result.set_error(error.clone());
         }
-        if !self.done.is_available() {
-            let _ = self.done.set_error(error.clone());
+        if let Some(done) = self.done.take() {
+            let _ = done.set_error(error.clone());
         }
     }
 }
