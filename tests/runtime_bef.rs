@@ -120,13 +120,13 @@ fn done_follows_the_results_set_after_the_function_ran() {
     context.host().quiesce().unwrap();
     assert!(!done.is_available(), "the result is not set yet");
     pending.lock().unwrap().pop().expect("the kernel ran").emplace(21).unwrap();
-    context.await_values(&[done.clone()]).unwrap();
+    context.await_values(std::slice::from_ref(&done)).unwrap();
     assert!(!done.is_error(), "{:?}", done.get_error());
     assert_eq!(results[0].try_get::<i32>().ok(), Some(&42));
 
     let mistyped = AsyncValueRef::available(1.5f32).into_untyped();
     let (_, done) = context.invoke_with_done(&context.function("bef.add").unwrap(), &[i32_value(1), mistyped]).unwrap();
-    context.await_values(&[done.clone()]).unwrap();
+    context.await_values(std::slice::from_ref(&done)).unwrap();
     assert_eq!(error_of(&done).code, StatusCode::InvalidArgument);
 }
 
