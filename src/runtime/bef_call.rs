@@ -31,26 +31,21 @@ use crate::kernel::context::print_output;
 use crate::kernel::ExecutionContext;
 
 /// Starts a call of `function` on `host`'s queue (the caller checked the argument count).
-/// Returns the results and a value that becomes a chain once the function has run and its
-/// results are all available, or the error that kept it from running.
+/// `done`, when given, becomes a chain once the function has run and its results are all
+/// available, or the error that kept it from running.
 pub(super) fn start(
     host: &Arc<HostContext>,
     function: &BefFunction,
     arguments: &[RcAsyncValue],
-) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
+    done: Option<RcAsyncValue>,
+) -> Result<Vec<RcAsyncValue>, Diagnostic> {
     let results: Vec<IndirectAsyncValue> =
         (0..function.function.num_results()).map(|_| IndirectAsyncValue::new()).collect();
     let values = results.iter().map(IndirectAsyncValue::value).collect();
-    let done = AsyncValueRef::<Chain>::unconstructed().into_untyped();
-    let call = Call {
-        host: Arc::downgrade(host),
-        function: function.clone(),
-        arguments: arguments.to_vec(),
-        results,
-        done: Some(done.clone()),
-    };
+    let call =
+        Call { host: Arc::downgrade(host), function: function.clone(), arguments: arguments.to_vec(), results, done };
     join::run_when_ready(arguments, move || call.schedule());
-    Ok((values, done))
+    Ok(values)
 }
 
 /// One BEF call waiting for its arguments or its task.

@@ -384,7 +384,7 @@ impl Context {
     /// argument is available, and the returned values (one per result, unavailable at first)
     /// become its results or its error. See [`invocation`] for what each argument may be.
     pub fn invoke(&self, function: &Function, arguments: &[RcAsyncValue]) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-        self.invoke_with_done(function, arguments).map(|(results, _)| results)
+        self.start(function, arguments, None)
     }
 
     /// As [`invoke`](Self::invoke), with one more value, `done`: a chain once the call has
@@ -396,10 +396,22 @@ impl Context {
         function: &Function,
         arguments: &[RcAsyncValue],
     ) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
+        let done = invocation::done_value();
+        let results = self.start(function, arguments, Some(done.clone()))?;
+        Ok((results, done))
+    }
+
+    /// Both: only a caller that asked for `done` pays for it.
+    fn start(
+        &self,
+        function: &Function,
+        arguments: &[RcAsyncValue],
+        done: Option<RcAsyncValue>,
+    ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         function.check_arguments(arguments.len())?;
         match &function.target {
-            Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get()),
-            Target::Bef(bef) => bef_call::start(&self.host, bef, arguments),
+            Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get(), done),
+            Target::Bef(bef) => bef_call::start(&self.host, bef, arguments, done),
         }
     }
 

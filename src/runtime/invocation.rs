@@ -43,15 +43,17 @@ use crate::vm::value::Value;
 /// Starts a call of `function` on `host`'s queue; see the module documentation. The caller
 /// checked the number of arguments ([`Function::check_arguments`](super::Function::check_arguments));
 /// fails at once, starting nothing, when an explicit signal fence cannot become a chain.
-/// Returns the results and a value that becomes a chain once they are all set, or the call's
-/// error: how a caller learns that a function without results failed.
+/// `done`, when given (an unavailable value that can become a chain), becomes a chain once the
+/// results are all set, or the call's error: how a caller learns that a function without
+/// results failed.
 pub(super) fn start(
     host: &Arc<HostContext>,
     vm: &VmContext,
     function: &VmFunction,
     arguments: &[RcAsyncValue],
     device_allocator: Option<&Allocator>,
-) -> Result<(Vec<RcAsyncValue>, RcAsyncValue), Diagnostic> {
+    done: Option<RcAsyncValue>,
+) -> Result<Vec<RcAsyncValue>, Diagnostic> {
     let declared = function.declared_arguments();
     let with_fences = arguments.len() != declared;
     let fences = if with_fences {
@@ -83,21 +85,25 @@ pub(super) fn start(
     let results: Vec<(ValueKind, RcAsyncValue)> =
         function.results.iter().map(|&kind| (kind, result_promise(kind))).collect();
     let promises = results.iter().map(|(_, promise)| promise.clone()).collect();
-    let done = AsyncValueRef::<Chain>::unconstructed().into_untyped();
     let call = Call {
         host: Arc::downgrade(host),
         vm: vm.clone(),
         function: function.handle.clone(),
         arguments: function.arguments[..declared].to_vec(),
         results,
-        done: done.clone(),
+        done,
         fences,
         signal: None,
         device_allocator: device_allocator.cloned(),
         stage: Stage::Arguments(waited_for.to_vec()),
     };
     join::run_when_ready(waited_for, move || call.schedule());
-    Ok((promises, done))
+    Ok(promises)
+}
+
+/// A new `done` value for [`start`] (and `bef_call::start`): unavailable, able to become a chain.
+pub(crate) fn done_value() -> RcAsyncValue {
+    AsyncValueRef::<Chain>::unconstructed().into_untyped()
 }
 
 /// The fences of a `coarse-fences` call.
@@ -127,8 +133,8 @@ struct Call {
     function: FunctionHandle,
     arguments: Vec<ValueKind>,
     results: Vec<(ValueKind, RcAsyncValue)>,
-    /// Becomes a chain after the results are set, or the call's error.
-    done: RcAsyncValue,
+    /// Becomes a chain after the results are set, or the call's error; taken when set.
+    done: Option<RcAsyncValue>,
     fences: Fences,
     /// The fence the program signals when its results are ready.
     signal: Option<Arc<Fence>>,
@@ -266,7 +272,9 @@ impl Call {
                 )),
             };
         }
-        let _ = self.done.emplace(Chain);
+        if let Some(done) = self.done.take() {
+            let _ = done.emplace(Chain);
+        }
         self.stage = Stage::Finished;
     }
 
@@ -281,8 +289,8 @@ impl Call {
         for (_, result) in std::mem::take(&mut self.results) {
             let _ = result.set_error(error.clone());
         }
-        if !self.done.is_available() {
-            let _ = self.done.set_error(error.clone());
+        if let Some(done) = self.done.take() {
+            let _ = done.set_error(error.clone());
         }
         if let Fences::Explicit { signal, .. } = &self.fences {
             if !signal.is_available() {

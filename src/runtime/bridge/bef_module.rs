@@ -22,7 +22,7 @@ use crate::host::{join, AsyncValueRef, Diagnostic, HostContext, RcAsyncValue, St
 use crate::kernel::tensor::DenseHostTensor;
 use crate::runtime::bef_call;
 use crate::runtime::context::BefFunction;
-use crate::runtime::invocation::held_type;
+use crate::runtime::invocation::{self, held_type};
 use crate::vm::abi::ValueKind;
 use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;
@@ -124,7 +124,8 @@ impl NativeModule for BefNativeModule {
                 input(&host, value).map_err(|e| e.context(format_args!("argument {index} of `{name}`")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (outputs, ran) = bef_call::start(&host, &exported.function, &inputs)?;
+        let ran = invocation::done_value();
+        let outputs = bef_call::start(&host, &exported.function, &inputs, Some(ran.clone()))?;
         let promise = AsyncValueRef::<Vec<Value>>::unconstructed();
         let (done, kinds, name) = (promise.clone(), exported.results.clone(), name.clone());
         let mut waited = outputs.clone();

@@ -54,7 +54,8 @@ fn call(frame: &mut KernelFrame<'_>, vm: &WeakContext, allocator: &OnceLock<Allo
     if frame.num_results() != function.results.len() {
         return Err(mismatch(&function, "returns", plural(function.results.len(), "result"), frame.num_results()));
     }
-    let (values, done) = invocation::start(frame.host(), &vm, &function, &arguments, allocator.get())?;
+    let done = invocation::done_value();
+    let values = invocation::start(frame.host(), &vm, &function, &arguments, allocator.get(), Some(done.clone()))?;
     let results = (0..values.len()).map(|i| frame.allocate_indirect_result(i)).collect::<Result<Vec<_>, _>>()?;
     let (host, reporter) = (Arc::clone(frame.host()), frame.error_reporter());
     let kinds = function.results.clone();
