@@ -9,7 +9,8 @@
 #    3. cargo clippy --all-targets -D warnings
 #    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
 #    5. cargo test (unit and integration tests, including the include/rtx.h freshness check, the ISA
-#       table's freshness against isa.json, and the VM fixtures against a fresh regeneration)
+#       table's freshness against isa.json, and the VM fixtures against a fresh regeneration), and
+#       a model run (models/digits/graphs.mlir through the debug `rtx`) under valgrind
 #    6. miri on the unsafe host core and the interpreter (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
@@ -80,6 +81,13 @@ fi
 # Every Vulkan test runs under the Khronos validation layers; what they report fails the test.
 export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
 cargo test
+# A model run leaks nothing: the digit classifier as BEF kernel graphs, and the pipeline whose
+# tensors cross into the compiled model and back (models/digits/graphs.mlir), under valgrind.
+(cd models/digits && valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
+  --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=9 \
+  "$target/debug/rtx" bef-exec --work_queue_type=mstd --vm_module=mlp.vmfb graphs.mlir >/dev/null) ||
+  die "rtx bef-exec of models/digits/graphs.mlir is not clean under valgrind"
+echo "   valgrind: rtx bef-exec models/digits/graphs.mlir: 0 errors, no leaks"
 
 step "miri: the unsafe host core and the interpreter's unchecked accesses (cargo +nightly miri test --lib)"
 miri_skip=""

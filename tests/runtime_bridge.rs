@@ -103,6 +103,19 @@ fn a_pipeline_through_a_compiled_function_gives_what_its_parts_give_one_by_one()
 }
 
 #[test]
+fn a_compiled_functions_result_becomes_a_tensor_over_the_programs_own_buffer() {
+    let context = context("s");
+    let x = tensor(&context, &[4], &[1.0, 2.0, 3.0, 4.0]);
+    let scaled = invoke(&context, "bridge.scale", &[value(tensor_to_view(&x).unwrap()), value(2.0f32)]);
+    let view = scaled[0].try_get::<Arc<BufferView>>().unwrap();
+    let tensor = view_to_tensor(context.host(), view).unwrap();
+    let program_bytes = view.buffer().memory().mapping().unwrap().as_ptr().wrapping_add(view.buffer().offset());
+    assert_eq!(tensor.buffer().as_ptr(), program_bytes, "no copy");
+    drop((scaled, context));
+    assert_eq!(tensor.values::<f32>().unwrap(), [2.0, 4.0, 6.0, 8.0], "the tensor keeps the buffer past its context");
+}
+
+#[test]
 fn an_error_inside_the_compiled_function_reaches_only_the_graphs_dependants() {
     let context = context("mstd:2");
     context.add_module(&bef_module("graph", PIPELINE)).unwrap();

@@ -6,9 +6,10 @@
 //! reports — is the header plus the data. Tensors share a block by cloning the buffer, and
 //! slices of it (`tfrt_dht.get_buffer_slice`) see the same bytes without a copy.
 //!
-//! A buffer may also *borrow* read-only bytes that something else owns — a program's constants in
-//! its mapped BEF file: its block is then the header alone, holding the owner alive, and writes
-//! to it are refused.
+//! A buffer may also *borrow* bytes that something else owns — read-only ones (a program's
+//! constants in its mapped BEF file), whose writes are refused, or writable ones (a buffer a VM
+//! program returned, which a graph reads as a tensor without a copy): its block is then the
+//! header alone, holding the owner alive.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -31,13 +32,14 @@ struct Header {
     /// access exclusive of writers, for the whole block, so slices cannot race either.
     lock: RwLock<()>,
     allocator: Arc<dyn HostAllocator>,
-    /// For a buffer over borrowed bytes: where they start, and what keeps them alive (boxed, so
-    /// that the header of an owning block still fits in a cache line).
+    /// For a buffer over borrowed bytes: where they start, whether they may be written, and what
+    /// keeps them alive (boxed, so that the header of an owning block still fits in a cache line).
     borrowed: Option<Box<Borrowed>>,
 }
 
 struct Borrowed {
     data: NonNull<u8>,
+    writable: bool,
     _owner: Arc<dyn Send + Sync>,
 }
 
@@ -56,8 +58,8 @@ pub struct HostBuffer {
 }
 
 // SAFETY: the header's mutable state is atomic or behind its lock, the data is only reached under
-// that lock, the allocator is Send + Sync, and borrowed bytes are never written and their owner
-// is Send + Sync.
+// that lock, the allocator is Send + Sync, and borrowed bytes are written only where their
+// lender allows it (`HostBuffer::shared`'s contract) and their owner is Send + Sync.
 unsafe impl Send for HostBuffer {}
 // SAFETY: as above.
 unsafe impl Sync for HostBuffer {}
@@ -113,12 +115,40 @@ impl HostBuffer {
         bytes: &[u8],
         owner: Arc<dyn Send + Sync>,
     ) -> Result<HostBuffer, Diagnostic> {
+        HostBuffer::over(allocator, NonNull::from(bytes).cast(), bytes.len(), false, owner)
+    }
+
+    /// A writable buffer over the `len` bytes at `data`, which `owner` keeps alive: memory
+    /// another part of the runtime allocated (a device's host memory), shared rather than
+    /// copied. Only the header comes from `allocator`.
+    ///
+    /// # Safety
+    ///
+    /// `data..data + len` must be initialised, readable and writable memory while `owner` is
+    /// alive, and whatever else reaches it must not do so while this buffer's readers or writers
+    /// may (the graph's chains order a tensor's users against the program that lent it).
+    pub unsafe fn shared(
+        allocator: Arc<dyn HostAllocator>,
+        data: NonNull<u8>,
+        len: usize,
+        owner: Arc<dyn Send + Sync>,
+    ) -> Result<HostBuffer, Diagnostic> {
+        HostBuffer::over(allocator, data, len, true, owner)
+    }
+
+    /// A buffer whose block is a header over `len` bytes at `data` that `owner` keeps alive.
+    fn over(
+        allocator: Arc<dyn HostAllocator>,
+        data: NonNull<u8>,
+        len: usize,
+        writable: bool,
+        owner: Arc<dyn Send + Sync>,
+    ) -> Result<HostBuffer, Diagnostic> {
         let layout = Layout::new::<Header>();
         let block = allocator.allocate(layout.size(), layout.align()).ok_or_else(|| {
             Diagnostic::new(StatusCode::ResourceExhausted, "host allocator could not provide a buffer header")
         })?;
         let header = block.cast::<Header>();
-        let data = NonNull::from(bytes).cast::<u8>();
         // SAFETY: the block is sized and aligned for a header.
         unsafe {
             header.as_ptr().write(Header {
@@ -126,15 +156,15 @@ impl HostBuffer {
                 layout,
                 lock: RwLock::new(()),
                 allocator,
-                borrowed: Some(Box::new(Borrowed { data, _owner: owner })),
+                borrowed: Some(Box::new(Borrowed { data, writable, _owner: owner })),
             })
         };
-        Ok(HostBuffer { header, offset: 0, len: bytes.len() })
+        Ok(HostBuffer { header, offset: 0, len })
     }
 
-    /// Whether writes are refused: the bytes are borrowed.
+    /// Whether writes are refused: the bytes are borrowed read-only.
     pub fn is_read_only(&self) -> bool {
-        self.header().borrowed.is_some()
+        self.header().borrowed.as_ref().is_some_and(|borrowed| !borrowed.writable)
     }
 
     /// A new, writable block holding a copy of the bytes, from the same allocator.
@@ -190,13 +220,14 @@ impl HostBuffer {
     /// Calls `read` with the bytes, while no writer can change them.
     pub fn with_bytes<R>(&self, read: impl FnOnce(&[u8]) -> R) -> R {
         let _guard = self.header().lock.read().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: `len` initialised (zeroed at creation) bytes inside the block; writers hold the
-        // block's lock exclusively, so none runs while this shared view exists.
+        // SAFETY: `len` initialised bytes, inside the block (zeroed at creation) or lent to it;
+        // writers through the block hold its lock exclusively, so none runs while this shared
+        // view exists, and the lender's own writers are ordered apart (`shared`).
         read(unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) })
     }
 
     /// Calls `write` with the bytes, exclusively of every other access to the block; fails
-    /// (FAILED_PRECONDITION) on borrowed bytes, which are read-only.
+    /// (FAILED_PRECONDITION) on bytes borrowed read-only.
     pub fn with_bytes_mut<R>(&self, write: impl FnOnce(&mut [u8]) -> R) -> Result<R, Diagnostic> {
         if self.is_read_only() {
             return Err(Diagnostic::new(
@@ -206,7 +237,7 @@ impl HostBuffer {
         }
         let _guard = self.header().lock.write().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: as in `with_bytes`, and the exclusive lock makes this the only view of the
-        // block's bytes while it exists; the block owns them.
+        // block's bytes while it exists; the block owns them, or they were lent writable (`shared`).
         Ok(write(unsafe { std::slice::from_raw_parts_mut(self.as_ptr().cast_mut(), self.len) }))
     }
 
@@ -330,6 +361,22 @@ mod tests {
         assert_eq!(Arc::strong_count(&owner), 2);
         assert_eq!((counting.live_allocations(), counting.live_bytes() as usize), (1, size_of::<Header>()));
         drop(buffer);
+        assert_eq!((Arc::strong_count(&owner), counting.live_allocations()), (1, 0));
+    }
+
+    #[test]
+    fn shared_bytes_are_written_in_place_and_keep_their_owner() {
+        let counting = Arc::new(CountingAllocator::default());
+        let owner = Arc::new(std::sync::Mutex::new(vec![0u8; 8]));
+        let data = NonNull::new(owner.lock().unwrap().as_mut_ptr()).unwrap();
+        // SAFETY: the Vec's bytes live as long as the Arc; the test reads them through the
+        // Mutex only after the buffer's last write.
+        let buffer = unsafe { HostBuffer::shared(counting.clone(), data, 8, owner.clone()) }.unwrap();
+        assert!(!buffer.is_read_only());
+        buffer.slice(2, 2).unwrap().with_bytes_mut(|b| b.copy_from_slice(&[7, 9])).unwrap();
+        assert_eq!(buffer.copy().unwrap().to_vec(), [0, 0, 7, 9, 0, 0, 0, 0]);
+        drop(buffer);
+        assert_eq!(*owner.lock().unwrap(), [0, 0, 7, 9, 0, 0, 0, 0], "written in place");
         assert_eq!((Arc::strong_count(&owner), counting.live_allocations()), (1, 0));
     }
 

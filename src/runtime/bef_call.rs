@@ -4,7 +4,7 @@
 //! 1. [`start`] makes one indirect result value per function result and joins the arguments;
 //! 2. once they are all available, a task on the context's queue checks the plain-typed ones
 //!    (`i1`, `i32`, `i64`, `f32`, `f64`, `!tfrt.chain`) against the function's types, turns buffer
-//!    views passed for tensor arguments into dense host tensors (a copy of their bytes: how C hosts
+//!    views passed for tensor arguments into dense host tensors over the same bytes (how C hosts
 //!    pass tensors, as `rtx_buffer_view_t`), and runs the function on the dataflow executor in a
 //!    request of the context's host context;
 //! 3. the results forward to what the executor returns, which kernels complete later.

@@ -26,7 +26,7 @@ pub struct DenseHostTensor {
 
 /// The bytes a tensor of `dtype` and `shape` takes: an error when `dtype` has no fixed size or
 /// the count overflows.
-fn byte_len(dtype: DType, shape: &TensorShape) -> Result<usize, Diagnostic> {
+pub fn byte_len(dtype: DType, shape: &TensorShape) -> Result<usize, Diagnostic> {
     let size = dtype.byte_size().ok_or_else(|| {
         Diagnostic::new(StatusCode::InvalidArgument, format!("{} tensors have no dense layout", dtype_name(dtype)))
     })?;

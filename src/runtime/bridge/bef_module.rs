@@ -5,8 +5,9 @@
 //!
 //! Each async BEF function whose argument and result types all have a VM kind is exported:
 //! `i32`, `i64`, `f32`, `f64` as themselves, dense host tensors (`!tfrt_tensor.tensor`,
-//! `!t.tensor`) as buffer views. A view comes in as a tensor holding a copy of its bytes; a tensor
-//! goes back as a view of its own bytes ([`tensors`](super::tensors)). The graph runs as
+//! `!t.tensor`) as buffer views. A view comes in as a tensor over its own bytes (a copy only where
+//! the host cannot use them in place); a tensor goes back as a view of its own bytes
+//! ([`tensors`](super::tensors)). The graph runs as
 //! [`Context::invoke`](crate::runtime::Context::invoke) runs a BEF function, on the work queue;
 //! the calling program suspends without holding a worker until the graph's results are ready,
 //! and a graph error fails the program's call with the graph's message.
@@ -147,7 +148,7 @@ impl NativeModule for BefNativeModule {
 }
 
 /// A VM argument as the graph takes it: a scalar as a value holding it, a buffer view as a tensor
-/// holding a copy of its elements.
+/// of its elements.
 fn input(host: &HostContext, value: &Value) -> Result<RcAsyncValue, Diagnostic> {
     Ok(match value {
         Value::I32(v) => AsyncValueRef::available(*v).into_untyped(),

@@ -1,22 +1,24 @@
 //! Dense host tensors as buffer views and back: how a tensor crosses between a BEF graph and a VM
-//! function. A tensor becomes a view of its own bytes (no copy: the host buffer backs the HAL
-//! buffer, which the CPU devices use as it is); a view becomes a tensor through one copy of its
-//! bytes into a host buffer, read through the buffer's mapping or its device.
+//! function, without a copy where the layout allows. A tensor becomes a view of its own bytes (the
+//! host buffer backs the HAL buffer, which the CPU devices use as it is); a view of a CPU device's
+//! memory becomes a tensor over the same bytes, and only a view the host cannot address in place
+//! (a GPU's memory, elements out of alignment) is copied into a host buffer.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::bef::format::DType;
-use crate::hal::buffer::{memory_type, usage};
+use crate::hal::buffer::{memory_type, usage, Buffer};
 use crate::hal::buffer_view::{BufferView, DENSE_ROW_MAJOR};
 use crate::hal::element_type::{ElementType, NumericalType};
 use crate::hal::local::memory::HostAllocator;
-use crate::host::{Diagnostic, HostContext, StatusCode};
+use crate::host::{Diagnostic, HostBuffer, HostContext, StatusCode};
+use crate::kernel::tensor::dense::byte_len;
 use crate::kernel::tensor::{dtype_name, DenseHostTensor, TensorShape};
 use crate::vm::buffer::Buffer as Bytes;
 
 /// The BEF type names of dense host tensors: where a BEF function declares one, a buffer view
-/// passes (as a tensor holding a copy of its bytes).
+/// passes (as a tensor, see [`view_to_tensor`]).
 pub const TENSOR_TYPES: [&str; 2] = ["!tfrt_tensor.tensor", "!t.tensor"];
 
 /// The IREE element type of `dtype` (integers signless, as IREE's programs assert them), or
@@ -99,7 +101,11 @@ pub fn tensor_to_view(tensor: &DenseHostTensor) -> Result<Arc<BufferView>, Diagn
     Ok(Arc::new(BufferView::new(hal_buffer.into_ref(), shape, element_type.0, DENSE_ROW_MAJOR)?))
 }
 
-/// A tensor holding a copy of `view`'s elements in host memory from `host`'s allocator.
+/// A tensor of `view`'s elements. Where they lie in a CPU device's writable memory, aligned for
+/// their type, the tensor is those bytes: it holds the HAL buffer, so the memory (a transient
+/// block included) stays the tensor's until the tensor goes, and writes through either are seen
+/// by both, as a caller of an IREE function shares the buffers it returns. Anything else (a GPU's
+/// memory, a program's read-only constants) is copied into host memory from `host`'s allocator.
 pub fn view_to_tensor(host: &HostContext, view: &BufferView) -> Result<DenseHostTensor, Diagnostic> {
     let dtype = dtype(ElementType(view.element_type()))?;
     if view.encoding() != DENSE_ROW_MAJOR {
@@ -108,8 +114,8 @@ pub fn view_to_tensor(host: &HostContext, view: &BufferView) -> Result<DenseHost
             format!("a buffer view of encoding {:08X} is not a dense row-major tensor", view.encoding()),
         ));
     }
-    let tensor = DenseHostTensor::new_zeroed(host, dtype, TensorShape::new(view.shape().to_vec())?)?;
-    let needed = tensor.buffer().len();
+    let shape = TensorShape::new(view.shape().to_vec())?;
+    let needed = byte_len(dtype, &shape)?;
     if view.buffer().len() < needed {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
@@ -121,13 +127,42 @@ pub fn view_to_tensor(host: &HostContext, view: &BufferView) -> Result<DenseHost
             ),
         ));
     }
+    if let Some(buffer) = shared_bytes(host, view.buffer(), needed, dtype)? {
+        return DenseHostTensor::from_buffer(dtype, shape, buffer);
+    }
+    let tensor = DenseHostTensor::new_zeroed(host, dtype, shape)?;
     tensor.buffer().with_bytes_mut(|bytes| view.buffer().read(0, bytes))??;
     Ok(tensor)
+}
+
+/// The first `len` bytes of `buffer` as a host buffer over the same memory, when it is a CPU
+/// device's writable memory (coherent host memory) aligned for `dtype`'s elements; `None`
+/// otherwise.
+fn shared_bytes(
+    host: &HostContext,
+    buffer: &Buffer,
+    len: usize,
+    dtype: DType,
+) -> Result<Option<HostBuffer>, Diagnostic> {
+    let Some(bytes) = buffer.memory().as_any().downcast_ref::<Bytes>() else { return Ok(None) };
+    let bytes = bytes.span(buffer.offset(), len)?;
+    let Some(data) = bytes.as_mut_ptr().and_then(NonNull::new) else { return Ok(None) };
+    if data.as_ptr().align_offset(dtype.byte_size().unwrap_or(1)) != 0 {
+        return Ok(None);
+    }
+    let owner: Arc<dyn Send + Sync> = Arc::new(buffer.clone());
+    // SAFETY: the span is initialised host memory (zeroed when allocated), writable, and lives as
+    // long as the HAL buffer's memory, which `owner` holds. The program that returned or passed
+    // the view has finished with it by then; the tensor's later users are kernels, which the
+    // graph's chains order, and programs the graph passes it to, which run after the kernels
+    // that produced their operands.
+    Ok(Some(unsafe { HostBuffer::shared(host.allocator().clone(), data, len, owner) }?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hal::local::transient::TransientPool;
     use crate::host::HostContext;
 
     fn host() -> HostContext {
@@ -135,7 +170,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tensor_becomes_a_view_of_its_own_bytes_and_comes_back_as_a_copy() {
+    fn a_tensor_becomes_a_view_of_its_own_bytes_and_comes_back_over_them() {
         let host = host();
         let shape = TensorShape::new(vec![2, 3]).unwrap();
         let tensor = DenseHostTensor::new_zeroed(&host, DType::I32, shape).unwrap();
@@ -145,10 +180,44 @@ mod tests {
         assert_eq!(view.buffer().memory().mapping().unwrap().as_ptr(), tensor.buffer().as_ptr(), "no copy");
         tensor.set_values(&[7i32, 8, 9, 10, 11, 12]).unwrap();
         let back = view_to_tensor(&host, &view).unwrap();
-        assert_eq!(back.values::<i32>().unwrap(), [7, 8, 9, 10, 11, 12], "the view sees the tensor's writes");
-        assert!(!back.buffer().ptr_eq(tensor.buffer()));
+        assert_eq!(back.buffer().as_ptr(), tensor.buffer().as_ptr(), "no copy back");
+        assert!(!back.buffer().is_read_only());
+        back.set_values(&[0i32, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(tensor.values::<i32>().unwrap(), [0, 1, 2, 3, 4, 5], "one set of bytes");
+        drop((tensor, view));
+        assert_eq!(back.values::<i32>().unwrap(), [0, 1, 2, 3, 4, 5], "the tensor keeps the bytes alive");
+    }
+
+    #[test]
+    fn a_transient_block_stays_with_the_tensor_over_it_until_the_tensor_goes() {
+        let host = host();
+        let pool = TransientPool::new();
+        let block = pool.allocate(256).unwrap();
+        let address = block.as_ptr();
+        let view = BufferView::new(
+            HostAllocator::wrap(block, memory_type::DEVICE_LOCAL, usage::CPU).into_ref(),
+            vec![64],
+            ElementType::FLOAT_32.0,
+            DENSE_ROW_MAJOR,
+        )
+        .unwrap();
+        let tensor = view_to_tensor(&host, &view).unwrap();
+        drop(view);
+        assert_eq!(tensor.buffer().as_ptr(), address);
+        let other = pool.allocate(256).unwrap();
+        assert_ne!(other.as_ptr(), address, "the tensor's block is not lent again");
         drop(tensor);
-        assert_eq!(view.to_vec().unwrap().len(), 24, "the view keeps the bytes alive");
+        assert_eq!(pool.allocate(256).unwrap().as_ptr(), address, "back in the pool once the tensor went");
+    }
+
+    #[test]
+    fn elements_out_of_alignment_are_copied() {
+        let bytes = Bytes::from_bytes(&[9, 1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+        let buffer = HostAllocator::wrap(bytes, memory_type::CPU, usage::CPU).subspan(1, 8).unwrap();
+        let view = BufferView::new(buffer.into_ref(), vec![2], ElementType::INT_32.0, DENSE_ROW_MAJOR).unwrap();
+        let tensor = view_to_tensor(&host(), &view).unwrap();
+        assert_eq!(tensor.values::<i32>().unwrap(), [1, 2]);
+        assert_eq!(tensor.buffer().as_ptr() as usize % 4, 0);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! (buffer view) arguments, `i32`/`i64`/`f32`/`f64` values for its scalars — and a last chain,
 //! when given, is waited for and not passed. Results are the function's: tensors for buffer
 //! views, scalars as they are. A tensor goes in as a view of its own bytes; a result view comes
-//! back as a tensor holding a copy of its bytes ([`tensors`](super::tensors)).
+//! back as a tensor over the program's buffer, no copy made on the CPU devices
+//! ([`tensors`](super::tensors)).
 //!
 //! The call runs as [`Context::invoke`](crate::runtime::Context::invoke) runs one: on the work
 //! queue, suspended (not blocking a worker) while the program waits, a `coarse-fences` function's
