@@ -25,8 +25,8 @@ struct Options {
     driver: DriverOptions,
     /// IREE VM modules (`.vmfb`) added to the context, in order, for `rtx.vm.call` to call.
     vm_modules: Vec<String>,
-    /// The device those modules run on.
-    device: String,
+    /// The device those modules run on (`--device`; local-task when not given).
+    device: Option<String>,
 }
 
 /// TFRT's `--host_allocator_type` choices.
@@ -161,7 +161,7 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
         allocator: AllocatorType::LeakCheck,
         driver: DriverOptions::default(),
         vm_modules: Vec::new(),
-        device: "local-task".to_owned(),
+        device: None,
     };
     let mut rest = arguments.iter();
     while let Some(argument) = rest.next() {
@@ -199,9 +199,12 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
             }
             "test_init_function" => options.driver.test_init_function = Some(value).filter(|v| !v.is_empty()),
             "vm_module" => options.vm_modules.push(value),
-            "device" => options.device = value,
+            "device" => options.device = Some(value),
             _ => unreachable!("every valued flag is matched"),
         }
+    }
+    if options.device.is_some() && options.vm_modules.is_empty() {
+        return Err("`--device` is the device of the `--vm_module` modules, and none is given".to_owned());
     }
     Ok(Some(options))
 }
@@ -211,7 +214,8 @@ fn add_vm_modules(context: &Context, options: &Options) -> Result<(), String> {
     if options.vm_modules.is_empty() {
         return Ok(());
     }
-    context.add_device(&options.device).map_err(|e| format!("device `{}`: {e}", options.device))?;
+    let device = options.device.as_deref().unwrap_or("local-task");
+    context.add_device(device).map_err(|e| format!("device `{device}`: {e}"))?;
     for path in &options.vm_modules {
         let module = Module::load_file(path).map_err(|e| format!("`{path}`: {e}"))?;
         context.add_module(&module).map_err(|e| format!("`{path}`: {e}"))?;

@@ -136,7 +136,8 @@ two, and their value after `=` or as the next argument.
   --print_error_code                 print error codes with error results
   --vm_module=FILE                   add an IREE VM module (.vmfb) to the context, whose
                                      functions `rtx.vm.call` kernels call (repeatable, in order)
-  --device=URI                       the device those modules run on (default local-task)";
+  --device=URI                       the device those modules run on (default local-task; only
+                                     with --vm_module)";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {

@@ -2,6 +2,8 @@
 // RUN: rtx bef-exec --work_queue_type=mstd:2 --device=local-sync --vm_module=%S/../../fixtures/bridge/bridge.vmfb %s 2>&1 | FileCheck %s
 // RUN: rtx bef-exec --print_error_code --vm_module=%S/../../fixtures/bridge/bridge.vmfb %s 2>&1 | FileCheck %s --check-prefix=CODE
 // RUN: not rtx bef-exec %s 2>&1 | FileCheck %s --check-prefix=NOMODULE
+// RUN: not rtx bef-exec --device=local-sync %s 2>&1 | FileCheck %s --check-prefix=NODEVICE
+// NODEVICE: rtx bef-exec: `--device` is the device of the `--vm_module` modules, and none is given
 
 // `rtx.vm.call` calls `bridge.scale` (tests/fixtures/bridge/src/bridge.mlir, compiled by
 // iree-compile) with a dense host tensor and an f32; its result comes back as a tensor.
