@@ -41,21 +41,10 @@ PY
         "$rtx" run --work_queue_type=$queue --module="$scratch/$name.bef" --input=@"$scratch/input.npy" \
             --output=@"$scratch/$queue.npy" >/dev/null
     done
-    if ! "$python" - "$name" "$scratch" <<'PY'; then failed=1; fi
-import sys
-import numpy as np
-name, scratch = sys.argv[1:]
-expected = np.load(f"{scratch}/expected.npy")
-worst = 0.0
-for queue in ("s", "mstd"):
-    ours = np.load(f"{scratch}/{queue}.npy")
-    if ours.shape != expected.shape:
-        sys.exit(print(f"{name}: {queue} output shape {ours.shape}, ONNX {expected.shape}") or 1)
-    worst = max(worst, float(np.abs(ours - expected).max() / np.abs(expected).max()))
-print(f"{name:14s} output {'x'.join(map(str, expected.shape))}  max |rtx - ONNX| / max |ONNX| = {worst:.1e} "
-      f"on s and mstd  {'ok' if worst <= 1e-4 else 'FAILED'}")
-sys.exit(0 if worst <= 1e-4 else 1)
-PY
+    if ! "$python" "$repo/scripts/compare-outputs.py" "$name" ONNX "$scratch/expected.npy" \
+        s="$scratch/s.npy" mstd="$scratch/mstd.npy"; then
+        failed=1
+    fi
     rm -f "$scratch/$name.bef"
 done
 exit $failed

@@ -31,20 +31,10 @@ for name in "${names[@]}"; do
         "$rtx" run --work_queue_type=$queue --module="$scratch/$name.bef" --input=@"$input" \
             --output=@"$scratch/$queue.npy" >/dev/null
     done
-    if ! "$tools/python" - "$name" "$scratch" "$start" "$imported" <<'PY'; then failed=1; fi
-import sys
-import numpy as np
-name, scratch, start, imported = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-theirs = np.load(f"{scratch}/iree.npy")
-worst = 0.0
-for queue in ("s", "mstd"):
-    ours = np.load(f"{scratch}/{queue}.npy")
-    if ours.shape != theirs.shape:
-        sys.exit(print(f"{name}: {queue} output shape {ours.shape}, IREE {theirs.shape}") or 1)
-    worst = max(worst, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
-print(f"{name:14s} import {imported - start:5.1f} s  output {'x'.join(map(str, theirs.shape))}  "
-      f"max |rtx - IREE| / max |IREE| = {worst:.1e} on s and mstd  {'ok' if worst <= 1e-4 else 'FAILED'}")
-sys.exit(0 if worst <= 1e-4 else 1)
-PY
+    note=$(awk -v a="$start" -v b="$imported" 'BEGIN {printf "import %5.1f s", b - a}')
+    if ! "$tools/python" "$repo/scripts/compare-outputs.py" "$name" IREE "$scratch/iree.npy" --note "$note" \
+        s="$scratch/s.npy" mstd="$scratch/mstd.npy"; then
+        failed=1
+    fi
 done
 exit $failed
