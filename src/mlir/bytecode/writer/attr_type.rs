@@ -7,37 +7,35 @@ use super::llvm::{Item, Native};
 use super::numbering::{malformed, Entry, Plan, Result};
 use crate::mlir::ir::{AffineExpr, AffineMap, ApInt, Attribute, FloatKind, Signedness, Type, TypeId};
 
-/// Writes the offset section (3) and the attribute/type section (2), in that order.
+/// Writes the offset section (3) and the attribute/type section (2), in that order: the offsets
+/// in place, each entry's size as its encoding is appended to the data, which is built apart.
 pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result<()> {
     let mut data = Emitter::new();
-    let mut offsets = Emitter::new();
-    offsets.varint(plan.attrs.len() as u64);
-    offsets.varint(plan.types.len() as u64);
-    let mut sizes: Vec<(u32, u64, bool)> = Vec::with_capacity(plan.attrs.len() + plan.types.len());
-    for (dialect, entry) in &plan.attrs {
-        let start = data.len();
-        let custom = match entry {
-            Entry::Attr(attr) => encode_attr(&mut data, plan, attr)?,
-            Entry::Native(native) => encode_native(&mut data, native),
-        };
-        sizes.push((*dialect, (data.len() - start) as u64, custom));
-    }
-    let num_attrs = sizes.len();
-    for (dialect, ty) in &plan.types {
-        let start = data.len();
-        let custom = encode_type(&mut data, plan, ty)?;
-        sizes.push((*dialect, (data.len() - start) as u64, custom));
-    }
-    for group in [&sizes[..num_attrs], &sizes[num_attrs..]] {
-        for run in group.chunk_by(|a, b| a.0 == b.0) {
-            offsets.varint(u64::from(run[0].0));
-            offsets.varint(run.len() as u64);
-            for &(_, size, custom) in run {
-                offsets.varint_with_flag(size, custom);
-            }
+    let offsets = out.begin_section();
+    out.varint(plan.attrs.len() as u64);
+    out.varint(plan.types.len() as u64);
+    for run in plan.attrs.chunk_by(|a, b| a.0 == b.0) {
+        out.varint(u64::from(run[0].0));
+        out.varint(run.len() as u64);
+        for (_, entry) in run {
+            let start = data.len();
+            let custom = match entry {
+                Entry::Attr(attr) => encode_attr(&mut data, plan, attr)?,
+                Entry::Native(native) => encode_native(&mut data, native),
+            };
+            out.varint_with_flag((data.len() - start) as u64, custom);
         }
     }
-    out.section(3, &offsets);
+    for run in plan.types.chunk_by(|a, b| a.0 == b.0) {
+        out.varint(u64::from(run[0].0));
+        out.varint(run.len() as u64);
+        for (_, ty) in run {
+            let start = data.len();
+            let custom = encode_type(&mut data, plan, ty)?;
+            out.varint_with_flag((data.len() - start) as u64, custom);
+        }
+    }
+    out.end_section(3, offsets);
     out.section(2, &data);
     Ok(())
 }

@@ -9,7 +9,6 @@
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
 use foldhash::{HashMap, HashMapExt};
-use std::rc::Rc;
 
 use super::error::WriteError;
 use super::interner::Interner;
@@ -360,14 +359,20 @@ pub(super) enum NativeItem {
     Bool(bool),
 }
 
+/// Eight bytes, like [`OpPlan::attrs`]: the plan of every op is a table of the module's size, so
+/// an encoding shared by many ops is referred to by index.
+#[derive(Clone, Copy)]
 pub(super) enum PropsPlan {
     None,
     /// An unregistered op's properties: the dictionary attribute's index.
     Dict(AttrId),
-    /// Shared by the ops of one name with the same properties dictionary.
-    Native(Rc<[NativeItem]>),
+    /// A registered op's native encoding: index into [`Plan::native`], shared by the ops of one
+    /// name with the same properties dictionary.
+    Native(u32),
 }
 
+/// How one op's attributes and properties are written (16 bytes).
+#[derive(Clone, Copy)]
 pub(super) struct OpPlan {
     pub attrs: Option<AttrKey>,
     pub props: PropsPlan,
@@ -394,6 +399,8 @@ pub(super) struct Plan {
     type_index: Vec<u32>,
     /// Indexed by `OpId`; `None` for ops not in the module's tree.
     pub ops: Vec<Option<OpPlan>>,
+    /// The native properties encodings [`PropsPlan::Native`] refers to.
+    pub native: Vec<Box<[NativeItem]>>,
     /// An `UnknownLoc` for block arguments without a location (before version 4).
     pub unknown_loc: Option<AttrKey>,
     pub external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
@@ -480,7 +487,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     let native_properties = version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some);
     // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
     // encoding depends only on the op's name and dictionary: each pair is planned once.
-    let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
+    let mut planned: HashMap<(OpNameId, AttrId), Option<u32>> = HashMap::new();
+    let mut native_plans: Vec<Box<[NativeItem]>> = Vec::new();
 
     // How each op's attributes and properties are written, planned as the walk reaches it.
     let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
@@ -497,11 +505,14 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         // fit it (otherwise they go to the attribute dictionary below).
         let native = match (&o.properties, schemas[o.name.0 as usize]) {
             (Properties::Dict(dict), Some(schema)) if native_properties => match planned.get(&(o.name, *dict)) {
-                Some(items) => items.clone(),
+                Some(&index) => index,
                 None => {
-                    let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
-                    planned.insert((o.name, *dict), items.clone());
-                    items
+                    let index = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(|items| {
+                        native_plans.push(items.into());
+                        native_plans.len() as u32 - 1
+                    });
+                    planned.insert((o.name, *dict), index);
+                    index
                 }
             },
             _ => None,
@@ -600,17 +611,17 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         let o = op(m, id)?;
         mark_not_isolated(m, id, operands(m, o)?, &mut isolated)?;
         n.attr_key(AttrKey::Module(o.loc))?;
-        let plan = ops[id.0 as usize].as_ref().expect("planned above");
+        let plan = ops[id.0 as usize].expect("planned above");
         if let Some(key) = plan.attrs {
             n.attr_key(key)?;
         }
-        match &plan.props {
+        match plan.props {
             PropsPlan::None => {}
             PropsPlan::Dict(dict) => {
-                n.attr_key(AttrKey::Module(*dict))?;
+                n.attr_key(AttrKey::Module(dict))?;
             }
-            PropsPlan::Native(items) => {
-                for item in items.iter() {
+            PropsPlan::Native(index) => {
+                for item in native_plans[index as usize].iter() {
                     match item {
                         NativeItem::Required(a) | NativeItem::Optional(Some(a)) => {
                             n.attr_key(AttrKey::Module(*a))?;
@@ -645,7 +656,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
     }
     let unknown_loc = n.unknown_loc_key;
-    n.finish(ops, isolated, op_names, op_name_index, unknown_loc)
+    n.finish(ops, native_plans, isolated, op_names, op_name_index, unknown_loc)
 }
 
 /// The attribute dictionary of a registered op written below v5: its discardable attributes and
@@ -1023,6 +1034,7 @@ impl Numberer<'_> {
     fn finish(
         self,
         ops: Vec<Option<OpPlan>>,
+        native: Vec<Box<[NativeItem]>>,
         isolated: Vec<bool>,
         op_names: Vec<OpNameEntry>,
         op_name_index: Vec<u32>,
@@ -1030,12 +1042,12 @@ impl Numberer<'_> {
     ) -> Result<Plan> {
         let mut attrs = self.attrs.items;
         let mut types = self.types.items;
-        let attr_order = stable_order_by(&attrs, |e| e.0);
-        let type_order = stable_order_by(&types, |e| e.0);
-        let identity = |order: &[u32]| order.iter().enumerate().all(|(i, &p)| p == i as u32);
+        let (mut attr_index, mut extra_index, mut type_index) = (self.attr_memo, self.extra_memo, self.type_memo);
         // Entries already grouped by dialect (a module of builtin attributes and types only, say)
         // keep their numbers; otherwise every reference is renumbered and the entries reordered.
-        if !identity(&attr_order) || !identity(&type_order) {
+        if !attrs.is_sorted_by_key(|e| e.0) || !types.is_sorted_by_key(|e| e.0) {
+            let attr_order = stable_order_by(&attrs, |e| e.0);
+            let type_order = stable_order_by(&types, |e| e.0);
             let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
             for (_, entry) in &mut attrs {
                 match entry {
@@ -1049,13 +1061,12 @@ impl Numberer<'_> {
             // A stable sort by dialect puts each entry at its position in the order.
             attrs.sort_by_key(|e| e.0);
             types.sort_by_key(|e| e.0);
-        }
-        let remap = |mut memo: Vec<u32>, order: &[u32]| -> Vec<u32> {
-            if !identity(order) {
+            for (memo, order) in
+                [(&mut attr_index, &attr_order), (&mut extra_index, &attr_order), (&mut type_index, &type_order)]
+            {
                 memo.iter_mut().filter(|p| **p != UNSET).for_each(|p| *p = order[*p as usize]);
             }
-            memo
-        };
+        }
         Ok(Plan {
             strings: self.strings,
             dialects: self.dialects,
@@ -1064,10 +1075,11 @@ impl Numberer<'_> {
             attrs,
             types,
             texts: self.texts,
-            attr_index: remap(self.attr_memo, &attr_order),
-            extra_index: remap(self.extra_memo, &attr_order),
-            type_index: remap(self.type_memo, &type_order),
+            attr_index,
+            extra_index,
+            type_index,
             ops,
+            native,
             unknown_loc,
             external_resources: self.external_resources,
             dialect_resources: self.dialect_resources,
