@@ -112,12 +112,12 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
         }
     }
 
-    let mut out = Emitter::new();
+    let mut out = Emitter::with_capacity(size_estimate(module, &plan));
     out.bytes(MAGIC);
     out.varint(u64::from(v));
     out.cstr(options.producer.as_bytes());
     write_dialect_section(&mut out, &mut plan, v);
-    attr_type::write_attr_type_sections(&mut out, &plan)?;
+    attr_type::write_attr_type_sections(&mut out, &plan, &module.context)?;
     let mut ir = ir::IrWriter::new(module, &plan, v)?;
     ir.write(&mut out)?;
     let properties = std::mem::take(&mut ir.properties);
@@ -141,6 +141,34 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
         out.end_section(8, section);
     }
     Ok(out.into_bytes())
+}
+
+/// About the size of the file, from counts the module and the plan know: a few bytes per op,
+/// operand, value and attribute or type entry, plus the strings and resources. Reserving it up
+/// front spares the output the copies of growing by doubling; a little too much costs only
+/// address space, pages never written being never touched.
+fn size_estimate(m: &Module, plan: &Plan) -> usize {
+    let strings: usize = plan.strings.strings().iter().map(|s| s.len() + 2).sum();
+    1024 + m.ops.len() * 6
+        + m.operand_pool.len() * 3
+        + m.values.len() * 2
+        + (plan.attrs.len() + plan.types.len()) * 8
+        + strings
+        + resource_size_estimate(plan)
+}
+
+/// About the size of the resource section: the blobs' bytes (padding aside) and a few bytes for
+/// each entry.
+fn resource_size_estimate(plan: &Plan) -> usize {
+    plan.external_resources
+        .iter()
+        .flat_map(|(_, entries)| entries)
+        .chain(plan.dialect_resources.iter().flat_map(|(_, entries)| entries))
+        .map(|(_, value)| match value {
+            ResourceValue::Blob { data, .. } => data.len() + 16,
+            _ => 8,
+        })
+        .sum()
 }
 
 fn write_dialect_section(e: &mut Emitter, plan: &mut Plan, v: u32) {
@@ -181,7 +209,7 @@ fn write_dialect_section(e: &mut Emitter, plan: &mut Plan, v: u32) {
 /// offsets are written in place; the data, which follows them but is encoded along with them,
 /// apart.
 fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Result<()> {
-    let mut data = Emitter::new();
+    let mut data = Emitter::with_capacity(resource_size_estimate(plan));
     let offsets = out.begin_section();
     let mut group = |plan: &mut Plan, offsets: &mut Emitter, owner: u64, entries: &ResourceEntries| -> Result<()> {
         offsets.varint(owner);
