@@ -65,8 +65,8 @@ impl Emitter {
         self.alignment = 1;
     }
 
-    /// Overwrites the byte written at `at` (a flag byte whose value is known only later). `at`
-    /// must be in the innermost open section: closing a section moves its bytes.
+    /// Overwrites the byte written at `at` (a flag byte whose value is known only later). No
+    /// section that began before `at` may have been closed since: closing one moves its bytes.
     pub fn set_byte(&mut self, at: usize, byte: u8) {
         self.buf[at] = byte;
     }

@@ -1040,7 +1040,8 @@ impl Numberer<'_> {
         // mapping their references keeps them so: only entries the writer made need a lookup, and
         // context attributes once such an entry is there. Hashing each attribute of a large
         // module to look it up was a sixth of the writer's time. Until then, those whose
-        // references the tables number are not even copied (the copy mapped above numbered them).
+        // references the tables number are not kept either: their entry is the context's own
+        // attribute (the copy mapped above only numbered its references).
         let index = match (canonical, key) {
             (Entry::Attr(a), AttrKey::Module(id)) if !self.synthesized => {
                 if self.native.is_none() && by_reference(&a) {
