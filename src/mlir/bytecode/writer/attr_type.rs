@@ -4,40 +4,76 @@
 
 use super::emitter::Emitter;
 use super::llvm::{Item, Native};
-use super::numbering::{malformed, Entry, Plan, Result};
-use crate::mlir::ir::{AffineExpr, AffineMap, ApInt, Attribute, FloatKind, Signedness, Type, TypeId};
+use super::numbering::{self, by_reference, malformed, AttrKey, Entry, Plan, Result, Slot};
+use crate::mlir::ir::{AffineExpr, AffineMap, ApInt, AttrId, Attribute, Context, FloatKind, Signedness, Type, TypeId};
 
-/// Writes the offset section (3) and the attribute/type section (2), in that order.
-pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan) -> Result<()> {
-    let mut data = Emitter::new();
-    let mut offsets = Emitter::new();
-    offsets.varint(plan.attrs.len() as u64);
-    offsets.varint(plan.types.len() as u64);
-    let mut sizes: Vec<(u32, u64, bool)> = Vec::with_capacity(plan.attrs.len() + plan.types.len());
-    for (dialect, entry) in &plan.attrs {
-        let start = data.len();
-        let custom = match entry {
-            Entry::Attr(attr) => encode_attr(&mut data, plan, attr)?,
-            Entry::Native(native) => encode_native(&mut data, native),
-        };
-        sizes.push((*dialect, (data.len() - start) as u64, custom));
+/// How the references of an attribute being encoded become entry numbers.
+trait Refs {
+    fn attr(&self, id: AttrId) -> Result<u64>;
+    fn ty(&self, id: TypeId) -> Result<TypeId>;
+}
+
+/// A canonical entry's references are entry numbers already.
+struct Canonical;
+
+impl Refs for Canonical {
+    fn attr(&self, id: AttrId) -> Result<u64> {
+        Ok(u64::from(id.0))
     }
-    let num_attrs = sizes.len();
-    for (dialect, ty) in &plan.types {
-        let start = data.len();
-        let custom = encode_type(&mut data, plan, ty)?;
-        sizes.push((*dialect, (data.len() - start) as u64, custom));
+    fn ty(&self, id: TypeId) -> Result<TypeId> {
+        Ok(id)
     }
-    for group in [&sizes[..num_attrs], &sizes[num_attrs..]] {
-        for run in group.chunk_by(|a, b| a.0 == b.0) {
-            offsets.varint(u64::from(run[0].0));
-            offsets.varint(run.len() as u64);
-            for &(_, size, custom) in run {
-                offsets.varint_with_flag(size, custom);
-            }
+}
+
+/// A context attribute's references are numbered by the plan's tables.
+struct Numbered<'a>(&'a Plan);
+
+impl Refs for Numbered<'_> {
+    fn attr(&self, id: AttrId) -> Result<u64> {
+        self.0.attr_index(AttrKey::Module(id))
+    }
+    fn ty(&self, id: TypeId) -> Result<TypeId> {
+        Ok(TypeId(self.0.type_index(id)? as u32))
+    }
+}
+
+/// Writes the offset section (3) and the attribute/type section (2), in that order: the offsets
+/// in place, each entry's size as its encoding is appended to the data, which is built apart.
+pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan, ctx: &Context) -> Result<()> {
+    // Most entries take a few bytes (a location, an integer, a short list); more only grows it.
+    let mut data = Emitter::with_capacity((plan.attrs.len() + plan.types.len()) * 8);
+    let offsets = out.begin_section();
+    out.varint(plan.attrs.len() as u64);
+    out.varint(plan.types.len() as u64);
+    for run in plan.attrs.chunk_by(|a, b| a.0 == b.0) {
+        out.varint(u64::from(run[0].0));
+        out.varint(run.len() as u64);
+        for &(_, slot) in run {
+            let start = data.len();
+            let custom = match slot {
+                Slot::Context(id) => match numbering::attr(ctx, id)? {
+                    attr if by_reference(attr) => encode_attr(&mut data, plan, attr, &Numbered(plan))?,
+                    _ => return Err(malformed("a context attribute that must be copied was not")),
+                },
+                Slot::Owned(item) => match plan.owned.get(item as usize) {
+                    Some(Entry::Attr(attr)) => encode_attr(&mut data, plan, attr, &Canonical)?,
+                    Some(Entry::Native(native)) => encode_native(&mut data, native),
+                    None => return Err(malformed("attribute entry out of range")),
+                },
+            };
+            out.varint_with_flag((data.len() - start) as u64, custom);
         }
     }
-    out.section(3, &offsets);
+    for run in plan.types.chunk_by(|a, b| a.0 == b.0) {
+        out.varint(u64::from(run[0].0));
+        out.varint(run.len() as u64);
+        for (_, ty) in run {
+            let start = data.len();
+            let custom = encode_type(&mut data, plan, ty)?;
+            out.varint_with_flag((data.len() - start) as u64, custom);
+        }
+    }
+    out.end_section(3, offsets);
     out.section(2, &data);
     Ok(())
 }
@@ -66,6 +102,12 @@ fn list<T>(e: &mut Emitter, items: &[T], mut each: impl FnMut(&mut Emitter, &T))
     for item in items {
         each(e, item);
     }
+}
+
+/// [`list`] of references, which may fail to be numbered.
+fn try_list<T>(e: &mut Emitter, items: &[T], mut each: impl FnMut(&mut Emitter, &T) -> Result<()>) -> Result<()> {
+    e.varint(items.len() as u64);
+    items.iter().try_for_each(|item| each(e, item))
 }
 
 /// `writeAPIntWithKnownWidth`: a byte up to 8 bits, a signed varint of the zero-extended value up
@@ -149,21 +191,28 @@ fn int_width(plan: &Plan, ty: TypeId) -> Result<u32> {
     }
 }
 
-/// Encodes a canonical attribute; returns whether it used a custom (non-text) encoding.
-fn encode_attr(e: &mut Emitter, plan: &Plan, attr: &Attribute) -> Result<bool> {
-    let a = |e: &mut Emitter, id: &crate::mlir::ir::AttrId| e.varint(u64::from(id.0));
-    let t = |e: &mut Emitter, id: &TypeId| e.varint(u64::from(id.0));
+/// Encodes an attribute, its references numbered by `refs`; returns whether it used a custom
+/// (non-text) encoding. Strings, texts and resources are canonical already (see [`by_reference`]).
+fn encode_attr(e: &mut Emitter, plan: &Plan, attr: &Attribute, refs: &impl Refs) -> Result<bool> {
+    let a = |e: &mut Emitter, id: &AttrId| -> Result<()> {
+        e.varint(refs.attr(*id)?);
+        Ok(())
+    };
+    let t = |e: &mut Emitter, id: &TypeId| -> Result<()> {
+        e.varint(u64::from(refs.ty(*id)?.0));
+        Ok(())
+    };
     match attr {
         Attribute::Array(items) => {
             e.varint(0);
-            list(e, items, a);
+            try_list(e, items, a)?;
         }
         Attribute::Dictionary(entries) => {
             e.varint(1);
-            list(e, entries, |e, (k, v)| {
-                a(e, k);
-                a(e, v);
-            });
+            try_list(e, entries, |e, (k, v)| {
+                a(e, k)?;
+                a(e, v)
+            })?;
         }
         Attribute::String { value, ty: None } => {
             e.varint(2);
@@ -172,101 +221,101 @@ fn encode_attr(e: &mut Emitter, plan: &Plan, attr: &Attribute) -> Result<bool> {
         Attribute::String { value, ty: Some(ty) } => {
             e.varint(3);
             e.varint(u64::from(value.0));
-            t(e, ty);
+            t(e, ty)?;
         }
         Attribute::FlatSymbolRef(root) => {
             e.varint(4);
-            a(e, root);
+            a(e, root)?;
         }
         Attribute::SymbolRef { root, nested } => {
             e.varint(5);
-            a(e, root);
-            list(e, nested, a);
+            a(e, root)?;
+            try_list(e, nested, a)?;
         }
         Attribute::Type(ty) => {
             e.varint(6);
-            t(e, ty);
+            t(e, ty)?;
         }
         Attribute::Unit => e.varint(7),
         Attribute::Integer { ty, value } => {
-            let width = int_width(plan, *ty)?;
+            let width = int_width(plan, refs.ty(*ty)?)?;
             if width != value.width {
                 return Err(malformed("integer attribute width differs from its type's"));
             }
             e.varint(8);
-            t(e, ty);
+            t(e, ty)?;
             apint(e, value);
         }
         Attribute::Float { ty, bits } => {
-            match plan.types.get(ty.0 as usize).map(|t| &t.1) {
+            match plan.types.get(refs.ty(*ty)?.0 as usize).map(|t| &t.1) {
                 Some(Type::Float(kind)) if kind.bit_width() == bits.width => {}
                 _ => return Err(malformed("float attribute of a non-float type or the wrong width")),
             }
             e.varint(9);
-            t(e, ty);
+            t(e, ty)?;
             apint(e, bits);
         }
         Attribute::CallSiteLoc { callee, caller } => {
             e.varint(10);
-            a(e, callee);
-            a(e, caller);
+            a(e, callee)?;
+            a(e, caller)?;
         }
         Attribute::FileLineColLoc { filename, line, column } => {
             e.varint(11);
-            a(e, filename);
+            a(e, filename)?;
             e.varint(u64::from(*line));
             e.varint(u64::from(*column));
         }
         Attribute::FusedLoc { locations, metadata: None } => {
             e.varint(12);
-            list(e, locations, a);
+            try_list(e, locations, a)?;
         }
         Attribute::FusedLoc { locations, metadata: Some(metadata) } => {
             e.varint(13);
-            list(e, locations, a);
-            a(e, metadata);
+            try_list(e, locations, a)?;
+            a(e, metadata)?;
         }
         Attribute::NameLoc { name, child } => {
             e.varint(14);
-            a(e, name);
-            a(e, child);
+            a(e, name)?;
+            a(e, child)?;
         }
         Attribute::UnknownLoc => e.varint(15),
         Attribute::DenseResource { ty, resource } => {
             e.varint(16);
-            t(e, ty);
+            t(e, ty)?;
             e.varint(plan.resource_handle(*resource));
         }
         Attribute::DenseArray { elem, count, data } => {
             e.varint(17);
-            t(e, elem);
+            t(e, elem)?;
             e.varint(*count);
             e.blob(data.bytes());
         }
         Attribute::DenseElements { ty, data } => {
             e.varint(18);
-            t(e, ty);
+            t(e, ty)?;
             e.blob(data.bytes());
         }
         Attribute::DenseString { ty, splat, values } => {
             e.varint(19);
-            t(e, ty);
+            t(e, ty)?;
             e.varint(u64::from(*splat));
             values.iter().for_each(|s| e.varint(u64::from(s.0)));
         }
         Attribute::Sparse { ty, indices, values } => {
             e.varint(20);
-            t(e, ty);
-            a(e, indices);
-            a(e, values);
+            t(e, ty)?;
+            a(e, indices)?;
+            a(e, values)?;
         }
         Attribute::Distinct { referenced, .. } => {
             e.varint(21);
-            a(e, referenced);
+            a(e, referenced)?;
         }
         Attribute::FileLineColRange { filename, parts } => {
             e.varint(22);
-            a(e, filename);
+            a(e, filename)?;
             list(e, parts, |e, &p| e.varint(u64::from(p)));
         }
         Attribute::AffineMap(map) => {

@@ -5,22 +5,33 @@
 const ALIGNMENT_BYTE: u8 = 0xCB;
 
 /// A growing buffer plus the alignment its start must have in the final file. A section's payload
-/// is built in its own `Emitter`, aligned relative to its own start; [`Emitter::section`] then
-/// places it at an offset of the parent that keeps that alignment.
+/// is aligned relative to its own start; when the section is closed or appended, it is placed at an
+/// offset of the parent that keeps that alignment.
 ///
-/// The bytes written are `buf[..len]`; the rest of `buf` is room to write into, so that writing a
-/// varint is one length check and one store rather than a `Vec` push per byte.
+/// Sections are written in place ([`Emitter::begin_section`], [`Emitter::end_section`]): the
+/// payload goes straight into the buffer and its header (whose length varint is known only at the
+/// end) is inserted before it, moving bytes just written instead of copying the payload out of a
+/// buffer of its own, which would be fresh memory to fault in and grow.
 #[derive(Debug)]
 pub(super) struct Emitter {
     buf: Vec<u8>,
-    len: usize,
-    /// The largest alignment any data in the buffer needs from the buffer's start (1 = none).
+    /// Where the payload of the innermost open section starts (0: none is open).
+    base: usize,
+    /// The largest alignment any data of the innermost open section (or of the whole buffer)
+    /// needs from its start (1 = none).
     pub alignment: u64,
+}
+
+/// An open section: what [`Emitter::end_section`] restores.
+pub(super) struct OpenSection {
+    start: usize,
+    outer_base: usize,
+    outer_alignment: u64,
 }
 
 impl Default for Emitter {
     fn default() -> Self {
-        Self { buf: Vec::new(), len: 0, alignment: 1 }
+        Self::with_capacity(0)
     }
 }
 
@@ -29,55 +40,45 @@ impl Emitter {
         Self::default()
     }
 
+    /// An emitter with room for `capacity` bytes before it grows.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { buf: Vec::with_capacity(capacity), base: 0, alignment: 1 }
+    }
+
     pub fn len(&self) -> usize {
-        self.len
+        self.buf.len()
     }
 
     /// The bytes written so far.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+        &self.buf
     }
 
-    pub fn into_bytes(mut self) -> Vec<u8> {
-        self.buf.truncate(self.len);
+    pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
 
     /// Forgets the bytes written (and the alignment they needed), keeping the room.
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.buf.clear();
+        self.base = 0;
         self.alignment = 1;
     }
 
-    /// Overwrites the byte written at `at` (a flag byte whose value is known only later).
+    /// Overwrites the byte written at `at` (a flag byte whose value is known only later). No
+    /// section that began before `at` may have been closed since: closing one moves its bytes.
     pub fn set_byte(&mut self, at: usize, byte: u8) {
-        self.buf[..self.len][at] = byte;
-    }
-
-    /// The next `n` bytes of room, grown when short.
-    #[inline(always)]
-    fn room(&mut self, n: usize) -> &mut [u8] {
-        if self.buf.len() - self.len < n {
-            self.grow(n);
-        }
-        &mut self.buf[self.len..self.len + n]
-    }
-
-    #[cold]
-    fn grow(&mut self, n: usize) {
-        let size = (self.buf.len() * 2).max(self.len + n).max(256);
-        self.buf.resize(size, 0);
+        self.buf[at] = byte;
     }
 
     #[inline(always)]
     pub fn byte(&mut self, byte: u8) {
-        self.room(1)[0] = byte;
-        self.len += 1;
+        self.buf.push(byte);
     }
 
+    #[inline]
     pub fn bytes(&mut self, bytes: &[u8]) {
-        self.room(bytes.len()).copy_from_slice(bytes);
-        self.len += bytes.len();
+        self.buf.extend_from_slice(bytes);
     }
 
     /// A PrefixVarInt: the count of trailing zero bits of the first byte is the count of extra
@@ -89,8 +90,7 @@ impl Emitter {
         } else if value >> 14 == 0 {
             // Two bytes, the next most common (value numbers, attribute indices): one trailing
             // zero bit, then the value.
-            self.room(2).copy_from_slice(&(((value << 2) | 0b10) as u16).to_le_bytes());
-            self.len += 2;
+            self.bytes(&(((value << 2) | 0b10) as u16).to_le_bytes());
         } else {
             self.long_varint(value);
         }
@@ -99,19 +99,9 @@ impl Emitter {
     /// [`Emitter::varint`] of a value of 14 bits or more (kept out of line so that the shorter
     /// cases, most of them, inline into their callers).
     fn long_varint(&mut self, value: u64) {
-        let room = self.room(9);
-        if value >> 56 != 0 {
-            room[0] = 0;
-            room[1..].copy_from_slice(&value.to_le_bytes());
-            self.len += 9;
-            return;
-        }
-        // Seven value bits per byte: 2 to 8 bytes. All eight are stored, the unused high ones
-        // (zero) left as room.
-        let num_bytes = (u64::BITS - value.leading_zeros()).div_ceil(7) as usize;
-        let encoded = ((value << 1) | 1) << (num_bytes - 1);
-        room[..8].copy_from_slice(&encoded.to_le_bytes());
-        self.len += num_bytes;
+        let mut encoded = [0u8; 9];
+        let len = encode_varint(value, &mut encoded);
+        self.bytes(&encoded[..len]);
     }
 
     /// A zigzag-encoded signed varint.
@@ -136,37 +126,92 @@ impl Emitter {
         self.bytes(bytes);
     }
 
-    /// Pads with `0xCB` up to `alignment` (a power of two) from the buffer's start, and records
-    /// that the buffer's start needs that alignment.
+    /// Pads with `0xCB` up to `alignment` (a power of two) from the start of the innermost open
+    /// section (or of the buffer), and records that this start needs that alignment.
     pub fn align_to(&mut self, alignment: u64) {
         if alignment < 2 {
             return;
         }
-        while self.len as u64 % alignment != 0 {
-            self.byte(ALIGNMENT_BYTE);
-        }
+        let offset = (self.buf.len() - self.base) as u64;
+        let padding = offset.next_multiple_of(alignment) - offset;
+        self.buf.resize(self.buf.len() + padding as usize, ALIGNMENT_BYTE);
         self.alignment = self.alignment.max(alignment);
     }
 
-    /// Appends a section: `byte(id | aligned << 7)`, `varint length`, then, only when the payload
-    /// needs an alignment this offset does not already have, `varint alignment` and padding. When
-    /// the offset happens to be aligned, the requirement moves up to this emitter instead (what
-    /// upstream does, so its files and ours agree on when the flag is set).
+    /// Opens a section: what is written until [`Emitter::end_section`] is its payload.
+    pub fn begin_section(&mut self) -> OpenSection {
+        let open = OpenSection { start: self.buf.len(), outer_base: self.base, outer_alignment: self.alignment };
+        self.base = self.buf.len();
+        self.alignment = 1;
+        open
+    }
+
+    /// Closes the section `open` began as section `id`: inserts its header before the payload.
+    pub fn end_section(&mut self, id: u8, open: OpenSection) {
+        let payload_len = self.buf.len() - open.start;
+        let payload_alignment = self.alignment;
+        self.base = open.outer_base;
+        self.alignment = open.outer_alignment;
+        let mut header = [0u8; 19];
+        let (len, padding) = self.section_header(open.start, id, payload_len, payload_alignment, &mut header);
+        let shift = len + padding;
+        self.buf.resize(self.buf.len() + shift, 0);
+        self.buf.copy_within(open.start..open.start + payload_len, open.start + shift);
+        self.buf[open.start..open.start + len].copy_from_slice(&header[..len]);
+        self.buf[open.start + len..open.start + shift].fill(ALIGNMENT_BYTE);
+    }
+
+    /// Appends a section whose payload was built apart.
     pub fn section(&mut self, id: u8, payload: &Emitter) {
-        let code_at = self.len;
-        self.byte(id);
-        self.varint(payload.len as u64);
-        if payload.alignment > 1 {
-            if self.len as u64 % payload.alignment != 0 {
-                self.varint(payload.alignment);
-                self.align_to(payload.alignment);
-                self.buf[code_at] |= 0x80;
-            } else {
-                self.alignment = self.alignment.max(payload.alignment);
-            }
-        }
+        let mut header = [0u8; 19];
+        let (len, padding) = self.section_header(self.buf.len(), id, payload.len(), payload.alignment, &mut header);
+        self.bytes(&header[..len]);
+        self.buf.resize(self.buf.len() + padding, ALIGNMENT_BYTE);
         self.bytes(payload.as_bytes());
     }
+
+    /// The header of a section placed at `at`: `byte(id | aligned << 7)`, `varint length`, then,
+    /// only when the payload needs an alignment this offset does not already have, `varint
+    /// alignment` and padding. When the offset happens to be aligned, the requirement moves up to
+    /// the enclosing section instead (what upstream does, so its files and ours agree on when the
+    /// flag is set). Returns the header's length in `header` and the padding after it.
+    fn section_header(
+        &mut self,
+        at: usize,
+        id: u8,
+        len: usize,
+        alignment: u64,
+        header: &mut [u8; 19],
+    ) -> (usize, usize) {
+        header[0] = id;
+        let mut end = 1 + encode_varint(len as u64, (&mut header[1..10]).try_into().expect("nine bytes"));
+        let mut padding = 0;
+        if alignment > 1 {
+            let offset = (at - self.base + end) as u64;
+            if offset % alignment != 0 {
+                header[0] |= 0x80;
+                end += encode_varint(alignment, (&mut header[end..end + 9]).try_into().expect("nine bytes"));
+                let offset = (at - self.base + end) as u64;
+                padding = (offset.next_multiple_of(alignment) - offset) as usize;
+            }
+            self.alignment = self.alignment.max(alignment);
+        }
+        (end, padding)
+    }
+}
+
+/// Encodes `value` as a PrefixVarInt into `out`; returns its length.
+fn encode_varint(value: u64, out: &mut [u8; 9]) -> usize {
+    if value >> 56 != 0 {
+        out[0] = 0;
+        out[1..].copy_from_slice(&value.to_le_bytes());
+        return 9;
+    }
+    // Seven value bits per byte: 1 to 8 bytes.
+    let num_bytes = (u64::BITS - value.leading_zeros()).div_ceil(7).max(1) as usize;
+    let encoded = ((value << 1) | 1) << (num_bytes - 1);
+    out[..8].copy_from_slice(&encoded.to_le_bytes());
+    num_bytes
 }
 
 #[cfg(test)]
@@ -210,5 +255,41 @@ mod tests {
         outer.section(5, &payload);
         assert_eq!(outer.as_bytes(), [0x05, 0x01]);
         assert_eq!(outer.alignment, 2);
+    }
+
+    /// A section written in place is byte for byte the section appended from a payload built
+    /// apart: at every offset, with and without alignment, nested, and with long lengths.
+    #[test]
+    fn a_section_written_in_place_equals_one_built_apart() {
+        let payload = |e: &mut Emitter, alignment: u64, len: usize| {
+            e.bytes(&[7; 3]);
+            e.align_to(alignment);
+            e.bytes(&vec![9; len]);
+        };
+        for prefix in 0..9 {
+            for alignment in [1, 2, 8, 64] {
+                for len in [0, 200, 20_000] {
+                    let mut apart = Emitter::new();
+                    apart.bytes(&vec![1; prefix]);
+                    let mut inner = Emitter::new();
+                    payload(&mut inner, alignment, len);
+                    let mut middle = Emitter::new();
+                    middle.byte(2);
+                    middle.section(4, &inner);
+                    apart.section(5, &middle);
+
+                    let mut in_place = Emitter::new();
+                    in_place.bytes(&vec![1; prefix]);
+                    let outer_section = in_place.begin_section();
+                    in_place.byte(2);
+                    let inner_section = in_place.begin_section();
+                    payload(&mut in_place, alignment, len);
+                    in_place.end_section(4, inner_section);
+                    in_place.end_section(5, outer_section);
+                    assert_eq!(in_place.as_bytes(), apart.as_bytes(), "prefix {prefix}, alignment {alignment}");
+                    assert_eq!(in_place.alignment, apart.alignment, "prefix {prefix}, alignment {alignment}");
+                }
+            }
+        }
     }
 }

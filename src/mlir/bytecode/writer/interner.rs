@@ -42,15 +42,15 @@ impl<T> Default for Interner<T> {
 }
 
 impl<T> Interner<T> {
-    /// Room for `capacity` items before any reallocation.
+    /// Room for `capacity` items before any reallocation. The lookup table is made by the first
+    /// lookup (sized for `capacity`): a table only ever appended to never has one.
     pub fn with_capacity(capacity: usize) -> Self {
-        let slots = (capacity * 2).next_power_of_two().max(16);
         Self {
             items: Vec::with_capacity(capacity),
-            hashes: Vec::with_capacity(capacity),
-            slots: vec![EMPTY; slots],
+            hashes: Vec::new(),
+            slots: Vec::new(),
             indexed: 0,
-            seen: vec![0; slots / 8],
+            seen: Vec::new(),
             hasher: foldhash::fast::FixedState::default(),
         }
     }
@@ -112,8 +112,13 @@ impl<T> Interner<T> {
         self.items.len() as u32 - 1
     }
 
-    /// Hashes the items [`Interner::push_distinct`] appended since the last lookup.
+    /// Hashes the items [`Interner::push_distinct`] appended since the last lookup (making the
+    /// table first if there is none).
     fn hash_pending(&mut self, hash: impl Fn(&T) -> u64) {
+        if self.slots.is_empty() {
+            self.hashes.reserve(self.items.capacity());
+            self.resize((self.items.capacity() * 2).next_power_of_two().max(16));
+        }
         for index in self.hashes.len()..self.items.len() {
             let hash = hash(&self.items[index]);
             self.hashes.push(hash);
@@ -158,8 +163,13 @@ impl<T> Interner<T> {
 
     /// Doubles `slots` and `seen`, indexing every item again.
     fn grow(&mut self) {
-        self.slots = vec![EMPTY; self.slots.len() * 2];
-        self.seen = vec![0; self.slots.len() / 8];
+        self.resize(self.slots.len() * 2);
+    }
+
+    /// Makes `slots` `len` long (and `seen` to match), indexing every item again.
+    fn resize(&mut self, len: usize) {
+        self.slots = vec![EMPTY; len];
+        self.seen = vec![0; len / 8];
         self.indexed = 0;
         for &hash in &self.hashes {
             let (word, bit) = self.seen_bit(hash);

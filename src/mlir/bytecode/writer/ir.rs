@@ -32,8 +32,6 @@ pub(super) struct IrWriter<'a> {
     /// properties already in the table cost no allocation.
     blob: Emitter,
     entry: Emitter,
-    /// Emitters for nested sections, kept to be reused with the room they grew.
-    spare: Vec<Emitter>,
 }
 
 impl<'a> IrWriter<'a> {
@@ -54,27 +52,27 @@ impl<'a> IrWriter<'a> {
             properties_index: HashMap::new(),
             blob: Emitter::new(),
             entry: Emitter::new(),
-            spare: Vec::new(),
         })
     }
 
-    /// The IR section payload: the top-level ops as one block without arguments.
-    pub fn write(&mut self) -> Result<Emitter> {
-        let mut e = Emitter::new();
+    /// The IR section, written into `e`: the top-level ops as one block without arguments.
+    pub fn write(&mut self, e: &mut Emitter) -> Result<()> {
+        let section = e.begin_section();
         e.varint_with_flag(self.m.top_level.len() as u64, false);
         for &top in &self.m.top_level {
             if op(self.m, top)?.results.len > 0 {
                 return Err(WriteError::TopLevelResults(op_name(self.m, top)));
             }
-            self.op(&mut e, top, None, 0, 0)?;
+            self.op(e, top, None, 0, 0)?;
         }
-        Ok(e)
+        e.end_section(4, section);
+        Ok(())
     }
 
     fn op(&mut self, e: &mut Emitter, id: OpId, parent: Option<RegionId>, next_base: u32, depth: usize) -> Result<()> {
         let m = self.m;
         let o = op(m, id)?;
-        let plan = self.plan.ops[id.0 as usize].as_ref().ok_or_else(|| numbering::malformed("op not planned"))?;
+        let plan = self.plan.ops[id.0 as usize].ok_or_else(|| numbering::malformed("op not planned"))?;
         e.varint(self.plan.op_name_index(o.name)?);
         let mask_at = e.len();
         e.byte(0);
@@ -84,7 +82,7 @@ impl<'a> IrWriter<'a> {
             mask |= 0x01;
             e.varint(self.plan.attr_index(attrs)?);
         }
-        if self.version >= version::NATIVE_PROPERTIES && self.properties_blob(&plan.props)? {
+        if self.version >= version::NATIVE_PROPERTIES && self.properties_blob(plan.props)? {
             mask |= 0x40;
             let index = self.intern_properties();
             e.varint(index);
@@ -141,13 +139,11 @@ impl<'a> IrWriter<'a> {
         let isolated = self.plan.isolated[id.0 as usize];
         e.varint_with_flag(op_regions.len() as u64, isolated);
         if isolated && self.version >= version::LAZY_LOADING {
-            let mut nested = self.spare.pop().unwrap_or_default();
+            let section = e.begin_section();
             for &r in op_regions {
-                self.region(&mut nested, r, 0, depth + 1)?;
+                self.region(e, r, 0, depth + 1)?;
             }
-            e.section(4, &nested);
-            nested.clear();
-            self.spare.push(nested);
+            e.end_section(4, section);
         } else {
             let base = if isolated { 0 } else { next_base };
             for &r in op_regions {
@@ -264,14 +260,14 @@ impl<'a> IrWriter<'a> {
     }
 
     /// Encodes `props` into `self.blob`; whether the op has properties.
-    fn properties_blob(&mut self, props: &PropsPlan) -> Result<bool> {
+    fn properties_blob(&mut self, props: PropsPlan) -> Result<bool> {
         let e = &mut self.blob;
         e.clear();
         match props {
             PropsPlan::None => return Ok(false),
-            PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(*dict))?),
-            PropsPlan::Native(items) => {
-                for item in items.iter() {
+            PropsPlan::Dict(dict) => e.varint(self.plan.attr_index(AttrKey::Module(dict))?),
+            PropsPlan::Native(index) => {
+                for item in self.plan.native[index as usize].iter() {
                     match item {
                         NativeItem::Required(a) => e.varint(self.plan.attr_index(AttrKey::Module(*a))?),
                         NativeItem::Optional(None) => e.varint(0),

@@ -112,41 +112,67 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
         }
     }
 
-    let mut ir = ir::IrWriter::new(module, &plan, v)?;
-    let ir_section = ir.write()?;
-    let properties = std::mem::take(&mut ir.properties);
-    drop(ir);
-
-    let mut out = Emitter::new();
+    let mut out = Emitter::with_capacity(size_estimate(module, &plan));
     out.bytes(MAGIC);
     out.varint(u64::from(v));
     out.cstr(options.producer.as_bytes());
     write_dialect_section(&mut out, &mut plan, v);
-    attr_type::write_attr_type_sections(&mut out, &plan)?;
-    out.section(4, &ir_section);
+    attr_type::write_attr_type_sections(&mut out, &plan, &module.context)?;
+    let mut ir = ir::IrWriter::new(module, &plan, v)?;
+    ir.write(&mut out)?;
+    let properties = std::mem::take(&mut ir.properties);
+    drop(ir);
     write_resource_sections(&mut out, &mut plan, module)?;
-    let mut strings = Emitter::new();
-    strings.varint(plan.strings.strings().len() as u64);
+    let strings = out.begin_section();
+    out.varint(plan.strings.strings().len() as u64);
     for s in plan.strings.strings().iter().rev() {
-        strings.varint(s.len() as u64 + 1);
+        out.varint(s.len() as u64 + 1);
     }
     for s in plan.strings.strings() {
-        strings.cstr(s);
+        out.cstr(s);
     }
-    out.section(0, &strings);
+    out.end_section(0, strings);
     if v >= version::NATIVE_PROPERTIES {
-        let mut section = Emitter::new();
-        section.varint(properties.len() as u64);
+        let section = out.begin_section();
+        out.varint(properties.len() as u64);
         for entry in &properties {
-            section.bytes(entry);
+            out.bytes(entry);
         }
-        out.section(8, &section);
+        out.end_section(8, section);
     }
     Ok(out.into_bytes())
 }
 
-fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
-    let mut e = Emitter::new();
+/// About the size of the file, from counts the module and the plan know: a few bytes per op,
+/// operand, value and attribute or type entry, plus the strings and resources. Reserving it up
+/// front spares the output the copies of growing by doubling; a little too much costs only
+/// address space, pages never written being never touched.
+fn size_estimate(m: &Module, plan: &Plan) -> usize {
+    let strings: usize = plan.strings.strings().iter().map(|s| s.len() + 2).sum();
+    1024 + m.ops.len() * 6
+        + m.operand_pool.len() * 3
+        + m.values.len() * 2
+        + (plan.attrs.len() + plan.types.len()) * 8
+        + strings
+        + resource_size_estimate(plan)
+}
+
+/// About the size of the resource section: the blobs' bytes (padding aside) and a few bytes for
+/// each entry.
+fn resource_size_estimate(plan: &Plan) -> usize {
+    plan.external_resources
+        .iter()
+        .flat_map(|(_, entries)| entries)
+        .chain(plan.dialect_resources.iter().flat_map(|(_, entries)| entries))
+        .map(|(_, value)| match value {
+            ResourceValue::Blob { data, .. } => data.len() + 16,
+            _ => 8,
+        })
+        .sum()
+}
+
+fn write_dialect_section(e: &mut Emitter, plan: &mut Plan, v: u32) {
+    let section = e.begin_section();
     e.varint(plan.dialects.len() as u64);
     for i in 0..plan.dialects.len() {
         let name = plan.strings.insert(&plan.dialects[i].name);
@@ -154,9 +180,9 @@ fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
         match &dialect.version {
             Some(payload) if v >= version::DIALECT_VERSIONING => {
                 e.varint_with_flag(u64::from(name), true);
-                let mut section = Emitter::new();
-                section.bytes(payload);
-                e.section(7, &section);
+                let version = e.begin_section();
+                e.bytes(payload);
+                e.end_section(7, version);
             }
             _ if v >= version::DIALECT_VERSIONING => e.varint_with_flag(u64::from(name), false),
             _ => e.varint(u64::from(name)),
@@ -176,13 +202,15 @@ fn write_dialect_section(out: &mut Emitter, plan: &mut Plan, v: u32) {
             }
         }
     }
-    out.section(1, &e);
+    e.end_section(1, section);
 }
 
-/// Resource offset (6) then resource (5) sections; always present, as upstream writes them.
+/// Resource offset (6) then resource (5) sections; always present, as upstream writes them. The
+/// offsets are written in place; the data, which follows them but is encoded along with them,
+/// apart.
 fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Result<()> {
-    let mut data = Emitter::new();
-    let mut offsets = Emitter::new();
+    let mut data = Emitter::with_capacity(resource_size_estimate(plan));
+    let offsets = out.begin_section();
     let mut group = |plan: &mut Plan, offsets: &mut Emitter, owner: u64, entries: &ResourceEntries| -> Result<()> {
         offsets.varint(owner);
         offsets.varint(entries.len() as u64);
@@ -221,18 +249,18 @@ fn write_resource_sections(out: &mut Emitter, plan: &mut Plan, m: &Module) -> Re
         Ok(())
     };
     let external = std::mem::take(&mut plan.external_resources);
-    offsets.varint(external.len() as u64);
+    out.varint(external.len() as u64);
     for (owner, entries) in &external {
         let owner = plan.strings.insert(owner);
-        group(plan, &mut offsets, u64::from(owner), entries)?;
+        group(plan, out, u64::from(owner), entries)?;
     }
     let dialect = std::mem::take(&mut plan.dialect_resources);
     for (owner, entries) in &dialect {
-        group(plan, &mut offsets, u64::from(*owner), entries)?;
+        group(plan, out, u64::from(*owner), entries)?;
     }
     plan.external_resources = external;
     plan.dialect_resources = dialect;
-    out.section(6, &offsets);
+    out.end_section(6, offsets);
     out.section(5, &data);
     Ok(())
 }

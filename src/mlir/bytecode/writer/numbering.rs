@@ -9,7 +9,6 @@
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
 use foldhash::{HashMap, HashMapExt};
-use std::rc::Rc;
 
 use super::error::WriteError;
 use super::interner::Interner;
@@ -139,27 +138,45 @@ fn parent_region(m: &Module, id: OpId) -> Result<Option<RegionId>> {
 
 /// An op is isolated unless some op inside it uses a value defined outside it: walks up from each
 /// of `user`'s operands' uses to the region defining the value, marking every op crossed as not
-/// isolated.
-fn mark_not_isolated(m: &Module, user: OpId, used: &[ValueId], isolated: &mut [bool]) -> Result<()> {
-    if used.is_empty() {
-        return Ok(());
-    }
-    let user_region = parent_region(m, user)?;
+/// isolated. Operands defined in `user`'s own block, most of them, cross nothing: they are told
+/// apart inline, the walk up is out of line.
+#[inline]
+fn mark_not_isolated(
+    m: &Module,
+    user: OpId,
+    user_op: &Operation,
+    used: &[ValueId],
+    isolated: &mut [bool],
+) -> Result<()> {
     for &v in used {
-        let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
-        let mut current = user_region;
-        let mut steps = 0usize;
-        while current != def {
-            let Some(r) = current else {
-                return Err(WriteError::ValueNotVisible(op_name(m, user)));
-            };
-            let owner = region(m, r)?.parent.ok_or_else(|| malformed("region without a parent op"))?;
-            isolated[owner.0 as usize] = false;
-            current = parent_region(m, owner)?;
-            steps += 1;
-            if steps > m.ops.len() {
-                return Err(malformed("op parents form a cycle"));
-            }
+        let def_block = match m.values.get(v.0 as usize).map(|v| v.def) {
+            Some(ValueDef::OpResult { op: def, .. }) => m.ops.get(def.0 as usize).and_then(|o| o.parent),
+            Some(ValueDef::BlockArgument { block, .. }) => Some(block),
+            _ => None,
+        };
+        if def_block.is_none() || def_block != user_op.parent {
+            mark_crossed(m, user, v, isolated)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`mark_not_isolated`] for operand `v` of `user`, defined outside `user`'s block (or not at all).
+#[inline(never)]
+fn mark_crossed(m: &Module, user: OpId, v: ValueId, isolated: &mut [bool]) -> Result<()> {
+    let def = defining_region(m, v).map_err(|_| WriteError::UndefinedValue(op_name(m, user)))?;
+    let mut current = parent_region(m, user)?;
+    let mut steps = 0usize;
+    while current != def {
+        let Some(r) = current else {
+            return Err(WriteError::ValueNotVisible(op_name(m, user)));
+        };
+        let owner = region(m, r)?.parent.ok_or_else(|| malformed("region without a parent op"))?;
+        isolated[owner.0 as usize] = false;
+        current = parent_region(m, owner)?;
+        steps += 1;
+        if steps > m.ops.len() {
+            return Err(malformed("op parents form a cycle"));
         }
     }
     Ok(())
@@ -298,6 +315,14 @@ pub(super) enum Entry {
     Native(Native),
 }
 
+/// Whether `a` is a builtin attribute whose only references are attributes and types, which the
+/// plan's tables number: such an attribute of the module's context can be encoded from the
+/// context itself (see [`Slot::Context`]).
+pub(super) fn by_reference(a: &Attribute) -> bool {
+    use Attribute as A;
+    !matches!(a, A::String { .. } | A::DenseString { .. } | A::DenseResource { .. } | A::Text { .. } | A::Custom { .. })
+}
+
 /// Rewrites the references (and the dialect) of a native encoding in place.
 fn map_native(native: &mut Native, m: &mut impl Mapper) -> Result<()> {
     for item in native.items.iter_mut() {
@@ -360,17 +385,34 @@ pub(super) enum NativeItem {
     Bool(bool),
 }
 
+/// Eight bytes, like [`OpPlan::attrs`]: the plan of every op is a table of the module's size, so
+/// an encoding shared by many ops is referred to by index.
+#[derive(Clone, Copy)]
 pub(super) enum PropsPlan {
     None,
     /// An unregistered op's properties: the dictionary attribute's index.
     Dict(AttrId),
-    /// Shared by the ops of one name with the same properties dictionary.
-    Native(Rc<[NativeItem]>),
+    /// A registered op's native encoding: index into [`Plan::native`], shared by the ops of one
+    /// name with the same properties dictionary.
+    Native(u32),
 }
 
+/// How one op's attributes and properties are written (16 bytes).
+#[derive(Clone, Copy)]
 pub(super) struct OpPlan {
     pub attrs: Option<AttrKey>,
     pub props: PropsPlan,
+}
+
+/// Where an attribute entry's encoding comes from.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Slot {
+    /// An attribute of the module's context that [`by_reference`] accepts, encoded from the
+    /// context with each reference looked up in the plan's tables. A canonical copy of every
+    /// location and integer of a large module was most of the writer's memory.
+    Context(AttrId),
+    /// [`Plan::owned`] entry `i`, in canonical form.
+    Owned(u32),
 }
 
 pub(super) type ResourceEntries = Vec<(Box<[u8]>, ResourceValue)>;
@@ -384,8 +426,11 @@ pub(super) struct Plan {
     pub op_names: Vec<OpNameEntry>,
     /// Writer op-name index of each of the module's op names (`UNSET` if unused).
     op_name_index: Vec<u32>,
-    /// Canonical attributes and types with their dialect, grouped by dialect.
-    pub attrs: Vec<(u32, Entry)>,
+    /// Attribute entries with their dialect, grouped by dialect.
+    pub attrs: Vec<(u32, Slot)>,
+    /// The entries of [`Slot::Owned`].
+    pub owned: Vec<Entry>,
+    /// Canonical types with their dialect, grouped by dialect.
     pub types: Vec<(u32, Type)>,
     /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries).
     pub texts: Interner<Box<[u8]>>,
@@ -394,6 +439,8 @@ pub(super) struct Plan {
     type_index: Vec<u32>,
     /// Indexed by `OpId`; `None` for ops not in the module's tree.
     pub ops: Vec<Option<OpPlan>>,
+    /// The native properties encodings [`PropsPlan::Native`] refers to.
+    pub native: Vec<Box<[NativeItem]>>,
     /// An `UnknownLoc` for block arguments without a location (before version 4).
     pub unknown_loc: Option<AttrKey>,
     pub external_resources: Vec<(Box<[u8]>, ResourceEntries)>,
@@ -455,7 +502,9 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         attr_memo: vec![UNSET; ctx.attrs().len()],
         extra_memo: Vec::new(),
         type_memo: vec![UNSET; ctx.types().len()],
-        attrs: Interner::with_capacity(ctx.attrs().len()),
+        slots: Vec::with_capacity(ctx.attrs().len()),
+        owned: Interner::default(),
+        slot_of: Vec::new(),
         synthesized: false,
         types: Interner::with_capacity(ctx.types().len()),
         builtin: None,
@@ -480,7 +529,8 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     let native_properties = version >= version::NATIVE_PROPERTIES && schemas.iter().any(Option::is_some);
     // Ops of one kind mostly repeat their properties (the same dictionary attribute), and the
     // encoding depends only on the op's name and dictionary: each pair is planned once.
-    let mut planned: HashMap<(OpNameId, AttrId), Option<Rc<[NativeItem]>>> = HashMap::new();
+    let mut planned: HashMap<(OpNameId, AttrId), Option<u32>> = HashMap::new();
+    let mut native_plans: Vec<Box<[NativeItem]>> = Vec::new();
 
     // How each op's attributes and properties are written, planned as the walk reaches it.
     let mut ops: Vec<Option<OpPlan>> = (0..m.ops.len()).map(|_| None).collect();
@@ -497,11 +547,14 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         // fit it (otherwise they go to the attribute dictionary below).
         let native = match (&o.properties, schemas[o.name.0 as usize]) {
             (Properties::Dict(dict), Some(schema)) if native_properties => match planned.get(&(o.name, *dict)) {
-                Some(items) => items.clone(),
+                Some(&index) => index,
                 None => {
-                    let items = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(Rc::from);
-                    planned.insert((o.name, *dict), items.clone());
-                    items
+                    let index = native_plan(m, id, schema, *dict, v6, &mut n.strings)?.map(|items| {
+                        native_plans.push(items.into());
+                        native_plans.len() as u32 - 1
+                    });
+                    planned.insert((o.name, *dict), index);
+                    index
                 }
             },
             _ => None,
@@ -598,19 +651,19 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
     let mut isolated = vec![true; m.ops.len()];
     for &id in &walk {
         let o = op(m, id)?;
-        mark_not_isolated(m, id, operands(m, o)?, &mut isolated)?;
+        mark_not_isolated(m, id, o, operands(m, o)?, &mut isolated)?;
         n.attr_key(AttrKey::Module(o.loc))?;
-        let plan = ops[id.0 as usize].as_ref().expect("planned above");
+        let plan = ops[id.0 as usize].expect("planned above");
         if let Some(key) = plan.attrs {
             n.attr_key(key)?;
         }
-        match &plan.props {
+        match plan.props {
             PropsPlan::None => {}
             PropsPlan::Dict(dict) => {
-                n.attr_key(AttrKey::Module(*dict))?;
+                n.attr_key(AttrKey::Module(dict))?;
             }
-            PropsPlan::Native(items) => {
-                for item in items.iter() {
+            PropsPlan::Native(index) => {
+                for item in native_plans[index as usize].iter() {
                     match item {
                         NativeItem::Required(a) | NativeItem::Optional(Some(a)) => {
                             n.attr_key(AttrKey::Module(*a))?;
@@ -645,7 +698,7 @@ pub(super) fn plan(m: &Module, options: &WriteOptions) -> Result<Plan> {
         }
     }
     let unknown_loc = n.unknown_loc_key;
-    n.finish(ops, isolated, op_names, op_name_index, unknown_loc)
+    n.finish(ops, native_plans, isolated, op_names, op_name_index, unknown_loc)
 }
 
 /// The attribute dictionary of a registered op written below v5: its discardable attributes and
@@ -869,10 +922,15 @@ struct Numberer<'m> {
     attr_memo: Vec<u32>,
     extra_memo: Vec<u32>,
     type_memo: Vec<u32>,
-    /// Canonical entries with their dialect, in the order first met (before grouping by dialect).
-    attrs: Interner<(u32, Entry)>,
-    /// Whether `attrs` holds an entry the writer made (an extra attribute or a native encoding),
-    /// which a context attribute met later may equal.
+    /// The attribute entries with their dialect, in the order first met (before grouping by
+    /// dialect): the provisional numbers.
+    slots: Vec<(u32, Slot)>,
+    /// Canonical entries with their dialect ([`Slot::Owned`]), and the slot of each.
+    owned: Interner<(u32, Entry)>,
+    slot_of: Vec<u32>,
+    /// Whether `owned` holds an entry the writer made (an extra attribute or a native encoding),
+    /// which a context attribute met later may equal: from then on every attribute is owned and
+    /// looked up.
     synthesized: bool,
     types: Interner<(u32, Type)>,
     builtin: Option<u32>,
@@ -981,13 +1039,24 @@ impl Numberer<'_> {
         // which the reader keeps as they are, are distinct as any MLIR writer writes them), and
         // mapping their references keeps them so: only entries the writer made need a lookup, and
         // context attributes once such an entry is there. Hashing each attribute of a large
-        // module to look it up was a sixth of the writer's time.
-        let index = match (&canonical, key) {
-            (Entry::Attr(_), AttrKey::Module(_)) if !self.synthesized => self.attrs.push_distinct((dialect, canonical)),
-            (Entry::Attr(_), AttrKey::Module(_)) => self.attrs.intern((dialect, canonical)),
-            _ => {
+        // module to look it up was a sixth of the writer's time. Until then, those whose
+        // references the tables number are not kept either: their entry is the context's own
+        // attribute (the copy mapped above only numbered its references).
+        let index = match (canonical, key) {
+            (Entry::Attr(a), AttrKey::Module(id)) if !self.synthesized => {
+                if self.native.is_none() && by_reference(&a) {
+                    self.slots.push((dialect, Slot::Context(id)));
+                    self.slots.len() as u32 - 1
+                } else {
+                    let item = self.owned.push_distinct((dialect, Entry::Attr(a)));
+                    self.owned_slot(dialect, item)
+                }
+            }
+            (entry @ Entry::Attr(_), AttrKey::Module(_)) => self.intern_owned(dialect, entry),
+            (entry, _) => {
+                self.own_context_slots()?;
                 self.synthesized = true;
-                self.attrs.intern((dialect, canonical))
+                self.intern_owned(dialect, entry)
             }
         };
         match key {
@@ -995,6 +1064,35 @@ impl Numberer<'_> {
             AttrKey::Extra(i) => self.extra_memo[i as usize] = index,
         }
         Ok(index)
+    }
+
+    /// The slot of owned item `item`, given one if new.
+    fn owned_slot(&mut self, dialect: u32, item: u32) -> u32 {
+        if item as usize == self.slot_of.len() {
+            self.slot_of.push(self.slots.len() as u32);
+            self.slots.push((dialect, Slot::Owned(item)));
+        }
+        self.slot_of[item as usize]
+    }
+
+    fn intern_owned(&mut self, dialect: u32, entry: Entry) -> u32 {
+        let item = self.owned.intern((dialect, entry));
+        self.owned_slot(dialect, item)
+    }
+
+    /// Turns every [`Slot::Context`] into an owned canonical copy, so that lookups see them.
+    fn own_context_slots(&mut self) -> Result<()> {
+        let mut numbers = Renumber { attrs: &self.attr_memo, types: &self.type_memo };
+        for (index, (dialect, slot)) in self.slots.iter_mut().enumerate() {
+            let Slot::Context(id) = *slot else { continue };
+            // Its references were numbered before it: the memo holds their numbers.
+            let mut canonical = attr(self.ctx, id)?.clone();
+            map_attr(&mut canonical, &mut numbers)?;
+            let item = self.owned.push_distinct((*dialect, Entry::Attr(canonical)));
+            self.slot_of.push(index as u32);
+            *slot = Slot::Owned(item);
+        }
+        Ok(())
     }
 
     fn type_key(&mut self, id: TypeId) -> Result<u32> {
@@ -1023,21 +1121,23 @@ impl Numberer<'_> {
     fn finish(
         self,
         ops: Vec<Option<OpPlan>>,
+        native: Vec<Box<[NativeItem]>>,
         isolated: Vec<bool>,
         op_names: Vec<OpNameEntry>,
         op_name_index: Vec<u32>,
         unknown_loc: Option<AttrKey>,
     ) -> Result<Plan> {
-        let mut attrs = self.attrs.items;
+        let mut attrs = self.slots;
+        let mut owned: Vec<Entry> = self.owned.items.into_iter().map(|(_, entry)| entry).collect();
         let mut types = self.types.items;
-        let attr_order = stable_order_by(&attrs, |e| e.0);
-        let type_order = stable_order_by(&types, |e| e.0);
-        let identity = |order: &[u32]| order.iter().enumerate().all(|(i, &p)| p == i as u32);
+        let (mut attr_index, mut extra_index, mut type_index) = (self.attr_memo, self.extra_memo, self.type_memo);
         // Entries already grouped by dialect (a module of builtin attributes and types only, say)
         // keep their numbers; otherwise every reference is renumbered and the entries reordered.
-        if !identity(&attr_order) || !identity(&type_order) {
+        if !attrs.is_sorted_by_key(|e| e.0) || !types.is_sorted_by_key(|e| e.0) {
+            let attr_order = stable_order_by(&attrs, |e| e.0);
+            let type_order = stable_order_by(&types, |e| e.0);
             let mut renumber = Renumber { attrs: &attr_order, types: &type_order };
-            for (_, entry) in &mut attrs {
+            for entry in &mut owned {
                 match entry {
                     Entry::Attr(a) => map_attr(a, &mut renumber)?,
                     Entry::Native(native) => map_native(native, &mut renumber)?,
@@ -1049,25 +1149,26 @@ impl Numberer<'_> {
             // A stable sort by dialect puts each entry at its position in the order.
             attrs.sort_by_key(|e| e.0);
             types.sort_by_key(|e| e.0);
-        }
-        let remap = |mut memo: Vec<u32>, order: &[u32]| -> Vec<u32> {
-            if !identity(order) {
+            for (memo, order) in
+                [(&mut attr_index, &attr_order), (&mut extra_index, &attr_order), (&mut type_index, &type_order)]
+            {
                 memo.iter_mut().filter(|p| **p != UNSET).for_each(|p| *p = order[*p as usize]);
             }
-            memo
-        };
+        }
         Ok(Plan {
             strings: self.strings,
             dialects: self.dialects,
             op_names,
             op_name_index,
             attrs,
+            owned,
             types,
             texts: self.texts,
-            attr_index: remap(self.attr_memo, &attr_order),
-            extra_index: remap(self.extra_memo, &attr_order),
-            type_index: remap(self.type_memo, &type_order),
+            attr_index,
+            extra_index,
+            type_index,
             ops,
+            native,
             unknown_loc,
             external_resources: self.external_resources,
             dialect_resources: self.dialect_resources,
