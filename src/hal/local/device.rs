@@ -69,7 +69,7 @@ pub struct LocalDevice {
     /// `local-task`'s workers.
     pool: Option<Arc<Workers>>,
     /// What `queue_alloca` lends and takes back.
-    transients: Arc<TransientPool>,
+    transients: TransientPool,
 }
 
 impl LocalDevice {
@@ -95,7 +95,12 @@ impl LocalDevice {
     /// threads. `None`, and `local-sync` whatever the pool, run workgroups inline.
     pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> LocalDevice {
         let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
-        LocalDevice { kind, allocator: Allocator::new(Arc::new(HostAllocator)), pool, transients: TransientPool::new() }
+        LocalDevice {
+            kind,
+            allocator: Allocator::new(Arc::new(HostAllocator)),
+            pool,
+            transients: TransientPool::default(),
+        }
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -153,8 +158,8 @@ impl DeviceBackend for LocalDevice {
         Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity))))
     }
 
-    /// Host memory is ready at once (a block an earlier alloca gave back, where one fits); the
-    /// queue only orders the signal.
+    /// Host memory is ready at once (a buffer of an earlier alloca that nothing holds any more,
+    /// where one fits); the queue only orders the signal.
     fn queue_alloca(
         &self,
         queue: &QueueFences<'_>,
