@@ -21,7 +21,7 @@ use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
-use crate::hal::fence::after;
+use crate::hal::fence::{after, Fence, Reached};
 use crate::hal::file::File;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -239,15 +239,25 @@ pub fn submit(
     queue: &QueueFences<'_>,
     work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
 ) -> Result<(), Diagnostic> {
-    let signal = queue.signal.clone();
-    let finish = move |result: Result<(), Diagnostic>| {
-        match &result {
-            Ok(()) => signal.signal(),
-            Err(e) => signal.fail(e),
+    // Inline, the signal fence is only borrowed: a new fence signalled before anything waits on
+    // it then never makes its point.
+    match queue.wait.map_or(Reached::Yes, Fence::reached) {
+        Reached::Yes => finish(queue.signal, work()),
+        Reached::Failed(error) => finish(queue.signal, Err(error)),
+        Reached::No => {
+            let signal = queue.signal.clone();
+            after(queue.wait, move |waited| finish(&signal, waited.and_then(|()| work())))
         }
-        result
-    };
-    after(queue.wait, move |waited| finish(waited.and_then(|()| work())))
+    }
+}
+
+/// Signals `signal` for queue work that succeeded, fails it with the work's error otherwise.
+fn finish(signal: &Fence, result: Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    match &result {
+        Ok(()) => signal.signal(),
+        Err(e) => signal.fail(e),
+    }
+    result
 }
 
 /// The executable formats the CPU devices load.
