@@ -11,7 +11,7 @@ use rtx::hal::check::CheckModule;
 use rtx::host::{AsyncValueRef, Diagnostic, StatusCode};
 use rtx::vm::context::Context;
 use rtx::vm::interpreter::Step;
-use rtx::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use rtx::vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use rtx::vm::value::Value;
 use rtx::vm::Module;
 
@@ -60,15 +60,16 @@ impl NativeModule for Host {
         &self,
         state: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         results: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         *state.downcast_mut::<u32>().expect("our state") += 1;
+        let arguments = arguments.to_values();
         let mut ready = |values: &[Value]| {
             results.extend_from_slice(values);
             Ok(NativeOutcome::Ready)
         };
-        match (ordinal, arguments) {
+        match (ordinal, &arguments[..]) {
             (0, [Value::I32(a), Value::I32(b)]) if a.checked_add(*b).is_none() => {
                 Err(Diagnostic::new(StatusCode::OutOfRange, "host.add overflowed"))
             }

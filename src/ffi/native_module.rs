@@ -16,7 +16,7 @@ use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, U
 use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::vm::abi::plain_kinds;
 use crate::vm::abi::{CallingConvention, ValueKind};
-use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::native::{Arg, Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;
 
 /// The payload of an `rtx_value_t`; which member is meaningful is the value's `kind`.
@@ -213,7 +213,7 @@ impl NativeModule for CNativeModule {
         &self,
         state: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         values: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let (Some(entry), Some(function)) = (self.entries.get(ordinal), self.functions.get(ordinal)) else {
@@ -240,10 +240,10 @@ impl NativeModule for CNativeModule {
             .map(|(index, (value, &kind))| {
                 let mut arg = rtx_value_t::zero(kind);
                 match (kind, value) {
-                    (ValueKind::I32, Value::I32(v)) => arg.value.i32 = *v,
-                    (ValueKind::I64, Value::I64(v)) => arg.value.i64 = *v,
-                    (ValueKind::F32, Value::F32(v)) => arg.value.f32 = *v,
-                    (ValueKind::F64, Value::F64(v)) => arg.value.f64 = *v,
+                    (ValueKind::I32, Arg::I32(v)) => arg.value.i32 = v,
+                    (ValueKind::I64, Arg::I64(v)) => arg.value.i64 = v,
+                    (ValueKind::F32, Arg::F32(v)) => arg.value.f32 = v,
+                    (ValueKind::F64, Arg::F64(v)) => arg.value.f64 = v,
                     _ => {
                         return Err(invalid_argument(format!(
                             "argument {index} of `{}`: expected {} but got {}",

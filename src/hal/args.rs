@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
+use crate::vm::native::{Arg, Arguments};
 use crate::vm::refs::Ref;
-use crate::vm::value::Value;
 
 /// The arguments of one call, and the function's full name (`hal.buffer.load`) for messages. A
 /// copy reads the same arguments again from where the original stood.
@@ -17,7 +17,7 @@ use crate::vm::value::Value;
 pub struct Args<'a> {
     module: &'static str,
     function: &'static str,
-    values: &'a [Value],
+    values: Arguments<'a>,
     next: usize,
 }
 
@@ -25,7 +25,7 @@ pub struct Args<'a> {
 // from the modules' functions they cost an 8x8 matmul call 4%.
 impl<'a> Args<'a> {
     #[inline]
-    pub fn new(module: &'static str, function: &'static str, values: &'a [Value]) -> Args<'a> {
+    pub fn new(module: &'static str, function: &'static str, values: Arguments<'a>) -> Args<'a> {
         Args { module, function, values, next: 0 }
     }
 
@@ -34,14 +34,14 @@ impl<'a> Args<'a> {
         Diagnostic::new(code, format!("{}.{}: {message}", self.module, self.function))
     }
 
-    #[inline]
-    fn take(&mut self) -> Result<&'a Value, Diagnostic> {
+    #[inline(always)]
+    fn take(&mut self) -> Result<Arg<'a>, Diagnostic> {
         let value = self.values.get(self.next);
         self.next += 1;
         value.ok_or_else(|| self.error(StatusCode::InvalidArgument, format!("missing argument {}", self.next - 1)))
     }
 
-    fn mismatch(&self, expected: &str, found: &Value) -> Diagnostic {
+    fn mismatch(&self, expected: &str, found: Arg<'_>) -> Diagnostic {
         self.error(
             StatusCode::InvalidArgument,
             format!("argument {} is {} where {expected} was expected", self.next - 1, found.type_name()),
@@ -51,7 +51,7 @@ impl<'a> Args<'a> {
     #[inline]
     pub fn i32(&mut self) -> Result<i32, Diagnostic> {
         match self.take()? {
-            Value::I32(v) => Ok(*v),
+            Arg::I32(v) => Ok(v),
             other => Err(self.mismatch("i32", other)),
         }
     }
@@ -59,7 +59,7 @@ impl<'a> Args<'a> {
     #[inline]
     pub fn i64(&mut self) -> Result<i64, Diagnostic> {
         match self.take()? {
-            Value::I64(v) => Ok(*v),
+            Arg::I64(v) => Ok(v),
             other => Err(self.mismatch("i64", other)),
         }
     }
@@ -68,7 +68,7 @@ impl<'a> Args<'a> {
     #[inline]
     pub fn opt_ref(&mut self) -> Result<Option<&'a Ref>, Diagnostic> {
         match self.take()? {
-            Value::Ref(r) => Ok(r.as_ref()),
+            Arg::Ref(r) => Ok(r),
             other => Err(self.mismatch("a ref", other)),
         }
     }
@@ -98,10 +98,10 @@ impl<'a> Args<'a> {
     #[inline]
     fn vm_buffer(&mut self, operand: Operand<'_>) -> Result<&'a Arc<Bytes>, Diagnostic> {
         match self.take()? {
-            Value::Ref(Some(r)) => r.as_buffer().ok_or_else(|| {
+            Arg::Ref(Some(r)) => r.as_buffer().ok_or_else(|| {
                 self.error(StatusCode::InvalidArgument, format!("{operand} is a {}, not a vm.buffer", r.type_name()))
             }),
-            Value::Ref(None) => Err(self.error(StatusCode::InvalidArgument, format!("{operand} is a null vm.buffer"))),
+            Arg::Ref(None) => Err(self.error(StatusCode::InvalidArgument, format!("{operand} is a null vm.buffer"))),
             other => {
                 Err(self.error(StatusCode::InvalidArgument, format!("{operand} is {}, not a ref", other.type_name())))
             }
@@ -170,12 +170,13 @@ pub fn text(bytes: &Bytes) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vm::value::Value;
 
     #[test]
     fn errors_name_the_function_and_the_argument() {
         let buffer = Bytes::from_bytes(b"key").unwrap();
         let values = [Value::I32(3), Value::Ref(Some(Ref::Buffer(buffer))), Value::Ref(None), Value::I64(-1)];
-        let mut args = Args::new("hal", "device.query.i64", &values);
+        let mut args = Args::new("hal", "device.query.i64", Arguments::values(&values));
         assert_eq!(args.i64().unwrap_err().message, "hal.device.query.i64: argument 0 is i32 where i64 was expected");
         assert_eq!(args.string().unwrap(), "key");
         assert_eq!(args.r().unwrap_err().message, "hal.device.query.i64: argument 2 is a null ref");
@@ -183,10 +184,10 @@ mod tests {
         assert_eq!(args.i32().unwrap_err().message, "hal.device.query.i64: missing argument 4");
         let invalid = Bytes::from_bytes(b"a\xffb").unwrap();
         assert_eq!(text(&invalid), "a\u{fffd}b");
-        let mut args = Args::new("vmvx", "abs.2d.f32", &values[2..]);
+        let mut args = Args::new("vmvx", "abs.2d.f32", Arguments::values(&values[2..]));
         assert_eq!(args.buffer("in").unwrap_err().message, "vmvx.abs.2d.f32: in is a null vm.buffer");
         let negative = [Value::I32(-2)];
-        let mut args = Args::new("hal", "fence.join", &negative);
+        let mut args = Args::new("hal", "fence.join", Arguments::values(&negative));
         assert_eq!(args.span().unwrap_err().message, "hal.fence.join: negative span count -2");
     }
 
@@ -198,16 +199,16 @@ mod tests {
             let mut values = vec![Value::I32(count)];
             values.extend((0..count).map(|i| Value::I64(i as i64 * 7 - 5)));
             values.push(Value::I32(42));
-            let collected = Args::new("hal", "buffer_view.assert", &values).i64_span().unwrap();
+            let collected = Args::new("hal", "buffer_view.assert", Arguments::values(&values)).i64_span().unwrap();
             assert_eq!(collected.len(), count as usize);
-            let mut args = Args::new("hal", "buffer_view.assert", &values);
+            let mut args = Args::new("hal", "buffer_view.assert", Arguments::values(&values));
             assert_eq!(args.with_i64_span(<[i64]>::to_vec).unwrap(), collected, "{count} values");
             assert_eq!(args.i32().unwrap(), 42, "the reader continues after the span");
         }
         for count in [2, 10] {
             let mut values = vec![Value::I32(count)];
             values.extend((0..count).map(|_| Value::I32(1)));
-            let mut args = Args::new("hal", "buffer_view.assert", &values);
+            let mut args = Args::new("hal", "buffer_view.assert", Arguments::values(&values));
             assert_eq!(
                 args.with_i64_span(|_| ()).unwrap_err().message,
                 "hal.buffer_view.assert: argument 1 is i32 where i64 was expected"

@@ -15,7 +15,7 @@ use super::run_io::host_tensor;
 use super::tensor_io::{approximate_value, fuzzy_equal};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::function_io::format_g;
-use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
@@ -69,12 +69,13 @@ impl NativeModule for CheckModule {
         &self,
         _state: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         _results: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let name = &self.functions[ordinal].name;
         let bad = || Diagnostic::new(StatusCode::InvalidArgument, format!("check.{name}: unexpected arguments"));
-        let failure = match (ordinal, arguments) {
+        let arguments = arguments.to_values();
+        let failure = match (ordinal, &arguments[..]) {
             (0, [Value::I32(operand)]) => (*operand == 0).then(|| format!("Expected {operand} to be nonzero.")),
             (1, [Value::I32(operand)]) => (*operand != 0).then(|| format!("Expected {operand} to be zero.")),
             (2, [Value::Ref(Some(device)), Value::Ref(Some(operand))]) => {
@@ -246,9 +247,8 @@ mod tests {
         let mut state: NativeState = Box::new(());
         let mut run = |bytes: Vec<u8>| {
             let operand = view(&[2], ElementType::FLOAT_32, bytes);
-            module
-                .call(&mut state, 2, &[Value::Ref(Some(device.clone())), Value::Ref(Some(operand))], &mut Vec::new())
-                .unwrap();
+            let arguments = [Value::Ref(Some(device.clone())), Value::Ref(Some(operand))];
+            module.call(&mut state, 2, Arguments::values(&arguments), &mut Vec::new()).unwrap();
             module.take_failures()
         };
         assert!(run(f32s(&[1.0, -3.0])).is_empty());

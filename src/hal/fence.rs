@@ -2,25 +2,89 @@
 //! (a chain) that becomes available when the queue work it stands for is done (or an error when
 //! that work failed); waiting is `run_when_ready`, never a blocked worker. A point may be a C
 //! host's own promise, which is how `coarse-fences` calls surface their fences as async values.
+//!
+//! A new fence makes its point only when something needs one (a waiter, a clone, a join that
+//! keeps it): a fence signalled first, as every fence of an inline queue is, never makes one, and
+//! reads as reached through one shared reached point.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::atomic::{fence as memory_fence, AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::buffer::wrong_type;
 use crate::host::{block_until_ready, run_when_ready, AsyncValueRef, Chain, Diagnostic, RcAsyncValue, StatusCode};
 use crate::vm::refs::{Ref, RefObject};
 
 /// A HAL fence. Clones share the points (queue work keeps its fences this way).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Fence {
     points: Points,
 }
 
 /// A fence's points: most fences have one, kept inline (no allocation beyond the point's own).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 enum Points {
+    /// A new fence's one point, not made yet.
+    Later(Later),
     One(RcAsyncValue),
     Many(Arc<[RcAsyncValue]>),
+}
+
+/// The point of a new fence, made when first needed. Signalling before then only sets
+/// `signalled`; whoever makes the point afterwards sets it reached. Each side writes its part,
+/// then (after a sequentially consistent fence) reads the other's, so at least one of them sees
+/// both and the point cannot be left unreached.
+#[derive(Debug, Default)]
+struct Later {
+    point: OnceLock<RcAsyncValue>,
+    signalled: AtomicBool,
+}
+
+impl Later {
+    fn point(&self) -> &RcAsyncValue {
+        let point = self.point.get_or_init(|| AsyncValueRef::<Chain>::unconstructed().into_untyped());
+        memory_fence(Ordering::SeqCst);
+        if self.signalled.load(Ordering::Relaxed) && !point.is_available() {
+            // A point failed or signalled in between stays as it was set.
+            let _ = point.emplace(Chain);
+        }
+        point
+    }
+
+    fn signal(&self) {
+        self.signalled.store(true, Ordering::Relaxed);
+        memory_fence(Ordering::SeqCst);
+        if let Some(point) = self.point.get() {
+            if !point.is_available() {
+                let _ = point.emplace(Chain);
+            }
+        }
+    }
+
+    /// Reached without a point made.
+    fn reached_early(&self) -> bool {
+        self.point.get().is_none() && self.signalled.load(Ordering::Acquire)
+    }
+}
+
+/// The point every fence signalled before it made its own reads as: one available chain.
+fn reached_point() -> &'static RcAsyncValue {
+    static REACHED: OnceLock<RcAsyncValue> = OnceLock::new();
+    REACHED.get_or_init(|| AsyncValueRef::available(Chain).into_untyped())
+}
+
+impl Clone for Fence {
+    /// A clone of a new fence shares its point, which is made for it (unless the fence is
+    /// reached already: then nothing will change it).
+    fn clone(&self) -> Fence {
+        let points = match &self.points {
+            Points::Later(later) if later.reached_early() => Points::One(reached_point().clone()),
+            Points::Later(later) => Points::One(later.point().clone()),
+            Points::One(point) => Points::One(point.clone()),
+            Points::Many(points) => Points::Many(points.clone()),
+        };
+        Fence { points }
+    }
 }
 
 impl RefObject for Fence {
@@ -42,9 +106,9 @@ pub enum Reached {
 }
 
 impl Fence {
-    /// One new, unsignaled point (`hal.fence.create`).
+    /// One new, unsignaled point (`hal.fence.create`), made when first needed.
     pub fn new() -> Fence {
-        Fence::from_point(AsyncValueRef::<Chain>::unconstructed().into_untyped())
+        Fence { points: Points::Later(Later::default()) }
     }
 
     /// A fence with one point that someone else made: reached when `point` is available (failed
@@ -86,6 +150,9 @@ impl Fence {
 
     /// Marks every point reached (`hal.fence.signal`, and queue work completing).
     pub fn signal(&self) {
+        if let Points::Later(later) = &self.points {
+            return later.signal();
+        }
         for point in self.points() {
             if !point.is_available() {
                 // A point set by someone else in between stays as they set it.
@@ -106,6 +173,8 @@ impl Fence {
     /// The points: the values the fence is reached with.
     pub fn points(&self) -> &[RcAsyncValue] {
         match &self.points {
+            Points::Later(later) if later.reached_early() => std::slice::from_ref(reached_point()),
+            Points::Later(later) => std::slice::from_ref(later.point()),
             Points::One(point) => std::slice::from_ref(point),
             Points::Many(points) => points,
         }
@@ -113,6 +182,13 @@ impl Fence {
 
     /// Whether every point is reached, or the first failure.
     pub fn reached(&self) -> Reached {
+        if let Points::Later(later) = &self.points {
+            match later.point.get() {
+                None if later.signalled.load(Ordering::Acquire) => return Reached::Yes,
+                None => return Reached::No,
+                Some(_) => {}
+            }
+        }
         let mut all = true;
         for point in self.points() {
             if let Some(error) = point.get_error() {
@@ -253,5 +329,64 @@ mod tests {
         fence.fail(&Diagnostic::new(StatusCode::Aborted, "device lost"));
         fence.signal(); // too late: failed stays failed
         assert_eq!(status_code(&fence.reached()), StatusCode::Aborted);
+    }
+
+    #[test]
+    fn a_fence_signalled_before_anything_waits_on_it_makes_no_point() {
+        let (a, b) = (Fence::new(), Fence::new());
+        assert_eq!(a.reached(), Reached::No);
+        a.signal();
+        b.signal();
+        assert_eq!(a.reached(), Reached::Yes);
+        assert!(a.points()[0].ptr_eq(&b.points()[0]), "both read as the one shared reached point");
+        assert!(a.points()[0].is_available() && !a.points()[0].is_error());
+        a.fail(&Diagnostic::new(StatusCode::Aborted, "too late"));
+        assert_eq!(a.reached(), Reached::Yes, "reached stays reached");
+        assert_eq!(a.clone().reached(), Reached::Yes);
+        assert_eq!(Fence::join([&a, &b]).reached(), Reached::Yes);
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        a.when_reached(move || flag.store(true, Ordering::SeqCst));
+        assert!(ran.load(Ordering::SeqCst), "a waiter on a reached fence runs at once");
+    }
+
+    #[test]
+    fn a_new_fences_point_made_for_a_waiter_or_a_clone_is_reached_by_its_signal() {
+        let fence = Fence::new();
+        let clone = fence.clone();
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        fence.when_reached(move || flag.store(true, Ordering::SeqCst));
+        assert_eq!(clone.reached(), Reached::No);
+        fence.signal();
+        assert!(ran.load(Ordering::SeqCst));
+        assert_eq!(clone.reached(), Reached::Yes, "the clone shares the point");
+        assert!(clone.points()[0].ptr_eq(&fence.points()[0]));
+        assert!(!fence.points()[0].ptr_eq(reached_point()), "this fence made its own point");
+
+        let failed = Fence::new();
+        let waiter = failed.clone();
+        failed.fail(&Diagnostic::new(StatusCode::Aborted, "device lost"));
+        failed.signal();
+        assert_eq!(status_code(&waiter.reached()), StatusCode::Aborted, "failed stays failed");
+        let unwatched = Fence::new();
+        unwatched.fail(&Diagnostic::new(StatusCode::DataLoss, "lost"));
+        assert_eq!(status_code(&unwatched.reached()), StatusCode::DataLoss, "a failure makes the point");
+    }
+
+    /// A waiter arriving on another thread while the fence is signalled always runs: whichever
+    /// side comes second sees the other's write.
+    #[test]
+    fn a_signal_racing_a_new_waiter_is_never_lost() {
+        for _ in 0..2000 {
+            let fence = Arc::new(Fence::new());
+            let ran = Arc::new(AtomicBool::new(false));
+            let (waiting, flag) = (fence.clone(), ran.clone());
+            let waiter = std::thread::spawn(move || waiting.when_reached(move || flag.store(true, Ordering::SeqCst)));
+            fence.signal();
+            waiter.join().unwrap();
+            assert!(ran.load(Ordering::SeqCst));
+            assert_eq!(fence.reached(), Reached::Yes);
+        }
     }
 }

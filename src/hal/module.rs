@@ -20,7 +20,7 @@ use super::executable;
 use super::fence::{self, Fence, Reached};
 use super::file::{self, File};
 use crate::host::{AsyncValueRef, Diagnostic, StatusCode};
-use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
@@ -165,7 +165,7 @@ impl NativeModule for HalModule {
         &self,
         state: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         results: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let state = state

@@ -388,7 +388,7 @@ pub(crate) fn plural(count: usize, noun: &str) -> String {
 mod tests {
     use super::*;
     use crate::runtime::Runtime;
-    use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+    use crate::vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
     use std::sync::Mutex;
 
     /// `later.value() -> i32`, whose result the test supplies after the call suspended.
@@ -410,7 +410,7 @@ mod tests {
             &self,
             _: &mut NativeState,
             _: usize,
-            _: &[Value],
+            _: Arguments<'_>,
             _: &mut Vec<Value>,
         ) -> Result<NativeOutcome, Diagnostic> {
             let value = AsyncValueRef::unconstructed();
@@ -459,12 +459,12 @@ mod tests {
             &self,
             _: &mut NativeState,
             ordinal: usize,
-            arguments: &[Value],
+            arguments: Arguments<'_>,
             results: &mut Vec<Value>,
         ) -> Result<NativeOutcome, Diagnostic> {
-            results.push(match ordinal {
-                0 => arguments[0].clone(),
-                1 => Value::Ref(Some(Ref::Buffer(crate::vm::buffer::Buffer::from_bytes(&[1, 2])?))),
+            results.push(match (ordinal, arguments.get(0)) {
+                (0, Some(argument)) => argument.to_value(),
+                (1, _) => Value::Ref(Some(Ref::Buffer(crate::vm::buffer::Buffer::from_bytes(&[1, 2])?))),
                 _ => Value::Ref(None),
             });
             Ok(NativeOutcome::Ready)

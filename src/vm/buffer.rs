@@ -194,6 +194,15 @@ impl Buffer {
         Buffer { storage: Storage::Owned { memory, range: 0..length } }
     }
 
+    /// Whether this buffer is all that reaches its memory (no span of it is alive): with the
+    /// exclusive access `&mut` gives, what a pool that hands buffers out again checks first.
+    pub fn holds_memory_alone(&mut self) -> bool {
+        match &mut self.storage {
+            Storage::Owned { memory, .. } => Arc::get_mut(memory).is_some(),
+            Storage::Rodata { .. } => false,
+        }
+    }
+
     /// A mutable buffer holding a copy of `bytes`, for hosts passing data in.
     pub fn from_bytes(bytes: &[u8]) -> Result<Arc<Buffer>, Diagnostic> {
         let buffer = Buffer::owned(Memory::zeroed(bytes.len())?, bytes.len());

@@ -21,7 +21,7 @@ use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
-use crate::hal::fence::after;
+use crate::hal::fence::{after, Fence, Reached};
 use crate::hal::file::File;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
@@ -69,7 +69,7 @@ pub struct LocalDevice {
     /// `local-task`'s workers.
     pool: Option<Arc<Workers>>,
     /// What `queue_alloca` lends and takes back.
-    transients: Arc<TransientPool>,
+    transients: TransientPool,
 }
 
 impl LocalDevice {
@@ -95,7 +95,12 @@ impl LocalDevice {
     /// threads. `None`, and `local-sync` whatever the pool, run workgroups inline.
     pub fn with_pool(kind: DeviceKind, pool: Option<Arc<Workers>>) -> LocalDevice {
         let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
-        LocalDevice { kind, allocator: Allocator::new(Arc::new(HostAllocator)), pool, transients: TransientPool::new() }
+        LocalDevice {
+            kind,
+            allocator: Allocator::new(Arc::new(HostAllocator)),
+            pool,
+            transients: TransientPool::default(),
+        }
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -153,8 +158,8 @@ impl DeviceBackend for LocalDevice {
         Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity))))
     }
 
-    /// Host memory is ready at once (a block an earlier alloca gave back, where one fits); the
-    /// queue only orders the signal.
+    /// Host memory is ready at once (a buffer of an earlier alloca that nothing holds any more,
+    /// where one fits); the queue only orders the signal.
     fn queue_alloca(
         &self,
         queue: &QueueFences<'_>,
@@ -234,15 +239,25 @@ pub fn submit(
     queue: &QueueFences<'_>,
     work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
 ) -> Result<(), Diagnostic> {
-    let signal = queue.signal.clone();
-    let finish = move |result: Result<(), Diagnostic>| {
-        match &result {
-            Ok(()) => signal.signal(),
-            Err(e) => signal.fail(e),
+    // Inline, the signal fence is only borrowed: a new fence signalled before anything waits on
+    // it then never makes its point.
+    match queue.wait.map_or(Reached::Yes, Fence::reached) {
+        Reached::Yes => finish(queue.signal, work()),
+        Reached::Failed(error) => finish(queue.signal, Err(error)),
+        Reached::No => {
+            let signal = queue.signal.clone();
+            after(queue.wait, move |waited| finish(&signal, waited.and_then(|()| work())))
         }
-        result
-    };
-    after(queue.wait, move |waited| finish(waited.and_then(|()| work())))
+    }
+}
+
+/// Signals `signal` for queue work that succeeded, fails it with the work's error otherwise.
+fn finish(signal: &Fence, result: Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    match &result {
+        Ok(()) => signal.signal(),
+        Err(e) => signal.fail(e),
+    }
+    result
 }
 
 /// The executable formats the CPU devices load.

@@ -1,218 +1,181 @@
-//! Transient memory of the CPU devices. What `queue_alloca` hands out comes back here when its
-//! buffer's last reference goes (the program's `dealloca`, or a result its caller dropped), and a
-//! later alloca of about the same size takes it again: a model called over and over asks the
-//! system for no memory, faults in no fresh pages and zeroes nothing after its first call. The
-//! blocks kept are bounded ([`TransientPool::LIMIT`]); the oldest go first past it.
+//! Transient memory of the CPU devices. The buffers `queue_alloca` hands out stay listed here, and
+//! a later alloca of about the same size takes one again once nothing else holds it (the program's
+//! `dealloca` dropped it, or its caller dropped a result) and no span of it is alive: a model
+//! called over and over then asks the system for no memory, faults in no fresh pages, zeroes
+//! nothing and makes no buffer object after its first call. A buffer of the length asked for is
+//! handed out itself, one up to a quarter larger as a span of it.
 //!
-//! A reused block is not zeroed: as with IREE's allocas, transient contents are undefined until
+//! The pool lists at most [`TransientPool::LIMIT`] bytes, in use or not. Past it the oldest
+//! buffers nothing holds are freed first, then the oldest in use are no longer listed (their
+//! memory goes with their last holder).
+//!
+//! A reused buffer is not zeroed: as with IREE's allocas, transient contents are undefined until
 //! the program writes them (they are the bytes of an earlier buffer of the same device).
 
-use std::alloc::Layout;
-use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::host::{Diagnostic, StatusCode};
-use crate::vm::buffer::{Buffer as Bytes, MAX_BUFFER_LENGTH};
+use crate::host::Diagnostic;
+use crate::vm::buffer::Buffer as Bytes;
 
-/// The blocks a device keeps for reuse.
+/// The buffers a device's allocas handed out, oldest first.
 #[derive(Debug, Default)]
 pub struct TransientPool {
-    free: Mutex<Free>,
+    listed: Mutex<Listed>,
 }
 
 #[derive(Debug, Default)]
-struct Free {
-    /// Oldest returned first.
-    blocks: Vec<Block>,
+struct Listed {
+    buffers: Vec<Arc<Bytes>>,
     bytes: usize,
 }
 
-/// Zero-initialised memory from the global allocator, 64-byte aligned (what compiled dispatches
-/// assume of their bindings).
-#[derive(Debug)]
-struct Block {
-    start: NonNull<u8>,
-    capacity: usize,
-}
-
-// SAFETY: a block is plain memory owned by whoever holds the `Block`.
-unsafe impl Send for Block {}
-// SAFETY: a shared `Block` gives access to nothing but its address and size.
-unsafe impl Sync for Block {}
-
-impl Block {
-    fn new(capacity: usize) -> Result<Block, Diagnostic> {
-        let exhausted =
-            || Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {capacity} bytes"));
-        let layout = Layout::from_size_align(capacity, 64).map_err(|_| exhausted())?;
-        // SAFETY: `capacity` is at least 64 (see `TransientPool::allocate`), so the layout is not
-        // zero-sized.
-        let start = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(exhausted)?;
-        Ok(Block { start, capacity })
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.capacity, 64).expect("checked when allocated");
-        // SAFETY: allocated in `Block::new` with this layout and freed only here.
-        unsafe { std::alloc::dealloc(self.start.as_ptr(), layout) };
-    }
-}
-
-/// A block lent to a buffer: back to the pool when the buffer's memory goes, freed if the pool
-/// has gone first.
-struct Lease {
-    block: Option<Block>,
-    pool: Weak<TransientPool>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if let (Some(block), Some(pool)) = (self.block.take(), self.pool.upgrade()) {
-            pool.give_back(block);
-        }
-    }
+/// Whether a listed buffer may be handed out again: the pool's handle is its only one and no
+/// span shares its memory. Exclusive access to the handle makes the answer hold until the pool
+/// gives out a new one.
+fn idle(buffer: &mut Arc<Bytes>) -> bool {
+    Arc::get_mut(buffer).is_some_and(Bytes::holds_memory_alone)
 }
 
 impl TransientPool {
-    /// The most bytes kept unused.
+    /// The most bytes listed.
     pub const LIMIT: usize = 256 << 20;
 
-    pub fn new() -> Arc<TransientPool> {
-        Arc::default()
-    }
-
-    /// Mutable bytes of `length`: a kept block that holds them with at most a quarter to spare,
-    /// or a new zeroed one.
-    pub fn allocate(self: &Arc<Self>, length: i64) -> Result<Arc<Bytes>, Diagnostic> {
-        let length = usize::try_from(length)
-            .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
-        if length > MAX_BUFFER_LENGTH {
-            return Err(Diagnostic::new(
-                StatusCode::ResourceExhausted,
-                format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
-            ));
+    /// Mutable bytes of `length`, 64-byte aligned: an idle listed buffer that holds them with at
+    /// most a quarter to spare, or a new zeroed one.
+    pub fn allocate(&self, length: i64) -> Result<Arc<Bytes>, Diagnostic> {
+        if let Ok(wanted) = usize::try_from(length) {
+            let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+            let fitting = listed
+                .buffers
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, buffer)| buffer.len() >= wanted && buffer.len() - wanted <= wanted / 4)
+                .filter_map(|(index, buffer)| idle(buffer).then_some((index, buffer.len())))
+                .min_by_key(|&(_, len)| len);
+            if let Some((index, len)) = fitting {
+                let buffer = &listed.buffers[index];
+                return if len == wanted { Ok(buffer.clone()) } else { buffer.span(0, wanted) };
+            }
         }
-        let capacity = length.max(1).next_multiple_of(64);
-        let block = match self.take(capacity) {
-            Some(block) => block,
-            None => Block::new(capacity)?,
-        };
-        let start = block.start;
-        let lease = Arc::new(Lease { block: Some(block), pool: Arc::downgrade(self) });
-        // SAFETY: `start..start + length` lies in the block (its capacity is at least `length`),
-        // which the lease owns until the buffer and every span of it are gone. The bytes are
-        // initialised (zeroed when allocated, written since only through buffers and dispatches),
-        // and Rust reaches them only through the returned buffer, atomically.
-        Ok(unsafe { Bytes::from_mapping(start, length, lease) })
-    }
-
-    /// The smallest kept block of at least `capacity` bytes and at most a quarter more.
-    fn take(&self, capacity: usize) -> Option<Block> {
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        let (index, _) = free
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, block)| block.capacity >= capacity && block.capacity - capacity <= capacity / 4)
-            .min_by_key(|(_, block)| block.capacity)?;
-        let block = free.blocks.remove(index);
-        free.bytes -= block.capacity;
-        Some(block)
-    }
-
-    /// Keeps `block`, freeing the oldest kept ones that would take the pool past its limit (or
-    /// `block` itself, when it alone is larger).
-    fn give_back(&self, block: Block) {
-        if block.capacity > Self::LIMIT {
-            return;
+        let buffer = Bytes::allocate(length, 64)?;
+        if buffer.len() <= Self::LIMIT {
+            let unlisted = self.list(buffer.clone());
+            drop(unlisted);
         }
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut evicted = 0;
-        let mut bytes = free.bytes + block.capacity;
-        while bytes > Self::LIMIT {
-            bytes -= free.blocks[evicted].capacity;
-            evicted += 1;
-        }
-        let freed: Vec<Block> = free.blocks.drain(..evicted).collect();
-        free.bytes = bytes;
-        free.blocks.push(block);
-        drop(free);
-        drop(freed);
+        Ok(buffer)
     }
 
-    /// Bytes kept for reuse.
+    /// Lists `buffer`, and returns the buffers that no longer fit under the limit (to be dropped
+    /// outside the lock).
+    fn list(&self, buffer: Arc<Bytes>) -> Vec<Arc<Bytes>> {
+        let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        listed.bytes += buffer.len();
+        listed.buffers.push(buffer);
+        let mut unlisted = Vec::new();
+        while listed.bytes > Self::LIMIT {
+            let index = listed.buffers.iter_mut().position(idle).unwrap_or(0);
+            let buffer = listed.buffers.remove(index);
+            listed.bytes -= buffer.len();
+            unlisted.push(buffer);
+        }
+        unlisted
+    }
+
+    /// Bytes listed, and of them those nothing else holds.
     #[cfg(test)]
-    fn kept(&self) -> usize {
-        self.free.lock().unwrap_or_else(PoisonError::into_inner).bytes
+    fn listed(&self) -> (usize, usize) {
+        let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = listed.buffers.iter_mut().filter_map(|buffer| idle(buffer).then_some(buffer.len())).sum();
+        (listed.bytes, idle)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::StatusCode;
+    use crate::vm::buffer::MAX_BUFFER_LENGTH;
 
     fn address(bytes: &Bytes) -> usize {
         bytes.as_ptr() as usize
     }
 
     #[test]
-    fn a_freed_block_is_taken_again_by_an_allocation_of_about_its_size() {
-        let pool = TransientPool::new();
+    fn a_buffer_nothing_holds_is_taken_again_by_an_allocation_of_about_its_size() {
+        let pool = TransientPool::default();
         let first = pool.allocate(1000).unwrap();
         assert_eq!(first.len(), 1000);
+        assert_eq!(address(&first) % 64, 0, "dispatches assume 64-byte aligned bindings");
         assert!(first.to_vec().iter().all(|&b| b == 0), "new memory is zeroed");
         first.fill_i8(0, 1000, 7).unwrap();
         let at = address(&first);
-        drop(first);
-        assert_eq!(pool.kept(), 1024);
+        let held = pool.allocate(1000).unwrap();
+        assert_ne!(address(&held), at, "a buffer still held is not handed out again");
+        drop(held);
+        assert_eq!(pool.listed(), (2000, 1000));
+        let same = pool.allocate(1000).unwrap();
+        assert!(!Arc::ptr_eq(&same, &first) && address(&same) != at, "the idle one of the two");
+        drop((first, same));
+        assert_eq!(pool.listed(), (2000, 2000));
         let again = pool.allocate(900).unwrap();
-        assert_eq!((address(&again), again.len(), pool.kept()), (at, 900, 0));
-        assert_eq!(again.to_vec()[..4], [7; 4], "a reused block keeps its bytes");
-        drop(again);
-        // Too small for a block of 1024 bytes to be worth lending.
+        assert_eq!((again.len(), again.to_vec()[..4] == [7; 4]), (900, true), "a reused buffer keeps its bytes");
+        assert_eq!(address(&again), at);
+        // Too small for a buffer of 1000 bytes to be worth lending.
         let small = pool.allocate(64).unwrap();
-        assert_ne!(address(&small), at);
-        assert_eq!(pool.kept(), 1024);
+        assert!(address(&small) != at && small.len() == 64);
+        assert_eq!(pool.listed(), (2064, 1000), "the span of the reused buffer holds it");
     }
 
     #[test]
-    fn spans_keep_the_block_lent_until_the_last_one_goes() {
-        let pool = TransientPool::new();
+    fn spans_keep_a_buffer_from_being_handed_out_until_the_last_one_goes() {
+        let pool = TransientPool::default();
         let buffer = pool.allocate(256).unwrap();
+        let at = address(&buffer);
         let span = buffer.span(128, 64).unwrap();
         drop(buffer);
-        assert_eq!(pool.kept(), 0, "a span still holds the block");
+        assert_eq!(pool.listed(), (256, 0), "a span still holds the memory");
+        let other = pool.allocate(256).unwrap();
+        assert_ne!(address(&other), at);
+        other.fill_i8(0, 256, 2).unwrap();
         span.fill_i8(0, 64, 1).unwrap();
-        drop(span);
-        assert_eq!(pool.kept(), 256);
+        assert!(other.to_vec().iter().all(|&b| b == 2), "writes through the span reach only its buffer");
+        drop((span, other));
+        assert_eq!(pool.listed(), (512, 512));
+        assert_eq!(address(&pool.allocate(256).unwrap()), at);
     }
 
     #[test]
-    fn the_oldest_blocks_go_past_the_limit() {
-        let pool = TransientPool::new();
-        let quarter = TransientPool::LIMIT / 4;
-        let buffers: Vec<_> = (0..5).map(|i| pool.allocate((quarter + i * 4096) as i64).unwrap()).collect();
-        let oldest = address(&buffers[0]);
-        drop(buffers);
-        assert!(pool.kept() <= TransientPool::LIMIT);
-        assert_eq!(pool.free.lock().unwrap().blocks.len(), 3, "two of five quarter-limit blocks were freed");
-        assert!(pool.free.lock().unwrap().blocks.iter().all(|b| b.start.as_ptr() as usize != oldest));
+    fn past_the_limit_idle_buffers_go_first_then_the_oldest_in_use_are_unlisted() {
+        let pool = TransientPool::default();
+        let fifth = TransientPool::LIMIT / 5;
+        let size = |i: usize| (fifth + i * 4096) as i64;
+        let addresses =
+            |pool: &TransientPool| pool.listed.lock().unwrap().buffers.iter().map(|b| address(b)).collect::<Vec<_>>();
+        let held: Vec<_> = (0..4).map(|i| pool.allocate(size(i)).unwrap()).collect();
+        assert_eq!(pool.listed(), (4 * fifth + 6 * 4096, 0));
+        drop(pool.allocate(size(4)).unwrap());
+        assert!(!addresses(&pool).contains(&address(&held[0])), "nothing idle: the oldest in use is unlisted");
+        assert_eq!(pool.listed().1, fifth + 4 * 4096, "the newest is listed, and idle now");
+        held[0].fill_i8(0, 64, 1).unwrap();
+        let newer = pool.allocate(size(5)).unwrap();
+        let listed = addresses(&pool);
+        assert_eq!(listed, [&held[1], &held[2], &held[3], &newer].map(|b| address(b)), "the idle one went first");
+        assert!(pool.listed().0 <= TransientPool::LIMIT);
         drop(pool.allocate(TransientPool::LIMIT as i64 + 64).unwrap());
-        assert_eq!(pool.free.lock().unwrap().blocks.len(), 3, "a block larger than the limit is not kept");
+        assert_eq!(addresses(&pool), listed, "a buffer larger than the limit is not listed");
     }
 
     #[test]
-    fn a_block_outliving_its_pool_is_freed_and_bad_lengths_are_errors() {
-        let pool = TransientPool::new();
+    fn a_buffer_outliving_its_pool_stays_usable_and_bad_lengths_are_errors() {
+        let pool = TransientPool::default();
         let buffer = pool.allocate(64).unwrap();
         drop(pool);
         buffer.fill_i8(0, 64, 3).unwrap();
-        drop(buffer);
-        let pool = TransientPool::new();
+        assert_eq!(buffer.to_vec(), [3; 64]);
+        let pool = TransientPool::default();
         assert_eq!(pool.allocate(-1).unwrap_err().code, StatusCode::InvalidArgument);
         assert_eq!(pool.allocate(MAX_BUFFER_LENGTH as i64 + 1).unwrap_err().code, StatusCode::ResourceExhausted);
         assert_eq!(pool.allocate(0).unwrap().len(), 0);
+        assert_eq!(pool.allocate(0).unwrap().len(), 0, "an empty buffer is handed out again too");
     }
 }

@@ -25,7 +25,7 @@ use crate::runtime::bef_call;
 use crate::runtime::context::BefFunction;
 use crate::runtime::invocation::{self, held_type};
 use crate::vm::abi::ValueKind;
-use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::native::{Arg, Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;
 
 /// The exported functions of one BEF module.
@@ -109,7 +109,7 @@ impl NativeModule for BefNativeModule {
         &self,
         _: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         _: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let exported = &self.exported[ordinal];
@@ -149,13 +149,13 @@ impl NativeModule for BefNativeModule {
 
 /// A VM argument as the graph takes it: a scalar as a value holding it, a buffer view as a tensor
 /// of its elements.
-fn input(host: &HostContext, value: &Value) -> Result<RcAsyncValue, Diagnostic> {
+fn input(host: &HostContext, value: Arg<'_>) -> Result<RcAsyncValue, Diagnostic> {
     Ok(match value {
-        Value::I32(v) => AsyncValueRef::available(*v).into_untyped(),
-        Value::I64(v) => AsyncValueRef::available(*v).into_untyped(),
-        Value::F32(v) => AsyncValueRef::available(*v).into_untyped(),
-        Value::F64(v) => AsyncValueRef::available(*v).into_untyped(),
-        Value::Ref(Some(r)) => AsyncValueRef::available(view_to_tensor(host, buffer_view::deref(r)?)?).into_untyped(),
+        Arg::I32(v) => AsyncValueRef::available(v).into_untyped(),
+        Arg::I64(v) => AsyncValueRef::available(v).into_untyped(),
+        Arg::F32(v) => AsyncValueRef::available(v).into_untyped(),
+        Arg::F64(v) => AsyncValueRef::available(v).into_untyped(),
+        Arg::Ref(Some(r)) => AsyncValueRef::available(view_to_tensor(host, buffer_view::deref(r)?)?).into_untyped(),
         other => {
             return Err(Diagnostic::new(
                 StatusCode::InvalidArgument,

@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn a_transient_block_stays_with_the_tensor_over_it_until_the_tensor_goes() {
         let host = host();
-        let pool = TransientPool::new();
+        let pool = TransientPool::default();
         let block = pool.allocate(256).unwrap();
         let address = block.as_ptr();
         let view = BufferView::new(

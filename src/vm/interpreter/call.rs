@@ -1,15 +1,14 @@
 //! Calls and returns: what the frame loop does when the dispatch loop leaves a frame. Entering a
 //! bytecode callee pushes a frame and copies the arguments into it; a return copies the results
 //! into the caller's registers (or hands them to the host) and pops the frame; a native call runs
-//! the host function, or parks the invocation on its pending results.
+//! the host function on the caller's registers, or parks the invocation on its pending results.
 
-use super::cold::take_or_clone;
-use super::op::{CallOp, Op, RefReg, Slot};
-use super::{bytecode_module, call_native, read64, Frame, Invocation, Pending, Step};
+use super::op::{CallOp, Op, Slot};
+use super::{bytecode_module, call_native, Frame, Invocation, Pending, Step};
 use crate::host::Diagnostic;
 use crate::vm::abi::ValueKind;
 use crate::vm::context::{Instance, State};
-use crate::vm::native::NativeOutcome;
+use crate::vm::native::{Arguments, NativeOutcome};
 use crate::vm::refs::Ref;
 use crate::vm::value::Value;
 
@@ -19,8 +18,8 @@ pub(super) enum Transfer {
     Enter { instance: u32, function: u32 },
     /// The current frame returned.
     Return,
-    /// Call a native function with these arguments.
-    Native { instance: u32, function: u32, arguments: Vec<Value> },
+    /// Call a native function (its arguments are in the caller's registers).
+    Native { instance: u32, function: u32 },
 }
 
 impl Invocation {
@@ -85,22 +84,21 @@ impl Invocation {
         self.refs.truncate(frame.ref_base as usize);
     }
 
-    /// Runs native function `native` on `arguments`, gathered for `call`, the top frame's call
-    /// op; `Some` when it answers later.
+    /// Runs native function `native` on the arguments of `call`, the top frame's call op, read
+    /// from the frame's registers; `Some` when it answers later.
     pub(super) fn call_native(
         &mut self,
         instances: &[Instance],
         states: &mut [State],
         native: (u32, u32),
         call: &CallOp,
-        mut arguments: Vec<Value>,
     ) -> Result<Option<Step>, Diagnostic> {
         let mut results = std::mem::take(&mut self.native_results);
-        let outcome = call_native(instances, states, native, &arguments, &mut results);
         let frame = *self.frames.last().expect("a native call has a calling frame");
-        give_back_lent_refs(call, &mut self.refs[frame.ref_base as usize..], &mut arguments);
-        arguments.clear();
-        self.native_arguments = arguments;
+        let (i32_base, ref_base) = (frame.i32_base as usize, frame.ref_base as usize);
+        let arguments = Arguments::registers(&call.passed, &self.i32s[i32_base..], &self.refs[ref_base..]);
+        let outcome = call_native(instances, states, native, arguments, &mut results);
+        release_moved_refs(&call.arguments, &mut self.refs[ref_base..]);
         let step = match outcome {
             Ok(NativeOutcome::Ready) => self.write_native_results(instances, native, call, &mut results).map(|()| None),
             Ok(NativeOutcome::Pending(pending)) => {
@@ -116,82 +114,13 @@ impl Invocation {
     }
 }
 
-/// Gathers a native call's arguments into `values` (empty): plain values in order, and for each
-/// variadic span its tuple count followed by the flattened tuples. Refs are moved out of their
-/// registers when the call lends them ([`give_back_lent_refs`] returns them) or moves them, and
-/// cloned otherwise.
-pub(super) fn native_arguments(call: &CallOp, regs: &[u32], refs: &mut [Option<Ref>], values: &mut Vec<Value>) {
-    values.reserve(call.arguments.len() + call.segments.len());
-    let lend = call.lends_refs;
-    if call.segments.is_empty() {
-        for slot in call.arguments.iter() {
-            values.push(argument(slot, regs, refs, lend));
+/// Empties the registers of the refs a finished native call moved (its last use of them): the
+/// callee read them in place and cloned what it keeps.
+fn release_moved_refs(arguments: &[Slot], refs: &mut [Option<Ref>]) {
+    for slot in arguments {
+        if slot.kind == ValueKind::Ref && slot.is_move {
+            refs[slot.reg as usize] = None;
         }
-        return;
-    }
-    let mut slots = call.arguments.iter();
-    for segment in call.segments.iter() {
-        let tuple_values = match *segment {
-            None => 1,
-            Some((count, fields)) => {
-                values.push(Value::I32(count as i32));
-                count as usize * fields as usize
-            }
-        };
-        for slot in slots.by_ref().take(tuple_values) {
-            values.push(argument(slot, regs, refs, lend));
-        }
-    }
-}
-
-/// The value of argument `slot`, its ref moved out when the call moves or lends it.
-#[inline(always)]
-fn argument(slot: &Slot, regs: &[u32], refs: &mut [Option<Ref>], lend: bool) -> Value {
-    match slot.kind {
-        ValueKind::I32 => Value::I32(regs[slot.reg as usize] as i32),
-        ValueKind::F32 => Value::F32(f32::from_bits(regs[slot.reg as usize])),
-        ValueKind::I64 => Value::I64(read64(regs, slot.reg as usize) as i64),
-        ValueKind::F64 => Value::F64(f64::from_bits(read64(regs, slot.reg as usize))),
-        ValueKind::Ref => Value::Ref(take_or_clone(refs, RefReg { reg: slot.reg, is_move: slot.is_move || lend })),
-    }
-}
-
-/// Whether a call passing `arguments` lends its refs to a native callee (see
-/// [`CallOp::lends_refs`]): some are not moved, and no register is passed twice.
-pub(super) fn lends_refs(arguments: &[Slot]) -> bool {
-    let mut registers: Vec<_> =
-        arguments.iter().filter(|slot| slot.kind == ValueKind::Ref).map(|slot| slot.reg).collect();
-    registers.sort_unstable();
-    registers.windows(2).all(|pair| pair[0] != pair[1])
-        && arguments.iter().any(|slot| slot.kind == ValueKind::Ref && !slot.is_move)
-}
-
-/// Puts the refs a call lent its native callee (those it did not move) back into their
-/// registers, from the arguments `native_arguments` gathered into `values`.
-fn give_back_lent_refs(call: &CallOp, refs: &mut [Option<Ref>], values: &mut [Value]) {
-    if !call.lends_refs {
-        return;
-    }
-    let mut give_back = |slot: &Slot, value: &mut Value| {
-        if let (ValueKind::Ref, false, Value::Ref(lent)) = (slot.kind, slot.is_move, value) {
-            refs[slot.reg as usize] = lent.take();
-        }
-    };
-    let mut values = values.iter_mut();
-    if call.segments.is_empty() {
-        call.arguments.iter().zip(values).for_each(|(slot, value)| give_back(slot, value));
-        return;
-    }
-    let mut slots = call.arguments.iter();
-    for segment in call.segments.iter() {
-        let tuple_values = match *segment {
-            None => 1,
-            Some((count, fields)) => {
-                values.next(); // the tuple count
-                count as usize * fields as usize
-            }
-        };
-        slots.by_ref().take(tuple_values).zip(values.by_ref()).for_each(|(slot, value)| give_back(slot, value));
     }
 }
 
@@ -201,21 +130,12 @@ mod tests {
 
     use super::*;
     use crate::vm::buffer::Buffer;
-    use crate::vm::interpreter::op::Callee;
+    use crate::vm::interpreter::lower::passed;
+    use crate::vm::interpreter::op::Passed;
+    use crate::vm::native::Arg;
 
     fn slot(kind: ValueKind, reg: u16, is_move: bool) -> Slot {
         Slot { kind, reg, is_move }
-    }
-
-    fn call(segments: Vec<Option<(u16, u16)>>, arguments: Vec<Slot>, lends_refs: bool) -> CallOp {
-        CallOp {
-            callee: Callee::Import(0),
-            segments: segments.into(),
-            arguments: arguments.into(),
-            results: Box::default(),
-            resume: None,
-            lends_refs,
-        }
     }
 
     fn buffer() -> Ref {
@@ -227,28 +147,25 @@ mod tests {
     }
 
     #[test]
-    fn lent_refs_go_to_the_callee_without_clones_and_come_back_unless_moved() {
-        // host(i32 r0, ref r0 (kept), span of 2 tuples (ref, i32), ref r3 (moved))
-        let call = call(
-            vec![None, None, Some((2, 2)), None],
-            vec![
-                slot(ValueKind::I32, 0, false),
-                slot(ValueKind::Ref, 0, false),
-                slot(ValueKind::Ref, 1, false),
-                slot(ValueKind::I32, 1, false),
-                slot(ValueKind::Ref, 2, false),
-                slot(ValueKind::I32, 2, false),
-                slot(ValueKind::Ref, 3, true),
-            ],
-            true,
-        );
-        let regs = [7, 8, 9];
+    fn natives_read_registers_in_place_and_moved_refs_go_after_the_call() {
+        // host(i32 r0, ref r0 (kept), span of 2 tuples (ref, i32), ref r3 (moved), i64 r3:r4)
+        let arguments = [
+            slot(ValueKind::I32, 0, false),
+            slot(ValueKind::Ref, 0, false),
+            slot(ValueKind::Ref, 1, false),
+            slot(ValueKind::I32, 1, false),
+            slot(ValueKind::Ref, 2, false),
+            slot(ValueKind::I32, 2, false),
+            slot(ValueKind::Ref, 3, true),
+            slot(ValueKind::I64, 3, false),
+        ];
+        let passed = passed(&arguments, &[None, None, Some((2, 2)), None, None]);
+        assert_eq!(passed.len(), 9, "the span's count comes before its tuples");
+        assert_eq!(passed[2], Passed::Count(2));
+        let regs = [7, 8, 9, 0x0000_0005, 0xffff_ffff];
         let mut refs = vec![Some(buffer()), Some(buffer()), None, Some(buffer())];
         let originals = refs.clone();
-        let mut values = Vec::new();
-        native_arguments(&call, &regs, &mut refs, &mut values);
-        assert!(refs.iter().all(Option::is_none), "every ref was moved out for the call");
-        assert_eq!(count(&originals[0]), 2, "lent, not cloned");
+        let values = Arguments::registers(&passed, &regs, &refs).to_values();
         assert!(matches!(
             values[..],
             [
@@ -259,40 +176,36 @@ mod tests {
                 Value::I32(8),
                 Value::Ref(None),
                 Value::I32(9),
-                Value::Ref(Some(_))
+                Value::Ref(Some(_)),
+                Value::I64(-4_294_967_291)
             ]
         ));
-        give_back_lent_refs(&call, &mut refs, &mut values);
-        for reg in [0, 1] {
-            assert!(refs[reg].as_ref().unwrap().ptr_eq(originals[reg].as_ref().unwrap()), "register {reg} is back");
-        }
-        assert!(refs[2].is_none() && refs[3].is_none(), "null stays null, the moved ref stays with the callee");
         drop(values);
-        assert_eq!(count(&originals[3]), 1, "the moved ref went with the arguments");
+        let read = Arguments::registers(&passed, &regs, &refs);
+        let Some(Arg::Ref(Some(first))) = read.get(1) else { panic!("argument 1 is a ref") };
+        assert!(first.ptr_eq(originals[0].as_ref().unwrap()));
+        assert_eq!(count(&originals[0]), 2, "borrowed, not cloned");
+        assert!(read.get(9).is_none());
+        release_moved_refs(&arguments, &mut refs);
+        for reg in [0, 1] {
+            assert!(refs[reg].as_ref().unwrap().ptr_eq(originals[reg].as_ref().unwrap()), "register {reg} kept");
+        }
+        assert!(refs[2].is_none() && refs[3].is_none(), "null stays null, the moved ref is released");
+        assert_eq!(count(&originals[3]), 1, "the moved ref was the register's");
     }
 
     #[test]
-    fn calls_lend_refs_they_keep_and_pass_once() {
-        let (kept, moved, other) =
-            (slot(ValueKind::Ref, 0, false), slot(ValueKind::Ref, 0, true), slot(ValueKind::Ref, 1, false));
-        assert!(lends_refs(&[kept, slot(ValueKind::I32, 0, false), other]));
-        assert!(!lends_refs(&[kept, moved]), "register 0 passed twice");
-        assert!(!lends_refs(&[moved]), "nothing to give back");
-        assert!(!lends_refs(&[slot(ValueKind::I64, 0, false)]));
-    }
-
-    #[test]
-    fn a_register_passed_twice_is_cloned_and_left_in_place() {
-        let arguments = vec![slot(ValueKind::Ref, 0, false), slot(ValueKind::Ref, 0, true)];
-        assert!(!lends_refs(&arguments));
-        let call = call(Vec::new(), arguments, false);
-        let mut refs = vec![Some(buffer())];
-        let original = refs[0].clone();
-        let mut values = Vec::new();
-        native_arguments(&call, &[], &mut refs, &mut values);
-        assert!(matches!(values[..], [Value::Ref(Some(_)), Value::Ref(Some(_))]), "both uses see the ref");
-        give_back_lent_refs(&call, &mut refs, &mut values);
-        assert!(refs[0].is_none(), "moved by its last use");
-        assert_eq!(count(&original), 3);
+    fn plain_calls_pass_their_arguments_as_they_are() {
+        let arguments = [slot(ValueKind::F32, 0, false), slot(ValueKind::F64, 2, false), slot(ValueKind::Ref, 0, true)];
+        let passed = passed(&arguments, &[]);
+        assert_eq!(passed.to_vec(), arguments.map(Passed::Register));
+        let regs = [1.5f32.to_bits(), 0, (-2.25f64).to_bits() as u32, ((-2.25f64).to_bits() >> 32) as u32];
+        let refs = [None];
+        let read = Arguments::registers(&passed, &regs, &refs);
+        assert_eq!(read.to_values(), [Value::F32(1.5), Value::F64(-2.25), Value::Ref(None)]);
+        let host = [Value::F32(1.5), Value::F64(-2.25), Value::Ref(None)];
+        let given = Arguments::values(&host);
+        assert_eq!(given.iter().map(|arg| arg.type_name().to_owned()).collect::<Vec<_>>(), ["f32", "f64", "null"]);
+        assert_eq!(given.to_values(), host);
     }
 }

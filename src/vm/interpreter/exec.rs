@@ -10,7 +10,7 @@
 //! Errors leave the loop through `fail!`, which records the pc so the error can name the
 //! instruction and its source location.
 
-use super::call::{self, Transfer};
+use super::call::Transfer;
 use super::cold::{self, error};
 use super::handlers::{self, register};
 use super::op::{inline_ops, Moves, Op, Target};
@@ -268,9 +268,7 @@ impl Invocation {
                                         break Transfer::Enter { instance, function }
                                     }
                                     Resolved::Native { instance, function } => {
-                                        let mut arguments = std::mem::take(&mut self.native_arguments);
-                                        call::native_arguments(call, regs, env.refs, &mut arguments);
-                                        break Transfer::Native { instance, function, arguments };
+                                        break Transfer::Native { instance, function }
                                     }
                                 }
                             }
@@ -311,9 +309,9 @@ impl Invocation {
                     }
                     self.return_to_caller(instances, frame, values)?;
                 }
-                Transfer::Native { instance, function, arguments } => {
+                Transfer::Native { instance, function } => {
                     let Op::Call(call) = op else { unreachable!("called from a call op") };
-                    if let Some(step) = self.call_native(instances, states, (instance, function), call, arguments)? {
+                    if let Some(step) = self.call_native(instances, states, (instance, function), call)? {
                         return Ok(step);
                     }
                 }

@@ -11,9 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use super::coalesce::coalesce;
-use super::op::{
-    BufferElement, CallOp, Callee, ColdOp, Moves, Op, RefCheck, RefReg, Reg, Remap, Segment, Slot, Target,
-};
+use super::op::{BufferElement, CallOp, Callee, ColdOp, Moves, Op, Passed, RefCheck, RefReg, Reg, Remap, Slot, Target};
 use super::scalar::{self as s, Semantics};
 use crate::vm::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::vm::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
@@ -418,14 +416,16 @@ impl FunctionLowering<'_> {
             None => None,
         };
         let arguments = self.slots("call argument", arguments, &argument_kinds)?;
-        let lends_refs = super::call::lends_refs(&arguments);
+        let passed = match callee {
+            Callee::Import(_) => passed(&arguments, &segments),
+            Callee::Internal(_) => Box::default(),
+        };
         Ok(Op::Call(Box::new(CallOp {
             callee,
-            segments,
             arguments,
+            passed,
             results: self.slots("call result", results, &result_kinds)?,
             resume,
-            lends_refs,
         })))
     }
 
@@ -716,6 +716,31 @@ impl FunctionLowering<'_> {
             })
             .collect()
     }
+}
+
+/// How `vm.call.variadic` passes one top-level argument of the callee: `None` for a plain value,
+/// else a variadic span's (tuple count, values per tuple).
+pub(super) type Segment = Option<(u16, u16)>;
+
+/// What a native callee reads of a call passing `arguments` (see [`CallOp::passed`]): for a
+/// plain call (no segments) the arguments themselves.
+pub(super) fn passed(arguments: &[Slot], segments: &[Segment]) -> Box<[Passed]> {
+    if segments.is_empty() {
+        return arguments.iter().map(|slot| Passed::Register(*slot)).collect();
+    }
+    let mut passed = Vec::with_capacity(arguments.len() + segments.len());
+    let mut slots = arguments.iter();
+    for segment in segments {
+        let values = match *segment {
+            None => 1,
+            Some((count, fields)) => {
+                passed.push(Passed::Count(count));
+                count as usize * fields as usize
+            }
+        };
+        passed.extend(slots.by_ref().take(values).map(|slot| Passed::Register(*slot)));
+    }
+    passed.into()
 }
 
 /// Whether the true and the false destination of the `vm.cond_br` at `index` are the block

@@ -23,7 +23,7 @@ use self::op::Slot;
 use super::abi::{CallingConvention, CconvItem, ValueKind};
 use super::context::{Context, Instance, Linked, Resolved, State};
 use super::module::Module;
-use super::native::NativeOutcome;
+use super::native::{Arguments, NativeOutcome};
 use super::refs::Ref;
 use super::value::Value;
 use crate::host::{block_until_ready, AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
@@ -56,7 +56,6 @@ pub(crate) struct Stack {
     frames: Vec<Frame>,
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
-    native_arguments: Vec<Value>,
     native_results: Vec<Value>,
     #[cfg(rtx_jit)]
     jit_stack: Vec<u32>,
@@ -90,10 +89,8 @@ pub struct Invocation {
     refs: Vec<Option<Ref>>,
     /// A call made from the host straight into a native function.
     native_entry: Option<(u32, u32, Vec<Value>)>,
-    /// The arguments of a call from bytecode into a native function, reused call after call
-    /// (programs driving the HAL make dozens per invocation).
-    native_arguments: Vec<Value>,
-    /// What native functions answer into, reused as the arguments are.
+    /// What native functions answer into, reused call after call (programs driving the HAL make
+    /// dozens per invocation).
     native_results: Vec<Value>,
     pending: Option<Pending>,
     /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
@@ -155,7 +152,6 @@ impl Invocation {
             i32s: stack.i32s,
             refs: stack.refs,
             native_entry: None,
-            native_arguments: stack.native_arguments,
             native_results: stack.native_results,
             pending: None,
             budget: linked.budget,
@@ -237,7 +233,6 @@ impl Invocation {
                 frames: std::mem::take(&mut self.frames),
                 i32s: std::mem::take(&mut self.i32s),
                 refs: std::mem::take(&mut self.refs),
-                native_arguments: std::mem::take(&mut self.native_arguments),
                 native_results: std::mem::take(&mut self.native_results),
                 #[cfg(rtx_jit)]
                 jit_stack: std::mem::take(&mut self.jit_stack),
@@ -249,7 +244,7 @@ impl Invocation {
         let Linked { instances, states, .. } = linked;
         if let Some((instance, function, arguments)) = self.native_entry.take() {
             let results = &mut self.native_results;
-            return match call_native(instances, states, (instance, function), &arguments, results)? {
+            return match call_native(instances, states, (instance, function), Arguments::values(&arguments), results)? {
                 NativeOutcome::Ready => Ok(Step::Done(std::mem::take(results))),
                 NativeOutcome::Pending(results) => {
                     let wait = results.as_untyped().clone();
@@ -518,7 +513,7 @@ fn call_native(
     instances: &[Instance],
     states: &mut [State],
     (instance, function): (u32, u32),
-    arguments: &[Value],
+    arguments: Arguments<'_>,
     results: &mut Vec<Value>,
 ) -> Result<NativeOutcome, Diagnostic> {
     let (Some(Instance::Native(native)), Some(State::Native(state))) =

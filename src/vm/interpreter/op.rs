@@ -88,25 +88,26 @@ pub enum Callee {
     Import(u32),
 }
 
-/// How a `vm.call.variadic` passes one top-level argument of the callee: `None` for a plain value,
-/// else a variadic span's (tuple count, values per tuple).
-pub type Segment = Option<(u16, u16)>;
+/// One value a native callee reads, in calling-convention order: a register of the caller, or the
+/// tuple count of a variadic span (which the call op holds as a constant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passed {
+    Register(Slot),
+    Count(u16),
+}
 
 /// A call: arguments typed by the callee's calling convention, results likewise.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallOp {
     pub callee: Callee,
-    /// For `vm.call.variadic`: one entry per top-level argument of the callee. Empty for plain
-    /// calls.
-    pub segments: Box<[Segment]>,
     pub arguments: Box<[Slot]>,
+    /// What a native callee reads (see [`crate::vm::native::Arguments`]): `arguments` with each
+    /// variadic span's tuple count before its tuples. Empty for calls of internal functions,
+    /// which are never native.
+    pub passed: Box<[Passed]>,
     pub results: Box<[Slot]>,
     /// For yieldable calls: where execution continues (the results are that block's arguments).
     pub resume: Option<u32>,
-    /// Some refs are passed without being moved and no ref register is passed twice, so a native
-    /// callee can borrow the caller's refs: they are moved out of their registers for the call
-    /// and put back after it, with no reference-count traffic. (Otherwise they are cloned.)
-    pub lends_refs: bool,
 }
 
 /// Width of a buffer element access.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use crate::hal::args::Args;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer;
-use crate::vm::native::{NativeFunction, NativeModule, NativeOutcome, NativeState};
+use crate::vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use crate::vm::value::Value;
 
 use elementwise::{Binary, Unary};
@@ -104,7 +104,7 @@ impl NativeModule for VmvxModule {
         &self,
         _state: &mut NativeState,
         ordinal: usize,
-        arguments: &[Value],
+        arguments: Arguments<'_>,
         results: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let (name, _, kernel) = FUNCTIONS
@@ -310,7 +310,7 @@ mod tests {
             .collect();
         let mut state: NativeState = Box::new(());
         let mut results = Vec::new();
-        match module.call(&mut state, ordinal, &values, &mut results)? {
+        match module.call(&mut state, ordinal, Arguments::values(&values), &mut results)? {
             NativeOutcome::Ready => Ok(results),
             NativeOutcome::Pending(_) => panic!("vmvx functions never suspend"),
         }
