@@ -209,6 +209,39 @@ typedef struct rtx_error rtx_error_t;
 typedef struct rtx_context rtx_context_t;
 
 /**
+ * Everything a host reads to wrap a view's memory, from one call (`rtx_buffer_view_info`). The
+ * caller sets `struct_size` to `sizeof(rtx_buffer_view_info_t)` before the call, so that a
+ * library newer than the header can tell which fields it may write.
+ */
+typedef struct rtx_buffer_view_info_t {
+  /**
+   * `sizeof(rtx_buffer_view_info_t)` as the caller's header knows it.
+   */
+  size_t struct_size;
+  /**
+   * As `rtx_buffer_view_element_type`.
+   */
+  uint32_t element_type;
+  /**
+   * As `rtx_buffer_view_rank`.
+   */
+  size_t rank;
+  /**
+   * The `rank` dimensions, borrowed: valid while the view lives (any pointer, not to be read,
+   * when `rank` is 0).
+   */
+  const int64_t *shape;
+  /**
+   * As `rtx_buffer_view_data`: borrowed, NULL where the host cannot address the memory.
+   */
+  const void *data;
+  /**
+   * As `rtx_buffer_view_byte_length`.
+   */
+  size_t byte_length;
+} rtx_buffer_view_info_t;
+
+/**
  * The handle type C sees.
  */
 typedef struct rtx_task rtx_task_t;
@@ -804,6 +837,16 @@ size_t rtx_buffer_view_byte_length(const rtx_buffer_view_t *view);
  * not host-addressable (`rtx_buffer_view_copy_data` reads it then).
  */
 const void *rtx_buffer_view_data(const rtx_buffer_view_t *view);
+
+/**
+ * Fills `*out` with the view's element type, shape, data and byte length: what
+ * `rtx_buffer_view_element_type`, `_rank`, `_dim`, `_data` and `_byte_length` say, in one call
+ * (a binding that wraps each result pays for every crossing). INVALID_ARGUMENT for a NULL
+ * argument or a `struct_size` smaller than the first version of the struct; `*out` is written
+ * only on success.
+ */
+rtx_error_t *rtx_buffer_view_info(const rtx_buffer_view_t *view,
+                                  struct rtx_buffer_view_info_t *out);
 
 /**
  * Copies the view's data (`rtx_buffer_view_byte_length` bytes) to `out`, which has room for

@@ -189,6 +189,74 @@ fn a_buffer_view_holds_a_copy_of_the_host_data_with_its_type_and_shape() {
     }
 }
 
+/// The messages of errors that must all be INVALID_ARGUMENT.
+fn invalid_argument_messages(errors: impl IntoIterator<Item = *mut rtx_error_t>) -> Vec<String> {
+    errors
+        .into_iter()
+        .map(|error| {
+            let (status, message) = take(error).expect("refused");
+            assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT, "{message}");
+            message
+        })
+        .collect()
+}
+
+/// `rtx_buffer_view_info` says in one call what the accessors say; it checks its arguments and
+/// the caller's struct size, writing nothing when it refuses.
+#[test]
+fn buffer_view_info_gives_what_the_accessors_give() {
+    let cases = [view(F32, &[2, 3], &f32_bytes(&[0.5; 6])), view(I32, &[], &i32_bytes(&[7])), view(F32, &[4, 0], &[])];
+    for v in cases {
+        let mut info = rtx_buffer_view_info_t {
+            struct_size: std::mem::size_of::<rtx_buffer_view_info_t>(),
+            element_type: 0,
+            rank: 99,
+            shape: ptr::null(),
+            data: ptr::null(),
+            byte_length: 99,
+        };
+        // SAFETY: a live view and a writable struct of the declared size.
+        ok(unsafe { rtx_buffer_view_info(v, &mut info) });
+        let (element_type, shape, bytes) = contents(v);
+        assert_eq!((info.element_type, info.rank, info.byte_length), (element_type, shape.len(), bytes.len()));
+        // SAFETY: `rank` dimensions at `shape` and the data, borrowed from the live view.
+        unsafe {
+            assert_eq!(std::slice::from_raw_parts(info.shape, info.rank), shape.as_slice());
+            assert_eq!(info.data, rtx_buffer_view_data(v));
+            if info.byte_length > 0 {
+                assert_eq!(std::slice::from_raw_parts(info.data.cast::<u8>(), info.byte_length), bytes.as_slice());
+            }
+        }
+    }
+    let mut small = rtx_buffer_view_info_t {
+        struct_size: 8,
+        element_type: 5,
+        rank: 5,
+        shape: ptr::null(),
+        data: ptr::null(),
+        byte_length: 5,
+    };
+    // SAFETY: NULL where the function checks for it; live handles elsewhere.
+    let refusals = unsafe {
+        [
+            rtx_buffer_view_info(cases[0], &mut small),
+            rtx_buffer_view_info(ptr::null(), &mut small),
+            rtx_buffer_view_info(cases[0], ptr::null_mut()),
+        ]
+    };
+    let messages = invalid_argument_messages(refusals);
+    assert!(messages[0].starts_with("rtx_buffer_view_info: out->struct_size is 8"), "{}", messages[0]);
+    assert_eq!(
+        messages[1..],
+        ["rtx_buffer_view_info: argument 'view' is NULL", "rtx_buffer_view_info: argument 'out' is NULL"]
+    );
+    assert_eq!((small.element_type, small.rank, small.byte_length), (5, 5, 5), "nothing written");
+    for v in cases {
+        // SAFETY: the test's reference.
+        unsafe { rtx_buffer_view_release(v) };
+    }
+}
+
 #[test]
 fn buffer_view_creation_names_what_is_wrong() {
     let bytes = [0u8; 64];
@@ -736,14 +804,7 @@ fn call_reports_the_programs_errors_and_refuses_what_is_not_a_tensor() {
             rtx_context_call(context, c"abs".as_ptr(), &four, 1, ptr::null_mut(), 1),
         ]
     };
-    let messages: Vec<String> = refusals
-        .into_iter()
-        .map(|error| {
-            let (status, message) = take(error).expect("refused");
-            assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT, "{message}");
-            message
-        })
-        .collect();
+    let messages = invalid_argument_messages(refusals);
     assert_eq!(
         messages,
         [

@@ -43,6 +43,19 @@ class FunctionSignature(ctypes.Structure):
     ]
 
 
+class BufferViewInfo(ctypes.Structure):
+    """``rtx_buffer_view_info_t``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("element_type", ctypes.c_uint32),
+        ("rank", ctypes.c_size_t),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+        ("byte_length", ctypes.c_size_t),
+    ]
+
+
 class ContextOptions(ctypes.Structure):
     """``rtx_context_options_t``."""
 
@@ -105,6 +118,7 @@ _SIGNATURES = {
     "rtx_buffer_view_byte_length": (_size, [_p]),
     "rtx_buffer_view_data": (_p, [_p]),
     "rtx_buffer_view_copy_data": (_p, [_p, _p, _size]),
+    "rtx_buffer_view_info": (_p, [_p, ctypes.POINTER(BufferViewInfo)]),
 }
 
 
@@ -113,10 +127,7 @@ _SIGNATURES = {
 _RAW_SIGNATURES = {
     "rtx_context_call": _p,
     "rtx_buffer_view_new": _p,
-    "rtx_buffer_view_element_type": _u32,
-    "rtx_buffer_view_rank": _size,
-    "rtx_buffer_view_dim": ctypes.c_int64,
-    "rtx_buffer_view_data": _p,
+    "rtx_buffer_view_info": _p,
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import numpy as np
 
 from . import dtypes
-from ._library import handle_p, lib, raw, written
+from ._library import BufferViewInfo, handle_p, lib, raw, written
 from .errors import InvalidArgumentError, check
 from .module import ValueKind
 
@@ -75,15 +75,15 @@ def buffer_view(value: Any, function: str, index: int) -> int:
     array = value if type(value) is np.ndarray else _asarray(value, f"{function} argument {index}")
     code = _ELEMENT_TYPES.get(array.dtype)
     flags = array.flags
+    nbytes = array.nbytes
     if code is not None and flags.c_contiguous and flags.writeable:
-        data = _byref(_char_from_buffer(array)) if array.nbytes else None
+        data = _byref(_char_from_buffer(array)) if nbytes else None
     else:
         array, number = _contiguous(array, f"{function} argument {index}")
         code = ctypes.c_uint32(number)
         data = ctypes.c_void_p(array.ctypes.data)
     shape = array.shape
     rank = len(shape)
-    nbytes = array.nbytes
     out = handle_p()
     error = raw.rtx_buffer_view_new(
         code,
@@ -149,15 +149,16 @@ def array(view: int) -> np.ndarray:
     """A read-only numpy array over a buffer view's memory, without a copy; takes ``view``'s
     reference. Views whose memory the host cannot address (a GPU's) are copied out."""
     try:
-        handle = handle_p(view)
-        code = raw.rtx_buffer_view_element_type(handle)
-        found = dtypes.ARRAY_TYPES.get(code)
+        info = BufferViewInfo(_INFO_SIZE)
+        error = raw.rtx_buffer_view_info(handle_p(view), _byref(info))
+        if error:
+            check(error)
+        found = dtypes.ARRAY_TYPES.get(info.element_type)
         if found is None:
-            raise dtypes.unsupported(code)
+            raise dtypes.unsupported(info.element_type)
         dtype, typestr = found
-        dim = raw.rtx_buffer_view_dim
-        shape = tuple([dim(handle, _size(i)) for i in range(raw.rtx_buffer_view_rank(handle))])
-        address = raw.rtx_buffer_view_data(handle)
+        shape = tuple(info.shape[: info.rank])
+        address = info.data
         if not address:
             out = np.empty(shape, dtype)
             check(lib.rtx_buffer_view_copy_data(view, out.ctypes.data, out.nbytes))
@@ -168,6 +169,9 @@ def array(view: int) -> np.ndarray:
         raise
     out = np.asarray(_ViewMemory(view, address, shape, typestr))
     return out if out.dtype == dtype else out.view(dtype)
+
+
+_INFO_SIZE = ctypes.sizeof(BufferViewInfo)
 
 
 def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:

@@ -116,7 +116,7 @@ class Function:
         self.name, self.signature = context._resolve(name)
 
     def __call__(self, *args: Any) -> List[_values.Result]:
-        return self.context._invoke(self.context._plan(self.name), args)
+        return self.context.invoke(self.name, *args)
 
     def invoke_async(self, *args: Any) -> "concurrent.futures.Future[List[_values.Result]]":
         return self.context.invoke_async(self.name, *args)
@@ -190,11 +190,13 @@ class Context(Owned):
         while waiting. A function whose arguments and results are all tensors runs on the
         calling thread, as ``iree.runtime`` runs it, whatever the work queue.
         """
-        return self._invoke(self._plan(function), args)
-
-    def _invoke(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
+        plan = self._plans.get(function) or self._plan(function)
         if plan.tensors_only:
             return self._call_tensors(plan, args)
+        return self._invoke_with_values(plan, args)
+
+    def _invoke_with_values(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
+        """:meth:`invoke` through async values: for functions that take or return scalars."""
         call = self._start(plan, args)
         try:
             error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
@@ -290,14 +292,18 @@ class Context(Owned):
 
     def _call_tensors(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
         """A call with tensors in and out: buffer views made, the call, the results wrapped."""
-        plan.check_count(args)
+        handle = self._handle
+        if handle is None:
+            handle = self.handle  # raises: the context is closed
+        if len(args) != len(plan.kinds):
+            plan.check_count(args)
         views = plan.views()
         try:
             for i, value in enumerate(args):
                 views[i] = _values.buffer_view(value, plan.name, i)
             results = plan.results()
             num_args, num_results = plan.c_counts
-            error = raw.rtx_context_call(handle_p(self.handle), plan.c_name, views, num_args, results, num_results)
+            error = raw.rtx_context_call(handle_p(handle), plan.c_name, views, num_args, results, num_results)
         finally:
             for view in views:
                 lib.rtx_buffer_view_release(view)
