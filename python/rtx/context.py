@@ -98,14 +98,13 @@ class _Plan:
         self.results = handle_p * len(signature.results)
         self.c_counts = (ctypes.c_size_t(len(self.kinds)), ctypes.c_size_t(len(signature.results)))
 
-    def check_count(self, args: Sequence[Any]) -> None:
-        """Raises :class:`~rtx.InvalidArgumentError` unless ``args`` has one value per argument."""
-        if len(args) != len(self.kinds):
-            count = len(self.kinds)
-            raise InvalidArgumentError(
-                f"{self.name} takes {count} argument{'s' if count != 1 else ''} ({self.signature}), "
-                f"but {len(args)} were given"
-            )
+    def count_error(self, given: int) -> InvalidArgumentError:
+        """The error for a call that passes ``given`` arguments, not one per argument."""
+        count = len(self.kinds)
+        return InvalidArgumentError(
+            f"{self.name} takes {count} argument{'s' if count != 1 else ''} ({self.signature}), "
+            f"but {given} were given"
+        )
 
 
 class Function:
@@ -296,7 +295,7 @@ class Context(Owned):
         if handle is None:
             handle = self.handle  # raises: the context is closed
         if len(args) != len(plan.kinds):
-            plan.check_count(args)
+            raise plan.count_error(len(args))
         views = plan.views()
         try:
             for i, value in enumerate(args):
@@ -313,8 +312,9 @@ class Context(Owned):
 
     def _start(self, plan: _Plan, args: Sequence[Any]) -> _Call:
         """Starts a call with async values in and out."""
-        plan.check_count(args)
         name, kinds, signature = plan.name, plan.kinds, plan.signature
+        if len(args) != len(kinds):
+            raise plan.count_error(len(args))
         handles = (handle_p * len(args))()
         try:
             for i, (kind, value) in enumerate(zip(kinds, args)):
