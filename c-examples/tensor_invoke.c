@@ -9,8 +9,9 @@
  *   matmul(tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
  *   dense_relu(tensor<1x4xf32>) -> tensor<1x3xf32>   (constant weights and bias inside the module)
  * with buffer views in async values, comparing every element with the value computed here. A
- * tensor of the wrong shape must come back as the program's INVALID_ARGUMENT. The exit status is
- * 0 only if every check holds. */
+ * tensor of the wrong shape must come back as the program's INVALID_ARGUMENT. Then the same
+ * through rtx_context_call, buffer views in and out. The exit status is 0 only if every check
+ * holds. */
 #include <rtx.h>
 
 #include <stdbool.h>
@@ -130,19 +131,26 @@ static void run_matmul(rtx_context_t* context) {
   rtx_buffer_view_release(views[1]);
 }
 
-static void run_dense_relu(rtx_context_t* context) {
+/* dense_relu's input here, and its result computed in C: relu(x . W + b). */
+static const float dense_relu_x[4] = {0.5f, -1.0f, 2.0f, 1.0f};
+
+static void dense_relu_expected(float expected[3]) {
   /* The constants of @dense_relu in tests/fixtures/hal_run/src/programs.mlir. */
   static const float weights[4][3] = {{1.0f, -1.0f, 0.5f}, {2.0f, 0.0f, -0.5f}, {-1.0f, 1.0f, 1.0f}, {0.5f, 2.0f, -2.0f}};
   static const float bias[3] = {0.5f, -1.0f, 0.25f};
-  const float x[4] = {0.5f, -1.0f, 2.0f, 1.0f};
-  float expected[3];
   for (int j = 0; j < 3; ++j) {
     float sum = bias[j];
     for (int k = 0; k < 4; ++k) {
-      sum += x[k] * weights[k][j];
+      sum += dense_relu_x[k] * weights[k][j];
     }
     expected[j] = sum > 0.0f ? sum : 0.0f;
   }
+}
+
+static void run_dense_relu(rtx_context_t* context) {
+  const float* x = dense_relu_x;
+  float expected[3];
+  dense_relu_expected(expected);
   const int64_t x_shape[2] = {1, 4}, out_shape[2] = {1, 3};
   rtx_buffer_view_t* input = f32_view(x_shape, 2, x, 4);
   rtx_buffer_view_t* out = input != NULL ? call(context, "module.dense_relu", &input, 1) : NULL;
@@ -178,6 +186,40 @@ static void run_wrong_shape(rtx_context_t* context) {
   rtx_buffer_view_release(input);
 }
 
+/* rtx_context_call: dense_relu with buffer views in and out and no async values; the result
+ * described by rtx_buffer_view_info; a wrong shape and NULL arguments refused, nothing written. */
+static void run_call(rtx_context_t* context) {
+  float expected[3];
+  dense_relu_expected(expected);
+  const int64_t x_shape[2] = {1, 4}, out_shape[2] = {1, 3}, wrong_shape[2] = {1, 5};
+  const float zeros[5] = {0};
+  rtx_buffer_view_t* input = f32_view(x_shape, 2, dense_relu_x, 4);
+  rtx_buffer_view_t* wrong = f32_view(wrong_shape, 2, zeros, 5);
+  rtx_buffer_view_t* out = NULL;
+  if (input != NULL && succeeded("rtx_context_call", rtx_context_call(context, "dense_relu", &input, 1, &out, 1))) {
+    report(f32_view_equals(out, out_shape, 2, expected, 3), "rtx_context_call: dense_relu(x) as computed in C");
+    rtx_buffer_view_info_t info;
+    info.struct_size = sizeof info;
+    report(succeeded("rtx_buffer_view_info", rtx_buffer_view_info(out, &info)) &&
+               info.element_type == ELEMENT_TYPE_F32 && info.rank == 2 && info.shape[0] == 1 && info.shape[1] == 3 &&
+               info.data == rtx_buffer_view_data(out) && info.byte_length == 3 * sizeof(float),
+           "rtx_buffer_view_info: type, shape, data and length in one call");
+    rtx_buffer_view_release(out);
+  }
+  out = NULL;
+  rtx_error_t* error = wrong != NULL ? rtx_context_call(context, "dense_relu", &wrong, 1, &out, 1) : NULL;
+  report(rtx_error_code(error) == RTX_STATUS_CODE_INVALID_ARGUMENT &&
+             strstr(rtx_error_message(error), "shape dimension 1 mismatch") != NULL && out == NULL,
+         "rtx_context_call: dense_relu(1x5) fails with the program's INVALID_ARGUMENT");
+  rtx_error_delete(error);
+  error = rtx_context_call(context, "dense_relu", NULL, 1, &out, 1);
+  report(rtx_error_code(error) == RTX_STATUS_CODE_INVALID_ARGUMENT && out == NULL,
+         "rtx_context_call: NULL arguments are INVALID_ARGUMENT");
+  rtx_error_delete(error);
+  rtx_buffer_view_release(wrong);
+  rtx_buffer_view_release(input);
+}
+
 static void run_module(const char* path) {
   rtx_module_t* module = NULL;
   if (!succeeded("rtx_module_load_file", rtx_module_load_file(path, &module))) {
@@ -207,6 +249,7 @@ static void run_module(const char* path) {
       run_matmul(context);
       run_dense_relu(context);
       run_wrong_shape(context);
+      run_call(context);
     }
     rtx_context_release(context);
   }

@@ -209,6 +209,39 @@ typedef struct rtx_error rtx_error_t;
 typedef struct rtx_context rtx_context_t;
 
 /**
+ * Everything a host reads to wrap a view's memory, from one call (`rtx_buffer_view_info`). The
+ * caller sets `struct_size` to `sizeof(rtx_buffer_view_info_t)` before the call, so that a
+ * library newer than the header can tell which fields it may write.
+ */
+typedef struct rtx_buffer_view_info_t {
+  /**
+   * `sizeof(rtx_buffer_view_info_t)` as the caller's header knows it.
+   */
+  size_t struct_size;
+  /**
+   * As `rtx_buffer_view_element_type`.
+   */
+  uint32_t element_type;
+  /**
+   * As `rtx_buffer_view_rank`.
+   */
+  size_t rank;
+  /**
+   * The `rank` dimensions, borrowed: valid while the view lives (any pointer, not to be read,
+   * when `rank` is 0).
+   */
+  const int64_t *shape;
+  /**
+   * As `rtx_buffer_view_data`: borrowed, NULL where the host cannot address the memory.
+   */
+  const void *data;
+  /**
+   * As `rtx_buffer_view_byte_length`.
+   */
+  size_t byte_length;
+} rtx_buffer_view_info_t;
+
+/**
  * The handle type C sees.
  */
 typedef struct rtx_task rtx_task_t;
@@ -806,6 +839,16 @@ size_t rtx_buffer_view_byte_length(const rtx_buffer_view_t *view);
 const void *rtx_buffer_view_data(const rtx_buffer_view_t *view);
 
 /**
+ * Fills `*out` with the view's element type, shape, data and byte length: what
+ * `rtx_buffer_view_element_type`, `_rank`, `_dim`, `_data` and `_byte_length` say, in one call
+ * (a binding that wraps each result pays for every crossing). INVALID_ARGUMENT for a NULL
+ * argument or a `struct_size` smaller than the first version of the struct; `*out` is written
+ * only on success.
+ */
+rtx_error_t *rtx_buffer_view_info(const rtx_buffer_view_t *view,
+                                  struct rtx_buffer_view_info_t *out);
+
+/**
  * Copies the view's data (`rtx_buffer_view_byte_length` bytes) to `out`, which has room for
  * `capacity` bytes; the bytes past the data are left as they were. OUT_OF_RANGE, writing
  * nothing, if `capacity` is smaller than the data (the message gives both sizes);
@@ -1019,6 +1062,40 @@ rtx_error_t *rtx_context_invoke_with_done(rtx_context_t *context,
                                           rtx_async_value_t **results,
                                           size_t num_results,
                                           rtx_async_value_t **done);
+
+/**
+ * Calls `function` (named as for `rtx_context_invoke`) with `num_args` tensors and waits for
+ * its tensor results: the synchronous form of `rtx_context_invoke` for functions whose declared
+ * arguments and results are all tensors (`r`), with buffer views in and out and no async values
+ * — one call instead of values made, invoked, awaited, read and released, for hosts that would
+ * block on the results anyway (the Python package's `invoke`).
+ *
+ * A bytecode function runs on the calling thread, as IREE's bindings run it, whatever the
+ * context's work queue (its dispatches still go to the device: inline on `local-sync`, to the
+ * CPU workers on `local-task`); a `coarse-fences` function gets its own fences and is waited
+ * for. A BEF function runs on the context's queue, as `rtx_context_invoke` runs it, while this
+ * thread waits (on `"s"` it runs the queue's work meanwhile). The arguments are only read: the
+ * caller keeps and releases them.
+ *
+ * On success `results[0..num_results]` receive new buffer views (owned by the caller; release
+ * each). On failure nothing is written and the error is what the results of
+ * `rtx_context_invoke` would carry, with the same code and message (a `vm.fail`'s status and
+ * text with the failing location, the program's INVALID_ARGUMENT for a wrong element type or
+ * shape, UNIMPLEMENTED for a ref result that is not a buffer view); and INVALID_ARGUMENT for
+ * NULL arguments, `num_args`/`num_results` that differ from the function's declared counts, or a
+ * function taking or returning a scalar (call it with `rtx_context_invoke`); NOT_FOUND for no
+ * such function; CANCELLED for a cancelled context; FAILED_PRECONDITION on one of the context's
+ * worker threads, which must not block. The lookup and count errors name this function; the
+ * call's own errors do not, as the results of `rtx_context_invoke` do not. Thread-safe: calls
+ * of one context's bytecode functions take turns on its VM state, as slices of
+ * `rtx_context_invoke` calls do.
+ */
+rtx_error_t *rtx_context_call(rtx_context_t *context,
+                              const char *function,
+                              rtx_buffer_view_t *const *args,
+                              size_t num_args,
+                              rtx_buffer_view_t **results,
+                              size_t num_results);
 
 /**
  * Registers the kernel `name`, implemented by `fn` with `user_data`, for the BEF modules added

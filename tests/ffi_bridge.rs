@@ -8,12 +8,14 @@ use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::ptr;
 
-use common::ffi::{invoke, load_file, new_context, ok, release_all};
+use common::ffi::{invoke, load_file, new_context, ok, release_all, take};
 use rtx::bef::{mlir_to_bef, WriteOptions};
 use rtx::ffi::async_value::*;
 use rtx::ffi::buffer_view::*;
 use rtx::ffi::context::*;
 use rtx::ffi::device::*;
+use rtx::ffi::error::*;
+use rtx::ffi::invocation::*;
 use rtx::ffi::module::*;
 
 /// `bef.scale_then_add(x, k)`: `bridge.scale(x, k) + x`.
@@ -75,4 +77,52 @@ fn a_c_host_passes_and_reads_a_graphs_tensors_as_buffer_views() {
     release_all(&results);
     // SAFETY: the test's reference.
     unsafe { rtx_context_release(context) };
+}
+
+/// `rtx_context_call` runs a BEF function with buffer views in and out (on the context's queue,
+/// the caller waiting), and names a result that is not a tensor.
+#[test]
+fn a_c_host_calls_a_graph_with_buffer_views_and_waits() {
+    const TWICE: &str = r#"
+func.func @twice(%x: !tfrt_tensor.tensor) -> !tfrt_tensor.tensor {
+  %z = "nn.add.f32"(%x, %x) : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  tfrt.return %z : !tfrt_tensor.tensor
+}
+
+func.func @seven(%x: !tfrt_tensor.tensor) -> i32 {
+  %c = tfrt.constant.i32 7
+  tfrt.return %c : i32
+}
+"#;
+    for spec in [c"s", c"mstd:2"] {
+        let context = new_context(spec);
+        let bef = mlir_to_bef(&rtx::mlir::parse_text(TWICE).expect("parses"), &WriteOptions::default()).expect("BEF");
+        let mut graph = ptr::null_mut();
+        // SAFETY: `bef.len()` readable bytes and an out pointer.
+        ok(unsafe { rtx_module_load_memory(bef.as_ptr(), bef.len(), &mut graph) });
+        add(context, graph);
+        let x = [1.0f32, -2.0, 0.5];
+        // SAFETY: live handles, arrays of the sizes given; every handle made here is released here.
+        unsafe {
+            let mut view = ptr::null_mut();
+            ok(rtx_buffer_view_new(0x2100_0020, [3i64].as_ptr(), 1, x.as_ptr().cast(), 12, &mut view));
+            let mut out = ptr::null_mut();
+            ok(rtx_context_call(context, c"twice".as_ptr(), &view, 1, &mut out, 1));
+            assert_eq!((rtx_buffer_view_rank(out), rtx_buffer_view_dim(out, 0)), (1, 3), "{spec:?}");
+            let mut z = [0f32; 3];
+            ok(rtx_buffer_view_copy_data(out, z.as_mut_ptr().cast::<c_void>(), 12));
+            assert_eq!(z, [2.0, -4.0, 1.0], "x + x, by hand ({spec:?})");
+            rtx_buffer_view_release(out);
+
+            let mut out = ptr::null_mut();
+            let (code, message) =
+                take(rtx_context_call(context, c"seven".as_ptr(), &view, 1, &mut out, 1)).expect("refused");
+            assert_eq!(code, rtx_status_code_t::RTX_STATUS_CODE_INVALID_ARGUMENT);
+            assert!(message.starts_with("result 0 of `"), "{message}");
+            assert!(message.contains("is i32, not a tensor"), "{message}");
+            assert!(out.is_null());
+            rtx_buffer_view_release(view);
+            rtx_context_release(context);
+        }
+    }
 }

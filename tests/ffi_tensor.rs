@@ -62,8 +62,11 @@ fn refused(
     take(error).expect("the call fails")
 }
 
+/// Element type, shape and bytes of a view.
+type Contents = (u32, Vec<i64>, Vec<u8>);
+
 /// Element type, shape and bytes of a view, read through the C accessors.
-fn contents(view: *const rtx_buffer_view_t) -> (u32, Vec<i64>, Vec<u8>) {
+fn contents(view: *const rtx_buffer_view_t) -> Contents {
     // SAFETY: a live view; the buffer has room for the byte length.
     unsafe {
         let rank = rtx_buffer_view_rank(view);
@@ -112,7 +115,7 @@ fn call(
     function: &str,
     views: &[*mut rtx_buffer_view_t],
     num_results: usize,
-) -> Vec<(u32, Vec<i64>, Vec<u8>)> {
+) -> Vec<Contents> {
     // SAFETY: live views; every handle made here is released here.
     unsafe {
         let args: Vec<_> = views.iter().map(|&v| rtx_async_value_new_buffer_view(v)).collect();
@@ -183,6 +186,74 @@ fn a_buffer_view_holds_a_copy_of_the_host_data_with_its_type_and_shape() {
         rtx_buffer_view_release(scalar);
         rtx_buffer_view_release(empty);
         rtx_buffer_view_release(nibbles);
+    }
+}
+
+/// The messages of errors that must all be INVALID_ARGUMENT.
+fn invalid_argument_messages(errors: impl IntoIterator<Item = *mut rtx_error_t>) -> Vec<String> {
+    errors
+        .into_iter()
+        .map(|error| {
+            let (status, message) = take(error).expect("refused");
+            assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT, "{message}");
+            message
+        })
+        .collect()
+}
+
+/// `rtx_buffer_view_info` says in one call what the accessors say; it checks its arguments and
+/// the caller's struct size, writing nothing when it refuses.
+#[test]
+fn buffer_view_info_gives_what_the_accessors_give() {
+    let cases = [view(F32, &[2, 3], &f32_bytes(&[0.5; 6])), view(I32, &[], &i32_bytes(&[7])), view(F32, &[4, 0], &[])];
+    for v in cases {
+        let mut info = rtx_buffer_view_info_t {
+            struct_size: std::mem::size_of::<rtx_buffer_view_info_t>(),
+            element_type: 0,
+            rank: 99,
+            shape: ptr::null(),
+            data: ptr::null(),
+            byte_length: 99,
+        };
+        // SAFETY: a live view and a writable struct of the declared size.
+        ok(unsafe { rtx_buffer_view_info(v, &mut info) });
+        let (element_type, shape, bytes) = contents(v);
+        assert_eq!((info.element_type, info.rank, info.byte_length), (element_type, shape.len(), bytes.len()));
+        // SAFETY: `rank` dimensions at `shape` and the data, borrowed from the live view.
+        unsafe {
+            assert_eq!(std::slice::from_raw_parts(info.shape, info.rank), shape.as_slice());
+            assert_eq!(info.data, rtx_buffer_view_data(v));
+            if info.byte_length > 0 {
+                assert_eq!(std::slice::from_raw_parts(info.data.cast::<u8>(), info.byte_length), bytes.as_slice());
+            }
+        }
+    }
+    let mut small = rtx_buffer_view_info_t {
+        struct_size: 8,
+        element_type: 5,
+        rank: 5,
+        shape: ptr::null(),
+        data: ptr::null(),
+        byte_length: 5,
+    };
+    // SAFETY: NULL where the function checks for it; live handles elsewhere.
+    let refusals = unsafe {
+        [
+            rtx_buffer_view_info(cases[0], &mut small),
+            rtx_buffer_view_info(ptr::null(), &mut small),
+            rtx_buffer_view_info(cases[0], ptr::null_mut()),
+        ]
+    };
+    let messages = invalid_argument_messages(refusals);
+    assert!(messages[0].starts_with("rtx_buffer_view_info: out->struct_size is 8"), "{}", messages[0]);
+    assert_eq!(
+        messages[1..],
+        ["rtx_buffer_view_info: argument 'view' is NULL", "rtx_buffer_view_info: argument 'out' is NULL"]
+    );
+    assert_eq!((small.element_type, small.rank, small.byte_length), (5, 5, 5), "nothing written");
+    for v in cases {
+        // SAFETY: the test's reference.
+        unsafe { rtx_buffer_view_release(v) };
     }
 }
 
@@ -350,8 +421,8 @@ fn modules_that_import_hal_need_a_device_and_devices_are_checked() {
     }
 }
 
-#[test]
-fn tensor_programs_run_through_invoke_on_every_format_and_queue() {
+/// The inputs of `matmul` (4x8 and 8x4) and their product, computed here.
+fn matmul_case() -> (Vec<f32>, Vec<f32>, [f32; 16]) {
     let a: Vec<f32> = (0..32).map(|i| (i % 7) as f32 - 3.0).collect();
     let b: Vec<f32> = (0..32).map(|i| (i % 5) as f32 * 0.5).collect();
     let mut product = [0f32; 16];
@@ -360,6 +431,12 @@ fn tensor_programs_run_through_invoke_on_every_format_and_queue() {
             product[i * 4 + j] = (0..8).map(|k| a[i * 8 + k] * b[k * 4 + j]).sum();
         }
     }
+    (a, b, product)
+}
+
+#[test]
+fn tensor_programs_run_through_invoke_on_every_format_and_queue() {
+    let (a, b, product) = matmul_case();
     let x = [0.5f32, -1.0, 2.0, 1.0];
     // By hand: x · W + bias, then relu, with the constants in programs.mlir.
     let dense = [0.0f32, 2.5, 1.0];
@@ -598,5 +675,227 @@ fn results_outlive_the_context_and_the_module() {
         assert_eq!(references(out), 1, "only the caller holds the result now");
         assert_eq!(contents(out), (I32, vec![2, 3], i32_bytes(&[11, 22, 33, 44, 55, i32::MIN])));
         rtx_buffer_view_release(out);
+    }
+}
+
+/// Calls `function` through `rtx_context_call` and returns each result's contents, or the error.
+fn call_now(
+    context: *mut rtx_context_t,
+    function: &CStr,
+    views: &[*mut rtx_buffer_view_t],
+    num_results: usize,
+) -> Result<Vec<Contents>, (rtx_status_code_t, String)> {
+    let sentinel = 0x5a5a as *mut rtx_buffer_view_t;
+    let mut results = vec![sentinel; num_results];
+    // SAFETY: live views, room for `num_results` handles; each result written is released here.
+    let error = unsafe {
+        rtx_context_call(context, function.as_ptr(), views.as_ptr(), views.len(), results.as_mut_ptr(), num_results)
+    };
+    if let Some(failure) = take(error) {
+        assert!(results.iter().all(|&r| r == sentinel), "results are written only on success");
+        return Err(failure);
+    }
+    Ok(results
+        .into_iter()
+        .map(|view| {
+            let out = contents(view);
+            // SAFETY: the caller's new reference.
+            unsafe { rtx_buffer_view_release(view) };
+            out
+        })
+        .collect())
+}
+
+/// `rtx_context_call` gives what `rtx_context_invoke` gives (hand-computed values), on every
+/// format and queue, and lets go of its arguments.
+#[test]
+fn tensor_programs_run_through_call_on_every_format_and_queue() {
+    let (a, b, product) = matmul_case();
+    let sum_input: Vec<i32> = (1..=15).collect();
+    for spec in [c"s", c"mstd:2,2"] {
+        for format in FORMATS {
+            let context = tensor_context(spec, format);
+            let what = format!("{format} on {spec:?}");
+            let (va, vb) = (view(F32, &[4, 8], &f32_bytes(&a)), view(F32, &[8, 4], &f32_bytes(&b)));
+            assert_eq!(
+                call_now(context, c"matmul", &[va, vb], 1),
+                Ok(vec![(F32, vec![4, 4], f32_bytes(&product))]),
+                "{what}"
+            );
+            let vx = view(F32, &[1, 4], &f32_bytes(&[0.5, -1.0, 2.0, 1.0]));
+            // By hand: x · W + bias, then relu, with the constants in programs.mlir.
+            let dense = (F32, vec![1, 3], f32_bytes(&[0.0, 2.5, 1.0]));
+            assert_eq!(call_now(context, c"module.dense_relu", &[vx], 1), Ok(vec![dense]), "{what}");
+            let vs = view(I32, &[3, 5], &i32_bytes(&sum_input));
+            assert_eq!(call_now(context, c"sum", &[vs], 1), Ok(vec![(I32, vec![], i32_bytes(&[120]))]), "{what}");
+            for v in [va, vb, vx, vs] {
+                assert_eq!(references(v), 1, "the call let go of its argument ({what})");
+                // SAFETY: the test's reference.
+                unsafe { rtx_buffer_view_release(v) };
+            }
+            // SAFETY: the test's reference.
+            unsafe { rtx_context_release(context) };
+        }
+    }
+}
+
+/// A `coarse-fences` function gets its own fences and its results once its signal is reached.
+#[test]
+fn call_waits_for_a_coarse_fences_functions_signal() {
+    for device in [c"local-sync", c"local-task"] {
+        let context = module_context(c"mstd:2,2", "async", "embedded", device);
+        let x = view(F32, &[2, 3], &f32_bytes(&[1.0, 0.0, 0.0, 0.0, 1.0, 0.0]));
+        let w = view(F32, &[3, 4], &f32_bytes(&[0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]));
+        // By hand: the logits are all 0 in row 0 and all 1 in row 1, so each row's softmax is
+        // uniform, and the logits sum to 4.
+        let expected = vec![(F32, vec![2, 4], f32_bytes(&[0.25; 8])), (F32, vec![], f32_bytes(&[4.0]))];
+        assert_eq!(call_now(context, c"scores", &[x, w], 2), Ok(expected), "{device:?}");
+        // Views cannot be fences: the call takes the declared arguments only.
+        let (status, message) = call_now(context, c"scores", &[x, w, x, w], 2).unwrap_err();
+        assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+        assert!(message.starts_with("rtx_context_call: `module.scores`"), "{message}");
+        assert!(message.contains("num_args = 4"), "{message}");
+        // SAFETY: the test's references.
+        unsafe {
+            rtx_buffer_view_release(x);
+            rtx_buffer_view_release(w);
+            rtx_context_release(context);
+        }
+    }
+}
+
+/// The call fails with what `rtx_context_invoke`'s results would carry, and refuses what it
+/// cannot pass or return, writing nothing.
+#[test]
+fn call_reports_the_programs_errors_and_refuses_what_is_not_a_tensor() {
+    let context = tensor_context(c"s", "vmvx");
+    let ints = view(I32, &[4], &i32_bytes(&[0; 4]));
+    let five = view(F32, &[5], &f32_bytes(&[0.0; 5]));
+    let four = view(F32, &[4], &f32_bytes(&[-1.0, 2.0, -3.5, 0.0]));
+    // The program's own checks, as in `wrong_tensor_arguments_become_the_results_error`.
+    let (status, message) = call_now(context, c"abs", &[ints], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("input0 element type mismatch"), "{message}");
+    let (status, message) = call_now(context, c"abs", &[five], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("input0 shape dimension 0 mismatch; expected 4 but have 5"), "{message}");
+    // A view for a scalar argument: what `invoke` says of it.
+    let (status, message) = call_now(context, c"scale_dynamic", &[four, four], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert_eq!(message, "argument 1 of `module.scale_dynamic`: expected f32 but the value holds a buffer view");
+    // Lookup and counts name the entry point.
+    let (status, message) = call_now(context, c"absent", &[four], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_NOT_FOUND);
+    assert!(message.starts_with("rtx_context_call: "), "{message}");
+    let (status, message) = call_now(context, c"abs", &[four], 2).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert!(message.contains("num_args = 1 and num_results = 2"), "{message}");
+    assert_eq!(call_now(context, c"abs", &[four], 1), Ok(vec![(F32, vec![4], f32_bytes(&[1.0, 2.0, 3.5, 0.0]))]));
+    // NULL handles and arrays.
+    let mut out = ptr::null_mut();
+    let null_view = ptr::null_mut::<rtx_buffer_view_t>();
+    // SAFETY: NULL where the function checks for it; live handles elsewhere.
+    let refusals = unsafe {
+        [
+            rtx_context_call(ptr::null_mut(), c"abs".as_ptr(), &four, 1, &mut out, 1),
+            rtx_context_call(context, ptr::null(), &four, 1, &mut out, 1),
+            rtx_context_call(context, c"abs".as_ptr(), ptr::null(), 1, &mut out, 1),
+            rtx_context_call(context, c"abs".as_ptr(), &null_view, 1, &mut out, 1),
+            rtx_context_call(context, c"abs".as_ptr(), &four, 1, ptr::null_mut(), 1),
+        ]
+    };
+    let messages = invalid_argument_messages(refusals);
+    assert_eq!(
+        messages,
+        [
+            "rtx_context_call: argument 'context' is NULL",
+            "rtx_context_call: argument 'function' is NULL",
+            "rtx_context_call: argument 'args' is NULL but count is 1",
+            "rtx_context_call: argument 'args[0]' is NULL",
+            "rtx_context_call: argument 'results' is NULL but num_results is 1",
+        ]
+    );
+    assert!(out.is_null(), "nothing is written on failure");
+    for v in [ints, five, four] {
+        assert_eq!(references(v), 1, "failed calls let go of their arguments");
+        // SAFETY: the test's reference.
+        unsafe { rtx_buffer_view_release(v) };
+    }
+    // SAFETY: the test's reference.
+    unsafe { rtx_context_release(context) };
+}
+
+/// Functions with scalar arguments or results are the async API's: the call names the first
+/// such value. A function without arguments or results is called like any other.
+#[test]
+fn call_refuses_functions_with_scalars() {
+    let context = module_context(c"s", "checks", "embedded", c"local-sync");
+    assert_eq!(call_now(context, c"add_ok", &[], 0), Ok(vec![]));
+    // SAFETY: the test's reference.
+    unsafe { rtx_context_release(context) };
+
+    let context = module_context(c"s", "async", "vmvx", c"local-sync");
+    let x = view(I32, &[2], &i32_bytes(&[1, 2]));
+    let (status, message) = call_now(context, c"scale", &[x, x], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert_eq!(message, "argument 1 of `module.scale`: expected i32 but the value holds a buffer view");
+    // SAFETY: the test's reference.
+    unsafe { rtx_context_release(context) };
+
+    let context = new_context(c"s");
+    let module =
+        load_file(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm/integer_math.vmfb"));
+    // SAFETY: live handles; the context keeps its own reference to the module.
+    unsafe {
+        ok(rtx_context_add_module(context, module));
+        rtx_module_release(module);
+    }
+    let (status, message) = call_now(context, c"add_i32", &[x, x], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT);
+    assert_eq!(
+        message,
+        "result 0 of `module.add_i32` is i32, not a tensor; call the function with async values (invoke)"
+    );
+    // SAFETY: the test's references.
+    unsafe {
+        rtx_buffer_view_release(x);
+        rtx_context_release(context);
+    }
+}
+
+/// A cancelled context runs nothing; a worker thread of the context's queue must not block.
+#[test]
+fn call_refuses_a_cancelled_context_and_worker_threads() {
+    struct Job {
+        context: *mut rtx_context_t,
+        view: *mut rtx_buffer_view_t,
+        outcome: std::sync::mpsc::Sender<Option<(rtx_status_code_t, String)>>,
+    }
+    unsafe extern "C" fn on_worker(user_data: *mut c_void) {
+        // SAFETY: the `Job` boxed below, run once.
+        let job = unsafe { Box::from_raw(user_data.cast::<Job>()) };
+        let mut out = ptr::null_mut();
+        // SAFETY: live handles owned by the test, which waits for this job.
+        let error = unsafe { rtx_context_call(job.context, c"abs".as_ptr(), &job.view, 1, &mut out, 1) };
+        job.outcome.send(take(error)).expect("the test waits");
+    }
+    let context = tensor_context(c"mstd:2,2", "embedded");
+    let v = view(F32, &[4], &f32_bytes(&[1.0, -1.0, 2.0, -2.0]));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let job = Box::into_raw(Box::new(Job { context, view: v, outcome: sender }));
+    // SAFETY: a live context; the job frees itself.
+    ok(unsafe { rtx_context_enqueue(context, Some(on_worker), job.cast()) });
+    let (status, message) = receiver.recv().expect("the job ran").expect("refused");
+    assert_eq!(status, RTX_STATUS_CODE_FAILED_PRECONDITION);
+    assert!(message.contains("called from a thread of work queue"), "{message}");
+
+    // SAFETY: live handles.
+    unsafe { rtx_context_cancel(context) };
+    let (status, _) = call_now(context, c"abs", &[v], 1).unwrap_err();
+    assert_eq!(status, RTX_STATUS_CODE_CANCELLED);
+    // SAFETY: the test's references.
+    unsafe {
+        rtx_buffer_view_release(v);
+        rtx_context_release(context);
     }
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 #: The ABI this package was written against (``RTX_ABI_VERSION`` of include/rtx.h).
 ABI_VERSION = 0
@@ -40,6 +40,19 @@ class FunctionSignature(ctypes.Structure):
         ("argument_kinds", ctypes.POINTER(ctypes.c_uint32)),
         ("num_results", ctypes.c_size_t),
         ("result_kinds", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class BufferViewInfo(ctypes.Structure):
+    """``rtx_buffer_view_info_t``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("element_type", ctypes.c_uint32),
+        ("rank", ctypes.c_size_t),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+        ("byte_length", ctypes.c_size_t),
     ]
 
 
@@ -72,6 +85,7 @@ _SIGNATURES = {
     "rtx_context_add_module": (_p, [_p, _p]),
     "rtx_context_invoke": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
     "rtx_context_invoke_with_done": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size, _pp]),
+    "rtx_context_call": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
     "rtx_context_parallelism": (_u32, [_p]),
     "rtx_context_quiesce": (None, [_p]),
     "rtx_module_load_file": (_p, [ctypes.c_char_p, _pp]),
@@ -104,7 +118,31 @@ _SIGNATURES = {
     "rtx_buffer_view_byte_length": (_size, [_p]),
     "rtx_buffer_view_data": (_p, [_p]),
     "rtx_buffer_view_copy_data": (_p, [_p, _p, _size]),
+    "rtx_buffer_view_info": (_p, [_p, ctypes.POINTER(BufferViewInfo)]),
 }
+
+
+#: The functions every call of a tensor function goes through, declared a second time without
+#: ``argtypes`` (see :data:`raw`).
+_RAW_SIGNATURES = {
+    "rtx_context_call": _p,
+    "rtx_buffer_view_new": _p,
+    "rtx_buffer_view_info": _p,
+}
+
+
+class _Raw:
+    """Prototypes without ``argtypes``: ctypes passes each argument as it is, without the
+    ``from_param`` conversion per argument and call that costs more than the C function itself
+    here. Callers pass ctypes objects of the exact C types (``c_void_p`` handles, ``c_size_t``,
+    ``c_uint32``, arrays, ``byref``), bytes for strings and None for NULL — never a bare int,
+    which ctypes would pass as a C ``int``."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        for name, restype in _RAW_SIGNATURES.items():
+            function = library._FuncPtr((name, library))  # a second object: `lib`'s keeps its argtypes
+            function.restype = restype
+            setattr(self, name, function)
 
 
 def _library_path() -> str:
@@ -136,3 +174,4 @@ def _load() -> ctypes.CDLL:
 
 
 lib = _load()
+raw: Any = _Raw(lib)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import ctypes
 import operator
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
 from . import dtypes
-from ._library import handle_p, lib, written
+from ._library import BufferViewInfo, handle_p, lib, raw, written
 from .errors import InvalidArgumentError, check
 from .module import ValueKind
 
@@ -67,26 +67,45 @@ def buffer_view(value: Any, function: str, index: int) -> int:
     """A new buffer view holding a copy of ``value`` (anything ``np.asarray`` takes).
 
     A C-contiguous, native-endian array is handed to rtx as it is (rtx makes the one copy the
-    ABI needs); other layouts are made contiguous first.
+    ABI needs); other layouts are made contiguous first. Runs on every call, so it passes the
+    array's memory through the buffer protocol (``ctypes.c_char.from_buffer``), which costs a
+    fraction of ``ndarray.ctypes``; arrays that it refuses (read-only ones, ml_dtypes' types)
+    take ``ndarray.ctypes``.
     """
     array = value if type(value) is np.ndarray else _asarray(value, f"{function} argument {index}")
-    code = dtypes.NATIVE_ELEMENT_TYPES.get(array.dtype)
-    if code is None or not array.flags.c_contiguous:
-        array, code = _contiguous(array, f"{function} argument {index}")
+    code = _ELEMENT_TYPES.get(array.dtype)
+    flags = array.flags
+    nbytes = array.nbytes
+    if code is not None and flags.c_contiguous and flags.writeable:
+        data = _byref(_char_from_buffer(array)) if nbytes else None
+    else:
+        array, number = _contiguous(array, f"{function} argument {index}")
+        code = ctypes.c_uint32(number)
+        data = ctypes.c_void_p(array.ctypes.data)
     shape = array.shape
     rank = len(shape)
     out = handle_p()
-    error = lib.rtx_buffer_view_new(
+    error = raw.rtx_buffer_view_new(
         code,
         (ctypes.c_int64 * rank)(*shape) if rank else None,
-        rank,
-        array.ctypes.data,
-        array.nbytes,
-        ctypes.byref(out),
+        _size(rank),
+        data,
+        _size(nbytes),
+        _byref(out),
     )
     if error:
         check(error, f"{function} argument {index}")
-    return written(out)
+    return out.value  # type: ignore[return-value]
+
+
+#: Element type codes, as the C argument :data:`raw` takes, of the native-byte-order dtypes whose
+#: arrays export their memory through the buffer protocol: numpy's own (ml_dtypes' cannot).
+_ELEMENT_TYPES = {
+    dtype: ctypes.c_uint32(code) for dtype, code in dtypes.NATIVE_ELEMENT_TYPES.items() if dtype.isbuiltin != 2
+}
+_char_from_buffer = ctypes.c_char.from_buffer
+_byref = ctypes.byref
+_size = ctypes.c_size_t
 
 
 def _asarray(value: Any, where: str) -> np.ndarray:
@@ -103,7 +122,8 @@ def _contiguous(array: np.ndarray, where: str) -> Tuple[np.ndarray, int]:
         code = dtypes.element_type(array.dtype)
     except InvalidArgumentError as error:
         raise InvalidArgumentError(f"{where}: {error.message}") from None
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")), code
+    # Not `np.ascontiguousarray`, which makes a 0-d array 1-d.
+    return np.asarray(array, dtype=array.dtype.newbyteorder("="), order="C"), code
 
 
 class _ViewMemory:
@@ -129,14 +149,16 @@ def array(view: int) -> np.ndarray:
     """A read-only numpy array over a buffer view's memory, without a copy; takes ``view``'s
     reference. Views whose memory the host cannot address (a GPU's) are copied out."""
     try:
-        code = lib.rtx_buffer_view_element_type(view)
-        found = dtypes.ARRAY_TYPES.get(code)
+        info = BufferViewInfo(_INFO_SIZE)
+        error = raw.rtx_buffer_view_info(handle_p(view), _byref(info))
+        if error:
+            check(error)
+        found = dtypes.ARRAY_TYPES.get(info.element_type)
         if found is None:
-            raise dtypes.unsupported(code)
+            raise dtypes.unsupported(info.element_type)
         dtype, typestr = found
-        dim = lib.rtx_buffer_view_dim
-        shape = tuple([dim(view, i) for i in range(lib.rtx_buffer_view_rank(view))])
-        address = lib.rtx_buffer_view_data(view)
+        shape = tuple(info.shape[: info.rank])
+        address = info.data
         if not address:
             out = np.empty(shape, dtype)
             check(lib.rtx_buffer_view_copy_data(view, out.ctypes.data, out.nbytes))
@@ -147,6 +169,22 @@ def array(view: int) -> np.ndarray:
         raise
     out = np.asarray(_ViewMemory(view, address, shape, typestr))
     return out if out.dtype == dtype else out.view(dtype)
+
+
+_INFO_SIZE = ctypes.sizeof(BufferViewInfo)
+
+
+def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:
+    """:func:`array` of each view; takes every view's reference, also when one of them raises."""
+    out = []
+    try:
+        for view in views:
+            out.append(array(cast(int, view)))
+    except BaseException:
+        for view in views[len(out) + 1 :]:
+            lib.rtx_buffer_view_release(view)
+        raise
+    return out
 
 
 def result(kind: ValueKind, value: int) -> Result:

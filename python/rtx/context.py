@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from . import _values
 from ._handle import Owned
-from ._library import READY_FN, ContextOptions, handle_p, lib, written
+from ._library import READY_FN, ContextOptions, handle_p, lib, raw, written
 from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnimplementedError, check
 from .module import Module, Signature, ValueKind
 
@@ -80,6 +80,33 @@ class _Call:
                 lib.rtx_async_value_release(value)
 
 
+class _Plan:
+    """What every call of one function needs, worked out on its first: the qualified name (as C
+    bytes too), the signature, the kinds of the arguments the caller passes, and whether the
+    arguments and results are all tensors, so that :meth:`Context.invoke` can make the call in
+    one crossing (``rtx_context_call``) with the ctypes array types of its buffer views ready."""
+
+    __slots__ = ("name", "c_name", "signature", "kinds", "tensors_only", "views", "results", "c_counts")
+
+    def __init__(self, name: str, signature: Signature) -> None:
+        self.name = name
+        self.c_name = name.encode()
+        self.signature = signature
+        self.kinds = signature.inputs
+        self.tensors_only = all(kind is ValueKind.REF for kind in self.kinds + signature.results)
+        self.views = handle_p * len(self.kinds)
+        self.results = handle_p * len(signature.results)
+        self.c_counts = (ctypes.c_size_t(len(self.kinds)), ctypes.c_size_t(len(signature.results)))
+
+    def count_error(self, given: int) -> InvalidArgumentError:
+        """The error for a call that passes ``given`` arguments, not one per argument."""
+        count = len(self.kinds)
+        return InvalidArgumentError(
+            f"{self.name} takes {count} argument{'s' if count != 1 else ''} ({self.signature}), "
+            f"but {given} were given"
+        )
+
+
 class Function:
     """A function of a context, resolved once: call it like :meth:`Context.invoke` without the name."""
 
@@ -125,7 +152,7 @@ class Context(Owned):
         self.work_queue = work_queue
         self._modules: List[Module] = []
         self._functions: Dict[str, Tuple[str, Signature]] = {}
-        self._calls: Dict[str, Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]] = {}
+        self._plans: Dict[str, _Plan] = {}
         if device is not None:
             try:
                 check(lib.rtx_context_add_device(self.handle, device.encode()), f"device {device!r}")
@@ -145,7 +172,7 @@ class Context(Owned):
         check(lib.rtx_context_add_module(self.handle, module.handle), f"adding module {module.name!r}")
         self._modules.append(module)
         self._functions.clear()
-        self._calls.clear()
+        self._plans.clear()
 
     def function(self, name: str) -> Function:
         """``name`` (``"function"`` or ``"module.function"``) as a callable :class:`Function`."""
@@ -159,9 +186,17 @@ class Context(Owned):
         Raises :class:`~rtx.NotFoundError` for an unknown function,
         :class:`~rtx.InvalidArgumentError` for a wrong argument count, dtype or shape, and the
         program's own error (``vm.fail`` text and location) when it fails. The GIL is released
-        while waiting.
+        while waiting. A function whose arguments and results are all tensors runs on the
+        calling thread, as ``iree.runtime`` runs it, whatever the work queue.
         """
-        call = self._start(function, args)
+        plan = self._plans.get(function) or self._plan(function)
+        if plan.tensors_only:
+            return self._call_tensors(plan, args)
+        return self._invoke_with_values(plan, args)
+
+    def _invoke_with_values(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
+        """:meth:`invoke` through async values: for functions that take or return scalars."""
+        call = self._start(plan, args)
         try:
             error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
             if error:
@@ -175,7 +210,7 @@ class Context(Owned):
         :meth:`invoke` returns (or raises). The future completes on an rtx worker thread, so its
         done-callbacks run there."""
         self._check_queue_runs_alone("invoke_async")
-        call = self._start(function, args)
+        call = self._start(self._plan(function), args)
         future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
 
@@ -196,7 +231,7 @@ class Context(Owned):
         available: no thread waits or polls. Call it from a coroutine: ``await ctx.invoke_awaitable(...)``."""
         loop = asyncio.get_running_loop()
         self._check_queue_runs_alone("invoke_awaitable")
-        call = self._start(function, args)
+        call = self._start(self._plan(function), args)
         future: "asyncio.Future[List[_values.Result]]" = loop.create_future()
 
         def settle() -> None:
@@ -247,31 +282,52 @@ class Context(Owned):
         known = ", ".join(f"{m.name}.{f}" for m in self._modules for f in m.functions) or "none"
         raise NotFoundError(f"no function {function!r} in this context's modules (functions: {known})")
 
-    def _resolve_for_call(self, function: str) -> Tuple[str, bytes, Signature, Tuple[ValueKind, ...]]:
-        """What each call of ``function`` needs, worked out once: qualified name (as C bytes too),
-        signature and the kinds of the arguments the caller passes."""
-        found = self._calls.get(function)
-        if found is None:
-            name, signature = self._resolve(function)
-            found = self._calls[function] = (name, name.encode(), signature, signature.inputs)
-        return found
+    def _plan(self, function: str) -> _Plan:
+        """The :class:`_Plan` of ``function``, made on its first call."""
+        plan = self._plans.get(function)
+        if plan is None:
+            plan = self._plans[function] = _Plan(*self._resolve(function))
+        return plan
 
-    def _start(self, function: str, args: Sequence[Any]) -> _Call:
-        name, c_name, signature, kinds = self._resolve_for_call(function)
+    def _call_tensors(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
+        """A call with tensors in and out: buffer views made, the call, the results wrapped."""
+        handle = self._handle
+        if handle is None:
+            handle = self.handle  # raises: the context is closed
+        if len(args) != len(plan.kinds):
+            raise plan.count_error(len(args))
+        views = plan.views()
+        try:
+            for i, value in enumerate(args):
+                views[i] = _values.buffer_view(value, plan.name, i)
+            results = plan.results()
+            num_args, num_results = plan.c_counts
+            error = raw.rtx_context_call(handle_p(handle), plan.c_name, views, num_args, results, num_results)
+        finally:
+            for view in views:
+                lib.rtx_buffer_view_release(view)
+        if error:
+            check(error)
+        return _values.arrays(results)  # type: ignore[return-value]
+
+    def _start(self, plan: _Plan, args: Sequence[Any]) -> _Call:
+        """Starts a call with async values in and out."""
+        name, kinds, signature = plan.name, plan.kinds, plan.signature
         if len(args) != len(kinds):
-            raise InvalidArgumentError(
-                f"{name} takes {len(kinds)} argument{'s' if len(kinds) != 1 else ''} ({signature}), "
-                f"but {len(args)} were given"
-            )
+            raise plan.count_error(len(args))
         handles = (handle_p * len(args))()
         try:
             for i, (kind, value) in enumerate(zip(kinds, args)):
                 handles[i] = _values.argument(kind, value, name, i)
             call = _Call(signature)
             if signature.results:
-                error = lib.rtx_context_invoke(self.handle, c_name, handles, len(args), call.results, len(call.results))
+                error = lib.rtx_context_invoke(
+                    self.handle, plan.c_name, handles, len(args), call.results, len(call.results)
+                )
             else:
-                error = lib.rtx_context_invoke_with_done(self.handle, c_name, handles, len(args), None, 0, call.waited)
+                error = lib.rtx_context_invoke_with_done(
+                    self.handle, plan.c_name, handles, len(args), None, 0, call.waited
+                )
             if error:
                 check(error, name)
             return call

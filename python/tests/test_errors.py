@@ -4,8 +4,11 @@ that say what was wrong; a failing program's vm.fail text and location come thro
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime
 import re
+import threading
+from typing import Optional
 
 import iree.runtime as ireert
 import numpy as np
@@ -192,3 +195,28 @@ def test_dtype_mapping_is_iree_runtimes() -> None:
         if name.startswith(("SINT", "UINT", "FLOAT", "BFLOAT", "BOOL", "COMPLEX")):
             assert rtx.element_type(theirs) == int(code), name
     assert mapped >= 18
+
+
+def test_invoke_on_a_worker_thread_is_refused_rather_than_blocking_it(digits: rtx.Context) -> None:
+    # A future's done-callback runs on the rtx worker that completes the future (or here, when
+    # the future completed before the callback was added: then it is tried again), and a worker
+    # must not wait for work it may have to run itself.
+    for _ in range(1000):
+        outcome: "concurrent.futures.Future[Optional[BaseException]]" = concurrent.futures.Future()
+
+        def on_done(_: object) -> None:
+            if threading.current_thread() is threading.main_thread():
+                outcome.set_result(None)
+                return
+            try:
+                digits.invoke("predict", digit(0))
+                outcome.set_exception(AssertionError("invoke ran on a worker thread"))
+            except rtx.Error as error:
+                outcome.set_result(error)
+
+        digits.invoke_async("predict", digit(1)).add_done_callback(on_done)
+        error = outcome.result(timeout=60)
+        if error is not None:
+            break
+    assert isinstance(error, rtx.FailedPreconditionError), error
+    assert "called from a thread of work queue" in error.message

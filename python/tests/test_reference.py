@@ -84,6 +84,20 @@ def test_two_results_of_two_types(identity: rtx.Context, identity_reference: Ref
     assert_same(identity.invoke("pair", a, b), identity_reference.invoke("pair", a, b))
 
 
+def test_read_only_inputs_and_results_fed_back_are_read_as_their_values(
+    identity: rtx.Context, identity_reference: Reference
+) -> None:
+    for function in ("id_f32_r0", "id_i32", "id_f32_r2", "id_bf16"):
+        x = IDENTITY_INPUTS[function].copy()
+        x.flags.writeable = False
+        [y] = identity.invoke(function, x)
+        assert_same([y], identity_reference.invoke(function, x))
+        assert not y.flags.writeable
+        [z] = identity.invoke(function, y)  # a result, read-only, as the next call's input
+        assert z.shape == x.shape
+        assert z.tobytes() == x.tobytes() and z.dtype == x.dtype
+
+
 def test_strided_and_big_endian_inputs_are_read_as_their_values(
     identity: rtx.Context, identity_reference: Reference
 ) -> None:

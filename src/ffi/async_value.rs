@@ -49,7 +49,7 @@ pub enum rtx_value_type_t {
     RTX_VALUE_TYPE_BUFFER_VIEW = 9,
 }
 
-/// Borrows every handle of a C array, naming the first NULL one.
+/// Borrows every handle of a C array, naming the first NULL one (`values[i]`).
 ///
 /// # Safety
 /// `values` must point to `count` handles (or be NULL with `count == 0`).
@@ -58,22 +58,8 @@ pub(crate) unsafe fn borrow_all(
     count: usize,
     function: &str,
 ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if values.is_null() {
-        return Err(invalid_argument(format!("{function}: argument 'values' is NULL but count is {count}")));
-    }
-    // SAFETY: the caller guarantees `count` readable handles.
-    let handles = unsafe { std::slice::from_raw_parts(values, count) };
-    handles
-        .iter()
-        .enumerate()
-        .map(|(i, &handle)| {
-            // SAFETY: each non-null entry is a live handle.
-            unsafe { handle::clone(handle, function, &format!("values[{i}]")) }
-        })
-        .collect()
+    // SAFETY: forwarded from the caller.
+    unsafe { handle::clone_all(values, count, function, "values") }
 }
 
 fn new_available<T: Send + Sync + 'static>(payload: T) -> *mut rtx_async_value_t {

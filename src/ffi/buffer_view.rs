@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipArc};
-use super::{catch_error, catch_or, invalid_argument};
+use super::{catch_error, catch_or, check_struct_size, invalid_argument};
 use crate::hal::buffer_view::BufferView;
 use crate::host::{Diagnostic, ResultExt, StatusCode};
 
@@ -138,9 +138,69 @@ pub unsafe extern "C" fn rtx_buffer_view_byte_length(view: *const rtx_buffer_vie
 pub unsafe extern "C" fn rtx_buffer_view_data(view: *const rtx_buffer_view_t) -> *const c_void {
     catch_or(std::ptr::null(), || {
         // SAFETY: forwarded from the caller.
-        let Some(view) = (unsafe { handle::borrow_opt(view) }) else { return std::ptr::null() };
-        let buffer = view.buffer();
-        buffer.memory().mapping().map_or(std::ptr::null(), |bytes| bytes.as_ptr().wrapping_add(buffer.offset()).cast())
+        unsafe { handle::borrow_opt(view) }.map_or(std::ptr::null(), host_data)
+    })
+}
+
+/// The address of a view's bytes, or NULL where the host cannot address them.
+fn host_data(view: &BufferView) -> *const c_void {
+    let buffer = view.buffer();
+    buffer.memory().mapping().map_or(std::ptr::null(), |bytes| bytes.as_ptr().wrapping_add(buffer.offset()).cast())
+}
+
+/// Everything a host reads to wrap a view's memory, from one call (`rtx_buffer_view_info`). The
+/// caller sets `struct_size` to `sizeof(rtx_buffer_view_info_t)` before the call, so that a
+/// library newer than the header can tell which fields it may write.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct rtx_buffer_view_info_t {
+    /// `sizeof(rtx_buffer_view_info_t)` as the caller's header knows it.
+    pub struct_size: usize,
+    /// As `rtx_buffer_view_element_type`.
+    pub element_type: u32,
+    /// As `rtx_buffer_view_rank`.
+    pub rank: usize,
+    /// The `rank` dimensions, borrowed: valid while the view lives (any pointer, not to be read,
+    /// when `rank` is 0).
+    pub shape: *const i64,
+    /// As `rtx_buffer_view_data`: borrowed, NULL where the host cannot address the memory.
+    pub data: *const c_void,
+    /// As `rtx_buffer_view_byte_length`.
+    pub byte_length: usize,
+}
+
+/// Fills `*out` with the view's element type, shape, data and byte length: what
+/// `rtx_buffer_view_element_type`, `_rank`, `_dim`, `_data` and `_byte_length` say, in one call
+/// (a binding that wraps each result pays for every crossing). INVALID_ARGUMENT for a NULL
+/// argument or a `struct_size` smaller than the first version of the struct; `*out` is written
+/// only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_buffer_view_info(
+    view: *const rtx_buffer_view_t,
+    out: *mut rtx_buffer_view_info_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_buffer_view_info";
+        // SAFETY: forwarded from the caller.
+        let view = unsafe { handle::borrow(view, FUNCTION, "view") }?;
+        if out.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out' is NULL")));
+        }
+        // SAFETY: a non-null `out` points to a struct of at least `struct_size` bytes, whose
+        // first field is `struct_size`.
+        let declared = unsafe { out.cast::<usize>().read() };
+        check_struct_size(declared, std::mem::size_of::<rtx_buffer_view_info_t>(), "out", FUNCTION)?;
+        let info = rtx_buffer_view_info_t {
+            struct_size: declared,
+            element_type: view.element_type(),
+            rank: view.shape().len(),
+            shape: view.shape().as_ptr(),
+            data: host_data(view),
+            byte_length: view.buffer().len(),
+        };
+        // SAFETY: `out` holds at least this version of the struct (checked above).
+        unsafe { out.write(info) };
+        Ok(())
     })
 }
 

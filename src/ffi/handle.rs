@@ -193,6 +193,42 @@ where
     Ok(unsafe { clone_live(handle) })
 }
 
+/// New references to the `count` handles of a C array, or names the NULL argument: the array
+/// (`argument`, NULL with a non-zero `count`) or its first NULL entry (`argument[i]`).
+///
+/// # Safety
+/// A non-null `handles` must point to `count` handles, each NULL or live.
+pub unsafe fn clone_all<H: Handle>(
+    handles: *const *mut H,
+    count: usize,
+    function: &str,
+    argument: &str,
+) -> Result<Vec<Owner<H>>, Diagnostic>
+where
+    H::Ownership: Counted<H::RustType>,
+{
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if handles.is_null() {
+        return Err(invalid_argument(format!("{function}: argument '{argument}' is NULL but count is {count}")));
+    }
+    // SAFETY: the caller guarantees `count` readable handles at a non-null `handles`.
+    let handles = unsafe { std::slice::from_raw_parts(handles, count) };
+    handles
+        .iter()
+        .enumerate()
+        .map(|(i, &handle)| {
+            if handle.is_null() {
+                // Named only here: formatting the name of every entry would cost each call.
+                return Err(invalid_argument(format!("{function}: argument '{argument}[{i}]' is NULL")));
+            }
+            // SAFETY: non-null, and live by the caller's contract.
+            Ok(unsafe { clone_live(handle) })
+        })
+        .collect()
+}
+
 /// Adds a reference and returns `handle` (NULL stays NULL).
 ///
 /// # Safety

@@ -1,16 +1,19 @@
 //! `rtx_context_invoke` and `rtx_context_invoke_with_done`: call a function with async values in
 //! and out, without blocking (`runtime::Context::invoke`, whose documentation describes the
-//! call's life).
+//! call's life); `rtx_context_call`: call it with buffer views in and out and wait
+//! (`runtime::Context::call_tensors`).
 
 use std::ffi::c_char;
 
 use super::async_value::{borrow_all, rtx_async_value_t};
+use super::buffer_view::rtx_buffer_view_t;
 use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle;
 use super::{c_str, catch_error, invalid_argument};
-use crate::host::ResultExt;
+use crate::host::{Diagnostic, ResultExt};
 use crate::runtime::invocation::plural;
+use crate::runtime::Function;
 
 /// Calls `function` (`"module.function"`, or a bare name looked up in the most recently added
 /// bytecode or BEF module) with `num_args` argument values, without blocking: the call runs on the
@@ -85,6 +88,60 @@ pub unsafe extern "C" fn rtx_context_invoke_with_done(
     unsafe { invoke(FUNCTION, context, function, args, num_args, results, num_results, Some(done)) }
 }
 
+/// Calls `function` (named as for `rtx_context_invoke`) with `num_args` tensors and waits for
+/// its tensor results: the synchronous form of `rtx_context_invoke` for functions whose declared
+/// arguments and results are all tensors (`r`), with buffer views in and out and no async values
+/// — one call instead of values made, invoked, awaited, read and released, for hosts that would
+/// block on the results anyway (the Python package's `invoke`).
+///
+/// A bytecode function runs on the calling thread, as IREE's bindings run it, whatever the
+/// context's work queue (its dispatches still go to the device: inline on `local-sync`, to the
+/// CPU workers on `local-task`); a `coarse-fences` function gets its own fences and is waited
+/// for. A BEF function runs on the context's queue, as `rtx_context_invoke` runs it, while this
+/// thread waits (on `"s"` it runs the queue's work meanwhile). The arguments are only read: the
+/// caller keeps and releases them.
+///
+/// On success `results[0..num_results]` receive new buffer views (owned by the caller; release
+/// each). On failure nothing is written and the error is what the results of
+/// `rtx_context_invoke` would carry, with the same code and message (a `vm.fail`'s status and
+/// text with the failing location, the program's INVALID_ARGUMENT for a wrong element type or
+/// shape, UNIMPLEMENTED for a ref result that is not a buffer view); and INVALID_ARGUMENT for
+/// NULL arguments, `num_args`/`num_results` that differ from the function's declared counts, or a
+/// function taking or returning a scalar (call it with `rtx_context_invoke`); NOT_FOUND for no
+/// such function; CANCELLED for a cancelled context; FAILED_PRECONDITION on one of the context's
+/// worker threads, which must not block. The lookup and count errors name this function; the
+/// call's own errors do not, as the results of `rtx_context_invoke` do not. Thread-safe: calls
+/// of one context's bytecode functions take turns on its VM state, as slices of
+/// `rtx_context_invoke` calls do.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_call(
+    context: *mut rtx_context_t,
+    function: *const c_char,
+    args: *const *mut rtx_buffer_view_t,
+    num_args: usize,
+    results: *mut *mut rtx_buffer_view_t,
+    num_results: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_call";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
+        // SAFETY: a non-null name is NUL-terminated by contract.
+        let name = unsafe { c_str(function, FUNCTION, "function") }?;
+        let function = context.function(name).context(FUNCTION)?;
+        check_counts(FUNCTION, &function, num_args == function.declared_arguments(), num_args, num_results, results)?;
+        // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
+        let arguments = unsafe { handle::clone_all(args, num_args, FUNCTION, "args") }?;
+        let views = context.call_tensors(&function, &arguments)?;
+        for (index, view) in views.into_iter().enumerate() {
+            // SAFETY: `results` has room for `num_results` handles by contract (as many as the
+            // function returns, checked above); each is a new reference for the caller.
+            unsafe { results.add(index).write(handle::to_handle(view)) };
+        }
+        Ok(())
+    })
+}
+
 /// Both entry points: checks the call against the function, starts it, and writes the results
 /// (and `done`) only once nothing can fail any more.
 ///
@@ -108,19 +165,7 @@ unsafe fn invoke(
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(function, entry, "function") }?;
         let function = context.function(name).context(entry)?;
-        if !function.accepts_arguments(num_args) || num_results != function.num_results() {
-            return Err(invalid_argument(format!(
-                "{entry}: {} and returns {}, but the call passes num_args = {num_args} and num_results = \
-                 {num_results}",
-                function.describe_arguments(),
-                plural(function.num_results(), "result"),
-            )));
-        }
-        if results.is_null() && num_results != 0 {
-            return Err(invalid_argument(format!(
-                "{entry}: argument 'results' is NULL but num_results is {num_results}"
-            )));
-        }
+        check_counts(entry, &function, function.accepts_arguments(num_args), num_args, num_results, results)?;
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
         let arguments = unsafe { borrow_all(args, num_args, entry) }
             .map_err(|e| e.map_message(|message| message.replace("'values", "'args")))?;
@@ -136,4 +181,27 @@ unsafe fn invoke(
         }
         Ok(())
     })
+}
+
+/// INVALID_ARGUMENT, naming `entry`, unless the call passes arguments the function accepts
+/// (`arguments_accepted`) and room for as many results as it returns.
+fn check_counts<T>(
+    entry: &str,
+    function: &Function,
+    arguments_accepted: bool,
+    num_args: usize,
+    num_results: usize,
+    results: *mut *mut T,
+) -> Result<(), Diagnostic> {
+    if !arguments_accepted || num_results != function.num_results() {
+        return Err(invalid_argument(format!(
+            "{entry}: {} and returns {}, but the call passes num_args = {num_args} and num_results = {num_results}",
+            function.describe_arguments(),
+            plural(function.num_results(), "result"),
+        )));
+    }
+    if results.is_null() && num_results != 0 {
+        return Err(invalid_argument(format!("{entry}: argument 'results' is NULL but num_results is {num_results}")));
+    }
+    Ok(())
 }

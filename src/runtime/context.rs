@@ -5,6 +5,7 @@
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::bef_call;
+use super::blocking_call;
 use super::bridge;
 use super::bridge::bef_module::BefNativeModule;
 use super::instance::Runtime;
@@ -16,7 +17,7 @@ use crate::hal::buffer_view::BufferView;
 use crate::hal::device::{Allocator, Device};
 use crate::hal::fence::Fence;
 use crate::hal::module::HalModule;
-use crate::host::work_queue::WorkQueueSpec;
+use crate::host::work_queue::{refuse_on_own_thread, WorkQueueSpec};
 use crate::host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
 use crate::kernel::{KernelError, KernelFrame, KernelRegistry};
 use crate::vm::abi::{plain_kinds, AbiModel, CallingConvention, ValueKind};
@@ -412,6 +413,34 @@ impl Context {
         match &function.target {
             Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get(), done),
             Target::Bef(bef) => bef_call::start(&self.host, bef, arguments, done),
+        }
+    }
+
+    /// Calls `function` with tensors for its declared arguments and returns its results, each a
+    /// tensor, once they are ready: the synchronous form of [`invoke`](Self::invoke) for hosts
+    /// that would wait anyway. A VM function runs on the calling thread (see
+    /// [`blocking_call`]); the errors are those `invoke`'s results would carry. Fails with
+    /// INVALID_ARGUMENT for a wrong number of arguments or a function taking or returning
+    /// something else than tensors, CANCELLED for a cancelled context, and FAILED_PRECONDITION
+    /// on a thread of the context's queue, which must not block.
+    pub fn call_tensors(
+        &self,
+        function: &Function,
+        arguments: &[Arc<BufferView>],
+    ) -> Result<Vec<Arc<BufferView>>, Diagnostic> {
+        if arguments.len() != function.declared_arguments() {
+            return Err(Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("{}, but the call passes {}", function.describe_arguments(), arguments.len()),
+            ));
+        }
+        refuse_on_own_thread(&**self.host.work_queue(), "call_tensors")?;
+        if self.host.is_cancelled() {
+            return Err(Diagnostic::cancelled());
+        }
+        match &function.target {
+            Target::Vm(vm) => blocking_call::call_vm(&self.vm, vm, arguments, self.device_allocator.get()),
+            Target::Bef(bef) => blocking_call::call_bef(&self.host, bef, arguments),
         }
     }
 

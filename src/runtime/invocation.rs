@@ -192,12 +192,7 @@ impl Call {
             .enumerate()
             .map(|(index, (value, kind))| {
                 argument(value, *kind)
-                    .and_then(|mut argument| {
-                        if let Some(allocator) = allocator {
-                            place_argument(&mut argument, allocator)?;
-                        }
-                        Ok(argument)
-                    })
+                    .and_then(|argument| placed(argument, allocator))
                     .with_context(|| format!("argument {index} of `{name}`"))
             })
             .collect::<Result<Vec<Value>, Diagnostic>>()?;
@@ -211,12 +206,8 @@ impl Call {
                 Some(Fence::from_point(signal.clone()))
             }
         };
-        if let Some(signal) = signal {
-            let signal = Arc::new(signal);
-            // The wait is over by now (the call waited for it), so the program gets no wait fence.
-            arguments.extend([Value::Ref(None), Value::Ref(Some(Ref::Object(signal.clone())))]);
-            self.signal = Some(signal);
-        }
+        // The wait is over by now (the call waited for it), so the program gets no wait fence.
+        self.signal = signal.map(|signal| with_signal(&mut arguments, signal));
         self.vm.begin(&self.function, arguments)
     }
 
@@ -231,15 +222,8 @@ impl Call {
     }
 
     fn finish(mut self, values: Vec<Value>) {
-        if values.len() != self.results.len() {
-            let message = format!(
-                "`{}` returned {} values but its calling convention `{}` declares {}",
-                self.function.full_name,
-                values.len(),
-                self.function.cconv,
-                self.results.len()
-            );
-            return self.fail(Diagnostic::new(StatusCode::Internal, message));
+        if let Err(error) = check_result_count(&self.function, values.len(), self.results.len()) {
+            return self.fail(error);
         }
         let results = std::mem::take(&mut self.results);
         for (index, ((kind, result), value)) in results.iter().zip(values).enumerate() {
@@ -249,27 +233,11 @@ impl Call {
                 (ValueKind::I64, Value::I64(v)) => result.emplace(v),
                 (ValueKind::F32, Value::F32(v)) => result.emplace(v),
                 (ValueKind::F64, Value::F64(v)) => result.emplace(v),
-                (ValueKind::Ref, Value::Ref(r)) => match r.as_ref().and_then(BufferView::shared_from_ref) {
-                    Some(view) => result.emplace(view),
-                    None => result.set_error(Diagnostic::new(
-                        StatusCode::Unimplemented,
-                        format!(
-                            "result {index} of `{}` is {}, which a host cannot be handed (of refs, only \
-                             buffer views leave the runtime)",
-                            self.function.full_name,
-                            r.as_ref().map_or("a null ref".to_owned(), |r| format!("a `{}`", r.type_name()))
-                        ),
-                    )),
+                (ValueKind::Ref, Value::Ref(r)) => match result_view(&self.function, index, r) {
+                    Ok(view) => result.emplace(view),
+                    Err(error) => result.set_error(error),
                 },
-                (kind, value) => result.set_error(Diagnostic::new(
-                    StatusCode::Internal,
-                    format!(
-                        "result {index} of `{}`: expected {} but the function returned {}",
-                        self.function.full_name,
-                        kind.name(),
-                        value.type_name()
-                    ),
-                )),
+                (kind, value) => result.set_error(wrong_result(&self.function, index, *kind, &value)),
             };
         }
         if let Some(done) = self.done.take() {
@@ -310,6 +278,73 @@ impl Drop for Call {
         );
         self.fail_all(&error);
     }
+}
+
+/// An argument the context's device can use: host tensors moved into a device's memory
+/// ([`place_argument`]) when the device has memory of its own.
+pub(super) fn placed(mut argument: Value, allocator: Option<&Allocator>) -> Result<Value, Diagnostic> {
+    if let Some(allocator) = allocator {
+        place_argument(&mut argument, allocator)?;
+    }
+    Ok(argument)
+}
+
+/// Appends a `coarse-fences` function's fences to its arguments: no wait fence (the call starts
+/// once its arguments are there) and `signal`, which the caller waits on for the results.
+pub(super) fn with_signal(arguments: &mut Vec<Value>, signal: Fence) -> Arc<Fence> {
+    let signal = Arc::new(signal);
+    arguments.extend([Value::Ref(None), Value::Ref(Some(Ref::Object(signal.clone())))]);
+    signal
+}
+
+/// INTERNAL unless a function returned as many values as its calling convention declares.
+pub(super) fn check_result_count(
+    function: &FunctionHandle,
+    returned: usize,
+    declared: usize,
+) -> Result<(), Diagnostic> {
+    if returned == declared {
+        return Ok(());
+    }
+    Err(Diagnostic::new(
+        StatusCode::Internal,
+        format!(
+            "`{}` returned {returned} values but its calling convention `{}` declares {declared}",
+            function.full_name, function.cconv
+        ),
+    ))
+}
+
+/// The buffer view a ref result `index` of `function` holds; UNIMPLEMENTED for any other ref.
+pub(super) fn result_view(
+    function: &FunctionHandle,
+    index: usize,
+    r: Option<Ref>,
+) -> Result<Arc<BufferView>, Diagnostic> {
+    r.as_ref().and_then(BufferView::shared_from_ref).ok_or_else(|| {
+        Diagnostic::new(
+            StatusCode::Unimplemented,
+            format!(
+                "result {index} of `{}` is {}, which a host cannot be handed (of refs, only buffer views leave \
+                 the runtime)",
+                function.full_name,
+                r.as_ref().map_or("a null ref".to_owned(), |r| format!("a `{}`", r.type_name()))
+            ),
+        )
+    })
+}
+
+/// The error for result `index` of `function` holding another type than its calling convention's.
+pub(super) fn wrong_result(function: &FunctionHandle, index: usize, kind: ValueKind, value: &Value) -> Diagnostic {
+    Diagnostic::new(
+        StatusCode::Internal,
+        format!(
+            "result {index} of `{}`: expected {} but the function returned {}",
+            function.full_name,
+            kind.name(),
+            value.type_name()
+        ),
+    )
 }
 
 fn released() -> Diagnostic {

@@ -52,6 +52,7 @@
 //! ```
 
 mod bef_call;
+mod blocking_call;
 pub mod bridge;
 mod context;
 mod instance;
