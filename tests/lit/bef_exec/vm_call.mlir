@@ -27,7 +27,7 @@ func.func @scaled() {
 // the VM's message: its dependants are skipped, the rest of the graph runs.
 // CHECK-LABEL: --- Running 'failing_call'
 // CODE-LABEL: --- Running 'failing_call'
-func.func @failing_call() -> (!tfrt.chain, f32) {
+func.func @failing_call() -> (!tfrt.chain, !tfrt.chain, f32) {
   %ch0 = tfrt.new.chain
   %x = tfrt_dht.create_uninitialized_tensor.f32.1 [4 : i64]
   %ch1 = tfrt_dht.set_tensor_with_constant_values.f32 %x, %ch0 [1.0 : f32, 2.0 : f32, 3.0 : f32, 4.0 : f32]
@@ -39,10 +39,11 @@ func.func @failing_call() -> (!tfrt.chain, f32) {
   %ch3 = tfrt_dht.print_tensor %x, %ch1
   %two = tfrt.constant.f32 2.0
   %four = tfrt.add.f32 %two, %two
-  tfrt.return %ch2, %four : !tfrt.chain, f32
+  // Returned, so that the print has run when the driver reports the results.
+  tfrt.return %ch2, %ch3, %four : !tfrt.chain, !tfrt.chain, f32
 }
-// CHECK-NEXT: 'failing_call' returned <<error: the scale must not be negative>>,4.000000e+00
-// CODE: 'failing_call' returned <<error: the scale must not be negative, code: FAILED_PRECONDITION>>,4.000000e+00
+// CHECK-NEXT: 'failing_call' returned <<error: the scale must not be negative>>,!tfrt.chain value,4.000000e+00
+// CODE: 'failing_call' returned <<error: the scale must not be negative, code: FAILED_PRECONDITION>>,!tfrt.chain value,4.000000e+00
 
 // Operands that do not fit the callee are kernel errors that name it and what it takes.
 // CHECK-LABEL: --- Running 'wrong_operands'
