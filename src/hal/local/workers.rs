@@ -41,7 +41,20 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when a job is queued or the pool stops.
     wake: Condvar,
+    /// Jobs queued so far: a worker that has just run out of work watches it for a while before
+    /// it sleeps (see [`SPIN`]).
+    queued: AtomicU64,
+    /// Workers watching `queued`: a submitter does not wake a sleeping worker for a seat one of
+    /// them will take.
+    spinning: AtomicUsize,
 }
+
+/// How long a worker that has run out of work looks for the next job before it sleeps. A model
+/// runs its dispatches back to back, a few microseconds of interpreter work apart: a worker still
+/// awake takes the next one at once, where a sleeping one costs its submitter a wake-up (a
+/// system call, and tens of microseconds before the worker runs on a virtual machine) every
+/// dispatch. The worker yields as it looks, so a thread with work on its core runs first.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
 
 #[derive(Default)]
 struct State {
@@ -60,7 +73,12 @@ impl Workers {
     /// started (the device then runs workgroups inline).
     pub fn new(count: usize) -> Option<Workers> {
         let count = count.clamp(1, MAX_THREADS);
-        let shared = Arc::new(Shared { state: Mutex::default(), wake: Condvar::new() });
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            wake: Condvar::new(),
+            queued: AtomicU64::new(0),
+            spinning: AtomicUsize::new(0),
+        });
         let mut workers = Workers { shared, threads: Vec::with_capacity(count) };
         for index in 0..count {
             let shared = workers.shared.clone();
@@ -150,17 +168,20 @@ impl Shared {
     fn submit(&self, job: &Arc<Job>, most: usize) {
         let mut state = self.lock();
         state.jobs.push_back(job.clone());
-        let helpers = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(state.sleeping).min(most);
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        let wanted = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(most);
+        let helpers = wanted.saturating_sub(self.spinning.load(Ordering::Relaxed)).min(state.sleeping);
         drop(state);
         for _ in 0..helpers {
             self.wake.notify_one();
         }
     }
 
-    /// The next job with workgroups left and a seat free, taking the seat, waiting for one;
-    /// `None` when the pool stops.
+    /// The next job with workgroups left and a seat free, taking the seat, waiting for one
+    /// (awake for [`SPIN`], then asleep); `None` when the pool stops.
     fn next_job(&self) -> Option<Arc<Job>> {
         let mut state = self.lock();
+        let mut spin_until = Some(std::time::Instant::now() + SPIN);
         loop {
             if state.stopping {
                 return None;
@@ -171,9 +192,27 @@ impl Shared {
             if let Some(job) = state.jobs.iter().find(|job| !job.exhausted() && job.take_seat()) {
                 return Some(job.clone());
             }
+            if let Some(until) = spin_until.take() {
+                let seen = self.queued.load(Ordering::Relaxed);
+                self.spinning.fetch_add(1, Ordering::Relaxed);
+                drop(state);
+                while self.queued.load(Ordering::Relaxed) == seen && std::time::Instant::now() < until {
+                    std::thread::yield_now();
+                }
+                // Before the lock: a submitter that takes it after this worker sleeps wakes it.
+                self.spinning.fetch_sub(1, Ordering::Relaxed);
+                // A job queued meanwhile (or the pool stopping, checked first) is found above;
+                // past the deadline the worker sleeps.
+                state = self.lock();
+                if self.queued.load(Ordering::Relaxed) != seen {
+                    spin_until = Some(until);
+                }
+                continue;
+            }
             state.sleeping += 1;
             state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
             state.sleeping -= 1;
+            spin_until = Some(std::time::Instant::now() + SPIN);
         }
     }
 }
@@ -376,6 +415,34 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(most.into_inner(), 2);
+    }
+
+    /// Jobs queued just before, as and just after a worker that has run out of work stops
+    /// looking for one and goes to sleep: each still gets its helper (two workgroups that wait
+    /// for each other fail rather than hang when one thread runs both).
+    #[test]
+    fn a_job_queued_as_a_worker_gives_up_looking_still_gets_a_helper() {
+        let workers = Workers::new(2).unwrap();
+        for round in 0..300u64 {
+            std::thread::sleep(SPIN * (round % 30) as u32 / 15);
+            let arrived = AtomicUsize::new(0);
+            workers
+                .run(2, 0, &|index, _, _| {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while arrived.load(Ordering::SeqCst) < 2 {
+                        if std::time::Instant::now() > deadline {
+                            return Err(Diagnostic::new(
+                                StatusCode::Internal,
+                                format!("round {round}: no helper for {index}"),
+                            ));
+                        }
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }
     }
 
     #[test]
