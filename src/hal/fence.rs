@@ -4,8 +4,8 @@
 //! host's own promise, which is how `coarse-fences` calls surface their fences as async values.
 //!
 //! A new fence makes its point only when something needs one (a waiter, a clone, a join that
-//! keeps it): a fence signalled first, as every fence of an inline queue is, never makes one, and
-//! reads as reached through one shared reached point.
+//! keeps it): a fence signalled first, as every fence of an inline queue is, makes none unless
+//! asked for its points (then an available one).
 
 use std::any::Any;
 use std::sync::atomic::{fence as memory_fence, AtomicBool, Ordering};
@@ -60,25 +60,13 @@ impl Later {
             }
         }
     }
-
-    /// Reached without a point made.
-    fn reached_early(&self) -> bool {
-        self.point.get().is_none() && self.signalled.load(Ordering::Acquire)
-    }
-}
-
-/// The point every fence signalled before it made its own reads as: one available chain.
-fn reached_point() -> &'static RcAsyncValue {
-    static REACHED: OnceLock<RcAsyncValue> = OnceLock::new();
-    REACHED.get_or_init(|| AsyncValueRef::available(Chain).into_untyped())
 }
 
 impl Clone for Fence {
-    /// A clone of a new fence shares its point, which is made for it (unless the fence is
-    /// reached already: then nothing will change it).
+    /// A clone of a new fence shares its point, which is made for it (available when the fence
+    /// is reached already).
     fn clone(&self) -> Fence {
         let points = match &self.points {
-            Points::Later(later) if later.reached_early() => Points::One(reached_point().clone()),
             Points::Later(later) => Points::One(later.point().clone()),
             Points::One(point) => Points::One(point.clone()),
             Points::Many(points) => Points::Many(points.clone()),
@@ -173,7 +161,6 @@ impl Fence {
     /// The points: the values the fence is reached with.
     pub fn points(&self) -> &[RcAsyncValue] {
         match &self.points {
-            Points::Later(later) if later.reached_early() => std::slice::from_ref(reached_point()),
             Points::Later(later) => std::slice::from_ref(later.point()),
             Points::One(point) => std::slice::from_ref(point),
             Points::Many(points) => points,
@@ -338,8 +325,9 @@ mod tests {
         a.signal();
         b.signal();
         assert_eq!(a.reached(), Reached::Yes);
-        assert!(a.points()[0].ptr_eq(&b.points()[0]), "both read as the one shared reached point");
-        assert!(a.points()[0].is_available() && !a.points()[0].is_error());
+        let unmade = |fence: &Fence| matches!(&fence.points, Points::Later(later) if later.point.get().is_none());
+        assert!(unmade(&a) && unmade(&b), "signalling and asking whether reached make no point");
+        assert!(a.points()[0].is_available() && !a.points()[0].is_error(), "asked for, it is made reached");
         a.fail(&Diagnostic::new(StatusCode::Aborted, "too late"));
         assert_eq!(a.reached(), Reached::Yes, "reached stays reached");
         assert_eq!(a.clone().reached(), Reached::Yes);
@@ -362,7 +350,6 @@ mod tests {
         assert!(ran.load(Ordering::SeqCst));
         assert_eq!(clone.reached(), Reached::Yes, "the clone shares the point");
         assert!(clone.points()[0].ptr_eq(&fence.points()[0]));
-        assert!(!fence.points()[0].ptr_eq(reached_point()), "this fence made its own point");
 
         let failed = Fence::new();
         let waiter = failed.clone();
