@@ -136,10 +136,10 @@ impl DeviceBackend for TestDevice {
         memory_types: u32,
         buffer_usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
+    ) -> Result<Arc<Buffer>, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, buffer_usage, size)?;
         submit(queue, || Ok(()))?;
-        Ok(buffer)
+        Ok(Arc::new(buffer))
     }
 
     fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {

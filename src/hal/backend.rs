@@ -44,7 +44,7 @@ pub trait DeviceBackend: Send + Sync + Debug {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic>;
+    ) -> Result<Arc<Buffer>, Diagnostic>;
 
     /// Releases `buffer`'s memory after `wait` (other holders of the buffer keep it alive).
     fn queue_dealloca(&self, queue: &QueueFences<'_>, buffer: &Buffer) -> Result<(), Diagnostic>;

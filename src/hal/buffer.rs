@@ -100,6 +100,13 @@ impl Buffer {
         &self.memory
     }
 
+    /// Whether this buffer is all that reaches its memory (no clone or subspan of it, no span of
+    /// its host bytes): what a pool that hands buffers out again checks, with the exclusive
+    /// access `&mut` gives, which keeps the answer until the pool gives the buffer out.
+    pub fn holds_memory_alone(&mut self) -> bool {
+        Arc::get_mut(&mut self.memory).is_some() && self.memory.mapping().is_none_or(|bytes| bytes.holds_memory_alone())
+    }
+
     /// Where the buffer starts in its memory.
     pub fn offset(&self) -> usize {
         self.offset

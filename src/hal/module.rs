@@ -574,7 +574,7 @@ fn queue_alloca(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
         return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("pool {pool}: only pool 0 exists")));
     }
     let buffer = device.backend().queue_alloca(&QueueFences { wait, signal }, memory_types, buffer_usage, size)?;
-    out(some(buffer.into_ref()))
+    out(some(Ref::Object(buffer)))
 }
 
 fn queue_barrier(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {

@@ -166,8 +166,8 @@ impl DeviceBackend for LocalDevice {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
-        let buffer = HostAllocator::wrap(self.transients.allocate(size)?, memory_types, usage);
+    ) -> Result<Arc<Buffer>, Diagnostic> {
+        let buffer = self.transients.allocate(size, memory_types, usage)?;
         submit(queue, || Ok(()))?;
         Ok(buffer)
     }

@@ -34,10 +34,21 @@ impl HostAllocator {
     /// A buffer over `bytes` as they are. Read-only bytes give a buffer that only allows
     /// immutable use.
     pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
-        let buffer_usage =
-            if bytes.is_mutable() { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
-        Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage)
+        let mutable = bytes.is_mutable();
+        host_buffer(bytes, mutable, memory_types, buffer_usage)
     }
+
+    /// The first `length` bytes of `buffer`'s memory as [`wrap`](Self::wrap) makes a buffer:
+    /// how a buffer object is handed out again.
+    pub fn rewrap(buffer: &Buffer, length: usize, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
+        let mutable = buffer.memory().mapping().is_some_and(Bytes::is_mutable);
+        host_buffer(buffer.memory().clone(), mutable, memory_types, buffer_usage).subspan(0, length as i64)
+    }
+}
+
+fn host_buffer(memory: Arc<dyn Memory>, mutable: bool, memory_types: u32, buffer_usage: u32) -> Buffer {
+    let buffer_usage = if mutable { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
+    Buffer::new(memory, memory_types | memory_type::CPU, buffer_usage)
 }
 
 impl AllocatorBackend for HostAllocator {

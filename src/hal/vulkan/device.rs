@@ -139,10 +139,10 @@ impl DeviceBackend for VulkanDevice {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
+    ) -> Result<Arc<Buffer>, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, usage, size)?;
         self.order(queue)?;
-        Ok(buffer)
+        Ok(Arc::new(buffer))
     }
 
     /// The memory goes with the buffer's last reference (submissions using it hold one); the
