@@ -150,10 +150,10 @@ impl DeviceBackend for TestDevice {
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         self.log.lock().unwrap().push("execute");
-        let commands = commands.cloned();
+        let (commands, table) = (commands.cloned(), table.to_vec());
         submit(queue, move || match &commands {
             Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes),
             None => Ok(()),

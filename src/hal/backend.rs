@@ -50,12 +50,12 @@ pub trait DeviceBackend: Send + Sync + Debug {
     fn queue_dealloca(&self, queue: &QueueFences<'_>, buffer: &Buffer) -> Result<(), Diagnostic>;
 
     /// Runs `commands` (none: only orders the fences) once `wait` is reached, `table` supplying
-    /// the buffers of its slots.
+    /// the buffers of its slots (copied where the work waits or the device keeps it).
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic>;
 
     /// One transfer, as a command buffer of one command would run it.

@@ -142,11 +142,13 @@ impl Buffer {
 }
 
 /// The buffer a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Buffer, Diagnostic> {
     value.downcast::<Buffer>().ok_or_else(|| wrong_type("hal.buffer", value))
 }
 
 /// The error for a ref of the wrong type where `expected` was required.
+#[cold]
 pub fn wrong_type(expected: &str, found: &Ref) -> Diagnostic {
     Diagnostic::new(StatusCode::InvalidArgument, format!("ref is not a {expected} (it is a {})", found.type_name()))
 }

@@ -293,6 +293,7 @@ pub fn after(
 }
 
 /// The fence a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Fence, Diagnostic> {
     value.downcast::<Fence>().ok_or_else(|| wrong_type("hal.fence", value))
 }

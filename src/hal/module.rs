@@ -580,7 +580,7 @@ fn queue_alloca(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
 fn queue_barrier(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let _flags = a.i64()?;
-    device.backend().queue_execute(&QueueFences { wait, signal }, None, Vec::new())?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, None, &[])?;
     none()
 }
 
@@ -614,7 +614,7 @@ fn queue_execute(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> 
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
-    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, Vec::new())?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, &[])?;
     none()
 }
 
@@ -622,12 +622,19 @@ fn queue_execute_indirect(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Dia
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
+    // A table of a few entries (a program's transient buffers) is built on the stack.
+    const ON_STACK: usize = 8;
     let count = a.span()?;
-    let mut table = Vec::with_capacity(count);
-    for _ in 0..count {
+    let (mut on_stack, mut on_heap) = (<[TableEntry; ON_STACK]>::default(), Vec::new());
+    let table = if count <= ON_STACK {
+        &mut on_stack[..count]
+    } else {
+        on_heap.resize(count, TableEntry::default());
+        &mut on_heap[..]
+    };
+    for entry in table.iter_mut() {
         let (buffer, offset, length) = (a.opt_ref()?, a.i64()?, a.i64()?);
-        let buffer = buffer.map(buffer::deref).transpose()?.cloned();
-        table.push(TableEntry { buffer, offset, length });
+        *entry = TableEntry { buffer: buffer.map(buffer::deref).transpose()?.cloned(), offset, length };
     }
     device.backend().queue_execute(&QueueFences { wait, signal }, cmd, table)?;
     none()

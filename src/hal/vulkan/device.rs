@@ -157,13 +157,13 @@ impl DeviceBackend for VulkanDevice {
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else {
             return self.order(queue);
         };
         command_list(commands)?;
-        let commands = commands.clone();
+        let (commands, table) = (commands.clone(), table.to_vec());
         self.enqueue(queue, move |device, signal| {
             let mut recording = device.queue().begin()?;
             command_buffer::record(command_list(&commands)?, &mut recording, &table)?;
