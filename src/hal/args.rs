@@ -131,7 +131,7 @@ impl<'a> Args<'a> {
     }
 
     /// The tuple count of a variadic span.
-    #[inline]
+    #[inline(always)]
     pub fn span(&mut self) -> Result<usize, Diagnostic> {
         let count = self.i32()?;
         usize::try_from(count)

@@ -558,7 +558,8 @@ fn device_query_i64(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnosti
 }
 
 /// The device, wait and signal fences every queue operation starts with (and its affinity, which
-/// one queue ignores).
+/// one queue ignores). Always inlined, as the readers are.
+#[inline(always)]
 fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(&'a Device, Option<&'a Fence>, &'a Fence), Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
