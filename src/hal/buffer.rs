@@ -107,6 +107,15 @@ impl Buffer {
         Arc::get_mut(&mut self.memory).is_some() && self.memory.mapping().is_none_or(|bytes| bytes.holds_memory_alone())
     }
 
+    /// Makes this buffer the first `length` bytes of its memory, with `memory_types` and `usage`
+    /// (OUT_OF_RANGE past the memory's end): how a pool hands out again a buffer object nothing
+    /// else holds.
+    pub fn reset(&mut self, length: usize, memory_types: u32, usage: u32) -> Result<(), Diagnostic> {
+        let (_, length) = byte_range::check(0, length as i64, self.memory.len()).map_err(|e| e.at("reset"))?;
+        (self.offset, self.length, self.memory_types, self.usage) = (0, length, memory_types, usage);
+        Ok(())
+    }
+
     /// Where the buffer starts in its memory.
     pub fn offset(&self) -> usize {
         self.offset

@@ -34,21 +34,24 @@ impl HostAllocator {
     /// A buffer over `bytes` as they are. Read-only bytes give a buffer that only allows
     /// immutable use.
     pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
-        let mutable = bytes.is_mutable();
-        host_buffer(bytes, mutable, memory_types, buffer_usage)
+        let (memory_types, buffer_usage) = host_flags(bytes.is_mutable(), memory_types, buffer_usage);
+        Buffer::new(bytes, memory_types, buffer_usage)
     }
 
-    /// The first `length` bytes of `buffer`'s memory as [`wrap`](Self::wrap) makes a buffer:
-    /// how a buffer object is handed out again.
-    pub fn rewrap(buffer: &Buffer, length: usize, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
+    /// Makes `buffer` the first `length` bytes of its memory, with the memory types and usage
+    /// [`wrap`](Self::wrap) gives: how a buffer object nothing else holds is handed out again.
+    pub fn rewrap(buffer: &mut Buffer, length: usize, memory_types: u32, buffer_usage: u32) -> Result<(), Diagnostic> {
         let mutable = buffer.memory().mapping().is_some_and(Bytes::is_mutable);
-        host_buffer(buffer.memory().clone(), mutable, memory_types, buffer_usage).subspan(0, length as i64)
+        let (memory_types, buffer_usage) = host_flags(mutable, memory_types, buffer_usage);
+        buffer.reset(length, memory_types, buffer_usage)
     }
 }
 
-fn host_buffer(memory: Arc<dyn Memory>, mutable: bool, memory_types: u32, buffer_usage: u32) -> Buffer {
+/// The memory types and usage of a buffer over host memory: all the CPU's, less mapping for
+/// read-only bytes.
+fn host_flags(mutable: bool, memory_types: u32, buffer_usage: u32) -> (u32, u32) {
     let buffer_usage = if mutable { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
-    Buffer::new(memory, memory_types | memory_type::CPU, buffer_usage)
+    (memory_types | memory_type::CPU, buffer_usage)
 }
 
 impl AllocatorBackend for HostAllocator {

@@ -65,7 +65,7 @@ impl TransientPool {
             if let Some((index, _)) = fitting {
                 let listed = &mut listed.buffers[index];
                 let idle = Arc::get_mut(listed).expect("an idle buffer has no other holder");
-                *idle = HostAllocator::rewrap(idle, wanted, memory_types, usage)?;
+                HostAllocator::rewrap(idle, wanted, memory_types, usage)?;
                 return Ok(listed.clone());
             }
         }
