@@ -48,7 +48,8 @@ impl Invocation {
     /// Returns `values` from `frame`, the entry frame, to the host.
     #[inline(always)]
     pub(super) fn return_to_host(&mut self, frame: Frame, values: &[Slot]) -> Vec<Value> {
-        let results = values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect();
+        let mut results = std::mem::take(&mut self.returned);
+        results.extend(values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)));
         self.pop_frame(frame);
         results
     }

@@ -89,6 +89,9 @@ pub struct Invocation {
     refs: Vec<Option<Ref>>,
     /// A call made from the host straight into a native function.
     native_entry: Option<(u32, u32, Vec<Value>)>,
+    /// The host's arguments vector, emptied into the entry frame: the results go back in it, so
+    /// a call allocates no vector of its own for them.
+    returned: Vec<Value>,
     /// What native functions answer into, reused call after call (programs driving the HAL make
     /// dozens per invocation).
     native_results: Vec<Value>,
@@ -143,7 +146,7 @@ impl Invocation {
     /// built in its caller's frame rather than copied out of the `Result`, which costs a trivial
     /// call several nanoseconds.
     #[inline(always)]
-    fn start(linked: &mut Linked, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
+    fn start(linked: &mut Linked, target: Resolved, mut arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
         // Reuse the register stacks of an earlier invocation: small calls then allocate nothing.
         let stack = linked.spare_stacks.pop().unwrap_or_default();
         let mut invocation = Invocation {
@@ -152,6 +155,7 @@ impl Invocation {
             i32s: stack.i32s,
             refs: stack.refs,
             native_entry: None,
+            returned: Vec::new(),
             native_results: stack.native_results,
             pending: None,
             budget: linked.budget,
@@ -181,7 +185,7 @@ impl Invocation {
                     ));
                 }
                 invocation.push_frame(instance, function, callee)?;
-                for (index, (slot, value)) in callee.arguments.iter().zip(arguments).enumerate() {
+                for (index, (slot, value)) in callee.arguments.iter().zip(arguments.drain(..)).enumerate() {
                     invocation.write_value(0, 0, *slot, value).map_err(|got| {
                         Diagnostic::new(
                             StatusCode::InvalidArgument,
@@ -193,6 +197,7 @@ impl Invocation {
                         )
                     })?;
                 }
+                invocation.returned = arguments;
             }
         }
         Ok(invocation)
