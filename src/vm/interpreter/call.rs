@@ -116,7 +116,9 @@ impl Invocation {
 }
 
 /// Empties the registers of the refs a finished native call moved (its last use of them): the
-/// callee read them in place and cloned what it keeps.
+/// callee read them in place and cloned what it keeps. Always inlined: it runs after every
+/// native call.
+#[inline(always)]
 fn release_moved_refs(arguments: &[Slot], refs: &mut [Option<Ref>]) {
     for slot in arguments {
         if slot.kind == ValueKind::Ref && slot.is_move {
