@@ -136,10 +136,10 @@ impl DeviceBackend for TestDevice {
         memory_types: u32,
         buffer_usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
+    ) -> Result<Arc<Buffer>, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, buffer_usage, size)?;
         submit(queue, || Ok(()))?;
-        Ok(buffer)
+        Ok(Arc::new(buffer))
     }
 
     fn queue_dealloca(&self, queue: &QueueFences<'_>, _buffer: &Buffer) -> Result<(), Diagnostic> {
@@ -150,10 +150,10 @@ impl DeviceBackend for TestDevice {
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         self.log.lock().unwrap().push("execute");
-        let commands = commands.cloned();
+        let (commands, table) = (commands.cloned(), table.to_vec());
         submit(queue, move || match &commands {
             Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes),
             None => Ok(()),

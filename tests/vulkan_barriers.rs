@@ -31,7 +31,7 @@ fn fill_then_copy(device: &VulkanDevice, with_barrier: bool) -> Vec<u8> {
     commands.copy(range(&source), range(&target)).unwrap();
     commands.finalize().unwrap();
     let signal = Fence::new();
-    device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), Vec::new()).unwrap();
+    device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), &[]).unwrap();
     signal.wait().unwrap();
     target.to_vec().unwrap()
 }

@@ -220,7 +220,7 @@ fn fences_complete_asynchronously_in_queue_order() {
     let failed = Fence::new();
     failed.fail(&rtx::host::Diagnostic::new(StatusCode::Aborted, "upstream failed"));
     let after = Fence::new();
-    let _ = device.queue_execute(&QueueFences { wait: Some(&failed), signal: &after }, None, vec![]);
+    let _ = device.queue_execute(&QueueFences { wait: Some(&failed), signal: &after }, None, &[]);
     assert!(matches!(after.reached(), Reached::Failed(e) if e.code == StatusCode::Aborted));
     drop(device);
     assert_validation_silent();

@@ -60,7 +60,7 @@ fn entry(buffer: &Buffer) -> TableEntry {
 
 fn execute(device: &VulkanDevice, commands: &CommandBuffer, table: Vec<TableEntry>) {
     let signal = Fence::new();
-    device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(commands), table).unwrap();
+    device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(commands), &table).unwrap();
     signal.wait().unwrap();
 }
 
@@ -125,7 +125,7 @@ fn dispatches_outside_the_devices_limits_fail_before_reaching_it() {
         commands.dispatch(&executable, 0, workgroups, Vec::new(), vec![first, direct(&data), direct(&data)]).unwrap();
         commands.finalize().unwrap();
         let signal = Fence::new();
-        let queued = device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), Vec::new());
+        let queued = device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), &[]);
         let error = queued.unwrap_err();
         assert_eq!(signal.wait().unwrap_err().code, error.code, "the signal fence fails with the error");
         error
@@ -190,7 +190,7 @@ fn work_after_the_queues_own_submissions_is_submitted_at_once() {
     failing.finalize().unwrap();
 
     let (host, after_host) = (Fence::new(), Fence::new());
-    device.queue_execute(&QueueFences { wait: Some(&host), signal: &after_host }, Some(&failing), Vec::new()).unwrap();
+    device.queue_execute(&QueueFences { wait: Some(&host), signal: &after_host }, Some(&failing), &[]).unwrap();
     assert_eq!(after_host.reached(), Reached::No, "nothing runs before the host signals");
     host.signal();
     assert_eq!(after_host.wait().unwrap_err().code, StatusCode::OutOfRange);
@@ -200,8 +200,7 @@ fn work_after_the_queues_own_submissions_is_submitted_at_once() {
     let (filled, after_fill) = (Fence::new(), Fence::new());
     let fill = Transfer::Fill { target: direct(&large), pattern: 7, pattern_length: 4 };
     device.queue_transfer(&QueueFences { wait: None, signal: &filled }, fill).unwrap();
-    let queued =
-        device.queue_execute(&QueueFences { wait: Some(&filled), signal: &after_fill }, Some(&failing), Vec::new());
+    let queued = device.queue_execute(&QueueFences { wait: Some(&filled), signal: &after_fill }, Some(&failing), &[]);
     assert_eq!(queued.unwrap_err().code, StatusCode::OutOfRange, "recorded at once, not after the fill");
     assert_eq!(after_fill.wait().unwrap_err().code, StatusCode::OutOfRange);
     filled.wait().unwrap();

@@ -21,8 +21,10 @@ pub struct Args<'a> {
     next: usize,
 }
 
-// The readers are `#[inline]`: they run for every argument of every call, and called out of line
-// from the modules' functions they cost an 8x8 matmul call 4%.
+// The readers are inlined: they run for every argument of every call, and called out of line
+// from the modules' functions they cost an 8x8 matmul call 4% (the scalar ones, returned through
+// memory as a `Result`, are always inlined: left to the compiler, the digits MLP called them
+// out of line at about 45 instructions a read).
 impl<'a> Args<'a> {
     #[inline]
     pub fn new(module: &'static str, function: &'static str, values: Arguments<'a>) -> Args<'a> {
@@ -38,9 +40,18 @@ impl<'a> Args<'a> {
     fn take(&mut self) -> Result<Arg<'a>, Diagnostic> {
         let value = self.values.get(self.next);
         self.next += 1;
-        value.ok_or_else(|| self.error(StatusCode::InvalidArgument, format!("missing argument {}", self.next - 1)))
+        match value {
+            Some(value) => Ok(value),
+            None => Err(self.missing()),
+        }
     }
 
+    #[cold]
+    fn missing(&self) -> Diagnostic {
+        self.error(StatusCode::InvalidArgument, format!("missing argument {}", self.next - 1))
+    }
+
+    #[cold]
     fn mismatch(&self, expected: &str, found: Arg<'_>) -> Diagnostic {
         self.error(
             StatusCode::InvalidArgument,
@@ -48,7 +59,7 @@ impl<'a> Args<'a> {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn i32(&mut self) -> Result<i32, Diagnostic> {
         match self.take()? {
             Arg::I32(v) => Ok(v),
@@ -56,7 +67,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self) -> Result<i64, Diagnostic> {
         match self.take()? {
             Arg::I64(v) => Ok(v),
@@ -65,7 +76,7 @@ impl<'a> Args<'a> {
     }
 
     /// A ref that may be null.
-    #[inline]
+    #[inline(always)]
     pub fn opt_ref(&mut self) -> Result<Option<&'a Ref>, Diagnostic> {
         match self.take()? {
             Arg::Ref(r) => Ok(r),
@@ -74,11 +85,17 @@ impl<'a> Args<'a> {
     }
 
     /// A ref that must not be null.
-    #[inline]
+    #[inline(always)]
     pub fn r(&mut self) -> Result<&'a Ref, Diagnostic> {
-        let index = self.next;
-        self.opt_ref()?
-            .ok_or_else(|| self.error(StatusCode::InvalidArgument, format!("argument {index} is a null ref")))
+        match self.opt_ref()? {
+            Some(value) => Ok(value),
+            None => Err(self.null()),
+        }
+    }
+
+    #[cold]
+    fn null(&self) -> Diagnostic {
+        self.error(StatusCode::InvalidArgument, format!("argument {} is a null ref", self.next - 1))
     }
 
     /// A `!vm.buffer` argument.
@@ -114,7 +131,7 @@ impl<'a> Args<'a> {
     }
 
     /// The tuple count of a variadic span.
-    #[inline]
+    #[inline(always)]
     pub fn span(&mut self) -> Result<usize, Diagnostic> {
         let count = self.i32()?;
         usize::try_from(count)

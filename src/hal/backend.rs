@@ -44,18 +44,18 @@ pub trait DeviceBackend: Send + Sync + Debug {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic>;
+    ) -> Result<Arc<Buffer>, Diagnostic>;
 
     /// Releases `buffer`'s memory after `wait` (other holders of the buffer keep it alive).
     fn queue_dealloca(&self, queue: &QueueFences<'_>, buffer: &Buffer) -> Result<(), Diagnostic>;
 
     /// Runs `commands` (none: only orders the fences) once `wait` is reached, `table` supplying
-    /// the buffers of its slots.
+    /// the buffers of its slots (copied where the work waits or the device keeps it).
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic>;
 
     /// One transfer, as a command buffer of one command would run it.

@@ -100,6 +100,22 @@ impl Buffer {
         &self.memory
     }
 
+    /// Whether this buffer is all that reaches its memory (no clone or subspan of it, no span of
+    /// its host bytes): what a pool that hands buffers out again checks, with the exclusive
+    /// access `&mut` gives, which keeps the answer until the pool gives the buffer out.
+    pub fn holds_memory_alone(&mut self) -> bool {
+        Arc::get_mut(&mut self.memory).is_some() && self.memory.mapping().is_none_or(|bytes| bytes.holds_memory_alone())
+    }
+
+    /// Makes this buffer the first `length` bytes of its memory, with `memory_types` and `usage`
+    /// (OUT_OF_RANGE past the memory's end): how a pool hands out again a buffer object nothing
+    /// else holds.
+    pub fn reset(&mut self, length: usize, memory_types: u32, usage: u32) -> Result<(), Diagnostic> {
+        let (_, length) = byte_range::check(0, length as i64, self.memory.len()).map_err(|e| e.at("reset"))?;
+        (self.offset, self.length, self.memory_types, self.usage) = (0, length, memory_types, usage);
+        Ok(())
+    }
+
     /// Where the buffer starts in its memory.
     pub fn offset(&self) -> usize {
         self.offset
@@ -135,11 +151,13 @@ impl Buffer {
 }
 
 /// The buffer a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Buffer, Diagnostic> {
     value.downcast::<Buffer>().ok_or_else(|| wrong_type("hal.buffer", value))
 }
 
 /// The error for a ref of the wrong type where `expected` was required.
+#[cold]
 pub fn wrong_type(expected: &str, found: &Ref) -> Diagnostic {
     Diagnostic::new(StatusCode::InvalidArgument, format!("ref is not a {expected} (it is a {})", found.type_name()))
 }

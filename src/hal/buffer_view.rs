@@ -202,6 +202,7 @@ fn element_types_compatible(actual: u32, expected: u32) -> bool {
 }
 
 /// The buffer view a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&BufferView, Diagnostic> {
     value.downcast::<BufferView>().ok_or_else(|| buffer::wrong_type("hal.buffer_view", value))
 }

@@ -35,7 +35,7 @@ pub struct BufferRange {
 }
 
 /// One binding-table entry: a buffer (or null) and its range.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TableEntry {
     pub buffer: Option<Buffer>,
     pub offset: i64,
@@ -283,6 +283,7 @@ pub fn check_pattern_length(pattern_length: usize) -> Result<(), Diagnostic> {
 }
 
 /// The command buffer a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&CommandBuffer, Diagnostic> {
     value.downcast::<CommandBuffer>().ok_or_else(|| wrong_type("hal.command_buffer", value))
 }

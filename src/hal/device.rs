@@ -93,11 +93,13 @@ impl Allocator {
 }
 
 /// The device a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Device, Diagnostic> {
     value.downcast::<Device>().ok_or_else(|| wrong_type("hal.device", value))
 }
 
 /// The allocator a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref_allocator(value: &Ref) -> Result<&Allocator, Diagnostic> {
     value.downcast::<Allocator>().ok_or_else(|| wrong_type("hal.allocator", value))
 }

@@ -62,6 +62,7 @@ impl Executable {
 }
 
 /// The executable a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Executable, Diagnostic> {
     value.downcast::<Executable>().ok_or_else(|| wrong_type("hal.executable", value))
 }

@@ -3,9 +3,10 @@
 //! that work failed); waiting is `run_when_ready`, never a blocked worker. A point may be a C
 //! host's own promise, which is how `coarse-fences` calls surface their fences as async values.
 //!
-//! A new fence makes its point only when something needs one (a waiter, a clone, a join that
-//! keeps it): a fence signalled first, as every fence of an inline queue is, makes none unless
-//! asked for its points (then an available one).
+//! A new fence makes its point only when something needs one (a waiter, a clone or a join of a
+//! fence not yet reached): a fence signalled first, as every fence of an inline queue is, makes
+//! none unless asked for its points (then an available one). Clones and joins of such fences are
+//! new fences reached already, with no point either.
 
 use std::any::Any;
 use std::sync::atomic::{fence as memory_fence, AtomicBool, Ordering};
@@ -41,6 +42,11 @@ struct Later {
 }
 
 impl Later {
+    /// Whether the fence was signalled while nothing had made its point: reached, for good.
+    fn reached_without_point(&self) -> bool {
+        self.point.get().is_none() && self.signalled.load(Ordering::Acquire)
+    }
+
     fn point(&self) -> &RcAsyncValue {
         let point = self.point.get_or_init(|| AsyncValueRef::<Chain>::unconstructed().into_untyped());
         memory_fence(Ordering::SeqCst);
@@ -63,10 +69,11 @@ impl Later {
 }
 
 impl Clone for Fence {
-    /// A clone of a new fence shares its point, which is made for it (available when the fence
-    /// is reached already).
+    /// A clone of a new fence shares its point, which is made for it, unless the fence is reached
+    /// already: then the clone is a new reached fence (nothing can change either any more).
     fn clone(&self) -> Fence {
         let points = match &self.points {
+            Points::Later(later) if later.reached_without_point() => return Fence::reached_already(),
             Points::Later(later) => Points::One(later.point().clone()),
             Points::One(point) => Points::One(point.clone()),
             Points::Many(points) => Points::Many(points.clone()),
@@ -106,32 +113,34 @@ impl Fence {
         Fence { points: Points::One(point) }
     }
 
+    /// A fence reached from the start: what a join of reached fences is.
+    fn reached_already() -> Fence {
+        Fence { points: Points::Later(Later { point: OnceLock::new(), signalled: AtomicBool::new(true) }) }
+    }
+
     /// A fence that is reached when all of `fences` are (`hal.fence.join`).
     ///
     /// Points already reached add nothing to the condition, and signalling or failing a fence
-    /// skips them, so the join keeps only the others (one reached point stands for all when none
-    /// is left): on an inline queue the fences a program joins are mostly reached by then, and
-    /// such a join allocates nothing.
+    /// skips them, so the join keeps only the others, and is a new reached fence when none is
+    /// left: on an inline queue the fences a program joins are mostly reached by then, and such
+    /// a join allocates nothing.
     pub fn join<'a>(fences: impl IntoIterator<Item = &'a Fence>) -> Fence {
         let mut fences = fences.into_iter();
         let (first, second) = match (fences.next(), fences.next()) {
             (Some(only), None) => return only.clone(),
             pair => pair,
         };
-        let (mut reached, mut first_open, mut open) = (None, None, Vec::new());
-        for point in first.into_iter().chain(second).chain(fences).flat_map(Fence::points) {
-            if point.is_concrete() {
-                reached.get_or_insert(point);
-            } else if let Some(earlier) = first_open.replace(point) {
-                if open.is_empty() {
-                    open.push(earlier.clone());
-                }
-                open.push(point.clone());
-            }
-        }
-        let points = match (first_open.or(reached), open.is_empty()) {
-            (Some(point), true) => Points::One(point.clone()),
-            _ => Points::Many(open.into()),
+        let mut open = first
+            .into_iter()
+            .chain(second)
+            .chain(fences)
+            .filter(|fence| !matches!(&fence.points, Points::Later(later) if later.reached_without_point()))
+            .flat_map(Fence::points)
+            .filter(|point| !point.is_concrete());
+        let points = match (open.next(), open.next()) {
+            (None, _) => return Fence::reached_already(),
+            (Some(only), None) => Points::One(only.clone()),
+            (Some(first), Some(second)) => Points::Many([first, second].into_iter().chain(open).cloned().collect()),
         };
         Fence { points }
     }
@@ -217,6 +226,46 @@ impl Default for Fence {
     }
 }
 
+/// The fences of one context's `hal` module, handed out again by `fence.create` and `fence.join`
+/// once nothing else holds them: a program makes several per call, and a recycled one costs no
+/// allocation. It is the module state's, and goes with it.
+#[derive(Debug, Default)]
+pub struct Pool {
+    fences: Vec<Arc<Fence>>,
+    /// Where the search for an idle fence starts: after the one handed out last, so fences
+    /// dropped in the order they were made are found at once.
+    next: usize,
+}
+
+impl Pool {
+    /// The most fences listed; past it, new fences are not listed (they go with their last
+    /// holder).
+    pub const LIMIT: usize = 64;
+
+    /// `fence` as a ref, in a listed fence object nothing else holds where there is one.
+    pub fn make(&mut self, fence: Fence) -> Ref {
+        let count = self.fences.len();
+        let start = self.next.min(count);
+        for index in (start..count).chain(0..start) {
+            let listed = &mut self.fences[index];
+            // The count first: a fence in use is passed over without a write.
+            if Arc::strong_count(listed) == 1 {
+                if let Some(idle) = Arc::get_mut(listed) {
+                    *idle = fence;
+                    self.next = index + 1;
+                    return Ref::Object(listed.clone());
+                }
+            }
+        }
+        let made = Arc::new(fence);
+        if count < Self::LIMIT {
+            self.fences.push(made.clone());
+            self.next = count + 1;
+        }
+        Ref::Object(made)
+    }
+}
+
 /// Runs `then` once `wait` (none: nothing) is reached, given `Err` with the failure if it failed:
 /// at once (its result returned) when the wait is over, otherwise from the fence's continuation
 /// (its result dropped, so `then` leaves failures where they are seen: a signal fence). How queue
@@ -244,6 +293,7 @@ pub fn after(
 }
 
 /// The fence a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&Fence, Diagnostic> {
     value.downcast::<Fence>().ok_or_else(|| wrong_type("hal.fence", value))
 }
@@ -359,6 +409,78 @@ mod tests {
         let unwatched = Fence::new();
         unwatched.fail(&Diagnostic::new(StatusCode::DataLoss, "lost"));
         assert_eq!(status_code(&unwatched.reached()), StatusCode::DataLoss, "a failure makes the point");
+    }
+
+    #[test]
+    fn joins_and_clones_of_fences_signalled_without_a_point_make_none() {
+        let (a, b, open) = (Fence::new(), Fence::new(), Fence::new());
+        a.signal();
+        b.signal();
+        let unmade = |fence: &Fence| matches!(&fence.points, Points::Later(later) if later.point.get().is_none());
+        let (joined, clone) = (Fence::join([&a, &b]), a.clone());
+        assert!([&a, &b, &joined, &clone].into_iter().all(unmade), "no point anywhere");
+        assert_eq!((joined.reached(), clone.reached()), (Reached::Yes, Reached::Yes));
+        joined.fail(&Diagnostic::new(StatusCode::Aborted, "too late"));
+        assert_eq!(joined.reached(), Reached::Yes, "a reached join stays reached");
+        let waits = Fence::join([&a, &open, &b]);
+        assert_eq!(waits.points().len(), 1, "only the open fence's point");
+        assert_eq!(waits.reached(), Reached::No);
+        open.signal();
+        assert_eq!(waits.reached(), Reached::Yes);
+    }
+
+    fn address(value: &Ref) -> *const Fence {
+        deref(value).unwrap()
+    }
+
+    #[test]
+    fn a_pooled_fence_is_handed_out_again_only_once_nothing_holds_it_and_starts_unreached() {
+        let mut pool = Pool::default();
+        let first = pool.make(Fence::new());
+        let at = address(&first);
+        deref(&first).unwrap().signal();
+        let second = pool.make(Fence::new());
+        assert_ne!(address(&second), at, "a fence still held is not handed out again");
+        let held = first.clone();
+        drop(first);
+        assert_ne!(address(&pool.make(Fence::new())), at, "a clone of the ref holds it too");
+        drop(held);
+        let again = pool.make(Fence::new());
+        assert_eq!(address(&again), at, "the fence object is recycled");
+        assert_eq!(deref(&again).unwrap().reached(), Reached::No, "as the new fence it was made for");
+        drop(second);
+    }
+
+    #[test]
+    fn a_waiter_on_a_recycled_fences_old_point_is_not_reached_by_its_new_use() {
+        let mut pool = Pool::default();
+        let old = pool.make(Fence::new());
+        let at = address(&old);
+        let flag = Arc::new(AtomicBool::new(false));
+        let waiter = deref(&old).unwrap().clone();
+        let seen = flag.clone();
+        deref(&old).unwrap().when_reached(move || seen.store(true, Ordering::SeqCst));
+        drop(old);
+        let new = pool.make(Fence::new());
+        assert_eq!(address(&new), at);
+        deref(&new).unwrap().signal();
+        assert_eq!(waiter.reached(), Reached::No, "the old point is not the new fence's");
+        assert!(!flag.load(Ordering::SeqCst));
+        waiter.signal();
+        assert!(flag.load(Ordering::SeqCst), "the old point is still the old fence's");
+    }
+
+    #[test]
+    fn past_the_limit_new_fences_are_not_listed() {
+        let mut pool = Pool::default();
+        let held: Vec<Ref> = (0..=Pool::LIMIT).map(|_| pool.make(Fence::new())).collect();
+        assert_eq!(pool.fences.len(), Pool::LIMIT);
+        let unlisted = address(&held[Pool::LIMIT]);
+        let listed = address(&held[3]);
+        drop(held);
+        let made: Vec<Ref> = (0..Pool::LIMIT).map(|_| pool.make(Fence::new())).collect();
+        let addresses: Vec<*const Fence> = made.iter().map(address).collect();
+        assert!(addresses.contains(&listed) && !addresses.contains(&unlisted), "the listed ones, all recycled");
     }
 
     /// A waiter arriving on another thread while the fence is signalled always runs: whichever

@@ -41,6 +41,7 @@ impl File {
 }
 
 /// The file a ref holds, or INVALID_ARGUMENT naming what was there.
+#[inline]
 pub fn deref(value: &Ref) -> Result<&File, Diagnostic> {
     value.downcast::<File>().ok_or_else(|| wrong_type("hal.file", value))
 }

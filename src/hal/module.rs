@@ -37,7 +37,7 @@ const MAX_BINDINGS: usize = 32;
 /// (`fence.await`, which suspends the caller on an unreached fence).
 #[derive(Clone, Copy)]
 enum Handler {
-    Ready(fn(&HalState, &mut Args<'_>) -> Result<Out, Diagnostic>),
+    Ready(fn(&mut HalState, &mut Args<'_>) -> Result<Out, Diagnostic>),
     Outcome(fn(&mut Args<'_>, &mut Vec<Value>) -> Result<NativeOutcome, Diagnostic>),
 }
 
@@ -129,9 +129,10 @@ pub struct HalModule {
     functions: Vec<NativeFunction>,
 }
 
-/// Per-context state: the devices the program enumerates.
+/// Per-context state: the devices the program enumerates, and the fences it made.
 struct HalState {
     devices: Vec<Ref>,
+    fences: fence::Pool,
 }
 
 impl HalModule {
@@ -158,7 +159,7 @@ impl NativeModule for HalModule {
     }
 
     fn create_state(&self) -> Result<NativeState, Diagnostic> {
-        Ok(Box::new(HalState { devices: self.devices.clone() }))
+        Ok(Box::new(HalState { devices: self.devices.clone(), fences: fence::Pool::default() }))
     }
 
     fn call(
@@ -169,7 +170,7 @@ impl NativeModule for HalModule {
         results: &mut Vec<Value>,
     ) -> Result<NativeOutcome, Diagnostic> {
         let state = state
-            .downcast_ref::<HalState>()
+            .downcast_mut::<HalState>()
             .ok_or_else(|| Diagnostic::new(StatusCode::Internal, "hal module state of another module"))?;
         let (name, _, handler) = FUNCTIONS
             .get(ordinal)
@@ -199,13 +200,13 @@ fn some(value: Ref) -> Value {
 
 // -- allocator -----------------------------------------------------------------------------------
 
-fn allocator_allocate(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn allocator_allocate(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let allocator = device::deref_allocator(a.r()?)?;
     let (_affinity, memory_types, buffer_usage, size) = (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?);
     out(some(allocator.allocate(memory_types, buffer_usage, size)?.into_ref()))
 }
 
-fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn allocator_import(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let allocator = device::deref_allocator(a.r()?)?;
     let (_is_try, _affinity, memory_types, buffer_usage) = (a.i32()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
     let source = a.bytes()?;
@@ -231,7 +232,7 @@ fn allocator_import(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(allocator.import(source.span(offset, length)?, memory_types, buffer_usage)?.into_ref()))
 }
 
-fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn allocator_select(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (_memory_types, _usage, _flags) = (a.i32()?, a.i32()?, a.i64()?);
     let count = a.span()?;
     let mut first = None;
@@ -250,22 +251,22 @@ fn allocator_select(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
 
 // Memory is freed when its last buffer goes, so every buffer counts as its allocation's only
 // user: discarding it is always terminal and the program deallocates (`queue.dealloca`).
-fn buffer_allocation_discard(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_allocation_discard(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     out(Value::I32(1))
 }
 
-fn buffer_allocation_is_terminal(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_allocation_is_terminal(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     out(Value::I32(1))
 }
 
-fn buffer_allocation_preserve(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_allocation_preserve(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     buffer::deref(a.r()?)?;
     none()
 }
 
-fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_assert(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     // The value's name is only read for a message: asserts run on every call.
     let name = a.bytes()?;
@@ -302,11 +303,11 @@ fn buffer_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn buffer_length(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_length(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I64(buffer::deref(a.r()?)?.len() as i64))
 }
 
-fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_load(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
     small_range(buffer, offset, length, "load")?;
@@ -315,7 +316,7 @@ fn buffer_load(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(i32::from_le_bytes(value)))
 }
 
-fn buffer_store(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_store(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let value = a.i32()?;
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i32()?);
@@ -342,7 +343,7 @@ fn small_range(buffer: &Buffer, offset: i64, length: i32, what: &str) -> Result<
     Ok(())
 }
 
-fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_subspan(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer = buffer::deref(a.r()?)?;
     let (offset, length) = (a.i64()?, a.i64()?);
     out(some(buffer.subspan(offset, length)?.into_ref()))
@@ -350,7 +351,7 @@ fn buffer_subspan(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
 
 // -- buffer_view ---------------------------------------------------------------------------------
 
-fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_assert(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let view = buffer_view::deref(a.r()?)?;
     let name = a.bytes()?;
     let (element_type, encoding) = (a.i32()? as u32, a.i32()? as u32);
@@ -359,11 +360,11 @@ fn buffer_view_assert(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic>
     none()
 }
 
-fn buffer_view_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_buffer(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(buffer_view::deref(a.r()?)?.buffer_ref().clone()))
 }
 
-fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let buffer_ref = a.r()?;
     let buffer = buffer::deref(buffer_ref)?;
     let (offset, length, element_type, encoding) = (a.i64()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
@@ -385,7 +386,7 @@ fn buffer_view_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic>
     out(some(BufferView::new(source, shape, element_type, encoding)?.into_ref()))
 }
 
-fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_dim(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let view = buffer_view::deref(a.r()?)?;
     let index = a.i32()?;
     let dim = usize::try_from(index).ok().and_then(|i| view.shape().get(i)).ok_or_else(|| {
@@ -397,21 +398,21 @@ fn buffer_view_dim(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I64(*dim))
 }
 
-fn buffer_view_element_type(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_element_type(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.element_type() as i32))
 }
 
-fn buffer_view_encoding_type(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_encoding_type(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.encoding() as i32))
 }
 
-fn buffer_view_rank(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_rank(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(buffer_view::deref(a.r()?)?.shape().len() as i32))
 }
 
 /// Tracing hook (`--iree-hal-instrument-...`): the views are checked, nothing is recorded (rtx
 /// has no trace sink).
-fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn buffer_view_trace(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     a.bytes()?;
     for _ in 0..a.span()? {
         buffer_view::deref(a.r()?)?;
@@ -421,7 +422,7 @@ fn buffer_view_trace(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> 
 
 // -- channels and collectives --------------------------------------------------------------------
 
-fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn collectives(_: &mut HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
     Err(Diagnostic::new(
         StatusCode::Unimplemented,
         "collective channels need a multi-device transport; the CPU devices run one device",
@@ -432,7 +433,7 @@ fn collectives(_: &HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
 
 /// Debug groups and buffer advice are hints a CPU device has no use for; the command buffer is
 /// still checked.
-fn command_buffer_hint(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_hint(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     command_buffer::deref(a.r()?)?;
     none()
 }
@@ -446,7 +447,7 @@ fn range(slot: i32, buffer: Option<&Ref>, offset: i64, length: i64) -> Result<Bu
     Ok(BufferRange { source, offset, length })
 }
 
-fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_copy_buffer(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (source_slot, target_slot) = (a.i32()?, a.i32()?);
     let (source, source_offset) = (a.opt_ref()?, a.i64()?);
@@ -456,7 +457,7 @@ fn command_buffer_copy_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Dia
     none()
 }
 
-fn command_buffer_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let (modes, _categories, _affinity, binding_capacity) = (a.i32()? as u32, a.i32()?, a.i64()?, a.i32()?);
     out(some(device.backend().create_command_buffer(modes, binding_capacity.max(0) as u32)?.into_ref()))
@@ -489,7 +490,7 @@ fn export_ordinal(function: i64) -> Result<usize, Diagnostic> {
         .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("invalid executable function {function}")))
 }
 
-fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_dispatch(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
@@ -500,7 +501,7 @@ fn command_buffer_dispatch(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagno
     none()
 }
 
-fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_dispatch_indirect(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
@@ -511,14 +512,14 @@ fn command_buffer_dispatch_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Ou
     none()
 }
 
-fn command_buffer_execution_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_execution_barrier(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (_source_stages, _target_stages, _flags) = (a.i32()?, a.i32()?, a.i64()?);
     cmd.barrier()?;
     none()
 }
 
-fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_fill_buffer(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (target, offset, length, slot) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?);
     let (pattern, pattern_length, _flags) = (a.i64()?, a.i32()?, a.i64()?);
@@ -526,12 +527,12 @@ fn command_buffer_fill_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Dia
     none()
 }
 
-fn command_buffer_finalize(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_finalize(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     command_buffer::deref(a.r()?)?.finalize()?;
     none()
 }
 
-fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn command_buffer_update_buffer(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let cmd = command_buffer::deref(a.r()?)?;
     let (source, source_offset) = (a.bytes()?, a.i64()?);
     let (target, target_offset, length, slot, _flags) = (a.opt_ref()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
@@ -542,11 +543,11 @@ fn command_buffer_update_buffer(_: &HalState, a: &mut Args<'_>) -> Result<Out, D
 
 // -- device --------------------------------------------------------------------------------------
 
-fn device_allocator(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn device_allocator(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(device::deref(a.r()?)?.allocator().clone()))
 }
 
-fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn device_query_i64(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let (category, key) = (a.string()?, a.string()?);
     // An unknown key is an answer (ok = 0), not a failure of the call.
@@ -557,7 +558,8 @@ fn device_query_i64(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
 }
 
 /// The device, wait and signal fences every queue operation starts with (and its affinity, which
-/// one queue ignores).
+/// one queue ignores). Always inlined, as the readers are.
+#[inline(always)]
 fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(&'a Device, Option<&'a Fence>, &'a Fence), Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
@@ -565,7 +567,7 @@ fn queue_operands<'a>(a: &mut Args<'a>) -> Result<(&'a Device, Option<&'a Fence>
     Ok((device, wait, fence::deref(a.r()?)?))
 }
 
-fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_alloca(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (pool, memory_types, buffer_usage, size, _flags) =
         (a.i64()?, a.i32()? as u32, a.i32()? as u32, a.i64()?, a.i64()?);
@@ -573,13 +575,13 @@ fn queue_alloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
         return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("pool {pool}: only pool 0 exists")));
     }
     let buffer = device.backend().queue_alloca(&QueueFences { wait, signal }, memory_types, buffer_usage, size)?;
-    out(some(buffer.into_ref()))
+    out(some(Ref::Object(buffer)))
 }
 
-fn queue_barrier(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_barrier(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let _flags = a.i64()?;
-    device.backend().queue_execute(&QueueFences { wait, signal }, None, Vec::new())?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, None, &[])?;
     none()
 }
 
@@ -588,7 +590,7 @@ fn direct(buffer: &Ref, offset: i64, length: i64) -> Result<BufferRange, Diagnos
     Ok(BufferRange { source: BufferSource::Direct(buffer::deref(buffer)?.clone()), offset, length })
 }
 
-fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_copy(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (a.r()?, a.i64()?);
     let (target, target_offset) = (a.r()?, a.i64()?);
@@ -601,7 +603,7 @@ fn queue_copy(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_dealloca(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let buffer = buffer::deref(a.r()?)?;
     let _flags = a.i64()?;
@@ -609,30 +611,37 @@ fn queue_dealloca(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn queue_execute(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_execute(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
-    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, Vec::new())?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, &[])?;
     none()
 }
 
-fn queue_execute_indirect(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_execute_indirect(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
+    // A table of a few entries (a program's transient buffers) is built on the stack.
+    const ON_STACK: usize = 8;
     let count = a.span()?;
-    let mut table = Vec::with_capacity(count);
-    for _ in 0..count {
+    let (mut on_stack, mut on_heap) = (<[TableEntry; ON_STACK]>::default(), Vec::new());
+    let table = if count <= ON_STACK {
+        &mut on_stack[..count]
+    } else {
+        on_heap.resize(count, TableEntry::default());
+        &mut on_heap[..]
+    };
+    for entry in table.iter_mut() {
         let (buffer, offset, length) = (a.opt_ref()?, a.i64()?, a.i64()?);
-        let buffer = buffer.map(buffer::deref).transpose()?.cloned();
-        table.push(TableEntry { buffer, offset, length });
+        *entry = TableEntry { buffer: buffer.map(buffer::deref).transpose()?.cloned(), offset, length };
     }
     device.backend().queue_execute(&QueueFences { wait, signal }, cmd, table)?;
     none()
 }
 
-fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_fill(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let target = a.r()?;
     let (offset, length, pattern, pattern_length, _flags) = (a.i64()?, a.i64()?, a.i64()?, a.i32()?, a.i64()?);
@@ -643,14 +652,14 @@ fn queue_fill(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn queue_flush(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_flush(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
     device.backend().queue_flush()?;
     none()
 }
 
-fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_read(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (file::deref(a.r()?)?, a.i64()?);
     let (target, target_offset) = (buffer::deref(a.r()?)?, a.i64()?);
@@ -660,7 +669,7 @@ fn queue_read(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn queue_update(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_update(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (a.bytes()?.clone(), a.i64()?);
     let (target, target_offset) = (a.r()?, a.i64()?);
@@ -677,7 +686,7 @@ fn update_source_offset(offset: i64) -> Result<usize, Diagnostic> {
         .map_err(|_| Diagnostic::new(StatusCode::OutOfRange, format!("negative update source offset {offset}")))
 }
 
-fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn queue_write(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let (device, wait, signal) = queue_operands(a)?;
     let (source, source_offset) = (buffer::deref(a.r()?)?, a.i64()?);
     let (target, target_offset) = (file::deref(a.r()?)?, a.i64()?);
@@ -689,11 +698,11 @@ fn queue_write(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
 
 // -- devices, files, executables -----------------------------------------------------------------
 
-fn devices_count(state: &HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn devices_count(state: &mut HalState, _: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(state.devices.len() as i32))
 }
 
-fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn devices_get(state: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let index = a.i32()?;
     let device = usize::try_from(index).ok().and_then(|i| state.devices.get(i)).ok_or_else(|| {
         Diagnostic::new(
@@ -704,7 +713,7 @@ fn devices_get(state: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(some(device.clone()))
 }
 
-fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn ex_file_from_memory(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     device::deref(a.r()?)?;
     let (_affinity, _access) = (a.i64()?, a.i32()?);
     let source = a.bytes()?;
@@ -715,7 +724,7 @@ fn ex_file_from_memory(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic
     out(some(File::new(source.span(offset, length)?).into_ref()))
 }
 
-fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn executable_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let device = device::deref(a.r()?)?;
     let _affinity = a.i64()?;
     let format = a.string()?;
@@ -730,7 +739,7 @@ fn executable_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> 
     out(some(device.backend().create_executable(&format, &data, &constants)?.into_ref()))
 }
 
-fn executable_lookup_function(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn executable_lookup_function(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let executable = executable::deref(a.r()?)?;
     out(Value::I64(executable.lookup(&a.string()?)? as i64))
 }
@@ -778,13 +787,13 @@ fn fence_await(a: &mut Args<'_>, results: &mut Vec<Value>) -> Result<NativeOutco
     }
 }
 
-fn fence_create(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn fence_create(state: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     device::deref(a.r()?)?;
     let _flags = a.i64()?;
-    out(some(Fence::new().into_ref()))
+    out(some(state.fences.make(Fence::new())))
 }
 
-fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn fence_fail(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let fence = fence::deref(a.r()?)?;
     let status = a.i32()?;
     let code = StatusCode::from_u32(status as u32).unwrap_or(StatusCode::Unknown);
@@ -792,16 +801,17 @@ fn fence_fail(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     none()
 }
 
-fn fence_join(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn fence_join(state: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let _flags = a.i64()?;
-    out(some(Fence::join(fences(a)?).into_ref()))
+    let joined = Fence::join(fences(a)?);
+    out(some(state.fences.make(joined)))
 }
 
-fn fence_query(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn fence_query(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     out(Value::I32(fence::status_code(&fence::deref(a.r()?)?.reached()) as i32))
 }
 
-fn fence_signal(_: &HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
+fn fence_signal(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     fence::deref(a.r()?)?.signal();
     none()
 }

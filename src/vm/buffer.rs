@@ -194,11 +194,12 @@ impl Buffer {
         Buffer { storage: Storage::Owned { memory, range: 0..length } }
     }
 
-    /// Whether this buffer is all that reaches its memory (no span of it is alive): with the
-    /// exclusive access `&mut` gives, what a pool that hands buffers out again checks first.
-    pub fn holds_memory_alone(&mut self) -> bool {
-        match &mut self.storage {
-            Storage::Owned { memory, .. } => Arc::get_mut(memory).is_some(),
+    /// Whether this buffer is all that reaches its memory (no span of it is alive): what a pool
+    /// that hands buffers out again checks. The answer holds while the caller has the only
+    /// handle on this buffer, as no span can be made then.
+    pub fn holds_memory_alone(&self) -> bool {
+        match &self.storage {
+            Storage::Owned { memory, .. } => Arc::strong_count(memory) == 1,
             Storage::Rodata { .. } => false,
         }
     }

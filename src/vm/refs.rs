@@ -79,6 +79,7 @@ impl Ref {
     }
 
     /// The host object this ref holds, if it is one of type `T`.
+    #[inline]
     pub fn downcast<T: RefObject>(&self) -> Option<&T> {
         match self {
             Ref::Object(object) => object.as_any().downcast_ref::<T>(),

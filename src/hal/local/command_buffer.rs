@@ -21,8 +21,6 @@ pub fn new(binding_capacity: u32) -> CommandList {
 /// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
 pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
     list.with_commands(|commands| {
-        // One allocation per execution for every dispatch's bindings.
-        let mut bound = Vec::new();
         for command in commands {
             match command {
                 Command::Dispatch { executable, export, workgroups, constants, bindings } => {
@@ -38,16 +36,14 @@ pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -
                                 .expect("three counts")
                         }
                     };
-                    bound.clear();
-                    for range in bindings {
-                        bound.push(resolve(range, table, memory)?);
-                    }
                     let export = executable.check_export(*export)?;
-                    local_executable(executable)?.dispatch(&Dispatch {
-                        export,
-                        workgroup_count,
-                        constants,
-                        bindings: &bound,
+                    with_bound(bindings, table, memory, |bound| {
+                        local_executable(executable)?.dispatch(&Dispatch {
+                            export,
+                            workgroup_count,
+                            constants,
+                            bindings: bound,
+                        })
                     })?;
                 }
                 Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
@@ -56,6 +52,30 @@ pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -
         }
         Ok(())
     })
+}
+
+/// Bindings of up to this many buffers (all a compiled dispatch has, as a rule) are resolved on
+/// the stack.
+const BINDINGS_ON_STACK: usize = 8;
+
+/// Runs `run` with `bindings` resolved: on the stack when there are few, so a dispatch allocates
+/// nothing.
+fn with_bound<'a>(
+    bindings: &'a [BufferRange],
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+    run: impl FnOnce(&[BoundBytes<'a>]) -> Result<(), Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let Some(first) = bindings.first() else { return run(&[]) };
+    if bindings.len() > BINDINGS_ON_STACK {
+        let bound = bindings.iter().map(|range| resolve(range, table, memory)).collect::<Result<Vec<_>, _>>()?;
+        return run(&bound);
+    }
+    let mut bound = [resolve(first, table, memory)?; BINDINGS_ON_STACK];
+    for (slot, range) in bound.iter_mut().zip(bindings).skip(1) {
+        *slot = resolve(range, table, memory)?;
+    }
+    run(&bound[..bindings.len()])
 }
 
 /// The CPU code of an executable, or INVALID_ARGUMENT for another backend's.
@@ -140,6 +160,31 @@ mod tests {
 
     fn host_buffer(bytes: &[u8]) -> Buffer {
         HostAllocator::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0)
+    }
+
+    /// Few bindings are resolved on the stack, many on the heap, none to nothing: each the range
+    /// `resolve` gives, and an unresolvable one an error.
+    #[test]
+    fn bindings_resolve_alike_however_many_there_are() {
+        let data = host_buffer(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        let table = [TableEntry { buffer: Some(data.clone()), offset: 0, length: -1 }];
+        let range = |i: usize| BufferRange { source: BufferSource::Slot(0), offset: i as i64, length: 1 };
+        for count in [0, 1, 3, BINDINGS_ON_STACK, BINDINGS_ON_STACK + 1, 12] {
+            let bindings: Vec<BufferRange> = (0..count).map(range).collect();
+            let mut seen = Vec::new();
+            with_bound(&bindings, &table, host_bytes, |bound| {
+                seen = bound.iter().map(|b| b.span().unwrap().to_vec()).collect();
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, (0..count as u8).map(|i| vec![i]).collect::<Vec<_>>(), "{count} bindings");
+        }
+        for count in [3, BINDINGS_ON_STACK + 2] {
+            let mut bindings: Vec<BufferRange> = (0..count).map(range).collect();
+            bindings[count - 1] = BufferRange { source: BufferSource::Slot(1), offset: 0, length: 1 };
+            let error = with_bound(&bindings, &table, host_bytes, |_| panic!("not run")).unwrap_err();
+            assert_eq!(error.message, "binding table slot 1 out of range (the table has 1 entries)");
+        }
     }
 
     /// Ranges resolve without copying: direct and through the table, offsets adding up, `-1` the

@@ -166,8 +166,8 @@ impl DeviceBackend for LocalDevice {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
-        let buffer = HostAllocator::wrap(self.transients.allocate(size)?, memory_types, usage);
+    ) -> Result<Arc<Buffer>, Diagnostic> {
+        let buffer = self.transients.allocate(size, memory_types, usage)?;
         submit(queue, || Ok(()))?;
         Ok(buffer)
     }
@@ -177,16 +177,24 @@ impl DeviceBackend for LocalDevice {
         submit(queue, || Ok(()))
     }
 
+    /// Inline, the commands and the table are only borrowed; work that waits gets its own.
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else { return submit(queue, || Ok(())) };
-        let commands = commands.clone();
-        command_list(&commands)?;
-        submit(queue, move || command_buffer::execute(command_list(&commands)?, &table, host_bytes))
+        command_list(commands)?;
+        match queue.wait.map_or(Reached::Yes, Fence::reached) {
+            Reached::No => {
+                let (commands, table) = (commands.clone(), table.to_vec());
+                submit(queue, move || command_buffer::execute(command_list(&commands)?, &table, host_bytes))
+            }
+            reached => {
+                run_now(queue.signal, reached, || command_buffer::execute(command_list(commands)?, table, host_bytes))
+            }
+        }
     }
 
     fn queue_transfer(&self, queue: &QueueFences<'_>, transfer: Transfer) -> Result<(), Diagnostic> {
@@ -239,15 +247,22 @@ pub fn submit(
     queue: &QueueFences<'_>,
     work: impl FnOnce() -> Result<(), Diagnostic> + Send + 'static,
 ) -> Result<(), Diagnostic> {
-    // Inline, the signal fence is only borrowed: a new fence signalled before anything waits on
-    // it then never makes its point.
     match queue.wait.map_or(Reached::Yes, Fence::reached) {
-        Reached::Yes => finish(queue.signal, work()),
-        Reached::Failed(error) => finish(queue.signal, Err(error)),
         Reached::No => {
             let signal = queue.signal.clone();
             after(queue.wait, move |waited| finish(&signal, waited.and_then(|()| work())))
         }
+        reached => run_now(queue.signal, reached, work),
+    }
+}
+
+/// Runs queue work whose wait is over (`reached`: reached or failed) at once, and signals or fails
+/// `signal`. The signal fence is only borrowed: a new fence signalled before anything waits on it
+/// then never makes its point.
+fn run_now(signal: &Fence, reached: Reached, work: impl FnOnce() -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    match reached {
+        Reached::Failed(error) => finish(signal, Err(error)),
+        _ => finish(signal, work()),
     }
 }
 
@@ -270,6 +285,7 @@ fn supports_format(format: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hal::fence::status_code;
 
     #[test]
     fn queries_answer_like_a_cpu_device() {
@@ -285,6 +301,50 @@ mod tests {
         assert!(glob_match("l?cal-s*c", "local-sync"));
         assert_eq!(device.query_i64("hal.device", "concurrency").unwrap(), 1, "local-sync runs inline");
         assert!(!glob_match("local", "local-sync"));
+    }
+
+    /// The table a queue execution borrows runs at once; one whose wait is not over is kept
+    /// until it runs, after its caller let go of it.
+    #[test]
+    fn a_table_is_borrowed_inline_and_kept_by_work_that_waits() {
+        use crate::hal::backend::Transfer;
+        use crate::hal::buffer::{memory_type, usage};
+        use crate::hal::command_buffer::{BufferRange, BufferSource};
+
+        let device = LocalDevice::new(DeviceKind::LocalSync);
+        let commands = device.create_command_buffer(0, 1).unwrap();
+        let fill = |pattern| Transfer::Fill {
+            target: BufferRange { source: BufferSource::Slot(0), offset: 0, length: 4 },
+            pattern,
+            pattern_length: 1,
+        };
+        commands.backend().transfer(fill(9)).unwrap();
+        commands.backend().finalize().unwrap();
+        let buffer = device.allocator().allocate(memory_type::CPU, usage::CPU, 4).unwrap();
+        let entry = || [TableEntry { buffer: Some(buffer.clone()), offset: 0, length: 4 }];
+
+        let done = Fence::new();
+        device.queue_execute(&QueueFences { wait: None, signal: &done }, Some(&commands), &entry()).unwrap();
+        assert_eq!((done.reached(), buffer.to_vec().unwrap()), (Reached::Yes, vec![9; 4]), "ran at once");
+
+        buffer.write(0, &[0; 4]).unwrap();
+        let (gate, later) = (Fence::new(), Fence::new());
+        {
+            let table = entry();
+            device.queue_execute(&QueueFences { wait: Some(&gate), signal: &later }, Some(&commands), &table).unwrap();
+        }
+        assert_eq!((later.reached(), buffer.to_vec().unwrap()), (Reached::No, vec![0; 4]), "waits for the gate");
+        gate.signal();
+        assert_eq!((later.reached(), buffer.to_vec().unwrap()), (Reached::Yes, vec![9; 4]), "its own table");
+
+        let (failed, skipped) = (Fence::new(), Fence::new());
+        failed.fail(&Diagnostic::new(StatusCode::Aborted, "lost"));
+        buffer.write(0, &[0; 4]).unwrap();
+        let error = device
+            .queue_execute(&QueueFences { wait: Some(&failed), signal: &skipped }, Some(&commands), &entry())
+            .unwrap_err();
+        assert_eq!((error.code, status_code(&skipped.reached())), (StatusCode::Aborted, StatusCode::Aborted));
+        assert_eq!(buffer.to_vec().unwrap(), [0; 4], "work after a failed wait does not run");
     }
 
     #[test]

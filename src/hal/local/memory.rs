@@ -34,10 +34,24 @@ impl HostAllocator {
     /// A buffer over `bytes` as they are. Read-only bytes give a buffer that only allows
     /// immutable use.
     pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
-        let buffer_usage =
-            if bytes.is_mutable() { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
-        Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage)
+        let (memory_types, buffer_usage) = host_flags(bytes.is_mutable(), memory_types, buffer_usage);
+        Buffer::new(bytes, memory_types, buffer_usage)
     }
+
+    /// Makes `buffer` the first `length` bytes of its memory, with the memory types and usage
+    /// [`wrap`](Self::wrap) gives: how a buffer object nothing else holds is handed out again.
+    pub fn rewrap(buffer: &mut Buffer, length: usize, memory_types: u32, buffer_usage: u32) -> Result<(), Diagnostic> {
+        let mutable = buffer.memory().mapping().is_some_and(Bytes::is_mutable);
+        let (memory_types, buffer_usage) = host_flags(mutable, memory_types, buffer_usage);
+        buffer.reset(length, memory_types, buffer_usage)
+    }
+}
+
+/// The memory types and usage of a buffer over host memory: all the CPU's, less mapping for
+/// read-only bytes.
+fn host_flags(mutable: bool, memory_types: u32, buffer_usage: u32) -> (u32, u32) {
+    let buffer_usage = if mutable { buffer_usage | usage::CPU } else { buffer_usage | usage::CPU & !usage::MAPPING };
+    (memory_types | memory_type::CPU, buffer_usage)
 }
 
 impl AllocatorBackend for HostAllocator {

@@ -60,11 +60,12 @@ impl ExecutableCode for NativeExecutable {
             // the same memory bound twice (at different offsets) is what dispatches do.
             unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
         });
-        let failed = |e: super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());
-        let mut prepared = self
-            .library
-            .prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings)
-            .map_err(failed)?;
+        let failed = |e: &super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());
+        // Used where it lies in the result: moving the prepared dispatch (over a kilobyte of
+        // arguments) out of it would copy it.
+        let mut prepared =
+            self.library.prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings);
+        let prepared = prepared.as_mut().map_err(|e| failed(e))?;
         let [x, y, z] = dispatch.workgroup_count;
         let total = u64::from(x) * u64::from(y) * u64::from(z);
         let local_memory = prepared.local_memory_size();
@@ -72,7 +73,7 @@ impl ExecutableCode for NativeExecutable {
             // One workgroup (or none) is not worth a wake-up.
             Some(workers) if total > 1 => {
                 prepared.set_max_concurrency(workers.concurrency().min(255) as u8);
-                let prepared = &prepared;
+                let prepared = &*prepared;
                 workers.run(total, local_memory, &|index, processor, memory| {
                     let id = [
                         (index % u64::from(x)) as u32,
@@ -80,14 +81,14 @@ impl ExecutableCode for NativeExecutable {
                         (index / (u64::from(x) * u64::from(y))) as u32,
                     ];
                     // SAFETY: as below; each thread running the job has its own local memory.
-                    unsafe { prepared.run_workgroup(id, processor, memory) }.map_err(failed)
+                    unsafe { prepared.run_workgroup(id, processor, memory) }.map_err(|e| failed(&e))
                 })
             }
             _ => {
                 let mut memory = vec![0u8; local_memory];
                 // SAFETY: the executable is trusted compiler output and the bindings are the
                 // buffers the program bound for it (see the module documentation).
-                unsafe { prepared.run_all_workgroups(&mut memory) }.map_err(failed)
+                unsafe { prepared.run_all_workgroups(&mut memory) }.map_err(|e| failed(&e))
             }
         }
     }

@@ -139,10 +139,10 @@ impl DeviceBackend for VulkanDevice {
         memory_types: u32,
         usage: u32,
         size: i64,
-    ) -> Result<Buffer, Diagnostic> {
+    ) -> Result<Arc<Buffer>, Diagnostic> {
         let buffer = self.allocator.allocate(memory_types, usage, size)?;
         self.order(queue)?;
-        Ok(buffer)
+        Ok(Arc::new(buffer))
     }
 
     /// The memory goes with the buffer's last reference (submissions using it hold one); the
@@ -157,13 +157,13 @@ impl DeviceBackend for VulkanDevice {
         &self,
         queue: &QueueFences<'_>,
         commands: Option<&CommandBuffer>,
-        table: Vec<TableEntry>,
+        table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else {
             return self.order(queue);
         };
         command_list(commands)?;
-        let commands = commands.clone();
+        let (commands, table) = (commands.clone(), table.to_vec());
         self.enqueue(queue, move |device, signal| {
             let mut recording = device.queue().begin()?;
             command_buffer::record(command_list(&commands)?, &mut recording, &table)?;

@@ -48,7 +48,8 @@ impl Invocation {
     /// Returns `values` from `frame`, the entry frame, to the host.
     #[inline(always)]
     pub(super) fn return_to_host(&mut self, frame: Frame, values: &[Slot]) -> Vec<Value> {
-        let results = values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)).collect();
+        let mut results = std::mem::take(&mut self.returned);
+        results.extend(values.iter().map(|slot| self.read_value(frame.i32_base, frame.ref_base, *slot)));
         self.pop_frame(frame);
         results
     }
@@ -115,7 +116,9 @@ impl Invocation {
 }
 
 /// Empties the registers of the refs a finished native call moved (its last use of them): the
-/// callee read them in place and cloned what it keeps.
+/// callee read them in place and cloned what it keeps. Always inlined: it runs after every
+/// native call.
+#[inline(always)]
 fn release_moved_refs(arguments: &[Slot], refs: &mut [Option<Ref>]) {
     for slot in arguments {
         if slot.kind == ValueKind::Ref && slot.is_move {
