@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Prepares the real model architectures that the `onnx` package ships (`backend/test/data/light/`:
 ResNet-50, DenseNet-121, Inception v1 and v2, ShuffleNet, SqueezeNet, VGG-19, AlexNet, ZFNet-512) for
-side-by-side runs of rtx and IREE.
+side-by-side runs of rtx and IREE; with --built, two architectures the package lacks instead, built
+here layer by layer: MobileNetV2 (inverted residual blocks of depthwise convolutions) and a BERT-style
+transformer encoder (4 layers, 128 tokens, width 256, 4 heads).
 
 The light models keep their architecture but not their trained weights, so each weight is replaced by
 seeded random values scaled to its fan-in (He initialisation; batch-norm statistics near identity),
@@ -28,12 +30,105 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 
 def light_models():
     folder = Path(onnx.__file__).parent / "backend/test/data/light"
     return {path.stem.removeprefix("light_"): path for path in sorted(folder.glob("light_*.onnx"))}
+
+
+class GraphBuilder:
+    """Nodes and seeded weights of a graph being built, with fresh value names."""
+
+    def __init__(self, rng):
+        self.rng, self.nodes, self.weights, self.count = rng, [], [], 0
+
+    def constant(self, array):
+        self.count += 1
+        name = f"c{self.count}"
+        self.weights.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, shape, role=None):
+        return self.constant(random_weight(tuple(shape), np.float32, role, self.rng))
+
+    def node(self, op, inputs, **attributes):
+        self.count += 1
+        name = f"v{self.count}"
+        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attributes))
+        return name
+
+    def model(self, name, input_shape, output, output_shape, opset):
+        graph = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+                                  [helper.make_tensor_value_info(output, TensorProto.FLOAT, output_shape)], self.weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        return model
+
+
+def mobilenet_v2(rng):
+    """MobileNetV2 at 224x224 as exported for inference (batch norms folded into the convolutions):
+    (expansion, channels, blocks, stride) as in the paper, ReLU6 as Clip, a residual add wherever a
+    block keeps its shape."""
+    b = GraphBuilder(rng)
+    zero, six = b.constant(np.float32(0)), b.constant(np.float32(6))
+
+    def conv(x, cin, cout, kernel=1, stride=1, group=1, relu6=True):
+        pad = kernel // 2
+        y = b.node("Conv", [x, b.weight([cout, cin // group, kernel, kernel]), b.weight([cout], "bias")],
+                   group=group, strides=[stride, stride], pads=[pad] * 4)
+        return b.node("Clip", [y, zero, six]) if relu6 else y
+
+    x, cin = conv("input", 3, 32, 3, 2), 32
+    for expansion, cout, blocks, first_stride in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                                                  (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for index in range(blocks):
+            stride, hidden = first_stride if index == 0 else 1, cin * expansion
+            y = conv(x, cin, hidden) if expansion != 1 else x
+            y = conv(y, hidden, hidden, 3, stride, group=hidden)
+            y = conv(y, hidden, cout, relu6=False)
+            x, cin = (b.node("Add", [x, y]) if stride == 1 and cin == cout else y), cout
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [conv(x, cin, 1280)])])
+    logits = b.node("Gemm", [x, b.weight([1000, 1280]), b.weight([1000], "bias")], transB=1)
+    return b.model("mobilenet_v2", [1, 3, 224, 224], logits, [1, 1000], 17)
+
+
+def encoder(rng, layers=4, tokens=128, width=256, heads=4, hidden=1024):
+    """A BERT-style transformer encoder over token embeddings: pre-norm layers of multi-head
+    self-attention and a GELU feed-forward block, each with a residual add."""
+    b = GraphBuilder(rng)
+    split = b.constant(np.array([1, tokens, heads, width // heads], np.int64))
+    merge = b.constant(np.array([1, tokens, width], np.int64))
+    scale = b.constant(np.float32(1 / np.sqrt(width // heads)))
+
+    def norm(x):
+        return b.node("LayerNormalization", [x, b.weight([width], "scale"), b.weight([width], "bias")], axis=-1)
+
+    def dense(x, cin, cout):
+        # Drawn as [cout, cin] so that the scale follows the fan-in; MatMul takes it as [cin, cout].
+        weight = b.constant(random_weight((cout, cin), np.float32, None, rng).T.copy())
+        return b.node("Add", [b.node("MatMul", [x, weight]), b.weight([cout], "bias")])
+
+    x = "input"
+    for _ in range(layers):
+        y = norm(x)
+        q, k, v = (b.node("Reshape", [dense(y, width, width), split]) for _ in range(3))
+        q, v = (b.node("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, v))
+        k = b.node("Transpose", [k], perm=[0, 2, 3, 1])
+        attention = b.node("Softmax", [b.node("Mul", [b.node("MatMul", [q, k]), scale])], axis=-1)
+        y = b.node("Reshape", [b.node("Transpose", [b.node("MatMul", [attention, v])], perm=[0, 2, 1, 3]), merge])
+        x = b.node("Add", [x, dense(y, width, width)])
+        y = dense(b.node("Gelu", [dense(norm(x), width, hidden)]), hidden, width)
+        x = b.node("Add", [x, y])
+    return b.model("encoder", [1, tokens, width], x, [1, tokens, width], 20)
+
+
+def built_models(seed):
+    """Name -> a function that builds the model, with weights drawn from its own seeded stream."""
+    return {"mobilenet_v2": lambda: mobilenet_v2(np.random.default_rng(seed)),
+            "encoder": lambda: encoder(np.random.default_rng(seed + 1))}
 
 
 def batch_norm_roles(graph):
@@ -126,14 +221,20 @@ def main():
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--opset", type=int, default=17, help="the ONNX opset the importer upgrades the models to")
     parser.add_argument("--only", nargs="*", help="model names (default: all)")
+    parser.add_argument("--built", action="store_true", help="the architectures built here, not the light models")
     args = parser.parse_args()
     tool = lambda name: str(Path(args.iree_tools) / name) if args.iree_tools else name
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, path in light_models().items():
+    if args.built:
+        models = built_models(args.seed)
+    else:
+        models = {name: lambda path=path: with_random_weights(onnx.load(str(path)), args.seed)
+                  for name, path in light_models().items()}
+    for name, build in models.items():
         if args.only and name not in args.only:
             continue
-        model = with_random_weights(onnx.load(str(path)), args.seed)
+        model = build()
         onnx.save(model, str(out / f"{name}.onnx"))
         input_name, shape = input_shape(model)
         rng = np.random.default_rng(args.seed + 1)
