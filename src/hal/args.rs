@@ -6,6 +6,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::native::{Arg, Arguments};
@@ -138,28 +140,18 @@ impl<'a> Args<'a> {
             .map_err(|_| self.error(StatusCode::InvalidArgument, format!("negative span count {count}")))
     }
 
-    pub fn i64_span(&mut self) -> Result<Vec<i64>, Diagnostic> {
+    /// A span of i64s collected into `C` (a [`Shape`](super::buffer_view::Shape) keeps a short
+    /// one inline).
+    pub fn i64_span<C: FromIterator<i64>>(&mut self) -> Result<C, Diagnostic> {
         let count = self.span()?;
-        self.i64s(count)
-    }
-
-    fn i64s(&mut self, count: usize) -> Result<Vec<i64>, Diagnostic> {
         (0..count).map(|_| self.i64()).collect()
     }
 
     /// A span of i64s (a shape) given to `read` where only reading it is needed: on the stack
     /// when short, as shapes are, so a check run on every call allocates nothing.
     pub fn with_i64_span<R>(&mut self, read: impl FnOnce(&[i64]) -> R) -> Result<R, Diagnostic> {
-        const ON_STACK: usize = 8;
-        let count = self.span()?;
-        if count > ON_STACK {
-            return Ok(read(&self.i64s(count)?));
-        }
-        let mut values = [0; ON_STACK];
-        for value in &mut values[..count] {
-            *value = self.i64()?;
-        }
-        Ok(read(&values[..count]))
+        let values: SmallVec<[i64; 8]> = self.i64_span()?;
+        Ok(read(&values))
     }
 }
 
@@ -216,7 +208,8 @@ mod tests {
             let mut values = vec![Value::I32(count)];
             values.extend((0..count).map(|i| Value::I64(i as i64 * 7 - 5)));
             values.push(Value::I32(42));
-            let collected = Args::new("hal", "buffer_view.assert", Arguments::values(&values)).i64_span().unwrap();
+            let collected =
+                Args::new("hal", "buffer_view.assert", Arguments::values(&values)).i64_span::<Vec<i64>>().unwrap();
             assert_eq!(collected.len(), count as usize);
             let mut args = Args::new("hal", "buffer_view.assert", Arguments::values(&values));
             assert_eq!(args.with_i64_span(<[i64]>::to_vec).unwrap(), collected, "{count} values");

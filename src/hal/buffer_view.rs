@@ -4,6 +4,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::buffer::{self, memory_type, usage, Buffer};
 use super::device::Allocator;
 use super::element_type::{ElementType, NumericalType};
@@ -11,6 +13,10 @@ use super::local::memory::HostAllocator;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::Buffer as Bytes;
 use crate::vm::refs::{Ref, RefObject};
+
+/// A view's dimensions, inline up to rank 4: a program makes a view for each result of each
+/// call, and most tensors have at most four dimensions.
+pub type Shape = SmallVec<[i64; 4]>;
 
 /// `IREE_HAL_ENCODING_TYPE_DENSE_ROW_MAJOR`.
 pub const DENSE_ROW_MAJOR: u32 = 1;
@@ -44,7 +50,7 @@ pub fn dense_byte_length(element_type: u32, shape: &[i64]) -> Result<usize, Diag
 pub struct BufferView {
     /// The `hal.buffer` ref (returned as itself by `buffer_view.buffer`).
     buffer: Ref,
-    shape: Vec<i64>,
+    shape: Shape,
     element_type: u32,
     encoding: u32,
 }
@@ -61,7 +67,13 @@ impl RefObject for BufferView {
 
 impl BufferView {
     /// A view of `buffer` (a `hal.buffer` ref).
-    pub fn new(buffer: Ref, shape: Vec<i64>, element_type: u32, encoding: u32) -> Result<BufferView, Diagnostic> {
+    pub fn new(
+        buffer: Ref,
+        shape: impl Into<Shape>,
+        element_type: u32,
+        encoding: u32,
+    ) -> Result<BufferView, Diagnostic> {
+        let shape = shape.into();
         buffer::deref(&buffer)?;
         if let Some(dim) = shape.iter().find(|&&d| d < 0) {
             return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("negative dimension {dim} in a shape")));

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::args::{text, Args};
 use super::backend::{QueueFences, Transfer};
 use super::buffer::{self, usage, Buffer};
-use super::buffer_view::{self, BufferView};
+use super::buffer_view::{self, BufferView, Shape};
 use super::byte_range;
 use super::command_buffer::{self, BufferRange, BufferSource, TableEntry, Workgroups};
 use super::device::{self, Device};
@@ -368,7 +368,7 @@ fn buffer_view_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnos
     let buffer_ref = a.r()?;
     let buffer = buffer::deref(buffer_ref)?;
     let (offset, length, element_type, encoding) = (a.i64()?, a.i64()?, a.i32()? as u32, a.i32()? as u32);
-    let shape = a.i64_span()?;
+    let shape: Shape = a.i64_span()?;
     let source = if offset != 0 || length != buffer.len() as i64 {
         buffer
             .subspan(offset, length)

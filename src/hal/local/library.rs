@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 use super::abi::{
     DispatchFn, DispatchState, Environment, ImportFn, LibraryHeader, LibraryV0, Processor, QueryFn, WorkgroupState,
@@ -300,21 +301,25 @@ impl ExecutableLibrary {
             });
         }
         u16::try_from(workgroup_count[2]).map_err(|_| DispatchError::WorkgroupCountZ(workgroup_count[2]))?;
-        // The counts equal the export's, which load checked against the limits of 64.
+        // The counts equal the export's, which load checked against the limits of 64. Only
+        // that many entries are written: the executable reads no more (zero-filling the rest
+        // cost the digits MLP 90 instructions a dispatch).
         let mut prepared = PreparedDispatch {
             library: self,
             export,
             workgroup_count,
             max_concurrency: 1,
-            constants: [0; MAX_CONSTANT_COUNT],
-            binding_ptrs: [std::ptr::null_mut(); MAX_BINDING_COUNT],
-            binding_lengths: [0; MAX_BINDING_COUNT],
+            constants: [MaybeUninit::uninit(); MAX_CONSTANT_COUNT],
+            binding_ptrs: [MaybeUninit::uninit(); MAX_BINDING_COUNT],
+            binding_lengths: [MaybeUninit::uninit(); MAX_BINDING_COUNT],
             _buffers: PhantomData,
         };
-        prepared.constants[..constants.len()].copy_from_slice(constants);
+        for (slot, &constant) in prepared.constants.iter_mut().zip(constants) {
+            slot.write(constant);
+        }
         for (index, binding) in bindings.enumerate() {
-            prepared.binding_ptrs[index] = binding.ptr;
-            prepared.binding_lengths[index] = binding.len;
+            prepared.binding_ptrs[index].write(binding.ptr);
+            prepared.binding_lengths[index].write(binding.len);
         }
         Ok(prepared)
     }
@@ -369,9 +374,11 @@ pub struct PreparedDispatch<'a> {
     export: usize,
     workgroup_count: [u32; 3],
     max_concurrency: u8,
-    constants: [u32; MAX_CONSTANT_COUNT],
-    binding_ptrs: [*mut c_void; MAX_BINDING_COUNT],
-    binding_lengths: [usize; MAX_BINDING_COUNT],
+    /// The first `constant_count` entries of the export are set, the rest never read.
+    constants: [MaybeUninit<u32>; MAX_CONSTANT_COUNT],
+    /// The first `binding_count` entries of the export are set, the rest never read.
+    binding_ptrs: [MaybeUninit<*mut c_void>; MAX_BINDING_COUNT],
+    binding_lengths: [MaybeUninit<usize>; MAX_BINDING_COUNT],
     _buffers: PhantomData<&'a mut [u8]>,
 }
 
@@ -443,9 +450,10 @@ impl PreparedDispatch<'_> {
             workgroup_count_z: self.workgroup_count[2] as u16,
             max_concurrency: self.max_concurrency,
             binding_count: export.binding_count as u8,
-            constants: self.constants.as_ptr(),
-            binding_ptrs: self.binding_ptrs.as_ptr(),
-            binding_lengths: self.binding_lengths.as_ptr(),
+            // The executable reads `constant_count` and `binding_count` entries, all set.
+            constants: self.constants.as_ptr().cast(),
+            binding_ptrs: self.binding_ptrs.as_ptr().cast(),
+            binding_lengths: self.binding_lengths.as_ptr().cast(),
         };
         let dispatch = self.library.dispatch_fns[self.export];
         // SAFETY: a dispatch function of the loaded library, called with its environment, this
