@@ -35,7 +35,7 @@ pub struct BufferRange {
 }
 
 /// One binding-table entry: a buffer (or null) and its range.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TableEntry {
     pub buffer: Option<Buffer>,
     pub offset: i64,

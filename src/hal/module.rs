@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::args::{text, Args};
 use super::backend::{QueueFences, Transfer};
 use super::buffer::{self, usage, Buffer};
@@ -624,20 +626,13 @@ fn queue_execute_indirect(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Dia
     let cmd = a.opt_ref()?.map(command_buffer::deref).transpose()?;
     let _flags = a.i64()?;
     // A table of a few entries (a program's transient buffers) is built on the stack.
-    const ON_STACK: usize = 8;
     let count = a.span()?;
-    let (mut on_stack, mut on_heap) = (<[TableEntry; ON_STACK]>::default(), Vec::new());
-    let table = if count <= ON_STACK {
-        &mut on_stack[..count]
-    } else {
-        on_heap.resize(count, TableEntry::default());
-        &mut on_heap[..]
-    };
-    for entry in table.iter_mut() {
+    let mut table = SmallVec::<[TableEntry; 8]>::with_capacity(count);
+    for _ in 0..count {
         let (buffer, offset, length) = (a.opt_ref()?, a.i64()?, a.i64()?);
-        *entry = TableEntry { buffer: buffer.map(buffer::deref).transpose()?.cloned(), offset, length };
+        table.push(TableEntry { buffer: buffer.map(buffer::deref).transpose()?.cloned(), offset, length });
     }
-    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, table)?;
+    device.backend().queue_execute(&QueueFences { wait, signal }, cmd, &table)?;
     none()
 }
 

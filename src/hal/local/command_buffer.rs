@@ -1,6 +1,8 @@
 //! Command buffers on the CPU: commands are recorded as they come and replayed in order on the
 //! queue's thread, with buffers resolved to host memory at execution.
 
+use smallvec::SmallVec;
+
 use super::executable::{BoundBytes, Dispatch, LocalExecutable};
 use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
@@ -66,16 +68,11 @@ fn with_bound<'a>(
     memory: MemoryAccess,
     run: impl FnOnce(&[BoundBytes<'a>]) -> Result<(), Diagnostic>,
 ) -> Result<(), Diagnostic> {
-    let Some(first) = bindings.first() else { return run(&[]) };
-    if bindings.len() > BINDINGS_ON_STACK {
-        let bound = bindings.iter().map(|range| resolve(range, table, memory)).collect::<Result<Vec<_>, _>>()?;
-        return run(&bound);
+    let mut bound = SmallVec::<[BoundBytes<'a>; BINDINGS_ON_STACK]>::with_capacity(bindings.len());
+    for range in bindings {
+        bound.push(resolve(range, table, memory)?);
     }
-    let mut bound = [resolve(first, table, memory)?; BINDINGS_ON_STACK];
-    for (slot, range) in bound.iter_mut().zip(bindings).skip(1) {
-        *slot = resolve(range, table, memory)?;
-    }
-    run(&bound[..bindings.len()])
+    run(&bound)
 }
 
 /// The CPU code of an executable, or INVALID_ARGUMENT for another backend's.
