@@ -1,8 +1,8 @@
-//! Calls and branch tables in compiled code (`src/vm/jit`) held against the interpreter:
-//! `calls.vmfb` and `control_flow.vmfb` loaded with the loop compiler on (`RTX_VM_JIT` unset, and
-//! `all`) and off (`0`), and every call compared — results, errors (status, message, source
-//! location) and where a run budget runs out, which shows compiled calls spend it exactly as
-//! interpreted ones do.
+//! Calls, branch tables and buffer accesses in compiled code (`src/vm/jit`) held against the
+//! interpreter: `calls.vmfb`, `control_flow.vmfb` and `buffers.vmfb` loaded with the loop compiler
+//! on (`RTX_VM_JIT` unset, and `all`) and off (`0`), and every call compared — results, errors
+//! (status, message, source location) and where a run budget runs out, which shows compiled code
+//! spends it exactly as interpreted code does.
 //!
 //! `RTX_VM_JIT` is read when a module loads, so loads take turns (one lock) while the tests run in
 //! parallel.
@@ -37,6 +37,14 @@ fn call(module: &Arc<Module>, budget: Option<u64>, name: &str, arguments: &[Valu
     context.add_module(Arc::clone(module)).expect("links");
     let function = context.lookup(name).expect("exported");
     context.invoke(&function, arguments.to_vec())
+}
+
+/// The ops of exported function `name` where the loader put compiled code.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn compiled_entries(module: &Module, name: &str) -> usize {
+    let export = module.lookup_export(name).expect("exported");
+    let function = &module.functions()[export.internal_ordinal as usize];
+    function.ops.iter().filter(|op| format!("{op:?}").starts_with("Native")).count()
 }
 
 /// Whether the loader put compiled code at the start of exported function `name`.
@@ -108,12 +116,19 @@ fn compiled_calls_match_the_interpreter() {
     assert_eq!(overflow.message, "VM stack overflow: 16384 frames deep (unbounded recursion?)");
     assert!(overflow.location.is_some(), "the error names where it arose: {overflow:?}");
 
-    // Every budget from too small to enough: the same call fails at the same op, or succeeds.
-    for budget in 0..=60 {
-        for (name, arguments) in [("fibonacci", vec![i32(7)]), ("halves_tree", vec![i32(4), i32(2)])] {
-            let expected = call(&interpreted, Some(budget), name, &arguments);
-            for (mode, module) in [("loops", &compiled), ("all", &everywhere)] {
-                let got = call(module, Some(budget), name, &arguments);
+    let calls = [("fibonacci", vec![i32(7)]), ("halves_tree", vec![i32(4), i32(2)])];
+    same_on_every_budget([&interpreted, &compiled, &everywhere], 60, &calls);
+}
+
+/// Every budget from too small to enough: the same call fails at the same op, or succeeds, on
+/// the modules loaded with the loop compiler off, on and everywhere.
+fn same_on_every_budget(modules: [&Arc<Module>; 3], most: u64, calls: &[(&str, Vec<Value>)]) {
+    let [interpreted, compiled, everywhere] = modules;
+    for budget in 0..=most {
+        for (name, arguments) in calls {
+            let expected = call(interpreted, Some(budget), name, arguments);
+            for (mode, module) in [("loops", compiled), ("all", everywhere)] {
+                let got = call(module, Some(budget), name, arguments);
                 assert_eq!(got, expected, "{name}{arguments:?} with budget {budget}, RTX_VM_JIT={mode}");
             }
         }
@@ -133,4 +148,48 @@ fn compiled_branch_tables_match_the_interpreter() {
     // cf.switch 0 -> 100, 1 -> 200, 2 -> 300, default -> -1.
     let cases: Vec<_> = (-1..4).map(|x| call(&everywhere, None, "switch_case", &[Value::I32(x)]).unwrap()).collect();
     assert_eq!(cases, [[Value::I32(-1)], [Value::I32(100)], [Value::I32(200)], [Value::I32(300)], [Value::I32(-1)]]);
+}
+
+#[test]
+fn compiled_buffer_loops_match_the_interpreter() {
+    let interpreted = load("buffers.vmfb", Some("0"));
+    let compiled = load("buffers.vmfb", None);
+    let everywhere = load("buffers.vmfb", Some("all"));
+    let i32 = Value::I32;
+    // (function, loops in it, arguments): every loop of every function is entered as machine
+    // code, those that fail part-way included.
+    let calls: Vec<(&str, usize, Vec<Value>)> = vec![
+        ("fill_sum", 2, vec![i32(1000)]),
+        ("byte_sums", 2, vec![i32(700)]),
+        ("half_sums", 2, vec![i32(700)]),
+        ("prefix_i64", 2, vec![i32(700)]),
+        ("dot_f32", 2, vec![i32(700)]),
+        ("harmonic_f64", 2, vec![i32(700)]),
+        ("table_sum", 1, vec![i32(700)]),
+        ("stride_sum", 2, vec![i32(4), i32(8)]),
+        ("stride_sum", 2, vec![i32(5), i32(8)]),
+        ("fill_past", 1, vec![i32(9), i32(8)]),
+        ("write_constant", 1, vec![i32(3)]),
+    ];
+    for (name, loops, arguments) in &calls {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            assert_eq!(compiled_entries(&compiled, name), *loops, "{name}: each loop compiled");
+            assert_eq!(compiled_entries(&interpreted, name), 0, "{name} is compiled with RTX_VM_JIT=0");
+        }
+        let _ = loops;
+        let expected = call(&interpreted, None, name, arguments);
+        for (mode, module) in [("loops", &compiled), ("all", &everywhere)] {
+            assert_eq!(call(module, None, name, arguments), expected, "{name}{arguments:?} with RTX_VM_JIT={mode}");
+        }
+    }
+    // Hand-computed: the sum of i*i for i < 1000, and of 0 + 2 + 4 + 6.
+    assert_eq!(call(&compiled, None, "fill_sum", &[i32(1000)]).unwrap(), [i32(332_833_500)]);
+    assert_eq!(call(&compiled, None, "stride_sum", &[i32(4), i32(8)]).unwrap(), [i32(12)]);
+    let past = call(&compiled, None, "fill_past", &[i32(9), i32(8)]).unwrap_err();
+    assert!(past.message.contains("out-of-bounds access detected (offset=32, length=4"), "{past:?}");
+    assert!(past.location.is_some(), "the error names where it arose: {past:?}");
+
+    let calls = [("fill_sum", vec![i32(12)]), ("stride_sum", vec![i32(9), i32(16)])];
+    same_on_every_budget([&interpreted, &compiled, &everywhere], 40, &calls);
 }

@@ -21,6 +21,10 @@ use super::{jit_stack, locate_at, MAX_FRAME_DEPTH, MAX_STACK_REGISTERS};
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::bytecode::isa::Opcode;
 use crate::vm::context::{Instance, Resolved, State};
+#[cfg(rtx_jit)]
+use crate::vm::jit::BufferSpan;
+#[cfg(rtx_jit)]
+use smallvec::SmallVec;
 
 impl Invocation {
     pub(super) fn execute(&mut self, instances: &[Instance], states: &mut [State]) -> Result<Step, Diagnostic> {
@@ -184,13 +188,29 @@ impl Invocation {
                                 // the interpreter's frames leave under the same limits.
                                 let stack = jit_stack(&mut self.jit_stack);
                                 let depth = (MAX_FRAME_DEPTH - self.frames.len()) as u64;
+                                let buffers: SmallVec<[BufferSpan; 4]> = function
+                                    .jit_buffers
+                                    .iter()
+                                    .map(|&r| BufferSpan::of(env.refs.get(r as usize).and_then(Option::as_ref)))
+                                    .collect();
                                 // SAFETY: as above for the frame; `stack` is the start of the jit
                                 // stack, `MAX_STACK_REGISTERS + RESULT_WORDS` words long, and
                                 // `i32_end <= MAX_STACK_REGISTERS` (the frame push checked), so
                                 // the limit and `RESULT_WORDS` past it lie inside it; compiled
-                                // calls write only below the limit and results past it.
+                                // calls write only below the limit and results past it. The
+                                // buffer table has a span for every buffer register the code
+                                // reads (`jit_buffers`), and the code accesses only the bytes
+                                // each span allows, of buffers this frame's refs keep alive and
+                                // unchanged while it runs (see `BufferSpan`).
                                 let exit = unsafe {
-                                    entry(regs.as_mut_ptr(), budget, stack, stack.add(MAX_STACK_REGISTERS - i32_end), depth)
+                                    entry(
+                                        regs.as_mut_ptr(),
+                                        budget,
+                                        stack,
+                                        stack.add(MAX_STACK_REGISTERS - i32_end),
+                                        depth,
+                                        buffers.as_ptr(),
+                                    )
                                 };
                                 if let Some(fault) = exit.error() {
                                     self.budget = 0;

@@ -38,6 +38,10 @@ pub struct Function {
     /// The machine code that [`Op::Native`] entries point into, kept mapped while they exist.
     #[cfg(rtx_jit)]
     pub code: Option<std::sync::Arc<crate::vm::jit::CodeMemory>>,
+    /// The ref registers whose buffers the entries read, in the order of the table each entry
+    /// takes.
+    #[cfg(rtx_jit)]
+    pub jit_buffers: Box<[u16]>,
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -89,6 +93,7 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
                     function.ops[op as usize] = Op::Native(entry);
                 }
                 function.code = Some(linked.code);
+                function.jit_buffers = linked.buffers;
             }
         }
         Ok(functions)
@@ -251,6 +256,8 @@ impl ModuleScope<'_> {
             remaps,
             #[cfg(rtx_jit)]
             code: None,
+            #[cfg(rtx_jit)]
+            jit_buffers: Box::default(),
         };
         Ok((function, compiled))
     }

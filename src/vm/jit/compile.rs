@@ -3,11 +3,19 @@
 //! The machine code keeps the interpreter's frame layout: every VM register stays in the frame's
 //! i32 bank (`rdi`), every instruction loads its operands from there and stores its result back,
 //! so at any instruction boundary the registers are exactly what the interpreter would hold. That
-//! makes leaving the code trivial: an instruction the compiler does not handle (calls, refs,
-//! returns, anything with side effects or library semantics) or a case it leaves to the
-//! interpreter (division by zero or by -1) returns that instruction's op index, and the
-//! interpreter resumes there. What the code saves is the dispatch: no op fetch, no indirect jump,
-//! branches straight to their blocks.
+//! makes leaving the code trivial: an instruction the compiler does not handle (imports, ref
+//! moves, anything with side effects or library semantics) or a case it leaves to the
+//! interpreter (division by zero or by -1, a buffer access out of range) returns that
+//! instruction's op index, and the interpreter resumes there and raises the error itself. What
+//! the code saves is the dispatch: no op fetch, no indirect jump, branches straight to their
+//! blocks.
+//!
+//! Buffers. Typed `vm.buffer.load.*`/`store.*` and `vm.buffer.length` read the ref register's
+//! buffer through a table the interpreter passes at each entry (`r11`, a [`super::BufferSpan`]
+//! per buffer register the function reads, in [`Compiled::buffers`] order): an access checks the
+//! element offset, unsigned, against the span's readable or writable length shifted to elements
+//! (so negative offsets, read-only buffers and registers without a buffer all fail the one
+//! compare) and leaves to the interpreter when it fails.
 //!
 //! Entries are loop headers whose whole body (the ops from the header to the back edge) compiled,
 //! so a loop runs from its first iteration to its exit in machine code.
@@ -30,7 +38,7 @@
 
 use std::collections::HashMap;
 
-use super::x64::{Alu, Assembler, Cond, Ext, Gpr, Label, Shift, Sse, Width};
+use super::x64::{Alu, Assembler, Cond, Element, Ext, Gpr, Label, Shift, Sse, Width};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register, RegisterRemap};
 use crate::vm::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
 
@@ -54,7 +62,11 @@ pub struct Compiled {
     /// (offset of a `call`'s rel32 field, function ordinal called): the linker points them at
     /// the callees' code.
     pub calls: Vec<(u32, u32)>,
-    /// Every op compiled and none leaves to the interpreter: compiled callers may call it.
+    /// The ref registers the code reads as buffers, in the order of the table the interpreter
+    /// passes at each entry (see [`super::BufferSpan`]).
+    pub buffers: Vec<u16>,
+    /// Every op compiled, none leaves to the interpreter and none reads a buffer: compiled
+    /// callers may call it.
     pub whole: bool,
 }
 
@@ -115,6 +127,7 @@ pub fn compile(
     }
     let mut asm = Assembler::default();
     let mut calls = Vec::new();
+    let mut buffers = Vec::new();
     let labels: HashMap<u32, Label> = blocks.keys().map(|&offset| (offset, asm.label())).collect();
     let mut groups = Vec::new();
     let mut exits = Vec::new();
@@ -141,7 +154,7 @@ pub fn compile(
         let label = asm.label();
         asm.bind(label);
         let mark = asm.mark();
-        let (exit_count, edge_count, call_count) = (exits.len(), back_edges.len(), calls.len());
+        let counts = (exits.len(), back_edges.len(), calls.len(), buffers.len());
         let code = asm.offset() as u32;
         let mut emitter = Emitter {
             asm: &mut asm,
@@ -150,6 +163,7 @@ pub fn compile(
             exits: &mut exits,
             back_edges: &mut back_edges,
             calls: &mut calls,
+            buffers: &mut buffers,
             scope,
             op,
             held: &mut held,
@@ -159,12 +173,13 @@ pub fn compile(
         if !compiled {
             held = None;
             asm.rollback(mark);
-            exits.truncate(exit_count);
-            back_edges.truncate(edge_count);
-            calls.truncate(call_count);
+            exits.truncate(counts.0);
+            back_edges.truncate(counts.1);
+            calls.truncate(counts.2);
+            buffers.truncate(counts.3);
             leave(&mut asm, op);
         }
-        let may_exit = exits[exit_count..].iter().any(|exit: &Exit| exit.action == Action::Leave);
+        let may_exit = exits[counts.0..].iter().any(|exit: &Exit| exit.action == Action::Leave);
         let returns = decoded[i].opcode() == Opcode::Return;
         groups.push(Group { op, code, label, compiled, may_exit, returns, block_start });
         block_start = false;
@@ -190,7 +205,9 @@ pub fn compile(
             Action::Propagate => asm.ret(),
         }
     }
-    let whole = groups.iter().all(|g| g.compiled && !g.may_exit);
+    // Code that reads buffers needs its frame's buffer table, which only the interpreter's entry
+    // passes: compiled callers may not call it.
+    let whole = buffers.is_empty() && groups.iter().all(|g| g.compiled && !g.may_exit);
     let enterable = |group: &Group| group.compiled && !group.may_exit && !group.returns && group.block_start;
     let mut chosen: Vec<(u32, u32)> = match entries {
         Entries::Everywhere => groups.iter().filter(|g| enterable(g)).map(|g| (g.op, g.code)).collect(),
@@ -212,17 +229,18 @@ pub fn compile(
     if chosen.is_empty() && !whole {
         return None;
     }
-    // The interpreter enters through a stub that moves the register stack's top, limit and depth
-    // out of the argument registers the code uses as scratch.
+    // The interpreter enters through a stub that moves the buffer table, the register stack's
+    // top, limit and depth out of the argument registers the code uses as scratch.
     for (_, code) in &mut chosen {
         let group = groups.iter().find(|g| g.code == *code)?;
         *code = asm.offset() as u32;
+        asm.mov_ext(Ext::R11, Ext::R9);
         asm.mov_ext(Ext::R10, Ext::R8);
         asm.mov_to_ext(Ext::R8, Gpr::Rdx);
         asm.mov_to_ext(Ext::R9, Gpr::Rcx);
         asm.jump(group.label);
     }
-    Some(Compiled { code: asm.finish()?, entries: chosen, calls, whole })
+    Some(Compiled { code: asm.finish()?, entries: chosen, calls, buffers, whole })
 }
 
 /// Returns to the interpreter at `op` with the budget left.
@@ -261,6 +279,8 @@ struct Emitter<'a> {
     back_edges: &'a mut Vec<(u32, u32)>,
     /// See [`Compiled::calls`].
     calls: &'a mut Vec<(u32, u32)>,
+    /// See [`Compiled::buffers`].
+    buffers: &'a mut Vec<u16>,
     scope: &'a Scope<'a>,
     op: u32,
     /// The VM register whose value `rax` or `xmm0` holds after the code emitted so far.
@@ -447,13 +467,18 @@ impl Emitter<'_> {
                 self.store(W32, r[1]);
             }
             O::CastSI32F32 | O::CastSI64F32 => {
-                self.asm.int_to_f32(width, r[0]);
+                self.asm.int_to_float(W32, width, r[0]);
                 self.store_float(W32, r[1]);
             }
-            O::CastUI32F32 => {
+            O::CastSI32F64 | O::CastSI64F64 => {
+                self.asm.int_to_float(W64, if opcode == O::CastSI32F64 { W32 } else { W64 }, r[0]);
+                self.store_float(W64, r[1]);
+            }
+            O::CastUI32F32 | O::CastUI32F64 => {
+                let float = if opcode == O::CastUI32F32 { W32 } else { W64 };
                 self.asm.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
-                self.asm.int_to_f32_reg(Gpr::Rax);
-                self.store_float(W32, r[1]);
+                self.asm.int_to_float_reg(float, Gpr::Rax);
+                self.store_float(float, r[1]);
             }
             // ucomis sets ZF, PF and CF for unordered operands; `lt`/`lte` ordered swap the
             // operands so that unordered (CF) reads as false.
@@ -475,6 +500,27 @@ impl Emitter<'_> {
             O::BranchTable => return self.branch_table(instruction, r[0], next),
             O::Call => return self.call(instruction),
             O::Return => return self.ret(instruction),
+            O::BufferLoadI8U => self.buffer_load(Element::U8, &r),
+            O::BufferLoadI8S => self.buffer_load(Element::S8, &r),
+            O::BufferLoadI16U => self.buffer_load(Element::U16, &r),
+            O::BufferLoadI16S => self.buffer_load(Element::S16, &r),
+            O::BufferLoadI32 | O::BufferLoadF32 => self.buffer_load(Element::W32, &r),
+            O::BufferLoadI64 | O::BufferLoadF64 => self.buffer_load(Element::W64, &r),
+            O::BufferStoreI8 => self.buffer_store(Element::U8, &r),
+            O::BufferStoreI16 => self.buffer_store(Element::U16, &r),
+            O::BufferStoreI32 | O::BufferStoreF32 => self.buffer_store(Element::W32, &r),
+            O::BufferStoreI64 | O::BufferStoreF64 => self.buffer_store(Element::W64, &r),
+            O::BufferLength => {
+                // A register that holds no buffer has no base: the interpreter raises that.
+                let span = self.span(r[0]);
+                let missing = self.asm.label();
+                self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + super::BufferSpan::BASE);
+                self.asm.test64(Gpr::Rcx);
+                self.asm.jump_if(Cond::E, missing);
+                self.exits.push(Exit { label: missing, op: self.op, action: Action::Leave });
+                self.asm.load_ext(W64, Gpr::Rax, Ext::R11, span + super::BufferSpan::READABLE);
+                self.store(W64, r[1]);
+            }
             // Left to the interpreter: memory, refs, imports, variadic and yieldable calls, tables,
             // library math.
             O::GlobalLoadI32
@@ -516,19 +562,8 @@ impl Emitter<'_> {
             | O::Print
             | O::CondBreak
             | O::Break
-            | O::BufferLoadI8U
-            | O::BufferLoadI8S
-            | O::BufferLoadI16U
-            | O::BufferLoadI16S
-            | O::BufferLoadI32
-            | O::BufferLoadI64
-            | O::BufferStoreI8
-            | O::BufferStoreI16
-            | O::BufferStoreI32
-            | O::BufferStoreI64
             | O::BufferAlloc
             | O::BufferClone
-            | O::BufferLength
             | O::BufferCopy
             | O::BufferCompare
             | O::BufferFillI8
@@ -574,8 +609,6 @@ impl Emitter<'_> {
             | O::SqrtF32
             | O::TanhF32
             | O::ErfF32
-            | O::BufferLoadF32
-            | O::BufferStoreF32
             | O::BufferFillF32
             | O::RoundF32
             | O::RoundF32Even
@@ -596,11 +629,8 @@ impl Emitter<'_> {
             | O::FloorF64
             | O::TruncF64F32
             | O::ExtF32F64
-            | O::CastSI32F64
-            | O::CastUI32F64
             | O::CastF64SI32
             | O::CastF64UI32
-            | O::CastSI64F64
             | O::CastUI64F64
             | O::CastF64SI64
             | O::CastF64UI64
@@ -620,8 +650,6 @@ impl Emitter<'_> {
             | O::SqrtF64
             | O::TanhF64
             | O::ErfF64
-            | O::BufferLoadF64
-            | O::BufferStoreF64
             | O::BufferFillF64
             | O::RoundF64
             | O::RoundF64Even => return false,
@@ -852,6 +880,52 @@ impl Emitter<'_> {
             self.asm.bind(else_moves);
             self.take(otherwise, next)
         }
+    }
+
+    /// The offset in the buffer table of ref register `ordinal`'s span, adding it to the table
+    /// on first use.
+    fn span(&mut self, ordinal: u16) -> u32 {
+        let index = match self.buffers.iter().position(|&b| b == ordinal) {
+            Some(index) => index,
+            None => {
+                self.buffers.push(ordinal);
+                self.buffers.len() - 1
+            }
+        };
+        index as u32 * super::BufferSpan::BYTES
+    }
+
+    /// Leaves `rax` = the element offset in register pair `offset` and `rcx` = the span's base
+    /// when element `offset` lies within the first `bound` bytes of the span of buffer register
+    /// `buffer`; otherwise goes back to the interpreter, which raises the error (a missing
+    /// buffer has no bytes, a read-only one none to write).
+    fn element_at(&mut self, element: Element, buffer: u16, offset: u16, bound: u32) {
+        let span = self.span(buffer);
+        let outside = self.asm.label();
+        self.load(W64, offset);
+        self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + bound);
+        if element.shift() > 0 {
+            self.asm.shr_imm64(Gpr::Rcx, element.shift());
+        }
+        // Unsigned: a negative offset is past any length.
+        self.asm.alu_reg(Alu::Cmp, W64, Gpr::Rax, Gpr::Rcx);
+        self.asm.jump_if(Cond::Ae, outside);
+        self.exits.push(Exit { label: outside, op: self.op, action: Action::Leave });
+        self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + super::BufferSpan::BASE);
+    }
+
+    /// `vm.buffer.load.*`: buffer, element offset, result.
+    fn buffer_load(&mut self, element: Element, r: &[u16]) {
+        self.element_at(element, r[0], r[1], super::BufferSpan::READABLE);
+        self.asm.load_element(element, Gpr::Rax, Gpr::Rcx, Gpr::Rax);
+        self.store(if element == Element::W64 { W64 } else { W32 }, r[2]);
+    }
+
+    /// `vm.buffer.store.*`: buffer, element offset, value (its low bytes).
+    fn buffer_store(&mut self, element: Element, r: &[u16]) {
+        self.element_at(element, r[0], r[1], super::BufferSpan::WRITABLE);
+        self.asm.load(if element == Element::W64 { W64 } else { W32 }, Gpr::Rdx, r[2]);
+        self.asm.store_element(element, Gpr::Rcx, Gpr::Rax, Gpr::Rdx);
     }
 
     /// Whether the previous instruction left `held` in a machine register. The tag is tested

@@ -3,8 +3,8 @@
 //! The interpreter's floor on a loop is its dispatch: every op costs a fetch, an indirect jump and
 //! a dependent load of the next op's address, which is most of an iteration of a scalar loop (see
 //! README "VM performance"). At load time each function whose loops consist only of scalar
-//! arithmetic, compares and branches is compiled to straight x86-64 that works on the same frame
-//! registers; the interpreter enters it at loop headers and takes over again wherever the code
+//! arithmetic, compares, branches, calls and typed buffer loads and stores is compiled to straight
+//! x86-64 that works on the same frame registers; the interpreter enters it at loop headers and takes over again wherever the code
 //! stops (an instruction it does not handle, or an error case). Functions that compile whole call
 //! each other natively, recursion included (see [`compile`] for the frames); the interpreter
 //! enters one that calls at its start. Verified bytecode is the only
@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::vm::bytecode::decode::DecodedInstruction;
+use crate::vm::refs::Ref;
 
 pub use compile::{compile, Callee, Compiled, Entries, Scope, MAX_CALLEE_FRAME, RESULT_WORDS};
 pub use memory::CodeMemory;
@@ -30,9 +31,47 @@ pub use memory::CodeMemory;
 /// Compiled code entered at one op: takes the frame's i32 register bank, the invocation's
 /// remaining budget (one unit per backward branch and call, as the interpreter counts;
 /// `u64::MAX` never runs out in practice), the register stack for compiled calls (its start, and
-/// where frames must end: [`RESULT_WORDS`] more words must be writable past that) and how many
-/// frames may still be pushed; says where the interpreter goes on.
-pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64, *mut u32, *mut u32, u64) -> Exit;
+/// where frames must end: [`RESULT_WORDS`] more words must be writable past that), how many
+/// frames may still be pushed and the frame's buffer table (a span per entry of
+/// [`Compiled::buffers`]); says where the interpreter goes on.
+pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64, *mut u32, *mut u32, u64, *const BufferSpan) -> Exit;
+
+/// The bytes of the `!vm.buffer` a ref register holds, as compiled code reads them: refs are
+/// Rust objects, so the interpreter lays out the few words the code needs at each entry. That is
+/// sound because compiled code changes no ref register and calls no function that reads one, so
+/// the buffers stay in their registers (and alive) until it returns; a buffer's length never
+/// changes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BufferSpan {
+    /// The first byte; null when the register holds no buffer.
+    base: *mut u8,
+    /// Bytes that may be read: the length, or 0 without a buffer.
+    readable: u64,
+    /// Bytes that may be written: the length of a mutable buffer, else 0.
+    writable: u64,
+}
+
+impl BufferSpan {
+    /// Size and field offsets, for the code.
+    pub const BYTES: u32 = 24;
+    pub const BASE: u32 = 0;
+    pub const READABLE: u32 = 8;
+    pub const WRITABLE: u32 = 16;
+
+    /// The span of what a ref register holds. Anything but a buffer gets no bytes, so every
+    /// access goes back to the interpreter, which raises its error.
+    pub fn of(value: Option<&Ref>) -> BufferSpan {
+        match value.and_then(Ref::as_buffer) {
+            Some(buffer) => BufferSpan {
+                base: buffer.as_mut_ptr().unwrap_or(buffer.as_ptr().cast_mut()),
+                readable: buffer.len() as u64,
+                writable: if buffer.is_mutable() { buffer.len() as u64 } else { 0 },
+            },
+            None => BufferSpan { base: std::ptr::null_mut(), readable: 0, writable: 0 },
+        }
+    }
+}
 
 /// Where compiled code stopped (returned in rax:rdx).
 #[repr(C)]
@@ -144,6 +183,8 @@ pub struct Linked {
     pub code: Arc<CodeMemory>,
     /// (op index, entry) pairs.
     pub entries: Vec<(u32, Entry)>,
+    /// See [`Compiled::buffers`].
+    pub buffers: Box<[u16]>,
 }
 
 /// Maps the compiled functions of one module into one executable mapping, with each compiled
@@ -183,12 +224,13 @@ pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
                     let address = memory.at(start + offset as usize);
                     // SAFETY: `address` is the start of the stub the compiler emitted for this
                     // entry (a function with the `Entry` signature: System V, arguments in rdi,
-                    // rsi, rdx, rcx, r8, `Exit` in rax:rdx, touching only caller-saved registers).
+                    // rsi, rdx, rcx, r8, r9, `Exit` in rax:rdx, touching only caller-saved
+                    // registers).
                     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(address) };
                     (op, entry)
                 })
                 .collect();
-            Some(Linked { code: Arc::clone(&memory), entries })
+            Some(Linked { code: Arc::clone(&memory), entries, buffers: compiled.buffers.clone().into() })
         })
         .collect()
 }

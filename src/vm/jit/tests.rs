@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::{compile, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, RESULT_WORDS};
+use super::{compile, BufferSpan, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, RESULT_WORDS};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
 use crate::vm::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
 use crate::vm::interpreter::lower::generic_scalar_op;
@@ -20,16 +20,24 @@ fn lone() -> Vec<Callee> {
 }
 
 /// Enters `compiled` at its only entry, `op`, on `regs`, with a register stack for calls of
-/// its own.
-fn enter(memory: &CodeMemory, compiled: &Compiled, op: u32, regs: &mut [u32], budget: u64) -> Exit {
+/// its own and `buffers` for the buffer registers it reads.
+fn enter(
+    memory: &CodeMemory,
+    compiled: &Compiled,
+    op: u32,
+    regs: &mut [u32],
+    budget: u64,
+    buffers: &[BufferSpan],
+) -> Exit {
     let [(entered, offset)] = compiled.entries[..] else { panic!("one entry: {:?}", compiled.entries) };
     assert_eq!(entered, op);
     let mut stack = vec![0u32; 64 + RESULT_WORDS as usize];
     // SAFETY: `offset` is the entry stub the compiler reported for `op`.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(offset as usize)) };
-    // SAFETY: the code touches only the registers of its frame, which the callers size, and
-    // calls nothing; the stack's limit leaves `RESULT_WORDS` after it.
-    unsafe { entry(regs.as_mut_ptr(), budget, stack.as_mut_ptr(), stack.as_mut_ptr().add(64), 8) }
+    assert_eq!(buffers.len(), compiled.buffers.len(), "a span per buffer register");
+    // SAFETY: the code touches only the registers of its frame, which the callers size, and the
+    // bytes `buffers` allow, and calls nothing; the stack's limit leaves `RESULT_WORDS` after it.
+    unsafe { entry(regs.as_mut_ptr(), budget, stack.as_mut_ptr(), stack.as_mut_ptr().add(64), 8, buffers.as_ptr()) }
 }
 
 const VALUES32: &[u32] = &[
@@ -320,7 +328,7 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
             got[0] = 0x5A5A_5A5A;
         }
         // The code touches only registers 0..=2 + 2 * operands + 1 < BANK.
-        let exit = enter(&memory, compiled, 0, &mut got, 7);
+        let exit = enter(&memory, compiled, 0, &mut got, 7, &[]);
         assert_eq!(exit.budget, 7, "{name}: no backward branch, nothing spent");
         let resume = exit.op;
         if resume == 1 {
@@ -393,7 +401,7 @@ fn loops_run_whole_and_spend_one_unit_per_backward_branch() {
         let mut regs = [0u32; 8];
         (regs[2], regs[6]) = (1, 10);
         // The code touches registers 0..=6 of 8.
-        let exit = enter(&memory, &compiled, 0, &mut regs, budget);
+        let exit = enter(&memory, &compiled, 0, &mut regs, budget, &[]);
         (regs[0], exit)
     };
     // Ten adds, nine branches back, then out to the return (op 3).
@@ -405,4 +413,176 @@ fn loops_run_whole_and_spend_one_unit_per_backward_branch() {
     assert_eq!((count, exit.budget), (4, 0));
     assert_eq!(exit.error(), Some(super::Fault { kind: Exit::BRANCH_BUDGET, function: 0, op: 2 }));
     assert_eq!(run(u64::MAX).1.budget, u64::MAX - 9);
+}
+
+/// A typed buffer access: its name, element bytes, and whether it stores.
+const BUFFER_ACCESSES: &[(&str, u32, bool)] = &[
+    ("vm.buffer.load.i8.u", 1, false),
+    ("vm.buffer.load.i8.s", 1, false),
+    ("vm.buffer.load.i16.u", 2, false),
+    ("vm.buffer.load.i16.s", 2, false),
+    ("vm.buffer.load.i32", 4, false),
+    ("vm.buffer.load.f32", 4, false),
+    ("vm.buffer.load.i64", 8, false),
+    ("vm.buffer.load.f64", 8, false),
+    ("vm.buffer.store.i8", 1, true),
+    ("vm.buffer.store.i16", 2, true),
+    ("vm.buffer.store.i32", 4, true),
+    ("vm.buffer.store.f32", 4, true),
+    ("vm.buffer.store.i64", 8, true),
+    ("vm.buffer.store.f64", 8, true),
+];
+
+/// `%i0 = 0`, then `name` on `operands`, then `vm.return`, compiled to be entered at the zero.
+fn after_zero(name: &str, operands: Vec<DecodedOperand<'static>>) -> Compiled {
+    let find = |name| find_by_name(name).expect("in the ISA table");
+    let at = |offset, name, operands| DecodedInstruction { offset, length: 0, instruction: find(name), operands };
+    let decoded = vec![
+        at(0, "vm.const.i32.zero", vec![register(0)]),
+        at(4, name, operands),
+        at(8, "vm.return", vec![DecodedOperand::Registers(vec![])]),
+    ];
+    let callees = lone();
+    let scope = Scope { function: 0, callees: &callees };
+    compile(&decoded, &[Some(0), Some(1), Some(2)], &HashMap::new(), Entries::Everywhere, &scope)
+        .unwrap_or_else(|| panic!("{name}: nothing compiled"))
+}
+
+/// `name %r1, %i2:3, %i4[:5]` after a zero.
+fn buffer_function(name: &str, size: u32) -> Compiled {
+    let value = if size == 8 { RegisterBank::I64 } else { RegisterBank::I32 };
+    let compiled = after_zero(name, vec![banked(1, RegisterBank::Ref), banked(2, RegisterBank::I64), banked(4, value)]);
+    assert_eq!(compiled.buffers, [1], "{name}: one buffer register");
+    assert!(!compiled.whole, "{name}: code that reads buffers is never called natively");
+    compiled
+}
+
+/// What the interpreter does for the access: the loaded register value, or the store made on
+/// `buffer`; `None` where it raises an error.
+fn interpret_access(name: &str, buffer: &crate::vm::buffer::Buffer, offset: i64, value: u64) -> Option<u64> {
+    let ok = |result: Result<i32, _>| result.ok().map(|v| u64::from(v as u32));
+    match name {
+        "vm.buffer.load.i8.u" => ok(buffer.load_i8_u(offset)),
+        "vm.buffer.load.i8.s" => ok(buffer.load_i8_s(offset)),
+        "vm.buffer.load.i16.u" => ok(buffer.load_i16_u(offset)),
+        "vm.buffer.load.i16.s" => ok(buffer.load_i16_s(offset)),
+        "vm.buffer.load.i32" | "vm.buffer.load.f32" => ok(buffer.load_i32(offset)),
+        "vm.buffer.load.i64" | "vm.buffer.load.f64" => buffer.load_i64(offset).ok().map(|v| v as u64),
+        "vm.buffer.store.i8" => buffer.store_i8(offset, value as i8).ok().map(|()| 0),
+        "vm.buffer.store.i16" => buffer.store_i16(offset, value as i16).ok().map(|()| 0),
+        "vm.buffer.store.i32" | "vm.buffer.store.f32" => buffer.store_i32(offset, value as i32).ok().map(|()| 0),
+        "vm.buffer.store.i64" | "vm.buffer.store.f64" => buffer.store_i64(offset, value as i64).ok().map(|()| 0),
+        _ => panic!("{name} is not a buffer access"),
+    }
+}
+
+/// The bytes of a buffer, read as the interpreter would.
+fn contents(buffer: &crate::vm::buffer::Buffer) -> Vec<i32> {
+    (0..buffer.len() as i64).map(|i| buffer.load_i8_u(i).expect("in range")).collect()
+}
+
+/// Element offsets in and around a buffer of `count` elements, and the extremes.
+fn offsets_around(count: i64) -> Vec<i64> {
+    let mut offsets = vec![-2, -1, 0, 1, count - 1, count, count + 1, i64::MIN, i64::MAX, 1 << 61, -(1 << 61)];
+    offsets.retain(|&o| o != -2 || count > 0);
+    offsets
+}
+
+#[test]
+fn buffer_accesses_match_the_interpreter() {
+    use crate::vm::buffer::Buffer;
+    use crate::vm::refs::Ref;
+    let rodata = std::sync::Arc::new(
+        crate::vm::Module::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vm/buffers.vmfb"))
+            .expect("the buffers fixture loads"),
+    );
+    for &(name, size, stores) in BUFFER_ACCESSES {
+        let compiled = buffer_function(name, size);
+        let memory = CodeMemory::new(&compiled.code).expect("executable memory");
+        for length in [0usize, 1, 7, 8, 9, 16, 23] {
+            let bytes: Vec<u8> = (0..length).map(|i| 0x80 | (i as u8 * 37)).collect();
+            let mut buffers = vec![Buffer::from_bytes(&bytes).expect("allocates")];
+            // A read-only buffer: the first rodata segment of the fixture (32 bytes).
+            if length == 0 {
+                buffers.push(Buffer::rodata(std::sync::Arc::clone(&rodata), 0).expect("a rodata segment"));
+            }
+            for buffer in buffers {
+                let count = (buffer.len() / size as usize) as i64;
+                for offset in offsets_around(count) {
+                    let value = 0x8182_8384_8586_8788u64;
+                    let expected_buffer =
+                        Buffer::from_bytes(&contents(&buffer).iter().map(|&b| b as u8).collect::<Vec<_>>())
+                            .expect("allocates");
+                    let expected = if buffer.is_mutable() {
+                        interpret_access(name, &expected_buffer, offset, value)
+                    } else {
+                        // The copy is mutable; a store to the original is refused.
+                        (!stores).then(|| interpret_access(name, &buffer, offset, value)).flatten()
+                    };
+                    let mut regs = [0x5A5A_5A5Au32; BANK];
+                    w64(&mut regs, 2, offset as u64);
+                    w64(&mut regs, 4, value);
+                    let before_regs = regs;
+                    let before = contents(&buffer);
+                    let span = BufferSpan::of(Some(&Ref::Buffer(std::sync::Arc::clone(&buffer))));
+                    let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[span]);
+                    let case =
+                        format!("{name} at {offset} of {} bytes (mutable: {})", buffer.len(), buffer.is_mutable());
+                    assert_eq!(exit.budget, 3, "{case}");
+                    match expected {
+                        None => {
+                            assert_eq!(exit.op, 1, "{case}: must leave for the interpreter to raise");
+                            assert_eq!(regs[1..], before_regs[1..], "{case}: registers changed");
+                            assert_eq!(contents(&buffer), before, "{case}: the buffer changed");
+                        }
+                        Some(loaded) => {
+                            assert_eq!(exit.op, 2, "{case}: must finish the access");
+                            if stores {
+                                assert_eq!(regs[1..], before_regs[1..], "{case}: registers changed");
+                                assert_eq!(contents(&buffer), contents(&expected_buffer), "{case}");
+                            } else {
+                                let got = if size == 8 { r64(&regs, 4) } else { u64::from(regs[4]) };
+                                assert_eq!(got, loaded, "{case}");
+                                let mut rest = before_regs;
+                                rest[4] = regs[4];
+                                if size == 8 {
+                                    rest[5] = regs[5];
+                                }
+                                assert_eq!(regs[1..], rest[1..], "{case}: wrote outside its result");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Without a buffer in the register (none, or another kind of ref) every access leaves.
+        let list = crate::vm::list::List::new(crate::vm::list::ListElementType::I32, 4).expect("a list");
+        for span in [BufferSpan::of(None), BufferSpan::of(Some(&Ref::List(list)))] {
+            let mut regs = [0u32; BANK];
+            let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[span]);
+            assert_eq!(exit.op, 1, "{name} without a buffer");
+        }
+    }
+}
+
+#[test]
+fn buffer_length_matches_the_interpreter() {
+    use crate::vm::buffer::Buffer;
+    use crate::vm::refs::Ref;
+    let compiled = after_zero("vm.buffer.length", vec![banked(3, RegisterBank::Ref), banked(2, RegisterBank::I64)]);
+    assert_eq!(compiled.buffers, [3]);
+    let memory = CodeMemory::new(&compiled.code).expect("executable memory");
+    for length in [0, 1, 4096] {
+        let buffer = Buffer::allocate(length, 0).expect("allocates");
+        let mut regs = [0x5A5A_5A5Au32; BANK];
+        let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[BufferSpan::of(Some(&Ref::Buffer(buffer)))]);
+        assert_eq!((exit.op, r64(&regs, 2)), (2, length as u64));
+    }
+    let mut regs = [0x5A5A_5A5Au32; BANK];
+    let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[BufferSpan::of(None)]);
+    assert_eq!(
+        (exit.op, regs[2], regs[3]),
+        (1, 0x5A5A_5A5A, 0x5A5A_5A5A),
+        "a missing buffer is the interpreter's error"
+    );
 }

@@ -5,7 +5,8 @@
 //! `rdx` and `xmm0` (caller-saved in the System V ABI, so the code needs no prologue); those low
 //! eight general registers need no REX prefix except for 64-bit width. Calls between compiled
 //! functions also use three of the high registers ([`Ext`]: the register stack's top and limit,
-//! the depth left), through the few instructions that take them. Encodings: Intel SDM vol. 2
+//! the depth left), and buffer accesses a fourth (the table of the frame's buffers), through the
+//! few instructions that take them. Encodings: Intel SDM vol. 2
 //! (opcode, ModRM `mod=01/10, rm=111` for `[rdi + disp]`, `/digit` extensions).
 
 /// A general register (its ModRM number).
@@ -26,6 +27,32 @@ pub enum Ext {
     R8 = 0,
     R9 = 1,
     R10 = 2,
+    R11 = 3,
+}
+
+/// How an element is read from memory into a general register: the loads of `vm.buffer.load.*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element {
+    U8,
+    S8,
+    U16,
+    S16,
+    /// 32 bits (i32 and f32).
+    W32,
+    /// 64 bits (i64 and f64).
+    W64,
+}
+
+impl Element {
+    /// log2 of the size in bytes: the SIB scale, and the shift from a byte count to elements.
+    pub fn shift(self) -> u8 {
+        match self {
+            Element::U8 | Element::S8 => 0,
+            Element::U16 | Element::S16 => 1,
+            Element::W32 => 2,
+            Element::W64 => 3,
+        }
+    }
 }
 
 /// Operand size of an integer instruction.
@@ -397,17 +424,19 @@ impl Assembler {
         self.slot(0, slot);
     }
 
-    /// `cvtsi2ss xmm0, r/m` from a 32-bit slot, or from a 64-bit one (`W64`).
-    pub fn int_to_f32(&mut self, width: Width, slot: u16) {
-        self.code.push(0xF3);
-        self.rex_w(width);
+    /// `cvtsi2ss/cvtsi2sd xmm0, r/m` (`float` W32/W64) from a 32-bit slot, or from a 64-bit one
+    /// (`source` W64).
+    pub fn int_to_float(&mut self, float: Width, source: Width, slot: u16) {
+        self.sse_prefix(float);
+        self.rex_w(source);
         self.bytes(&[0x0F, 0x2A]);
         self.slot(0, slot);
     }
 
-    /// `cvtsi2ss xmm0, r64`
-    pub fn int_to_f32_reg(&mut self, r: Gpr) {
-        self.bytes(&[0xF3, 0x48, 0x0F, 0x2A]);
+    /// `cvtsi2ss/cvtsi2sd xmm0, r64`
+    pub fn int_to_float_reg(&mut self, float: Width, r: Gpr) {
+        self.sse_prefix(float);
+        self.bytes(&[0x48, 0x0F, 0x2A]);
         self.direct(0, r as u8);
     }
 
@@ -511,6 +540,53 @@ impl Assembler {
     pub fn lea_ext(&mut self, r: Gpr, base: Ext, disp: u32) {
         self.at_ext(Width::W64, 0x8D, r as u8, base, disp);
     }
+
+    /// `op dst, src` between general registers.
+    pub fn alu_reg(&mut self, op: Alu, width: Width, dst: Gpr, src: Gpr) {
+        self.rex_w(width);
+        self.code.push(op.opcode());
+        self.direct(dst as u8, src as u8);
+    }
+
+    /// `shr r64, imm8`
+    pub fn shr_imm64(&mut self, r: Gpr, imm: u8) {
+        self.bytes(&[0x48, 0xC1]);
+        self.direct(Shift::Shr as u8, r as u8);
+        self.code.push(imm);
+    }
+
+    /// ModRM + SIB for `[base + index * element size]` with `reg` in the reg field (`base` is
+    /// never rbp, so no displacement).
+    fn indexed(&mut self, reg: u8, element: Element, base: Gpr, index: Gpr) {
+        self.code.push(reg << 3 | 0b100);
+        self.code.push(element.shift() << 6 | (index as u8) << 3 | base as u8);
+    }
+
+    /// `mov`/`movzx`/`movsx r, [base + index * size]`: the element zero- or sign-extended to 32
+    /// bits (which clears the upper half), or all 64.
+    pub fn load_element(&mut self, element: Element, r: Gpr, base: Gpr, index: Gpr) {
+        match element {
+            Element::U8 => self.bytes(&[0x0F, 0xB6]),
+            Element::S8 => self.bytes(&[0x0F, 0xBE]),
+            Element::U16 => self.bytes(&[0x0F, 0xB7]),
+            Element::S16 => self.bytes(&[0x0F, 0xBF]),
+            Element::W32 => self.code.push(0x8B),
+            Element::W64 => self.bytes(&[0x48, 0x8B]),
+        }
+        self.indexed(r as u8, element, base, index);
+    }
+
+    /// `mov [base + index * size], r8/r16/r32/r64` (the low bytes of `r`: al, cl or dl need no
+    /// REX).
+    pub fn store_element(&mut self, element: Element, base: Gpr, index: Gpr, r: Gpr) {
+        match element {
+            Element::U8 | Element::S8 => self.code.push(0x88),
+            Element::U16 | Element::S16 => self.bytes(&[0x66, 0x89]),
+            Element::W32 => self.code.push(0x89),
+            Element::W64 => self.bytes(&[0x48, 0x89]),
+        }
+        self.indexed(r as u8, element, base, index);
+    }
 }
 
 #[cfg(test)]
@@ -572,6 +648,41 @@ mod tests {
                 0x49, 0xC7, 0x80, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
                 0x49, 0x8D, 0x80, 0x0C, 0x00, 0x00, 0x00, //
                 0x57, 0x5F,
+            ]
+        );
+    }
+
+    // The buffer access instructions, checked the same way.
+    #[test]
+    fn element_encodings() {
+        let mut a = Assembler::default();
+        a.mov_ext(Ext::R11, Ext::R9); // mov r11, r9
+        a.load_ext(Width::W64, Gpr::Rcx, Ext::R11, 32); // mov rcx, [r11+32]
+        a.shr_imm64(Gpr::Rcx, 3); // shr rcx, 3
+        a.alu_reg(Alu::Cmp, Width::W64, Gpr::Rax, Gpr::Rcx); // cmp rax, rcx
+        a.load_element(Element::U8, Gpr::Rax, Gpr::Rcx, Gpr::Rax); // movzx eax, byte [rcx+rax]
+        a.load_element(Element::S16, Gpr::Rax, Gpr::Rcx, Gpr::Rax); // movsx eax, word [rcx+rax*2]
+        a.load_element(Element::W32, Gpr::Rax, Gpr::Rcx, Gpr::Rax); // mov eax, [rcx+rax*4]
+        a.load_element(Element::W64, Gpr::Rax, Gpr::Rcx, Gpr::Rax); // mov rax, [rcx+rax*8]
+        a.store_element(Element::S8, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax], dl
+        a.store_element(Element::U16, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*2], dx
+        a.store_element(Element::W32, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*4], edx
+        a.store_element(Element::W64, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*8], rdx
+        assert_eq!(
+            a.finish().unwrap(),
+            [
+                0x4D, 0x89, 0xCB, //
+                0x49, 0x8B, 0x8B, 0x20, 0x00, 0x00, 0x00, //
+                0x48, 0xC1, 0xE9, 0x03, //
+                0x48, 0x3B, 0xC1, //
+                0x0F, 0xB6, 0x04, 0x01, //
+                0x0F, 0xBF, 0x04, 0x41, //
+                0x8B, 0x04, 0x81, //
+                0x48, 0x8B, 0x04, 0xC1, //
+                0x88, 0x14, 0x01, //
+                0x66, 0x89, 0x14, 0x41, //
+                0x89, 0x14, 0x81, //
+                0x48, 0x89, 0x14, 0xC1,
             ]
         );
     }
