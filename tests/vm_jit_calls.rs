@@ -29,6 +29,11 @@ fn load(file: &str, mode: Option<&str>) -> Arc<Module> {
     Arc::new(module)
 }
 
+/// `file` loaded with the loop compiler off, on, and entered everywhere.
+fn load_modes(file: &str) -> [Arc<Module>; 3] {
+    [load(file, Some("0")), load(file, None), load(file, Some("all"))]
+}
+
 fn call(module: &Arc<Module>, budget: Option<u64>, name: &str, arguments: &[Value]) -> Result<Vec<Value>, Diagnostic> {
     let context = Context::new();
     if let Some(budget) = budget {
@@ -57,9 +62,7 @@ fn entered_compiled(module: &Module, name: &str) -> bool {
 
 #[test]
 fn compiled_calls_match_the_interpreter() {
-    let interpreted = load("calls.vmfb", Some("0"));
-    let compiled = load("calls.vmfb", None);
-    let everywhere = load("calls.vmfb", Some("all"));
+    let [interpreted, compiled, everywhere] = load_modes("calls.vmfb");
 
     // Recursion on every scalar width runs whole in machine code; a function with a division
     // (which may leave to the interpreter) does not, nor does a caller that reaches it.
@@ -152,9 +155,7 @@ fn compiled_branch_tables_match_the_interpreter() {
 
 #[test]
 fn compiled_buffer_loops_match_the_interpreter() {
-    let interpreted = load("buffers.vmfb", Some("0"));
-    let compiled = load("buffers.vmfb", None);
-    let everywhere = load("buffers.vmfb", Some("all"));
+    let [interpreted, compiled, everywhere] = load_modes("buffers.vmfb");
     let i32 = Value::I32;
     // (function, loops in it, arguments): every loop of every function is entered as machine
     // code, those that fail part-way included.
@@ -192,4 +193,23 @@ fn compiled_buffer_loops_match_the_interpreter() {
 
     let calls = [("fill_sum", vec![i32(12)]), ("stride_sum", vec![i32(9), i32(16)])];
     same_on_every_budget([&interpreted, &compiled, &everywhere], 40, &calls);
+}
+
+#[test]
+fn compiled_global_loops_match_the_interpreter() {
+    let [interpreted, compiled, everywhere] = load_modes("globals.vmfb");
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    assert_eq!(compiled_entries(&compiled, "tally"), 1, "the loop over the globals is compiled");
+    let (i32, i64, f32) = (Value::I32, Value::I64, Value::F32);
+    for n in [0, 1, 10, 1000] {
+        let arguments = [i32(n), f32(0.75)];
+        let expected = call(&interpreted, None, "tally", &arguments);
+        for (mode, module) in [("loops", &compiled), ("all", &everywhere)] {
+            assert_eq!(call(module, None, "tally", &arguments), expected, "tally({n}) with RTX_VM_JIT={mode}");
+        }
+    }
+    // Hand-computed: counters 0..=9 loaded, the total 2^32 + 0 + ... + 8, 1.5 * 0.5^9.
+    let got = call(&compiled, None, "tally", &[i32(10), f32(0.5)]).unwrap();
+    assert_eq!(got, [i32(45), i64((1 << 32) + 36), f32(1.5 / 512.0)]);
+    same_on_every_budget([&interpreted, &compiled, &everywhere], 15, &[("tally", vec![i32(12), f32(2.0)])]);
 }

@@ -22,7 +22,7 @@ use crate::host::{Diagnostic, StatusCode};
 use crate::vm::bytecode::isa::Opcode;
 use crate::vm::context::{Instance, Resolved, State};
 #[cfg(rtx_jit)]
-use crate::vm::jit::BufferSpan;
+use crate::vm::jit::{Span, SpanOf};
 #[cfg(rtx_jit)]
 use smallvec::SmallVec;
 
@@ -188,20 +188,26 @@ impl Invocation {
                                 // the interpreter's frames leave under the same limits.
                                 let stack = jit_stack(&mut self.jit_stack);
                                 let depth = (MAX_FRAME_DEPTH - self.frames.len()) as u64;
-                                let buffers: SmallVec<[BufferSpan; 4]> = function
-                                    .jit_buffers
+                                let (refs, globals) = (&*env.refs, &mut env.state.rwdata);
+                                let spans: SmallVec<[Span; 4]> = function
+                                    .jit_spans
                                     .iter()
-                                    .map(|&r| BufferSpan::of(env.refs.get(r as usize).and_then(Option::as_ref)))
+                                    .map(|&of| match of {
+                                        SpanOf::Buffer(r) => Span::of(refs.get(r as usize).and_then(Option::as_ref)),
+                                        SpanOf::Globals => Span::globals(globals),
+                                    })
                                     .collect();
                                 // SAFETY: as above for the frame; `stack` is the start of the jit
                                 // stack, `MAX_STACK_REGISTERS + RESULT_WORDS` words long, and
                                 // `i32_end <= MAX_STACK_REGISTERS` (the frame push checked), so
                                 // the limit and `RESULT_WORDS` past it lie inside it; compiled
                                 // calls write only below the limit and results past it. The
-                                // buffer table has a span for every buffer register the code
-                                // reads (`jit_buffers`), and the code accesses only the bytes
-                                // each span allows, of buffers this frame's refs keep alive and
-                                // unchanged while it runs (see `BufferSpan`).
+                                // span table has a span for every buffer register the code
+                                // reads and for the globals if it reads them (`jit_spans`), and
+                                // the code accesses only the bytes each span allows: of buffers
+                                // this frame's refs keep alive and unchanged while it runs, and
+                                // of this module's global bytes, which nothing else touches
+                                // meanwhile (see `Span`).
                                 let exit = unsafe {
                                     entry(
                                         regs.as_mut_ptr(),
@@ -209,7 +215,7 @@ impl Invocation {
                                         stack,
                                         stack.add(MAX_STACK_REGISTERS - i32_end),
                                         depth,
-                                        buffers.as_ptr(),
+                                        spans.as_ptr(),
                                     )
                                 };
                                 if let Some(fault) = exit.error() {

@@ -38,10 +38,9 @@ pub struct Function {
     /// The machine code that [`Op::Native`] entries point into, kept mapped while they exist.
     #[cfg(rtx_jit)]
     pub code: Option<std::sync::Arc<crate::vm::jit::CodeMemory>>,
-    /// The ref registers whose buffers the entries read, in the order of the table each entry
-    /// takes.
+    /// What the spans of the table each entry takes cover.
     #[cfg(rtx_jit)]
-    pub jit_buffers: Box<[u16]>,
+    pub jit_spans: Box<[crate::vm::jit::SpanOf]>,
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
@@ -93,7 +92,7 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
                     function.ops[op as usize] = Op::Native(entry);
                 }
                 function.code = Some(linked.code);
-                function.jit_buffers = linked.buffers;
+                function.jit_spans = linked.spans;
             }
         }
         Ok(functions)
@@ -257,7 +256,7 @@ impl ModuleScope<'_> {
             #[cfg(rtx_jit)]
             code: None,
             #[cfg(rtx_jit)]
-            jit_buffers: Box::default(),
+            jit_spans: Box::default(),
         };
         Ok((function, compiled))
     }

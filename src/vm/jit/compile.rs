@@ -10,12 +10,14 @@
 //! the code saves is the dispatch: no op fetch, no indirect jump, branches straight to their
 //! blocks.
 //!
-//! Buffers. Typed `vm.buffer.load.*`/`store.*` and `vm.buffer.length` read the ref register's
-//! buffer through a table the interpreter passes at each entry (`r11`, a [`super::BufferSpan`]
-//! per buffer register the function reads, in [`Compiled::buffers`] order): an access checks the
+//! Buffers and globals. Typed `vm.buffer.load.*`/`store.*` and `vm.buffer.length` reach the ref
+//! register's buffer, and `vm.global.load.*`/`store.*` the module's global bytes, through a table
+//! the interpreter passes at each entry (`r11`, a [`Span`] per buffer register the function
+//! reads and one for the globals, in [`Compiled::spans`] order). A buffer access checks the
 //! element offset, unsigned, against the span's readable or writable length shifted to elements
 //! (so negative offsets, read-only buffers and registers without a buffer all fail the one
-//! compare) and leaves to the interpreter when it fails.
+//! compare); a global access checks its fixed byte range against the globals' length. A failed
+//! check leaves to the interpreter.
 //!
 //! Entries are loop headers whose whole body (the ops from the header to the back edge) compiled,
 //! so a loop runs from its first iteration to its exit in machine code.
@@ -39,6 +41,7 @@
 use std::collections::HashMap;
 
 use super::x64::{Alu, Assembler, Cond, Element, Ext, Gpr, Label, Shift, Sse, Width};
+use super::{Span, SpanOf};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register, RegisterRemap};
 use crate::vm::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
 
@@ -62,9 +65,9 @@ pub struct Compiled {
     /// (offset of a `call`'s rel32 field, function ordinal called): the linker points them at
     /// the callees' code.
     pub calls: Vec<(u32, u32)>,
-    /// The ref registers the code reads as buffers, in the order of the table the interpreter
-    /// passes at each entry (see [`super::BufferSpan`]).
-    pub buffers: Vec<u16>,
+    /// The bytes the code reads outside the frame, in the order of the table the interpreter
+    /// passes at each entry (see [`super::Span`]).
+    pub spans: Vec<SpanOf>,
     /// Every op compiled, none leaves to the interpreter and none reads a buffer: compiled
     /// callers may call it.
     pub whole: bool,
@@ -127,7 +130,7 @@ pub fn compile(
     }
     let mut asm = Assembler::default();
     let mut calls = Vec::new();
-    let mut buffers = Vec::new();
+    let mut spans = Vec::new();
     let labels: HashMap<u32, Label> = blocks.keys().map(|&offset| (offset, asm.label())).collect();
     let mut groups = Vec::new();
     let mut exits = Vec::new();
@@ -154,7 +157,7 @@ pub fn compile(
         let label = asm.label();
         asm.bind(label);
         let mark = asm.mark();
-        let counts = (exits.len(), back_edges.len(), calls.len(), buffers.len());
+        let counts = (exits.len(), back_edges.len(), calls.len(), spans.len());
         let code = asm.offset() as u32;
         let mut emitter = Emitter {
             asm: &mut asm,
@@ -163,7 +166,7 @@ pub fn compile(
             exits: &mut exits,
             back_edges: &mut back_edges,
             calls: &mut calls,
-            buffers: &mut buffers,
+            spans: &mut spans,
             scope,
             op,
             held: &mut held,
@@ -176,7 +179,7 @@ pub fn compile(
             exits.truncate(counts.0);
             back_edges.truncate(counts.1);
             calls.truncate(counts.2);
-            buffers.truncate(counts.3);
+            spans.truncate(counts.3);
             leave(&mut asm, op);
         }
         let may_exit = exits[counts.0..].iter().any(|exit: &Exit| exit.action == Action::Leave);
@@ -205,9 +208,9 @@ pub fn compile(
             Action::Propagate => asm.ret(),
         }
     }
-    // Code that reads buffers needs its frame's buffer table, which only the interpreter's entry
-    // passes: compiled callers may not call it.
-    let whole = buffers.is_empty() && groups.iter().all(|g| g.compiled && !g.may_exit);
+    // Code that reads buffers or globals needs its frame's span table, which only the
+    // interpreter's entry passes: compiled callers may not call it.
+    let whole = spans.is_empty() && groups.iter().all(|g| g.compiled && !g.may_exit);
     let enterable = |group: &Group| group.compiled && !group.may_exit && !group.returns && group.block_start;
     let mut chosen: Vec<(u32, u32)> = match entries {
         Entries::Everywhere => groups.iter().filter(|g| enterable(g)).map(|g| (g.op, g.code)).collect(),
@@ -240,7 +243,7 @@ pub fn compile(
         asm.mov_to_ext(Ext::R9, Gpr::Rcx);
         asm.jump(group.label);
     }
-    Some(Compiled { code: asm.finish()?, entries: chosen, calls, buffers, whole })
+    Some(Compiled { code: asm.finish()?, entries: chosen, calls, spans, whole })
 }
 
 /// Returns to the interpreter at `op` with the budget left.
@@ -279,8 +282,8 @@ struct Emitter<'a> {
     back_edges: &'a mut Vec<(u32, u32)>,
     /// See [`Compiled::calls`].
     calls: &'a mut Vec<(u32, u32)>,
-    /// See [`Compiled::buffers`].
-    buffers: &'a mut Vec<u16>,
+    /// See [`Compiled::spans`].
+    spans: &'a mut Vec<SpanOf>,
     scope: &'a Scope<'a>,
     op: u32,
     /// The VM register whose value `rax` or `xmm0` holds after the code emitted so far.
@@ -510,25 +513,25 @@ impl Emitter<'_> {
             O::BufferStoreI16 => self.buffer_store(Element::U16, &r),
             O::BufferStoreI32 | O::BufferStoreF32 => self.buffer_store(Element::W32, &r),
             O::BufferStoreI64 | O::BufferStoreF64 => self.buffer_store(Element::W64, &r),
+            O::GlobalLoadI32 | O::GlobalLoadF32 => return self.global(Element::W32, false, instruction, r[0]),
+            O::GlobalStoreI32 | O::GlobalStoreF32 => return self.global(Element::W32, true, instruction, r[0]),
+            O::GlobalLoadI64 | O::GlobalLoadF64 => return self.global(Element::W64, false, instruction, r[0]),
+            O::GlobalStoreI64 | O::GlobalStoreF64 => return self.global(Element::W64, true, instruction, r[0]),
             O::BufferLength => {
                 // A register that holds no buffer has no base: the interpreter raises that.
-                let span = self.span(r[0]);
+                let span = self.span(SpanOf::Buffer(r[0]));
                 let missing = self.asm.label();
-                self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + super::BufferSpan::BASE);
+                self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
                 self.asm.test64(Gpr::Rcx);
                 self.asm.jump_if(Cond::E, missing);
                 self.exits.push(Exit { label: missing, op: self.op, action: Action::Leave });
-                self.asm.load_ext(W64, Gpr::Rax, Ext::R11, span + super::BufferSpan::READABLE);
+                self.asm.load_ext(W64, Gpr::Rax, Ext::R11, span + Span::READABLE);
                 self.store(W64, r[1]);
             }
             // Left to the interpreter: memory, refs, imports, variadic and yieldable calls, tables,
             // library math.
-            O::GlobalLoadI32
-            | O::GlobalStoreI32
-            | O::GlobalLoadIndirectI32
+            O::GlobalLoadIndirectI32
             | O::GlobalStoreIndirectI32
-            | O::GlobalLoadI64
-            | O::GlobalStoreI64
             | O::GlobalLoadIndirectI64
             | O::GlobalStoreIndirectI64
             | O::GlobalLoadRef
@@ -581,8 +584,6 @@ impl Emitter<'_> {
             | O::CallVariadicYieldable
             | O::PrefixExtF32
             | O::PrefixExtF64
-            | O::GlobalLoadF32
-            | O::GlobalStoreF32
             | O::GlobalLoadIndirectF32
             | O::GlobalStoreIndirectF32
             | O::ListGetF32
@@ -615,8 +616,6 @@ impl Emitter<'_> {
             | O::CastF32SI64
             | O::CastF32UI64
             | O::CastUI64F32
-            | O::GlobalLoadF64
-            | O::GlobalStoreF64
             | O::GlobalLoadIndirectF64
             | O::GlobalStoreIndirectF64
             | O::ListGetF64
@@ -882,17 +881,45 @@ impl Emitter<'_> {
         }
     }
 
-    /// The offset in the buffer table of ref register `ordinal`'s span, adding it to the table
-    /// on first use.
-    fn span(&mut self, ordinal: u16) -> u32 {
-        let index = match self.buffers.iter().position(|&b| b == ordinal) {
+    /// The offset of `of`'s span in the span table, adding it to the table on first use.
+    fn span(&mut self, of: SpanOf) -> u32 {
+        let index = match self.spans.iter().position(|&s| s == of) {
             Some(index) => index,
             None => {
-                self.buffers.push(ordinal);
-                self.buffers.len() - 1
+                self.spans.push(of);
+                self.spans.len() - 1
             }
         };
-        index as u32 * super::BufferSpan::BYTES
+        index as u32 * Span::BYTES
+    }
+
+    /// `vm.global.load.*`/`store.*` of `element` (W32 or W64) at byte `offset` of the module's
+    /// globals, to or from `register`: the offset is checked against the span's length as the
+    /// interpreter does, whose error is raised when it fails.
+    fn global(&mut self, element: Element, store: bool, instruction: &DecodedInstruction<'_>, register: u16) -> bool {
+        let Some(offset) = instruction.operands.iter().find_map(|o| match o {
+            DecodedOperand::GlobalByteOffset(offset) => Some(*offset),
+            _ => None,
+        }) else {
+            return false;
+        };
+        let width = if element == Element::W64 { W64 } else { W32 };
+        let Ok(end) = i32::try_from(u64::from(offset) + (1 << element.shift())) else { return false };
+        let span = self.span(SpanOf::Globals);
+        let outside = self.asm.label();
+        self.asm.cmp_ext_imm(Ext::R11, span + Span::READABLE, end);
+        self.asm.jump_if(Cond::B, outside);
+        self.exits.push(Exit { label: outside, op: self.op, action: Action::Leave });
+        self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
+        if store {
+            self.load(width, register);
+            self.asm.store_at(width, Gpr::Rcx, offset, Gpr::Rax);
+            *self.held = Some(Held { slot: register, width, float: false });
+        } else {
+            self.asm.load_at(width, Gpr::Rax, Gpr::Rcx, offset);
+            self.store(width, register);
+        }
+        true
     }
 
     /// Leaves `rax` = the element offset in register pair `offset` and `rcx` = the span's base
@@ -900,7 +927,7 @@ impl Emitter<'_> {
     /// `buffer`; otherwise goes back to the interpreter, which raises the error (a missing
     /// buffer has no bytes, a read-only one none to write).
     fn element_at(&mut self, element: Element, buffer: u16, offset: u16, bound: u32) {
-        let span = self.span(buffer);
+        let span = self.span(SpanOf::Buffer(buffer));
         let outside = self.asm.label();
         self.load(W64, offset);
         self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + bound);
@@ -911,19 +938,19 @@ impl Emitter<'_> {
         self.asm.alu_reg(Alu::Cmp, W64, Gpr::Rax, Gpr::Rcx);
         self.asm.jump_if(Cond::Ae, outside);
         self.exits.push(Exit { label: outside, op: self.op, action: Action::Leave });
-        self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + super::BufferSpan::BASE);
+        self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
     }
 
     /// `vm.buffer.load.*`: buffer, element offset, result.
     fn buffer_load(&mut self, element: Element, r: &[u16]) {
-        self.element_at(element, r[0], r[1], super::BufferSpan::READABLE);
+        self.element_at(element, r[0], r[1], Span::READABLE);
         self.asm.load_element(element, Gpr::Rax, Gpr::Rcx, Gpr::Rax);
         self.store(if element == Element::W64 { W64 } else { W32 }, r[2]);
     }
 
     /// `vm.buffer.store.*`: buffer, element offset, value (its low bytes).
     fn buffer_store(&mut self, element: Element, r: &[u16]) {
-        self.element_at(element, r[0], r[1], super::BufferSpan::WRITABLE);
+        self.element_at(element, r[0], r[1], Span::WRITABLE);
         self.asm.load(if element == Element::W64 { W64 } else { W32 }, Gpr::Rdx, r[2]);
         self.asm.store_element(element, Gpr::Rcx, Gpr::Rax, Gpr::Rdx);
     }

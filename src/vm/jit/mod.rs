@@ -3,8 +3,8 @@
 //! The interpreter's floor on a loop is its dispatch: every op costs a fetch, an indirect jump and
 //! a dependent load of the next op's address, which is most of an iteration of a scalar loop (see
 //! README "VM performance"). At load time each function whose loops consist only of scalar
-//! arithmetic, compares, branches, calls and typed buffer loads and stores is compiled to straight
-//! x86-64 that works on the same frame registers; the interpreter enters it at loop headers and takes over again wherever the code
+//! arithmetic, compares, branches, calls and typed buffer and global loads and stores is compiled
+//! to straight x86-64 that works on the same frame registers; the interpreter enters it at loop headers and takes over again wherever the code
 //! stops (an instruction it does not handle, or an error case). Functions that compile whole call
 //! each other natively, recursion included (see [`compile`] for the frames); the interpreter
 //! enters one that calls at its start. Verified bytecode is the only
@@ -32,18 +32,19 @@ pub use memory::CodeMemory;
 /// remaining budget (one unit per backward branch and call, as the interpreter counts;
 /// `u64::MAX` never runs out in practice), the register stack for compiled calls (its start, and
 /// where frames must end: [`RESULT_WORDS`] more words must be writable past that), how many
-/// frames may still be pushed and the frame's buffer table (a span per entry of
-/// [`Compiled::buffers`]); says where the interpreter goes on.
-pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64, *mut u32, *mut u32, u64, *const BufferSpan) -> Exit;
+/// frames may still be pushed and the frame's span table (a [`Span`] per entry of
+/// [`Compiled::spans`]); says where the interpreter goes on.
+pub type Entry = unsafe extern "sysv64" fn(*mut u32, u64, *mut u32, *mut u32, u64, *const Span) -> Exit;
 
-/// The bytes of the `!vm.buffer` a ref register holds, as compiled code reads them: refs are
-/// Rust objects, so the interpreter lays out the few words the code needs at each entry. That is
-/// sound because compiled code changes no ref register and calls no function that reads one, so
-/// the buffers stay in their registers (and alive) until it returns; a buffer's length never
+/// Bytes outside the frame that compiled code reads or writes: what the code needs of the
+/// `!vm.buffer` a ref register holds (refs are Rust objects, so the interpreter lays out these
+/// few words at each entry), or the module's global bytes. That is sound because compiled code
+/// changes no ref register and calls no function that reads a span, so the buffers stay in their
+/// registers (and alive) until it returns; neither a buffer's length nor the globals' ever
 /// changes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct BufferSpan {
+pub struct Span {
     /// The first byte; null when the register holds no buffer.
     base: *mut u8,
     /// Bytes that may be read: the length, or 0 without a buffer.
@@ -52,23 +53,37 @@ pub struct BufferSpan {
     writable: u64,
 }
 
-impl BufferSpan {
+/// What a [`Span`] of the table covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanOf {
+    /// The buffer in this ref register of the frame.
+    Buffer(u16),
+    /// The global bytes of the function's module.
+    Globals,
+}
+
+impl Span {
     /// Size and field offsets, for the code.
     pub const BYTES: u32 = 24;
     pub const BASE: u32 = 0;
     pub const READABLE: u32 = 8;
     pub const WRITABLE: u32 = 16;
 
+    /// The module's global bytes (`vm.global.load.*`/`store.*`).
+    pub fn globals(bytes: &mut [u8]) -> Span {
+        Span { base: bytes.as_mut_ptr(), readable: bytes.len() as u64, writable: bytes.len() as u64 }
+    }
+
     /// The span of what a ref register holds. Anything but a buffer gets no bytes, so every
     /// access goes back to the interpreter, which raises its error.
-    pub fn of(value: Option<&Ref>) -> BufferSpan {
+    pub fn of(value: Option<&Ref>) -> Span {
         match value.and_then(Ref::as_buffer) {
-            Some(buffer) => BufferSpan {
+            Some(buffer) => Span {
                 base: buffer.as_mut_ptr().unwrap_or(buffer.as_ptr().cast_mut()),
                 readable: buffer.len() as u64,
                 writable: if buffer.is_mutable() { buffer.len() as u64 } else { 0 },
             },
-            None => BufferSpan { base: std::ptr::null_mut(), readable: 0, writable: 0 },
+            None => Span { base: std::ptr::null_mut(), readable: 0, writable: 0 },
         }
     }
 }
@@ -183,8 +198,8 @@ pub struct Linked {
     pub code: Arc<CodeMemory>,
     /// (op index, entry) pairs.
     pub entries: Vec<(u32, Entry)>,
-    /// See [`Compiled::buffers`].
-    pub buffers: Box<[u16]>,
+    /// See [`Compiled::spans`].
+    pub spans: Box<[SpanOf]>,
 }
 
 /// Maps the compiled functions of one module into one executable mapping, with each compiled
@@ -230,7 +245,7 @@ pub fn link(functions: Vec<Option<Compiled>>) -> Vec<Option<Linked>> {
                     (op, entry)
                 })
                 .collect();
-            Some(Linked { code: Arc::clone(&memory), entries, buffers: compiled.buffers.clone().into() })
+            Some(Linked { code: Arc::clone(&memory), entries, spans: compiled.spans.clone().into() })
         })
         .collect()
 }

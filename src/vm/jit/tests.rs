@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::{compile, BufferSpan, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, RESULT_WORDS};
+use super::{compile, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, Span, SpanOf, RESULT_WORDS};
 use crate::vm::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
 use crate::vm::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
 use crate::vm::interpreter::lower::generic_scalar_op;
@@ -21,20 +21,13 @@ fn lone() -> Vec<Callee> {
 
 /// Enters `compiled` at its only entry, `op`, on `regs`, with a register stack for calls of
 /// its own and `buffers` for the buffer registers it reads.
-fn enter(
-    memory: &CodeMemory,
-    compiled: &Compiled,
-    op: u32,
-    regs: &mut [u32],
-    budget: u64,
-    buffers: &[BufferSpan],
-) -> Exit {
+fn enter(memory: &CodeMemory, compiled: &Compiled, op: u32, regs: &mut [u32], budget: u64, buffers: &[Span]) -> Exit {
     let [(entered, offset)] = compiled.entries[..] else { panic!("one entry: {:?}", compiled.entries) };
     assert_eq!(entered, op);
     let mut stack = vec![0u32; 64 + RESULT_WORDS as usize];
     // SAFETY: `offset` is the entry stub the compiler reported for `op`.
     let entry = unsafe { std::mem::transmute::<*const u8, Entry>(memory.at(offset as usize)) };
-    assert_eq!(buffers.len(), compiled.buffers.len(), "a span per buffer register");
+    assert_eq!(buffers.len(), compiled.spans.len(), "a span per buffer register");
     // SAFETY: the code touches only the registers of its frame, which the callers size, and the
     // bytes `buffers` allow, and calls nothing; the stack's limit leaves `RESULT_WORDS` after it.
     unsafe { entry(regs.as_mut_ptr(), budget, stack.as_mut_ptr(), stack.as_mut_ptr().add(64), 8, buffers.as_ptr()) }
@@ -452,7 +445,7 @@ fn after_zero(name: &str, operands: Vec<DecodedOperand<'static>>) -> Compiled {
 fn buffer_function(name: &str, size: u32) -> Compiled {
     let value = if size == 8 { RegisterBank::I64 } else { RegisterBank::I32 };
     let compiled = after_zero(name, vec![banked(1, RegisterBank::Ref), banked(2, RegisterBank::I64), banked(4, value)]);
-    assert_eq!(compiled.buffers, [1], "{name}: one buffer register");
+    assert_eq!(compiled.spans, [SpanOf::Buffer(1)], "{name}: one buffer register");
     assert!(!compiled.whole, "{name}: code that reads buffers is never called natively");
     compiled
 }
@@ -524,7 +517,7 @@ fn buffer_accesses_match_the_interpreter() {
                     w64(&mut regs, 4, value);
                     let before_regs = regs;
                     let before = contents(&buffer);
-                    let span = BufferSpan::of(Some(&Ref::Buffer(std::sync::Arc::clone(&buffer))));
+                    let span = Span::of(Some(&Ref::Buffer(std::sync::Arc::clone(&buffer))));
                     let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[span]);
                     let case =
                         format!("{name} at {offset} of {} bytes (mutable: {})", buffer.len(), buffer.is_mutable());
@@ -557,7 +550,7 @@ fn buffer_accesses_match_the_interpreter() {
         }
         // Without a buffer in the register (none, or another kind of ref) every access leaves.
         let list = crate::vm::list::List::new(crate::vm::list::ListElementType::I32, 4).expect("a list");
-        for span in [BufferSpan::of(None), BufferSpan::of(Some(&Ref::List(list)))] {
+        for span in [Span::of(None), Span::of(Some(&Ref::List(list)))] {
             let mut regs = [0u32; BANK];
             let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[span]);
             assert_eq!(exit.op, 1, "{name} without a buffer");
@@ -570,19 +563,73 @@ fn buffer_length_matches_the_interpreter() {
     use crate::vm::buffer::Buffer;
     use crate::vm::refs::Ref;
     let compiled = after_zero("vm.buffer.length", vec![banked(3, RegisterBank::Ref), banked(2, RegisterBank::I64)]);
-    assert_eq!(compiled.buffers, [3]);
+    assert_eq!(compiled.spans, [SpanOf::Buffer(3)]);
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
     for length in [0, 1, 4096] {
         let buffer = Buffer::allocate(length, 0).expect("allocates");
         let mut regs = [0x5A5A_5A5Au32; BANK];
-        let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[BufferSpan::of(Some(&Ref::Buffer(buffer)))]);
+        let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[Span::of(Some(&Ref::Buffer(buffer)))]);
         assert_eq!((exit.op, r64(&regs, 2)), (2, length as u64));
     }
     let mut regs = [0x5A5A_5A5Au32; BANK];
-    let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[BufferSpan::of(None)]);
+    let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[Span::of(None)]);
     assert_eq!(
         (exit.op, regs[2], regs[3]),
         (1, 0x5A5A_5A5A, 0x5A5A_5A5A),
         "a missing buffer is the interpreter's error"
     );
+}
+
+#[test]
+fn global_accesses_match_the_interpreter() {
+    const LENGTH: u32 = 24;
+    for (name, size, stores) in [
+        ("vm.global.load.i32", 4, false),
+        ("vm.global.load.f64", 8, false),
+        ("vm.global.store.f32", 4, true),
+        ("vm.global.store.i64", 8, true),
+    ] {
+        for offset in
+            [0, 4, 8, LENGTH - 8, LENGTH - 5, LENGTH - 4, LENGTH - 1, LENGTH, LENGTH + 4, i32::MAX as u32, u32::MAX - 3]
+        {
+            let bank = if size == 8 { RegisterBank::I64 } else { RegisterBank::I32 };
+            let compiled = after_zero(name, vec![DecodedOperand::GlobalByteOffset(offset), banked(4, bank)]);
+            let memory = CodeMemory::new(&compiled.code).expect("executable memory");
+            let mut globals: Vec<u8> = (0..LENGTH as u8).map(|i| 0xA0 ^ i).collect();
+            let before = globals.clone();
+            let mut regs = [0x5A5A_5A5Au32; BANK];
+            w64(&mut regs, 4, 0x0102_0304_0506_0708);
+            let before_regs = regs;
+            let spans: Vec<Span> = compiled.spans.iter().map(|_| Span::globals(&mut globals)).collect();
+            let exit = enter(&memory, &compiled, 0, &mut regs, 3, &spans);
+            let case = format!("{name} at byte {offset} of {LENGTH}");
+            // The interpreter's check (`global_range`): the value's bytes lie within the globals.
+            let range = offset as usize..offset as usize + size;
+            if range.end > LENGTH as usize {
+                assert_eq!(exit.op, 1, "{case}: must leave for the interpreter to raise");
+                assert_eq!((globals, regs[1..].to_vec()), (before, before_regs[1..].to_vec()), "{case}");
+                continue;
+            }
+            assert_eq!(compiled.spans, [SpanOf::Globals], "{case}");
+            assert_eq!(exit.op, 2, "{case}: must finish the access");
+            let mut expected_globals = before.clone();
+            let mut expected_regs = before_regs;
+            if stores {
+                let value = r64(&before_regs, 4).to_le_bytes();
+                expected_globals[range.clone()].copy_from_slice(&value[..size]);
+            } else {
+                let mut value = [0u8; 8];
+                value[..size].copy_from_slice(&before[range.clone()]);
+                if size == 8 {
+                    w64(&mut expected_regs, 4, u64::from_le_bytes(value));
+                } else {
+                    expected_regs[4] = u32::from_le_bytes(value[..4].try_into().expect("4 bytes"));
+                }
+            }
+            expected_regs[0] = 0;
+            regs[0] = 0; // the lead's zero
+            assert_eq!(globals, expected_globals, "{case}");
+            assert_eq!(regs, expected_regs, "{case}");
+        }
+    }
 }

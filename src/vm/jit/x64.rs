@@ -536,6 +536,28 @@ impl Assembler {
         self.bytes(&[0; 4]);
     }
 
+    /// `cmp qword [base + disp], imm32` (sign-extended): flags of `[base + disp] - imm`.
+    pub fn cmp_ext_imm(&mut self, base: Ext, disp: u32, imm: i32) {
+        self.at_ext(Width::W64, 0x81, Alu::Cmp.digit(), base, disp);
+        self.bytes(&imm.to_le_bytes());
+    }
+
+    /// `mov r, [base + disp32]`
+    pub fn load_at(&mut self, width: Width, r: Gpr, base: Gpr, disp: u32) {
+        self.rex_w(width);
+        self.code.push(0x8B);
+        self.code.push(0x80 | (r as u8) << 3 | base as u8);
+        self.bytes(&disp.to_le_bytes());
+    }
+
+    /// `mov [base + disp32], r`
+    pub fn store_at(&mut self, width: Width, base: Gpr, disp: u32, r: Gpr) {
+        self.rex_w(width);
+        self.code.push(0x89);
+        self.code.push(0x80 | (r as u8) << 3 | base as u8);
+        self.bytes(&disp.to_le_bytes());
+    }
+
     /// `lea r, [base + disp]`
     pub fn lea_ext(&mut self, r: Gpr, base: Ext, disp: u32) {
         self.at_ext(Width::W64, 0x8D, r as u8, base, disp);
@@ -652,7 +674,7 @@ mod tests {
         );
     }
 
-    // The buffer access instructions, checked the same way.
+    // The buffer and global access instructions, checked the same way.
     #[test]
     fn element_encodings() {
         let mut a = Assembler::default();
@@ -668,6 +690,9 @@ mod tests {
         a.store_element(Element::U16, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*2], dx
         a.store_element(Element::W32, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*4], edx
         a.store_element(Element::W64, Gpr::Rcx, Gpr::Rax, Gpr::Rdx); // mov [rcx+rax*8], rdx
+        a.cmp_ext_imm(Ext::R11, 8, 16); // cmp qword [r11+8], 16
+        a.load_at(Width::W32, Gpr::Rax, Gpr::Rcx, 16); // mov eax, [rcx+16]
+        a.store_at(Width::W64, Gpr::Rcx, 16, Gpr::Rax); // mov [rcx+16], rax
         assert_eq!(
             a.finish().unwrap(),
             [
@@ -682,7 +707,10 @@ mod tests {
                 0x88, 0x14, 0x01, //
                 0x66, 0x89, 0x14, 0x41, //
                 0x89, 0x14, 0x81, //
-                0x48, 0x89, 0x14, 0xC1,
+                0x48, 0x89, 0x14, 0xC1, //
+                0x49, 0x81, 0xBB, 0x08, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, //
+                0x8B, 0x81, 0x10, 0x00, 0x00, 0x00, //
+                0x48, 0x89, 0x81, 0x10, 0x00, 0x00, 0x00,
             ]
         );
     }
