@@ -4,12 +4,13 @@
 //! a dependent load of the next op's address, which is most of an iteration of a scalar loop (see
 //! README "VM performance"). At load time each function whose loops consist only of scalar
 //! arithmetic, compares, branches, calls and typed buffer and global loads and stores is compiled
-//! to straight x86-64 that works on the same frame registers; the interpreter enters it at loop headers and takes over again wherever the code
-//! stops (an instruction it does not handle, or an error case). Functions that compile whole call
-//! each other natively, recursion included (see [`compile`] for the frames); the interpreter
-//! enters one that calls at its start. Verified bytecode is the only
-//! input: the verifier proved every register ordinal within the frame and every branch onto a
-//! block, which is what makes the emitted loads and stores stay inside the frame.
+//! to straight x86-64 that works on the same frame registers; the interpreter enters it at loop
+//! headers and takes over again wherever the code stops (an instruction it does not handle, or an
+//! error case). Functions that compile whole call each other natively, recursion included (see
+//! [`compile`] for the frames); the interpreter enters one that calls at its start. Verified
+//! bytecode is the only input: the verifier proved every register ordinal within the frame and
+//! every branch onto a block, which is what makes the emitted loads and stores stay inside the
+//! frame; buffer and global accesses check their offsets against the [`Span`]s they are given.
 //!
 //! `RTX_VM_JIT=0` (or `off`) at module load turns it off; `RTX_VM_JIT=all` enters compiled code
 //! at every block that compiled, which the tests use to check each compiled instruction against
