@@ -141,6 +141,15 @@ impl View<'_> {
     }
 }
 
+/// The bytes of element `offset` of `N` bytes within `range` (of the memory a buffer views), if
+/// it lies inside: the fast path of typed loads and stores, whose errors the slow path reports.
+#[inline]
+fn element<const N: usize>(offset: i64, range: &Range<usize>) -> Option<Range<usize>> {
+    let start = usize::try_from(offset).ok()?.checked_mul(N)?;
+    let end = start.checked_add(N)?;
+    (end <= range.len()).then_some(range.start + start..range.start + end)
+}
+
 /// Bulk operations go through a stack buffer of this many bytes (a multiple of 8 for the hash).
 const CHUNK: usize = 256;
 
@@ -529,12 +538,22 @@ impl Buffer {
     /// the general range check.
     #[inline]
     fn load<const N: usize>(&self, offset: i64) -> Result<[u8; N], Diagnostic> {
-        if let Some(source) = self.owned_element::<N>(offset) {
-            let mut bytes = [0u8; N];
-            for (dst, src) in bytes.iter_mut().zip(source) {
-                *dst = src.load(Ordering::Relaxed);
+        match &self.storage {
+            Storage::Owned { memory, range } => {
+                if let Some(source) = element::<N>(offset, range).and_then(|at| memory.bytes().get(at)) {
+                    let mut bytes = [0u8; N];
+                    for (dst, src) in bytes.iter_mut().zip(source) {
+                        *dst = src.load(Ordering::Relaxed);
+                    }
+                    return Ok(bytes);
+                }
             }
-            return Ok(bytes);
+            Storage::Rodata { module, range } => {
+                let source = element::<N>(offset, range).and_then(|at| module.bytes().get(at));
+                if let Some(Ok(bytes)) = source.map(<[u8; N]>::try_from) {
+                    return Ok(bytes);
+                }
+            }
         }
         let view = self.view(offset, 1, N)?;
         let mut bytes = [0u8; N];
@@ -557,9 +576,10 @@ impl Buffer {
     /// Element `offset` of an owned buffer, if in range.
     #[inline]
     fn owned_element<const N: usize>(&self, offset: i64) -> Option<&[AtomicU8]> {
-        let bytes = self.owned_bytes()?;
-        let start = usize::try_from(offset).ok()?.checked_mul(N)?;
-        bytes.get(start..start.checked_add(N)?)
+        match &self.storage {
+            Storage::Owned { memory, range } => memory.bytes().get(element::<N>(offset, range)?),
+            Storage::Rodata { .. } => None,
+        }
     }
 
     fn fill<const N: usize>(&self, offset: i64, count: i64, value: [u8; N]) -> Result<(), Diagnostic> {
