@@ -424,17 +424,25 @@ impl Assembler {
         self.slot(0, slot);
     }
 
+    /// `xorps xmm0, xmm0`: the conversions below write only the low lane of `xmm0`, so without
+    /// this each would wait for whatever last wrote it (a dependency carried around a loop).
+    fn clear_xmm0(&mut self) {
+        self.bytes(&[0x0F, 0x57, 0xC0]);
+    }
+
     /// `cvtsi2ss/cvtsi2sd xmm0, r/m` (`float` W32/W64) from a 32-bit slot, or from a 64-bit one
-    /// (`source` W64).
+    /// (`source` W64), after clearing `xmm0`.
     pub fn int_to_float(&mut self, float: Width, source: Width, slot: u16) {
+        self.clear_xmm0();
         self.sse_prefix(float);
         self.rex_w(source);
         self.bytes(&[0x0F, 0x2A]);
         self.slot(0, slot);
     }
 
-    /// `cvtsi2ss/cvtsi2sd xmm0, r64`
+    /// `cvtsi2ss/cvtsi2sd xmm0, r64`, after clearing `xmm0`.
     pub fn int_to_float_reg(&mut self, float: Width, r: Gpr) {
+        self.clear_xmm0();
         self.sse_prefix(float);
         self.bytes(&[0x48, 0x0F, 0x2A]);
         self.direct(0, r as u8);
