@@ -493,7 +493,7 @@ fn buffer_accesses_match_the_interpreter() {
         let compiled = buffer_function(name, size);
         let memory = CodeMemory::new(&compiled.code).expect("executable memory");
         for length in [0usize, 1, 7, 8, 9, 16, 23] {
-            let bytes: Vec<u8> = (0..length).map(|i| 0x80 | (i as u8 * 37)).collect();
+            let bytes: Vec<u8> = (0..length).map(|i| 0x80 | (i as u8).wrapping_mul(37)).collect();
             let mut buffers = vec![Buffer::from_bytes(&bytes).expect("allocates")];
             // A read-only buffer: the first rodata segment of the fixture (32 bytes).
             if length == 0 {
