@@ -65,11 +65,11 @@ pub struct Compiled {
     /// (offset of a `call`'s rel32 field, function ordinal called): the linker points them at
     /// the callees' code.
     pub calls: Vec<(u32, u32)>,
-    /// The bytes the code reads outside the frame, in the order of the table the interpreter
-    /// passes at each entry (see [`super::Span`]).
+    /// The bytes the code reads or writes outside the frame, in the order of the table the
+    /// interpreter passes at each entry (see [`Span`]).
     pub spans: Vec<SpanOf>,
-    /// Every op compiled, none leaves to the interpreter and none reads a buffer: compiled
-    /// callers may call it.
+    /// Every op compiled, none leaves to the interpreter and none needs a span (a buffer or
+    /// the globals): compiled callers may call it.
     pub whole: bool,
 }
 
@@ -232,8 +232,8 @@ pub fn compile(
     if chosen.is_empty() && !whole {
         return None;
     }
-    // The interpreter enters through a stub that moves the buffer table, the register stack's
-    // top, limit and depth out of the argument registers the code uses as scratch.
+    // The interpreter enters through a stub that moves the span table, the register stack's top,
+    // limit and depth out of the argument registers the code uses as scratch.
     for (_, code) in &mut chosen {
         let group = groups.iter().find(|g| g.code == *code)?;
         *code = asm.offset() as u32;
