@@ -538,21 +538,17 @@ impl Buffer {
     /// the general range check.
     #[inline]
     fn load<const N: usize>(&self, offset: i64) -> Result<[u8; N], Diagnostic> {
-        match &self.storage {
-            Storage::Owned { memory, range } => {
-                if let Some(source) = element::<N>(offset, range).and_then(|at| memory.bytes().get(at)) {
-                    let mut bytes = [0u8; N];
-                    for (dst, src) in bytes.iter_mut().zip(source) {
-                        *dst = src.load(Ordering::Relaxed);
-                    }
-                    return Ok(bytes);
-                }
+        if let Some(source) = self.owned_element::<N>(offset) {
+            let mut bytes = [0u8; N];
+            for (dst, src) in bytes.iter_mut().zip(source) {
+                *dst = src.load(Ordering::Relaxed);
             }
-            Storage::Rodata { module, range } => {
-                let source = element::<N>(offset, range).and_then(|at| module.bytes().get(at));
-                if let Some(Ok(bytes)) = source.map(<[u8; N]>::try_from) {
-                    return Ok(bytes);
-                }
+            return Ok(bytes);
+        }
+        if let Storage::Rodata { module, range } = &self.storage {
+            let source = element::<N>(offset, range).and_then(|at| module.bytes().get(at));
+            if let Some(Ok(bytes)) = source.map(<[u8; N]>::try_from) {
+                return Ok(bytes);
             }
         }
         let view = self.view(offset, 1, N)?;

@@ -393,14 +393,13 @@ impl Emitter<'_> {
                 let signed = matches!(opcode, O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S);
                 // Division by zero is an error and `MIN / -1` overflows: the interpreter raises
                 // both, so any zero or (signed) -1 divisor goes back to it.
-                let slow = self.asm.label();
+                let slow = self.leave_label();
                 self.asm.cmp_slot_imm(width, r[1], 0);
                 self.asm.jump_if(Cond::E, slow);
                 if signed {
                     self.asm.cmp_slot_imm(width, r[1], -1);
                     self.asm.jump_if(Cond::E, slow);
                 }
-                self.exits.push(Exit { label: slow, op: self.op, action: Action::Leave });
                 self.load(width, r[0]);
                 self.asm.extend_dividend(width, signed);
                 self.asm.divide(width, signed, r[1]);
@@ -520,11 +519,10 @@ impl Emitter<'_> {
             O::BufferLength => {
                 // A register that holds no buffer has no base: the interpreter raises that.
                 let span = self.span(SpanOf::Buffer(r[0]));
-                let missing = self.asm.label();
+                let missing = self.leave_label();
                 self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
                 self.asm.test64(Gpr::Rcx);
                 self.asm.jump_if(Cond::E, missing);
-                self.exits.push(Exit { label: missing, op: self.op, action: Action::Leave });
                 self.asm.load_ext(W64, Gpr::Rax, Ext::R11, span + Span::READABLE);
                 self.store(W64, r[1]);
             }
@@ -881,6 +879,14 @@ impl Emitter<'_> {
         }
     }
 
+    /// A label whose code returns to the interpreter at this op, which raises the error the
+    /// jumps to it stand for.
+    fn leave_label(&mut self) -> Label {
+        let label = self.asm.label();
+        self.exits.push(Exit { label, op: self.op, action: Action::Leave });
+        label
+    }
+
     /// The offset of `of`'s span in the span table, adding it to the table on first use.
     fn span(&mut self, of: SpanOf) -> u32 {
         let index = match self.spans.iter().position(|&s| s == of) {
@@ -906,10 +912,9 @@ impl Emitter<'_> {
         let width = if element == Element::W64 { W64 } else { W32 };
         let Ok(end) = i32::try_from(u64::from(offset) + (1 << element.shift())) else { return false };
         let span = self.span(SpanOf::Globals);
-        let outside = self.asm.label();
+        let outside = self.leave_label();
         self.asm.cmp_ext_imm(Ext::R11, span + Span::READABLE, end);
         self.asm.jump_if(Cond::B, outside);
-        self.exits.push(Exit { label: outside, op: self.op, action: Action::Leave });
         self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
         if store {
             self.load(width, register);
@@ -928,7 +933,7 @@ impl Emitter<'_> {
     /// buffer has no bytes, a read-only one none to write).
     fn element_at(&mut self, element: Element, buffer: u16, offset: u16, bound: u32) {
         let span = self.span(SpanOf::Buffer(buffer));
-        let outside = self.asm.label();
+        let outside = self.leave_label();
         self.load(W64, offset);
         self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + bound);
         if element.shift() > 0 {
@@ -937,7 +942,6 @@ impl Emitter<'_> {
         // Unsigned: a negative offset is past any length.
         self.asm.alu_reg(Alu::Cmp, W64, Gpr::Rax, Gpr::Rcx);
         self.asm.jump_if(Cond::Ae, outside);
-        self.exits.push(Exit { label: outside, op: self.op, action: Action::Leave });
         self.asm.load_ext(W64, Gpr::Rcx, Ext::R11, span + Span::BASE);
     }
 

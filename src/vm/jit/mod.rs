@@ -80,7 +80,8 @@ impl Span {
     pub fn of(value: Option<&Ref>) -> Span {
         match value.and_then(Ref::as_buffer) {
             Some(buffer) => Span {
-                base: buffer.as_mut_ptr().unwrap_or(buffer.as_ptr().cast_mut()),
+                // Written only through `writable`, which is 0 for rodata.
+                base: buffer.as_ptr().cast_mut(),
                 readable: buffer.len() as u64,
                 writable: if buffer.is_mutable() { buffer.len() as u64 } else { 0 },
             },
