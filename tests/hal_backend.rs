@@ -155,7 +155,7 @@ impl DeviceBackend for TestDevice {
         self.log.lock().unwrap().push("execute");
         let (commands, table) = (commands.cloned(), table.to_vec());
         submit(queue, move || match &commands {
-            Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes),
+            Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes, None),
             None => Ok(()),
         })
     }

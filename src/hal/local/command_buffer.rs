@@ -3,7 +3,8 @@
 
 use smallvec::SmallVec;
 
-use super::executable::{BoundBytes, Dispatch, LocalExecutable};
+use super::executable::{self, BoundBytes, Dispatch, LocalExecutable, ReadyDispatch};
+use super::workers::Workers;
 use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{
@@ -19,40 +20,84 @@ pub fn new(binding_capacity: u32) -> CommandList {
     CommandList::new(binding_capacity, accepts)
 }
 
-/// Runs the recorded commands in order with `table` resolving slot references and `memory`
-/// giving each buffer's bytes. Barriers order nothing here: commands run in recording order.
-pub fn execute(list: &CommandList, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+/// Runs the recorded commands with `table` resolving slot references and `memory` giving each
+/// buffer's bytes: in recording order, except that dispatches with no barrier (or transfer)
+/// between them run together on `pool`, as the program allows. Without a pool, barriers order
+/// nothing: commands run one after the other.
+pub fn execute(
+    list: &CommandList,
+    table: &[TableEntry],
+    memory: MemoryAccess,
+    pool: Option<&Workers>,
+) -> Result<(), Diagnostic> {
     list.with_commands(|commands| {
-        for command in commands {
+        let mut rest = commands;
+        while let Some(command) = rest.first() {
+            let together = rest.iter().take_while(|command| matches!(command, Command::Dispatch { .. })).count();
+            if let (Some(workers), 2..) = (pool, together) {
+                run_together(&rest[..together], table, memory, workers)?;
+                rest = &rest[together..];
+                continue;
+            }
             match command {
-                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
-                    let workgroup_count = match workgroups {
-                        Workgroups::Fixed(count) => *count,
-                        Workgroups::Indirect(range) => {
-                            let bytes = resolve(range, table, memory)?.span()?;
-                            [0, 1, 2]
-                                .map(|i| bytes.load_i32(i).map(|v| v as u32))
-                                .into_iter()
-                                .collect::<Result<Vec<_>, _>>()?
-                                .try_into()
-                                .expect("three counts")
-                        }
-                    };
-                    let export = executable.check_export(*export)?;
-                    with_bound(bindings, table, memory, |bound| {
-                        local_executable(executable)?.dispatch(&Dispatch {
-                            export,
-                            workgroup_count,
-                            constants,
-                            bindings: bound,
-                        })
-                    })?;
+                Command::Dispatch { .. } => {
+                    with_dispatch(command, table, memory, |code, dispatch| code.dispatch(dispatch))?
                 }
                 Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
                 Command::Barrier => {}
             }
+            rest = &rest[1..];
         }
         Ok(())
+    })
+}
+
+/// Runs independent dispatch commands as one job on `workers`. A dispatch whose code runs its
+/// workgroups only itself runs first, on its own.
+fn run_together(
+    dispatches: &[Command],
+    table: &[TableEntry],
+    memory: MemoryAccess,
+    workers: &Workers,
+) -> Result<(), Diagnostic> {
+    let mut ready = SmallVec::<[Box<dyn ReadyDispatch + '_>; 4]>::with_capacity(dispatches.len());
+    for command in dispatches {
+        let made = with_dispatch(command, table, memory, |code, dispatch| match code.ready(dispatch, workers)? {
+            Some(made) => Ok(Some(made)),
+            None => code.dispatch(dispatch).map(|()| None),
+        })?;
+        ready.extend(made);
+    }
+    executable::run_together(&ready, workers)
+}
+
+/// Resolves a dispatch command (its grid, export and bindings) and hands it to `run` with the
+/// code that runs it.
+fn with_dispatch<'a, R>(
+    command: &'a Command,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+    run: impl FnOnce(&'a LocalExecutable, &Dispatch<'_>) -> Result<R, Diagnostic>,
+) -> Result<R, Diagnostic> {
+    let Command::Dispatch { executable, export, workgroups, constants, bindings } = command else {
+        unreachable!("with_dispatch is given dispatch commands only")
+    };
+    let workgroup_count = match workgroups {
+        Workgroups::Fixed(count) => *count,
+        Workgroups::Indirect(range) => {
+            let bytes = resolve(range, table, memory)?.span()?;
+            [0, 1, 2]
+                .map(|i| bytes.load_i32(i).map(|v| v as u32))
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?
+                .try_into()
+                .expect("three counts")
+        }
+    };
+    let export = executable.check_export(*export)?;
+    let code = local_executable(executable)?;
+    with_bound(bindings, table, memory, |bound| {
+        run(code, &Dispatch { export, workgroup_count, constants, bindings: bound })
     })
 }
 
@@ -62,12 +107,12 @@ const BINDINGS_ON_STACK: usize = 8;
 
 /// Runs `run` with `bindings` resolved: on the stack when there are few, so a dispatch allocates
 /// nothing.
-fn with_bound<'a>(
+fn with_bound<'a, R>(
     bindings: &'a [BufferRange],
     table: &'a [TableEntry],
     memory: MemoryAccess,
-    run: impl FnOnce(&[BoundBytes<'a>]) -> Result<(), Diagnostic>,
-) -> Result<(), Diagnostic> {
+    run: impl FnOnce(&[BoundBytes<'a>]) -> Result<R, Diagnostic>,
+) -> Result<R, Diagnostic> {
     let mut bound = SmallVec::<[BoundBytes<'a>; BINDINGS_ON_STACK]>::with_capacity(bindings.len());
     for range in bindings {
         bound.push(resolve(range, table, memory)?);
@@ -153,7 +198,175 @@ fn resolve<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hal::backend::CommandBufferBackend;
+    use crate::hal::local::executable::ExecutableCode;
     use crate::hal::local::memory::HostAllocator;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// What a fake workgroup does, given its export and index.
+    type Behaviour = dyn Fn(usize, u64) -> Result<(), Diagnostic> + Send + Sync;
+
+    /// Executable code whose workgroups run `behaviour`; with `ready` false it runs every
+    /// dispatch itself, as VMVX does.
+    struct Fake {
+        names: Vec<String>,
+        ready: bool,
+        behaviour: Box<Behaviour>,
+    }
+
+    impl std::fmt::Debug for Fake {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Fake")
+        }
+    }
+
+    struct FakeDispatch<'a> {
+        fake: &'a Fake,
+        export: usize,
+        count: u64,
+    }
+
+    impl ReadyDispatch for FakeDispatch<'_> {
+        fn workgroups(&self) -> u64 {
+            self.count
+        }
+
+        fn local_memory(&self) -> usize {
+            8 * (self.export + 1)
+        }
+
+        fn run(&self, index: u64, _processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic> {
+            assert!(memory.len() >= self.local_memory());
+            (self.fake.behaviour)(self.export, index)
+        }
+    }
+
+    impl ExecutableCode for Fake {
+        fn export_names(&self) -> &[String] {
+            &self.names
+        }
+
+        fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
+            (0..u64::from(dispatch.workgroup_count[0])).try_for_each(|index| (self.behaviour)(dispatch.export, index))
+        }
+
+        fn ready<'a>(
+            &'a self,
+            dispatch: &Dispatch<'_>,
+            _concurrency: usize,
+        ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+            let count = u64::from(dispatch.workgroup_count[0]);
+            Ok(self.ready.then(|| Box::new(FakeDispatch { fake: self, export: dispatch.export, count }) as Box<_>))
+        }
+    }
+
+    /// One command buffer of `steps`: `Some((export, workgroups))` a dispatch, `None` a barrier.
+    fn record(fake: Fake, steps: &[Option<(usize, u32)>]) -> CommandList {
+        let executable = Executable::new(Arc::new(LocalExecutable::new(Box::new(fake))));
+        let list = new(0);
+        for step in steps {
+            match *step {
+                Some((export, count)) => {
+                    list.dispatch(&executable, export, Workgroups::Fixed([count, 1, 1]), Vec::new(), Vec::new())
+                }
+                None => list.barrier(),
+            }
+            .unwrap();
+        }
+        list.finalize().unwrap();
+        list
+    }
+
+    fn fake(ready: bool, behaviour: impl Fn(usize, u64) -> Result<(), Diagnostic> + Send + Sync + 'static) -> Fake {
+        Fake { names: vec!["a".into(), "b".into(), "c".into()], ready, behaviour: Box::new(behaviour) }
+    }
+
+    /// Waits up to a few seconds for `arrived` to reach `count`: an error if it does not (one
+    /// thread running both sides of a rendezvous), rather than a hang.
+    fn meet(arrived: &AtomicUsize, count: usize, what: &str) -> Result<(), Diagnostic> {
+        arrived.fetch_add(1, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while arrived.load(Ordering::SeqCst) < count {
+            if Instant::now() > deadline {
+                return Err(Diagnostic::new(StatusCode::DeadlineExceeded, format!("{what} ran alone")));
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// Dispatches with no barrier between them run at once on the pool: each one's only
+    /// workgroup waits for the other's to start, which one-after-the-other cannot satisfy.
+    #[test]
+    fn dispatches_without_a_barrier_between_them_run_together() {
+        let workers = Workers::new(2).unwrap();
+        for _ in 0..50 {
+            let arrived = Arc::new(AtomicUsize::new(0));
+            let seen = arrived.clone();
+            let list =
+                record(fake(true, move |export, _| meet(&seen, 2, ["a", "b"][export])), &[Some((0, 1)), Some((1, 1))]);
+            execute(&list, &[], host_bytes, Some(&workers)).unwrap();
+            assert_eq!(arrived.load(Ordering::SeqCst), 2);
+        }
+    }
+
+    /// A barrier still ends a group: every workgroup before it has finished before any after it
+    /// starts, with or without a pool.
+    #[test]
+    fn barriers_order_the_dispatches_around_them() {
+        let workers = Workers::new(3).unwrap();
+        for pool in [None, Some(&workers)] {
+            let finished = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)]);
+            let seen = finished.clone();
+            let list = record(
+                fake(true, move |export, index| {
+                    if export == 2 && seen[0].load(Ordering::SeqCst) + seen[1].load(Ordering::SeqCst) != 13 {
+                        return Err(Diagnostic::new(StatusCode::Internal, format!("c[{index}] started early")));
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                    seen[export].fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                }),
+                &[Some((0, 6)), Some((1, 7)), None, Some((2, 9))],
+            );
+            execute(&list, &[], host_bytes, pool).unwrap();
+            assert_eq!(finished.each_ref().map(|count| count.load(Ordering::SeqCst)), [6, 7, 9]);
+        }
+    }
+
+    /// Every workgroup of every dispatch in a group runs once, with its own dispatch's index, a
+    /// dispatch of no workgroups among them; code that runs its dispatches only itself runs them
+    /// too; and the first failure is what the command buffer returns.
+    #[test]
+    fn a_group_runs_each_workgroup_once_and_returns_failures() {
+        let workers = Workers::new(3).unwrap();
+        for ready in [true, false] {
+            let runs = Arc::new(Mutex::new(Vec::new()));
+            let seen = runs.clone();
+            let list = record(
+                fake(ready, move |export, index| {
+                    seen.lock().unwrap().push((export, index));
+                    Ok(())
+                }),
+                &[Some((0, 3)), Some((1, 0)), Some((2, 5)), Some((0, 2))],
+            );
+            execute(&list, &[], host_bytes, Some(&workers)).unwrap();
+            let mut runs = runs.lock().unwrap().clone();
+            runs.sort_unstable();
+            assert_eq!(runs, [(0, 0), (0, 0), (0, 1), (0, 1), (0, 2), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4)]);
+        }
+        let list = record(
+            fake(true, |export, index| match (export, index) {
+                (1, 3) => Err(Diagnostic::new(StatusCode::OutOfRange, "b[3] read past its binding")),
+                _ => Ok(()),
+            }),
+            &[Some((0, 4)), Some((1, 4)), None, Some((2, 4))],
+        );
+        let error = execute(&list, &[], host_bytes, Some(&workers)).unwrap_err();
+        assert_eq!((error.code, error.message.as_str()), (StatusCode::OutOfRange, "b[3] read past its binding"));
+    }
 
     fn host_buffer(bytes: &[u8]) -> Buffer {
         HostAllocator::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0)
@@ -179,7 +392,8 @@ mod tests {
         for count in [3, BINDINGS_ON_STACK + 2] {
             let mut bindings: Vec<BufferRange> = (0..count).map(range).collect();
             bindings[count - 1] = BufferRange { source: BufferSource::Slot(1), offset: 0, length: 1 };
-            let error = with_bound(&bindings, &table, host_bytes, |_| panic!("not run")).unwrap_err();
+            let error = with_bound(&bindings, &table, host_bytes, |_| -> Result<(), Diagnostic> { panic!("not run") })
+                .unwrap_err();
             assert_eq!(error.message, "binding table slot 1 out of range (the table has 1 entries)");
         }
     }

@@ -188,12 +188,14 @@ impl DeviceBackend for LocalDevice {
         command_list(commands)?;
         match queue.wait.map_or(Reached::Yes, Fence::reached) {
             Reached::No => {
-                let (commands, table) = (commands.clone(), table.to_vec());
-                submit(queue, move || command_buffer::execute(command_list(&commands)?, &table, host_bytes))
+                let (commands, table, pool) = (commands.clone(), table.to_vec(), self.pool.clone());
+                submit(queue, move || {
+                    command_buffer::execute(command_list(&commands)?, &table, host_bytes, pool.as_deref())
+                })
             }
-            reached => {
-                run_now(queue.signal, reached, || command_buffer::execute(command_list(commands)?, table, host_bytes))
-            }
+            reached => run_now(queue.signal, reached, || {
+                command_buffer::execute(command_list(commands)?, table, host_bytes, self.pool.as_deref())
+            }),
         }
     }
 

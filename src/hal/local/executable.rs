@@ -1,13 +1,16 @@
-//! Executables on the CPU: what the loaders (VMVX, native ELF) produce, run one dispatch at a time
-//! over bound host memory.
+//! Executables on the CPU: what the loaders (VMVX, native ELF) produce, run over bound host
+//! memory one dispatch at a time, or several independent dispatches together.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use smallvec::SmallVec;
+
 use super::dispatch_times;
 use super::fpu::FlushDenormals;
+use super::workers::Workers;
 use crate::hal::backend::ExecutableBackend;
 use crate::hal::byte_range::{self, OutOfRange};
 use crate::host::Diagnostic;
@@ -79,6 +82,49 @@ pub trait ExecutableCode: Send + Sync + fmt::Debug {
 
     /// Runs every workgroup of one dispatch.
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic>;
+
+    /// The dispatch made ready for its workgroups to run on any of `concurrency` threads, beside
+    /// other dispatches' workgroups; `None` where this code runs a dispatch's workgroups only
+    /// itself (VMVX: one VM context).
+    fn ready<'a>(
+        &'a self,
+        _dispatch: &Dispatch<'_>,
+        _concurrency: usize,
+    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+        Ok(None)
+    }
+}
+
+/// A dispatch whose workgroups any thread may run, in any order: the form in which dispatches with
+/// no barrier between them share the worker pool.
+pub trait ReadyDispatch: Sync {
+    fn workgroups(&self) -> u64;
+
+    /// Bytes of local memory each thread running a workgroup needs.
+    fn local_memory(&self) -> usize;
+
+    /// Runs workgroup `index` (X fastest) on processor `processor` with `memory` its own.
+    fn run(&self, index: u64, processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic>;
+}
+
+/// Runs the workgroups of independent dispatches (no barrier between them, so the program lets
+/// them run at once) as one job on `workers`: a dispatch of a few workgroups no longer leaves the
+/// other cores idle until it ends, the next one's workgroups fill them.
+pub fn run_together(dispatches: &[Box<dyn ReadyDispatch + '_>], workers: &Workers) -> Result<(), Diagnostic> {
+    let _mode = FlushDenormals::enter();
+    let mut starts = SmallVec::<[u64; 8]>::with_capacity(dispatches.len());
+    let mut total = 0u64;
+    for dispatch in dispatches {
+        starts.push(total);
+        total += dispatch.workgroups();
+    }
+    let local_memory = dispatches.iter().map(|dispatch| dispatch.local_memory()).max().unwrap_or(0);
+    workers.run(total, local_memory, &|index, processor, memory| {
+        // The last dispatch starting at or before `index`: it holds `index` (one of no
+        // workgroups starts where the next does).
+        let which = starts.partition_point(|&start| start <= index) - 1;
+        dispatches[which].run(index - starts[which], processor, memory)
+    })
 }
 
 /// A loaded CPU executable.
@@ -104,6 +150,22 @@ impl LocalExecutable {
             dispatch_times::record(export, started.elapsed());
         }
         result
+    }
+}
+
+impl LocalExecutable {
+    /// The dispatch ready to run beside others on `workers`; `None` where its code runs its
+    /// workgroups only itself, and while dispatches are timed (one by one, so that each time is
+    /// its own).
+    pub fn ready<'a>(
+        &'a self,
+        dispatch: &Dispatch<'_>,
+        workers: &Workers,
+    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+        if dispatch_times::enabled() {
+            return Ok(None);
+        }
+        self.code.ready(dispatch, workers.concurrency())
     }
 }
 

@@ -11,8 +11,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::executable::{Dispatch, ExecutableCode};
-use super::library::{Binding, ExecutableFormat, ExecutableLibrary, ImportFunction};
+use super::executable::{Dispatch, ExecutableCode, ReadyDispatch};
+use super::library::{Binding, DispatchError, ExecutableFormat, ExecutableLibrary, ImportFunction, PreparedDispatch};
 use super::workers::Workers;
 use crate::host::{Diagnostic, StatusCode};
 
@@ -55,33 +55,18 @@ impl ExecutableCode for NativeExecutable {
     }
 
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-        let bindings = dispatch.bindings.iter().map(|bound| {
-            // SAFETY: the bound memory is held by the dispatch for as long as the code runs;
-            // the same memory bound twice (at different offsets) is what dispatches do.
-            unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
-        });
-        let failed = |e: &super::library::DispatchError| Diagnostic::new(StatusCode::Internal, e.to_string());
         // Used where it lies in the result: moving the prepared dispatch (over a kilobyte of
         // arguments) out of it would copy it.
-        let mut prepared =
-            self.library.prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings);
+        let mut prepared = self.prepare(dispatch);
         let prepared = prepared.as_mut().map_err(|e| failed(e))?;
-        let [x, y, z] = dispatch.workgroup_count;
-        let total = u64::from(x) * u64::from(y) * u64::from(z);
         let local_memory = prepared.local_memory_size();
         match &self.pool {
             // One workgroup (or none) is not worth a wake-up.
-            Some(workers) if total > 1 => {
+            Some(workers) if workgroups(prepared) > 1 => {
                 prepared.set_max_concurrency(workers.concurrency().min(255) as u8);
-                let prepared = &*prepared;
-                workers.run(total, local_memory, &|index, processor, memory| {
-                    let id = [
-                        (index % u64::from(x)) as u32,
-                        (index / u64::from(x) % u64::from(y)) as u32,
-                        (index / (u64::from(x) * u64::from(y))) as u32,
-                    ];
-                    // SAFETY: as below; each thread running the job has its own local memory.
-                    unsafe { prepared.run_workgroup(id, processor, memory) }.map_err(|e| failed(&e))
+                let ready = Ready(&*prepared);
+                workers.run(workgroups(prepared), local_memory, &|index, processor, memory| {
+                    ready.run(index, processor, memory)
                 })
             }
             _ => {
@@ -91,5 +76,58 @@ impl ExecutableCode for NativeExecutable {
                 unsafe { prepared.run_all_workgroups(&mut memory) }.map_err(|e| failed(&e))
             }
         }
+    }
+
+    fn ready<'a>(
+        &'a self,
+        dispatch: &Dispatch<'_>,
+        concurrency: usize,
+    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+        let mut prepared = Box::new(self.prepare(dispatch).map_err(|e| failed(&e))?);
+        prepared.set_max_concurrency(concurrency.min(255) as u8);
+        Ok(Some(Box::new(Ready(prepared))))
+    }
+}
+
+impl NativeExecutable {
+    /// The dispatch's arguments checked against its export and fixed.
+    #[inline(always)]
+    fn prepare(&self, dispatch: &Dispatch<'_>) -> Result<PreparedDispatch<'_>, DispatchError> {
+        let bindings = dispatch.bindings.iter().map(|bound| {
+            // SAFETY: the bound memory is held by the command buffer's table for as long as the
+            // code runs; the same memory bound twice (at different offsets) is what dispatches do.
+            unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
+        });
+        self.library.prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings)
+    }
+}
+
+fn workgroups(prepared: &PreparedDispatch<'_>) -> u64 {
+    prepared.workgroup_count().iter().map(|&count| u64::from(count)).product()
+}
+
+fn failed(error: &DispatchError) -> Diagnostic {
+    Diagnostic::new(StatusCode::Internal, error.to_string())
+}
+
+/// A dispatch of a native executable, its workgroups numbered X fastest. Made only here, from
+/// the bindings the program bound (see the module documentation on trust).
+struct Ready<P>(P);
+
+impl<'a, P: std::ops::Deref<Target = PreparedDispatch<'a>> + Sync> ReadyDispatch for Ready<P> {
+    fn workgroups(&self) -> u64 {
+        workgroups(&self.0)
+    }
+
+    fn local_memory(&self) -> usize {
+        self.0.local_memory_size()
+    }
+
+    fn run(&self, index: u64, processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic> {
+        let [x, y, _] = self.0.workgroup_count().map(u64::from);
+        let id = [(index % x) as u32, (index / x % y) as u32, (index / (x * y)) as u32];
+        // SAFETY: the executable is trusted compiler output and the bindings are the buffers the
+        // program bound for it; each thread running workgroups has its own `memory`.
+        unsafe { self.0.run_workgroup(id, processor, memory) }.map_err(|e| failed(&e))
     }
 }

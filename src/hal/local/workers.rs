@@ -16,10 +16,11 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use arc_swap::ArcSwapOption;
 use crossbeam_utils::CachePadded;
 
 use super::fpu;
@@ -47,6 +48,11 @@ struct Shared {
     /// Workers watching `queued`: a submitter does not wake a sleeping worker for a seat one of
     /// them will take.
     spinning: AtomicUsize,
+    /// The job queued last, published before `queued` moves: the workers watching `queued` take
+    /// their seats in it without the lock. On many cores they all see a job at once, and taking
+    /// turns on the lock (some of them asleep in the kernel by then) delayed the last helper of a
+    /// dispatch by tens of microseconds.
+    latest: ArcSwapOption<Job>,
 }
 
 /// How long a worker that has run out of work looks for the next job before it sleeps. A model
@@ -55,6 +61,12 @@ struct Shared {
 /// system call, and tens of microseconds before the worker runs on a virtual machine) every
 /// dispatch. The worker yields as it looks, so a thread with work on its core runs first.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// How long a submitter with no workgroups left to claim waits awake for the other threads' last
+/// ones before it sleeps. That is at most one workgroup's time as a rule (claims shrink towards
+/// the end of a job), and a sleeping submitter costs every dispatch a wake-up (tens of
+/// microseconds on a virtual machine) before the program goes on.
+const WAIT_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[derive(Default)]
 struct State {
@@ -78,6 +90,7 @@ impl Workers {
             wake: Condvar::new(),
             queued: AtomicU64::new(0),
             spinning: AtomicUsize::new(0),
+            latest: ArcSwapOption::empty(),
         });
         let mut workers = Workers { shared, threads: Vec::with_capacity(count) };
         for index in 0..count {
@@ -117,13 +130,13 @@ impl Workers {
             count,
             chunk: (count / (8 * self.concurrency() as u64)).max(1),
             threads: self.threads.len() as u64,
-            seats: AtomicUsize::new(self.threads.len() - 1),
+            seats: AtomicIsize::new(self.threads.len() as isize - 1),
             local_memory,
             next: CachePadded::new(AtomicU64::new(0)),
             finished: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             error: Mutex::new(None),
-            done: Mutex::new(false),
+            done: Mutex::new(Done::default()),
             done_signal: Condvar::new(),
         });
         if count > 1 {
@@ -168,7 +181,9 @@ impl Shared {
     fn submit(&self, job: &Arc<Job>, most: usize) {
         let mut state = self.lock();
         state.jobs.push_back(job.clone());
-        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.latest.store(Some(job.clone()));
+        // Release: a worker that sees the count move finds the job in `latest`.
+        self.queued.fetch_add(1, Ordering::Release);
         let wanted = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(most);
         let helpers = wanted.saturating_sub(self.spinning.load(Ordering::Relaxed)).min(state.sleeping);
         drop(state);
@@ -177,11 +192,25 @@ impl Shared {
         }
     }
 
+    /// The latest job, with a seat taken in it, if it has workgroups left and a seat free.
+    fn take_latest(&self) -> Option<Arc<Job>> {
+        self.latest.load_full().filter(|job| !job.exhausted() && job.take_seat())
+    }
+
     /// The next job with workgroups left and a seat free, taking the seat, waiting for one
-    /// (awake for [`SPIN`], then asleep); `None` when the pool stops.
-    fn next_job(&self) -> Option<Arc<Job>> {
+    /// (awake for [`SPIN`], then asleep); `None` when the pool stops. `seen` is the count of
+    /// jobs queued when this worker last looked (under the lock or in `latest`): a worker back
+    /// from a job watches the count without the lock while nothing new is queued.
+    fn next_job(&self, seen: &mut u64) -> Option<Arc<Job>> {
+        let until = std::time::Instant::now() + SPIN;
+        if self.queued.load(Ordering::Acquire) == *seen {
+            if let Some(job) = self.spin(seen, until) {
+                return Some(job);
+            }
+        }
         let mut state = self.lock();
-        let mut spin_until = Some(std::time::Instant::now() + SPIN);
+        // Past the deadline (the watch above ran out), `spin` returns at once.
+        let mut spin_until = Some(until);
         loop {
             if state.stopping {
                 return None;
@@ -189,22 +218,19 @@ impl Shared {
             while state.jobs.front().is_some_and(|job| job.exhausted()) {
                 state.jobs.pop_front();
             }
+            *seen = self.queued.load(Ordering::Acquire);
             if let Some(job) = state.jobs.iter().find(|job| !job.exhausted() && job.take_seat()) {
                 return Some(job.clone());
             }
             if let Some(until) = spin_until.take() {
-                let seen = self.queued.load(Ordering::Relaxed);
-                self.spinning.fetch_add(1, Ordering::Relaxed);
                 drop(state);
-                while self.queued.load(Ordering::Relaxed) == seen && std::time::Instant::now() < until {
-                    std::thread::yield_now();
+                if let Some(job) = self.spin(seen, until) {
+                    return Some(job);
                 }
-                // Before the lock: a submitter that takes it after this worker sleeps wakes it.
-                self.spinning.fetch_sub(1, Ordering::Relaxed);
                 // A job queued meanwhile (or the pool stopping, checked first) is found above;
                 // past the deadline the worker sleeps.
                 state = self.lock();
-                if self.queued.load(Ordering::Relaxed) != seen {
+                if self.queued.load(Ordering::Acquire) != *seen {
                     spin_until = Some(until);
                 }
                 continue;
@@ -215,6 +241,25 @@ impl Shared {
             spin_until = Some(std::time::Instant::now() + SPIN);
         }
     }
+
+    /// Watches the count of queued jobs until it moves past `seen` or `until` passes, yielding so
+    /// that a thread with work on this core runs first. Returns the latest job if it has a seat
+    /// free; `None` sends the worker to the lock, which finds any other job (and sleeps).
+    fn spin(&self, seen: &mut u64, until: std::time::Instant) -> Option<Arc<Job>> {
+        self.spinning.fetch_add(1, Ordering::Relaxed);
+        while self.queued.load(Ordering::Acquire) == *seen && std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
+        // Before the lock: a submitter that takes it after this worker sleeps wakes it.
+        self.spinning.fetch_sub(1, Ordering::Relaxed);
+        let queued = self.queued.load(Ordering::Acquire);
+        if queued == *seen {
+            return None;
+        }
+        let job = self.take_latest()?;
+        *seen = queued;
+        Some(job)
+    }
 }
 
 /// A worker thread's life: flush denormals (as IREE's workers do: they only run dispatches), then
@@ -223,7 +268,8 @@ impl Shared {
 fn work(shared: &Shared, processor: u32) {
     fpu::flush_denormals_on_this_thread();
     let mut memory = Vec::new();
-    while let Some(job) = shared.next_job() {
+    let mut seen = 0;
+    while let Some(job) = shared.next_job(&mut seen) {
         if memory.len() < job.local_memory {
             memory.resize(job.local_memory, 0);
         }
@@ -241,18 +287,26 @@ struct Job {
     /// The pool's workers: claims shrink towards the end so that they all finish together.
     threads: u64,
     /// Workers that may still join (see the module documentation).
-    seats: AtomicUsize,
+    seats: AtomicIsize,
     local_memory: usize,
-    /// The next index to claim (at most `count`). On a cache line of its own: every claim
-    /// writes it.
+    /// The next index to claim (`count` or past it once every workgroup is claimed). On a cache
+    /// line of its own: every claim writes it.
     next: CachePadded<AtomicU64>,
     /// Workgroups run or skipped; the job is complete at `count`.
     finished: AtomicU64,
     /// Set by the first failure: later claims skip their workgroup.
     stopped: AtomicBool,
     error: Mutex<Option<Diagnostic>>,
-    done: Mutex<bool>,
+    done: Mutex<Done>,
     done_signal: Condvar,
+}
+
+/// Whether a job is complete, and whether its submitter sleeps until it is (else completing it
+/// signals nobody: a system call saved per dispatch).
+#[derive(Default)]
+struct Done {
+    complete: bool,
+    sleeping: bool,
 }
 
 // SAFETY: the pointee is `Sync` (so it may be called from any thread) and alive for every call
@@ -267,13 +321,21 @@ impl Job {
     }
 
     fn take_seat(&self) -> bool {
-        self.seats.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |seats| seats.checked_sub(1)).is_ok()
+        // One read-modify-write, never retried: every worker on many cores tries at once. Seats
+        // only ever go down, so a count gone below zero stays a refusal.
+        self.seats.fetch_sub(1, Ordering::Relaxed) > 0
     }
 
     /// Claims the next run of workgroups: `chunk` of them, fewer once what is left would not
     /// keep every thread busy for a few more claims (so no thread is left with a long run while
     /// the others wait at the end), `None` when none are left.
     fn claim(&self) -> Option<std::ops::Range<u64>> {
+        if self.chunk == 1 {
+            // One workgroup a claim (a job of few workgroups for its threads): one
+            // read-modify-write, never retried, as every thread claims at once.
+            let first = self.next.fetch_add(1, Ordering::Relaxed);
+            return (first < self.count).then(|| first..first + 1);
+        }
         let mut first = self.next.load(Ordering::Relaxed);
         loop {
             let left = self.count.checked_sub(first).filter(|&left| left > 0)?;
@@ -310,8 +372,11 @@ impl Job {
         }
         // Release: the workgroups' writes happen before the submitter sees them finished.
         if claimed > 0 && self.finished.fetch_add(claimed, Ordering::AcqRel) + claimed == self.count {
-            *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
-            self.done_signal.notify_all();
+            let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+            done.complete = true;
+            if done.sleeping {
+                self.done_signal.notify_all();
+            }
         }
     }
 
@@ -320,14 +385,19 @@ impl Job {
         self.error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(error);
     }
 
-    /// Waits until every workgroup has run or been skipped.
+    /// Waits until every workgroup has run or been skipped: awake for [`WAIT_SPIN`], then asleep.
     fn wait(&self) {
-        if self.finished.load(Ordering::Acquire) >= self.count {
-            return;
-        }
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*done {
-            done = self.done_signal.wait(done).unwrap_or_else(PoisonError::into_inner);
+        let until = std::time::Instant::now() + WAIT_SPIN;
+        while self.finished.load(Ordering::Acquire) < self.count {
+            if std::time::Instant::now() >= until {
+                let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+                while !done.complete {
+                    done.sleeping = true;
+                    done = self.done_signal.wait(done).unwrap_or_else(PoisonError::into_inner);
+                }
+                return;
+            }
+            std::thread::yield_now();
         }
     }
 }
