@@ -3,7 +3,7 @@
 
 use smallvec::SmallVec;
 
-use super::executable::{self, BoundBytes, Dispatch, LocalExecutable, ReadyDispatch};
+use super::executable::{self, BoundBytes, Dispatch, LocalExecutable, ReadyWork};
 use super::workers::Workers;
 use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
@@ -21,9 +21,9 @@ pub fn new(binding_capacity: u32) -> CommandList {
 }
 
 /// Runs the recorded commands with `table` resolving slot references and `memory` giving each
-/// buffer's bytes: in recording order, except that dispatches with no barrier (or transfer)
-/// between them run together on `pool`, as the program allows. Without a pool, barriers order
-/// nothing: commands run one after the other.
+/// buffer's bytes. With a `pool`, the commands between two barriers (which the program lets run at
+/// once) run together as one job, fills and copies cut into pieces; without one, barriers order
+/// nothing: commands run one after the other, in recording order.
 pub fn execute(
     list: &CommandList,
     table: &[TableEntry],
@@ -32,40 +32,51 @@ pub fn execute(
 ) -> Result<(), Diagnostic> {
     list.with_commands(|commands| {
         let mut rest = commands;
-        while let Some(command) = rest.first() {
-            let together = rest.iter().take_while(|command| matches!(command, Command::Dispatch { .. })).count();
-            if let (Some(workers), 2..) = (pool, together) {
-                run_together(&rest[..together], table, memory, workers)?;
-                rest = &rest[together..];
-                continue;
+        while !rest.is_empty() {
+            let end = rest.iter().position(|command| matches!(command, Command::Barrier)).unwrap_or(rest.len());
+            let (group, after) = rest.split_at(end);
+            match (pool, group) {
+                // A lone dispatch spreads its own workgroups.
+                (Some(workers), [_, _, ..] | [Command::Transfer(_)]) => run_together(group, table, memory, workers)?,
+                _ => group.iter().try_for_each(|command| run_one(command, table, memory))?,
             }
-            match command {
-                Command::Dispatch { .. } => {
-                    with_dispatch(command, table, memory, |code, dispatch| code.dispatch(dispatch))?
-                }
-                Command::Transfer(transfer) => run_transfer(transfer, table, memory)?,
-                Command::Barrier => {}
-            }
-            rest = &rest[1..];
+            // Past the barrier.
+            rest = after.get(1..).unwrap_or_default();
         }
         Ok(())
     })
 }
 
-/// Runs independent dispatch commands as one job on `workers`. A dispatch whose code runs its
-/// workgroups only itself runs first, on its own.
+/// Runs one command on this thread (a dispatch's workgroups on the executable's pool, if any).
+fn run_one(command: &Command, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+    match command {
+        Command::Dispatch { .. } => with_dispatch(command, table, memory, |code, dispatch| code.dispatch(dispatch)),
+        Command::Transfer(transfer) => run_transfer(transfer, table, memory),
+        Command::Barrier => Ok(()),
+    }
+}
+
+/// Runs the commands of one group as one job on `workers`. What cannot be cut into workgroups
+/// (a dispatch whose code runs its workgroups only itself, an update from host memory) runs first,
+/// on its own.
 fn run_together(
-    dispatches: &[Command],
+    commands: &[Command],
     table: &[TableEntry],
     memory: MemoryAccess,
     workers: &Workers,
 ) -> Result<(), Diagnostic> {
-    let mut ready = SmallVec::<[Box<dyn ReadyDispatch + '_>; 4]>::with_capacity(dispatches.len());
-    for command in dispatches {
-        let made = with_dispatch(command, table, memory, |code, dispatch| match code.ready(dispatch, workers)? {
-            Some(made) => Ok(Some(made)),
-            None => code.dispatch(dispatch).map(|()| None),
-        })?;
+    let mut ready = SmallVec::<[Box<dyn ReadyWork + '_>; 4]>::with_capacity(commands.len());
+    for command in commands {
+        let made = match command {
+            Command::Dispatch { .. } => {
+                with_dispatch(command, table, memory, |code, dispatch| match code.ready(dispatch, workers)? {
+                    Some(made) => Ok(Some(made)),
+                    None => code.dispatch(dispatch).map(|()| None),
+                })?
+            }
+            Command::Transfer(transfer) => in_pieces(transfer, table, memory)?,
+            Command::Barrier => None,
+        };
         ready.extend(made);
     }
     executable::run_together(&ready, workers)
@@ -137,12 +148,7 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAcc
         }
         Transfer::Copy { source, target } => {
             let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
-            if source.len() != target.len() {
-                return Err(Diagnostic::new(
-                    StatusCode::InvalidArgument,
-                    format!("copy of {} bytes into a range of {}", source.len(), target.len()),
-                ));
-            }
+            check_copy_lengths(&source, &target)?;
             // SAFETY: queue work runs in submission order; nothing else touches its buffers
             // meanwhile (as for dispatches).
             unsafe {
@@ -159,6 +165,102 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAcc
             let target = resolve(target, table, memory)?;
             // The source is a host buffer the program may still be touching: byte moves.
             Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
+        }
+    }
+}
+
+fn check_copy_lengths(source: &BoundBytes<'_>, target: &BoundBytes<'_>) -> Result<(), Diagnostic> {
+    if source.len() == target.len() {
+        return Ok(());
+    }
+    Err(Diagnostic::new(
+        StatusCode::InvalidArgument,
+        format!("copy of {} bytes into a range of {}", source.len(), target.len()),
+    ))
+}
+
+/// Bytes of a fill or copy one workgroup covers when it runs beside other work: some microseconds
+/// of stores, so that a tensor zeroed between dispatches keeps every core busy for a moment
+/// instead of one for its whole length.
+const PIECE: usize = 64 * 1024;
+
+/// A fill or copy ready to run in pieces; an update (from host memory the program may still be
+/// touching, at most 64 KiB) runs now and gives nothing.
+fn in_pieces<'a>(
+    transfer: &'a Transfer,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
+    let (kind, length) = match transfer {
+        Transfer::Fill { target, pattern, pattern_length } => {
+            let target = resolve(target, table, memory)?;
+            let length = target.len();
+            (Pieces::Fill { target, pattern: *pattern, pattern_length: *pattern_length }, length)
+        }
+        Transfer::Copy { source, target } => {
+            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
+            check_copy_lengths(&source, &target)?;
+            let length = target.len();
+            (Pieces::Copy { source, target }, length)
+        }
+        Transfer::Update { .. } => return run_transfer(transfer, table, memory).map(|()| None),
+    };
+    // One piece does what the whole transfer would: a fill whose pattern or length is wrong
+    // (and fails as a whole), a copy whose ranges overlap (a move in pieces could read what an
+    // earlier piece wrote).
+    let whole = match &kind {
+        Pieces::Fill { pattern_length, .. } => !matches!(pattern_length, 1 | 2 | 4 | 8) || length % pattern_length != 0,
+        Pieces::Copy { source, target } => {
+            let (from, to) = (source.address() as usize, target.address() as usize);
+            from < to + length && to < from + length
+        }
+    };
+    let pieces = if whole { 1 } else { length.div_ceil(PIECE).max(1) as u64 };
+    Ok(Some(Box::new(TransferPieces { kind, length, pieces })))
+}
+
+enum Pieces<'a> {
+    Fill { target: BoundBytes<'a>, pattern: u64, pattern_length: usize },
+    Copy { source: BoundBytes<'a>, target: BoundBytes<'a> },
+}
+
+/// A fill or copy as `pieces` workgroups of [`PIECE`] bytes (the last takes the rest).
+struct TransferPieces<'a> {
+    kind: Pieces<'a>,
+    length: usize,
+    pieces: u64,
+}
+
+impl ReadyWork for TransferPieces<'_> {
+    fn workgroups(&self) -> u64 {
+        self.pieces
+    }
+
+    fn local_memory(&self) -> usize {
+        0
+    }
+
+    fn run(&self, index: u64, _processor: u32, _memory: &mut [u8]) -> Result<(), Diagnostic> {
+        let start = index as usize * PIECE;
+        let end = if index + 1 == self.pieces { self.length } else { start + PIECE };
+        let (at, length) = (start as i64, (end - start) as i64);
+        match &self.kind {
+            // SAFETY: as for whole transfers (`run_transfer`): queue order, and the program's
+            // word that nothing in the group touches these bytes (no barrier between); the
+            // pieces are disjoint.
+            Pieces::Fill { target, pattern, pattern_length } => unsafe {
+                target.buffer().fill_ordered(target.offset() + at, length, *pattern, *pattern_length)
+            },
+            // SAFETY: as above; the ranges do not overlap, or the copy is one piece.
+            Pieces::Copy { source, target } => unsafe {
+                Bytes::copy_ordered(
+                    source.buffer(),
+                    source.offset() + at,
+                    target.buffer(),
+                    target.offset() + at,
+                    length,
+                )
+            },
         }
     }
 }
@@ -228,7 +330,7 @@ mod tests {
         count: u64,
     }
 
-    impl ReadyDispatch for FakeDispatch<'_> {
+    impl ReadyWork for FakeDispatch<'_> {
         fn workgroups(&self) -> u64 {
             self.count
         }
@@ -256,7 +358,7 @@ mod tests {
             &'a self,
             dispatch: &Dispatch<'_>,
             _concurrency: usize,
-        ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+        ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
             let count = u64::from(dispatch.workgroup_count[0]);
             Ok(self.ready.then(|| Box::new(FakeDispatch { fake: self, export: dispatch.export, count }) as Box<_>))
         }
@@ -264,7 +366,7 @@ mod tests {
 
     /// One command buffer of `steps`: `Some((export, workgroups))` a dispatch, `None` a barrier.
     fn record(fake: Fake, steps: &[Option<(usize, u32)>]) -> CommandList {
-        let executable = Executable::new(Arc::new(LocalExecutable::new(Box::new(fake))));
+        let executable = executable(fake);
         let list = new(0);
         for step in steps {
             match *step {
@@ -277,6 +379,10 @@ mod tests {
         }
         list.finalize().unwrap();
         list
+    }
+
+    fn executable(fake: Fake) -> Executable {
+        Executable::new(Arc::new(LocalExecutable::new(Box::new(fake))))
     }
 
     fn fake(ready: bool, behaviour: impl Fn(usize, u64) -> Result<(), Diagnostic> + Send + Sync + 'static) -> Fake {
@@ -370,6 +476,96 @@ mod tests {
 
     fn host_buffer(bytes: &[u8]) -> Buffer {
         HostAllocator::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0)
+    }
+
+    fn contents(buffer: &Buffer) -> Vec<u8> {
+        host_bytes(buffer).unwrap().span().unwrap().to_vec()
+    }
+
+    fn range(buffer: &Buffer, offset: i64, length: i64) -> BufferRange {
+        BufferRange { source: BufferSource::Direct(buffer.clone()), offset, length }
+    }
+
+    /// Fills and copies in a group with a dispatch, as pieces beside it: many pieces (the
+    /// pattern keeping its phase from one piece to the next), a copy between buffers, a move
+    /// within one buffer (its ranges overlap, so it stays whole), an update; the same bytes as
+    /// one after the other with no pool.
+    #[test]
+    fn fills_and_copies_in_a_group_give_the_bytes_of_running_them_in_order() {
+        let workers = Workers::new(3).unwrap();
+        let size = 5 * PIECE + 1236;
+        let source: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+        let mut expected = Vec::new();
+        for pool in [None, Some(&workers)] {
+            let (filled, from, to, moved) = (
+                host_buffer(&vec![0; size + 8]),
+                host_buffer(&source),
+                host_buffer(&vec![0; size]),
+                host_buffer(&source),
+            );
+            let ran = Arc::new(AtomicUsize::new(0));
+            let seen = ran.clone();
+            let list = new(0);
+            let dispatch = executable(fake(true, move |_, _| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }));
+            list.dispatch(&dispatch, 0, Workgroups::Fixed([3, 1, 1]), Vec::new(), Vec::new()).unwrap();
+            for transfer in [
+                Transfer::Fill { target: range(&filled, 2, size as i64), pattern: 0x0403_0201, pattern_length: 4 },
+                Transfer::Copy { source: range(&from, 0, size as i64), target: range(&to, 0, size as i64) },
+                Transfer::Copy { source: range(&moved, 0, (size - 100) as i64), target: range(&moved, 100, -1) },
+                Transfer::Update {
+                    source: Bytes::from_bytes(&[9, 9, 9]).unwrap(),
+                    source_offset: 1,
+                    target: range(&filled, 0, 2),
+                },
+            ] {
+                list.transfer(transfer).unwrap();
+            }
+            list.finalize().unwrap();
+            execute(&list, &[], host_bytes, pool).unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 3);
+            let result = [contents(&filled), contents(&to), contents(&moved)];
+            let filled = &result[0];
+            assert_eq!(&filled[..2], [9, 9]);
+            assert!(filled[2..2 + size].chunks(4).all(|c| c == &[1, 2, 3, 4][..c.len()]), "the fill's pattern");
+            assert_eq!(&filled[2 + size..], [0; 6]);
+            assert_eq!(result[1], source);
+            assert_eq!((&result[2][..100], &result[2][100..]), (&source[..100], &source[..size - 100]));
+            expected.push(result);
+        }
+        assert_eq!(expected[0], expected[1]);
+    }
+
+    /// A transfer that cannot run fails in a group as it does alone.
+    #[test]
+    fn a_bad_transfer_in_a_group_fails_as_it_does_alone() {
+        let workers = Workers::new(2).unwrap();
+        let buffer = host_buffer(&[0; 64]);
+        let bad = [
+            (
+                Transfer::Fill { target: range(&buffer, 0, 6), pattern: 1, pattern_length: 4 },
+                "fill length 6 is not a multiple of the 4-byte pattern",
+            ),
+            (
+                Transfer::Fill { target: range(&buffer, 0, 8), pattern: 1, pattern_length: 3 },
+                "fill pattern of 3 bytes (1, 2, 4 or 8 are allowed)",
+            ),
+            (
+                Transfer::Copy { source: range(&buffer, 0, 8), target: range(&buffer, 16, 4) },
+                "copy of 8 bytes into a range of 4",
+            ),
+        ];
+        for (transfer, message) in bad {
+            let list = new(0);
+            list.transfer(transfer).unwrap();
+            list.finalize().unwrap();
+            for pool in [None, Some(&workers)] {
+                let error = execute(&list, &[], host_bytes, pool).unwrap_err();
+                assert_eq!((error.code, error.message.as_str()), (StatusCode::InvalidArgument, message));
+            }
+        }
     }
 
     /// Few bindings are resolved on the stack, many on the heap, none to nothing: each the range

@@ -90,14 +90,15 @@ pub trait ExecutableCode: Send + Sync + fmt::Debug {
         &'a self,
         _dispatch: &Dispatch<'_>,
         _concurrency: usize,
-    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
         Ok(None)
     }
 }
 
-/// A dispatch whose workgroups any thread may run, in any order: the form in which dispatches with
-/// no barrier between them share the worker pool.
-pub trait ReadyDispatch: Sync {
+/// Work cut into workgroups that any thread may run, in any order: a dispatch, or a fill or copy
+/// in pieces. The form in which the commands of a group (no barrier between them) share the
+/// worker pool.
+pub trait ReadyWork: Sync {
     fn workgroups(&self) -> u64;
 
     /// Bytes of local memory each thread running a workgroup needs.
@@ -107,10 +108,10 @@ pub trait ReadyDispatch: Sync {
     fn run(&self, index: u64, processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic>;
 }
 
-/// Runs the workgroups of independent dispatches (no barrier between them, so the program lets
-/// them run at once) as one job on `workers`: a dispatch of a few workgroups no longer leaves the
-/// other cores idle until it ends, the next one's workgroups fill them.
-pub fn run_together(dispatches: &[Box<dyn ReadyDispatch + '_>], workers: &Workers) -> Result<(), Diagnostic> {
+/// Runs the workgroups of independent work (no barrier between, so the program lets it run at
+/// once) as one job on `workers`: a dispatch of a few workgroups no longer leaves the other cores
+/// idle until it ends, the next one's workgroups (or a fill's pieces) fill them.
+pub fn run_together(dispatches: &[Box<dyn ReadyWork + '_>], workers: &Workers) -> Result<(), Diagnostic> {
     let _mode = FlushDenormals::enter();
     let mut starts = SmallVec::<[u64; 8]>::with_capacity(dispatches.len());
     let mut total = 0u64;
@@ -161,7 +162,7 @@ impl LocalExecutable {
         &'a self,
         dispatch: &Dispatch<'_>,
         workers: &Workers,
-    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
         if dispatch_times::enabled() {
             return Ok(None);
         }

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::executable::{Dispatch, ExecutableCode, ReadyDispatch};
+use super::executable::{Dispatch, ExecutableCode, ReadyWork};
 use super::library::{Binding, DispatchError, ExecutableFormat, ExecutableLibrary, ImportFunction, PreparedDispatch};
 use super::workers::Workers;
 use crate::host::{Diagnostic, StatusCode};
@@ -82,7 +82,7 @@ impl ExecutableCode for NativeExecutable {
         &'a self,
         dispatch: &Dispatch<'_>,
         concurrency: usize,
-    ) -> Result<Option<Box<dyn ReadyDispatch + 'a>>, Diagnostic> {
+    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
         let mut prepared = Box::new(self.prepare(dispatch).map_err(|e| failed(&e))?);
         prepared.set_max_concurrency(concurrency.min(255) as u8);
         Ok(Some(Box::new(Ready(prepared))))
@@ -114,7 +114,7 @@ fn failed(error: &DispatchError) -> Diagnostic {
 /// the bindings the program bound (see the module documentation on trust).
 struct Ready<P>(P);
 
-impl<'a, P: std::ops::Deref<Target = PreparedDispatch<'a>> + Sync> ReadyDispatch for Ready<P> {
+impl<'a, P: std::ops::Deref<Target = PreparedDispatch<'a>> + Sync> ReadyWork for Ready<P> {
     fn workgroups(&self) -> u64 {
         workgroups(&self.0)
     }
