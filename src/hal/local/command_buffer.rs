@@ -1,5 +1,6 @@
-//! Command buffers on the CPU: commands are recorded as they come and replayed in order on the
-//! queue's thread, with buffers resolved to host memory at execution.
+//! Command buffers on the CPU: commands are recorded as they come and replayed on the queue's
+//! thread, with buffers resolved to host memory at execution: in order, or on `local-task` a group
+//! at a time (the commands between two barriers) as one job on the worker pool.
 
 use smallvec::SmallVec;
 
