@@ -16,11 +16,10 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-use arc_swap::ArcSwapOption;
 use crossbeam_utils::CachePadded;
 
 use super::fpu;
@@ -48,11 +47,14 @@ struct Shared {
     /// Workers watching `queued`: a submitter does not wake a sleeping worker for a seat one of
     /// them will take.
     spinning: AtomicUsize,
-    /// The job queued last, published before `queued` moves: the workers watching `queued` take
-    /// their seats in it without the lock. On many cores they all see a job at once, and taking
-    /// turns on the lock (some of them asleep in the kernel by then) delayed the last helper of a
-    /// dispatch by tens of microseconds.
-    latest: ArcSwapOption<Job>,
+    /// The job queued last (`State::latest`, which holds it), published before `queued` moves:
+    /// the workers watching `queued` take their seats in it without the lock. On many cores they
+    /// all see a job at once, and taking turns on the lock (some of them asleep in the kernel by
+    /// then) delayed the last helper of a dispatch by tens of microseconds.
+    latest: AtomicPtr<Job>,
+    /// Workers between reading `latest` and holding a reference of their own to its job: a job
+    /// no longer the latest is dropped only once none is (see [`Shared::publish`]).
+    readers: AtomicUsize,
 }
 
 /// How long a worker that has run out of work looks for the next job before it sleeps. A model
@@ -74,6 +76,10 @@ struct State {
     jobs: VecDeque<Arc<Job>>,
     /// Workers waiting on `wake`: a submitter wakes only as many as its job can use.
     sleeping: usize,
+    /// The job `Shared::latest` points to, and those it pointed to that a worker may still be
+    /// reading.
+    latest: Option<Arc<Job>>,
+    retired: Vec<Arc<Job>>,
     stopping: bool,
 }
 
@@ -90,7 +96,8 @@ impl Workers {
             wake: Condvar::new(),
             queued: AtomicU64::new(0),
             spinning: AtomicUsize::new(0),
-            latest: ArcSwapOption::empty(),
+            latest: AtomicPtr::new(std::ptr::null_mut()),
+            readers: AtomicUsize::new(0),
         });
         let mut workers = Workers { shared, threads: Vec::with_capacity(count) };
         for index in 0..count {
@@ -181,7 +188,7 @@ impl Shared {
     fn submit(&self, job: &Arc<Job>, most: usize) {
         let mut state = self.lock();
         state.jobs.push_back(job.clone());
-        self.latest.store(Some(job.clone()));
+        self.publish(&mut state, job);
         // Release: a worker that sees the count move finds the job in `latest`.
         self.queued.fetch_add(1, Ordering::Release);
         let wanted = usize::try_from(job.count - 1).unwrap_or(usize::MAX).min(most);
@@ -192,9 +199,33 @@ impl Shared {
         }
     }
 
+    /// Makes `job` the latest. The job it replaces is kept until no worker can be reading it:
+    /// a worker counts itself in `readers` before it reads `latest` and out once it holds a
+    /// reference, so when the count is seen at zero (all sequentially consistent) every worker
+    /// that read a pointer stored before has its reference, and any later one reads `job` or a
+    /// newer one. A count seen above zero leaves the replaced jobs to the next submission.
+    fn publish(&self, state: &mut State, job: &Arc<Job>) {
+        self.latest.store(Arc::as_ptr(job).cast_mut(), Ordering::SeqCst);
+        state.retired.extend(state.latest.replace(job.clone()));
+        if self.readers.load(Ordering::SeqCst) == 0 {
+            state.retired.clear();
+        }
+    }
+
     /// The latest job, with a seat taken in it, if it has workgroups left and a seat free.
     fn take_latest(&self) -> Option<Arc<Job>> {
-        self.latest.load_full().filter(|job| !job.exhausted() && job.take_seat())
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        let latest = self.latest.load(Ordering::SeqCst);
+        let job = (!latest.is_null()).then(|| {
+            // SAFETY: `latest` points to a job that `State::latest` or `State::retired` holds,
+            // and `publish` drops none of them while this worker is counted in `readers`.
+            unsafe {
+                Arc::increment_strong_count(latest);
+                Arc::from_raw(latest)
+            }
+        });
+        self.readers.fetch_sub(1, Ordering::SeqCst);
+        job.filter(|job| !job.exhausted() && job.take_seat())
     }
 
     /// The next job with workgroups left and a seat free, taking the seat, waiting for one
