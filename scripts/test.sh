@@ -11,7 +11,7 @@
 #    5. cargo test (unit and integration tests, including the include/rtx.h freshness check, the ISA
 #       table's freshness against isa.json, and the VM fixtures against a fresh regeneration), and
 #       a model run (models/digits/graphs.mlir through the debug `rtx`) under valgrind
-#    6. miri on the unsafe host core and the interpreter (a loud SKIP if nightly/miri cannot be had, a failure instead
+#    6. miri on the unsafe host core, the interpreter and the worker pool (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
 #    8. release build + scripts/install.sh into target/rtx-prefix
@@ -89,7 +89,7 @@ cargo test
   die "rtx bef-exec of models/digits/graphs.mlir is not clean under valgrind"
 echo "   valgrind: rtx bef-exec models/digits/graphs.mlir: 0 errors, no leaks"
 
-step "miri: the unsafe host core and the interpreter's unchecked accesses (cargo +nightly miri test --lib)"
+step "miri: the unsafe host core, the interpreter's unchecked accesses and the worker pool (cargo +nightly miri test --lib)"
 miri_skip=""
 miri_log=$target/miri-setup.log
 mkdir -p "$target"
@@ -123,6 +123,9 @@ else
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
   cargo +nightly miri test --lib vm::interpreter::tests::
+  # local-task's worker pool: a workgroup closure's lifetime erased, jobs published to the
+  # workers as raw pointers.
+  cargo +nightly miri test --lib hal::local::workers::
 fi
 
 step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loom)"

@@ -621,6 +621,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri does not model the floating-point control register")]
     fn workers_are_named_and_flush_denormals() {
         let workers = Workers::new(2).unwrap();
         let submitter = std::thread::current().id();
