@@ -1,5 +1,6 @@
 //! Executables on the CPU: what the loaders (VMVX, native ELF) produce, run over bound host
-//! memory one dispatch at a time, or several independent dispatches together.
+//! memory one dispatch at a time, or with the other work of a group (no barrier between) as one
+//! job.
 
 use std::any::Any;
 use std::fmt;
@@ -111,20 +112,20 @@ pub trait ReadyWork: Sync {
 /// Runs the workgroups of independent work (no barrier between, so the program lets it run at
 /// once) as one job on `workers`: a dispatch of a few workgroups no longer leaves the other cores
 /// idle until it ends, the next one's workgroups (or a fill's pieces) fill them.
-pub fn run_together(dispatches: &[Box<dyn ReadyWork + '_>], workers: &Workers) -> Result<(), Diagnostic> {
+pub fn run_together(work: &[Box<dyn ReadyWork + '_>], workers: &Workers) -> Result<(), Diagnostic> {
     let _mode = FlushDenormals::enter();
-    let mut starts = SmallVec::<[u64; 8]>::with_capacity(dispatches.len());
+    let mut starts = SmallVec::<[u64; 8]>::with_capacity(work.len());
     let mut total = 0u64;
-    for dispatch in dispatches {
+    for part in work {
         starts.push(total);
-        total += dispatch.workgroups();
+        total += part.workgroups();
     }
-    let local_memory = dispatches.iter().map(|dispatch| dispatch.local_memory()).max().unwrap_or(0);
+    let local_memory = work.iter().map(|part| part.local_memory()).max().unwrap_or(0);
     workers.run(total, local_memory, &|index, processor, memory| {
-        // The last dispatch starting at or before `index`: it holds `index` (one of no
-        // workgroups starts where the next does).
+        // The last part starting at or before `index`: it holds `index` (one of no workgroups
+        // starts where the next does).
         let which = starts.partition_point(|&start| start <= index) - 1;
-        dispatches[which].run(index - starts[which], processor, memory)
+        work[which].run(index - starts[which], processor, memory)
     })
 }
 
@@ -152,9 +153,7 @@ impl LocalExecutable {
         }
         result
     }
-}
 
-impl LocalExecutable {
     /// The dispatch ready to run beside others on `workers`; `None` where its code runs its
     /// workgroups only itself, and while dispatches are timed (one by one, so that each time is
     /// its own).
