@@ -353,19 +353,8 @@ impl Buffer {
         pattern: u64,
         pattern_length: usize,
     ) -> Result<(), Diagnostic> {
-        if !matches!(pattern_length, 1 | 2 | 4 | 8) {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!("fill pattern of {pattern_length} bytes (1, 2, 4 or 8 are allowed)"),
-            ));
-        }
         let target = self.view_mut(offset, length, 1)?;
-        if target.len() % pattern_length != 0 {
-            return Err(Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!("fill length {} is not a multiple of the {pattern_length}-byte pattern", target.len()),
-            ));
-        }
+        check_fill(target.len(), pattern_length)?;
         let bytes = pattern.to_le_bytes();
         // A block of whole patterns (64 is a multiple of each length), stored a block at a time.
         let block: [u8; 64] = std::array::from_fn(|i| bytes[i % pattern_length]);
@@ -647,6 +636,25 @@ impl fmt::Debug for Buffer {
         let kind = if self.is_mutable() { "mutable" } else { "rodata" };
         write!(f, "vm.buffer({kind}, {} bytes)", self.len())
     }
+}
+
+/// Whether `length` bytes can be filled with a pattern of `pattern_length` bytes
+/// ([`Buffer::fill_ordered`]): checked before a fill is cut into pieces too, so that a bad one
+/// fails before any piece is stored.
+pub fn check_fill(length: usize, pattern_length: usize) -> Result<(), Diagnostic> {
+    if !matches!(pattern_length, 1 | 2 | 4 | 8) {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("fill pattern of {pattern_length} bytes (1, 2, 4 or 8 are allowed)"),
+        ));
+    }
+    if length % pattern_length != 0 {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("fill length {length} is not a multiple of the {pattern_length}-byte pattern"),
+        ));
+    }
+    Ok(())
 }
 
 fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {

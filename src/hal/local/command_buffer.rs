@@ -13,7 +13,7 @@ use crate::hal::command_buffer::{
 };
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
-use crate::vm::buffer::Buffer as Bytes;
+use crate::vm::buffer::{check_fill, Buffer as Bytes};
 
 /// A command buffer of the CPU devices: they dispatch only their own executables.
 pub fn new(binding_capacity: u32) -> CommandList {
@@ -141,43 +141,12 @@ fn local_executable(executable: &Executable) -> Result<&LocalExecutable, Diagnos
 
 /// Runs a fill, copy or update at once (queue order is the caller's).
 pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
-    match transfer {
-        Transfer::Fill { target, pattern, pattern_length } => {
-            let target = resolve(target, table, memory)?;
-            // SAFETY: as for copies below, queue order keeps everything else off the range.
-            unsafe { target.buffer().fill_ordered(target.offset(), target.len() as i64, *pattern, *pattern_length) }
-        }
-        Transfer::Copy { source, target } => {
-            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
-            check_copy_lengths(&source, &target)?;
-            // SAFETY: queue work runs in submission order; nothing else touches its buffers
-            // meanwhile (as for dispatches).
-            unsafe {
-                Bytes::copy_ordered(
-                    source.buffer(),
-                    source.offset(),
-                    target.buffer(),
-                    target.offset(),
-                    source.len() as i64,
-                )
-            }
-        }
-        Transfer::Update { source, source_offset, target } => {
-            let target = resolve(target, table, memory)?;
-            // The source is a host buffer the program may still be touching: byte moves.
-            Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64)
-        }
+    if let Transfer::Update { source, source_offset, target } = transfer {
+        let target = resolve(target, table, memory)?;
+        // The source is a host buffer the program may still be touching: byte moves.
+        return Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64);
     }
-}
-
-fn check_copy_lengths(source: &BoundBytes<'_>, target: &BoundBytes<'_>) -> Result<(), Diagnostic> {
-    if source.len() == target.len() {
-        return Ok(());
-    }
-    Err(Diagnostic::new(
-        StatusCode::InvalidArgument,
-        format!("copy of {} bytes into a range of {}", source.len(), target.len()),
-    ))
+    resolve_transfer(transfer, table, memory)?.map_or(Ok(()), |bytes| bytes.run(0, bytes.len()))
 }
 
 /// Bytes of a fill or copy one workgroup covers when it runs beside other work: some microseconds
@@ -192,43 +161,90 @@ fn in_pieces<'a>(
     table: &'a [TableEntry],
     memory: MemoryAccess,
 ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
-    let (kind, length) = match transfer {
-        Transfer::Fill { target, pattern, pattern_length } => {
-            let target = resolve(target, table, memory)?;
-            let length = target.len();
-            (Pieces::Fill { target, pattern: *pattern, pattern_length: *pattern_length }, length)
-        }
-        Transfer::Copy { source, target } => {
-            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
-            check_copy_lengths(&source, &target)?;
-            let length = target.len();
-            (Pieces::Copy { source, target }, length)
-        }
-        Transfer::Update { .. } => return run_transfer(transfer, table, memory).map(|()| None),
+    let Some(bytes) = resolve_transfer(transfer, table, memory)? else {
+        return run_transfer(transfer, table, memory).map(|()| None);
     };
-    // One piece does what the whole transfer would: a fill whose pattern or length is wrong
-    // (and fails as a whole), a copy whose ranges overlap (a move in pieces could read what an
-    // earlier piece wrote).
-    let whole = match &kind {
-        Pieces::Fill { pattern_length, .. } => !matches!(pattern_length, 1 | 2 | 4 | 8) || length % pattern_length != 0,
-        Pieces::Copy { source, target } => {
-            let (from, to) = (source.address() as usize, target.address() as usize);
+    // A copy whose ranges overlap stays one piece: a move in pieces could read what an earlier
+    // piece wrote.
+    let whole = match &bytes {
+        TransferBytes::Fill { .. } => false,
+        TransferBytes::Copy { source, target } => {
+            let (from, to, length) = (source.address() as usize, target.address() as usize, target.len());
             from < to + length && to < from + length
         }
     };
-    let pieces = if whole { 1 } else { length.div_ceil(PIECE).max(1) as u64 };
-    Ok(Some(Box::new(TransferPieces { kind, length, pieces })))
+    let pieces = if whole { 1 } else { bytes.len().div_ceil(PIECE).max(1) as u64 };
+    Ok(Some(Box::new(TransferPieces { bytes, pieces })))
 }
 
-enum Pieces<'a> {
+/// A fill or copy with its ranges resolved and checked.
+enum TransferBytes<'a> {
     Fill { target: BoundBytes<'a>, pattern: u64, pattern_length: usize },
     Copy { source: BoundBytes<'a>, target: BoundBytes<'a> },
 }
 
+/// A fill's or copy's ranges, checked (a fill's pattern against its length, a copy's lengths);
+/// `None` for an update.
+fn resolve_transfer<'a>(
+    transfer: &'a Transfer,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+) -> Result<Option<TransferBytes<'a>>, Diagnostic> {
+    Ok(Some(match transfer {
+        Transfer::Fill { target, pattern, pattern_length } => {
+            let target = resolve(target, table, memory)?;
+            check_fill(target.len(), *pattern_length)?;
+            TransferBytes::Fill { target, pattern: *pattern, pattern_length: *pattern_length }
+        }
+        Transfer::Copy { source, target } => {
+            let (source, target) = (resolve(source, table, memory)?, resolve(target, table, memory)?);
+            if source.len() != target.len() {
+                return Err(Diagnostic::new(
+                    StatusCode::InvalidArgument,
+                    format!("copy of {} bytes into a range of {}", source.len(), target.len()),
+                ));
+            }
+            TransferBytes::Copy { source, target }
+        }
+        Transfer::Update { .. } => return Ok(None),
+    }))
+}
+
+impl TransferBytes<'_> {
+    fn len(&self) -> usize {
+        match self {
+            TransferBytes::Fill { target, .. } | TransferBytes::Copy { target, .. } => target.len(),
+        }
+    }
+
+    /// Fills or copies `length` bytes from `at` within the ranges.
+    fn run(&self, at: usize, length: usize) -> Result<(), Diagnostic> {
+        let (at, length) = (at as i64, length as i64);
+        match self {
+            // SAFETY: queue work runs in submission order, and within a group (no barrier
+            // between) the program touches no byte another command writes; pieces of one
+            // transfer are disjoint. Compiled dispatches write these bytes through raw pointers
+            // on the same terms.
+            TransferBytes::Fill { target, pattern, pattern_length } => unsafe {
+                target.buffer().fill_ordered(target.offset() + at, length, *pattern, *pattern_length)
+            },
+            // SAFETY: as above; a copy whose ranges overlap runs as one piece.
+            TransferBytes::Copy { source, target } => unsafe {
+                Bytes::copy_ordered(
+                    source.buffer(),
+                    source.offset() + at,
+                    target.buffer(),
+                    target.offset() + at,
+                    length,
+                )
+            },
+        }
+    }
+}
+
 /// A fill or copy as `pieces` workgroups of [`PIECE`] bytes (the last takes the rest).
 struct TransferPieces<'a> {
-    kind: Pieces<'a>,
-    length: usize,
+    bytes: TransferBytes<'a>,
     pieces: u64,
 }
 
@@ -243,26 +259,8 @@ impl ReadyWork for TransferPieces<'_> {
 
     fn run(&self, index: u64, _processor: u32, _memory: &mut [u8]) -> Result<(), Diagnostic> {
         let start = index as usize * PIECE;
-        let end = if index + 1 == self.pieces { self.length } else { start + PIECE };
-        let (at, length) = (start as i64, (end - start) as i64);
-        match &self.kind {
-            // SAFETY: as for whole transfers (`run_transfer`): queue order, and the program's
-            // word that nothing in the group touches these bytes (no barrier between); the
-            // pieces are disjoint.
-            Pieces::Fill { target, pattern, pattern_length } => unsafe {
-                target.buffer().fill_ordered(target.offset() + at, length, *pattern, *pattern_length)
-            },
-            // SAFETY: as above; the ranges do not overlap, or the copy is one piece.
-            Pieces::Copy { source, target } => unsafe {
-                Bytes::copy_ordered(
-                    source.buffer(),
-                    source.offset() + at,
-                    target.buffer(),
-                    target.offset() + at,
-                    length,
-                )
-            },
-        }
+        let end = if index + 1 == self.pieces { self.bytes.len() } else { start + PIECE };
+        self.bytes.run(start, end - start)
     }
 }
 
