@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use ash::vk;
 
 use super::error::{VulkanError, LOADER_LIBRARY};
+#[cfg(target_os = "linux")]
+use super::libraries::Libraries;
 use super::validation;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -24,6 +26,9 @@ pub struct Instance {
     api_version: u32,
     /// The messenger, when the validation layers are on.
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    /// The libraries loaded before the loader was opened, and those kept loaded since.
+    #[cfg(target_os = "linux")]
+    libraries: Mutex<Libraries>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -74,6 +79,8 @@ impl Instance {
     }
 
     fn new() -> Result<Instance, VulkanError> {
+        #[cfg(target_os = "linux")]
+        let libraries = Mutex::new(Libraries::now());
         // SAFETY: loading the system's Vulkan loader runs its initialisers; it is the library
         // every Vulkan application trusts.
         let entry = unsafe { ash::Entry::load() }
@@ -143,7 +150,14 @@ impl Instance {
         } else {
             None
         };
-        Ok(Instance { entry, instance, api_version, debug })
+        Ok(Instance {
+            entry,
+            instance,
+            api_version,
+            debug,
+            #[cfg(target_os = "linux")]
+            libraries,
+        })
     }
 
     pub fn entry(&self) -> &ash::Entry {
@@ -163,6 +177,13 @@ impl Instance {
     pub fn validation(&self) -> bool {
         self.debug.is_some()
     }
+
+    /// Keeps the libraries Vulkan loaded so far loaded for good: before a device or this instance
+    /// is destroyed (see [`super::libraries`]).
+    pub(super) fn keep_libraries_loaded(&self) {
+        #[cfg(target_os = "linux")]
+        self.libraries.lock().unwrap_or_else(PoisonError::into_inner).keep_new();
+    }
 }
 
 fn has_validation_layer(entry: &ash::Entry) -> Result<bool, VulkanError> {
@@ -181,6 +202,7 @@ impl Drop for Instance {
             *shared = Weak::new();
         }
         drop(shared);
+        self.keep_libraries_loaded();
         // SAFETY: every device holds the instance alive, so nothing made from it remains.
         unsafe {
             if let Some((debug_utils, messenger)) = self.debug.take() {

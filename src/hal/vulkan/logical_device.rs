@@ -280,6 +280,7 @@ impl Drop for LogicalDevice {
         // The queue finishes what was submitted; then no buffer is left (each held the device).
         drop(self.queue.take());
         drop(self.allocator.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        self.instance.keep_libraries_loaded();
         // SAFETY: every object made from the device is destroyed.
         unsafe { self.device.destroy_device(None) };
     }

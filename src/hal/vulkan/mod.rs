@@ -12,6 +12,8 @@ pub mod error;
 pub mod executable;
 pub mod executable_def;
 pub mod instance;
+#[cfg(target_os = "linux")]
+pub mod libraries;
 pub mod logical_device;
 pub mod memory;
 pub mod physical_device;
