@@ -28,8 +28,17 @@ pub struct TransientPool {
 
 #[derive(Debug, Default)]
 struct Listed {
-    buffers: Vec<Arc<Buffer>>,
+    buffers: Vec<Entry>,
     bytes: usize,
+}
+
+/// A listed buffer with the length of its memory, whatever length it was last handed out with:
+/// kept here because the pool reads it for every buffer at every alloca, and the memory's own
+/// length is behind a virtual call.
+#[derive(Debug)]
+struct Entry {
+    capacity: usize,
+    buffer: Arc<Buffer>,
 }
 
 /// Whether a listed buffer may be handed out again: the pool's handle is its only one and no
@@ -38,11 +47,6 @@ struct Listed {
 fn idle(buffer: &mut Arc<Buffer>) -> bool {
     // The count first: a buffer in use is passed over without a write.
     Arc::strong_count(buffer) == 1 && Arc::get_mut(buffer).is_some_and(Buffer::holds_memory_alone)
-}
-
-/// The length of a listed buffer's memory, whatever length it was last handed out with.
-fn capacity(buffer: &Buffer) -> usize {
-    buffer.memory().len()
 }
 
 impl TransientPool {
@@ -59,11 +63,11 @@ impl TransientPool {
                 .buffers
                 .iter_mut()
                 .enumerate()
-                .filter(|(_, buffer)| capacity(buffer) >= wanted && capacity(buffer) - wanted <= wanted / 4)
-                .filter_map(|(index, buffer)| idle(buffer).then_some((index, capacity(buffer))))
+                .filter(|(_, entry)| entry.capacity >= wanted && entry.capacity - wanted <= wanted / 4)
+                .filter_map(|(index, entry)| idle(&mut entry.buffer).then_some((index, entry.capacity)))
                 .min_by_key(|&(_, len)| len);
             if let Some((index, _)) = fitting {
-                let listed = &mut listed.buffers[index];
+                let listed = &mut listed.buffers[index].buffer;
                 let idle = Arc::get_mut(listed).expect("an idle buffer has no other holder");
                 HostAllocator::rewrap(idle, wanted, memory_types, usage)?;
                 return Ok(listed.clone());
@@ -81,14 +85,15 @@ impl TransientPool {
     /// outside the lock).
     fn list(&self, buffer: Arc<Buffer>) -> Vec<Arc<Buffer>> {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
-        listed.bytes += capacity(&buffer);
-        listed.buffers.push(buffer);
+        let capacity = buffer.memory().len();
+        listed.bytes += capacity;
+        listed.buffers.push(Entry { capacity, buffer });
         let mut unlisted = Vec::new();
         while listed.bytes > Self::LIMIT {
-            let index = listed.buffers.iter_mut().position(idle).unwrap_or(0);
-            let buffer = listed.buffers.remove(index);
-            listed.bytes -= capacity(&buffer);
-            unlisted.push(buffer);
+            let index = listed.buffers.iter_mut().position(|entry| idle(&mut entry.buffer)).unwrap_or(0);
+            let entry = listed.buffers.remove(index);
+            listed.bytes -= entry.capacity;
+            unlisted.push(entry.buffer);
         }
         unlisted
     }
@@ -97,7 +102,8 @@ impl TransientPool {
     #[cfg(test)]
     fn listed(&self) -> (usize, usize) {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
-        let idle = listed.buffers.iter_mut().filter_map(|buffer| idle(buffer).then_some(capacity(buffer))).sum();
+        let idle =
+            listed.buffers.iter_mut().filter_map(|entry| idle(&mut entry.buffer).then_some(entry.capacity)).sum();
         (listed.bytes, idle)
     }
 }
@@ -176,8 +182,9 @@ mod tests {
         let pool = TransientPool::default();
         let fifth = TransientPool::LIMIT / 5;
         let size = |i: usize| (fifth + i * 4096) as i64;
-        let addresses =
-            |pool: &TransientPool| pool.listed.lock().unwrap().buffers.iter().map(|b| address(b)).collect::<Vec<_>>();
+        let addresses = |pool: &TransientPool| {
+            pool.listed.lock().unwrap().buffers.iter().map(|e| address(&e.buffer)).collect::<Vec<_>>()
+        };
         let held: Vec<_> = (0..4).map(|i| allocate(&pool, size(i))).collect();
         assert_eq!(pool.listed(), (4 * fifth + 6 * 4096, 0));
         drop(allocate(&pool, size(4)));
