@@ -140,17 +140,22 @@ impl<'a> Args<'a> {
             .map_err(|_| self.error(StatusCode::InvalidArgument, format!("negative span count {count}")))
     }
 
-    /// A span of i64s collected into `C` (a [`Shape`](super::buffer_view::Shape) keeps a short
-    /// one inline).
-    pub fn i64_span<C: FromIterator<i64>>(&mut self) -> Result<C, Diagnostic> {
+    /// A span of i64s, inline up to the length of `A` (a [`Shape`](super::buffer_view::Shape)
+    /// keeps a short one inline). Pushed one by one: collecting through `Result` into a
+    /// `SmallVec` took several times the instructions, on every call of a program.
+    pub fn i64_span<A: smallvec::Array<Item = i64>>(&mut self) -> Result<SmallVec<A>, Diagnostic> {
         let count = self.span()?;
-        (0..count).map(|_| self.i64()).collect()
+        let mut values = SmallVec::new();
+        for _ in 0..count {
+            values.push(self.i64()?);
+        }
+        Ok(values)
     }
 
     /// A span of i64s (a shape) given to `read` where only reading it is needed: on the stack
     /// when short, as shapes are, so a check run on every call allocates nothing.
     pub fn with_i64_span<R>(&mut self, read: impl FnOnce(&[i64]) -> R) -> Result<R, Diagnostic> {
-        let values: SmallVec<[i64; 8]> = self.i64_span()?;
+        let values = self.i64_span::<[i64; 8]>()?;
         Ok(read(&values))
     }
 }
@@ -209,10 +214,10 @@ mod tests {
             values.extend((0..count).map(|i| Value::I64(i as i64 * 7 - 5)));
             values.push(Value::I32(42));
             let collected =
-                Args::new("hal", "buffer_view.assert", Arguments::values(&values)).i64_span::<Vec<i64>>().unwrap();
+                Args::new("hal", "buffer_view.assert", Arguments::values(&values)).i64_span::<[i64; 4]>().unwrap();
             assert_eq!(collected.len(), count as usize);
             let mut args = Args::new("hal", "buffer_view.assert", Arguments::values(&values));
-            assert_eq!(args.with_i64_span(<[i64]>::to_vec).unwrap(), collected, "{count} values");
+            assert_eq!(args.with_i64_span(<[i64]>::to_vec).unwrap(), collected.as_slice(), "{count} values");
             assert_eq!(args.i32().unwrap(), 42, "the reader continues after the span");
         }
         for count in [2, 10] {
