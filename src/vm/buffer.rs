@@ -373,12 +373,13 @@ impl Buffer {
         }
         // A block of whole patterns, stored a block at a time: a copy of constant size is a few
         // vector stores, where one of variable size is a call to `memcpy`.
-        let block = [word.to_le_bytes(); 8];
+        const BLOCK: usize = 64;
+        let block = [word.to_le_bytes(); BLOCK / 8];
         let block = block.as_flattened();
-        let whole = target.len() - target.len() % block.len();
-        for at in (0..whole).step_by(block.len()) {
-            // SAFETY: `at + 64 <= whole`, within the checked range; as above otherwise.
-            unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), start.add(at), 64) };
+        let whole = target.len() - target.len() % BLOCK;
+        for at in (0..whole).step_by(BLOCK) {
+            // SAFETY: `at + BLOCK <= whole`, within the checked range; as above otherwise.
+            unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), start.add(at), BLOCK) };
         }
         // SAFETY: the tail ends at the range's end; as above otherwise.
         unsafe { std::ptr::copy_nonoverlapping(block.as_ptr(), start.add(whole), target.len() - whole) };

@@ -13,7 +13,7 @@ pub mod executable;
 pub mod executable_def;
 pub mod instance;
 #[cfg(target_os = "linux")]
-pub mod libraries;
+mod libraries;
 pub mod logical_device;
 pub mod memory;
 pub mod physical_device;
