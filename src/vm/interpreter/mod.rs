@@ -509,13 +509,13 @@ fn bytecode_module(instances: &[Instance], instance: u32) -> Result<&Arc<Module>
     }
 }
 
-/// The full name (`module.function`) of a native function, for messages.
 /// The type name a register refused, for the caller's message.
 #[cold]
 fn mismatch(value: Value) -> String {
     value.type_name().to_owned()
 }
 
+/// The full name (`module.function`) of a native function, for messages.
 fn native_name(instances: &[Instance], (instance, function): (u32, u32)) -> String {
     match instances.get(instance as usize) {
         Some(Instance::Native(native)) => format!("{}.{}", native.name(), native.functions()[function as usize].name),
