@@ -371,6 +371,29 @@ fn dispatches_with_wrong_arguments_are_refused_before_running() {
 }
 
 #[test]
+fn a_dispatch_prepared_in_place_stays_empty_until_its_arguments_are_right() {
+    let library = load("elementwise", ExecutableFormat::EmbeddedElf);
+    let abs = library.export_ordinal("abs_f32_dispatch_0_elementwise_16_f32").unwrap();
+    let (mut a, mut b, mut c) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    let mut prepared = library.empty_dispatch();
+    assert_eq!(prepared.workgroup_count(), [0, 0, 0]);
+    // SAFETY: an empty dispatch has no workgroup to run, so nothing runs.
+    let empty = unsafe { prepared.run_workgroup([0, 0, 0], 0, &mut []) };
+    assert_eq!(empty, Err(DispatchError::WorkgroupOutOfRange { id: [0, 0, 0], count: [0, 0, 0] }));
+    let refused = prepared.prepare(abs, [1, 1, 1], &[3], [Binding::new(&mut a), Binding::new(&mut b)]);
+    assert_eq!(refused.unwrap_err().to_string(), "`abs_f32_dispatch_0_elementwise_16_f32` takes 0 constants, not 1");
+    assert_eq!(prepared.workgroup_count(), [0, 0, 0], "a refused dispatch is left empty");
+    let input: Vec<u8> = [-1.5f32, 2.0, -3.25, 4.0].iter().cycle().take(16).flat_map(|v| v.to_le_bytes()).collect();
+    c.copy_from_slice(&input);
+    let mut output = [0u8; 64];
+    prepared.prepare(abs, [1, 1, 1], &[], [Binding::new(&mut c), Binding::new(&mut output)]).unwrap();
+    // SAFETY: the export's bindings, 16 f32 in and out, as it was compiled for.
+    unsafe { prepared.run_all_workgroups(&mut []) }.unwrap();
+    let absolute: Vec<f32> = output.chunks(4).map(|v| f32::from_le_bytes(v.try_into().unwrap())).collect();
+    assert_eq!(absolute[..4], [1.5, 2.0, 3.25, 4.0]);
+}
+
+#[test]
 fn embedded_pages_are_never_writable_and_executable() {
     for name in ["elementwise", "matmul", "transcendental", "dynamic", "import_call"] {
         let module = ElfModule::load(&fixture(name, ExecutableFormat::EmbeddedElf), QUERY).expect("load");

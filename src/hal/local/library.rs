@@ -270,9 +270,9 @@ impl ExecutableLibrary {
 
     /// Checks a dispatch of export `export` against its attributes and fixes its arguments;
     /// the workgroups are then run with [`PreparedDispatch::run_workgroup`]. Nothing is
-    /// allocated: the arguments are copied into the prepared dispatch. Always inlined: out of
-    /// line, its checks and its kilobyte result cost the digits MLP 80 instructions a dispatch.
-    #[inline(always)]
+    /// allocated: the arguments are copied into the prepared dispatch. Where a dispatch is
+    /// prepared for every call, [`ExecutableLibrary::empty_dispatch`] and
+    /// [`PreparedDispatch::prepare`] fill it in place instead of moving its kilobyte here.
     pub fn prepare_dispatch<'a, B>(
         &'a self,
         export: usize,
@@ -284,44 +284,26 @@ impl ExecutableLibrary {
         B: IntoIterator<Item = Binding<'a>>,
         B::IntoIter: ExactSizeIterator,
     {
-        let bindings = bindings.into_iter();
-        let info = self.exports.get(export).ok_or(DispatchError::NoSuchExport { export, count: self.exports.len() })?;
-        if constants.len() != info.constant_count {
-            return Err(DispatchError::ConstantCount {
-                export: info.name.clone(),
-                expected: info.constant_count,
-                given: constants.len(),
-            });
-        }
-        if bindings.len() != info.binding_count {
-            return Err(DispatchError::BindingCount {
-                export: info.name.clone(),
-                expected: info.binding_count,
-                given: bindings.len(),
-            });
-        }
-        u16::try_from(workgroup_count[2]).map_err(|_| DispatchError::WorkgroupCountZ(workgroup_count[2]))?;
-        // The counts equal the export's, which load checked against the limits of 64. Only
-        // that many entries are written: the executable reads no more (zero-filling the rest
-        // cost the digits MLP 90 instructions a dispatch).
-        let mut prepared = PreparedDispatch {
+        let mut prepared = self.empty_dispatch();
+        prepared.prepare(export, workgroup_count, constants, bindings)?;
+        Ok(prepared)
+    }
+
+    /// A dispatch of no workgroups, to be filled in place by [`PreparedDispatch::prepare`].
+    /// Its arguments are left unset (only what the export reads is ever written): so it costs
+    /// a few stores, not a kilobyte.
+    #[inline(always)]
+    pub fn empty_dispatch(&self) -> PreparedDispatch<'_> {
+        PreparedDispatch {
             library: self,
-            export,
-            workgroup_count,
+            export: 0,
+            workgroup_count: [0; 3],
             max_concurrency: 1,
             constants: [MaybeUninit::uninit(); MAX_CONSTANT_COUNT],
             binding_ptrs: [MaybeUninit::uninit(); MAX_BINDING_COUNT],
             binding_lengths: [MaybeUninit::uninit(); MAX_BINDING_COUNT],
             _buffers: PhantomData,
-        };
-        for (slot, &constant) in prepared.constants.iter_mut().zip(constants) {
-            slot.write(constant);
         }
-        for (index, binding) in bindings.enumerate() {
-            prepared.binding_ptrs[index].write(binding.ptr);
-            prepared.binding_lengths[index].write(binding.len);
-        }
-        Ok(prepared)
     }
 }
 
@@ -388,7 +370,55 @@ unsafe impl Send for PreparedDispatch<'_> {}
 // SAFETY: as above; `run_workgroup` takes `&self` and mutates nothing of ours.
 unsafe impl Sync for PreparedDispatch<'_> {}
 
-impl PreparedDispatch<'_> {
+impl<'a> PreparedDispatch<'a> {
+    /// Checks a dispatch of export `export` of this dispatch's library against the export's
+    /// attributes and fixes its arguments here. On an error the dispatch is left as it was.
+    /// Always inlined: out of line, its checks cost the digits MLP 80 instructions a dispatch.
+    #[inline(always)]
+    pub fn prepare<B>(
+        &mut self,
+        export: usize,
+        workgroup_count: [u32; 3],
+        constants: &[u32],
+        bindings: B,
+    ) -> Result<(), DispatchError>
+    where
+        B: IntoIterator<Item = Binding<'a>>,
+        B::IntoIter: ExactSizeIterator,
+    {
+        let bindings = bindings.into_iter();
+        let exports = &self.library.exports;
+        let info = exports.get(export).ok_or(DispatchError::NoSuchExport { export, count: exports.len() })?;
+        if constants.len() != info.constant_count {
+            return Err(DispatchError::ConstantCount {
+                export: info.name.clone(),
+                expected: info.constant_count,
+                given: constants.len(),
+            });
+        }
+        if bindings.len() != info.binding_count {
+            return Err(DispatchError::BindingCount {
+                export: info.name.clone(),
+                expected: info.binding_count,
+                given: bindings.len(),
+            });
+        }
+        u16::try_from(workgroup_count[2]).map_err(|_| DispatchError::WorkgroupCountZ(workgroup_count[2]))?;
+        // The counts equal the export's, which load checked against the limits of 64. Only
+        // that many entries are written: the executable reads no more (zero-filling the rest
+        // cost the digits MLP 90 instructions a dispatch).
+        for (slot, &constant) in self.constants.iter_mut().zip(constants) {
+            slot.write(constant);
+        }
+        for (index, binding) in bindings.enumerate() {
+            self.binding_ptrs[index].write(binding.ptr);
+            self.binding_lengths[index].write(binding.len);
+        }
+        self.export = export;
+        self.workgroup_count = workgroup_count;
+        Ok(())
+    }
+
     /// How many workgroups the caller may run at once (a hint some executables size work by);
     /// 1 unless set.
     pub fn set_max_concurrency(&mut self, max_concurrency: u8) {
@@ -401,7 +431,7 @@ impl PreparedDispatch<'_> {
 
     /// Bytes of workgroup local memory each concurrently running workgroup needs.
     pub fn local_memory_size(&self) -> usize {
-        self.library.exports[self.export].local_memory_size
+        self.library.exports.get(self.export).map_or(0, |export| export.local_memory_size)
     }
 
     /// Runs one workgroup on the calling thread.
@@ -417,10 +447,11 @@ impl PreparedDispatch<'_> {
         processor_id: u32,
         local_memory: &mut [u8],
     ) -> Result<(), DispatchError> {
-        let export = &self.library.exports[self.export];
+        // First: an empty dispatch has no workgroups (and its library perhaps no exports).
         if workgroup_id.iter().zip(self.workgroup_count).any(|(&id, count)| id >= count) {
             return Err(DispatchError::WorkgroupOutOfRange { id: workgroup_id, count: self.workgroup_count });
         }
+        let export = &self.library.exports[self.export];
         if local_memory.len() < export.local_memory_size {
             return Err(DispatchError::LocalMemory {
                 export: export.name.clone(),

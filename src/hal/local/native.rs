@@ -55,10 +55,10 @@ impl ExecutableCode for NativeExecutable {
     }
 
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-        // Used where it lies in the result: moving the prepared dispatch (over a kilobyte of
-        // arguments) out of it would copy it.
-        let mut prepared = self.prepare(dispatch);
-        let prepared = prepared.as_mut().map_err(|e| failed(e))?;
+        // Filled where it lies: a prepared dispatch (over a kilobyte of arguments) returned by
+        // value was copied on every dispatch.
+        let prepared = &mut self.library.empty_dispatch();
+        self.prepare(prepared, dispatch).map_err(|e| failed(&e))?;
         let local_memory = prepared.local_memory_size();
         match &self.pool {
             // One workgroup (or none) is not worth a wake-up.
@@ -83,22 +83,27 @@ impl ExecutableCode for NativeExecutable {
         dispatch: &Dispatch<'_>,
         concurrency: usize,
     ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
-        let mut prepared = Box::new(self.prepare(dispatch).map_err(|e| failed(&e))?);
+        let mut prepared = Box::new(self.library.empty_dispatch());
+        self.prepare(&mut prepared, dispatch).map_err(|e| failed(&e))?;
         prepared.set_max_concurrency(concurrency.min(255) as u8);
         Ok(Some(Box::new(Ready(prepared))))
     }
 }
 
 impl NativeExecutable {
-    /// The dispatch's arguments checked against its export and fixed.
+    /// The dispatch's arguments checked against its export and fixed in `prepared`.
     #[inline(always)]
-    fn prepare(&self, dispatch: &Dispatch<'_>) -> Result<PreparedDispatch<'_>, DispatchError> {
+    fn prepare<'a>(
+        &'a self,
+        prepared: &mut PreparedDispatch<'a>,
+        dispatch: &Dispatch<'_>,
+    ) -> Result<(), DispatchError> {
         let bindings = dispatch.bindings.iter().map(|bound| {
             // SAFETY: the bound memory is held by the command buffer's table for as long as the
             // code runs; the same memory bound twice (at different offsets) is what dispatches do.
             unsafe { Binding::from_raw_parts(bound.address(), bound.len()) }
         });
-        self.library.prepare_dispatch(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings)
+        prepared.prepare(dispatch.export, dispatch.workgroup_count, dispatch.constants, bindings)
     }
 }
 

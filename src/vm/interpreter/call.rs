@@ -87,6 +87,7 @@ impl Invocation {
 
     /// Runs native function `native` on the arguments of `call`, the top frame's call op, read
     /// from the frame's registers; `Some` when it answers later.
+    #[inline(always)]
     pub(super) fn call_native(
         &mut self,
         instances: &[Instance],
