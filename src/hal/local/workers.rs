@@ -15,7 +15,7 @@
 //! model's chain of dispatches each thread tends to read what it wrote itself in the dispatch
 //! before, from its own core's cache. Against one shared index claimed in turns (two cores, six
 //! alternating rounds) this took ShuffleNet to 0.87 of its time and the encoder to 0.90,
-//! SqueezeNet to 0.96; the larger models moved by less than the noise (0.98 to 1.03).
+//! SqueezeNet to 0.96; the larger models moved within the noise (0.95 to 1.03).
 //!
 //! A job runs on at most as many threads as the pool has workers, the submitter counted: a pool is
 //! sized one worker per core, and a third thread on two cores only takes turns with the other two,
@@ -357,6 +357,12 @@ fn unpack(lane: u64) -> (u64, u64) {
     (lane & 0xffff_ffff, lane >> 32)
 }
 
+/// How many units a [`pack`]ed lane has left.
+fn left(lane: u64) -> u64 {
+    let (front, back) = unpack(lane);
+    back.saturating_sub(front)
+}
+
 impl Job {
     /// A job of `count` workgroups for up to `threads` threads, each lane a contiguous block.
     fn new(workgroup: *const Workgroup<'static>, count: u64, threads: u64, local_memory: usize) -> Job {
@@ -383,10 +389,7 @@ impl Job {
     }
 
     fn exhausted(&self) -> bool {
-        self.lanes.iter().all(|lane| {
-            let (front, back) = unpack(lane.load(Ordering::Relaxed));
-            front >= back
-        })
+        self.lanes.iter().all(|lane| left(lane.load(Ordering::Relaxed)) == 0)
     }
 
     /// Takes a seat, returning its lane (the submitter's is 0), or `None` when all are taken.
@@ -415,8 +418,8 @@ impl Job {
         let lane = &self.lanes[lane];
         let mut current = lane.load(Ordering::Relaxed);
         loop {
+            let left = Some(left(current)).filter(|&left| left > 0)?;
             let (front, back) = unpack(current);
-            let left = back.checked_sub(front).filter(|&left| left > 0)?;
             let take = (left / 2).clamp(1, self.chunk);
             match lane.compare_exchange_weak(current, pack(front + take, back), Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return Some(front..front + take),
@@ -437,8 +440,7 @@ impl Job {
                 .filter(|&(other, _)| other != lane)
                 .map(|(other, victim)| {
                     let current = victim.load(Ordering::Relaxed);
-                    let (front, back) = unpack(current);
-                    (other, current, back.saturating_sub(front))
+                    (other, current, left(current))
                 })
                 .max_by_key(|&(_, _, left)| left)
                 .filter(|&(_, _, left)| left > 0)?;
