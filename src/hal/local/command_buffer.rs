@@ -2,9 +2,10 @@
 //! thread, with buffers resolved to host memory at execution: in order, or on `local-task` a group
 //! at a time (the commands between two barriers) as one job on the worker pool.
 
+use bumpalo::Bump;
 use smallvec::SmallVec;
 
-use super::executable::{self, BoundBytes, Dispatch, LocalExecutable, ReadyWork};
+use super::executable::{self, place, BoundBytes, Dispatch, LocalExecutable, ReadyWork};
 use super::workers::Workers;
 use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
@@ -57,30 +58,32 @@ fn run_one(command: &Command, table: &[TableEntry], memory: MemoryAccess) -> Res
     }
 }
 
-/// Runs the commands of one group as one job on `workers`. What cannot be cut into workgroups
-/// (a dispatch whose code runs its workgroups only itself, an update from host memory) runs first,
-/// on its own.
+/// Runs the commands of one group as one job on `workers`, laid out in the pool's arena. What
+/// cannot be cut into workgroups (a dispatch whose code runs its workgroups only itself, an update
+/// from host memory) runs first, on its own.
 fn run_together(
     commands: &[Command],
     table: &[TableEntry],
     memory: MemoryAccess,
     workers: &Workers,
 ) -> Result<(), Diagnostic> {
-    let mut ready = SmallVec::<[Box<dyn ReadyWork + '_>; 4]>::with_capacity(commands.len());
-    for command in commands {
-        let made = match command {
-            Command::Dispatch { .. } => {
-                with_dispatch(command, table, memory, |code, dispatch| match code.ready(dispatch, workers)? {
-                    Some(made) => Ok(Some(made)),
-                    None => code.dispatch(dispatch).map(|()| None),
-                })?
-            }
-            Command::Transfer(transfer) => in_pieces(transfer, table, memory)?,
-            Command::Barrier => None,
-        };
-        ready.extend(made);
-    }
-    executable::run_together(&ready, workers)
+    workers.with_arena(|arena| {
+        let mut ready = bumpalo::collections::Vec::with_capacity_in(commands.len(), arena);
+        for command in commands {
+            let made = match command {
+                Command::Dispatch { .. } => with_dispatch(command, table, memory, |code, dispatch| {
+                    match code.ready(dispatch, workers, arena)? {
+                        Some(made) => Ok(Some(made)),
+                        None => code.dispatch(dispatch).map(|()| None),
+                    }
+                })?,
+                Command::Transfer(transfer) => in_pieces(transfer, table, memory, arena)?,
+                Command::Barrier => None,
+            };
+            ready.extend(made);
+        }
+        executable::run_together(&ready, workers, arena)
+    })
 }
 
 /// Resolves a dispatch command (its grid, export and bindings) and hands it to `run` with the
@@ -98,12 +101,11 @@ fn with_dispatch<'a, R>(
         Workgroups::Fixed(count) => *count,
         Workgroups::Indirect(range) => {
             let bytes = resolve(range, table, memory)?.span()?;
-            [0, 1, 2]
-                .map(|i| bytes.load_i32(i).map(|v| v as u32))
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()?
-                .try_into()
-                .expect("three counts")
+            let mut count = [0; 3];
+            for (i, count) in count.iter_mut().enumerate() {
+                *count = bytes.load_i32(i as i64)? as u32;
+            }
+            count
         }
     };
     let export = executable.check_export(*export)?;
@@ -160,7 +162,8 @@ fn in_pieces<'a>(
     transfer: &'a Transfer,
     table: &'a [TableEntry],
     memory: MemoryAccess,
-) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
+    arena: &'a Bump,
+) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
     let Some(bytes) = resolve_transfer(transfer, table, memory)? else {
         return run_transfer(transfer, table, memory).map(|()| None);
     };
@@ -174,7 +177,7 @@ fn in_pieces<'a>(
         }
     };
     let pieces = if whole { 1 } else { bytes.len().div_ceil(PIECE).max(1) as u64 };
-    Ok(Some(Box::new(TransferPieces { bytes, pieces })))
+    Ok(Some(place(arena, || TransferPieces { bytes, pieces })))
 }
 
 /// A fill or copy with its ranges resolved and checked.
@@ -357,9 +360,10 @@ mod tests {
             &'a self,
             dispatch: &Dispatch<'_>,
             _concurrency: usize,
-        ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
+            arena: &'a Bump,
+        ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
             let count = u64::from(dispatch.workgroup_count[0]);
-            Ok(self.ready.then(|| Box::new(FakeDispatch { fake: self, export: dispatch.export, count }) as Box<_>))
+            Ok(self.ready.then(|| place(arena, || FakeDispatch { fake: self, export: dispatch.export, count }) as &_))
         }
     }
 

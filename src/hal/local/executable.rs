@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use smallvec::SmallVec;
+use bumpalo::Bump;
 
 use super::dispatch_times;
 use super::fpu::FlushDenormals;
@@ -84,16 +84,25 @@ pub trait ExecutableCode: Send + Sync + fmt::Debug {
     /// Runs every workgroup of one dispatch.
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic>;
 
-    /// The dispatch made ready for its workgroups to run on any of `concurrency` threads, beside
-    /// other dispatches' workgroups; `None` where this code runs a dispatch's workgroups only
-    /// itself (VMVX: one VM context).
+    /// The dispatch made ready in `arena` (see [`place`]) for its workgroups to run on any of
+    /// `concurrency` threads, beside other dispatches' workgroups; `None` where this code runs a
+    /// dispatch's workgroups only itself (VMVX: one VM context).
     fn ready<'a>(
         &'a self,
         _dispatch: &Dispatch<'_>,
         _concurrency: usize,
-    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
+        _arena: &'a Bump,
+    ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
         Ok(None)
     }
+}
+
+/// Makes work in `arena`, where a group's parts are laid out. The arena's memory is reused from
+/// one group to the next (so that a dispatch allocates nothing) without running destructors:
+/// only work that needs none may go there, which this checks as it compiles.
+pub fn place<'a, W: ReadyWork + 'a>(arena: &'a Bump, make: impl FnOnce() -> W) -> &'a mut W {
+    const { assert!(!std::mem::needs_drop::<W>(), "work placed in an arena is never dropped") };
+    arena.alloc_with(make)
 }
 
 /// Work cut into workgroups that any thread may run, in any order: a dispatch, or a fill or copy
@@ -112,14 +121,15 @@ pub trait ReadyWork: Sync {
 /// Runs the workgroups of independent work (no barrier between, so the program lets it run at
 /// once) as one job on `workers`: a dispatch of a few workgroups no longer leaves the other cores
 /// idle until it ends, the next one's workgroups (or a fill's pieces) fill them.
-pub fn run_together(work: &[Box<dyn ReadyWork + '_>], workers: &Workers) -> Result<(), Diagnostic> {
+pub fn run_together(work: &[&dyn ReadyWork], workers: &Workers, arena: &Bump) -> Result<(), Diagnostic> {
     let _mode = FlushDenormals::enter();
-    let mut starts = SmallVec::<[u64; 8]>::with_capacity(work.len());
+    let mut starts = bumpalo::collections::Vec::with_capacity_in(work.len(), arena);
     let mut total = 0u64;
     for part in work {
         starts.push(total);
         total += part.workgroups();
     }
+    let starts = starts.into_bump_slice();
     let local_memory = work.iter().map(|part| part.local_memory()).max().unwrap_or(0);
     workers.run(total, local_memory, &|index, processor, memory| {
         // The last part starting at or before `index`: it holds `index` (one of no workgroups
@@ -154,18 +164,19 @@ impl LocalExecutable {
         result
     }
 
-    /// The dispatch ready to run beside others on `workers`; `None` where its code runs its
-    /// workgroups only itself, and while dispatches are timed (one by one, so that each time is
-    /// its own).
+    /// The dispatch ready in `arena` to run beside others on `workers`; `None` where its code
+    /// runs its workgroups only itself, and while dispatches are timed (one by one, so that each
+    /// time is its own).
     pub fn ready<'a>(
         &'a self,
         dispatch: &Dispatch<'_>,
         workers: &Workers,
-    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
+        arena: &'a Bump,
+    ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
         if dispatch_times::enabled() {
             return Ok(None);
         }
-        self.code.ready(dispatch, workers.concurrency())
+        self.code.ready(dispatch, workers.concurrency(), arena)
     }
 }
 

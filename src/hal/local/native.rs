@@ -11,7 +11,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::executable::{Dispatch, ExecutableCode, ReadyWork};
+use bumpalo::Bump;
+
+use super::executable::{place, Dispatch, ExecutableCode, ReadyWork};
 use super::library::{Binding, DispatchError, ExecutableFormat, ExecutableLibrary, ImportFunction, PreparedDispatch};
 use super::workers::Workers;
 use crate::host::{Diagnostic, StatusCode};
@@ -57,15 +59,16 @@ impl ExecutableCode for NativeExecutable {
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
         // Filled where it lies: a prepared dispatch (over a kilobyte of arguments) returned by
         // value was copied on every dispatch.
-        let prepared = &mut self.library.empty_dispatch();
-        self.prepare(prepared, dispatch).map_err(|e| failed(&e))?;
+        let ready = &mut Ready(self.library.empty_dispatch());
+        self.prepare(&mut ready.0, dispatch).map_err(|e| failed(&e))?;
+        let prepared = &mut ready.0;
         let local_memory = prepared.local_memory_size();
         match &self.pool {
             // One workgroup (or none) is not worth a wake-up.
             Some(workers) if workgroups(prepared) > 1 => {
                 prepared.set_max_concurrency(workers.concurrency().min(255) as u8);
-                let ready = Ready(&*prepared);
-                workers.run(workgroups(prepared), local_memory, &|index, processor, memory| {
+                let ready = &*ready;
+                workers.run(ready.workgroups(), local_memory, &|index, processor, memory| {
                     ready.run(index, processor, memory)
                 })
             }
@@ -82,11 +85,12 @@ impl ExecutableCode for NativeExecutable {
         &'a self,
         dispatch: &Dispatch<'_>,
         concurrency: usize,
-    ) -> Result<Option<Box<dyn ReadyWork + 'a>>, Diagnostic> {
-        let mut prepared = Box::new(self.library.empty_dispatch());
-        self.prepare(&mut prepared, dispatch).map_err(|e| failed(&e))?;
-        prepared.set_max_concurrency(concurrency.min(255) as u8);
-        Ok(Some(Box::new(Ready(prepared))))
+        arena: &'a Bump,
+    ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
+        let ready = place(arena, || Ready(self.library.empty_dispatch()));
+        self.prepare(&mut ready.0, dispatch).map_err(|e| failed(&e))?;
+        ready.0.set_max_concurrency(concurrency.min(255) as u8);
+        Ok(Some(ready))
     }
 }
 
@@ -117,9 +121,9 @@ fn failed(error: &DispatchError) -> Diagnostic {
 
 /// A dispatch of a native executable, its workgroups numbered X fastest. Made only here, from
 /// the bindings the program bound (see the module documentation on trust).
-struct Ready<P>(P);
+struct Ready<'a>(PreparedDispatch<'a>);
 
-impl<'a, P: std::ops::Deref<Target = PreparedDispatch<'a>> + Sync> ReadyWork for Ready<P> {
+impl ReadyWork for Ready<'_> {
     fn workgroups(&self) -> u64 {
         workgroups(&self.0)
     }

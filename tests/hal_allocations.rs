@@ -1,0 +1,130 @@
+//! On `local-task`, running a command buffer allocates nothing per command: jobs, the parts of a
+//! group and the submitter's local memory are kept from one execution to the next. Executing one
+//! of 48 commands (dispatches of several workgroups alone and in groups, fills and copies in
+//! pieces and whole) allocates exactly as much as executing one of a single dispatch, and both
+//! compute what they should. One test in its own process: the allocation count is process-wide.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rtx::hal::backend::{DeviceBackend, QueueFences};
+use rtx::hal::buffer::{memory_type, usage, Buffer};
+use rtx::hal::command_buffer::{BufferRange, BufferSource, CommandBuffer, Workgroups};
+use rtx::hal::executable::Executable;
+use rtx::hal::fence::Fence;
+use rtx::hal::local::device::{DeviceKind, LocalDevice};
+
+/// Counts every allocation, reallocation included, of every thread.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Elements each negation covers: four workgroups of 4096.
+const N: usize = 4 * 4096;
+
+fn range(buffer: &Buffer) -> BufferRange {
+    BufferRange { source: BufferSource::Direct(buffer.clone()), offset: 0, length: -1 }
+}
+
+fn negate(commands: &CommandBuffer, negate: &Executable, from: &Buffer, to: &Buffer) {
+    let grid = Workgroups::Fixed([N.div_ceil(4096) as u32, 1, 1]);
+    commands.dispatch(negate, 0, grid, vec![N as u32, 0], vec![range(from), range(to)]).unwrap();
+}
+
+/// Executes `commands` and waits; returns the allocations that took.
+fn execute(device: &LocalDevice, commands: &CommandBuffer) -> usize {
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let signal = Fence::new();
+    device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(commands), &[]).unwrap();
+    signal.wait().unwrap();
+    drop(signal);
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+fn f32s(buffer: &Buffer) -> Vec<f32> {
+    buffer.to_vec().unwrap().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+#[test]
+fn executing_a_command_buffer_allocates_nothing_per_command() {
+    let device = LocalDevice::with_workers(DeviceKind::LocalTask, 2);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hal/dynamic.embedded-elf-x86_64.so");
+    let executable = device.create_executable("embedded-elf-x86_64", &std::fs::read(path).unwrap(), &[]).unwrap();
+    let allocate = |bytes: usize| device.allocator().allocate(memory_type::CPU, usage::CPU, bytes as i64).unwrap();
+    // Buffer 4 takes fills of four pieces.
+    let buffers: Vec<Buffer> = (0..6).map(|i| allocate(if i == 4 { 16 * N } else { 4 * N })).collect();
+    let input: Vec<f32> = (0..N).map(|i| i as f32 - 100.5).collect();
+    buffers[0].write(0, &input.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+
+    let one = device.create_command_buffer(0, 0).unwrap();
+    negate(&one, &executable, &buffers[0], &buffers[1]);
+    one.finalize().unwrap();
+
+    // 48 commands: groups of three negations (each of 4 workgroups) beside a fill of 256 KiB (in
+    // pieces) or a small copy (whole), and negations alone, barriers between.
+    let many = device.create_command_buffer(0, 0).unwrap();
+    for round in 0..6 {
+        negate(&many, &executable, &buffers[0], &buffers[2]);
+        negate(&many, &executable, &buffers[0], &buffers[3]);
+        negate(&many, &executable, &buffers[0], &buffers[5]);
+        if round % 2 == 0 {
+            many.fill(range(&buffers[4]), 0x3f80_0000, 4).unwrap();
+        } else {
+            let small = |buffer: &Buffer| BufferRange { length: 64, ..range(buffer) };
+            many.copy(small(&buffers[0]), small(&buffers[4])).unwrap();
+        }
+        many.barrier().unwrap();
+        negate(&many, &executable, &buffers[2], &buffers[1]);
+        many.barrier().unwrap();
+        negate(&many, &executable, &buffers[1], &buffers[5]);
+        many.barrier().unwrap();
+    }
+    many.finalize().unwrap();
+
+    // The first executions keep what later ones reuse: jobs, arenas, local memory.
+    for _ in 0..3 {
+        execute(&device, &one);
+        execute(&device, &many);
+    }
+    // The fewest of a few: a worker descheduled while it holds a job can make one execution take
+    // a job of its own, as a submitter on another thread would.
+    let fewest = |commands: &CommandBuffer| (0..5).map(|_| execute(&device, commands)).min().unwrap();
+    let (alone, all) = (fewest(&one), fewest(&many));
+    assert_eq!(all, alone, "48 commands allocated {all} times, one dispatch {alone}");
+
+    // The last round: buffer 2 the input negated, 1 that negated back, 5 that negated again.
+    let negated: Vec<f32> = input.iter().map(|v| -v).collect();
+    assert_eq!((f32s(&buffers[2]), f32s(&buffers[1]), f32s(&buffers[5])), (negated.clone(), input.clone(), negated));
+    let filled = f32s(&buffers[4]);
+    assert_eq!(filled[..16], input[..16], "the last round copies into the filled buffer");
+    assert!(filled[16..].iter().all(|&v| v == 1.0), "the fill's 1.0s stay past the copy");
+}
