@@ -34,7 +34,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use bumpalo::Bump;
-use crossbeam_utils::atomic::AtomicCell;
 use crossbeam_utils::CachePadded;
 
 use super::fpu;
@@ -50,7 +49,7 @@ pub struct Workers {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     /// Lent by [`Workers::with_arena`]; empty while lent.
-    arena: AtomicCell<Option<Box<Bump>>>,
+    arena: Mutex<Option<Bump>>,
 }
 
 /// What the workers and the submitting threads share.
@@ -149,7 +148,7 @@ impl Workers {
             readers: AtomicUsize::new(0),
             lanes: count,
         });
-        let mut workers = Workers { shared, threads: Vec::with_capacity(count), arena: AtomicCell::new(None) };
+        let mut workers = Workers { shared, threads: Vec::with_capacity(count), arena: Mutex::default() };
         for index in 0..count {
             let shared = workers.shared.clone();
             let processor = index as u32;
@@ -177,10 +176,11 @@ impl Workers {
     /// of a group of commands). The arena keeps its memory from one job to the next, so that a
     /// dispatch allocates nothing; a submitter on another thread meanwhile gets one of its own.
     pub fn with_arena<R>(&self, lay_out: impl FnOnce(&Bump) -> R) -> R {
-        let mut arena = self.arena.take().unwrap_or_default();
+        let lent = self.arena.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let mut arena = lent.unwrap_or_default();
         arena.reset();
         let result = lay_out(&arena);
-        self.arena.store(Some(arena));
+        *self.arena.lock().unwrap_or_else(PoisonError::into_inner) = Some(arena);
         result
     }
 
