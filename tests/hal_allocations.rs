@@ -1,4 +1,4 @@
-//! On `local-task`, running a command buffer allocates nothing per command: jobs, the parts of a
+//! On `local-task` as on `local-sync`, running a command buffer allocates nothing per command: jobs, the parts of a
 //! group and the submitter's local memory are kept from one execution to the next. Executing one
 //! of 48 commands (dispatches of several workgroups alone and in groups, fills and copies in
 //! pieces and whole) allocates exactly as much as executing one of a single dispatch, and both
@@ -76,7 +76,12 @@ fn f32s(buffer: &Buffer) -> Vec<f32> {
 
 #[test]
 fn executing_a_command_buffer_allocates_nothing_per_command() {
-    let device = LocalDevice::with_workers(DeviceKind::LocalTask, 2);
+    for kind in [DeviceKind::LocalTask, DeviceKind::LocalSync] {
+        allocates_nothing_per_command(LocalDevice::with_workers(kind, 2), kind);
+    }
+}
+
+fn allocates_nothing_per_command(device: LocalDevice, kind: DeviceKind) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hal/dynamic.embedded-elf-x86_64.so");
     let executable = device.create_executable("embedded-elf-x86_64", &std::fs::read(path).unwrap(), &[]).unwrap();
     let allocate = |bytes: usize| device.allocator().allocate(memory_type::CPU, usage::CPU, bytes as i64).unwrap();
@@ -119,7 +124,7 @@ fn executing_a_command_buffer_allocates_nothing_per_command() {
     // a job of its own, as a submitter on another thread would.
     let fewest = |commands: &CommandBuffer| (0..5).map(|_| execute(&device, commands)).min().unwrap();
     let (alone, all) = (fewest(&one), fewest(&many));
-    assert_eq!(all, alone, "48 commands allocated {all} times, one dispatch {alone}");
+    assert_eq!(all, alone, "{kind:?}: 48 commands allocated {all} times, one dispatch {alone}");
 
     // The last round: buffer 2 the input negated, 1 that negated back, 5 that negated again.
     let negated: Vec<f32> = input.iter().map(|v| -v).collect();
