@@ -1,8 +1,9 @@
-//! On `local-task` as on `local-sync`, running a command buffer allocates nothing per command: jobs, the parts of a
-//! group and the submitter's local memory are kept from one execution to the next. Executing one
-//! of 48 commands (dispatches of several workgroups alone and in groups, fills and copies in
-//! pieces and whole) allocates exactly as much as executing one of a single dispatch, and both
-//! compute what they should. One test in its own process: the allocation count is process-wide.
+//! On `local-task` as on `local-sync`, running a command buffer allocates nothing per command:
+//! `local-task`'s jobs, the parts of a group and the submitter's local memory are kept from one
+//! execution to the next. Executing one of 48 commands (dispatches of several workgroups alone and
+//! in groups, fills and copies in pieces and whole) allocates exactly as much as executing one of a
+//! single dispatch, and both compute what they should. One test in its own process: the
+//! allocation count is process-wide.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
