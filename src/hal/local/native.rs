@@ -61,22 +61,20 @@ impl ExecutableCode for NativeExecutable {
         // value was copied on every dispatch.
         let ready = &mut Ready(self.library.empty_dispatch());
         self.prepare(&mut ready.0, dispatch).map_err(|e| failed(&e))?;
-        let prepared = &mut ready.0;
-        let local_memory = prepared.local_memory_size();
         match &self.pool {
-            // One workgroup (or none) is not worth a wake-up.
-            Some(workers) if workgroups(prepared) > 1 => {
-                prepared.set_max_concurrency(workers.concurrency().min(255) as u8);
+            // One workgroup (or none) is run here directly, as on `local-sync`.
+            Some(workers) if ready.workgroups() > 1 => {
+                ready.0.set_max_concurrency(workers.concurrency().min(255) as u8);
                 let ready = &*ready;
-                workers.run(ready.workgroups(), local_memory, &|index, processor, memory| {
+                workers.run(ready.workgroups(), ready.local_memory(), &|index, processor, memory| {
                     ready.run(index, processor, memory)
                 })
             }
             _ => {
-                let mut memory = vec![0u8; local_memory];
+                let mut memory = vec![0u8; ready.local_memory()];
                 // SAFETY: the executable is trusted compiler output and the bindings are the
                 // buffers the program bound for it (see the module documentation).
-                unsafe { prepared.run_all_workgroups(&mut memory) }.map_err(|e| failed(&e))
+                unsafe { ready.0.run_all_workgroups(&mut memory) }.map_err(|e| failed(&e))
             }
         }
     }
@@ -111,10 +109,6 @@ impl NativeExecutable {
     }
 }
 
-fn workgroups(prepared: &PreparedDispatch<'_>) -> u64 {
-    prepared.workgroup_count().iter().map(|&count| u64::from(count)).product()
-}
-
 fn failed(error: &DispatchError) -> Diagnostic {
     Diagnostic::new(StatusCode::Internal, error.to_string())
 }
@@ -125,7 +119,7 @@ struct Ready<'a>(PreparedDispatch<'a>);
 
 impl ReadyWork for Ready<'_> {
     fn workgroups(&self) -> u64 {
-        workgroups(&self.0)
+        self.0.workgroup_count().iter().map(|&count| u64::from(count)).product()
     }
 
     fn local_memory(&self) -> usize {

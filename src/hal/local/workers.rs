@@ -71,8 +71,6 @@ struct Shared {
     /// Workers between reading `latest` and holding a reference of their own to its job: a job
     /// no longer the latest is dropped only once none is (see [`Shared::publish`]).
     readers: AtomicUsize,
-    /// The pool's workers, and so the lanes of each job.
-    lanes: usize,
 }
 
 /// How long a worker that has run out of work looks for the next job before it sleeps. A model
@@ -146,7 +144,6 @@ impl Workers {
             spinning: AtomicUsize::new(0),
             latest: AtomicPtr::new(std::ptr::null_mut()),
             readers: AtomicUsize::new(0),
-            lanes: count,
         });
         let mut workers = Workers { shared, threads: Vec::with_capacity(count), arena: Mutex::default() };
         for index in 0..count {
@@ -200,9 +197,7 @@ impl Workers {
         // returned; a worker that still holds the job afterwards claims nothing below `count`,
         // and the job is set up anew (under the pool's lock, with no other holder) before reuse.
         let erased = unsafe { std::mem::transmute::<*const Workgroup<'_>, *const Workgroup<'static>>(workgroup) };
-        // The submitter works too, so one worker fewer keeps as many threads busy as the pool has
-        // (one per core, usually) instead of overcommitting the cores.
-        let job = self.shared.submit(erased, count, local_memory, self.threads.len() - 1);
+        let job = self.shared.submit(erased, count, local_memory, self.threads.len());
         {
             let mut memory = job.memory.lock().unwrap_or_else(PoisonError::into_inner);
             if memory.len() < local_memory {
@@ -240,22 +235,30 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues a job of `count` workgroups (more than one) and wakes sleeping workers for its
-    /// workgroups beyond the one the submitter starts on, at most `most`. The job is one kept
-    /// from before that nobody holds any more, if there is one.
-    fn submit(&self, workgroup: *const Workgroup<'static>, count: u64, local_memory: usize, most: usize) -> Arc<Job> {
+    /// Queues a job of `count` workgroups (more than one) with a lane for each of the pool's
+    /// `threads`, and wakes sleeping workers for its workgroups beyond the one the submitter
+    /// starts on. The job is one kept from before that nobody holds any more, if there is one.
+    fn submit(
+        &self,
+        workgroup: *const Workgroup<'static>,
+        count: u64,
+        local_memory: usize,
+        threads: usize,
+    ) -> Arc<Job> {
         let mut state = self.lock();
         // Dropped here too, not only by workers that look under the lock: workers that find
         // their jobs through `latest` would leave them queued, and held.
         while state.jobs.front().is_some_and(|job| job.exhausted()) {
             state.jobs.pop_front();
         }
-        let job = state.reuse_or_make(self.lanes, |job| job.set_up(workgroup, count, local_memory));
+        let job = state.reuse_or_make(threads, |job| job.set_up(workgroup, count, local_memory));
         state.jobs.push_back(job.clone());
         self.publish(&mut state, &job);
         // Release: a worker that sees the count move finds the job in `latest`.
         self.queued.fetch_add(1, Ordering::Release);
-        let wanted = usize::try_from(count - 1).unwrap_or(usize::MAX).min(most);
+        // The submitter works too, so one worker fewer keeps as many threads busy as the pool has
+        // (one per core, usually) instead of overcommitting the cores.
+        let wanted = usize::try_from(count - 1).unwrap_or(usize::MAX).min(threads - 1);
         let helpers = wanted.saturating_sub(self.spinning.load(Ordering::Relaxed)).min(state.sleeping);
         drop(state);
         for _ in 0..helpers {
