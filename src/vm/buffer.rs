@@ -44,6 +44,11 @@ enum Storage {
 /// alignment is for native code: the HAL binds buffers to compiled dispatches, which assume the
 /// alignment IREE allocates with), or memory someone else owns and maps (a device's
 /// host-visible memory), kept alive by `owner`.
+///
+/// Large buffers get a mapping of their own, marked for transparent huge pages: they hold a
+/// model's activations and the weights its `__init` repacks, which compiled kernels stream
+/// through, and with 4 KiB pages every page boundary costs a TLB miss and stops the hardware
+/// prefetcher.
 struct Memory {
     start: NonNull<AtomicU8>,
     length: usize,
@@ -54,6 +59,10 @@ enum Owner {
     /// `start` is a `Box<[Chunk]>` of this many chunks, released into a raw pointer (a box
     /// moved after `start` was taken from it would claim unique access again) and freed on drop.
     Chunks(usize),
+    /// `start` is the first byte of this anonymous mapping, unmapped on drop.
+    Anonymous {
+        _map: memmap2::MmapMut,
+    },
     Mapped {
         _owner: Arc<dyn Send + Sync>,
     },
@@ -87,6 +96,9 @@ impl Memory {
                 format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
             ));
         }
+        if length >= HUGE_PAGE {
+            return Memory::mapped(length);
+        }
         let count = length.div_ceil(64);
         let mut chunks = Vec::new();
         chunks.try_reserve_exact(count).map_err(|_| {
@@ -98,6 +110,23 @@ impl Memory {
         let chunks = Box::into_raw(chunks.into_boxed_slice());
         let start = NonNull::new(chunks.cast::<AtomicU8>()).expect("a box is never null");
         Ok(Arc::new(Memory { start, length: count * 64, _owner: Owner::Chunks(count) }))
+    }
+
+    /// `length` zeroed bytes at the start of a huge page, in an anonymous mapping of their own
+    /// advised to use huge pages. The mapping is a huge page longer than asked, to find that
+    /// start in it; the bytes around are never touched, so they take address space, not memory.
+    fn mapped(length: usize) -> Result<Arc<Memory>, Diagnostic> {
+        let exhausted = |e| {
+            Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes: {e}"))
+        };
+        let mut map = memmap2::MmapOptions::new().len(length + HUGE_PAGE).map_anon().map_err(exhausted)?;
+        let offset = map.as_ptr().align_offset(HUGE_PAGE);
+        // Only advice: a kernel without transparent huge pages refuses it, and the memory is as
+        // good with small pages.
+        #[cfg(target_os = "linux")]
+        let _ = map.advise_range(memmap2::Advice::HugePage, offset, length);
+        let start = NonNull::new(map[offset..].as_mut_ptr().cast::<AtomicU8>()).expect("a mapping is never null");
+        Ok(Arc::new(Memory { start, length, _owner: Owner::Anonymous { _map: map } }))
     }
 
     #[inline]
@@ -683,6 +712,10 @@ fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {
 /// buffers, not here, so 1 GiB leaves compiled programs ample room.
 pub const MAX_BUFFER_LENGTH: usize = 1 << 30;
 
+/// The size of a transparent huge page on x86-64 and (with 4 KiB base pages) AArch64: buffers
+/// this large get a mapping of their own.
+const HUGE_PAGE: usize = 2 << 20;
+
 /// Copies `from` into `to` (equal lengths) through a stack chunk. `backward` walks from the end,
 /// which keeps an overlapping copy to a higher address correct.
 fn copy_view(from: &View<'_>, to: &[AtomicU8], backward: bool) {
@@ -788,6 +821,23 @@ mod tests {
         assert_eq!(buffer.to_vec(), vec![0; 10]);
         assert_eq!(format!("{buffer:?}"), "vm.buffer(mutable, 10 bytes)");
         assert!(Buffer::allocate(0, 0).unwrap().is_empty());
+    }
+
+    /// Buffers of a huge page and more have a mapping of their own: zeroed, aligned, writable
+    /// to the last byte, and their spans outlive the buffer they came from.
+    #[test]
+    fn large_buffers_are_zeroed_aligned_and_outlive_their_spans() {
+        for length in [HUGE_PAGE - 64, HUGE_PAGE, 3 * HUGE_PAGE + 7] {
+            let buffer = Buffer::allocate(length as i64, 64).unwrap();
+            assert_eq!(buffer.len(), length);
+            assert_eq!(buffer.as_ptr() as usize % 64, 0, "{length} bytes");
+            assert!(buffer.to_vec().iter().all(|&b| b == 0), "{length} bytes");
+            buffer.store_i32(0, 7).unwrap();
+            buffer.fill_i8(length as i64 - 3, 3, -1).unwrap();
+            let tail = buffer.span(length - 4, 4).unwrap();
+            drop(buffer);
+            assert_eq!(tail.to_vec(), [0, 0xff, 0xff, 0xff]);
+        }
     }
 
     #[test]
