@@ -1,7 +1,7 @@
 //! On `local-task` as on `local-sync`, running a command buffer allocates nothing per command:
 //! `local-task`'s jobs, the parts of a group and the submitter's local memory are kept from one
 //! execution to the next. Executing one of 48 commands (dispatches of several workgroups alone and
-//! in groups, fills and copies in pieces and whole) allocates exactly as much as executing one of a
+//! in groups, direct and indirect, fills and copies in pieces and whole) allocates exactly as much as executing one of a
 //! single dispatch, and both compute what they should. One test in its own process: the
 //! allocation count is process-wide.
 
@@ -57,7 +57,10 @@ fn range(buffer: &Buffer) -> BufferRange {
 }
 
 fn negate(commands: &CommandBuffer, negate: &Executable, from: &Buffer, to: &Buffer) {
-    let grid = Workgroups::Fixed([N.div_ceil(4096) as u32, 1, 1]);
+    negate_over(commands, negate, Workgroups::Fixed([N.div_ceil(4096) as u32, 1, 1]), from, to);
+}
+
+fn negate_over(commands: &CommandBuffer, negate: &Executable, grid: Workgroups, from: &Buffer, to: &Buffer) {
     commands.dispatch(negate, 0, grid, vec![N as u32, 0], vec![range(from), range(to)]).unwrap();
 }
 
@@ -90,13 +93,18 @@ fn allocates_nothing_per_command(device: LocalDevice, kind: DeviceKind) {
     let buffers: Vec<Buffer> = (0..6).map(|i| allocate(if i == 4 { 16 * N } else { 4 * N })).collect();
     let input: Vec<f32> = (0..N).map(|i| i as f32 - 100.5).collect();
     buffers[0].write(0, &input.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    // The grid of the indirect negations, 4 bytes into its buffer.
+    let counts = allocate(16);
+    counts.write(0, &[0, 4, 1, 1].map(u32::to_le_bytes).concat()).unwrap();
+    let indirect = || Workgroups::Indirect(BufferRange { offset: 4, length: 12, ..range(&counts) });
 
     let one = device.create_command_buffer(0, 0).unwrap();
     negate(&one, &executable, &buffers[0], &buffers[1]);
     one.finalize().unwrap();
 
     // 48 commands: groups of three negations (each of 4 workgroups) beside a fill of 256 KiB (in
-    // pieces) or a small copy (whole), and negations alone, barriers between.
+    // pieces) or a small copy (whole), and negations alone (the last of each round with its grid
+    // read from a buffer), barriers between.
     let many = device.create_command_buffer(0, 0).unwrap();
     for round in 0..6 {
         negate(&many, &executable, &buffers[0], &buffers[2]);
@@ -111,7 +119,7 @@ fn allocates_nothing_per_command(device: LocalDevice, kind: DeviceKind) {
         many.barrier().unwrap();
         negate(&many, &executable, &buffers[2], &buffers[1]);
         many.barrier().unwrap();
-        negate(&many, &executable, &buffers[1], &buffers[5]);
+        negate_over(&many, &executable, indirect(), &buffers[1], &buffers[5]);
         many.barrier().unwrap();
     }
     many.finalize().unwrap();

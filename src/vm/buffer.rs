@@ -551,13 +551,18 @@ impl Buffer {
 
     /// A copy of bytes `offset..offset + length`, for hosts reading results.
     pub fn read_bytes(&self, offset: usize, length: usize) -> Result<Vec<u8>, Diagnostic> {
-        let (Ok(start), Ok(count)) = (i64::try_from(offset), i64::try_from(length)) else {
-            return Err(self.out_of_bounds(offset as i128, length as i128, 1));
-        };
-        let view = self.view(start, count, 1)?;
-        let mut out = vec![0u8; view.len()];
-        view.copy_into(0, &mut out);
+        let mut out = vec![0u8; length];
+        self.read_into(offset, &mut out)?;
         Ok(out)
+    }
+
+    /// Copies bytes `offset..offset + out.len()` into `out`: a read that allocates nothing.
+    pub fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<(), Diagnostic> {
+        let (Ok(start), Ok(count)) = (i64::try_from(offset), i64::try_from(out.len())) else {
+            return Err(self.out_of_bounds(offset as i128, out.len() as i128, 1));
+        };
+        self.view(start, count, 1)?.copy_into(0, out);
+        Ok(())
     }
 
     /// A copy of the whole buffer.

@@ -100,10 +100,13 @@ fn with_dispatch<'a, R>(
     let workgroup_count = match workgroups {
         Workgroups::Fixed(count) => *count,
         Workgroups::Indirect(range) => {
-            let bytes = resolve(range, table, memory)?.span()?;
+            let mut bytes = [0; 12];
+            resolve(range, table, memory)?
+                .read(&mut bytes)
+                .map_err(|e| e.map_message(|message| format!("indirect workgroup count: {message}")))?;
             let mut count = [0; 3];
-            for (i, count) in count.iter_mut().enumerate() {
-                *count = bytes.load_i32(i as i64)? as u32;
+            for (count, bytes) in count.iter_mut().zip(bytes.chunks_exact(4)) {
+                *count = u32::from_le_bytes(bytes.try_into().expect("chunks of 4 bytes"));
             }
             count
         }
@@ -353,7 +356,7 @@ mod tests {
         }
 
         fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-            (0..u64::from(dispatch.workgroup_count[0])).try_for_each(|index| (self.behaviour)(dispatch.export, index))
+            (0..workgroups(dispatch)).try_for_each(|index| (self.behaviour)(dispatch.export, index))
         }
 
         fn ready<'a>(
@@ -362,9 +365,13 @@ mod tests {
             _concurrency: usize,
             arena: &'a Bump,
         ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
-            let count = u64::from(dispatch.workgroup_count[0]);
+            let count = workgroups(dispatch);
             Ok(self.ready.then(|| place(arena, || FakeDispatch { fake: self, export: dispatch.export, count }) as &_))
         }
+    }
+
+    fn workgroups(dispatch: &Dispatch<'_>) -> u64 {
+        dispatch.workgroup_count.iter().map(|&count| u64::from(count)).product()
     }
 
     /// One command buffer of `steps`: `Some((export, workgroups))` a dispatch, `None` a barrier.
@@ -569,6 +576,38 @@ mod tests {
                 assert_eq!((error.code, error.message.as_str()), (StatusCode::InvalidArgument, message));
             }
         }
+    }
+
+    /// An indirect dispatch runs the grid its buffer holds where the range starts (a table slot
+    /// here), read when it runs; a range too short for three counts is an error naming it.
+    #[test]
+    fn an_indirect_grid_is_read_from_its_range() {
+        let workers = Workers::new(2).unwrap();
+        let counts = host_buffer(&[7, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0]);
+        let table = [TableEntry { buffer: Some(counts.clone()), offset: 4, length: -1 }];
+        let ran = Arc::new(AtomicUsize::new(0));
+        let seen = ran.clone();
+        let dispatch = executable(fake(true, move |_, _| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        let list = new(1);
+        let grid = |length| Workgroups::Indirect(BufferRange { source: BufferSource::Slot(0), offset: 0, length });
+        list.dispatch(&dispatch, 0, grid(12), Vec::new(), Vec::new()).unwrap();
+        list.finalize().unwrap();
+        for pool in [None, Some(&workers)] {
+            ran.store(0, Ordering::SeqCst);
+            execute(&list, &table, host_bytes, pool).unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 6, "a grid of 3 x 2 x 1");
+        }
+        let short = new(1);
+        short.dispatch(&dispatch, 0, grid(8), Vec::new(), Vec::new()).unwrap();
+        short.finalize().unwrap();
+        let error = execute(&short, &table, host_bytes, Some(&workers)).unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (StatusCode::OutOfRange, "indirect workgroup count: reading 12 bytes: range 0+12 out of range of 8 bytes")
+        );
     }
 
     /// Few bindings are resolved on the stack, many on the heap, none to nothing: each the range

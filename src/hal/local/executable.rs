@@ -74,6 +74,12 @@ impl<'a> BoundBytes<'a> {
     pub fn span(&self) -> Result<Arc<Bytes>, Diagnostic> {
         self.bytes.span(self.offset, self.length)
     }
+
+    /// Copies the range's first `out.len()` bytes into `out`.
+    pub fn read(&self, out: &mut [u8]) -> Result<(), Diagnostic> {
+        self.range(0, out.len() as i64).map_err(|e| e.at(format_args!("reading {} bytes", out.len())))?;
+        self.bytes.read_into(self.offset, out)
+    }
 }
 
 /// What a loader produces: dispatch functions by ordinal.

@@ -15,7 +15,7 @@ use bumpalo::Bump;
 
 use super::executable::{place, Dispatch, ExecutableCode, ReadyWork};
 use super::library::{Binding, DispatchError, ExecutableFormat, ExecutableLibrary, ImportFunction, PreparedDispatch};
-use super::workers::Workers;
+use super::workers::{with_local_memory, Workers};
 use crate::host::{Diagnostic, StatusCode};
 
 /// A loaded native executable.
@@ -70,12 +70,11 @@ impl ExecutableCode for NativeExecutable {
                     ready.run(index, processor, memory)
                 })
             }
-            _ => {
-                let mut memory = vec![0u8; ready.local_memory()];
+            _ => with_local_memory(ready.local_memory(), |memory| {
                 // SAFETY: the executable is trusted compiler output and the bindings are the
                 // buffers the program bound for it (see the module documentation).
-                unsafe { ready.0.run_all_workgroups(&mut memory) }.map_err(|e| failed(&e))
-            }
+                unsafe { ready.0.run_all_workgroups(memory) }.map_err(|e| failed(&e))
+            }),
         }
     }
 

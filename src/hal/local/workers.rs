@@ -26,6 +26,7 @@
 //! so a chunk whose thread is descheduled holds up the end of the dispatch for a time slice.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
@@ -189,8 +190,9 @@ impl Workers {
         let processor = self.threads.len() as u32;
         if count <= 1 {
             // Not worth a job: no other thread would take part.
-            let mut memory = vec![0u8; local_memory];
-            return (0..count).try_for_each(|index| run_workgroup(workgroup, index, processor, &mut memory));
+            return with_local_memory(local_memory, |memory| {
+                (0..count).try_for_each(|index| run_workgroup(workgroup, index, processor, memory))
+            });
         }
         // SAFETY: only the lifetime is erased. `workgroup` is called for claimed indices below
         // `count` only, and this function returns after `wait`, i.e. after every such call has
@@ -198,13 +200,7 @@ impl Workers {
         // and the job is set up anew (under the pool's lock, with no other holder) before reuse.
         let erased = unsafe { std::mem::transmute::<*const Workgroup<'_>, *const Workgroup<'static>>(workgroup) };
         let job = self.shared.submit(erased, count, local_memory, self.threads.len());
-        {
-            let mut memory = job.memory.lock().unwrap_or_else(PoisonError::into_inner);
-            if memory.len() < local_memory {
-                memory.resize(local_memory, 0);
-            }
-            job.claim_and_run(processor, 0, &mut memory[..local_memory]);
-        }
+        with_local_memory(local_memory, |memory| job.claim_and_run(processor, 0, memory));
         job.wait();
         let error = job.error.lock().unwrap_or_else(PoisonError::into_inner).take();
         error.map_or(Ok(()), Err)
@@ -363,6 +359,27 @@ impl Shared {
     }
 }
 
+thread_local! {
+    /// The workgroup local memory of this thread where it runs workgroups itself, not as one of
+    /// the workers (which keep theirs): kept from one dispatch to the next, so that a dispatch
+    /// allocates none, on `local-sync` as on `local-task`.
+    static LOCAL_MEMORY: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `run` with `length` bytes of this thread's workgroup local memory (see [`LOCAL_MEMORY`]).
+/// The bytes hold whatever the last workgroup left, as a worker's do. A call within `run`, or
+/// one while the thread exits, gets memory of its own.
+pub fn with_local_memory<R>(length: usize, run: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut memory = LOCAL_MEMORY.try_with(Cell::take).unwrap_or_default();
+    if memory.len() < length {
+        memory.resize(length, 0);
+    }
+    let result = run(&mut memory[..length]);
+    // Fails only while the thread exits: the memory is then freed here.
+    let _ = LOCAL_MEMORY.try_with(|kept| kept.set(memory));
+    result
+}
+
 /// A worker thread's life: flush denormals (as IREE's workers do: they only run dispatches), then
 /// help with queued jobs until the pool stops. Its local memory grows to the largest a job asks for
 /// and is freed when the thread ends.
@@ -404,9 +421,6 @@ struct Job {
     error: Mutex<Option<Diagnostic>>,
     done: Mutex<Done>,
     done_signal: Condvar,
-    /// The submitter's local memory, kept with the job: only the thread that set the job up
-    /// takes it, so the lock is never contended.
-    memory: Mutex<Vec<u8>>,
 }
 
 /// Whether a job is complete, and whether its submitter sleeps until it is (else completing it
@@ -457,7 +471,6 @@ impl Job {
             error: Mutex::new(None),
             done: Mutex::new(Done::default()),
             done_signal: Condvar::new(),
-            memory: Mutex::new(Vec::new()),
         }
     }
 
@@ -740,6 +753,39 @@ mod tests {
             })
             .unwrap();
         assert_eq!(sizes.into_inner().unwrap(), [4, 4, 4]);
+    }
+
+    /// The submitter runs its workgroups in the same memory from one job to the next, alone or
+    /// with the workers, grown as a job asks for more; a call within it gets memory of its own.
+    #[test]
+    fn a_submitters_local_memory_is_kept_between_jobs() {
+        let workers = Workers::new(2).unwrap();
+        let submitter = workers.concurrency() as u32 - 1;
+        let seen = Mutex::new(Vec::new());
+        for (count, length) in [(1, 64), (1, 64), (5, 32), (0, 64), (3, 128), (1, 16)] {
+            workers
+                .run(count, length, &|_, processor, memory| {
+                    assert_eq!(memory.len(), length);
+                    if processor == submitter {
+                        seen.lock().unwrap().push((memory.as_ptr() as usize, length));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }
+        // The memory moves only when it grows.
+        let seen = seen.into_inner().unwrap();
+        let (mut kept, mut largest) = (seen[0].0, 0);
+        for &(at, length) in &seen {
+            if length > largest {
+                (kept, largest) = (at, length);
+            }
+            assert_eq!(at, kept, "{length} bytes after {largest}: {seen:?}");
+        }
+        assert_eq!(largest, 128, "the submitter ran a workgroup of the largest job");
+        with_local_memory(8, |outer| {
+            with_local_memory(8, |inner| assert_ne!(outer.as_ptr(), inner.as_ptr()));
+        });
     }
 
     /// Runs a two-thread job of `count` workgroups whose workgroup 0 (the submitter's first)
