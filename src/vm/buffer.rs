@@ -59,7 +59,7 @@ enum Owner {
     /// `start` is a `Box<[Chunk]>` of this many chunks, released into a raw pointer (a box
     /// moved after `start` was taken from it would claim unique access again) and freed on drop.
     Chunks(usize),
-    /// `start` is the first byte of this anonymous mapping, unmapped on drop.
+    /// `start` lies in this anonymous mapping (see [`Memory::mapped`]), unmapped on drop.
     Anonymous {
         _map: memmap2::MmapMut,
     },
