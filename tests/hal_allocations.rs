@@ -61,7 +61,7 @@ fn negate(commands: &CommandBuffer, negate: &Executable, from: &Buffer, to: &Buf
 }
 
 fn negate_over(commands: &CommandBuffer, negate: &Executable, grid: Workgroups, from: &Buffer, to: &Buffer) {
-    commands.dispatch(negate, 0, grid, vec![N as u32, 0], vec![range(from), range(to)]).unwrap();
+    commands.dispatch(negate, 0, grid, &[N as u32, 0], &[range(from), range(to)]).unwrap();
 }
 
 /// Executes `commands` and waits; returns the allocations that took.

@@ -75,10 +75,8 @@ fn dispatches_with_fixed_and_indirect_workgroup_counts_compute_the_sums() {
     let counts = buffer(&device, &counts);
     let commands = device.create_command_buffer(MODE_ONE_SHOT, 0).unwrap();
     let bindings = |out: &Buffer| vec![direct(&lhs), direct(&rhs), direct(out)];
-    commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), Vec::new(), bindings(&fixed_out)).unwrap();
-    commands
-        .dispatch(&executable, 0, Workgroups::Indirect(direct(&counts)), Vec::new(), bindings(&indirect_out))
-        .unwrap();
+    commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), &[], &bindings(&fixed_out)).unwrap();
+    commands.dispatch(&executable, 0, Workgroups::Indirect(direct(&counts)), &[], &bindings(&indirect_out)).unwrap();
     commands.finalize().unwrap();
     execute(&device, &commands, Vec::new());
     let sums = f32s(&[11.0, 22.0, 33.0, 44.5]);
@@ -95,9 +93,7 @@ fn a_reusable_command_buffer_runs_with_each_tables_buffers() {
     let Some(device) = device(DeviceOptions::default()) else { return };
     let executable = add_executable(&device);
     let commands = device.create_command_buffer(0, 3).unwrap();
-    commands
-        .dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), Vec::new(), vec![slot(0), slot(1), slot(2)])
-        .unwrap();
+    commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), &[], &[slot(0), slot(1), slot(2)]).unwrap();
     commands.finalize().unwrap();
     for (lhs, rhs, sums) in [
         ([1.0, 2.0, 3.0, 4.0], [0.5, 0.5, 0.5, 0.5], [1.5, 2.5, 3.5, 4.5]),
@@ -107,7 +103,7 @@ fn a_reusable_command_buffer_runs_with_each_tables_buffers() {
         execute(&device, &commands, vec![entry(&lhs), entry(&rhs), entry(&out)]);
         assert_eq!(out.to_vec().unwrap(), f32s(&sums));
     }
-    let error = commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), Vec::new(), vec![slot(3)]).unwrap_err();
+    let error = commands.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), &[], &[slot(3)]).unwrap_err();
     assert!(error.message.contains("finalized"), "{}", error.message);
     drop((commands, executable));
     drop(device);
@@ -122,7 +118,7 @@ fn dispatches_outside_the_devices_limits_fail_before_reaching_it() {
     let data = buffer(&device, &vec![0; 64 + alignment as usize]);
     let run = |workgroups: Workgroups, first: BufferRange| {
         let commands = device.create_command_buffer(MODE_ONE_SHOT, 0).unwrap();
-        commands.dispatch(&executable, 0, workgroups, Vec::new(), vec![first, direct(&data), direct(&data)]).unwrap();
+        commands.dispatch(&executable, 0, workgroups, &[], &[first, direct(&data), direct(&data)]).unwrap();
         commands.finalize().unwrap();
         let signal = Fence::new();
         let queued = device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&commands), &[]);
@@ -186,7 +182,7 @@ fn work_after_the_queues_own_submissions_is_submitted_at_once() {
     let data = buffer(&device, &[0; 64]);
     let failing = device.create_command_buffer(MODE_ONE_SHOT, 0).unwrap();
     let bindings = vec![direct(&data), direct(&data), direct(&data)];
-    failing.dispatch(&executable, 0, Workgroups::Fixed([too_many, 1, 1]), Vec::new(), bindings).unwrap();
+    failing.dispatch(&executable, 0, Workgroups::Fixed([too_many, 1, 1]), &[], &bindings).unwrap();
     failing.finalize().unwrap();
 
     let (host, after_host) = (Fence::new(), Fence::new());

@@ -192,8 +192,8 @@ pub trait CommandBufferBackend: Send + Sync + Debug {
         executable: &Executable,
         export: usize,
         workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
+        constants: &[u32],
+        bindings: &[BufferRange],
     ) -> Result<(), Diagnostic>;
 
     /// Records a fill, copy or update.

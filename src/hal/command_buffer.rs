@@ -73,30 +73,60 @@ pub enum Command {
         executable: Executable,
         export: usize,
         workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
+        /// In [`Recorded::constants`].
+        constants: Span,
+        /// In [`Recorded::bindings`].
+        bindings: Span,
     },
     Transfer(Transfer),
     /// Everything recorded before it runs (and its writes are visible) before everything after.
     Barrier,
 }
 
-impl Command {
-    /// The buffer ranges the command names (without collecting them: recording checks them for
-    /// every command).
-    pub fn ranges(&self) -> impl Iterator<Item = &BufferRange> {
-        let (listed, extra): (&[BufferRange], [Option<&BufferRange>; 2]) = match self {
-            Command::Dispatch { bindings, workgroups: Workgroups::Indirect(range), .. } => {
-                (bindings, [Some(range), None])
-            }
-            Command::Dispatch { bindings, .. } => (bindings, [None, None]),
-            Command::Transfer(Transfer::Fill { target, .. } | Transfer::Update { target, .. }) => {
-                (&[], [Some(target), None])
-            }
-            Command::Transfer(Transfer::Copy { source, target }) => (&[], [Some(source), Some(target)]),
-            Command::Barrier => (&[], [None, None]),
-        };
-        listed.iter().chain(extra.into_iter().flatten())
+/// Where a dispatch's constants or bindings lie in the storage its list shares among all of its
+/// dispatches: recording one appends to that storage instead of allocating its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    start: usize,
+    len: usize,
+}
+
+/// The commands of a list, and the constants and bindings of its dispatches.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    commands: Vec<Command>,
+    constants: Vec<u32>,
+    bindings: Vec<BufferRange>,
+}
+
+impl Recorded {
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    /// A dispatch's push constants.
+    pub fn constants(&self, span: Span) -> &[u32] {
+        &self.constants[span.start..span.start + span.len]
+    }
+
+    /// A dispatch's bindings.
+    pub fn bindings(&self, span: Span) -> &[BufferRange] {
+        &self.bindings[span.start..span.start + span.len]
+    }
+
+    /// Appends `items` to `storage`, giving where they lie.
+    fn append<T: Clone>(storage: &mut Vec<T>, items: &[T]) -> Span {
+        let start = storage.len();
+        storage.extend_from_slice(items);
+        Span { start, len: items.len() }
+    }
+}
+
+/// The buffer ranges a transfer names.
+fn transfer_ranges(transfer: &Transfer) -> [Option<&BufferRange>; 2] {
+    match transfer {
+        Transfer::Fill { target, .. } | Transfer::Update { target, .. } => [Some(target), None],
+        Transfer::Copy { source, target } => [Some(source), Some(target)],
     }
 }
 
@@ -112,6 +142,49 @@ pub struct CommandList {
     binding_capacity: u32,
     accepts: ExecutableCheck,
     state: Mutex<ListState>,
+    /// Where the list's storage goes when it is released.
+    spares: Arc<SpareLists>,
+}
+
+/// The storage of released command lists, kept by a device for the next lists it makes: a
+/// program that records a command buffer on every step of a loop (an RNN's time steps) then
+/// records into memory it already has, instead of growing new vectors each time.
+#[derive(Debug, Default)]
+pub struct SpareLists(Mutex<Vec<Recorded>>);
+
+/// How many released lists a device keeps.
+const SPARE_LISTS: usize = 4;
+
+/// A released list's storage is kept only if it held no more commands than this, so that what a
+/// device keeps stays small (a large list is typically recorded once and replayed).
+const SPARE_COMMANDS: usize = 256;
+
+impl SpareLists {
+    fn take(&self) -> Recorded {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).pop().unwrap_or_default()
+    }
+
+    /// Keeps `recorded`'s storage, emptied (its buffers and executables released now), if it is
+    /// small and there is room.
+    fn give_back(&self, mut recorded: Recorded) {
+        if recorded.commands.capacity() > SPARE_COMMANDS {
+            return;
+        }
+        recorded.commands.clear();
+        recorded.constants.clear();
+        recorded.bindings.clear();
+        let mut spares = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if spares.len() < SPARE_LISTS {
+            spares.push(recorded);
+        }
+    }
+}
+
+impl Drop for CommandList {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        self.spares.give_back(std::mem::take(&mut state.recorded));
+    }
 }
 
 impl std::fmt::Debug for CommandList {
@@ -122,23 +195,21 @@ impl std::fmt::Debug for CommandList {
 
 #[derive(Debug, Default)]
 struct ListState {
-    commands: Vec<Command>,
+    recorded: Recorded,
     finalized: bool,
 }
 
 impl CommandList {
-    pub fn new(binding_capacity: u32, accepts: ExecutableCheck) -> CommandList {
-        CommandList { binding_capacity, accepts, state: Mutex::default() }
+    /// An empty list, its storage one of `spares` if there is one.
+    pub fn new(binding_capacity: u32, accepts: ExecutableCheck, spares: &Arc<SpareLists>) -> CommandList {
+        let state = ListState { recorded: spares.take(), finalized: false };
+        CommandList { binding_capacity, accepts, state: Mutex::new(state), spares: spares.clone() }
     }
 
-    /// Appends `command`: FAILED_PRECONDITION once finalized, OUT_OF_RANGE for a slot past the
-    /// binding capacity.
-    fn record(&self, command: Command) -> Result<(), Diagnostic> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.finalized {
-            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized"));
-        }
-        for range in command.ranges() {
+    /// OUT_OF_RANGE for a range of a command being recorded that names a slot past the binding
+    /// capacity.
+    fn check_slots<'r>(&self, ranges: impl Iterator<Item = &'r BufferRange>) -> Result<(), Diagnostic> {
+        for range in ranges {
             if let BufferSource::Slot(slot) = range.source {
                 if slot >= self.binding_capacity {
                     return Err(Diagnostic::new(
@@ -148,17 +219,33 @@ impl CommandList {
                 }
             }
         }
-        state.commands.push(command);
         Ok(())
     }
 
-    /// Runs `run` over the commands of the finalized list (FAILED_PRECONDITION before).
-    pub fn with_commands<R>(&self, run: impl FnOnce(&[Command]) -> Result<R, Diagnostic>) -> Result<R, Diagnostic> {
+    /// Appends the command `make` gives, with the list's storage for its parts:
+    /// FAILED_PRECONDITION once finalized, else the error of `slots` (its ranges checked).
+    fn record(
+        &self,
+        slots: Result<(), Diagnostic>,
+        make: impl FnOnce(&mut Recorded) -> Command,
+    ) -> Result<(), Diagnostic> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finalized {
+            return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer is finalized"));
+        }
+        slots?;
+        let command = make(&mut state.recorded);
+        state.recorded.commands.push(command);
+        Ok(())
+    }
+
+    /// Runs `run` over what the finalized list holds (FAILED_PRECONDITION before).
+    pub fn with_commands<R>(&self, run: impl FnOnce(&Recorded) -> Result<R, Diagnostic>) -> Result<R, Diagnostic> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if !state.finalized {
             return Err(Diagnostic::new(StatusCode::FailedPrecondition, "command buffer must be finalized to execute"));
         }
-        run(&state.commands)
+        run(&state.recorded)
     }
 }
 
@@ -168,20 +255,30 @@ impl CommandBufferBackend for CommandList {
         executable: &Executable,
         export: usize,
         workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
+        constants: &[u32],
+        bindings: &[BufferRange],
     ) -> Result<(), Diagnostic> {
         (self.accepts)(executable)?;
         executable.check_export(export)?;
-        self.record(Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings })
+        let indirect = match &workgroups {
+            Workgroups::Indirect(range) => Some(range),
+            Workgroups::Fixed(_) => None,
+        };
+        let slots = self.check_slots(bindings.iter().chain(indirect));
+        self.record(slots, |recorded| {
+            let constants = Recorded::append(&mut recorded.constants, constants);
+            let bindings = Recorded::append(&mut recorded.bindings, bindings);
+            Command::Dispatch { executable: executable.clone(), export, workgroups, constants, bindings }
+        })
     }
 
     fn transfer(&self, transfer: Transfer) -> Result<(), Diagnostic> {
-        self.record(Command::Transfer(transfer))
+        let slots = self.check_slots(transfer_ranges(&transfer).into_iter().flatten());
+        self.record(slots, |_| Command::Transfer(transfer))
     }
 
     fn barrier(&self) -> Result<(), Diagnostic> {
-        self.record(Command::Barrier)
+        self.record(Ok(()), |_| Command::Barrier)
     }
 
     /// Ends recording: FAILED_PRECONDITION the second time.
@@ -236,8 +333,8 @@ impl CommandBuffer {
         executable: &Executable,
         export: usize,
         workgroups: Workgroups,
-        constants: Vec<u32>,
-        bindings: Vec<BufferRange>,
+        constants: &[u32],
+        bindings: &[BufferRange],
     ) -> Result<(), Diagnostic> {
         self.backend.dispatch(executable, export, workgroups, constants, bindings)
     }

@@ -465,14 +465,24 @@ fn command_buffer_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diag
     out(some(device.backend().create_command_buffer(modes, binding_capacity.max(0) as u32)?.into_ref()))
 }
 
+/// Constants and bindings of up to this many (all a compiled dispatch has, as a rule) are read
+/// onto the stack: the list copies them into storage it keeps, so recording a dispatch allocates
+/// nothing.
+const OPERANDS_ON_STACK: usize = 16;
+
 /// The constants and bindings spans shared by both dispatch forms.
-fn dispatch_operands(a: &mut Args<'_>) -> Result<(Vec<u32>, Vec<BufferRange>), Diagnostic> {
-    let constants = (0..a.span()?).map(|_| a.i32().map(|c| c as u32)).collect::<Result<Vec<_>, _>>()?;
+type Operands = (SmallVec<[u32; OPERANDS_ON_STACK]>, SmallVec<[BufferRange; OPERANDS_ON_STACK]>);
+
+fn dispatch_operands(a: &mut Args<'_>) -> Result<Operands, Diagnostic> {
+    let mut constants = SmallVec::new();
+    for _ in 0..a.span()? {
+        constants.push(a.i32()? as u32);
+    }
     let count = a.span()?;
     if count > MAX_BINDINGS {
         return Err(Diagnostic::new(StatusCode::OutOfRange, format!("binding count {count} > {MAX_BINDINGS}")));
     }
-    let mut bindings = Vec::with_capacity(count);
+    let mut bindings = SmallVec::with_capacity(count);
     for _ in 0..count {
         let (_reserved, slot, buffer, offset, length) = (a.i32()?, a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
         bindings.push(range(slot, buffer, offset, length)?);
@@ -499,7 +509,7 @@ fn command_buffer_dispatch(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Di
     let count = workgroup_count(a.i32()?, a.i32()?, a.i32()?)?;
     let _flags = a.i64()?;
     let (constants, bindings) = dispatch_operands(a)?;
-    cmd.dispatch(executable, export, Workgroups::Fixed(count), constants, bindings)?;
+    cmd.dispatch(executable, export, Workgroups::Fixed(count), &constants, &bindings)?;
     none()
 }
 
@@ -510,7 +520,7 @@ fn command_buffer_dispatch_indirect(_: &mut HalState, a: &mut Args<'_>) -> Resul
     let (slot, buffer, offset, _flags) = (a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
     let (constants, bindings) = dispatch_operands(a)?;
     let workgroups = Workgroups::Indirect(range(slot, buffer, offset, 12)?);
-    cmd.dispatch(executable, export, workgroups, constants, bindings)?;
+    cmd.dispatch(executable, export, workgroups, &constants, &bindings)?;
     none()
 }
 
@@ -734,9 +744,22 @@ fn executable_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnost
     out(some(device.backend().create_executable(&format, &data, &constants)?.into_ref()))
 }
 
+/// Export names up to this long are looked up from the stack: a program whose loop records its
+/// dispatches looks one up for each of them.
+const NAME_ON_STACK: usize = 256;
+
 fn executable_lookup_function(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diagnostic> {
     let executable = executable::deref(a.r()?)?;
-    out(Value::I64(executable.lookup(&a.string()?)? as i64))
+    let name = a.bytes()?;
+    let mut on_stack = [0u8; NAME_ON_STACK];
+    let ordinal = match on_stack.get_mut(..name.len()) {
+        Some(bytes) => {
+            name.read_into(0, bytes)?;
+            executable.lookup(&String::from_utf8_lossy(bytes))?
+        }
+        None => executable.lookup(&text(name))?,
+    };
+    out(Value::I64(ordinal as i64))
 }
 
 // -- fences --------------------------------------------------------------------------------------

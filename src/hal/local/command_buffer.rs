@@ -2,6 +2,8 @@
 //! thread, with buffers resolved to host memory at execution: in order, or on `local-task` a group
 //! at a time (the commands between two barriers) as one job on the worker pool.
 
+use std::sync::Arc;
+
 use bumpalo::Bump;
 use smallvec::SmallVec;
 
@@ -10,16 +12,18 @@ use super::workers::Workers;
 use crate::hal::backend::Transfer;
 use crate::hal::buffer::Buffer;
 use crate::hal::command_buffer::{
-    table_entry, BufferRange, BufferSource, Command, CommandList, ExecutableCheck, TableEntry, Workgroups,
+    table_entry, BufferRange, BufferSource, Command, CommandList, ExecutableCheck, Recorded, SpareLists, TableEntry,
+    Workgroups,
 };
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 use crate::vm::buffer::{check_fill, Buffer as Bytes};
 
-/// A command buffer of the CPU devices: they dispatch only their own executables.
-pub fn new(binding_capacity: u32) -> CommandList {
+/// A command buffer of the CPU devices (they dispatch only their own executables), its storage
+/// one of `spares` if there is one.
+pub fn new(binding_capacity: u32, spares: &Arc<SpareLists>) -> CommandList {
     let accepts: ExecutableCheck = Box::new(|executable| local_executable(executable).map(drop));
-    CommandList::new(binding_capacity, accepts)
+    CommandList::new(binding_capacity, accepts, spares)
 }
 
 /// Runs the recorded commands with `table` resolving slot references and `memory` giving each
@@ -32,15 +36,17 @@ pub fn execute(
     memory: MemoryAccess,
     pool: Option<&Workers>,
 ) -> Result<(), Diagnostic> {
-    list.with_commands(|commands| {
-        let mut rest = commands;
+    list.with_commands(|recorded| {
+        let mut rest = recorded.commands();
         while !rest.is_empty() {
             let end = rest.iter().position(|command| matches!(command, Command::Barrier)).unwrap_or(rest.len());
             let (group, after) = rest.split_at(end);
             match (pool, group) {
                 // A lone dispatch spreads its own workgroups.
-                (Some(workers), [_, _, ..] | [Command::Transfer(_)]) => run_together(group, table, memory, workers)?,
-                _ => group.iter().try_for_each(|command| run_one(command, table, memory))?,
+                (Some(workers), [_, _, ..] | [Command::Transfer(_)]) => {
+                    run_together(group, recorded, table, memory, workers)?
+                }
+                _ => group.iter().try_for_each(|command| run_one(command, recorded, table, memory))?,
             }
             // Past the barrier.
             rest = after.get(1..).unwrap_or_default();
@@ -50,9 +56,16 @@ pub fn execute(
 }
 
 /// Runs one command on this thread (a dispatch's workgroups on the executable's pool, if any).
-fn run_one(command: &Command, table: &[TableEntry], memory: MemoryAccess) -> Result<(), Diagnostic> {
+fn run_one(
+    command: &Command,
+    recorded: &Recorded,
+    table: &[TableEntry],
+    memory: MemoryAccess,
+) -> Result<(), Diagnostic> {
     match command {
-        Command::Dispatch { .. } => with_dispatch(command, table, memory, |code, dispatch| code.dispatch(dispatch)),
+        Command::Dispatch { .. } => {
+            with_dispatch(command, recorded, table, memory, |code, dispatch| code.dispatch(dispatch))
+        }
         Command::Transfer(transfer) => run_transfer(transfer, table, memory),
         Command::Barrier => Ok(()),
     }
@@ -63,6 +76,7 @@ fn run_one(command: &Command, table: &[TableEntry], memory: MemoryAccess) -> Res
 /// from host memory) runs first, on its own.
 fn run_together(
     commands: &[Command],
+    recorded: &Recorded,
     table: &[TableEntry],
     memory: MemoryAccess,
     workers: &Workers,
@@ -70,16 +84,17 @@ fn run_together(
     workers.with_arena(|arena| {
         let mut ready = bumpalo::collections::Vec::with_capacity_in(commands.len(), arena);
         for command in commands {
-            let made = match command {
-                Command::Dispatch { .. } => with_dispatch(command, table, memory, |code, dispatch| {
-                    match code.ready(dispatch, workers, arena)? {
-                        Some(made) => Ok(Some(made)),
-                        None => code.dispatch(dispatch).map(|()| None),
-                    }
-                })?,
-                Command::Transfer(transfer) => in_pieces(transfer, table, memory, arena)?,
-                Command::Barrier => None,
-            };
+            let made =
+                match command {
+                    Command::Dispatch { .. } => with_dispatch(command, recorded, table, memory, |code, dispatch| {
+                        match code.ready(dispatch, workers, arena)? {
+                            Some(made) => Ok(Some(made)),
+                            None => code.dispatch(dispatch).map(|()| None),
+                        }
+                    })?,
+                    Command::Transfer(transfer) => in_pieces(transfer, table, memory, arena)?,
+                    Command::Barrier => None,
+                };
             ready.extend(made);
         }
         executable::run_together(&ready, workers, arena)
@@ -90,6 +105,7 @@ fn run_together(
 /// code that runs it.
 fn with_dispatch<'a, R>(
     command: &'a Command,
+    recorded: &'a Recorded,
     table: &'a [TableEntry],
     memory: MemoryAccess,
     run: impl FnOnce(&'a LocalExecutable, &Dispatch<'_>) -> Result<R, Diagnostic>,
@@ -113,7 +129,8 @@ fn with_dispatch<'a, R>(
     };
     let export = executable.check_export(*export)?;
     let code = local_executable(executable)?;
-    with_bound(bindings, table, memory, |bound| {
+    let constants = recorded.constants(*constants);
+    with_bound(recorded.bindings(*bindings), table, memory, |bound| {
         run(code, &Dispatch { export, workgroup_count, constants, bindings: bound })
     })
 }
@@ -377,12 +394,10 @@ mod tests {
     /// One command buffer of `steps`: `Some((export, workgroups))` a dispatch, `None` a barrier.
     fn record(fake: Fake, steps: &[Option<(usize, u32)>]) -> CommandList {
         let executable = executable(fake);
-        let list = new(0);
+        let list = new(0, &Arc::default());
         for step in steps {
             match *step {
-                Some((export, count)) => {
-                    list.dispatch(&executable, export, Workgroups::Fixed([count, 1, 1]), Vec::new(), Vec::new())
-                }
+                Some((export, count)) => list.dispatch(&executable, export, Workgroups::Fixed([count, 1, 1]), &[], &[]),
                 None => list.barrier(),
             }
             .unwrap();
@@ -515,12 +530,12 @@ mod tests {
             );
             let ran = Arc::new(AtomicUsize::new(0));
             let seen = ran.clone();
-            let list = new(0);
+            let list = new(0, &Arc::default());
             let dispatch = executable(fake(true, move |_, _| {
                 seen.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }));
-            list.dispatch(&dispatch, 0, Workgroups::Fixed([3, 1, 1]), Vec::new(), Vec::new()).unwrap();
+            list.dispatch(&dispatch, 0, Workgroups::Fixed([3, 1, 1]), &[], &[]).unwrap();
             for transfer in [
                 Transfer::Fill { target: range(&filled, 2, size as i64), pattern: 0x0403_0201, pattern_length: 4 },
                 Transfer::Copy { source: range(&from, 0, size as i64), target: range(&to, 0, size as i64) },
@@ -568,7 +583,7 @@ mod tests {
             ),
         ];
         for (transfer, message) in bad {
-            let list = new(0);
+            let list = new(0, &Arc::default());
             list.transfer(transfer).unwrap();
             list.finalize().unwrap();
             for pool in [None, Some(&workers)] {
@@ -591,17 +606,17 @@ mod tests {
             seen.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }));
-        let list = new(1);
+        let list = new(1, &Arc::default());
         let grid = |length| Workgroups::Indirect(BufferRange { source: BufferSource::Slot(0), offset: 0, length });
-        list.dispatch(&dispatch, 0, grid(12), Vec::new(), Vec::new()).unwrap();
+        list.dispatch(&dispatch, 0, grid(12), &[], &[]).unwrap();
         list.finalize().unwrap();
         for pool in [None, Some(&workers)] {
             ran.store(0, Ordering::SeqCst);
             execute(&list, &table, host_bytes, pool).unwrap();
             assert_eq!(ran.load(Ordering::SeqCst), 6, "a grid of 3 x 2 x 1");
         }
-        let short = new(1);
-        short.dispatch(&dispatch, 0, grid(8), Vec::new(), Vec::new()).unwrap();
+        let short = new(1, &Arc::default());
+        short.dispatch(&dispatch, 0, grid(8), &[], &[]).unwrap();
         short.finalize().unwrap();
         let error = execute(&short, &table, host_bytes, Some(&workers)).unwrap_err();
         assert_eq!(

@@ -18,7 +18,7 @@ use super::vmvx::{self, VmvxExecutable};
 use super::workers::Workers;
 use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{command_list, CommandBuffer, TableEntry};
+use crate::hal::command_buffer::{command_list, CommandBuffer, SpareLists, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
 use crate::hal::fence::{after, Fence, Reached};
@@ -70,6 +70,8 @@ pub struct LocalDevice {
     pool: Option<Arc<Workers>>,
     /// What `queue_alloca` lends and takes back.
     transients: TransientPool,
+    /// Storage of released command buffers, for the next ones.
+    spare_lists: Arc<SpareLists>,
 }
 
 impl LocalDevice {
@@ -100,6 +102,7 @@ impl LocalDevice {
             allocator: Allocator::new(Arc::new(HostAllocator)),
             pool,
             transients: TransientPool::default(),
+            spare_lists: Arc::default(),
         }
     }
 
@@ -155,7 +158,7 @@ impl DeviceBackend for LocalDevice {
     }
 
     fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity))))
+        Ok(CommandBuffer::new(Arc::new(command_buffer::new(binding_capacity, &self.spare_lists))))
     }
 
     /// Host memory is ready at once (a buffer of an earlier alloca that nothing holds any more,

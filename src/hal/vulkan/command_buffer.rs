@@ -16,14 +16,17 @@ use super::executable_def::DescriptorType;
 use super::logical_device::LogicalDevice;
 use super::queue::Recording;
 use super::transfer::{self, resolve, same_device, Bound};
-use crate::hal::command_buffer::{BufferRange, Command, CommandList, ExecutableCheck, TableEntry, Workgroups};
+use crate::hal::command_buffer::{
+    BufferRange, Command, CommandList, ExecutableCheck, SpareLists, TableEntry, Workgroups,
+};
 use crate::hal::executable::Executable;
 use crate::host::{Diagnostic, StatusCode};
 
-/// A command buffer of `device`: it dispatches only executables the device loaded.
-pub fn new(device: Arc<LogicalDevice>, binding_capacity: u32) -> CommandList {
+/// A command buffer of `device` (it dispatches only executables the device loaded), its storage
+/// one of `spares` if there is one.
+pub fn new(device: Arc<LogicalDevice>, binding_capacity: u32, spares: &Arc<SpareLists>) -> CommandList {
     let accepts: ExecutableCheck = Box::new(move |executable| loaded_by(executable, device.handle()).map(drop));
-    CommandList::new(binding_capacity, accepts)
+    CommandList::new(binding_capacity, accepts, spares)
 }
 
 /// The executable as `device` loaded it: INVALID_ARGUMENT for another device's.
@@ -39,11 +42,13 @@ fn loaded_by<'a>(executable: &'a Executable, device: &ash::Device) -> Result<&'a
 /// descriptor pool the dispatches use the recording keeps; the submission must keep `list` and
 /// `table` (the buffers and executables they name).
 pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableEntry]) -> Result<(), Diagnostic> {
-    list.with_commands(|commands| {
+    list.with_commands(|recorded| {
+        let commands = recorded.commands();
         let pool = DescriptorPool::for_commands(recording.device(), commands)?;
         for command in commands {
             match command {
                 Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                    let (constants, bindings) = (recorded.constants(*constants), recorded.bindings(*bindings));
                     let command = DispatchCommand { executable, export: *export, workgroups, constants, bindings };
                     dispatch(recording, pool.as_ref(), &command, table)?
                 }

@@ -15,7 +15,7 @@ use super::physical_device::{self, PhysicalDeviceInfo};
 use super::transfer;
 use crate::hal::backend::{DeviceBackend, QueueFences, Transfer};
 use crate::hal::buffer::Buffer;
-use crate::hal::command_buffer::{command_list, BufferRange, BufferSource, CommandBuffer, TableEntry};
+use crate::hal::command_buffer::{command_list, BufferRange, BufferSource, CommandBuffer, SpareLists, TableEntry};
 use crate::hal::device::{glob_match, unknown_query, Allocator, Device};
 use crate::hal::executable::Executable;
 use crate::hal::fence::{after, Fence};
@@ -40,6 +40,8 @@ pub fn devices() -> Result<Vec<PhysicalDeviceInfo>, VulkanError> {
 pub struct VulkanDevice {
     device: Arc<LogicalDevice>,
     allocator: Allocator,
+    /// Storage of released command buffers, for the next ones.
+    spare_lists: Arc<SpareLists>,
 }
 
 impl VulkanDevice {
@@ -47,7 +49,7 @@ impl VulkanDevice {
     pub fn open(selector: DeviceSelector, options: DeviceOptions) -> Result<VulkanDevice, VulkanError> {
         let device = LogicalDevice::open(Instance::shared()?, selector, options)?;
         let allocator = Allocator::new(Arc::new(VulkanAllocator::new(device.clone())));
-        Ok(VulkanDevice { device, allocator })
+        Ok(VulkanDevice { device, allocator, spare_lists: Arc::default() })
     }
 
     /// Opens the device a URI names (`vulkan`, `vulkan://N`, `vulkan://UUID`).
@@ -129,7 +131,7 @@ impl DeviceBackend for VulkanDevice {
     }
 
     fn create_command_buffer(&self, _mode: u32, binding_capacity: u32) -> Result<CommandBuffer, Diagnostic> {
-        Ok(CommandBuffer::new(Arc::new(command_buffer::new(self.device.clone(), binding_capacity))))
+        Ok(CommandBuffer::new(Arc::new(command_buffer::new(self.device.clone(), binding_capacity, &self.spare_lists))))
     }
 
     /// The memory is allocated at once; the queue orders the signal after the wait.
