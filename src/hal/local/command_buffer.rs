@@ -511,6 +511,56 @@ mod tests {
         BufferRange { source: BufferSource::Direct(buffer.clone()), offset, length }
     }
 
+    /// A list's dispatches keep their own constants and bindings in the list's storage, and a
+    /// released list gives that storage back emptied: it holds none of the buffers it named, and
+    /// the next list starts with no commands.
+    #[test]
+    fn a_released_list_keeps_no_commands_for_the_next() {
+        let spares = Arc::default();
+        let bytes = Bytes::from_bytes(&[0; 64]).unwrap();
+        let buffer = HostAllocator::wrap(bytes.clone(), 0, 0);
+        let executable = executable(fake(false, |_, _| Ok(())));
+        let list = new(0, &spares);
+        list.dispatch(&executable, 0, Workgroups::Fixed([1, 1, 1]), &[7, 8], &[range(&buffer, 0, 32)]).unwrap();
+        list.transfer(Transfer::Fill { target: range(&buffer, 32, 32), pattern: 0, pattern_length: 1 }).unwrap();
+        list.dispatch(
+            &executable,
+            1,
+            Workgroups::Fixed([1, 1, 1]),
+            &[9],
+            &[range(&buffer, 8, 8), range(&buffer, 0, 8)],
+        )
+        .unwrap();
+        list.finalize().unwrap();
+        list.with_commands(|recorded| {
+            let parts: Vec<_> = recorded
+                .commands()
+                .iter()
+                .filter_map(|command| match command {
+                    Command::Dispatch { constants, bindings, .. } => Some((
+                        recorded.constants(*constants).to_vec(),
+                        recorded
+                            .bindings(*bindings)
+                            .iter()
+                            .map(|range| (range.offset, range.length))
+                            .collect::<Vec<_>>(),
+                    )),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(parts, [(vec![7, 8], vec![(0, 32)]), (vec![9], vec![(8, 8), (0, 8)])]);
+            Ok(())
+        })
+        .unwrap();
+        drop(buffer);
+        assert_eq!(Arc::strong_count(&bytes), 5, "the list names the buffer four times");
+        drop(list);
+        assert_eq!(Arc::strong_count(&bytes), 1, "the released list holds none");
+        let next = new(0, &spares);
+        next.finalize().unwrap();
+        assert!(next.with_commands(|recorded| Ok(recorded.commands().is_empty())).unwrap());
+    }
+
     /// Fills and copies in a group with a dispatch, as pieces beside it: many pieces (the
     /// pattern keeping its phase from one piece to the next), a copy between buffers, a move
     /// within one buffer (its ranges overlap, so it stays whole), an update; the same bytes as
