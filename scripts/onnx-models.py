@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Prepares the real model architectures that the `onnx` package ships (`backend/test/data/light/`:
 ResNet-50, DenseNet-121, Inception v1 and v2, ShuffleNet, SqueezeNet, VGG-19, AlexNet, ZFNet-512) for
-side-by-side runs of rtx and IREE; with --built, two architectures the package lacks instead, built
-here layer by layer: MobileNetV2 (inverted residual blocks of depthwise convolutions) and a BERT-style
-transformer encoder (4 layers, 128 tokens, width 256, 4 heads).
+side-by-side runs of rtx and IREE; with --built, architectures the package lacks instead, built here
+layer by layer: MobileNetV2 (inverted residual blocks of depthwise convolutions), a BERT-style
+transformer encoder (4 layers, 128 tokens, width 256, 4 heads), EfficientNet-B0 (squeeze-and-excite
+blocks, SiLU), a U-Net (transposed convolutions, skip concatenations), a ViT (16x16 patches, 4 layers),
+a TCN (dilated 1-D convolutions over 4000 samples), and GRU and LSTM sequence taggers (ONNX's recurrent
+ops, which IREE's compiler makes a loop that records and runs a command buffer per time step).
 
 The light models keep their architecture but not their trained weights, so each weight is replaced by
 seeded random values scaled to its fan-in (He initialisation; batch-norm statistics near identity),
@@ -99,6 +102,12 @@ def encoder(rng, layers=4, tokens=128, width=256, heads=4, hidden=1024):
     """A BERT-style transformer encoder over token embeddings: pre-norm layers of multi-head
     self-attention and a GELU feed-forward block, each with a residual add."""
     b = GraphBuilder(rng)
+    x = transformer_layers(b, rng, "input", layers, tokens, width, heads, hidden)
+    return b.model("encoder", [1, tokens, width], x, [1, tokens, width], 20)
+
+
+def transformer_layers(b, rng, x, layers, tokens, width, heads, hidden):
+    """`layers` pre-norm transformer layers over `x` ([1, tokens, width]), added to builder `b`."""
     split = b.constant(np.array([1, tokens, heads, width // heads], np.int64))
     merge = b.constant(np.array([1, tokens, width], np.int64))
     scale = b.constant(np.float32(1 / np.sqrt(width // heads)))
@@ -111,7 +120,6 @@ def encoder(rng, layers=4, tokens=128, width=256, heads=4, hidden=1024):
         weight = b.constant(random_weight((cout, cin), np.float32, None, rng).T.copy())
         return b.node("Add", [b.node("MatMul", [x, weight]), b.weight([cout], "bias")])
 
-    x = "input"
     for _ in range(layers):
         y = norm(x)
         q, k, v = (b.node("Reshape", [dense(y, width, width), split]) for _ in range(3))
@@ -122,13 +130,113 @@ def encoder(rng, layers=4, tokens=128, width=256, heads=4, hidden=1024):
         x = b.node("Add", [x, dense(y, width, width)])
         y = dense(b.node("Gelu", [dense(norm(x), width, hidden)]), hidden, width)
         x = b.node("Add", [x, y])
-    return b.model("encoder", [1, tokens, width], x, [1, tokens, width], 20)
+    return x
+
+
+def efficientnet_b0(rng):
+    """EfficientNet-B0 at 224x224 with batch norms folded: MobileNetV2's inverted residual blocks
+    with 3x3 and 5x5 depthwise convolutions, SiLU (x * sigmoid(x)) and a squeeze-and-excite gate
+    in each block."""
+    b = GraphBuilder(rng)
+
+    def conv(x, cin, cout, kernel=1, stride=1, group=1, silu=True):
+        pad = kernel // 2
+        y = b.node("Conv", [x, b.weight([cout, cin // group, kernel, kernel]), b.weight([cout], "bias")],
+                   group=group, strides=[stride, stride], pads=[pad] * 4)
+        return b.node("Mul", [y, b.node("Sigmoid", [y])]) if silu else y
+
+    def squeeze_excite(x, channels, reduced):
+        gate = conv(b.node("GlobalAveragePool", [x]), channels, reduced)
+        return b.node("Mul", [x, b.node("Sigmoid", [conv(gate, reduced, channels, silu=False)])])
+
+    x, cin = conv("input", 3, 32, 3, 2), 32
+    for expansion, kernel, cout, blocks, first_stride in [(1, 3, 16, 1, 1), (6, 3, 24, 2, 2), (6, 5, 40, 2, 2),
+                                                          (6, 3, 80, 3, 2), (6, 5, 112, 3, 1), (6, 5, 192, 4, 2),
+                                                          (6, 3, 320, 1, 1)]:
+        for index in range(blocks):
+            stride, hidden = first_stride if index == 0 else 1, cin * expansion
+            y = conv(x, cin, hidden) if expansion != 1 else x
+            y = squeeze_excite(conv(y, hidden, hidden, kernel, stride, group=hidden), hidden, max(1, cin // 4))
+            y = conv(y, hidden, cout, silu=False)
+            x, cin = (b.node("Add", [x, y]) if stride == 1 and cin == cout else y), cout
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [conv(x, cin, 1280)])])
+    logits = b.node("Gemm", [x, b.weight([1000, 1280]), b.weight([1000], "bias")], transB=1)
+    return b.model("efficientnet_b0", [1, 3, 224, 224], logits, [1, 1000], 17)
+
+
+def unet(rng, base=16, depth=4, size=128):
+    """A U-Net for two-class segmentation of a 128x128 image: two 3x3 convolutions per level, max
+    pooling down, 2x2 transposed convolutions up, each joined to its level's features by Concat."""
+    b = GraphBuilder(rng)
+
+    def conv(x, cin, cout):
+        return b.node("Relu", [b.node("Conv", [x, b.weight([cout, cin, 3, 3]), b.weight([cout], "bias")], pads=[1] * 4)])
+
+    skips, x, cin = [], "input", 3
+    for level in range(depth):
+        cout = base << level
+        x = conv(conv(x, cin, cout), cout, cout)
+        skips.append((x, cout))
+        x, cin = b.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2]), cout
+    x, cin = conv(conv(x, cin, 2 * cin), 2 * cin, 2 * cin), 2 * cin
+    for skip, channels in reversed(skips):
+        up = b.node("ConvTranspose", [x, b.weight([cin, channels, 2, 2]), b.weight([channels], "bias")], strides=[2, 2])
+        x, cin = conv(conv(b.node("Concat", [up, skip], axis=1), 2 * channels, channels), channels, channels), channels
+    out = b.node("Conv", [x, b.weight([2, cin, 1, 1]), b.weight([2], "bias")])
+    return b.model("unet", [1, 3, size, size], out, [1, 2, size, size], 17)
+
+
+def vit(rng, layers=4, width=192, heads=3, hidden=768, patch=16, size=224):
+    """A ViT: 16x16 patches embedded by a strided convolution, then the encoder's pre-norm layers
+    over the 196 patch tokens, normalized and mean-pooled into 1000 logits."""
+    b = GraphBuilder(rng)
+    tokens = (size // patch) ** 2
+    x = b.node("Conv", ["input", b.weight([width, 3, patch, patch]), b.weight([width], "bias")], strides=[patch, patch])
+    x = b.node("Transpose", [b.node("Reshape", [x, b.constant(np.array([1, width, tokens], np.int64))])], perm=[0, 2, 1])
+    x = transformer_layers(b, rng, x, layers, tokens, width, heads, hidden)
+    x = b.node("LayerNormalization", [x, b.weight([width], "scale"), b.weight([width], "bias")], axis=-1)
+    pooled = b.node("ReduceMean", [x, b.constant(np.array([1], np.int64))], keepdims=0)
+    logits = b.node("Gemm", [pooled, b.weight([1000, width]), b.weight([1000], "bias")], transB=1)
+    return b.model("vit", [1, 3, size, size], logits, [1, 1000], 20)
+
+
+def tcn(rng, channels=64, length=4000, layers=8):
+    """A temporal convolutional network over 4000 samples of one channel: residual layers of
+    3-tap convolutions dilated 1, 2, 4, 8, twice over, then 8 outputs per sample."""
+    b = GraphBuilder(rng)
+    x = b.node("Relu", [b.node("Conv", ["input", b.weight([channels, 1, 3]), b.weight([channels], "bias")], pads=[1, 1])])
+    for layer in range(layers):
+        dilation = 2 ** (layer % 4)
+        y = b.node("Conv", [x, b.weight([channels, channels, 3]), b.weight([channels], "bias")],
+                   dilations=[dilation], pads=[dilation, dilation])
+        x = b.node("Add", [x, b.node("Relu", [y])])
+    out = b.node("Conv", [x, b.weight([8, channels, 1]), b.weight([8], "bias")])
+    return b.model("tcn", [1, 1, length], out, [1, 8, length], 17)
+
+
+def recurrent_tagger(rng, op, gates, name, steps, features, hidden, classes=16, **attributes):
+    """A tagger over `steps` time steps of `features`: one ONNX GRU or LSTM layer (`gates` weight
+    blocks per step), then logits for each step."""
+    b = GraphBuilder(rng)
+    weights = [b.weight([1, gates * hidden, features]), b.weight([1, gates * hidden, hidden]),
+               b.weight([1, 2 * gates * hidden], "bias")]
+    y = b.node(op, ["input", *weights], hidden_size=hidden, **attributes)
+    y = b.node("Squeeze", [y, b.constant(np.array([1], np.int64))])
+    weight = b.constant(random_weight((classes, hidden), np.float32, None, rng).T.copy())
+    return b.model(name, [steps, 1, features], b.node("MatMul", [y, weight]), [steps, 1, classes], 17)
 
 
 def built_models(seed):
     """Name -> a function that builds the model, with weights drawn from its own seeded stream."""
-    return {"mobilenet_v2": lambda: mobilenet_v2(np.random.default_rng(seed)),
-            "encoder": lambda: encoder(np.random.default_rng(seed + 1))}
+    rng = lambda offset: np.random.default_rng(seed + offset)
+    return {"mobilenet_v2": lambda: mobilenet_v2(rng(0)),
+            "encoder": lambda: encoder(rng(1)),
+            "efficientnet_b0": lambda: efficientnet_b0(rng(2)),
+            "unet": lambda: unet(rng(3)),
+            "vit": lambda: vit(rng(4)),
+            "tcn": lambda: tcn(rng(5)),
+            "gru_tagger": lambda: recurrent_tagger(rng(6), "GRU", 3, "gru_tagger", 64, 64, 128, linear_before_reset=1),
+            "lstm_tagger": lambda: recurrent_tagger(rng(7), "LSTM", 4, "lstm_tagger", 32, 40, 96)}
 
 
 def batch_norm_roles(graph):

@@ -35,13 +35,13 @@ impl Executable {
         &*self.backend
     }
 
-    /// The ordinal of export `name` (`hal.executable.lookup.function`).
-    pub fn lookup(&self, name: &str) -> Result<usize, Diagnostic> {
-        self.backend
-            .export_names()
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| Diagnostic::new(StatusCode::NotFound, format!("executable has no export named `{name}`")))
+    /// The ordinal of the export named by the bytes `name` (`hal.executable.lookup.function`,
+    /// whose name is a program's byte buffer: compared as bytes, not checked as UTF-8 first).
+    pub fn lookup(&self, name: &[u8]) -> Result<usize, Diagnostic> {
+        self.backend.export_names().iter().position(|n| n.as_bytes() == name).ok_or_else(|| {
+            let name = String::from_utf8_lossy(name);
+            Diagnostic::new(StatusCode::NotFound, format!("executable has no export named `{name}`"))
+        })
     }
 
     /// `export`, or OUT_OF_RANGE if the executable has no such ordinal.

@@ -465,16 +465,18 @@ fn command_buffer_create(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Diag
     out(some(device.backend().create_command_buffer(modes, binding_capacity.max(0) as u32)?.into_ref()))
 }
 
-/// Constants and bindings of up to this many (all a compiled dispatch has, as a rule) are read
-/// onto the stack: the list copies them into storage it keeps, so recording a dispatch allocates
-/// nothing.
-const OPERANDS_ON_STACK: usize = 16;
+/// Constants and bindings of up to this many each (all a compiled dispatch has, as a rule) are
+/// read onto the stack: the list copies them into storage it keeps, so recording a dispatch
+/// allocates nothing.
+const OPERANDS_ON_STACK: usize = 8;
 
-/// The constants and bindings spans shared by both dispatch forms.
-type Operands = (SmallVec<[u32; OPERANDS_ON_STACK]>, SmallVec<[BufferRange; OPERANDS_ON_STACK]>);
-
-fn dispatch_operands(a: &mut Args<'_>) -> Result<Operands, Diagnostic> {
-    let mut constants = SmallVec::new();
+/// Reads the constants and bindings spans shared by both dispatch forms and hands them to
+/// `record` (from this frame: the spans are not moved out of it).
+fn with_dispatch_operands(
+    a: &mut Args<'_>,
+    record: impl FnOnce(&[u32], &[BufferRange]) -> Result<(), Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let mut constants = SmallVec::<[u32; OPERANDS_ON_STACK]>::new();
     for _ in 0..a.span()? {
         constants.push(a.i32()? as u32);
     }
@@ -482,12 +484,12 @@ fn dispatch_operands(a: &mut Args<'_>) -> Result<Operands, Diagnostic> {
     if count > MAX_BINDINGS {
         return Err(Diagnostic::new(StatusCode::OutOfRange, format!("binding count {count} > {MAX_BINDINGS}")));
     }
-    let mut bindings = SmallVec::with_capacity(count);
+    let mut bindings = SmallVec::<[BufferRange; OPERANDS_ON_STACK]>::with_capacity(count);
     for _ in 0..count {
         let (_reserved, slot, buffer, offset, length) = (a.i32()?, a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
         bindings.push(range(slot, buffer, offset, length)?);
     }
-    Ok((constants, bindings))
+    record(&constants, &bindings)
 }
 
 fn workgroup_count(x: i32, y: i32, z: i32) -> Result<[u32; 3], Diagnostic> {
@@ -508,8 +510,9 @@ fn command_buffer_dispatch(_: &mut HalState, a: &mut Args<'_>) -> Result<Out, Di
     let export = export_ordinal(a.i64()?)?;
     let count = workgroup_count(a.i32()?, a.i32()?, a.i32()?)?;
     let _flags = a.i64()?;
-    let (constants, bindings) = dispatch_operands(a)?;
-    cmd.dispatch(executable, export, Workgroups::Fixed(count), &constants, &bindings)?;
+    with_dispatch_operands(a, |constants, bindings| {
+        cmd.dispatch(executable, export, Workgroups::Fixed(count), constants, bindings)
+    })?;
     none()
 }
 
@@ -518,9 +521,10 @@ fn command_buffer_dispatch_indirect(_: &mut HalState, a: &mut Args<'_>) -> Resul
     let executable = executable::deref(a.r()?)?;
     let export = export_ordinal(a.i64()?)?;
     let (slot, buffer, offset, _flags) = (a.i32()?, a.opt_ref()?, a.i64()?, a.i64()?);
-    let (constants, bindings) = dispatch_operands(a)?;
-    let workgroups = Workgroups::Indirect(range(slot, buffer, offset, 12)?);
-    cmd.dispatch(executable, export, workgroups, &constants, &bindings)?;
+    with_dispatch_operands(a, |constants, bindings| {
+        let workgroups = Workgroups::Indirect(range(slot, buffer, offset, 12)?);
+        cmd.dispatch(executable, export, workgroups, constants, bindings)
+    })?;
     none()
 }
 
@@ -755,9 +759,9 @@ fn executable_lookup_function(_: &mut HalState, a: &mut Args<'_>) -> Result<Out,
     let ordinal = match on_stack.get_mut(..name.len()) {
         Some(bytes) => {
             name.read_into(0, bytes)?;
-            executable.lookup(&String::from_utf8_lossy(bytes))?
+            executable.lookup(bytes)?
         }
-        None => executable.lookup(&text(name))?,
+        None => executable.lookup(&name.to_vec())?,
     };
     out(Value::I64(ordinal as i64))
 }
