@@ -511,6 +511,19 @@ mod tests {
         BufferRange { source: BufferSource::Direct(buffer.clone()), offset, length }
     }
 
+    /// `hal.executable.lookup.function` compares names as bytes: an exact match only, and a name
+    /// that is not UTF-8 is an error that shows it.
+    #[test]
+    fn exports_are_looked_up_by_their_bytes() {
+        let executable = executable(fake(false, |_, _| Ok(())));
+        assert_eq!([b"a", b"b", b"c"].map(|name| executable.lookup(name).unwrap()), [0, 1, 2]);
+        for (name, shown) in [(&b"ab"[..], "`ab`"), (b"", "``"), (b"\xffa", "`\u{fffd}a`")] {
+            let error = executable.lookup(name).unwrap_err();
+            assert_eq!(error.code, StatusCode::NotFound);
+            assert!(error.message.ends_with(&format!("no export named {shown}")), "{}", error.message);
+        }
+    }
+
     /// A list's dispatches keep their own constants and bindings in the list's storage, and a
     /// released list gives that storage back emptied: it holds none of the buffers it named, and
     /// the next list starts with no commands.
