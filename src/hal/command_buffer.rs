@@ -85,7 +85,7 @@ pub enum Command {
 
 /// Where a dispatch's constants or bindings lie in the storage its list shares among all of its
 /// dispatches: recording one appends to that storage instead of allocating its own.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Span {
     start: usize,
     len: usize,
@@ -112,6 +112,13 @@ impl Recorded {
     /// A dispatch's bindings.
     pub fn bindings(&self, span: Span) -> &[BufferRange] {
         &self.bindings[span.start..span.start + span.len]
+    }
+
+    /// The bytes its vectors hold.
+    fn capacity_bytes(&self) -> usize {
+        self.commands.capacity() * size_of::<Command>()
+            + self.constants.capacity() * size_of::<u32>()
+            + self.bindings.capacity() * size_of::<BufferRange>()
     }
 
     /// Appends `items` to `storage`, giving where they lie.
@@ -155,9 +162,10 @@ pub struct SpareLists(Mutex<Vec<Recorded>>);
 /// How many released lists a device keeps.
 const SPARE_LISTS: usize = 4;
 
-/// A released list's storage is kept only if it held no more commands than this, so that what a
-/// device keeps stays small (a large list is typically recorded once and replayed).
-const SPARE_COMMANDS: usize = 256;
+/// A released list's storage is kept only if it is no larger than this, so that what a device
+/// keeps stays small (a large list is typically recorded once and replayed): a few hundred
+/// commands.
+const SPARE_BYTES: usize = 64 * 1024;
 
 impl SpareLists {
     fn take(&self) -> Recorded {
@@ -167,7 +175,7 @@ impl SpareLists {
     /// Keeps `recorded`'s storage, emptied (its buffers and executables released now), if it is
     /// small and there is room.
     fn give_back(&self, mut recorded: Recorded) {
-        if recorded.commands.capacity() > SPARE_COMMANDS {
+        if recorded.capacity_bytes() > SPARE_BYTES {
             return;
         }
         recorded.commands.clear();
