@@ -1,6 +1,7 @@
 //! Command buffers on the CPU: commands are recorded as they come and replayed on the queue's
 //! thread, with buffers resolved to host memory at execution: in order, or on `local-task` a group
-//! at a time (the commands between two barriers) as one job on the worker pool.
+//! at a time (the commands between two barriers), a run of groups as one job of phases on the
+//! worker pool.
 
 use std::sync::Arc;
 
@@ -28,8 +29,9 @@ pub fn new(binding_capacity: u32, spares: &Arc<SpareLists>) -> CommandList {
 
 /// Runs the recorded commands with `table` resolving slot references and `memory` giving each
 /// buffer's bytes. With a `pool`, the commands between two barriers (which the program lets run at
-/// once) run together as one job, fills and copies cut into pieces; without one, barriers order
-/// nothing: commands run one after the other, in recording order.
+/// once) run together, fills and copies cut into pieces, and a run of such groups is one job (see
+/// [`run_chain`]); without one, barriers order nothing: commands run one after the other, in
+/// recording order.
 pub fn execute(
     list: &CommandList,
     table: &[TableEntry],
@@ -37,19 +39,12 @@ pub fn execute(
     pool: Option<&Workers>,
 ) -> Result<(), Diagnostic> {
     list.with_commands(|recorded| {
+        let Some(workers) = pool else {
+            return recorded.commands().iter().try_for_each(|command| run_one(command, recorded, table, memory));
+        };
         let mut rest = recorded.commands();
         while !rest.is_empty() {
-            let end = rest.iter().position(|command| matches!(command, Command::Barrier)).unwrap_or(rest.len());
-            let (group, after) = rest.split_at(end);
-            match (pool, group) {
-                // A lone dispatch spreads its own workgroups.
-                (Some(workers), [_, _, ..] | [Command::Transfer(_)]) => {
-                    run_together(group, recorded, table, memory, workers)?
-                }
-                _ => group.iter().try_for_each(|command| run_one(command, recorded, table, memory))?,
-            }
-            // Past the barrier.
-            rest = after.get(1..).unwrap_or_default();
+            rest = workers.with_arena(|arena| run_chain(rest, recorded, table, memory, workers, arena))?;
         }
         Ok(())
     })
@@ -71,34 +66,92 @@ fn run_one(
     }
 }
 
-/// Runs the commands of one group as one job on `workers`, laid out in the pool's arena. What
-/// cannot be cut into workgroups (a dispatch whose code runs its workgroups only itself, an update
-/// from host memory) runs first, on its own.
-fn run_together(
-    commands: &[Command],
+/// How many groups one job runs at most: each has a lane per thread of the pool in the job.
+const CHAIN_GROUPS: usize = 32;
+
+/// Runs the groups at the front of `commands` (up to [`CHAIN_GROUPS`]) as one job of phases on
+/// `workers`, laid out in `arena`, and returns the commands after them. The threads then go from
+/// one group to the next as the last workgroup of a group finishes, where a job per group had
+/// every thread wait for the submitter to hand out the next. What must run before the rest of its
+/// group is laid out (an update from host memory, a dispatch whose code runs its workgroups only
+/// itself, an indirect dispatch's grid, which the groups before may write) runs then, on its own,
+/// so its group starts the next chain unless it is the first.
+fn run_chain<'c>(
+    commands: &'c [Command],
     recorded: &Recorded,
     table: &[TableEntry],
     memory: MemoryAccess,
     workers: &Workers,
-) -> Result<(), Diagnostic> {
-    workers.with_arena(|arena| {
-        let mut ready = bumpalo::collections::Vec::with_capacity_in(commands.len(), arena);
-        for command in commands {
-            let made =
-                match command {
-                    Command::Dispatch { .. } => with_dispatch(command, recorded, table, memory, |code, dispatch| {
-                        match code.ready(dispatch, workers, arena)? {
-                            Some(made) => Ok(Some(made)),
-                            None => code.dispatch(dispatch).map(|()| None),
-                        }
-                    })?,
-                    Command::Transfer(transfer) => in_pieces(transfer, table, memory, arena)?,
-                    Command::Barrier => None,
-                };
-            ready.extend(made);
+    arena: &Bump,
+) -> Result<&'c [Command], Diagnostic> {
+    let mut parts = bumpalo::collections::Vec::new_in(arena);
+    let mut ends = bumpalo::collections::Vec::with_capacity_in(CHAIN_GROUPS, arena);
+    let mut rest = commands;
+    let mut failed = None;
+    while !rest.is_empty() && ends.len() < CHAIN_GROUPS {
+        let end = rest.iter().position(|command| matches!(command, Command::Barrier)).unwrap_or(rest.len());
+        let (group, after) = rest.split_at(end);
+        let laid = parts.len();
+        match lay_out(group, ends.is_empty(), recorded, table, memory, workers, arena, &mut parts) {
+            Ok(true) => ends.push(parts.len()),
+            Ok(false) => {
+                parts.truncate(laid);
+                break;
+            }
+            // The groups before still run, as they would have before it, and their failure comes
+            // first.
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
         }
-        executable::run_together(&ready, workers, arena)
-    })
+        // Past the barrier.
+        rest = after.get(1..).unwrap_or_default();
+    }
+    executable::run_phases(&parts[..ends.last().copied().unwrap_or(0)], &ends, workers, arena)?;
+    failed.map_or(Ok(rest), Err)
+}
+
+/// Lays the commands of one group out in `arena` as `parts`; `false`, before running anything,
+/// where something must run now (see [`run_chain`]) and `first` says the group is not the first
+/// of its chain.
+#[allow(clippy::too_many_arguments)]
+fn lay_out<'a>(
+    group: &'a [Command],
+    first: bool,
+    recorded: &'a Recorded,
+    table: &'a [TableEntry],
+    memory: MemoryAccess,
+    workers: &Workers,
+    arena: &'a Bump,
+    parts: &mut bumpalo::collections::Vec<'a, &'a dyn ReadyWork>,
+) -> Result<bool, Diagnostic> {
+    let runs_now = |command: &Command| match command {
+        Command::Dispatch { workgroups, .. } => matches!(workgroups, Workgroups::Indirect(_)),
+        Command::Transfer(transfer) => matches!(transfer, Transfer::Update { .. }),
+        Command::Barrier => false,
+    };
+    if !first && group.iter().any(runs_now) {
+        return Ok(false);
+    }
+    for command in group {
+        let made = match command {
+            Command::Dispatch { .. } => with_dispatch(command, recorded, table, memory, |code, dispatch| {
+                match code.ready(dispatch, workers, arena)? {
+                    Some(made) => Ok(Some(Some(made))),
+                    None if first => code.dispatch(dispatch).map(|()| Some(None)),
+                    None => Ok(None),
+                }
+            })?,
+            Command::Transfer(transfer) => Some(in_pieces(transfer, table, memory, arena)?),
+            Command::Barrier => Some(None),
+        };
+        match made {
+            Some(made) => parts.extend(made),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Resolves a dispatch command (its grid, export and bindings) and hands it to `run` with the
@@ -497,6 +550,73 @@ mod tests {
         );
         let error = execute(&list, &[], host_bytes, Some(&workers)).unwrap_err();
         assert_eq!((error.code, error.message.as_str()), (StatusCode::OutOfRange, "b[3] read past its binding"));
+    }
+
+    /// A command buffer of more groups than one job holds runs them in order, across jobs and
+    /// around what must run before the rest of its group: dispatches of code that runs them
+    /// itself, updates from host memory, and indirect grids that an earlier group writes.
+    #[test]
+    fn groups_run_in_order_across_jobs_and_around_what_runs_first() {
+        let workers = Workers::new(3).unwrap();
+        let groups = 3 * CHAIN_GROUPS + 5;
+        // Group 41's 4 workgroups come from its indirect grid.
+        let sizes: Vec<u64> = (0..groups).map(|group| [1, 5, 2, 0, 9, 3, 4][group % 7]).collect();
+        let before: Vec<u64> = sizes.iter().scan(0, |sum, size| Some(std::mem::replace(sum, *sum + size))).collect();
+        // Group `g` updates byte `g` of `updated` when `g % 11 == 4`; group 40 writes the grid of
+        // group 41's indirect dispatch, of 4 workgroups.
+        let updates: Vec<usize> = (0..groups).filter(|group| group % 11 == 4).collect();
+        let updated = host_buffer(&vec![0; groups]);
+        let grid = host_buffer(&[0; 12]);
+        let finished = Arc::new(AtomicUsize::new(0));
+        let behaviour = {
+            let (finished, updated, updates, sizes) =
+                (finished.clone(), updated.clone(), updates.clone(), sizes.clone());
+            move |group: usize, index: u64| {
+                let done = finished.load(Ordering::SeqCst) as u64;
+                let bytes = contents(&updated);
+                let applied: Vec<bool> = updates.iter().map(|&update| bytes[update] == update as u8).collect();
+                let expected: Vec<bool> = updates.iter().map(|&update| update <= group).collect();
+                if done < before[group] || done >= before[group] + sizes[group] || applied != expected {
+                    let message = format!("{group}[{index}] ran with {done} finished and updates {applied:?}");
+                    return Err(Diagnostic::new(StatusCode::Internal, message));
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        };
+        let names: Vec<String> = (0..groups).map(|group| group.to_string()).collect();
+        let shared: Arc<Behaviour> = Arc::new(behaviour);
+        let code = |ready| {
+            let shared = shared.clone();
+            executable(Fake { names: names.clone(), ready, behaviour: Box::new(move |g, i| shared(g, i)) })
+        };
+        let (spreading, itself) = (code(true), code(false));
+        let list = new(0, &Arc::default());
+        for (group, &size) in sizes.iter().enumerate() {
+            if group > 0 {
+                list.barrier().unwrap();
+            }
+            if updates.contains(&group) {
+                let source = Bytes::from_bytes(&[group as u8]).unwrap();
+                list.transfer(Transfer::Update { source, source_offset: 0, target: range(&updated, group as i64, 1) })
+                    .unwrap();
+            }
+            if group == 40 {
+                let source = Bytes::from_bytes(&[4, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]).unwrap();
+                list.transfer(Transfer::Update { source, source_offset: 0, target: range(&grid, 0, 12) }).unwrap();
+            }
+            let code = if group % 5 == 3 { &itself } else { &spreading };
+            let workgroups = if group == 41 {
+                Workgroups::Indirect(range(&grid, 0, 12))
+            } else {
+                Workgroups::Fixed([size as u32, 1, 1])
+            };
+            list.dispatch(code, group, workgroups, &[], &[]).unwrap();
+        }
+        list.finalize().unwrap();
+        execute(&list, &[], host_bytes, Some(&workers)).unwrap();
+        assert_eq!(sizes[41], 4);
+        assert_eq!(finished.load(Ordering::SeqCst) as u64, sizes.iter().sum::<u64>());
     }
 
     fn host_buffer(bytes: &[u8]) -> Buffer {

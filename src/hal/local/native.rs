@@ -1,9 +1,9 @@
 //! Executables of native code (the llvm-cpu backend's `embedded-elf-x86_64` and
 //! `system-elf-x86_64`): the loaded library's dispatch functions, called once per workgroup with
 //! the bound buffers' addresses — on the submitting thread (`local-sync`, any dispatch of one
-//! workgroup, and one whose workgroups took less than a few microseconds all together when last
-//! timed), or spread over the device's worker pool and the submitting thread (`local-task`), each
-//! thread with its own workgroup local memory.
+//! workgroup), or spread over the device's worker pool and the submitting thread (`local-task`),
+//! each thread with its own workgroup local memory. Each export's workgroups are timed as they
+//! run, so that a command buffer can keep work of a few microseconds on one thread.
 //!
 //! Trust: the VM program is verified, but an executable is machine code — as in IREE, a module's
 //! executables are trusted to be what `iree-compile` made of its source, and the buffers the
@@ -27,15 +27,9 @@ pub struct NativeExecutable {
     names: Vec<String>,
     /// Where workgroups run in parallel; `None` runs them all on the submitting thread.
     pool: Option<Arc<Workers>>,
-    /// With a pool: how long each export's workgroups take.
+    /// How long each export's workgroups take.
     times: WorkgroupTimes,
 }
-
-/// A lone dispatch whose workgroups are expected to take less than this all together runs on the
-/// submitting thread, not on the pool: handing work to another core and waiting for it to finish
-/// costs about a microsecond on two cores. A GRU's time steps of two workgroups of 0.4 µs each ran
-/// in 0.83-0.88 ms per call this way against 0.98-1.09 ms spread (`local-task`, 2 cores).
-const INLINE_NANOS: u64 = 2_000;
 
 impl fmt::Debug for NativeExecutable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,11 +67,11 @@ impl WorkgroupTimes {
         WorkgroupTimes((0..exports).map(|_| AtomicU64::new(0)).collect())
     }
 
-    /// Whether `workgroups` of `export` are expected to take less than [`INLINE_NANOS`] all
-    /// together; never before the export has been timed.
-    fn is_small(&self, export: usize, workgroups: u64) -> bool {
+    /// How long `workgroups` of `export` are expected to take all together; `None` before the
+    /// export has been timed.
+    fn expected_nanos(&self, export: usize, workgroups: u64) -> Option<u64> {
         let nanos = self.0[export].load(Ordering::Relaxed);
-        nanos != 0 && nanos.saturating_mul(workgroups) < INLINE_NANOS
+        (nanos != 0).then(|| nanos.saturating_mul(workgroups))
     }
 
     /// Adds `workgroups` of `export` that took `nanos` to its average (a quarter of the weight
@@ -103,40 +97,22 @@ impl ExecutableCode for NativeExecutable {
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
         // Filled where it lies: a prepared dispatch (over a kilobyte of arguments) returned by
         // value was copied on every dispatch.
-        let ready = &mut Ready(self.library.empty_dispatch());
-        self.prepare(&mut ready.0, dispatch).map_err(|e| failed(&e))?;
-        let (export, workgroups) = (dispatch.export, ready.workgroups());
-        let run_here = |ready: &Ready<'_>| {
-            with_local_memory(ready.local_memory(), |memory| {
-                // SAFETY: the executable is trusted compiler output and the bindings are the
-                // buffers the program bound for it (see the module documentation).
-                unsafe { ready.0.run_all_workgroups(memory) }.map_err(|e| failed(&e))
-            })
-        };
+        let ready = &mut self.empty_ready(dispatch.export);
+        self.prepare(&mut ready.dispatch, dispatch).map_err(|e| failed(&e))?;
         match &self.pool {
-            // No pool (`local-sync`), or one workgroup or none: here, untimed.
-            None => run_here(ready),
-            Some(_) if workgroups <= 1 => run_here(ready),
-            Some(_) if self.times.is_small(export, workgroups) => {
-                let started = Instant::now();
-                let ran = run_here(ready);
-                self.times.add_since(export, started, workgroups);
-                ran
-            }
-            Some(workers) => {
-                ready.0.set_max_concurrency(workers.concurrency().min(255) as u8);
+            Some(workers) if ready.workgroups() > 1 => {
+                ready.dispatch.set_max_concurrency(workers.concurrency().min(255) as u8);
                 let ready = &*ready;
-                workers.run(workgroups, ready.local_memory(), &|index, processor, memory| {
-                    if index != 0 {
-                        return ready.run(index, processor, memory);
-                    }
-                    // The first workgroup, which the submitter runs first, is timed.
-                    let started = Instant::now();
-                    let ran = ready.run(index, processor, memory);
-                    self.times.add_since(export, started, 1);
-                    ran
+                workers.run(ready.workgroups(), ready.local_memory(), &|index, processor, memory| {
+                    ready.run(index, processor, memory)
                 })
             }
+            // No pool (`local-sync`), or one workgroup or none: here, untimed.
+            _ => with_local_memory(ready.local_memory(), |memory| {
+                // SAFETY: the executable is trusted compiler output and the bindings are the
+                // buffers the program bound for it (see the module documentation).
+                unsafe { ready.dispatch.run_all_workgroups(memory) }.map_err(|e| failed(&e))
+            }),
         }
     }
 
@@ -146,14 +122,19 @@ impl ExecutableCode for NativeExecutable {
         concurrency: usize,
         arena: &'a Bump,
     ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
-        let ready = place(arena, || Ready(self.library.empty_dispatch()));
-        self.prepare(&mut ready.0, dispatch).map_err(|e| failed(&e))?;
-        ready.0.set_max_concurrency(concurrency.min(255) as u8);
+        let ready = place(arena, || self.empty_ready(dispatch.export));
+        self.prepare(&mut ready.dispatch, dispatch).map_err(|e| failed(&e))?;
+        ready.dispatch.set_max_concurrency(concurrency.min(255) as u8);
         Ok(Some(ready))
     }
 }
 
 impl NativeExecutable {
+    /// A dispatch of `export` (its ordinal checked by the caller) to be prepared.
+    fn empty_ready(&self, export: usize) -> Ready<'_> {
+        Ready { dispatch: self.library.empty_dispatch(), times: &self.times, export }
+    }
+
     /// The dispatch's arguments checked against its export and fixed in `prepared`.
     #[inline(always)]
     fn prepare<'a>(
@@ -176,23 +157,59 @@ fn failed(error: &DispatchError) -> Diagnostic {
 
 /// A dispatch of a native executable, its workgroups numbered X fastest. Made only here, from
 /// the bindings the program bound (see the module documentation on trust).
-struct Ready<'a>(PreparedDispatch<'a>);
+struct Ready<'a> {
+    dispatch: PreparedDispatch<'a>,
+    /// Where the export's first workgroup adds its time.
+    times: &'a WorkgroupTimes,
+    export: usize,
+}
+
+impl Ready<'_> {
+    /// # Safety
+    /// The executable is trusted compiler output and the bindings are the buffers the program
+    /// bound for it; each thread running workgroups has its own `memory`.
+    unsafe fn run_workgroup(&self, index: u64, processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic> {
+        let [x, y, _] = self.dispatch.workgroup_count().map(u64::from);
+        let id = [(index % x) as u32, (index / x % y) as u32, (index / (x * y)) as u32];
+        // SAFETY: as this function's.
+        unsafe { self.dispatch.run_workgroup(id, processor, memory) }.map_err(|e| failed(&e))
+    }
+}
 
 impl ReadyWork for Ready<'_> {
     fn workgroups(&self) -> u64 {
-        self.0.workgroup_count().iter().map(|&count| u64::from(count)).product()
+        self.dispatch.workgroup_count().iter().map(|&count| u64::from(count)).product()
     }
 
     fn local_memory(&self) -> usize {
-        self.0.local_memory_size()
+        self.dispatch.local_memory_size()
+    }
+
+    fn expected_nanos(&self) -> Option<u64> {
+        self.times.expected_nanos(self.export, self.workgroups())
     }
 
     fn run(&self, index: u64, processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic> {
-        let [x, y, _] = self.0.workgroup_count().map(u64::from);
-        let id = [(index % x) as u32, (index / x % y) as u32, (index / (x * y)) as u32];
-        // SAFETY: the executable is trusted compiler output and the bindings are the buffers the
-        // program bound for it; each thread running workgroups has its own `memory`.
-        unsafe { self.0.run_workgroup(id, processor, memory) }.map_err(|e| failed(&e))
+        // SAFETY: made from the bindings the program bound (see the type); the caller gives
+        // each thread its own memory.
+        if index != 0 {
+            return unsafe { self.run_workgroup(index, processor, memory) };
+        }
+        // The first workgroup is timed: one sample per dispatch, two clock reads.
+        let started = Instant::now();
+        // SAFETY: as above.
+        let ran = unsafe { self.run_workgroup(index, processor, memory) };
+        self.times.add_since(self.export, started, 1);
+        ran
+    }
+
+    fn run_all(&self, _processor: u32, memory: &mut [u8]) -> Result<(), Diagnostic> {
+        let started = Instant::now();
+        // SAFETY: as for `run`; the library's loop gives every workgroup processor 0, which no
+        // other thread is running this dispatch as.
+        let ran = unsafe { self.dispatch.run_all_workgroups(memory) }.map_err(|e| failed(&e));
+        self.times.add_since(self.export, started, self.workgroups());
+        ran
     }
 }
 
@@ -201,22 +218,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dispatches_run_here_once_timed_below_the_limit() {
+    fn workgroup_times_average_per_export() {
         let times = WorkgroupTimes::new(2);
-        // Never timed: spread, however few.
-        assert!(!times.is_small(0, 2));
+        assert_eq!(times.expected_nanos(0, 2), None, "never timed");
         times.add(0, 600, 2);
-        assert!(times.is_small(0, 2), "2 x 300 ns");
-        assert!(times.is_small(0, 6), "6 x 300 ns");
-        assert!(!times.is_small(0, 7), "7 x 300 ns is past 2 µs");
-        assert!(!times.is_small(1, 2), "each export has its own time");
+        assert_eq!(times.expected_nanos(0, 7), Some(2_100), "7 x 300 ns");
+        assert_eq!(times.expected_nanos(1, 2), None, "each export has its own time");
         // One slow run moves the average a quarter of the way: 300 -> 1 725 ns a workgroup.
         times.add(0, 6_000, 1);
-        assert!(!times.is_small(0, 2));
-        assert!(times.is_small(0, 1));
+        assert_eq!(times.expected_nanos(0, 2), Some(3_450));
         // A run too fast to measure still counts as timed.
         times.add(1, 0, 4);
-        assert!(times.is_small(1, 1000));
-        assert!(!times.is_small(1, u64::MAX), "no overflow");
+        assert_eq!(times.expected_nanos(1, 1000), Some(1000));
+        assert_eq!(times.expected_nanos(1, u64::MAX), Some(u64::MAX), "no overflow");
     }
 }
