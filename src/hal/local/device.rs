@@ -33,7 +33,7 @@ pub enum DeviceKind {
     LocalSync,
     /// Queue work inline too, but a dispatch's workgroups spread over a pool of worker threads
     /// (one per core, possibly shared with other devices) and the submitting thread. Dispatches of
-    /// one workgroup and VMVX dispatches run inline.
+    /// one workgroup, work timed under a few microseconds and VMVX dispatches run on one thread.
     LocalTask,
 }
 
