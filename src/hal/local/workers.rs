@@ -252,10 +252,16 @@ impl Phase {
     pub fn any_shared(phases: &[Phase]) -> bool {
         let mut start = 0;
         phases.iter().any(|phase| {
-            let shared = !phase.alone && phase.end.saturating_sub(start) > 1;
+            let shared = !phase.runs_alone(start);
             start = phase.end;
             shared
         })
+    }
+
+    /// Whether the phase, starting at workgroup `start`, runs on one thread: marked so, or of one
+    /// workgroup or none.
+    fn runs_alone(&self, start: u64) -> bool {
+        self.alone || self.end.saturating_sub(start) <= 1
     }
 }
 
@@ -267,7 +273,7 @@ impl fmt::Debug for Workers {
 
 impl Drop for Workers {
     /// Tells the workers to stop and joins them. This never runs on a worker: workers only run
-    /// workgroups of a [`Workers::run`] call, whose caller holds the pool.
+    /// workgroups of a [`Workers::run_phases`] call, whose caller holds the pool.
     fn drop(&mut self) {
         self.shared.lock().stopping = true;
         self.shared.wake.notify_all();
@@ -553,7 +559,7 @@ impl Job {
             // Units of workgroups, so that a lane's bounds fit in 32 bits each.
             let unit = count.div_ceil(1 << 31).max(1);
             let units = count.div_ceil(unit);
-            let alone = phase.alone || count <= 1;
+            let alone = phase.runs_alone(start);
             for (lane, bounds) in (0..threads).zip(lanes) {
                 let (front, back) = if alone { (0, 0) } else { (lane * units / threads, (lane + 1) * units / threads) };
                 *bounds.get_mut() = pack(front, back);
