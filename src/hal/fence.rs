@@ -9,6 +9,7 @@
 //! new fences reached already, with no point either.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::atomic::{fence as memory_fence, AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -208,6 +209,7 @@ impl Fence {
     /// Blocks the calling thread until every point is available: for tools and hosts outside the
     /// runtime's threads only.
     pub fn wait(&self) -> Result<(), Diagnostic> {
+        note_wait();
         block_until_ready(self.points());
         match self.reached() {
             Reached::Failed(error) => Err(error),
@@ -264,6 +266,24 @@ impl Pool {
         }
         Ref::Object(made)
     }
+}
+
+thread_local! {
+    /// Whether this thread has waited on a fence since it last asked [`waited_since_asked`]. A
+    /// new thread counts as having waited.
+    static WAITED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Notes that the calling thread waits on fences (`hal.fence.await`, [`Fence::wait`]).
+pub fn note_wait() {
+    WAITED.set(true);
+}
+
+/// Whether the calling thread has waited on a fence since it last asked. A queue asks as work is
+/// submitted: a thread that submits again without having waited goes on recording while its work
+/// runs, and its next work may run on another thread meanwhile.
+pub fn waited_since_asked() -> bool {
+    WAITED.replace(false)
 }
 
 /// Runs `then` once `wait` (none: nothing) is reached, given `Err` with the failure if it failed:

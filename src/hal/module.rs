@@ -785,6 +785,7 @@ fn fences<'a>(a: &mut Args<'a>) -> Result<impl Iterator<Item = &'a Fence>, Diagn
 /// suspends until every fence is reached or failed.
 fn fence_await(a: &mut Args<'_>, results: &mut Vec<Value>) -> Result<NativeOutcome, Diagnostic> {
     let (timeout, _flags) = (a.i32()?, a.i64()?);
+    fence::note_wait();
     let joined = Fence::join(fences(a)?);
     let code = |reached: &Reached| Value::I32(fence::status_code(reached) as i32);
     match joined.reached() {

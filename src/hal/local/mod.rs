@@ -12,6 +12,7 @@ pub mod fpu;
 pub mod library;
 pub mod memory;
 pub mod native;
+pub mod queue;
 pub mod system_library;
 pub mod transient;
 pub mod vmvx;
