@@ -105,12 +105,15 @@ fn device_bytes(buffer: &Buffer) -> Result<BoundBytes<'_>, Diagnostic> {
 }
 
 /// The test device: the CPU device's executables and command recording, its own memory, and a
-/// queue that runs work when its wait fence is reached.
+/// queue that runs work when its wait fence is reached. A lossy one fails each execution's
+/// signal fence instead, a moment after the submission returned, as a device whose work runs
+/// elsewhere would.
 #[derive(Debug)]
 struct TestDevice {
     cpu: LocalDevice,
     allocator: Allocator,
     log: Log,
+    lossy: bool,
 }
 
 impl DeviceBackend for TestDevice {
@@ -153,6 +156,14 @@ impl DeviceBackend for TestDevice {
         table: &[TableEntry],
     ) -> Result<(), Diagnostic> {
         self.log.lock().unwrap().push("execute");
+        if self.lossy {
+            let signal = queue.signal.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                signal.fail(&Diagnostic::new(StatusCode::DataLoss, "the test device lost the work"));
+            });
+            return Ok(());
+        }
         let (commands, table) = (commands.cloned(), table.to_vec());
         submit(queue, move || match &commands {
             Some(commands) => command_buffer::execute(command_list(commands)?, &table, device_bytes, None),
@@ -179,7 +190,12 @@ impl DeviceBackend for TestDevice {
 
 fn test_device(log: &Log) -> Device {
     let allocator = Allocator::new(Arc::new(DeviceAllocator { log: log.clone() }));
-    Device::new(Arc::new(TestDevice { cpu: LocalDevice::new(DeviceKind::LocalSync), allocator, log: log.clone() }))
+    Device::new(Arc::new(TestDevice {
+        cpu: LocalDevice::new(DeviceKind::LocalSync),
+        allocator,
+        log: log.clone(),
+        lossy: false,
+    }))
 }
 
 fn context(format: &str, device: Device) -> Context {
@@ -226,6 +242,27 @@ fn compiled_programs_run_on_a_device_whose_memory_the_host_cannot_map() {
              came down by a transfer"
         );
     }
+}
+
+/// Queue work that fails after the program reached its wait: the call fails with the fence's
+/// error, as under IREE, not with a status code the program words itself.
+#[test]
+fn a_fence_that_fails_while_awaited_fails_the_call_with_its_error() {
+    let log = Log::default();
+    let allocator = Allocator::new(Arc::new(DeviceAllocator { log: log.clone() }));
+    let device = Device::new(Arc::new(TestDevice {
+        cpu: LocalDevice::new(DeviceKind::LocalSync),
+        allocator,
+        log: log.clone(),
+        lossy: true,
+    }));
+    let a = upload(&device, &[2, 3], &[1, 2, 3, 4, 5, 6]);
+    let b = upload(&device, &[2, 3], &[10, 20, 30, 40, 50, 60]);
+    let context = context("embedded", device);
+    let add = context.function("add").unwrap().as_vm().unwrap().handle.clone();
+    let error = context.call(&add, vec![a, b]).unwrap_err();
+    assert_eq!(error.code, StatusCode::DataLoss, "{error}");
+    assert!(error.to_string().contains("the test device lost the work"), "{error}");
 }
 
 #[test]

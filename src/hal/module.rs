@@ -780,14 +780,15 @@ fn fences<'a>(a: &mut Args<'a>) -> Result<impl Iterator<Item = &'a Fence>, Diagn
     Ok((0..count).filter_map(move |_| again.opt_ref().ok().flatten().and_then(|value| fence::deref(value).ok())))
 }
 
-/// `fence.await(timeout_millis, flags, fences...) -> status`: the status as a value (OK, the first
-/// failure, or DEADLINE_EXCEEDED for a zero timeout on an unreached fence); otherwise the caller
-/// suspends until every fence is reached or failed.
+/// `fence.await(timeout_millis, flags, fences...) -> status`: OK once every fence is reached, or
+/// DEADLINE_EXCEEDED as a value for a zero timeout on an unreached fence; otherwise the caller
+/// suspends until every fence is reached or one failed. A failure fails the call with the
+/// fence's error, as IREE's does: what failed the queue work (a dispatch's error, say) reaches
+/// the caller instead of a status code the program turns into a message of its own.
 fn fence_await(a: &mut Args<'_>, results: &mut Vec<Value>) -> Result<NativeOutcome, Diagnostic> {
     let (timeout, _flags) = (a.i32()?, a.i64()?);
     fence::note_wait();
     let joined = Fence::join(fences(a)?);
-    let code = |reached: &Reached| Value::I32(fence::status_code(reached) as i32);
     match joined.reached() {
         Reached::No if timeout == 0 => {
             results.push(Value::I32(StatusCode::DeadlineExceeded as i32));
@@ -799,12 +800,16 @@ fn fence_await(a: &mut Args<'_>, results: &mut Vec<Value>) -> Result<NativeOutco
             let joined = Arc::new(joined);
             let fence = joined.clone();
             joined.when_reached(move || {
-                let _ = done.emplace(vec![code(&fence.reached())]);
+                let _ = match fence.reached() {
+                    Reached::Failed(error) => done.set_error(error),
+                    _ => done.emplace(vec![Value::I32(StatusCode::Ok as i32)]),
+                };
             });
             Ok(NativeOutcome::Pending(results))
         }
-        reached => {
-            results.push(code(&reached));
+        Reached::Failed(error) => Err(error),
+        Reached::Yes => {
+            results.push(Value::I32(StatusCode::Ok as i32));
             Ok(NativeOutcome::Ready)
         }
     }
