@@ -84,8 +84,9 @@ pub struct LocalDevice {
     /// Where `local-task` runs the command buffers of a host thread that submits one after
     /// another without waiting (see [`LocalDevice::queue_execute`]).
     queue: QueueThread,
-    /// How long this device's command buffers took lately, in nanoseconds (see [`Recent`]).
-    recent: Arc<Recent>,
+    /// How long `local-task`'s command buffers took lately (see [`Recent`]); none without a pool,
+    /// where nothing is handed over and nothing is timed.
+    recent: Option<Arc<Recent>>,
 }
 
 /// A running average of how long a device's command buffers took to run, wherever they ran: what
@@ -106,6 +107,14 @@ impl Recent {
 
     fn nanos(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs `work`, timed into `recent` where there is one.
+fn timed<R>(recent: Option<&Recent>, work: impl FnOnce() -> R) -> R {
+    match recent {
+        Some(recent) => recent.time(work),
+        None => work(),
     }
 }
 
@@ -141,11 +150,11 @@ impl LocalDevice {
         LocalDevice {
             kind,
             allocator: Allocator::new(Arc::new(HostAllocator)),
-            pool,
             transients: TransientPool::default(),
             spare_lists: Arc::default(),
             queue: QueueThread::default(),
-            recent: Arc::default(),
+            recent: pool.as_ref().map(|_| Arc::default()),
+            pool,
         }
     }
 
@@ -230,9 +239,9 @@ impl DeviceBackend for LocalDevice {
     /// time steps): its work goes to the device's queue thread, so that it records the next
     /// while the last runs, and the work after, which waits on it, follows there. Work that the
     /// host submits after a wait runs inline, on the submitting thread and the pool: a model of
-    /// one command buffer per call is not handed between threads twice per call. The LSTM tagger
-    /// took 0.86 of its time this way and the GRU tagger 0.83, ShuffleNet and the encoder within
-    /// noise (two cores, seven alternating rounds).
+    /// one command buffer per call is not handed between threads twice per call. Nor is work of
+    /// under [`PIPELINE_NANOS`]. The LSTM tagger took 0.76-0.79 of its time this way and the GRU
+    /// tagger 0.78-0.87 (two cores, two runs of nine alternating rounds).
     fn queue_execute(
         &self,
         queue: &QueueFences<'_>,
@@ -241,13 +250,16 @@ impl DeviceBackend for LocalDevice {
     ) -> Result<(), Diagnostic> {
         let Some(commands) = commands else { return submit(queue, || Ok(())) };
         command_list(commands)?;
-        let pipelined = !fence::waited_since_asked() && self.pool.is_some() && self.recent.nanos() >= PIPELINE_NANOS;
+        let pipelined =
+            !fence::waited_since_asked() && self.recent.as_ref().is_some_and(|recent| recent.nanos() >= PIPELINE_NANOS);
         // The command buffer run later, elsewhere: with references of its own.
         let owned = || {
             let (commands, table, pool, recent) =
                 (commands.clone(), table.to_vec(), self.pool.clone(), self.recent.clone());
             move || {
-                recent.time(|| command_buffer::execute(command_list(&commands)?, &table, host_bytes, pool.as_deref()))
+                timed(recent.as_deref(), || {
+                    command_buffer::execute(command_list(&commands)?, &table, host_bytes, pool.as_deref())
+                })
             }
         };
         match queue.wait.map_or(Reached::Yes, Fence::reached) {
@@ -272,8 +284,9 @@ impl DeviceBackend for LocalDevice {
                 })
             }
             reached => run_now(queue.signal, reached, || {
-                self.recent
-                    .time(|| command_buffer::execute(command_list(commands)?, table, host_bytes, self.pool.as_deref()))
+                timed(self.recent.as_deref(), || {
+                    command_buffer::execute(command_list(commands)?, table, host_bytes, self.pool.as_deref())
+                })
             }),
         }
     }
@@ -453,7 +466,7 @@ mod tests {
         // Short command buffers run inline, waited for or not.
         let table = [byte(0), byte(1), byte(2)];
         for _ in 0..2 {
-            device.recent.0.store(PIPELINE_NANOS - 1, Ordering::Relaxed);
+            device.recent.as_ref().unwrap().0.store(PIPELINE_NANOS - 1, Ordering::Relaxed);
             let signal = Fence::new();
             device.queue_execute(&QueueFences { wait: None, signal: &signal }, Some(&step), &table).unwrap();
             assert_eq!(signal.reached(), Reached::Yes);
@@ -462,7 +475,7 @@ mod tests {
 
         // As if they had taken long. Step k copies byte 0 into byte k, then k into byte 0: byte k
         // ends holding k - 1 if the steps ran in order.
-        device.recent.0.store(u64::MAX / 2, Ordering::Relaxed);
+        device.recent.as_ref().unwrap().0.store(u64::MAX / 2, Ordering::Relaxed);
         buffer.write(0, &[0; 64]).unwrap();
         fence::note_wait();
         let mut last: Option<Fence> = None;

@@ -9,9 +9,8 @@
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -32,8 +31,6 @@ struct Started {
 struct Shared {
     queue: Mutex<Queue>,
     queued: Condvar,
-    /// Tasks queued and not yet taken, read without the lock while the thread looks for work.
-    waiting: AtomicUsize,
 }
 
 /// How long the thread looks for new work before it sleeps: a host recording time steps hands it
@@ -68,41 +65,40 @@ impl QueueThread {
         }
         let shared = &started.as_ref().expect("started above").shared;
         shared.queue.lock().unwrap_or_else(PoisonError::into_inner).tasks.push_back(task);
-        shared.waiting.fetch_add(1, Ordering::Release);
         shared.queued.notify_one();
         Ok(())
     }
 
     /// The thread's id, once started.
-    pub fn thread_id(&self) -> Option<ThreadId> {
+    #[cfg(test)]
+    pub fn thread_id(&self) -> Option<std::thread::ThreadId> {
         let started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
         started.as_ref().map(|started| started.handle.thread().id())
     }
 }
 
-/// Runs tasks in order until the device stops it and nothing is left.
+/// Runs tasks in order until the device stops it and nothing is left, looking for [`LOOK`]
+/// before each sleep.
 fn serve(shared: &Shared) {
     let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut looking_until = None;
     loop {
         if let Some(task) = queue.tasks.pop_front() {
-            shared.waiting.fetch_sub(1, Ordering::Relaxed);
             drop(queue);
             // The device's tasks fail their fence on a panic of their work; what runs from a
             // fence's continuations here must not end the thread either.
             let _ = panic::catch_unwind(AssertUnwindSafe(task));
             queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            looking_until = None;
         } else if queue.stopping {
             return;
-        } else {
+        } else if Instant::now() < *looking_until.get_or_insert_with(|| Instant::now() + LOOK) {
             drop(queue);
-            let until = Instant::now() + LOOK;
-            while shared.waiting.load(Ordering::Acquire) == 0 && Instant::now() < until {
-                std::thread::yield_now();
-            }
+            std::thread::yield_now();
             queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            if queue.tasks.is_empty() && !queue.stopping {
-                queue = shared.queued.wait(queue).unwrap_or_else(PoisonError::into_inner);
-            }
+        } else {
+            queue = shared.queued.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            looking_until = None;
         }
     }
 }
