@@ -269,12 +269,7 @@ impl DeviceBackend for LocalDevice {
                 let task = Box::new(move || {
                     // The work's references (its buffers among them) go before the signal: the
                     // host, woken by it, may ask the transient pool for them again.
-                    let result = panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
-                        Err(Diagnostic::new(
-                            StatusCode::Internal,
-                            format!("queue work panicked: {}", panic_message(payload.as_ref())),
-                        ))
-                    });
+                    let result = caught(work);
                     let _ = finish(&signal, result);
                 });
                 // Without a thread, here.
@@ -344,7 +339,7 @@ pub fn submit(
     match queue.wait.map_or(Reached::Yes, Fence::reached) {
         Reached::No => {
             let signal = queue.signal.clone();
-            after(queue.wait, move |waited| finish(&signal, waited.and_then(|()| work())))
+            after(queue.wait, move |waited| finish(&signal, waited.and_then(|()| caught(work))))
         }
         reached => run_now(queue.signal, reached, work),
     }
@@ -358,6 +353,14 @@ fn run_now(signal: &Fence, reached: Reached, work: impl FnOnce() -> Result<(), D
         Reached::Failed(error) => finish(signal, Err(error)),
         _ => finish(signal, work()),
     }
+}
+
+/// Runs queue work away from its submitter (a fence's continuation, the queue thread), where a
+/// panic would reach no caller: it fails the work as INTERNAL instead, and so its signal fence.
+fn caught(work: impl FnOnce() -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        Err(Diagnostic::new(StatusCode::Internal, format!("queue work panicked: {}", panic_message(payload.as_ref()))))
+    })
 }
 
 /// Signals `signal` for queue work that succeeded, fails it with the work's error otherwise.
@@ -439,6 +442,18 @@ mod tests {
             .unwrap_err();
         assert_eq!((error.code, status_code(&skipped.reached())), (StatusCode::Aborted, StatusCode::Aborted));
         assert_eq!(buffer.to_vec().unwrap(), [0; 4], "work after a failed wait does not run");
+    }
+
+    /// Work that runs from its wait's continuation and panics fails its signal fence instead of
+    /// leaving it unreached.
+    #[test]
+    fn deferred_work_that_panics_fails_its_signal_fence() {
+        let (wait, signal) = (Fence::new(), Fence::new());
+        submit(&QueueFences { wait: Some(&wait), signal: &signal }, || panic!("bad work")).unwrap();
+        assert_eq!(signal.reached(), Reached::No);
+        wait.signal();
+        let error = signal.wait().unwrap_err();
+        assert_eq!((error.code, error.message.as_str()), (StatusCode::Internal, "queue work panicked: bad work"));
     }
 
     /// On `local-task`, work submitted again without a wait since the last submission runs on
