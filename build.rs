@@ -14,12 +14,6 @@ fn main() {
         Ok("windows") => {}
         _ => println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,librtx.so.{abi}"),
     }
-    // Scalar loops compile to machine code where there is a backend for the target (src/vm/jit).
-    println!("cargo::rustc-check-cfg=cfg(rtx_jit)");
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-    if arch == "x86_64" && env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        println!("cargo:rustc-cfg=rtx_jit");
-    }
     println!("cargo:include={manifest_dir}/include");
     println!("cargo:rerun-if-changed=Cargo.toml");
     println!("cargo:rerun-if-changed=build.rs");

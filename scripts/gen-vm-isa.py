@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Generates src/vm/bytecode/isa_table.rs from IREE's machine-readable VM instruction set.
+"""Generates crates/vm/src/bytecode/isa_table.rs from IREE's machine-readable VM instruction set.
 
 The input is IREE's `runtime/src/iree/vm/bytecode/isa/isa.json` from iree-org/iree at commit
 b48a5955 (Apache-2.0 WITH LLVM-exception), checked in unchanged as scripts/data/iree-vm-isa.json.
 The output is a Rust table of every instruction (opcode set, opcode, symbol, mnemonic, encoding
 name, and the operand fields of its encoding, expanded from the JSON's operation classes into the
-operand vocabulary declared in src/vm/bytecode/isa.rs) and the `Opcode` enum, one variant per
+operand vocabulary declared in crates/vm/src/bytecode/isa.rs) and the `Opcode` enum, one variant per
 instruction named by its symbol, that decoding yields and everything else matches on.
 
 Usage:
-    scripts/gen-vm-isa.py [ISA_JSON]           write src/vm/bytecode/isa_table.rs
+    scripts/gen-vm-isa.py [ISA_JSON]           write crates/vm/src/bytecode/isa_table.rs
     scripts/gen-vm-isa.py --check [ISA_JSON]   exit 1 if the checked-in file differs from the output
 
 ISA_JSON defaults to scripts/data/iree-vm-isa.json. Every
@@ -24,7 +24,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_JSON = REPO / "scripts" / "data" / "iree-vm-isa.json"
-OUTPUT = REPO / "src" / "vm" / "bytecode" / "isa_table.rs"
+OUTPUT = REPO / "crates" / "vm" / "src" / "bytecode" / "isa_table.rs"
 
 SETS = {"core": "Core", "ext_f32": "ExtF32", "ext_f64": "ExtF64"}
 BANKS = {"i32": "I32", "i64": "I64", "f32": "F32", "f64": "F64", "ref": "Ref"}

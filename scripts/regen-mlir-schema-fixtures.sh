@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the fixtures of registered ops' native properties (the op schemas of
-# src/mlir/ods/schemas.rs) from the text sources in tests/fixtures/mlir/schemas/src with upstream
+# crates/mlir/src/ods/schemas.rs) from the text sources in tests/fixtures/mlir/schemas/src with upstream
 # MLIR (iree-opt from IREE 3.13, found through scripts/iree-tools.sh):
 #
 #   tests/fixtures/mlir/schemas/<name>.v<N>.mlirbc   iree-opt --emit-bytecode --emit-bytecode-version=N, N = 5, 6

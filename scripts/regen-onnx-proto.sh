@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/onnx/proto.rs, the ONNX protobuf messages as Rust types, from `onnx.proto` as the
+# Regenerates crates/onnx/src/proto.rs, the ONNX protobuf messages as Rust types, from `onnx.proto` as the
 # `onnx` Python package ships it, with prost-build (in a scratch crate under target/) and protoc:
 #
 #   scripts/regen-onnx-proto.sh [PYTHON]     PYTHON: one that can `import onnx` (default python3)
@@ -47,5 +47,5 @@ cargo run --quiet --manifest-path "$gen/Cargo.toml" --target-dir "$gen/target" -
     echo "#![allow(clippy::all, clippy::pedantic, rustdoc::all, missing_docs)]"
     echo
     cat "$scratch/onnx.rs"
-} >"$repo/src/onnx/proto.rs"
-rustfmt --edition 2021 "$repo/src/onnx/proto.rs"
+} >"$repo/crates/onnx/src/proto.rs"
+rustfmt --edition 2021 "$repo/crates/onnx/src/proto.rs"

@@ -6,9 +6,9 @@
 #
 #    1. system packages and rustup components
 #    2. cargo fmt --check
-#    3. cargo clippy --all-targets -D warnings
+#    3. cargo clippy --workspace --all-targets -D warnings
 #    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
-#    5. cargo test (unit and integration tests, including the include/rtx.h freshness check, the ISA
+#    5. cargo test --workspace (unit and integration tests, including the include/rtx.h freshness check, the ISA
 #       table's freshness against isa.json, and the VM fixtures against a fresh regeneration), and
 #       a model run (models/digits/graphs.mlir through the debug `rtx`) under valgrind
 #    6. miri on the unsafe host core, the interpreter and the worker pool (a loud SKIP if nightly/miri cannot be had, a failure instead
@@ -25,7 +25,7 @@
 #       tests (python/tests, pytest) against iree.runtime on the same .vmfb files
 #   14. Ray Serve: ray[serve] in target/ray-venv, the digit classifier served through rtx and through
 #       iree.runtime with two replicas each, a short load test on 127.0.0.1 (scripts/serve-load-test.sh)
-#   15. cargo bench --no-run
+#   15. cargo bench --workspace --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
@@ -62,8 +62,8 @@ echo "cmake $(cmake --version | head -n 1 | awk '{print $3}'), $(valgrind --vers
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
 RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
@@ -80,7 +80,7 @@ if [ "${CI:-}" = true ]; then
 fi
 # Every Vulkan test runs under the Khronos validation layers; what they report fails the test.
 export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
-cargo test
+cargo test --workspace
 # A model run leaks nothing: the digit classifier as BEF kernel graphs, and the pipeline whose
 # tensors cross into the compiled model and back (models/digits/graphs.mlir), under valgrind.
 (cd models/digits && valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
@@ -89,7 +89,7 @@ cargo test
   die "rtx bef-exec of models/digits/graphs.mlir is not clean under valgrind"
 echo "   valgrind: rtx bef-exec models/digits/graphs.mlir: 0 errors, no leaks"
 
-step "miri: the unsafe host core, the interpreter's unchecked accesses and the worker pool (cargo +nightly miri test --lib)"
+step "miri: the unsafe host core, the interpreter's unchecked accesses and the worker pool (cargo +nightly miri test -p ... --lib)"
 miri_skip=""
 miri_log=$target/miri-setup.log
 mkdir -p "$target"
@@ -117,23 +117,23 @@ if [ -n "$miri_skip" ]; then
     die "RTX_REQUIRE_MIRI=1 but miri is unavailable: $miri_skip"
   fi
 else
-  cargo +nightly miri test --lib host::
+  cargo +nightly miri test -p rtx-host --lib
   # The BEF executor's registers and ready counts (raw reference handoff between kernels) and plans.
-  cargo +nightly miri test --lib bef::executor::
+  cargo +nightly miri test -p rtx-tfrt --lib bef::executor::
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
-  cargo +nightly miri test --lib vm::interpreter::tests::
+  cargo +nightly miri test -p rtx-vm --lib interpreter::tests::
   # local-task's worker pool: a workgroup closure's lifetime erased, jobs published to the
   # workers as raw pointers and set up anew once nobody holds them.
-  cargo +nightly miri test --lib hal::local::workers::
+  cargo +nightly miri test -p rtx-hal-cpu --lib workers::
   # Groups of commands laid out in the pool's arena, which keeps its memory between groups (the
   # fills' tests move megabytes, which takes Miri a quarter of an hour: left out).
-  cargo +nightly miri test --lib -- hal::local::command_buffer::tests::dispatches_without \
-    hal::local::command_buffer::tests::a_group_runs
+  cargo +nightly miri test -p rtx-hal-cpu --lib -- command_buffer::tests::dispatches_without \
+    command_buffer::tests::a_group_runs
 fi
 
 step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loom)"
-RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" cargo test --release --lib loom
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" cargo test --release -p rtx-host --lib loom
 
 step "release build and install into ${prefix#"$repo"/}"
 scripts/install.sh "$prefix"
@@ -232,7 +232,7 @@ step "Ray Serve: the digit classifier through rtx and iree.runtime, load-tested 
 scripts/serve-load-test.sh --replicas 2 --concurrency 8 --seconds 5 --requests 5000 --rounds 2
 
 step "cargo bench --no-run (benches keep compiling)"
-cargo bench --no-run
+cargo bench --workspace --no-run
 
 echo "   (step took $((SECONDS - step_started)) s)"
 echo

@@ -1,15 +1,21 @@
 //! rtx: a runtime for compiled machine-learning programs, shipped as a C library.
 //!
-//! The crate is layered as `docs/ARCHITECTURE.md` describes: [`host`] is the ground every
-//! other layer stands on (AsyncValue, work queues, allocator, HostContext), and [`ffi`] is the only
-//! place that knows C exists.
+//! This crate is the C library (`ffi`) and the `rtx` command over the layer crates of the
+//! workspace, which it re-exports under their layer names: [`host`] is the ground every other
+//! layer stands on (AsyncValue, work queues, allocator, HostContext), [`runtime`] the API every
+//! user goes through, and [`ffi`] the only place that knows C exists.
 
-pub mod bef;
 pub mod ffi;
-pub mod hal;
-pub mod host;
-pub mod kernel;
-pub mod mlir;
-pub mod onnx;
-pub mod runtime;
-pub mod vm;
+pub use rtx_host as host;
+pub use rtx_mlir as mlir;
+pub use rtx_onnx as onnx;
+pub use rtx_runtime as runtime;
+pub use rtx_tfrt::{bef, kernel};
+pub use rtx_vm as vm;
+
+/// The HAL core with its backends: the CPU devices as `local`, Vulkan as `vulkan`.
+pub mod hal {
+    pub use rtx_hal::*;
+    pub use rtx_hal_cpu as local;
+    pub use rtx_hal_vulkan as vulkan;
+}

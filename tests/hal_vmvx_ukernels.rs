@@ -2,7 +2,7 @@
 //! iree-compile 3.13 with `--iree-vmvx-enable-microkernels --iree-opt-data-tiling` from
 //! src/kernels.mlir (scripts/regen-vmvx-ukernel-fixtures.sh), run through `rtx run` on both CPU
 //! devices. Its dispatches call 31 of the module's 32 functions; 3.13 never emits `shru.2d.i32`
-//! (that kernel is covered by the unit tests in src/hal/local/vmvx_kernels).
+//! (that kernel is covered by the unit tests in crates/hal-cpu/src/vmvx_kernels).
 //!
 //! The expected outputs are what `iree-run-module` 3.13 printed. With `RTX_CHECK_FIXTURES=1` and
 //! the IREE tools, every call is also run through `iree-run-module` and must give the same text

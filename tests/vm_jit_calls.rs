@@ -1,4 +1,4 @@
-//! Calls, branch tables and buffer accesses in compiled code (`src/vm/jit`) held against the
+//! Calls, branch tables and buffer accesses in compiled code (`crates/vm/src/jit`) held against the
 //! interpreter: `calls.vmfb`, `control_flow.vmfb` and `buffers.vmfb` loaded with the loop compiler
 //! on (`RTX_VM_JIT` unset, and `all`) and off (`0`), and every call compared — results, errors
 //! (status, message, source location) and where a run budget runs out, which shows compiled code

@@ -34,7 +34,7 @@ fn the_device_is_gone_when_the_fence_of_its_last_submission_is_reached() {
     }
     common::vulkan::assert_validation_silent();
     // The instance is gone, the loader's code is not: a thread that called into a driver may run
-    // the driver's thread-exit destructors after the last device (src/hal/vulkan/libraries.rs).
+    // the driver's thread-exit destructors after the last device (crates/hal-vulkan/src/libraries.rs).
     // SAFETY: `RTLD_NOLOAD` only looks the library up; the reference taken is given back.
     let loader = unsafe { libc::dlopen(c"libvulkan.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
     assert!(!loader.is_null(), "the Vulkan loader was unloaded with the last instance");

@@ -4,7 +4,7 @@ use std::ffi::{c_char, CStr, CString};
 
 use super::catch_or;
 use super::handle::{self, Handle, OwnershipBox};
-use crate::host::diagnostic::status_code_list;
+use crate::host::status_code_list;
 use crate::host::{Diagnostic, StatusCode};
 
 // Written out because cbindgen reads source, not macro output; `c_status_codes` below checks it
@@ -39,7 +39,7 @@ pub enum rtx_status_code_t {
     RTX_STATUS_CODE_PANIC = 100,
 }
 
-/// The C side of the one status code list (`host::diagnostic::status_code_list`): the conversion
+/// The C side of the one status code list (`host::status_code_list`): the conversion
 /// from `StatusCode` and the NUL-terminated names. A compile-time check, an exhaustive match over
 /// the C enum, fails the build when the enum above lacks a code of the list, has one more, or
 /// numbers one differently.

@@ -1,0 +1,319 @@
+//! Command buffers of a Vulkan device. The HAL's commands are kept as recorded and turned into a
+//! Vulkan command buffer when the queue executes them: only then are the binding table's buffers
+//! known, so one-shot and reusable command buffers take the same path. Dispatches bind their
+//! pipeline, their buffers (pushed where the device has push descriptors, otherwise in sets from a
+//! pool made for the submission), and push constants; barriers
+//! make earlier writes visible to later dispatches, transfers and indirect dispatch reads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::error::VulkanError;
+use super::executable::{vulkan_executable, VulkanExecutable};
+use super::executable_def::DescriptorType;
+use super::logical_device::LogicalDevice;
+use super::queue::Recording;
+use super::transfer::{self, resolve, same_device, Bound};
+use rtx_hal::command_buffer::{BufferRange, Command, CommandList, ExecutableCheck, SpareLists, TableEntry, Workgroups};
+use rtx_hal::executable::Executable;
+use rtx_host::{Diagnostic, StatusCode};
+
+/// A command buffer of `device` (it dispatches only executables the device loaded), its storage
+/// one of `spares` if there is one.
+pub fn new(device: Arc<LogicalDevice>, binding_capacity: u32, spares: &Arc<SpareLists>) -> CommandList {
+    let accepts: ExecutableCheck = Box::new(move |executable| loaded_by(executable, device.handle()).map(drop));
+    CommandList::new(binding_capacity, accepts, spares)
+}
+
+/// The executable as `device` loaded it: INVALID_ARGUMENT for another device's.
+fn loaded_by<'a>(executable: &'a Executable, device: &ash::Device) -> Result<&'a VulkanExecutable, Diagnostic> {
+    let loaded = vulkan_executable(executable)?;
+    if loaded.device().handle().handle() != device.handle() {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, "executable was loaded by another Vulkan device"));
+    }
+    Ok(loaded)
+}
+
+/// Records the commands of `list` into `recording`, `table` supplying the buffers of slots. The
+/// descriptor pool the dispatches use the recording keeps; the submission must keep `list` and
+/// `table` (the buffers and executables they name).
+pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableEntry]) -> Result<(), Diagnostic> {
+    list.with_commands(|recorded| {
+        let commands = recorded.commands();
+        let pool = DescriptorPool::for_commands(recording.device(), commands)?;
+        for command in commands {
+            match command {
+                Command::Dispatch { executable, export, workgroups, constants, bindings } => {
+                    let (constants, bindings) = (recorded.constants(*constants), recorded.bindings(*bindings));
+                    let command = DispatchCommand { executable, export: *export, workgroups, constants, bindings };
+                    dispatch(recording, pool.as_ref(), &command, table)?
+                }
+                Command::Transfer(transfer) => transfer::record(recording, transfer, table)?,
+                Command::Barrier => recording.barrier(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE
+                        | vk::AccessFlags::INDIRECT_COMMAND_READ,
+                    vk::PipelineStageFlags::COMPUTE_SHADER
+                        | vk::PipelineStageFlags::TRANSFER
+                        | vk::PipelineStageFlags::DRAW_INDIRECT,
+                ),
+            }
+        }
+        if let Some(pool) = pool {
+            recording.keep(pool);
+        }
+        Ok(())
+    })
+}
+
+fn dispatch(
+    recording: &mut Recording<'_>,
+    pool: Option<&DescriptorPool>,
+    command: &DispatchCommand<'_>,
+    table: &[TableEntry],
+) -> Result<(), Diagnostic> {
+    let loaded = loaded_by(command.executable, recording.device())?;
+    let pipeline = loaded.pipeline(command.executable.check_export(command.export)?);
+    let name = &pipeline.name;
+    if command.bindings.len() != pipeline.bindings.len() {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "dispatch of `{name}` gives {} bindings; its layout has {}",
+                command.bindings.len(),
+                pipeline.bindings.len()
+            ),
+        ));
+    }
+    if command.constants.len() != pipeline.push_constant_count {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "dispatch of `{name}` gives {} constants; its layout pushes {}",
+                command.constants.len(),
+                pipeline.push_constant_count
+            ),
+        ));
+    }
+    let bound = command
+        .bindings
+        .iter()
+        .enumerate()
+        .map(|(index, range)| {
+            let context = |e: Diagnostic| e.context(format_args!("dispatch of `{name}` binding {index}"));
+            let bound = resolve(range, table).map_err(context)?;
+            same_device(recording, &bound)?;
+            check_binding(&bound, pipeline.bindings[index].descriptor_type, loaded.device().limits())
+                .map_err(context)?;
+            Ok(bound)
+        })
+        .collect::<Result<Vec<Bound>, Diagnostic>>()?;
+    if let Workgroups::Fixed(counts) = command.workgroups {
+        let max = loaded.device().limits().max_compute_work_group_count;
+        if counts.iter().zip(max).any(|(&count, max)| count > max) {
+            return Err(Diagnostic::new(
+                StatusCode::OutOfRange,
+                format!("dispatch of `{name}` asks for {counts:?} workgroups; the device runs at most {max:?}"),
+            ));
+        }
+    }
+    let device = recording.device().clone();
+    let commands = recording.commands();
+    let pushed = if loaded.push_descriptors() { loaded.device().push_descriptors() } else { None };
+    let sets = match (pushed, pool) {
+        (None, Some(pool)) if !pipeline.set_layouts.is_empty() => pool.allocate(&pipeline.set_layouts)?,
+        _ => Vec::new(),
+    };
+    let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
+        .iter()
+        .map(|b| {
+            let range = if b.length == 0 { vk::WHOLE_SIZE } else { b.length };
+            [vk::DescriptorBufferInfo { buffer: b.buffer.handle(), offset: b.offset, range }]
+        })
+        .collect();
+    let writes: Vec<(u32, vk::WriteDescriptorSet<'_>)> = pipeline
+        .bindings
+        .iter()
+        .zip(&infos)
+        .map(|(slot, info)| {
+            let write = vk::WriteDescriptorSet::default()
+                // Pushed writes name no set (the pool has room for every set a dispatch that
+                // binds them needs).
+                .dst_set(sets.get(slot.set as usize).copied().unwrap_or_default())
+                .dst_binding(slot.binding)
+                .dst_array_element(slot.array_element)
+                .descriptor_type(vk::DescriptorType::from_raw(slot.descriptor_type.raw() as i32))
+                .buffer_info(info);
+            (slot.set, write)
+        })
+        .collect();
+    let push: Vec<u8> = command.constants.iter().flat_map(|c| c.to_ne_bytes()).collect();
+    let indirect = match command.workgroups {
+        Workgroups::Fixed(_) => None,
+        Workgroups::Indirect(range) => Some(indirect_counts(recording, range, table)?),
+    };
+    // SAFETY: recording into a command buffer of the locked pool; the sets were allocated
+    // from layouts of this pipeline and every buffer they name is live and of this device
+    // (kept alive by the submission, which holds the command buffer and the table).
+    unsafe {
+        device.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline.handle);
+        match pushed {
+            Some(loader) => {
+                let mut by_set: BTreeMap<u32, Vec<vk::WriteDescriptorSet<'_>>> = BTreeMap::new();
+                for (set, write) in writes {
+                    by_set.entry(set).or_default().push(write);
+                }
+                for (set, writes) in by_set {
+                    loader.cmd_push_descriptor_set(
+                        commands,
+                        vk::PipelineBindPoint::COMPUTE,
+                        pipeline.layout,
+                        set,
+                        &writes,
+                    );
+                }
+            }
+            None => {
+                let writes: Vec<vk::WriteDescriptorSet<'_>> = writes.into_iter().map(|(_, write)| write).collect();
+                if !writes.is_empty() {
+                    device.update_descriptor_sets(&writes, &[]);
+                }
+                if !sets.is_empty() {
+                    device.cmd_bind_descriptor_sets(
+                        commands,
+                        vk::PipelineBindPoint::COMPUTE,
+                        pipeline.layout,
+                        0,
+                        &sets,
+                        &[],
+                    );
+                }
+            }
+        }
+        if !push.is_empty() {
+            device.cmd_push_constants(commands, pipeline.layout, pipeline.push_constant_stages, 0, &push);
+        }
+        match (command.workgroups, indirect) {
+            (Workgroups::Fixed([x, y, z]), _) if *x > 0 && *y > 0 && *z > 0 => {
+                device.cmd_dispatch(commands, *x, *y, *z)
+            }
+            (_, Some(counts)) => device.cmd_dispatch_indirect(commands, counts.buffer.handle(), counts.offset),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One recorded dispatch's parts.
+struct DispatchCommand<'a> {
+    executable: &'a Executable,
+    export: usize,
+    workgroups: &'a Workgroups,
+    constants: &'a [u32],
+    bindings: &'a [BufferRange],
+}
+
+/// A binding's offset and length as the device's descriptors allow them for its kind of buffer.
+fn check_binding(bound: &Bound, kind: DescriptorType, limits: &vk::PhysicalDeviceLimits) -> Result<(), Diagnostic> {
+    let (alignment, max_range, what) = match kind {
+        DescriptorType::UniformBuffer => {
+            (limits.min_uniform_buffer_offset_alignment, limits.max_uniform_buffer_range, "uniform")
+        }
+        _ => (limits.min_storage_buffer_offset_alignment, limits.max_storage_buffer_range, "storage"),
+    };
+    if bound.offset % alignment.max(1) != 0 {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "offset {} is not a multiple of the device's {what}-buffer offset alignment {alignment}",
+                bound.offset
+            ),
+        ));
+    }
+    if bound.length > u64::from(max_range) {
+        return Err(Diagnostic::new(
+            StatusCode::OutOfRange,
+            format!("{} bytes exceed the device's {what}-buffer range of {max_range}", bound.length),
+        ));
+    }
+    Ok(())
+}
+
+/// The three u32 workgroup counts an indirect dispatch reads: 12 bytes at a 4-byte-aligned offset.
+fn indirect_counts(recording: &Recording<'_>, range: &BufferRange, table: &[TableEntry]) -> Result<Bound, Diagnostic> {
+    let bound = resolve(range, table).map_err(|e| e.context("indirect workgroup counts"))?;
+    same_device(recording, &bound)?;
+    if bound.length < 12 || bound.offset % 4 != 0 {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "indirect workgroup counts need 12 bytes at a 4-byte-aligned offset (got {} bytes at {})",
+                bound.length, bound.offset
+            ),
+        ));
+    }
+    Ok(bound)
+}
+
+/// A descriptor pool with room for every set the dispatches of one submission bind, destroyed
+/// (freeing its sets) once the device is done with the submission.
+struct DescriptorPool {
+    device: ash::Device,
+    pool: vk::DescriptorPool,
+}
+
+impl DescriptorPool {
+    /// The pool for `commands`; `None` when they bind no sets.
+    fn for_commands(device: &ash::Device, commands: &[Command]) -> Result<Option<DescriptorPool>, Diagnostic> {
+        let mut sets = 0u32;
+        let mut counts: BTreeMap<i32, u32> = BTreeMap::new();
+        for command in commands {
+            let Command::Dispatch { executable, export, .. } = command else { continue };
+            let loaded = vulkan_executable(executable)?;
+            if loaded.push_descriptors() {
+                continue;
+            }
+            let pipeline = loaded.pipeline(executable.check_export(*export)?);
+            sets += pipeline.set_layouts.len() as u32;
+            for slot in &pipeline.bindings {
+                *counts.entry(slot.descriptor_type.raw() as i32).or_default() += 1;
+            }
+        }
+        if sets == 0 {
+            return Ok(None);
+        }
+        let sizes: Vec<vk::DescriptorPoolSize> = counts
+            .into_iter()
+            .map(|(kind, count)| vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::from_raw(kind),
+                descriptor_count: count,
+            })
+            .collect();
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(sets).pool_sizes(&sizes);
+        // SAFETY: the device is live while the queue records for it.
+        let pool = unsafe { device.create_descriptor_pool(&info, None) }
+            .map_err(VulkanError::call("vkCreateDescriptorPool"))?;
+        Ok(Some(DescriptorPool { device: device.clone(), pool }))
+    }
+
+    /// One set per layout, from the pool's room.
+    fn allocate(&self, layouts: &[vk::DescriptorSetLayout]) -> Result<Vec<vk::DescriptorSet>, Diagnostic> {
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(layouts);
+        // SAFETY: the pool is live and used only by the recording that made it; the layouts are
+        // live (their executable is held by the command buffer).
+        Ok(unsafe { self.device.allocate_descriptor_sets(&info) }
+            .map_err(VulkanError::call("vkAllocateDescriptorSets"))?)
+    }
+}
+
+impl Drop for DescriptorPool {
+    fn drop(&mut self) {
+        // SAFETY: the submission using its sets is finished (or was never submitted); the device
+        // outlives every pending submission.
+        unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
+    }
+}

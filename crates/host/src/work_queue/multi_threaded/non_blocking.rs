@@ -1,0 +1,179 @@
+//! The non-blocking pool: N workers, work stealing, and parking without lost wake-ups.
+//!
+//! Each worker owns a LIFO deque (`deque.rs`): a task's children run next on the same
+//! core, while their inputs are still in cache (TFRT's deques make the same choice). Tasks from
+//! outside the pool go to one shared `Injector`. A worker that runs dry takes a batch from the
+//! injector, then steals half of some other worker's deque, starting at a random victim so that
+//! idle workers do not all hit the same one, and visiting each deque once per round. Every
+//! [`INJECTOR_CHECK_INTERVAL`] tasks a worker looks at the injector first, so outside work is not
+//! starved by a deque that never runs dry.
+//!
+//! Parking protocol (Dekker-style, as TFRT's `EventCount`): a worker with nothing to do first
+//! spins briefly (crossbeam's `Backoff`: a few spin-loop hints, then a few yields), then
+//! 1. announces itself in `sleepers` and issues a SeqCst fence,
+//! 2. looks at every queue again, and leaves if it finds a task,
+//! 3. otherwise sleeps on a condvar until a wake-up token is posted.
+//!
+//! `add_task` pushes, issues a SeqCst fence, then reads `sleepers`; only if it is non-zero does it
+//! take the lock to post a token. The fences make the two sides meet: either the worker's second
+//! look sees the task, or `add_task` sees the announcement and wakes someone. So the fast path,
+//! with every worker busy, is a push, a fence and a load: no lock, no syscall. A worker counts as
+//! a sleeper from the announcement until it leaves with a task, so tokens posted while it looks
+//! again are never wasted on nobody; at worst one causes a spurious look.
+
+use std::rc::Rc;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use crossbeam_utils::Backoff;
+
+use super::deque::{Injector, Stealer, Worker};
+use super::{enter_role, Shared, Task};
+
+pub(super) struct Pool {
+    injector: Injector<Task>,
+    stealers: Box<[Stealer<Task>]>,
+    /// Workers between the announcement and leaving the parking protocol (tests read it to see
+    /// that idle workers park).
+    pub(super) sleepers: AtomicUsize,
+    /// Wake-up tokens not yet taken by a parked worker, at most one per worker.
+    tokens: Mutex<usize>,
+    wake: Condvar,
+}
+
+impl Pool {
+    /// The pool and the deques its workers will own, one each.
+    pub(super) fn new(workers: usize) -> (Pool, Vec<Worker<Task>>) {
+        let deques: Vec<Worker<Task>> = (0..workers).map(|_| Worker::new_lifo()).collect();
+        let pool = Pool {
+            injector: Injector::new(),
+            stealers: deques.iter().map(Worker::stealer).collect(),
+            sleepers: AtomicUsize::new(0),
+            tokens: Mutex::new(0),
+            wake: Condvar::new(),
+        };
+        (pool, deques)
+    }
+
+    pub(super) fn inject(&self, task: Task) {
+        self.injector.push(task);
+    }
+
+    /// The producer's half of the parking protocol; call after making a task visible.
+    pub(super) fn wake_one_if_sleeping(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut tokens = self.lock_tokens();
+        *tokens = (*tokens + 1).min(self.stealers.len());
+        self.wake.notify_one();
+    }
+
+    /// Wakes every parked worker to re-check its exit condition (shutdown).
+    pub(super) fn wake_all(&self) {
+        let _tokens = self.lock_tokens();
+        self.wake.notify_all();
+    }
+
+    fn lock_tokens(&self) -> MutexGuard<'_, usize> {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn steal_injected(&self, local: &Worker<Task>) -> Option<Task> {
+        self.injector.steal_batch_and_pop(local)
+    }
+
+    /// The worker's own deque first, then the injector, then the other workers' deques. `None`
+    /// means every queue was seen empty.
+    fn find_task(&self, me: usize, local: &Worker<Task>, rng: &mut XorShift) -> Option<Task> {
+        if let Some(task) = local.pop().or_else(|| self.steal_injected(local)) {
+            return Some(task);
+        }
+        let count = self.stealers.len();
+        let start = rng.below(count);
+        (0..count)
+            .map(|offset| (start + offset) % count)
+            .filter(|&victim| victim != me)
+            .find_map(|victim| self.stealers[victim].steal_batch_and_pop(local))
+    }
+
+    /// The worker's half of the parking protocol. Returns a task, or `None` when the queue is
+    /// finished and the worker should exit.
+    fn park(&self, shared: &Shared, me: usize, local: &Worker<Task>, rng: &mut XorShift) -> Option<Task> {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let found = loop {
+            if let Some(task) = self.find_task(me, local, rng) {
+                break Some(task);
+            }
+            let mut tokens = self.lock_tokens();
+            // `finished` is checked under the lock that `wake_all` takes, so its wake-up cannot
+            // slip in between the check and the wait.
+            while *tokens == 0 && !shared.finished() {
+                tokens = self.wake.wait(tokens).unwrap_or_else(PoisonError::into_inner);
+            }
+            if *tokens == 0 {
+                break None;
+            }
+            *tokens -= 1;
+        };
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        found
+    }
+}
+
+/// How often (in tasks run) a worker looks at the injector before its own deque. The LIFO deque
+/// alone would let a task that keeps re-adding itself starve everything injected from outside
+/// on a one-worker pool; the odd interval keeps workers from checking in lockstep.
+const INJECTOR_CHECK_INTERVAL: u32 = 61;
+
+/// A non-blocking worker's life: run what it finds, spin a little, park, until the queue is
+/// dropped and nothing is pending.
+pub(super) fn worker_main(shared: Arc<Shared>, me: usize, local: Worker<Task>) {
+    let local = Rc::new(local);
+    let _role = enter_role(&shared, Some(Rc::clone(&local)));
+    crate::async_value::cache_on_this_thread();
+    let pool = &shared.non_blocking;
+    let mut rng = XorShift::seeded(me);
+    let mut ticks: u32 = 0;
+    'work: loop {
+        ticks = ticks.wrapping_add(1);
+        let injected = if ticks % INJECTOR_CHECK_INTERVAL == 0 { pool.steal_injected(&local) } else { None };
+        if let Some(task) = injected.or_else(|| pool.find_task(me, &local, &mut rng)) {
+            shared.run(task);
+            continue;
+        }
+        let backoff = Backoff::new();
+        while !backoff.is_completed() {
+            backoff.snooze();
+            if let Some(task) = pool.find_task(me, &local, &mut rng) {
+                shared.run(task);
+                continue 'work;
+            }
+        }
+        match pool.park(&shared, me, &local, &mut rng) {
+            Some(task) => shared.run(task),
+            None => break,
+        }
+    }
+}
+
+/// Picks steal victims. Quality hardly matters, speed and independence between workers do.
+struct XorShift(u64);
+
+impl XorShift {
+    fn seeded(worker: usize) -> XorShift {
+        // Odd multiplier spreads consecutive worker indices; `| 1` keeps the state non-zero.
+        XorShift((worker as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        (x % bound as u64) as usize
+    }
+}

@@ -1,0 +1,132 @@
+//! The MLIR the importer writes: a `builtin.module` holding one `func.func` whose body is a
+//! straight line of `nn.*` kernels on `!tfrt_tensor.tensor` values, ending in `tfrt.return` —
+//! built in place with the IR's builder, so that weights go from the model's bytes into dense
+//! attributes without a text round trip.
+
+use super::constant::{Constant, Elem};
+use rtx_mlir::ir::{ApInt, AttrId, Attribute, BlockId, FloatKind, Module, NewOp, Signedness, Type, TypeId, ValueId};
+use rtx_mlir::text::parse::parse_type_in;
+
+/// A function being written: its module, its body block (in no function until
+/// [`finish`](Emitter::finish)), and the tensor type.
+pub struct Emitter {
+    pub module: Module,
+    top: BlockId,
+    body: BlockId,
+    tensor: TypeId,
+}
+
+impl Emitter {
+    /// A module for one function taking `arguments` tensors, whose body is open.
+    pub fn new(arguments: usize) -> Emitter {
+        let mut module = Module::default();
+        let tensor = parse_type_in(&mut module.context, "!tfrt_tensor.tensor").expect("TFRT's tensor type parses");
+        let unknown = module.context.intern_attr(Attribute::UnknownLoc);
+        let module_op = op(&mut module, b"builtin.module", unknown, None, &[], &[], 1);
+        let top = module.add_block(&[]);
+        module.append_block(module.op_regions(module_op)[0], top);
+        module.top_level.push(module_op);
+        let body = module.add_block(&vec![(tensor, Some(unknown)); arguments]);
+        Emitter { module, top, body, tensor }
+    }
+
+    /// The function's arguments, in order.
+    pub fn arguments(&self) -> Vec<ValueId> {
+        self.module.arguments(self.body).collect()
+    }
+
+    /// Appends the kernel `name` with `operands` and `attributes`, at the location of the node
+    /// `node`; its one tensor result.
+    pub fn kernel(&mut self, name: &str, node: &str, operands: &[ValueId], attributes: Vec<(&str, AttrId)>) -> ValueId {
+        let loc = self.location(node);
+        let attrs = if attributes.is_empty() { None } else { self.dictionary(attributes) };
+        let tensor = self.tensor;
+        let id = op(&mut self.module, name.as_bytes(), loc, attrs, operands, &[tensor], 0);
+        self.module.append_op(self.body, id);
+        self.module.results(id).next().expect("one result")
+    }
+
+    /// Ends the body with `tfrt.return` of `results` and makes it the function `name`.
+    pub fn finish(mut self, name: &str, results: &[ValueId]) -> Module {
+        let unknown = self.module.context.intern_attr(Attribute::UnknownLoc);
+        let ret = op(&mut self.module, b"tfrt.return", unknown, None, results, &[], 0);
+        self.module.append_op(self.body, ret);
+        let inputs = vec![self.tensor; self.module.block(self.body).arguments.len as usize].into();
+        let outputs = vec![self.tensor; results.len()].into();
+        let function_type = self.module.context.intern_type(Type::Function { inputs, results: outputs });
+        let function_type = self.module.context.intern_attr(Attribute::Type(function_type));
+        let sym_name = self.string(name);
+        let attrs = self.dictionary(vec![("function_type", function_type), ("sym_name", sym_name)]);
+        let func = op(&mut self.module, b"func.func", unknown, attrs, &[], &[], 1);
+        self.module.append_block(self.module.op_regions(func)[0], self.body);
+        self.module.append_op(self.top, func);
+        self.module
+    }
+
+    /// `name("node")`: where kernel errors point, so that a failing kernel names its node.
+    fn location(&mut self, node: &str) -> AttrId {
+        let ctx = &mut self.module.context;
+        let child = ctx.intern_attr(Attribute::UnknownLoc);
+        let name = ctx.intern_string_attr(node.as_bytes());
+        ctx.intern_attr(Attribute::NameLoc { name, child })
+    }
+
+    pub fn string(&mut self, text: &str) -> AttrId {
+        self.module.context.intern_string_attr(text.as_bytes())
+    }
+
+    /// `value : i64`.
+    pub fn int(&mut self, value: i64) -> AttrId {
+        let ctx = &mut self.module.context;
+        let ty = ctx.intern_type(Type::Integer { width: 64, signedness: Signedness::Signless });
+        ctx.intern_attr(Attribute::Integer { ty, value: ApInt::from_u64(64, value as u64) })
+    }
+
+    /// `[a, b, ...]` of i64s.
+    pub fn ints(&mut self, values: &[i64]) -> AttrId {
+        let elements = values.iter().map(|&v| self.int(v)).collect();
+        self.module.context.intern_attr(Attribute::Array(elements))
+    }
+
+    /// `value : f32`.
+    pub fn float(&mut self, value: f32) -> AttrId {
+        let ctx = &mut self.module.context;
+        let ty = ctx.intern_type(Type::Float(FloatKind::F32));
+        ctx.intern_attr(Attribute::Float { ty, bits: ApInt::from_u64(32, value.to_bits() as u64) })
+    }
+
+    /// `dense<...> : tensor<dims x elem>` holding `constant`'s bytes (shared, not copied).
+    pub fn dense(&mut self, constant: &Constant) -> AttrId {
+        let ctx = &mut self.module.context;
+        let elem = match constant.elem {
+            Elem::F32 => Type::Float(FloatKind::F32),
+            Elem::I32 => Type::Integer { width: 32, signedness: Signedness::Signless },
+            Elem::I64 => Type::Integer { width: 64, signedness: Signedness::Signless },
+        };
+        let elem = ctx.intern_type(elem);
+        let ty = ctx.intern_type(Type::RankedTensor { shape: constant.dims.clone().into(), elem, encoding: None });
+        ctx.intern_attr(Attribute::DenseElements { ty, data: constant.data.clone() })
+    }
+
+    /// A dictionary of `entries`, sorted by name as MLIR keeps them.
+    fn dictionary(&mut self, entries: Vec<(&str, AttrId)>) -> Option<AttrId> {
+        let mut entries: Vec<(String, AttrId)> = entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let entries = entries.into_iter().map(|(k, v)| (self.string(&k), v)).collect();
+        Some(self.module.context.intern_attr(Attribute::Dictionary(entries)))
+    }
+}
+
+/// Adds the operation `name` (in no block yet).
+fn op(
+    module: &mut Module,
+    name: &[u8],
+    loc: AttrId,
+    attrs: Option<AttrId>,
+    operands: &[ValueId],
+    result_types: &[TypeId],
+    num_regions: usize,
+) -> rtx_mlir::ir::OpId {
+    let name = module.context.intern_op_name(name);
+    module.add_op(NewOp { name, loc, attrs, operands, result_types, num_regions })
+}

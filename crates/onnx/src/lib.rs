@@ -1,0 +1,194 @@
+//! ONNX models as BEF kernel graphs: what `rtx import-onnx` does in place of `iree-import-onnx`
+//! then `mlir_to_bef`. A model's graph becomes one async function — named as `iree-import-onnx`
+//! names it, after the graph — taking the graph's inputs (those that are not initializers) in
+//! order and returning its outputs, its nodes lowered one by one to the `nn.*` kernels
+//! ([`lower`]). Weights become dense attributes that `nn.constant` wraps as tensors.
+//!
+//! The protobuf messages are prost's, generated from `onnx.proto` and checked in
+//! ([`proto`], `scripts/regen-onnx-proto.sh`): prost is the maintained protobuf crate, small
+//! and pure Rust, so users need neither Python nor protoc; the ONNX crates that carry these types
+//! come with whole inference engines. Bytes fields are `bytes::Bytes`, and the model is decoded
+//! from one shared buffer: initializers' `raw_data` stay slices of the file's bytes, and the
+//! writer copies them once, into the output — a model is held about twice, never more.
+//!
+//! A file that is not a model is an [`ImportError::Decode`]; an operator, attribute or element
+//! type rtx does not support is an [`ImportError::Node`] naming the node.
+
+mod constant;
+mod emit;
+mod error;
+mod lower;
+mod node;
+#[allow(clippy::all, clippy::pedantic)]
+mod proto;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use prost::Message;
+
+pub use error::ImportError;
+
+use constant::Elem;
+use emit::Emitter;
+use lower::{Lowering, Val};
+use node::Node;
+use proto::type_proto;
+
+/// The name `iree-import-onnx` gives the function of a graph without a name.
+const UNNAMED_GRAPH: &str = "main_graph";
+
+/// A model's bytes: a vector, a mapped file. Weights stay slices of them until written out.
+pub type ModelBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// [`ModelBytes`] as the protobuf decoder's buffer.
+struct Owner(ModelBytes);
+
+impl AsRef<[u8]> for Owner {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+/// The kernel graph of the ONNX model `bytes` as an MLIR module (`builtin.module` with one
+/// `func.func`), ready for `mlir_to_bef` or the MLIR writers.
+pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
+    let shared = bytes::Bytes::from_owner(Owner(Arc::clone(&bytes)));
+    let model = proto::ModelProto::decode(shared).map_err(|e| ImportError::Decode(e.to_string()))?;
+    let graph = model.graph.as_ref().ok_or_else(|| ImportError::Model("the model has no graph".to_owned()))?;
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| matches!(o.domain.as_deref(), None | Some("" | "ai.onnx")))
+        .and_then(|o| o.version)
+        .ok_or_else(|| ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))?;
+
+    let mut initializers = std::collections::HashMap::new();
+    for tensor in &graph.initializer {
+        let name = tensor.name.clone().unwrap_or_default();
+        let value = constant::from_proto(tensor, &bytes)
+            .map_err(|e| ImportError::Model(format!("initializer `{name}`: {e}")))?;
+        initializers.insert(name, value);
+    }
+    // Before IR version 4 initializers are listed among the inputs too: they are not arguments.
+    let arguments: Vec<_> = graph.input.iter().filter(|i| !initializers.contains_key(i.name())).collect();
+    let mut used: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
+    used.extend(graph.output.iter().map(|o| o.name().to_owned()));
+
+    let emit = Emitter::new(arguments.len());
+    let ids = emit.arguments();
+    let mut lowering = Lowering::new(emit, opset, used, Arc::clone(&bytes));
+    for (name, value) in initializers {
+        lowering.values.insert(name, Val::Const(value));
+    }
+    for (input, id) in arguments.iter().zip(ids) {
+        let declared = argument_dims(input)?;
+        let shape = declared.as_ref().and_then(|dims| dims.iter().all(|&d| d > 0).then(|| dims.clone()));
+        // A tensor of another shape is refused at the door, naming the input, as a compiled
+        // program refuses it, rather than deep inside whichever kernel it breaks.
+        let id = match &declared {
+            Some(dims) => {
+                let attributes =
+                    vec![("shape", lowering.emit.ints(dims)), ("input", lowering.emit.string(input.name()))];
+                lowering.emit.kernel("nn.expect_shape", input.name(), &[id], attributes)
+            }
+            None => id,
+        };
+        lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape });
+    }
+    for proto in &graph.node {
+        let node = Node::new(proto);
+        if !matches!(proto.domain.as_deref(), None | Some("" | "ai.onnx")) {
+            return Err(node.error(format!("the operator domain `{}` is not supported", proto.domain())));
+        }
+        lowering.node(&node)?;
+    }
+    let mut results = Vec::with_capacity(graph.output.len());
+    for output in &graph.output {
+        let node = Node { proto: &Default::default(), name: output.name().to_owned(), op: "graph output" };
+        results.push(lowering.tensor(output.name(), &node)?.0);
+    }
+    let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
+    Ok(lowering.emit.finish(name, &results))
+}
+
+/// A graph input's dimensions when it declares a shape (-1 for each not fixed); an error unless
+/// it is an f32 tensor.
+fn argument_dims(input: &proto::ValueInfoProto) -> Result<Option<Vec<i64>>, ImportError> {
+    let name = input.name();
+    let tensor = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(tensor)) => tensor,
+        _ => return Err(ImportError::Model(format!("graph input `{name}` is not a tensor"))),
+    };
+    match Elem::from_onnx(tensor.elem_type.unwrap_or(0)) {
+        Ok(Elem::F32) => {}
+        Ok(other) => return Err(ImportError::Model(format!("graph input `{name}` holds {other:?} elements, not f32"))),
+        Err(e) => return Err(ImportError::Model(format!("graph input `{name}`: {e}"))),
+    }
+    let Some(shape) = &tensor.shape else { return Ok(None) };
+    Ok(Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v > 0 => v,
+                _ => -1,
+            })
+            .collect(),
+    ))
+}
+
+/// Imports the model at `input` and writes it to `output`: MLIR text (`.mlir`), MLIR bytecode
+/// (`.mlirbc`) or BEF (`.bef`), by extension.
+pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
+    let format = match output.extension().and_then(|e| e.to_str()) {
+        Some("mlir") => Format::Text,
+        Some("mlirbc") => Format::Bytecode,
+        Some("bef") => Format::Bef,
+        _ => {
+            return Err(ImportError::Write(format!(
+                "`{}`: the output's extension says its format: .mlir, .mlirbc or .bef",
+                output.display()
+            )))
+        }
+    };
+    let bytes = read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?;
+    let module = import(bytes)?;
+    let written = match format {
+        Format::Text => rtx_mlir::print_asm(&module, rtx_mlir::AsmOptions::default())
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string()),
+        Format::Bytecode => {
+            rtx_mlir::write_bytecode(&module, &rtx_mlir::WriteOptions::default()).map_err(|e| e.to_string())
+        }
+        Format::Bef => {
+            rtx_tfrt::bef::mlir_to_bef(&module, &rtx_tfrt::bef::WriteOptions::default()).map_err(|e| e.to_string())
+        }
+    }
+    .map_err(ImportError::Write)?;
+    drop(module);
+    std::fs::write(output, written).map_err(|e| ImportError::Write(format!("writing `{}`: {e}", output.display())))
+}
+
+/// The file at `path`, mapped (a large model is not copied onto the heap) or, when it cannot be
+/// (a pipe, an empty file), read.
+fn read(path: &Path) -> std::io::Result<ModelBytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
+        // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely on
+        // the file not being truncated or rewritten by another process while we read it.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(Arc::new(map));
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+    Ok(Arc::new(bytes))
+}
+
+enum Format {
+    Text,
+    Bytecode,
+    Bef,
+}

@@ -1,0 +1,716 @@
+//! Each ONNX node as `nn.*` kernels, in graph order. Values are either tensors the kernels make
+//! (with their shape when the importer can tell it) or constants: initializers, `Constant`
+//! nodes, and the shape computations on them, which fold here — a constant reaches the graph
+//! only as a kernel's operand (`nn.constant`, made once per constant) or becomes an attribute
+//! (Reshape's shape, Clip's bounds, Unsqueeze's axes). Operator semantics follow the model's
+//! opset: Softmax before 13 flattens from `axis`, Reshape before 5 and Unsqueeze/Squeeze before
+//! 13 take attributes, Clip before 11 too.
+
+use std::collections::{HashMap, HashSet};
+
+use super::constant::{self, element_count, Constant, Elem};
+use super::emit::Emitter;
+use super::node::Node;
+use super::{ImportError, ModelBytes};
+use rtx_mlir::ir::{AttrId, Blob, ValueId};
+
+/// A value of the graph.
+#[derive(Clone)]
+pub enum Val {
+    /// A tensor a kernel or an argument holds, and its dimensions when known at import.
+    Tensor {
+        id: ValueId,
+        shape: Option<Vec<i64>>,
+    },
+    Const(Constant),
+}
+
+pub struct Lowering {
+    pub emit: Emitter,
+    pub values: HashMap<String, Val>,
+    /// Constants already made into tensors by `nn.constant`.
+    materialized: HashMap<String, ValueId>,
+    /// The default domain's opset version.
+    opset: i64,
+    /// Every name some node or the graph's outputs read.
+    used: HashSet<String>,
+    /// The model's bytes, which `Constant` nodes' data may share.
+    file: ModelBytes,
+}
+
+type Attrs<'a> = Vec<(&'a str, AttrId)>;
+
+impl Lowering {
+    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: ModelBytes) -> Lowering {
+        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, file }
+    }
+
+    /// The value `name` as a kernel operand: a tensor, `nn.constant` for a constant.
+    pub fn tensor(&mut self, name: &str, node: &Node<'_>) -> Result<(ValueId, Option<Vec<i64>>), ImportError> {
+        match self.values.get(name) {
+            None => {
+                Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
+            }
+            Some(Val::Tensor { id, shape }) => Ok((*id, shape.clone())),
+            Some(Val::Const(constant)) => {
+                if constant.elem != Elem::F32 {
+                    return Err(node.error(format!(
+                        "its input `{name}` holds {:?} elements; only f32 tensors flow through the kernels",
+                        constant.elem
+                    )));
+                }
+                let dims = constant.dims.clone();
+                if let Some(&id) = self.materialized.get(name) {
+                    return Ok((id, Some(dims)));
+                }
+                let value = self.emit.dense(constant);
+                let id = self.emit.kernel("nn.constant", name, &[], vec![("value", value)]);
+                self.materialized.insert(name.to_owned(), id);
+                Ok((id, Some(dims)))
+            }
+        }
+    }
+
+    /// The constant `name`, which the operator needs at import (a shape, axes, bounds).
+    fn constant(&self, name: &str, node: &Node<'_>, what: &str) -> Result<Constant, ImportError> {
+        match self.values.get(name) {
+            Some(Val::Const(constant)) => Ok(constant.clone()),
+            Some(Val::Tensor { .. }) => {
+                Err(node.error(format!("its {what} `{name}` is computed at run time; rtx needs it constant")))
+            }
+            None => {
+                Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
+            }
+        }
+    }
+
+    /// The dimensions of `name` when known.
+    fn shape_of(&self, name: &str) -> Option<Vec<i64>> {
+        match self.values.get(name)? {
+            Val::Tensor { shape, .. } => shape.clone(),
+            Val::Const(constant) => Some(constant.dims.clone()),
+        }
+    }
+
+    fn is_const(&self, name: &str) -> bool {
+        matches!(self.values.get(name), Some(Val::Const(_)))
+    }
+
+    fn define(&mut self, node: &Node<'_>, value: Val) -> Result<(), ImportError> {
+        let output = node.output()?;
+        self.values.insert(output.to_owned(), value);
+        Ok(())
+    }
+
+    /// Emits `kernel` on the node's tensor inputs `operands`; its output has `shape`.
+    fn kernel(
+        &mut self,
+        node: &Node<'_>,
+        kernel: &str,
+        operands: &[ValueId],
+        attrs: Attrs<'_>,
+        shape: Option<Vec<i64>>,
+    ) -> Result<(), ImportError> {
+        let id = self.emit.kernel(kernel, &node.name, operands, attrs);
+        self.define(node, Val::Tensor { id, shape })
+    }
+
+    /// Fails when an output past the first, which rtx does not compute, is read.
+    fn only_first_output(&self, node: &Node<'_>) -> Result<(), ImportError> {
+        match node.proto.output.iter().skip(1).find(|name| !name.is_empty() && self.used.contains(*name)) {
+            Some(name) => {
+                Err(node.error(format!("its output `{name}` is read, but rtx computes only the first output")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Lowers one node.
+    pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        match node.op {
+            "Constant" => self.constant_node(node),
+            "ConstantOfShape" => {
+                let dims = self.constant(node.required(0)?, node, "shape")?.to_i64s().map_err(|e| node.error(e))?;
+                let value = match node.tensor("value") {
+                    Some(tensor) => constant::from_proto(tensor, &self.file).map_err(|e| node.error(e))?,
+                    None => {
+                        Constant::new(Elem::F32, vec![1], Blob::from_vec(0f32.to_le_bytes().to_vec())).expect("one f32")
+                    }
+                };
+                let filled = Constant::filled(&value, dims).map_err(|e| node.error(e))?;
+                self.define(node, Val::Const(filled))
+            }
+            "Identity" | "Dropout" => {
+                self.only_first_output(node)?;
+                let value = self.value(node.required(0)?, node)?;
+                self.define(node, value)
+            }
+            "Shape" => {
+                let dims = self
+                    .shape_of(node.required(0)?)
+                    .ok_or_else(|| node.error("its input's shape is not known at import"))?;
+                let rank = dims.len() as i64;
+                let clamp = |i: i64| (if i < 0 { i + rank } else { i }).clamp(0, rank) as usize;
+                let (start, end) = (clamp(node.int("start", 0)), clamp(node.int("end", rank)));
+                let dims = if start < end { &dims[start..end] } else { &[][..] };
+                self.define(node, Val::Const(Constant::from_i64s(dims)))
+            }
+            "Gather" => self.gather(node),
+            "Unsqueeze" | "Squeeze" => self.squeeze(node),
+            "Reshape" => self.reshape(node),
+            "Flatten" => {
+                let input = node.required(0)?;
+                let shape = self.shape_of(input);
+                let axis = node.int("axis", 1);
+                let flat = shape.as_ref().map(|dims| flatten(dims, axis)).transpose().map_err(|e| node.error(e))?;
+                if let (Val::Const(c), Some(dims)) = (self.value(input, node)?, &flat) {
+                    return self.define(node, Val::Const(c.reshaped(dims.clone()).map_err(|e| node.error(e))?));
+                }
+                let (x, _) = self.tensor(input, node)?;
+                let axis = self.emit.int(axis);
+                self.kernel(node, "nn.flatten", &[x], vec![("axis", axis)], flat)
+            }
+            "Concat" => self.concat(node),
+            "Transpose" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                let perm = match (node.ints("perm"), &shape) {
+                    (Some(perm), _) => Some(perm),
+                    (None, Some(dims)) => Some((0..dims.len() as i64).rev().collect()),
+                    (None, None) => None,
+                };
+                let out = match (&perm, &shape) {
+                    (Some(perm), Some(dims)) => Some(
+                        perm.iter()
+                            .map(|&p| usize::try_from(p).ok().and_then(|p| dims.get(p).copied()))
+                            .collect::<Option<Vec<i64>>>()
+                            .ok_or_else(|| node.error(format!("perm {perm:?} does not permute {dims:?}")))?,
+                    ),
+                    _ => None,
+                };
+                let attrs = match &perm {
+                    Some(perm) => vec![("perm", self.emit.ints(perm))],
+                    None => vec![],
+                };
+                self.kernel(node, "nn.transpose", &[x], attrs, out)
+            }
+            "Conv" => self.conv(node),
+            "MaxPool" | "AveragePool" => self.pool(node),
+            "GlobalAveragePool" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                let out = shape.map(|dims| dims.iter().enumerate().map(|(i, &d)| if i < 2 { d } else { 1 }).collect());
+                self.kernel(node, "nn.global_average_pool.f32", &[x], vec![], out)
+            }
+            "Gemm" => self.gemm(node),
+            "MatMul" => {
+                let (a, sa) = self.tensor(node.required(0)?, node)?;
+                let (b, sb) = self.tensor(node.required(1)?, node)?;
+                let out = match (sa, sb) {
+                    (Some(sa), Some(sb)) if sa.len() >= 2 && sb.len() >= 2 => {
+                        let batch = broadcast(&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
+                        batch.map(|mut dims| {
+                            dims.extend([sa[sa.len() - 2], sb[sb.len() - 1]]);
+                            dims
+                        })
+                    }
+                    _ => None,
+                };
+                self.kernel(node, "nn.matmul.f32", &[a, b], vec![], out)
+            }
+            "Relu" | "Sigmoid" | "Tanh" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                let kernel = format!("nn.{}.f32", node.op.to_ascii_lowercase());
+                self.kernel(node, &kernel, &[x], vec![], shape)
+            }
+            "Clip" => self.clip(node),
+            "Add" | "Sub" | "Mul" | "Div" => {
+                if node.has("axis") || node.int("broadcast", 0) != 0 {
+                    return Err(node.error("the legacy `broadcast`/`axis` attributes (opset < 7) are not supported"));
+                }
+                let (a, sa) = self.tensor(node.required(0)?, node)?;
+                let (b, sb) = self.tensor(node.required(1)?, node)?;
+                let out = sa.zip(sb).and_then(|(sa, sb)| broadcast(&sa, &sb));
+                let kernel = format!("nn.{}.f32", node.op.to_ascii_lowercase());
+                self.kernel(node, &kernel, &[a, b], vec![], out)
+            }
+            "Sum" => {
+                let inputs: Vec<&str> = node.inputs().collect();
+                let (mut sum, mut shape) =
+                    self.tensor(inputs.first().ok_or_else(|| node.error("it has no inputs"))?, node)?;
+                for input in &inputs[1..] {
+                    let (next, next_shape) = self.tensor(input, node)?;
+                    shape = shape.zip(next_shape).and_then(|(a, b)| broadcast(&a, &b));
+                    sum = self.emit.kernel("nn.add.f32", &node.name, &[sum, next], vec![]);
+                }
+                self.define(node, Val::Tensor { id: sum, shape })
+            }
+            "BatchNormalization" => {
+                self.only_first_output(node)?;
+                let mut operands = Vec::with_capacity(5);
+                let mut shape = None;
+                for i in 0..5 {
+                    let (id, s) = self.tensor(node.required(i)?, node)?;
+                    if i == 0 {
+                        shape = s;
+                    }
+                    operands.push(id);
+                }
+                let epsilon = self.emit.float(node.float("epsilon", 1e-5));
+                self.kernel(node, "nn.batch_norm.f32", &operands, vec![("epsilon", epsilon)], shape)
+            }
+            "Softmax" => self.softmax(node),
+            "LRN" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                if !node.has("size") {
+                    return Err(node.error("it has no `size` attribute"));
+                }
+                let attrs = vec![
+                    ("size", self.emit.int(node.int("size", 0))),
+                    ("alpha", self.emit.float(node.float("alpha", 1e-4))),
+                    ("beta", self.emit.float(node.float("beta", 0.75))),
+                    ("bias", self.emit.float(node.float("bias", 1.0))),
+                ];
+                self.kernel(node, "nn.lrn.f32", &[x], attrs, shape)
+            }
+            other => Err(node.error(format!("the operator `{other}` is not supported"))),
+        }
+    }
+
+    fn value(&self, name: &str, node: &Node<'_>) -> Result<Val, ImportError> {
+        self.values.get(name).cloned().ok_or_else(|| {
+            node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output"))
+        })
+    }
+
+    fn constant_node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let value = if let Some(tensor) = node.tensor("value") {
+            constant::from_proto(tensor, &self.file).map_err(|e| node.error(e))?
+        } else if node.has("value_float") {
+            let bytes = node.float("value_float", 0.0).to_le_bytes().to_vec();
+            Constant::new(Elem::F32, vec![], Blob::from_vec(bytes)).expect("one f32")
+        } else if node.has("value_int") {
+            Constant::from_i64s(&[node.int("value_int", 0)]).reshaped(vec![]).expect("one i64")
+        } else if let Some(ints) = node.ints("value_ints") {
+            Constant::from_i64s(&ints)
+        } else {
+            return Err(node.error("only `value`, `value_float`, `value_int` and `value_ints` constants are supported"));
+        };
+        self.define(node, Val::Const(value))
+    }
+
+    fn gather(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let data = self.constant(node.required(0)?, node, "data")?;
+        let indices = self.constant(node.required(1)?, node, "indices")?;
+        let index_values = indices.to_i64s().map_err(|e| node.error(e))?;
+        let rank = data.dims.len() as i64;
+        let axis = node.int("axis", 0);
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if !(0..rank).contains(&axis) {
+            return Err(node.error(format!("axis {axis} is outside data of rank {rank}")));
+        }
+        let axis = axis as usize;
+        let length = data.dims[axis];
+        let size = data.elem.size();
+        let outer: usize = element_count(&data.dims[..axis]).unwrap_or(0);
+        let inner = element_count(&data.dims[axis + 1..]).unwrap_or(0) * size;
+        let bytes = data.data.bytes();
+        let mut out = Vec::with_capacity(outer * index_values.len() * inner);
+        for o in 0..outer {
+            for &index in &index_values {
+                let i = if index < 0 { index + length } else { index };
+                if !(0..length).contains(&i) {
+                    return Err(node.error(format!("index {index} is outside a dimension of {length}")));
+                }
+                let start = (o * length as usize + i as usize) * inner;
+                out.extend_from_slice(&bytes[start..start + inner]);
+            }
+        }
+        let mut dims = data.dims[..axis].to_vec();
+        dims.extend(&indices.dims);
+        dims.extend(&data.dims[axis + 1..]);
+        let gathered = Constant::new(data.elem, dims, Blob::from_vec(out)).map_err(|e| node.error(e))?;
+        self.define(node, Val::Const(gathered))
+    }
+
+    /// Unsqueeze and Squeeze: their axes from the attribute (opset < 13) or the constant input.
+    fn squeeze(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let input = node.required(0)?;
+        let axes = match (self.opset < 13, node.input(1)) {
+            (true, _) => node.ints("axes"),
+            (false, Some(axes)) => Some(self.constant(axes, node, "axes")?.to_i64s().map_err(|e| node.error(e))?),
+            (false, None) => None,
+        };
+        let dims = self.shape_of(input).ok_or_else(|| node.error("its input's shape is not known at import"))?;
+        let out = if node.op == "Unsqueeze" {
+            let axes = axes.ok_or_else(|| node.error("it has no axes"))?;
+            let rank = (dims.len() + axes.len()) as i64;
+            let mut axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + rank } else { a }).collect();
+            axes.sort_unstable();
+            let mut out = dims.clone();
+            for &a in &axes {
+                if !(0..=out.len() as i64).contains(&a) {
+                    return Err(node.error(format!("axis {a} is outside the result's rank {rank}")));
+                }
+                out.insert(a as usize, 1);
+            }
+            out
+        } else {
+            let rank = dims.len() as i64;
+            let axes: Option<Vec<i64>> =
+                axes.map(|axes| axes.iter().map(|&a| if a < 0 { a + rank } else { a }).collect());
+            let mut out = Vec::new();
+            for (i, &d) in dims.iter().enumerate() {
+                let listed = axes.as_ref().is_none_or(|axes| axes.contains(&(i as i64)));
+                if listed && d == 1 {
+                    continue;
+                }
+                if listed && axes.is_some() {
+                    return Err(node.error(format!("dimension {i} of {dims:?} is not 1")));
+                }
+                out.push(d);
+            }
+            out
+        };
+        self.view(node, input, out)
+    }
+
+    /// The input under other dimensions: a folded constant, or `nn.reshape` (no copy).
+    fn view(&mut self, node: &Node<'_>, input: &str, dims: Vec<i64>) -> Result<(), ImportError> {
+        if let Val::Const(c) = self.value(input, node)? {
+            return self.define(node, Val::Const(c.reshaped(dims).map_err(|e| node.error(e))?));
+        }
+        let (x, _) = self.tensor(input, node)?;
+        let shape = self.emit.ints(&dims);
+        self.kernel(node, "nn.reshape", &[x], vec![("shape", shape)], Some(dims))
+    }
+
+    fn reshape(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let input = node.required(0)?;
+        let requested = if self.opset < 5 {
+            node.ints("shape").ok_or_else(|| node.error("it has no `shape` attribute"))?
+        } else {
+            self.constant(node.required(1)?, node, "shape")?.to_i64s().map_err(|e| node.error(e))?
+        };
+        if node.int("allowzero", 0) != 0 && requested.contains(&0) {
+            return Err(node.error("`allowzero` with a zero in the shape is not supported"));
+        }
+        match self.shape_of(input) {
+            Some(dims) => {
+                let out = resolve_reshape(&dims, &requested).map_err(|e| node.error(e))?;
+                self.view(node, input, out)
+            }
+            None => {
+                let (x, _) = self.tensor(input, node)?;
+                let shape = self.emit.ints(&requested);
+                self.kernel(node, "nn.reshape", &[x], vec![("shape", shape)], None)
+            }
+        }
+    }
+
+    fn concat(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let inputs: Vec<&str> = node.inputs().collect();
+        let axis = node.int("axis", if self.opset < 4 { 1 } else { i64::MAX });
+        if axis == i64::MAX {
+            return Err(node.error("it has no `axis` attribute"));
+        }
+        let shapes: Option<Vec<Vec<i64>>> = inputs.iter().map(|name| self.shape_of(name)).collect();
+        let out = match &shapes {
+            Some(shapes) if !shapes.is_empty() => Some(concat_shape(shapes, axis).map_err(|e| node.error(e))?),
+            _ => None,
+        };
+        if !inputs.is_empty() && inputs.iter().all(|name| self.is_const(name)) {
+            let constants: Vec<Constant> =
+                inputs.iter().map(|name| self.constant(name, node, "input")).collect::<Result<_, _>>()?;
+            let dims = out.clone().expect("constants have shapes");
+            return self.define(node, Val::Const(concat_constants(&constants, axis, dims).map_err(|e| node.error(e))?));
+        }
+        let operands: Vec<ValueId> =
+            inputs.iter().map(|name| Ok(self.tensor(name, node)?.0)).collect::<Result<_, ImportError>>()?;
+        let axis = self.emit.int(axis);
+        self.kernel(node, "nn.concat", &operands, vec![("axis", axis)], out)
+    }
+
+    fn conv(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let (x, sx) = self.tensor(node.required(0)?, node)?;
+        let (w, sw) = self.tensor(node.required(1)?, node)?;
+        let mut operands = vec![x, w];
+        if let Some(bias) = node.input(2) {
+            operands.push(self.tensor(bias, node)?.0);
+        }
+        let kernel_shape = match (node.ints("kernel_shape"), &sw) {
+            (Some(k), _) => k,
+            (None, Some(sw)) if sw.len() == 4 => sw[2..].to_vec(),
+            _ => return Err(node.error("its filter's shape is not known at import")),
+        };
+        if kernel_shape.len() != 2 {
+            return Err(node.error(format!("only 2-D convolutions are supported, not kernel_shape {kernel_shape:?}")));
+        }
+        let window = Window::read(node, &kernel_shape, sx.as_deref())?;
+        let group = node.int("group", 1);
+        let out = match (&sx, &sw) {
+            (Some(sx), Some(sw)) => Some(vec![sx[0], sw[0], window.out[0], window.out[1]]).filter(|_| window.known),
+            _ => None,
+        };
+        let mut attrs = window.attrs(&mut self.emit);
+        attrs.push(("group", self.emit.int(group)));
+        self.kernel(node, "nn.conv2d.f32", &operands, attrs, out)
+    }
+
+    fn pool(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        self.only_first_output(node)?;
+        let (x, sx) = self.tensor(node.required(0)?, node)?;
+        let kernel_shape = node.ints("kernel_shape").ok_or_else(|| node.error("it has no `kernel_shape` attribute"))?;
+        if kernel_shape.len() != 2 {
+            return Err(node.error(format!("only 2-D pooling is supported, not kernel_shape {kernel_shape:?}")));
+        }
+        if node.int("storage_order", 0) != 0 {
+            return Err(node.error("column-major `storage_order` is not supported"));
+        }
+        let window = Window::read(node, &kernel_shape, sx.as_deref())?;
+        let out = sx.filter(|_| window.known).map(|sx| vec![sx[0], sx[1], window.out[0], window.out[1]]);
+        let mut attrs = window.attrs(&mut self.emit);
+        attrs.push(("kernel_shape", self.emit.ints(&kernel_shape)));
+        let kernel = if node.op == "MaxPool" {
+            "nn.max_pool2d.f32"
+        } else {
+            attrs.push(("count_include_pad", self.emit.int(node.int("count_include_pad", 0))));
+            "nn.average_pool2d.f32"
+        };
+        attrs.push(("ceil_mode", self.emit.int(node.int("ceil_mode", 0))));
+        self.kernel(node, kernel, &[x], attrs, out)
+    }
+
+    fn gemm(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let (a, sa) = self.tensor(node.required(0)?, node)?;
+        let (b, sb) = self.tensor(node.required(1)?, node)?;
+        let mut operands = vec![a, b];
+        if let Some(c) = node.input(2) {
+            operands.push(self.tensor(c, node)?.0);
+        }
+        let (trans_a, trans_b) = (node.int("transA", 0), node.int("transB", 0));
+        let out = match (sa, sb) {
+            (Some(sa), Some(sb)) if sa.len() == 2 && sb.len() == 2 => {
+                Some(vec![sa[if trans_a != 0 { 1 } else { 0 }], sb[if trans_b != 0 { 0 } else { 1 }]])
+            }
+            _ => None,
+        };
+        let attrs = vec![
+            ("alpha", self.emit.float(node.float("alpha", 1.0))),
+            ("beta", self.emit.float(node.float("beta", 1.0))),
+            ("transA", self.emit.int(trans_a)),
+            ("transB", self.emit.int(trans_b)),
+        ];
+        self.kernel(node, "nn.gemm.f32", &operands, attrs, out)
+    }
+
+    fn clip(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let (x, shape) = self.tensor(node.required(0)?, node)?;
+        let mut attrs = Vec::new();
+        for (i, name) in [(1, "min"), (2, "max")] {
+            let bound = if self.opset < 11 {
+                node.has(name).then(|| node.float(name, 0.0))
+            } else {
+                match node.input(i) {
+                    Some(input) => {
+                        let values = self.constant(input, node, name)?.to_f32s().map_err(|e| node.error(e))?;
+                        match values.as_slice() {
+                            [value] => Some(*value),
+                            _ => return Err(node.error(format!("its {name} holds {} values, not one", values.len()))),
+                        }
+                    }
+                    None => None,
+                }
+            };
+            if let Some(bound) = bound {
+                attrs.push((name, self.emit.float(bound)));
+            }
+        }
+        self.kernel(node, "nn.clip.f32", &[x], attrs, shape)
+    }
+
+    /// Softmax; before opset 13 along the rows of the input flattened at `axis` (default 1),
+    /// from 13 along `axis` alone (default -1).
+    fn softmax(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let (x, shape) = self.tensor(node.required(0)?, node)?;
+        if self.opset >= 13 {
+            let axis = self.emit.int(node.int("axis", -1));
+            return self.kernel(node, "nn.softmax.f32", &[x], vec![("axis", axis)], shape);
+        }
+        let dims = shape.ok_or_else(|| node.error("its input's shape is not known at import"))?;
+        let rank = dims.len() as i64;
+        let axis = node.int("axis", 1);
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if !(0..rank).contains(&axis) {
+            return Err(node.error(format!("axis {axis} is outside an input of rank {rank}")));
+        }
+        let last = self.emit.int(-1);
+        if axis == rank - 1 {
+            return self.kernel(node, "nn.softmax.f32", &[x], vec![("axis", last)], Some(dims));
+        }
+        let flat = flatten(&dims, axis).map_err(|e| node.error(e))?;
+        let flat = self.emit.ints(&flat);
+        let rows = self.emit.kernel("nn.reshape", &node.name, &[x], vec![("shape", flat)]);
+        let soft = self.emit.kernel("nn.softmax.f32", &node.name, &[rows], vec![("axis", last)]);
+        let back = self.emit.ints(&dims);
+        self.kernel(node, "nn.reshape", &[soft], vec![("shape", back)], Some(dims))
+    }
+}
+
+/// A convolution's or pooling's window: strides, dilations, explicit pads (`auto_pad`
+/// resolved) and, when the input's shape is known, the output's spatial size.
+struct Window {
+    strides: Vec<i64>,
+    dilations: Vec<i64>,
+    pads: Vec<i64>,
+    out: [i64; 2],
+    known: bool,
+}
+
+impl Window {
+    fn read(node: &Node<'_>, kernel: &[i64], input: Option<&[i64]>) -> Result<Window, ImportError> {
+        let strides = node.ints("strides").unwrap_or_else(|| vec![1, 1]);
+        let dilations = node.ints("dilations").unwrap_or_else(|| vec![1, 1]);
+        let mut pads = node.ints("pads").unwrap_or_else(|| vec![0; 4]);
+        if strides.len() != 2 || dilations.len() != 2 || pads.len() != 4 {
+            return Err(
+                node.error(format!("strides {strides:?}, dilations {dilations:?} or pads {pads:?} are not 2-D"))
+            );
+        }
+        if strides.iter().chain(&dilations).chain(kernel).any(|&v| v < 1) || pads.iter().any(|&p| p < 0) {
+            return Err(node.error(format!(
+                "kernel_shape {kernel:?}, strides {strides:?}, dilations {dilations:?} and pads {pads:?} must be positive"
+            )));
+        }
+        let ceil = node.int("ceil_mode", 0) != 0;
+        let spatial = input.filter(|dims| dims.len() == 4).map(|dims| [dims[2], dims[3]]);
+        let auto_pad = node.string("auto_pad").unwrap_or_else(|| "NOTSET".to_owned());
+        let mut out = [0; 2];
+        for i in 0..2 {
+            let extent = (kernel[i] - 1) * dilations[i] + 1;
+            match auto_pad.as_str() {
+                "NOTSET" => {}
+                "VALID" => (pads[i], pads[i + 2]) = (0, 0),
+                "SAME_UPPER" | "SAME_LOWER" => {
+                    let size =
+                        spatial.ok_or_else(|| node.error("auto_pad needs the input's shape, not known at import"))?[i];
+                    let target = (size + strides[i] - 1) / strides[i];
+                    let total = ((target - 1) * strides[i] + extent - size).max(0);
+                    let small = total / 2;
+                    (pads[i], pads[i + 2]) =
+                        if auto_pad == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                }
+                other => return Err(node.error(format!("auto_pad `{other}` is not an ONNX padding"))),
+            }
+            if let Some(spatial) = spatial {
+                let span = spatial[i] + pads[i] + pads[i + 2] - extent;
+                if span < 0 {
+                    return Err(node.error(format!("the window {kernel:?} does not fit the input {input:?}")));
+                }
+                out[i] = if ceil { (span + strides[i] - 1) / strides[i] + 1 } else { span / strides[i] + 1 };
+                // A last window that would start in the end padding is dropped (ceil mode).
+                if ceil && (out[i] - 1) * strides[i] >= spatial[i] + pads[i] {
+                    out[i] -= 1;
+                }
+            }
+        }
+        Ok(Window { strides, dilations, pads, out, known: spatial.is_some() })
+    }
+
+    fn attrs(&self, emit: &mut Emitter) -> Attrs<'static> {
+        vec![
+            ("strides", emit.ints(&self.strides)),
+            ("dilations", emit.ints(&self.dilations)),
+            ("pads", emit.ints(&self.pads)),
+        ]
+    }
+}
+
+/// numpy's broadcast of two shapes, `None` when they do not broadcast.
+fn broadcast(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
+    let rank = a.len().max(b.len());
+    let dim = |d: &[i64], i: usize| (i + d.len()).checked_sub(rank).map_or(1, |j| d[j]);
+    (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => Some(x),
+            (1, y) => Some(y),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Flatten's 2-D shape of `dims` at `axis` (negative from the end; the rank itself allowed).
+fn flatten(dims: &[i64], axis: i64) -> Result<Vec<i64>, String> {
+    let rank = dims.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if !(0..=rank).contains(&axis) {
+        return Err(format!("axis {axis} is outside a tensor of rank {rank}"));
+    }
+    let (rows, columns) = dims.split_at(axis as usize);
+    Ok(vec![rows.iter().product(), columns.iter().product()])
+}
+
+/// Reshape's result for `dims`: 0 keeps a dimension, one -1 takes the rest.
+fn resolve_reshape(dims: &[i64], requested: &[i64]) -> Result<Vec<i64>, String> {
+    let total: i64 = dims.iter().product();
+    let mut out = Vec::with_capacity(requested.len());
+    let mut infer = None;
+    for (i, &d) in requested.iter().enumerate() {
+        match d {
+            0 => out.push(*dims.get(i).ok_or_else(|| format!("shape {requested:?} keeps dimension {i} of {dims:?}"))?),
+            -1 if infer.is_none() => {
+                infer = Some(i);
+                out.push(1);
+            }
+            d if d > 0 => out.push(d),
+            _ => return Err(format!("shape {requested:?} is not a reshape of {dims:?}")),
+        }
+    }
+    let known: i64 = out.iter().product();
+    if let Some(i) = infer {
+        if known == 0 || total % known != 0 {
+            return Err(format!("cannot reshape {dims:?} to {requested:?}"));
+        }
+        out[i] = total / known;
+    } else if known != total {
+        return Err(format!("cannot reshape {dims:?} to {requested:?}"));
+    }
+    Ok(out)
+}
+
+/// The shape of `shapes` concatenated along `axis`.
+fn concat_shape(shapes: &[Vec<i64>], axis: i64) -> Result<Vec<i64>, String> {
+    let first = &shapes[0];
+    let rank = first.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if !(0..rank).contains(&axis) {
+        return Err(format!("axis {axis} is outside inputs of rank {rank}"));
+    }
+    let mut out = first.clone();
+    for shape in &shapes[1..] {
+        let fits = shape.len() == first.len()
+            && shape.iter().zip(first).enumerate().all(|(i, (a, b))| i as i64 == axis || a == b);
+        if !fits {
+            return Err(format!("{shape:?} does not concatenate with {first:?} along axis {axis}"));
+        }
+        out[axis as usize] += shape[axis as usize];
+    }
+    Ok(out)
+}
+
+/// Constants concatenated along `axis` into `dims` (their element types must agree).
+fn concat_constants(constants: &[Constant], axis: i64, dims: Vec<i64>) -> Result<Constant, String> {
+    let elem = constants[0].elem;
+    if constants.iter().any(|c| c.elem != elem) {
+        return Err("its inputs hold different element types".to_owned());
+    }
+    let rank = dims.len() as i64;
+    let axis = (if axis < 0 { axis + rank } else { axis }) as usize;
+    let outer = element_count(&dims[..axis]).unwrap_or(0);
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for c in constants {
+            let chunk = element_count(&c.dims[axis..]).unwrap_or(0) * elem.size();
+            out.extend_from_slice(&c.data.bytes()[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    Constant::new(elem, dims, Blob::from_vec(out))
+}
