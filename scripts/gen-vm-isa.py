@@ -8,6 +8,12 @@ name, and the operand fields of its encoding, expanded from the JSON's operation
 operand vocabulary declared in crates/vm/src/bytecode/isa.rs) and the `Opcode` enum, one variant per
 instruction named by its symbol, that decoding yields and everything else matches on.
 
+Each row also carries the instruction's classes, so that the disassembler, the interpreter's
+lowering and the JIT match on a class instead of listing opcodes: its scalar shape and its
+bit-transfer form, derived from the JSON (operation class, register banks, value type, mnemonic),
+and its print form and JIT class, derived from the mnemonic where its structure says (stores,
+indirect globals) and otherwise taken from CLASSES below, the one place those facts live.
+
 Usage:
     scripts/gen-vm-isa.py [ISA_JSON]           write crates/vm/src/bytecode/isa_table.rs
     scripts/gen-vm-isa.py --check [ISA_JSON]   exit 1 if the checked-in file differs from the output
@@ -43,6 +49,136 @@ FIXED_KINDS = {
     "branch_operands": "BranchOperands",
     "branch_table_cases": "BranchTableCases",
     "const_i16": "ConstI16",
+}
+
+
+# What isa.json does not say, by mnemonic: how the disassembly lays an instruction out where that is
+# not the generic `results = name operands` (a `PrintForm`; stores and indirect globals follow from
+# the mnemonic), and how the JIT compiles it (a `Jit`; an instruction not listed here is left to
+# the interpreter). In a key `{i}` stands for i32 and i64, `{f}` for f32 and f64, `{v}` for all
+# four; in a JIT class `{w}` is the register width of that type (`W32`, `W64`). Every key must name
+# instructions of the table and no instruction may match two keys.
+CLASSES = {
+    # mnemonic: (print form, JIT class)
+    "const.{v}.zero": (None, "ConstZero"),
+    "const.{v}": (None, "Const"),
+    "select.{v}": ("Select", "Select"),
+    "select.ref": ("SelectRef", None),
+    "switch.{v}": ("Switch", None),
+    "switch.ref": ("Switch", None),
+    "cast.any.ref": ("CastAnyRef", None),
+    "list.alloc": ("ListAlloc", None),
+    "trace": ("Trace", None),
+    "print": ("Trace", None),
+    "global.load.{v}": (None, "GlobalLoad(Width::{w})"),
+    "global.store.{v}": (None, "GlobalStore(Width::{w})"),
+    "buffer.load.i8.u": (None, "BufferLoad(BufferAccess::U8)"),
+    "buffer.load.i8.s": (None, "BufferLoad(BufferAccess::S8)"),
+    "buffer.load.i16.u": (None, "BufferLoad(BufferAccess::U16)"),
+    "buffer.load.i16.s": (None, "BufferLoad(BufferAccess::S16)"),
+    "buffer.load.{v}": (None, "BufferLoad(BufferAccess::{w})"),
+    "buffer.store.i8": (None, "BufferStore(BufferAccess::U8)"),
+    "buffer.store.i16": (None, "BufferStore(BufferAccess::U16)"),
+    "buffer.store.{v}": (None, "BufferStore(BufferAccess::{w})"),
+    "buffer.length": (None, "BufferLength"),
+    "add.{i}": (None, "IntAlu(IntAlu::Add)"),
+    "sub.{i}": (None, "IntAlu(IntAlu::Sub)"),
+    "and.{i}": (None, "IntAlu(IntAlu::And)"),
+    "or.{i}": (None, "IntAlu(IntAlu::Or)"),
+    "xor.{i}": (None, "IntAlu(IntAlu::Xor)"),
+    "mul.{i}": (None, "IntMul"),
+    "fma.{i}": (None, "IntMulAdd"),
+    "not.{i}": (None, "IntNot"),
+    "abs.{i}": (None, "IntAbs"),
+    "min.{i}.s": (None, "IntMinMax(MinMax::MinS)"),
+    "min.{i}.u": (None, "IntMinMax(MinMax::MinU)"),
+    "max.{i}.s": (None, "IntMinMax(MinMax::MaxS)"),
+    "max.{i}.u": (None, "IntMinMax(MinMax::MaxU)"),
+    "shl.{i}": (None, "IntShift(IntShift::Shl)"),
+    "shr.{i}.s": (None, "IntShift(IntShift::ShrS)"),
+    "shr.{i}.u": (None, "IntShift(IntShift::ShrU)"),
+    "div.{i}.s": (None, "IntDivide { signed: true, remainder: false }"),
+    "div.{i}.u": (None, "IntDivide { signed: false, remainder: false }"),
+    "rem.{i}.s": (None, "IntDivide { signed: true, remainder: true }"),
+    "rem.{i}.u": (None, "IntDivide { signed: false, remainder: true }"),
+    "trunc.i32.i8": (None, "Extend { bits: 8, signed: false }"),
+    "trunc.i32.i16": (None, "Extend { bits: 16, signed: false }"),
+    "ext.i8.i32.u": (None, "Extend { bits: 8, signed: false }"),
+    "ext.i16.i32.u": (None, "Extend { bits: 16, signed: false }"),
+    "ext.i8.i32.s": (None, "Extend { bits: 8, signed: true }"),
+    "ext.i16.i32.s": (None, "Extend { bits: 16, signed: true }"),
+    "trunc.i64.i32": (None, "Move(Width::W32)"),
+    "bitcast.i32.f32": (None, "Move(Width::W32)"),
+    "bitcast.f32.i32": (None, "Move(Width::W32)"),
+    "bitcast.i64.f64": (None, "Move(Width::W64)"),
+    "bitcast.f64.i64": (None, "Move(Width::W64)"),
+    "ext.i32.i64.s": (None, "Widen { signed: true }"),
+    "ext.i32.i64.u": (None, "Widen { signed: false }"),
+    "cmp.eq.{i}": (None, "IntCompare(IntCompare::Eq)"),
+    "cmp.ne.{i}": (None, "IntCompare(IntCompare::Ne)"),
+    "cmp.lt.{i}.s": (None, "IntCompare(IntCompare::LtS)"),
+    "cmp.lt.{i}.u": (None, "IntCompare(IntCompare::LtU)"),
+    "cmp.nz.{i}": (None, "IntNonZero"),
+    "add.{f}": (None, "FloatOp(FloatOp::Add)"),
+    "sub.{f}": (None, "FloatOp(FloatOp::Sub)"),
+    "mul.{f}": (None, "FloatOp(FloatOp::Mul)"),
+    "div.{f}": (None, "FloatOp(FloatOp::Div)"),
+    "min.{f}": (None, "FloatOp(FloatOp::Min)"),
+    "max.{f}": (None, "FloatOp(FloatOp::Max)"),
+    "fma.{f}": (None, "FloatMulAdd"),
+    "abs.f32": (None, "SignBitF32 { negate: false }"),
+    "neg.f32": (None, "SignBitF32 { negate: true }"),
+    "cast.si32.f32": (None, "SignedToFloat { from: Width::W32, to: Width::W32 }"),
+    "cast.si64.f32": (None, "SignedToFloat { from: Width::W64, to: Width::W32 }"),
+    "cast.si32.f64": (None, "SignedToFloat { from: Width::W32, to: Width::W64 }"),
+    "cast.si64.f64": (None, "SignedToFloat { from: Width::W64, to: Width::W64 }"),
+    "cast.ui32.f32": (None, "UnsignedToFloat { to: Width::W32 }"),
+    "cast.ui32.f64": (None, "UnsignedToFloat { to: Width::W64 }"),
+    "cmp.eq.{f}.o": (None, "FloatCompare(FloatCompare::EqO)"),
+    "cmp.eq.{f}.u": (None, "FloatCompare(FloatCompare::EqU)"),
+    "cmp.ne.{f}.o": (None, "FloatCompare(FloatCompare::Ne)"),
+    "cmp.ne.{f}.u": (None, "FloatCompare(FloatCompare::Ne)"),
+    "cmp.lt.{f}.o": (None, "FloatCompare(FloatCompare::LtO)"),
+    "cmp.lte.{f}.o": (None, "FloatCompare(FloatCompare::LteO)"),
+    "cmp.lt.{f}.u": (None, "FloatCompare(FloatCompare::LtU)"),
+    "cmp.lte.{f}.u": (None, "FloatCompare(FloatCompare::LteU)"),
+    "cmp.nan.{f}": (None, "FloatCompare(FloatCompare::NaN)"),
+    "br": (None, "Branch"),
+    "cond_br": (None, "CondBranch"),
+    "br_table": ("BranchTable", "BranchTable"),
+    "call": ("Call", "Call"),
+    "call.variadic": ("CallVariadic", None),
+    "call.yieldable": ("CallYieldable", None),
+    "call.variadic.yieldable": ("CallVariadicYieldable", None),
+    "return": (None, "Return"),
+}
+PLACEHOLDERS = {"{i}": ["i32", "i64"], "{f}": ["f32", "f64"], "{v}": ["i32", "i64", "f32", "f64"]}
+WIDTHS = {"i32": "W32", "f32": "W32", "i64": "W64", "f64": "W64"}
+# isa.json operation classes of register-only scalar instructions (with a non-ref value type).
+SCALAR_CLASSES = {"unary", "binary", "ternary", "shift", "unary_comparison", "binary_comparison", "conversion"}
+# The scalar shape by the widths (wide: i64/f64) of the register operands, reads then the write.
+SCALAR_SHAPES = {
+    (False, False): "Un32",
+    (False, False, False): "Bin32",
+    (False, False, False, False): "Tern32",
+    (True, True): "Un64",
+    (True, True, True): "Bin64",
+    (True, True, True, True): "Tern64",
+    (True, False, True): "Shift64",
+    (True, False): "Narrow",
+    (False, True): "Widen",
+    (True, True, False): "Cmp64",
+}
+# isa.json operation classes that move a value's bits without reading them as a number.
+TRANSFER_CLASSES = {
+    "zero_constant": "ConstZero",
+    "constant": "Const",
+    "select": "Select",
+    "switch": "Switch",
+    "global_load": "GlobalLoad",
+    "global_store": "GlobalStore",
+    "global_load_indirect": "GlobalLoadIndirect",
+    "global_store_indirect": "GlobalStoreIndirect",
 }
 
 
@@ -128,6 +264,85 @@ def rust_str(text):
     return json.dumps(text)
 
 
+def expand_classes(mnemonics):
+    """CLASSES with its keys expanded to mnemonics: mnemonic -> (print form, JIT class)."""
+    classes = {}
+    for key, (form, jit) in CLASSES.items():
+        found = [p for p in PLACEHOLDERS if p in key]
+        if len(found) > 1:
+            raise IsaError(f"CLASSES key {key!r} has more than one placeholder")
+        types = PLACEHOLDERS[found[0]] if found else [None]
+        for type_name in types:
+            mnemonic = key.replace(found[0], type_name) if found else key
+            if mnemonic not in mnemonics:
+                raise IsaError(f"CLASSES key {key!r} names {mnemonic!r}, which isa.json lacks")
+            if mnemonic in classes:
+                raise IsaError(f"CLASSES names {mnemonic!r} twice")
+            expanded = jit
+            if jit is not None and "{w}" in jit:
+                if type_name is None:
+                    raise IsaError(f"CLASSES key {key!r} uses {{w}} without a type placeholder")
+                expanded = jit.replace("{w}", WIDTHS[type_name])
+            classes[mnemonic] = (form, expanded)
+    return classes
+
+
+def value_type(isa, inst):
+    """The `value_type` parameter of the instruction's encoding class, if it has one."""
+    encoding = isa["encodings"][inst["encoding"]]
+    return encoding.get("parameters", {}).get("value_type")
+
+
+def scalar_shape(isa, inst):
+    """The `Scalar` shape of a register-only scalar instruction, `None` for any other."""
+    encoding = isa["encodings"][inst["encoding"]]
+    if encoding.get("class") not in SCALAR_CLASSES or value_type(isa, inst) == "ref":
+        return None
+    fields, parameters = encoding_fields(isa, inst["encoding"])
+    wide = []
+    for field in fields:
+        if field["kind"] != "register":
+            raise IsaError(f"{inst['mnemonic']}: scalar with a {field['kind']} operand")
+        bank = substitute(field["bank"], parameters, inst["mnemonic"])
+        if bank == "ref":
+            raise IsaError(f"{inst['mnemonic']}: scalar with a ref operand")
+        wide.append(bank in ("i64", "f64"))
+    shape = SCALAR_SHAPES.get(tuple(wide))
+    if shape is None:
+        raise IsaError(f"{inst['mnemonic']}: no scalar shape has register widths {wide}")
+    # Integer division and remainder fail on a zero divisor (and signed MIN / -1), so they have
+    # shapes of their own that can report it.
+    if inst["mnemonic"].split(".")[0] in ("div", "rem") and value_type(isa, inst) in ("i32", "i64"):
+        shape = {"Bin32": "Div32", "Bin64": "Div64"}[shape]
+    return shape
+
+
+def transfer(isa, inst):
+    """The `(Transfer, Width)` of an instruction that moves an i32/i64/f32/f64 value's bits."""
+    encoding = isa["encodings"][inst["encoding"]]
+    kind = TRANSFER_CLASSES.get(encoding.get("class"))
+    if kind is None:
+        return None
+    width = WIDTHS.get(value_type(isa, inst))
+    if width is None:
+        raise IsaError(f"{inst['mnemonic']}: {encoding['class']} of value type {value_type(isa, inst)!r}")
+    return kind, width
+
+
+def print_form(mnemonic, listed):
+    """The `PrintForm`: CLASSES' where it gives one, else by the mnemonic's structure."""
+    if listed is not None:
+        return listed
+    parts = mnemonic.split(".")
+    if parts[0] == "global" and "indirect" in parts:
+        space = "Refs" if parts[-1] == "ref" else "Rwdata"
+        kind = "IndirectStore" if parts[1] == "store" else "IndirectLoad"
+        return f"{kind}(GlobalSpace::{space})"
+    if parts[0] in ("global", "buffer") and parts[1] == "store":
+        return "Store"
+    return "Generic"
+
+
 def generate(isa):
     version = isa["bytecode_version"]
     sets = [s["id"] for s in isa["opcode_sets"]]
@@ -145,6 +360,8 @@ def generate(isa):
             raise IsaError(f"opcode {key} does not fit a byte")
         seen.add(key)
 
+    classes = expand_classes({i["mnemonic"] for i in instructions if i.get("mnemonic")})
+
     used = sorted({i["encoding"] for i in instructions if "encoding" in i})
     unused = sorted(set(isa["encodings"]) - set(used))
     if unused:
@@ -158,8 +375,9 @@ def generate(isa):
     emit("// DO NOT EDIT: change the generator or the JSON and run `python3 scripts/gen-vm-isa.py`.")
     emit("")
     emit("use super::isa::{")
-    emit("    Access, ElementType, ImmediateType, Instruction, InstructionKind, OpcodeSet, Operand, OperandKind,")
-    emit("    RegisterBank,")
+    emit("    Access, BufferAccess, ElementType, FloatCompare, FloatOp, GlobalSpace, ImmediateType, Instruction,")
+    emit("    InstructionKind, IntAlu, IntCompare, IntShift, Jit, MinMax, OpcodeSet, Operand, OperandKind, PrintForm,")
+    emit("    RegisterBank, Scalar, Transfer, Width,")
     emit("};")
     emit("")
     emit(f"/// Bytecode version the table describes (major {version['major']}, minor {version['minor']}).")
@@ -204,10 +422,18 @@ def generate(isa):
             kind_expr = "InstructionKind::Operation"
             encoding = rust_str(inst["encoding"])
             operands = const_name(inst["encoding"])
+            listed_print, jit = classes.get(inst["mnemonic"], (None, None))
+            print_expr = "PrintForm::" + print_form(inst["mnemonic"], listed_print)
+            jit_expr = "Jit::" + (jit or "Interpret")
+            shape = scalar_shape(isa, inst)
+            scalar_expr = f"Some(Scalar::{shape})" if shape else "None"
+            moved = transfer(isa, inst)
+            transfer_expr = f"Some((Transfer::{moved[0]}, Width::{moved[1]}))" if moved else "None"
         elif kind == "marker":
             name = inst["symbol"]
             kind_expr = "InstructionKind::BlockMarker"
             encoding, operands = '""', "&[]"
+            print_expr, jit_expr, scalar_expr, transfer_expr = "PrintForm::Name", "Jit::Interpret", "None", "None"
         elif kind == "prefix":
             target = inst["target_opcode_set"]
             if prefixes.get(inst["symbol"]) != target:
@@ -215,6 +441,7 @@ def generate(isa):
             name = inst["symbol"]
             kind_expr = f"InstructionKind::Prefix(OpcodeSet::{lookup(SETS, target, 'opcode set')})"
             encoding, operands = '""', "&[]"
+            print_expr, jit_expr, scalar_expr, transfer_expr = "PrintForm::Name", "Jit::Interpret", "None", "None"
         else:
             raise IsaError(f"instruction {inst['symbol']}: unknown kind {kind!r}")
         emit("    Instruction {")
@@ -226,6 +453,10 @@ def generate(isa):
         emit(f"        kind: {kind_expr},")
         emit(f"        encoding: {encoding},")
         emit(f"        operands: {operands},")
+        emit(f"        print: {print_expr},")
+        emit(f"        scalar: {scalar_expr},")
+        emit(f"        transfer: {transfer_expr},")
+        emit(f"        jit: {jit_expr},")
         emit("    },")
     emit("];")
     emit("")

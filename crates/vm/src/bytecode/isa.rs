@@ -11,7 +11,10 @@
 //!
 //! Code that treats instructions differently matches on [`Opcode`], the generated enum with one
 //! variant per instruction, never on mnemonic strings: a misspelt variant does not compile, and an
-//! exhaustive `match` fails to compile when the table gains an instruction nobody handles.
+//! exhaustive `match` fails to compile when the table gains an instruction nobody handles. Code
+//! that treats whole families alike matches on the classes each row carries instead
+//! ([`PrintForm`], [`Scalar`], [`Transfer`], [`Jit`]), which the generator fills, so that which
+//! opcode belongs where is said once, in the table, and not as opcode lists in every user.
 
 pub use super::isa_table::Opcode;
 use super::isa_table::{CORE_INDEX, EXT_F32_INDEX, EXT_F64_INDEX, INSTRUCTIONS, NONE};
@@ -125,6 +128,245 @@ pub struct Operand {
     pub kind: OperandKind,
 }
 
+/// Register width of a value whose integer and float forms are the same bits: i32 and f32 take
+/// one i32 register, i64 and f64 a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Width {
+    W32,
+    W64,
+}
+
+/// How the disassembly lays an instruction out, as `iree-dump-module` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrintForm {
+    /// `results = name operands` in table order (types as ` : T`, remaps attached to targets).
+    Generic,
+    /// A global or buffer store: generic, but the stored value comes first.
+    Store,
+    /// An indirect global load: generic, its offset register printed as the global's address.
+    IndirectLoad(GlobalSpace),
+    /// An indirect global store: its address as for a load, and the stored value first.
+    IndirectStore(GlobalSpace),
+    /// `vm.select.*` of a value: `c ? t : f`.
+    Select,
+    /// `vm.select.ref`: `c ? t : f -> type`.
+    SelectRef,
+    /// `vm.switch.*`: `index[values] else default`.
+    Switch,
+    /// `vm.cast.any.ref`: `operand : !vm.ref<?> -> type`.
+    CastAnyRef,
+    /// `vm.list.alloc`: `capacity : !vm.list<type>`.
+    ListAlloc,
+    /// `vm.trace` and `vm.print`: `"event"(operands)`.
+    Trace,
+    /// `vm.br_table`: `index { default: ..., 0: ..., ... }`.
+    BranchTable,
+    /// `vm.call`: `callee(operands)`.
+    Call,
+    /// `vm.call.variadic`: `callee segments(operands)`.
+    CallVariadic,
+    /// `vm.call.yieldable`: `callee(operands) -> resume(results)`.
+    CallYieldable,
+    /// `vm.call.variadic.yieldable`: as [`PrintForm::CallYieldable`] with the segments.
+    CallVariadicYieldable,
+    /// Not an operation (the block marker, printed as a label; the prefixes, never printed).
+    Name,
+}
+
+/// Where an indirect global access's offset register points: primitive globals live in the
+/// module's rwdata bytes, ref globals in its ref table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GlobalSpace {
+    Rwdata,
+    Refs,
+}
+
+/// The shape of a register-only scalar instruction (arithmetic, logic, shifts, compares,
+/// conversions, float math): which register widths it reads, then the one it writes. The
+/// interpreter keeps one function per instruction and stores it by this shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    /// i32 bank → i32 bank.
+    Un32,
+    /// Two i32-bank values → i32 bank (i32 compares included).
+    Bin32,
+    /// Three i32-bank values → i32 bank (`fma`).
+    Tern32,
+    /// Pair → pair.
+    Un64,
+    /// Two pairs → pair.
+    Bin64,
+    /// Three pairs → pair.
+    Tern64,
+    /// Pair shifted by an i32 → pair.
+    Shift64,
+    /// Pair → i32 bank (truncation, casts, `cmp.nz.i64`, `cmp.nan.f64`).
+    Narrow,
+    /// i32 bank → pair (extension, casts).
+    Widen,
+    /// Two pairs → i32 bank (i64/f64 compares).
+    Cmp64,
+    /// i32 division or remainder, which fails on a zero divisor (and signed `MIN / -1`).
+    Div32,
+    /// i64 division or remainder (see [`Scalar::Div32`]).
+    Div64,
+}
+
+/// An instruction that moves a value's bits without reading them as a number, so that its i32
+/// and f32 forms (its i64 and f64 forms) are one operation on a [`Width`]. Ref forms, which
+/// retain references, are not transfers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transfer {
+    ConstZero,
+    Const,
+    Select,
+    Switch,
+    GlobalLoad,
+    GlobalStore,
+    GlobalLoadIndirect,
+    GlobalStoreIndirect,
+}
+
+/// How the x86-64 JIT compiles an instruction, or that it leaves it to the interpreter. The
+/// classes name what the machine code does, so instructions that compile alike share one (an
+/// operation's width comes from its registers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Jit {
+    /// Not compiled: the code returns to the interpreter at this instruction.
+    Interpret,
+    ConstZero,
+    Const,
+    Select,
+    IntAlu(IntAlu),
+    IntMul,
+    /// `a * b + c`.
+    IntMulAdd,
+    IntNot,
+    /// Wrapping absolute value (`MIN` stays `MIN`).
+    IntAbs,
+    IntMinMax(MinMax),
+    IntShift(IntShift),
+    /// Division or remainder; a zero (or signed -1) divisor goes back to the interpreter.
+    IntDivide {
+        signed: bool,
+        remainder: bool,
+    },
+    /// The low `bits` of an i32, zero- or sign-extended (`trunc.i32.i8` is a zero extension).
+    Extend {
+        bits: u8,
+        signed: bool,
+    },
+    /// Bits copied unchanged (bitcasts, `trunc.i64.i32`).
+    Move(Width),
+    /// i32 extended to i64.
+    Widen {
+        signed: bool,
+    },
+    IntCompare(IntCompare),
+    IntNonZero,
+    FloatOp(FloatOp),
+    /// `a * b + c` with two roundings.
+    FloatMulAdd,
+    /// f32 `abs` or `neg` by its sign bit.
+    SignBitF32 {
+        negate: bool,
+    },
+    SignedToFloat {
+        from: Width,
+        to: Width,
+    },
+    /// An unsigned i32 converted to a float.
+    UnsignedToFloat {
+        to: Width,
+    },
+    FloatCompare(FloatCompare),
+    Branch,
+    CondBranch,
+    BranchTable,
+    /// `vm.call` (compiled when the callee is callable, see the JIT).
+    Call,
+    Return,
+    BufferLoad(BufferAccess),
+    BufferStore(BufferAccess),
+    BufferLength,
+    /// `vm.global.load.*` at a fixed byte offset.
+    GlobalLoad(Width),
+    GlobalStore(Width),
+}
+
+/// Two-operand integer operations that are one ALU instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntAlu {
+    Add,
+    Sub,
+    And,
+    Or,
+    Xor,
+}
+
+/// Integer minimum and maximum, signed or unsigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MinMax {
+    MinS,
+    MinU,
+    MaxS,
+    MaxU,
+}
+
+/// Integer shifts (the amount is masked to the width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntShift {
+    Shl,
+    ShrS,
+    ShrU,
+}
+
+/// Integer compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntCompare {
+    Eq,
+    Ne,
+    LtS,
+    LtU,
+}
+
+/// Two-operand float operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Min,
+    Max,
+}
+
+/// Float compares: ordered (`O`, false when either is NaN) or unordered (`U`, true then); `!=` is
+/// true for NaN in both forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FloatCompare {
+    EqO,
+    EqU,
+    Ne,
+    LtO,
+    LteO,
+    LtU,
+    LteU,
+    NaN,
+}
+
+/// How a buffer instruction reads or writes one element: 8 or 16 bits zero- or sign-extended
+/// into an i32 (a store writes the low bits, and says unsigned), or a whole 32- or 64-bit value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BufferAccess {
+    U8,
+    S8,
+    U16,
+    S16,
+    W32,
+    W64,
+}
+
 /// One entry of the opcode table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Instruction {
@@ -142,10 +384,19 @@ pub struct Instruction {
     pub encoding: &'static str,
     /// Operand fields in encoding order; empty for the marker and prefixes.
     pub operands: &'static [Operand],
+    /// How the disassembly prints it.
+    pub print: PrintForm,
+    /// Its shape if it is a register-only scalar instruction.
+    pub scalar: Option<Scalar>,
+    /// What it moves and at which width, if its numeric forms only move bits.
+    pub transfer: Option<(Transfer, Width)>,
+    /// How the JIT compiles it.
+    pub jit: Jit,
 }
 
-/// Every instruction of every set, ordered by set then opcode.
-pub fn instructions() -> &'static [Instruction] {
+/// Every instruction of every set, ordered by set then opcode; `const` so that checks of the
+/// table can run at compile time.
+pub const fn instructions() -> &'static [Instruction] {
     &INSTRUCTIONS
 }
 
@@ -169,9 +420,9 @@ pub fn lookup(set: OpcodeSet, opcode: u8) -> Option<&'static Instruction> {
 }
 
 impl Opcode {
-    /// The table row of this instruction.
+    /// The table row of this instruction; `const` so that compile-time code can read its classes.
     #[inline]
-    pub fn instruction(self) -> &'static Instruction {
+    pub const fn instruction(self) -> &'static Instruction {
         &INSTRUCTIONS[self as usize]
     }
 
@@ -183,10 +434,10 @@ impl Opcode {
 
     /// Whether the instruction ends a block: control never falls through it to the next one.
     ///
-    /// The table has no instruction classes, so this is a list: returns, branches (`vm.break` and
-    /// `vm.cond_break` are debugger breakpoints that then branch to their destination, `vm.yield`
-    /// suspends and resumes at its destination), `vm.fail`, and the yieldable calls, which
-    /// continue at a successor block.
+    /// isa.json does not mark terminators and none of the table's classes implies one, so this
+    /// is a list: returns, branches (`vm.break` and `vm.cond_break` are debugger breakpoints that
+    /// then branch to their destination, `vm.yield` suspends and resumes at its destination),
+    /// `vm.fail`, and the yieldable calls, which continue at a successor block.
     pub fn is_terminator(self) -> bool {
         use Opcode as O;
         matches!(
@@ -437,6 +688,44 @@ mod tests {
             .iter()
             .filter(|instruction| instruction.set != OpcodeSet::Core)
             .all(|instruction| instruction.kind == InstructionKind::Operation));
+    }
+
+    /// The classes the generator derives agree with the operands they summarise.
+    #[test]
+    fn classes_agree_with_the_operands() {
+        for instruction in instructions() {
+            let name = instruction.name;
+            let banks: Vec<(RegisterBank, Access)> = instruction
+                .operands
+                .iter()
+                .filter_map(|operand| match operand.kind {
+                    OperandKind::Register { bank, access, .. } => Some((bank, access)),
+                    _ => None,
+                })
+                .collect();
+            let operation = instruction.kind == InstructionKind::Operation;
+            assert_eq!(instruction.print == PrintForm::Name, !operation, "{name}");
+            if !operation {
+                assert_eq!((instruction.scalar, instruction.transfer, instruction.jit), (None, None, Jit::Interpret));
+            }
+            if matches!(instruction.print, PrintForm::Store | PrintForm::IndirectStore(_)) {
+                assert!(banks.iter().all(|&(_, access)| access == Access::Read), "{name} stores");
+            }
+            if instruction.scalar.is_some() {
+                assert_eq!(banks.len(), instruction.operands.len(), "{name}: scalars have only registers");
+                assert!(banks.iter().all(|&(bank, _)| bank != RegisterBank::Ref), "{name}");
+            }
+            if let Some((_, width)) = instruction.transfer {
+                let wide = banks.iter().any(|&(bank, _)| matches!(bank, RegisterBank::I64 | RegisterBank::F64));
+                assert_eq!(width == Width::W64, wide, "{name}");
+                assert!(banks.iter().all(|&(bank, _)| bank != RegisterBank::Ref), "{name}");
+            }
+        }
+        assert_eq!(Opcode::DivI32S.instruction().scalar, Some(Scalar::Div32));
+        assert_eq!(Opcode::DivF32.instruction().scalar, Some(Scalar::Bin32));
+        assert_eq!(Opcode::GlobalStoreIndirectRef.instruction().print, PrintForm::IndirectStore(GlobalSpace::Refs));
+        assert_eq!(Opcode::BufferStoreF64.instruction().jit, Jit::BufferStore(BufferAccess::W64));
+        assert_eq!(Opcode::SelectRef.instruction().transfer, None);
     }
 
     fn repo_root() -> PathBuf {
