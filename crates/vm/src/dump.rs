@@ -38,7 +38,7 @@
 use std::fmt::{self, Write};
 
 use super::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
-use super::bytecode::isa::{Access, InstructionKind, Opcode, OperandKind, RegisterBank};
+use super::bytecode::isa::{Access, GlobalSpace, InstructionKind, OperandKind, PrintForm, RegisterBank};
 use super::container::Container;
 use super::error::LoadError;
 use super::module::Module;
@@ -588,8 +588,7 @@ impl FunctionPrinter<'_> {
     }
 
     fn write_instruction(&self, out: &mut impl Write, decoded: &DecodedInstruction<'_>) -> fmt::Result {
-        use Opcode as O;
-        let (opcode, name) = (decoded.opcode(), decoded.instruction.name);
+        let name = decoded.instruction.name;
         let fields = decoded.instruction.operands;
         let texts: Vec<String> = fields
             .iter()
@@ -617,29 +616,29 @@ impl FunctionPrinter<'_> {
             }
         };
 
-        match opcode {
-            O::SelectI32 | O::SelectI64 | O::SelectF32 | O::SelectF64 => {
+        match decoded.instruction.print {
+            PrintForm::Select => {
                 assign(out)?;
                 write!(out, "{name} {} ? {} : {}", input(0), input(1), input(2))
             }
-            O::SelectRef => {
+            PrintForm::SelectRef => {
                 assign(out)?;
                 write!(out, "{name} {} ? {} : {} -> {}", input(0), input(2), input(3), input(1))
             }
-            O::SwitchI32 | O::SwitchI64 | O::SwitchF32 | O::SwitchF64 | O::SwitchRef => {
+            PrintForm::Switch => {
                 assign(out)?;
                 write!(out, "{name} {}[{}] else {}", input(0), input(2), input(1))
             }
-            O::CastAnyRef => {
+            PrintForm::CastAnyRef => {
                 assign(out)?;
                 write!(out, "{name} {} : !vm.ref<?> -> {}", input(0), input(1))
             }
-            O::ListAlloc => {
+            PrintForm::ListAlloc => {
                 assign(out)?;
                 write!(out, "{name} {} : !vm.list<{}>", input(1), input(0))
             }
-            O::Trace | O::Print => write!(out, "{name} {}({})", input(0), input(1)),
-            O::BranchTable => {
+            PrintForm::Trace => write!(out, "{name} {}({})", input(0), input(1)),
+            PrintForm::BranchTable => {
                 write!(out, "{name} {} {{ default: {}{}", input(0), input(1), input(2))?;
                 if let Some(DecodedOperand::BranchTableCases(cases)) = decoded.operands.last() {
                     for (i, case) in cases.iter().enumerate() {
@@ -648,267 +647,27 @@ impl FunctionPrinter<'_> {
                 }
                 out.write_str(" }")
             }
-            O::Call | O::CallVariadic => {
+            PrintForm::Call => {
                 assign(out)?;
-                if opcode == O::Call {
-                    write!(out, "{name} {}({})", input(0), input(1))
-                } else {
-                    write!(out, "{name} {} {}({})", input(0), input(1), input(2))
-                }
+                write!(out, "{name} {}({})", input(0), input(1))
             }
-            O::CallYieldable => {
+            PrintForm::CallVariadic => {
+                assign(out)?;
+                write!(out, "{name} {} {}({})", input(0), input(1), input(2))
+            }
+            PrintForm::CallYieldable => {
                 write!(out, "{name} {}({}) -> {}({})", input(0), input(1), input(2), results.join(", "))
             }
-            O::CallVariadicYieldable => {
+            PrintForm::CallVariadicYieldable => {
                 write!(out, "{name} {} {}({}) -> {}({})", input(0), input(1), input(2), input(3), results.join(", "))
             }
             // Not operations: the disassembly prints markers as block labels, and prefixes never
             // reach it (the decoder reads them as part of the extension opcode).
-            O::Block | O::PrefixExtF32 | O::PrefixExtF64 => out.write_str(name),
+            PrintForm::Name => out.write_str(name),
             // Everything else follows the table's operand order (see `write_generic`).
-            O::GlobalLoadI32
-            | O::GlobalStoreI32
-            | O::GlobalLoadIndirectI32
-            | O::GlobalStoreIndirectI32
-            | O::GlobalLoadI64
-            | O::GlobalStoreI64
-            | O::GlobalLoadIndirectI64
-            | O::GlobalStoreIndirectI64
-            | O::GlobalLoadRef
-            | O::GlobalStoreRef
-            | O::GlobalLoadIndirectRef
-            | O::GlobalStoreIndirectRef
-            | O::ConstI32Zero
-            | O::ConstI32
-            | O::ConstI64Zero
-            | O::ConstI64
-            | O::ConstRefZero
-            | O::ConstRefRodata
-            | O::ListReserve
-            | O::ListSize
-            | O::ListResize
-            | O::ListGetI32
-            | O::ListSetI32
-            | O::ListGetI64
-            | O::ListSetI64
-            | O::ListGetRef
-            | O::ListSetRef
-            | O::AddI32
-            | O::SubI32
-            | O::MulI32
-            | O::DivI32S
-            | O::DivI32U
-            | O::RemI32S
-            | O::RemI32U
-            | O::FMAI32
-            | O::AddI64
-            | O::SubI64
-            | O::MulI64
-            | O::DivI64S
-            | O::DivI64U
-            | O::RemI64S
-            | O::RemI64U
-            | O::FMAI64
-            | O::NotI32
-            | O::AndI32
-            | O::OrI32
-            | O::XorI32
-            | O::NotI64
-            | O::AndI64
-            | O::OrI64
-            | O::XorI64
-            | O::ShlI32
-            | O::ShrI32S
-            | O::ShrI32U
-            | O::ShlI64
-            | O::ShrI64S
-            | O::ShrI64U
-            | O::TruncI32I8
-            | O::TruncI32I16
-            | O::TruncI64I32
-            | O::ExtI8I32S
-            | O::ExtI8I32U
-            | O::ExtI16I32S
-            | O::ExtI16I32U
-            | O::ExtI32I64S
-            | O::ExtI32I64U
-            | O::CmpEQI32
-            | O::CmpNEI32
-            | O::CmpLTI32S
-            | O::CmpLTI32U
-            | O::CmpNZI32
-            | O::CmpEQI64
-            | O::CmpNEI64
-            | O::CmpLTI64S
-            | O::CmpLTI64U
-            | O::CmpNZI64
-            | O::CmpEQRef
-            | O::CmpNERef
-            | O::CmpNZRef
-            | O::Branch
-            | O::CondBranch
-            | O::Return
-            | O::Fail
-            | O::ImportResolved
-            | O::Yield
-            | O::CondBreak
-            | O::Break
-            | O::BufferLoadI8U
-            | O::BufferLoadI8S
-            | O::BufferLoadI16U
-            | O::BufferLoadI16S
-            | O::BufferLoadI32
-            | O::BufferLoadI64
-            | O::BufferStoreI8
-            | O::BufferStoreI16
-            | O::BufferStoreI32
-            | O::BufferStoreI64
-            | O::BufferAlloc
-            | O::BufferClone
-            | O::BufferLength
-            | O::BufferCopy
-            | O::BufferCompare
-            | O::BufferFillI8
-            | O::BufferFillI16
-            | O::BufferFillI32
-            | O::BufferFillI64
-            | O::CtlzI32
-            | O::CtlzI64
-            | O::AbsI32
-            | O::AbsI64
-            | O::MinI32S
-            | O::MinI32U
-            | O::MaxI32S
-            | O::MaxI32U
-            | O::MinI64S
-            | O::MinI64U
-            | O::MaxI64S
-            | O::MaxI64U
-            | O::BufferHash
-            | O::DiscardRefs
-            | O::AssignRef
-            | O::GlobalLoadF32
-            | O::GlobalStoreF32
-            | O::GlobalLoadIndirectF32
-            | O::GlobalStoreIndirectF32
-            | O::ConstF32Zero
-            | O::ConstF32
-            | O::ListGetF32
-            | O::ListSetF32
-            | O::AddF32
-            | O::SubF32
-            | O::MulF32
-            | O::DivF32
-            | O::RemF32
-            | O::FMAF32
-            | O::AbsF32
-            | O::NegF32
-            | O::CeilF32
-            | O::FloorF32
-            | O::CastSI32F32
-            | O::CastUI32F32
-            | O::CastF32SI32
-            | O::CastF32UI32
-            | O::BitcastI32F32
-            | O::BitcastF32I32
-            | O::AtanF32
-            | O::Atan2F32
-            | O::CosF32
-            | O::SinF32
-            | O::ExpF32
-            | O::Exp2F32
-            | O::ExpM1F32
-            | O::LogF32
-            | O::Log10F32
-            | O::Log1pF32
-            | O::Log2F32
-            | O::PowF32
-            | O::RsqrtF32
-            | O::SqrtF32
-            | O::TanhF32
-            | O::ErfF32
-            | O::CmpEQF32O
-            | O::CmpEQF32U
-            | O::CmpNEF32O
-            | O::CmpNEF32U
-            | O::CmpLTF32O
-            | O::CmpLTF32U
-            | O::CmpLTEF32O
-            | O::CmpLTEF32U
-            | O::CmpNaNF32
-            | O::BufferLoadF32
-            | O::BufferStoreF32
-            | O::BufferFillF32
-            | O::RoundF32
-            | O::MinF32
-            | O::MaxF32
-            | O::RoundF32Even
-            | O::CastF32SI64
-            | O::CastF32UI64
-            | O::CastSI64F32
-            | O::CastUI64F32
-            | O::GlobalLoadF64
-            | O::GlobalStoreF64
-            | O::GlobalLoadIndirectF64
-            | O::GlobalStoreIndirectF64
-            | O::ConstF64Zero
-            | O::ConstF64
-            | O::ListGetF64
-            | O::ListSetF64
-            | O::AddF64
-            | O::SubF64
-            | O::MulF64
-            | O::DivF64
-            | O::RemF64
-            | O::FMAF64
-            | O::AbsF64
-            | O::NegF64
-            | O::CeilF64
-            | O::FloorF64
-            | O::TruncF64F32
-            | O::ExtF32F64
-            | O::CastSI32F64
-            | O::CastUI32F64
-            | O::CastF64SI32
-            | O::CastF64UI32
-            | O::CastSI64F64
-            | O::CastUI64F64
-            | O::CastF64SI64
-            | O::CastF64UI64
-            | O::BitcastI64F64
-            | O::BitcastF64I64
-            | O::AtanF64
-            | O::Atan2F64
-            | O::CosF64
-            | O::SinF64
-            | O::ExpF64
-            | O::Exp2F64
-            | O::ExpM1F64
-            | O::LogF64
-            | O::Log10F64
-            | O::Log1pF64
-            | O::Log2F64
-            | O::PowF64
-            | O::RsqrtF64
-            | O::SqrtF64
-            | O::TanhF64
-            | O::ErfF64
-            | O::CmpEQF64O
-            | O::CmpEQF64U
-            | O::CmpNEF64O
-            | O::CmpNEF64U
-            | O::CmpLTF64O
-            | O::CmpLTF64U
-            | O::CmpLTEF64O
-            | O::CmpLTEF64U
-            | O::CmpNaNF64
-            | O::BufferLoadF64
-            | O::BufferStoreF64
-            | O::BufferFillF64
-            | O::RoundF64
-            | O::MinF64
-            | O::MaxF64
-            | O::RoundF64Even => self.write_generic(out, decoded, &texts, &results, &inputs),
+            PrintForm::Generic | PrintForm::Store | PrintForm::IndirectLoad(_) | PrintForm::IndirectStore(_) => {
+                self.write_generic(out, decoded, &texts, &results, &inputs)
+            }
         }
     }
 
@@ -923,28 +682,19 @@ impl FunctionPrinter<'_> {
         results: &[&str],
         inputs: &[usize],
     ) -> fmt::Result {
-        use Opcode as O;
-        let (opcode, name) = (decoded.opcode(), decoded.instruction.name);
+        let name = decoded.instruction.name;
         let mut order: Vec<usize> = inputs.to_vec();
-        let stores_value = matches!(
-            opcode,
-            O::GlobalStoreI32
-                | O::GlobalStoreI64
-                | O::GlobalStoreF32
-                | O::GlobalStoreF64
-                | O::GlobalStoreRef
-                | O::GlobalStoreIndirectI32
-                | O::GlobalStoreIndirectI64
-                | O::GlobalStoreIndirectF32
-                | O::GlobalStoreIndirectF64
-                | O::GlobalStoreIndirectRef
-                | O::BufferStoreI8
-                | O::BufferStoreI16
-                | O::BufferStoreI32
-                | O::BufferStoreI64
-                | O::BufferStoreF32
-                | O::BufferStoreF64
-        );
+        // The offset (or ref ordinal) register of an indirect global access is its first field.
+        let (stores_value, indirect) = match decoded.instruction.print {
+            PrintForm::Store => (true, None),
+            PrintForm::IndirectLoad(space) => (false, Some(space)),
+            PrintForm::IndirectStore(space) => (true, Some(space)),
+            _ => (false, None),
+        };
+        let address = indirect.map(|space| match space {
+            GlobalSpace::Rwdata => "rwdata",
+            GlobalSpace::Refs => "refs",
+        });
         if stores_value {
             let value =
                 order.iter().rposition(|&i| matches!(decoded.operands.get(i), Some(DecodedOperand::Register(_))));
@@ -953,20 +703,6 @@ impl FunctionPrinter<'_> {
                 order.insert(0, index);
             }
         }
-        // The offset (or ref ordinal) register of an indirect global access is its first field.
-        let indirect = matches!(
-            opcode,
-            O::GlobalLoadIndirectI32
-                | O::GlobalLoadIndirectI64
-                | O::GlobalLoadIndirectF32
-                | O::GlobalLoadIndirectF64
-                | O::GlobalLoadIndirectRef
-                | O::GlobalStoreIndirectI32
-                | O::GlobalStoreIndirectI64
-                | O::GlobalStoreIndirectF32
-                | O::GlobalStoreIndirectF64
-                | O::GlobalStoreIndirectRef
-        );
         let mut args = String::new();
         let mut type_suffix = String::new();
         for &i in &order {
@@ -980,13 +716,10 @@ impl FunctionPrinter<'_> {
                     args.push_str(&piece);
                     continue;
                 }
-                Some(DecodedOperand::Register(_)) if indirect && i == 0 => {
-                    let space = if matches!(opcode, O::GlobalLoadIndirectRef | O::GlobalStoreIndirectRef) {
-                        "refs"
-                    } else {
-                        "rwdata"
-                    };
-                    piece = format!(".{space}[{piece}]");
+                Some(DecodedOperand::Register(_)) if i == 0 => {
+                    if let Some(space) = address {
+                        piece = format!(".{space}[{piece}]");
+                    }
                 }
                 _ => {}
             }

@@ -15,7 +15,7 @@ use super::op::{BufferElement, CallOp, Callee, ColdOp, Moves, Op, Passed, RefChe
 use super::scalar::{self as s, Semantics};
 use crate::abi::{plain_kinds, CallingConvention, CconvItem, ValueKind};
 use crate::bytecode::decode::{decode_function, DecodedInstruction, DecodedOperand, Register, RegisterRemap};
-use crate::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
+use crate::bytecode::isa::{InstructionKind, Opcode, RegisterBank, Transfer, Width};
 use crate::module_def::{describe_function, FunctionDescriptor, ModuleDef};
 use crate::refs::RefType;
 use crate::LoadError;
@@ -511,31 +511,47 @@ impl FunctionLowering<'_> {
         let store = |element| ColdOp::BufferStore { element, buffer: r(0), offset: r(1), value: r(2) }.into();
         let list_get = |kind| ColdOp::ListGet { kind, list: r(0), index: r(1), d: r(2) }.into();
         let list_set = |kind| ColdOp::ListSet { kind, list: r(0), index: r(1), value: r(2) }.into();
+        // The i32 and f32 (i64 and f64) forms of the instructions that only move bits are one op
+        // of their width.
+        if let Some((transfer, width)) = instruction.instruction.transfer {
+            use Transfer as T;
+            use Width::{W32, W64};
+            return Ok(match (transfer, width) {
+                (T::ConstZero, W32) => Op::Const32 { value: 0, d: r(0) },
+                (T::ConstZero, W64) => Op::Const64 { value: 0, d: r(0) },
+                (T::Const, W32) => Op::Const32 { value: immediate() as u32, d: r(0) },
+                (T::Const, W64) => Op::Const64 { value: immediate(), d: r(0) },
+                (T::Select, W32) => Op::Select32 { c: r(0), t: r(1), f: r(2), d: r(3) },
+                (T::Select, W64) => Op::Select64 { c: r(0), t: r(1), f: r(2), d: r(3) },
+                (T::Switch, W32) => ColdOp::Switch32 {
+                    index: r(0),
+                    default: r(1),
+                    values: o.list().iter().map(|x| x.ordinal).collect(),
+                    d: r(2),
+                }
+                .into(),
+                (T::Switch, W64) => ColdOp::Switch64 {
+                    index: r(0),
+                    default: r(1),
+                    values: o.list().iter().map(|x| x.ordinal).collect(),
+                    d: r(2),
+                }
+                .into(),
+                (T::GlobalLoad, W32) => ColdOp::GlobalLoad32 { offset: global(), d: r(0) }.into(),
+                (T::GlobalStore, W32) => ColdOp::GlobalStore32 { offset: global(), s: r(0) }.into(),
+                (T::GlobalLoad, W64) => ColdOp::GlobalLoad64 { offset: global(), d: r(0) }.into(),
+                (T::GlobalStore, W64) => ColdOp::GlobalStore64 { offset: global(), s: r(0) }.into(),
+                (T::GlobalLoadIndirect, W32) => ColdOp::GlobalLoadIndirect32 { offset: r(0), d: r(1) }.into(),
+                (T::GlobalStoreIndirect, W32) => ColdOp::GlobalStoreIndirect32 { offset: r(0), s: r(1) }.into(),
+                (T::GlobalLoadIndirect, W64) => ColdOp::GlobalLoadIndirect64 { offset: r(0), d: r(1) }.into(),
+                (T::GlobalStoreIndirect, W64) => ColdOp::GlobalStoreIndirect64 { offset: r(0), s: r(1) }.into(),
+            });
+        }
         let op = match instruction.opcode() {
-            O::ConstI32Zero | O::ConstF32Zero => Op::Const32 { value: 0, d: r(0) },
-            O::ConstI64Zero | O::ConstF64Zero => Op::Const64 { value: 0, d: r(0) },
-            O::ConstI32 | O::ConstF32 => Op::Const32 { value: immediate() as u32, d: r(0) },
-            O::ConstI64 | O::ConstF64 => Op::Const64 { value: immediate(), d: r(0) },
-            O::SelectI32 | O::SelectF32 => Op::Select32 { c: r(0), t: r(1), f: r(2), d: r(3) },
-            O::SelectI64 | O::SelectF64 => Op::Select64 { c: r(0), t: r(1), f: r(2), d: r(3) },
             O::SelectRef => {
                 ColdOp::SelectRef { c: r(0), check: self.check(o.type_id()), t: o.ref_reg(1), f: o.ref_reg(2), d: r(3) }
                     .into()
             }
-            O::SwitchI32 | O::SwitchF32 => ColdOp::Switch32 {
-                index: r(0),
-                default: r(1),
-                values: o.list().iter().map(|x| x.ordinal).collect(),
-                d: r(2),
-            }
-            .into(),
-            O::SwitchI64 | O::SwitchF64 => ColdOp::Switch64 {
-                index: r(0),
-                default: r(1),
-                values: o.list().iter().map(|x| x.ordinal).collect(),
-                d: r(2),
-            }
-            .into(),
             O::SwitchRef => ColdOp::SwitchRef {
                 index: r(0),
                 check: self.check(o.type_id()),
@@ -544,22 +560,6 @@ impl FunctionLowering<'_> {
                 d: r(2),
             }
             .into(),
-            O::GlobalLoadI32 | O::GlobalLoadF32 => ColdOp::GlobalLoad32 { offset: global(), d: r(0) }.into(),
-            O::GlobalStoreI32 | O::GlobalStoreF32 => ColdOp::GlobalStore32 { offset: global(), s: r(0) }.into(),
-            O::GlobalLoadI64 | O::GlobalLoadF64 => ColdOp::GlobalLoad64 { offset: global(), d: r(0) }.into(),
-            O::GlobalStoreI64 | O::GlobalStoreF64 => ColdOp::GlobalStore64 { offset: global(), s: r(0) }.into(),
-            O::GlobalLoadIndirectI32 | O::GlobalLoadIndirectF32 => {
-                ColdOp::GlobalLoadIndirect32 { offset: r(0), d: r(1) }.into()
-            }
-            O::GlobalStoreIndirectI32 | O::GlobalStoreIndirectF32 => {
-                ColdOp::GlobalStoreIndirect32 { offset: r(0), s: r(1) }.into()
-            }
-            O::GlobalLoadIndirectI64 | O::GlobalLoadIndirectF64 => {
-                ColdOp::GlobalLoadIndirect64 { offset: r(0), d: r(1) }.into()
-            }
-            O::GlobalStoreIndirectI64 | O::GlobalStoreIndirectF64 => {
-                ColdOp::GlobalStoreIndirect64 { offset: r(0), s: r(1) }.into()
-            }
             O::GlobalLoadRef => {
                 ColdOp::GlobalLoadRef { global: global_ref(), check: self.check(o.type_id()), d: o.ref_reg(0) }.into()
             }
@@ -698,7 +698,8 @@ impl FunctionLowering<'_> {
             O::Block | O::PrefixExtF32 | O::PrefixExtF64 => {
                 return Err(self.error(format!("{} is not an operation", instruction.instruction.name)))
             }
-            // Every other opcode is a scalar instruction; `semantics` lists the rest explicitly.
+            // Every other opcode is a scalar instruction (or a transfer, lowered above), which
+            // `semantics` knows by the table's class.
             scalar => match s::semantics(scalar) {
                 Some(semantics) => scalar_op(semantics, &o.registers),
                 None => {

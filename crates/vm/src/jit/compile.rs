@@ -8,7 +8,8 @@
 //! interpreter (division by zero or by -1, a buffer access out of range) returns that
 //! instruction's op index, and the interpreter resumes there and raises the error itself. What
 //! the code saves is the dispatch: no op fetch, no indirect jump, branches straight to their
-//! blocks.
+//! blocks. Which instructions compile, and to what, is their [`Jit`] class in the ISA table
+//! (`scripts/gen-vm-isa.py` keeps the list), so this file names no opcodes.
 //!
 //! Buffers and globals. Typed `vm.buffer.load.*`/`store.*` and `vm.buffer.length` reach the ref
 //! register's buffer, and `vm.global.load.*`/`store.*` the module's global bytes, through a table
@@ -43,7 +44,9 @@ use std::collections::HashMap;
 use super::x64::{Alu, Assembler, Cond, Element, Ext, Gpr, Label, Shift, Sse, Width};
 use super::{Span, SpanOf};
 use crate::bytecode::decode::{DecodedInstruction, DecodedOperand, Register, RegisterRemap};
-use crate::bytecode::isa::{InstructionKind, Opcode, RegisterBank};
+use crate::bytecode::isa::{
+    self, BufferAccess, FloatCompare, FloatOp, InstructionKind, IntAlu, IntCompare, IntShift, Jit, MinMax, RegisterBank,
+};
 
 /// Which blocks get an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +186,7 @@ pub fn compile(
             leave(&mut asm, op);
         }
         let may_exit = exits[counts.0..].iter().any(|exit: &Exit| exit.action == Action::Leave);
-        let returns = decoded[i].opcode() == Opcode::Return;
+        let returns = decoded[i].instruction.jit == Jit::Return;
         groups.push(Group { op, code, label, compiled, may_exit, returns, block_start });
         block_start = false;
         i += len;
@@ -244,6 +247,34 @@ pub fn compile(
         asm.jump(group.label);
     }
     Some(Compiled { code: asm.finish()?, entries: chosen, calls, spans, whole })
+}
+
+/// The machine width of a table width.
+fn machine(width: isa::Width) -> Width {
+    match width {
+        isa::Width::W32 => W32,
+        isa::Width::W64 => W64,
+    }
+}
+
+/// The machine access of a buffer element.
+fn element(access: BufferAccess) -> Element {
+    match access {
+        BufferAccess::U8 => Element::U8,
+        BufferAccess::S8 => Element::S8,
+        BufferAccess::U16 => Element::U16,
+        BufferAccess::S16 => Element::S16,
+        BufferAccess::W32 => Element::W32,
+        BufferAccess::W64 => Element::W64,
+    }
+}
+
+/// The machine access of a global of `width`.
+fn global_element(width: isa::Width) -> Element {
+    match width {
+        isa::Width::W32 => Element::W32,
+        isa::Width::W64 => Element::W64,
+    }
 }
 
 /// Returns to the interpreter at `op` with the budget left.
@@ -308,8 +339,6 @@ use Width::{W32, W64};
 impl Emitter<'_> {
     /// Emits one instruction; false if it is not one the compiler handles.
     fn instruction(&mut self, instruction: &DecodedInstruction<'_>, next: Option<&DecodedInstruction<'_>>) -> bool {
-        use Opcode as O;
-        let opcode = instruction.opcode();
         let registers: Vec<Register> = instruction
             .operands
             .iter()
@@ -320,13 +349,13 @@ impl Emitter<'_> {
         // instructions that mix widths, extensions, truncations and casts, name theirs).
         let width = if registers.iter().any(Register::is_pair) { W64 } else { W32 };
         self.incoming = self.held.take();
-        match opcode {
-            O::ConstI32Zero | O::ConstF32Zero => self.asm.store_imm32(r[0], 0),
-            O::ConstI64Zero | O::ConstF64Zero => {
+        match instruction.instruction.jit {
+            Jit::ConstZero if width == W32 => self.asm.store_imm32(r[0], 0),
+            Jit::ConstZero => {
                 self.asm.zero(Gpr::Rax);
                 self.store(width, r[0]);
             }
-            O::ConstI32 | O::ConstF32 | O::ConstI64 | O::ConstF64 => {
+            Jit::Const => {
                 let Some(bits) = instruction.operands.iter().find_map(|o| match o {
                     DecodedOperand::ImmediateI32(v) => Some(*v as u32 as u64),
                     DecodedOperand::ImmediateF32(v) => Some(u64::from(v.to_bits())),
@@ -343,36 +372,41 @@ impl Emitter<'_> {
                     self.store(W64, r[0]);
                 }
             }
-            O::SelectI32 | O::SelectF32 | O::SelectI64 | O::SelectF64 => {
+            Jit::Select => {
                 self.load(width, r[2]);
                 self.asm.cmp_slot_imm(W32, r[0], 0);
                 self.asm.cmov(Cond::Ne, width, Gpr::Rax, r[1]);
                 self.store(width, r[3]);
             }
-            O::AddI32 | O::AddI64 => self.binary(Alu::Add, width, &r),
-            O::SubI32 | O::SubI64 => self.binary(Alu::Sub, width, &r),
-            O::AndI32 | O::AndI64 => self.binary(Alu::And, width, &r),
-            O::OrI32 | O::OrI64 => self.binary(Alu::Or, width, &r),
-            O::XorI32 | O::XorI64 => self.binary(Alu::Xor, width, &r),
-            O::MulI32 | O::MulI64 => {
+            Jit::IntAlu(op) => {
+                let op = match op {
+                    IntAlu::Add => Alu::Add,
+                    IntAlu::Sub => Alu::Sub,
+                    IntAlu::And => Alu::And,
+                    IntAlu::Or => Alu::Or,
+                    IntAlu::Xor => Alu::Xor,
+                };
+                self.binary(op, width, &r);
+            }
+            Jit::IntMul => {
                 let (x, y) = self.commuted(width, false, r[0], r[1]);
                 self.load(width, x);
                 self.asm.imul(width, Gpr::Rax, y);
                 self.store(width, r[2]);
             }
-            O::FMAI32 | O::FMAI64 => {
+            Jit::IntMulAdd => {
                 let (x, y) = self.commuted(width, false, r[0], r[1]);
                 self.load(width, x);
                 self.asm.imul(width, Gpr::Rax, y);
                 self.asm.alu(Alu::Add, width, Gpr::Rax, r[2]);
                 self.store(width, r[3]);
             }
-            O::NotI32 | O::NotI64 => {
+            Jit::IntNot => {
                 self.load(width, r[0]);
                 self.asm.not(width, Gpr::Rax);
                 self.store(width, r[1]);
             }
-            O::AbsI32 | O::AbsI64 => {
+            Jit::IntAbs => {
                 // -a when that is not negative, else a (so MIN stays MIN, as wrapping_abs).
                 self.load(width, r[0]);
                 self.asm.mov(width, Gpr::Rcx, Gpr::Rax);
@@ -380,17 +414,26 @@ impl Emitter<'_> {
                 self.asm.cmov_reg(Cond::Ns, width, Gpr::Rax, Gpr::Rcx);
                 self.store(width, r[1]);
             }
-            O::MinI32S | O::MinI64S => self.pick(Cond::G, width, &r),
-            O::MinI32U | O::MinI64U => self.pick(Cond::A, width, &r),
-            O::MaxI32S | O::MaxI64S => self.pick(Cond::L, width, &r),
-            O::MaxI32U | O::MaxI64U => self.pick(Cond::B, width, &r),
+            Jit::IntMinMax(pick) => {
+                let cond = match pick {
+                    MinMax::MinS => Cond::G,
+                    MinMax::MinU => Cond::A,
+                    MinMax::MaxS => Cond::L,
+                    MinMax::MaxU => Cond::B,
+                };
+                self.pick(cond, width, &r);
+            }
             // The amount is an i32 register for both widths; the hardware masks it to the width
             // (`& 31` / `& 63`), as IREE does.
-            O::ShlI32 | O::ShlI64 => self.shift(Shift::Shl, width, &r),
-            O::ShrI32S | O::ShrI64S => self.shift(Shift::Sar, width, &r),
-            O::ShrI32U | O::ShrI64U => self.shift(Shift::Shr, width, &r),
-            O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S | O::DivI32U | O::DivI64U | O::RemI32U | O::RemI64U => {
-                let signed = matches!(opcode, O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S);
+            Jit::IntShift(shift) => {
+                let op = match shift {
+                    IntShift::Shl => Shift::Shl,
+                    IntShift::ShrS => Shift::Sar,
+                    IntShift::ShrU => Shift::Shr,
+                };
+                self.shift(op, width, &r);
+            }
+            Jit::IntDivide { signed, remainder } => {
                 // Division by zero is an error and `MIN / -1` overflows: the interpreter raises
                 // both, so any zero or (signed) -1 divisor goes back to it.
                 let slow = self.leave_label();
@@ -403,120 +446,102 @@ impl Emitter<'_> {
                 self.load(width, r[0]);
                 self.asm.extend_dividend(width, signed);
                 self.asm.divide(width, signed, r[1]);
-                if matches!(opcode, O::DivI32S | O::DivI64S | O::DivI32U | O::DivI64U) {
-                    self.store(width, r[2]);
-                } else {
+                if remainder {
                     self.asm.store(width, r[2], Gpr::Rdx);
+                } else {
+                    self.store(width, r[2]);
                 }
             }
-            O::TruncI32I8 | O::ExtI8I32U => self.extend(8, false, &r),
-            O::TruncI32I16 | O::ExtI16I32U => self.extend(16, false, &r),
-            O::ExtI8I32S => self.extend(8, true, &r),
-            O::ExtI16I32S => self.extend(16, true, &r),
-            O::TruncI64I32 | O::BitcastI32F32 | O::BitcastF32I32 => {
+            Jit::Extend { bits, signed } => self.extend(bits, signed, &r),
+            Jit::Move(isa::Width::W32) => {
                 self.asm.load(W32, Gpr::Rax, r[0]);
                 self.store(W32, r[1]);
             }
-            O::BitcastI64F64 | O::BitcastF64I64 => {
+            Jit::Move(isa::Width::W64) => {
                 self.load(W64, r[0]);
                 self.store(W64, r[1]);
             }
-            O::ExtI32I64S => {
+            Jit::Widen { signed: true } => {
                 self.asm.load_sign_extended32(Gpr::Rax, r[0]);
                 self.store(W64, r[1]);
             }
-            O::ExtI32I64U => {
+            Jit::Widen { signed: false } => {
                 self.asm.load(W32, Gpr::Rax, r[0]); // zero-extends into rax
                 self.store(W64, r[1]);
             }
-            O::CmpEQI32 | O::CmpEQI64 => self.compare(Cond::E, width, &r),
-            O::CmpNEI32 | O::CmpNEI64 => self.compare(Cond::Ne, width, &r),
-            O::CmpLTI32S | O::CmpLTI64S => self.compare(Cond::L, width, &r),
-            O::CmpLTI32U | O::CmpLTI64U => self.compare(Cond::B, width, &r),
-            O::CmpNZI32 | O::CmpNZI64 => {
+            Jit::IntCompare(compare) => {
+                let cond = match compare {
+                    IntCompare::Eq => Cond::E,
+                    IntCompare::Ne => Cond::Ne,
+                    IntCompare::LtS => Cond::L,
+                    IntCompare::LtU => Cond::B,
+                };
+                self.compare(cond, width, &r);
+            }
+            Jit::IntNonZero => {
                 self.asm.cmp_slot_imm(width, r[0], 0);
                 self.asm.set(Cond::Ne, Gpr::Rax);
                 self.store(W32, r[1]);
             }
-            O::AddF32 | O::AddF64 => {
+            Jit::FloatOp(op @ (FloatOp::Add | FloatOp::Mul)) => {
+                let op = if op == FloatOp::Add { Sse::Add } else { Sse::Mul };
                 let (x, y) = self.commuted(width, true, r[0], r[1]);
-                self.float(Sse::Add, width, &[x, y, r[2]]);
+                self.float(op, width, &[x, y, r[2]]);
             }
-            O::MulF32 | O::MulF64 => {
-                let (x, y) = self.commuted(width, true, r[0], r[1]);
-                self.float(Sse::Mul, width, &[x, y, r[2]]);
-            }
-            O::SubF32 | O::SubF64 => self.float(Sse::Sub, width, &r),
-            O::DivF32 | O::DivF64 => self.float(Sse::Div, width, &r),
+            Jit::FloatOp(FloatOp::Sub) => self.float(Sse::Sub, width, &r),
+            Jit::FloatOp(FloatOp::Div) => self.float(Sse::Div, width, &r),
             // `(b < a) ? b : a` and `(a < b) ? b : a` are exactly minss/maxss with b first.
-            O::MinF32 | O::MinF64 => self.float(Sse::Min, width, &[r[1], r[0], r[2]]),
-            O::MaxF32 | O::MaxF64 => self.float(Sse::Max, width, &[r[1], r[0], r[2]]),
+            Jit::FloatOp(FloatOp::Min) => self.float(Sse::Min, width, &[r[1], r[0], r[2]]),
+            Jit::FloatOp(FloatOp::Max) => self.float(Sse::Max, width, &[r[1], r[0], r[2]]),
             // Two roundings, as the interpreter (IREE's baseline x86-64 build does not fuse).
-            O::FMAF32 | O::FMAF64 => {
+            Jit::FloatMulAdd => {
                 let (x, y) = self.commuted(width, true, r[0], r[1]);
                 self.load_float(width, x);
                 self.asm.sse(Sse::Mul, width, y);
                 self.asm.sse(Sse::Add, width, r[2]);
                 self.store_float(width, r[3]);
             }
-            O::AbsF32 | O::NegF32 => {
+            Jit::SignBitF32 { negate } => {
                 self.load(W32, r[0]);
-                if opcode == O::AbsF32 {
-                    self.asm.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
-                } else {
+                if negate {
                     self.asm.alu_imm(Alu::Xor, W32, Gpr::Rax, i32::MIN);
+                } else {
+                    self.asm.alu_imm(Alu::And, W32, Gpr::Rax, 0x7FFF_FFFF);
                 }
                 self.store(W32, r[1]);
             }
-            O::CastSI32F32 | O::CastSI64F32 => {
-                self.asm.int_to_float(W32, width, r[0]);
-                self.store_float(W32, r[1]);
+            Jit::SignedToFloat { from, to } => {
+                self.asm.int_to_float(machine(to), machine(from), r[0]);
+                self.store_float(machine(to), r[1]);
             }
-            O::CastSI32F64 | O::CastSI64F64 => {
-                self.asm.int_to_float(W64, if opcode == O::CastSI32F64 { W32 } else { W64 }, r[0]);
-                self.store_float(W64, r[1]);
-            }
-            O::CastUI32F32 | O::CastUI32F64 => {
-                let float = if opcode == O::CastUI32F32 { W32 } else { W64 };
+            Jit::UnsignedToFloat { to } => {
                 self.asm.load(W32, Gpr::Rax, r[0]); // zero-extended: exact as a signed 64-bit source
-                self.asm.int_to_float_reg(float, Gpr::Rax);
-                self.store_float(float, r[1]);
+                self.asm.int_to_float_reg(machine(to), Gpr::Rax);
+                self.store_float(machine(to), r[1]);
             }
             // ucomis sets ZF, PF and CF for unordered operands; `lt`/`lte` ordered swap the
             // operands so that unordered (CF) reads as false.
-            O::CmpEQF32O | O::CmpEQF64O => {
-                self.float_compare(width, (r[0], r[1]), Cond::E, Some((Cond::Np, true)), r[2])
-            }
-            O::CmpEQF32U | O::CmpEQF64U => self.float_compare(width, (r[0], r[1]), Cond::E, None, r[2]),
-            // `!=` is true for unordered operands in both forms (C's and Rust's `!=`).
-            O::CmpNEF32O | O::CmpNEF64O | O::CmpNEF32U | O::CmpNEF64U => {
-                self.float_compare(width, (r[0], r[1]), Cond::Ne, Some((Cond::P, false)), r[2])
-            }
-            O::CmpLTF32O | O::CmpLTF64O => self.float_compare(width, (r[1], r[0]), Cond::A, None, r[2]),
-            O::CmpLTEF32O | O::CmpLTEF64O => self.float_compare(width, (r[1], r[0]), Cond::Ae, None, r[2]),
-            O::CmpLTF32U | O::CmpLTF64U => self.float_compare(width, (r[0], r[1]), Cond::B, None, r[2]),
-            O::CmpLTEF32U | O::CmpLTEF64U => self.float_compare(width, (r[0], r[1]), Cond::Be, None, r[2]),
-            O::CmpNaNF32 | O::CmpNaNF64 => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
-            O::Branch => return self.branch(instruction, next),
-            O::CondBranch => return self.conditional_branch(instruction, r[0], next),
-            O::BranchTable => return self.branch_table(instruction, r[0], next),
-            O::Call => return self.call(instruction),
-            O::Return => return self.ret(instruction),
-            O::BufferLoadI8U => self.buffer_load(Element::U8, &r),
-            O::BufferLoadI8S => self.buffer_load(Element::S8, &r),
-            O::BufferLoadI16U => self.buffer_load(Element::U16, &r),
-            O::BufferLoadI16S => self.buffer_load(Element::S16, &r),
-            O::BufferLoadI32 | O::BufferLoadF32 => self.buffer_load(Element::W32, &r),
-            O::BufferLoadI64 | O::BufferLoadF64 => self.buffer_load(Element::W64, &r),
-            O::BufferStoreI8 => self.buffer_store(Element::U8, &r),
-            O::BufferStoreI16 => self.buffer_store(Element::U16, &r),
-            O::BufferStoreI32 | O::BufferStoreF32 => self.buffer_store(Element::W32, &r),
-            O::BufferStoreI64 | O::BufferStoreF64 => self.buffer_store(Element::W64, &r),
-            O::GlobalLoadI32 | O::GlobalLoadF32 => return self.global(Element::W32, false, instruction, r[0]),
-            O::GlobalStoreI32 | O::GlobalStoreF32 => return self.global(Element::W32, true, instruction, r[0]),
-            O::GlobalLoadI64 | O::GlobalLoadF64 => return self.global(Element::W64, false, instruction, r[0]),
-            O::GlobalStoreI64 | O::GlobalStoreF64 => return self.global(Element::W64, true, instruction, r[0]),
-            O::BufferLength => {
+            Jit::FloatCompare(compare) => match compare {
+                FloatCompare::EqO => self.float_compare(width, (r[0], r[1]), Cond::E, Some((Cond::Np, true)), r[2]),
+                FloatCompare::EqU => self.float_compare(width, (r[0], r[1]), Cond::E, None, r[2]),
+                // `!=` is true for unordered operands in both forms (C's and Rust's `!=`).
+                FloatCompare::Ne => self.float_compare(width, (r[0], r[1]), Cond::Ne, Some((Cond::P, false)), r[2]),
+                FloatCompare::LtO => self.float_compare(width, (r[1], r[0]), Cond::A, None, r[2]),
+                FloatCompare::LteO => self.float_compare(width, (r[1], r[0]), Cond::Ae, None, r[2]),
+                FloatCompare::LtU => self.float_compare(width, (r[0], r[1]), Cond::B, None, r[2]),
+                FloatCompare::LteU => self.float_compare(width, (r[0], r[1]), Cond::Be, None, r[2]),
+                FloatCompare::NaN => self.float_compare(width, (r[0], r[0]), Cond::P, None, r[1]),
+            },
+            Jit::Branch => return self.branch(instruction, next),
+            Jit::CondBranch => return self.conditional_branch(instruction, r[0], next),
+            Jit::BranchTable => return self.branch_table(instruction, r[0], next),
+            Jit::Call => return self.call(instruction),
+            Jit::Return => return self.ret(instruction),
+            Jit::BufferLoad(access) => self.buffer_load(element(access), &r),
+            Jit::BufferStore(access) => self.buffer_store(element(access), &r),
+            Jit::GlobalLoad(global) => return self.global(global_element(global), false, instruction, r[0]),
+            Jit::GlobalStore(global) => return self.global(global_element(global), true, instruction, r[0]),
+            Jit::BufferLength => {
                 // A register that holds no buffer has no base: the interpreter raises that.
                 let span = self.span(SpanOf::Buffer(r[0]));
                 let missing = self.leave_label();
@@ -528,128 +553,7 @@ impl Emitter<'_> {
             }
             // Left to the interpreter: memory, refs, imports, variadic and yieldable calls, tables,
             // library math.
-            O::GlobalLoadIndirectI32
-            | O::GlobalStoreIndirectI32
-            | O::GlobalLoadIndirectI64
-            | O::GlobalStoreIndirectI64
-            | O::GlobalLoadRef
-            | O::GlobalStoreRef
-            | O::GlobalLoadIndirectRef
-            | O::GlobalStoreIndirectRef
-            | O::ConstRefZero
-            | O::ConstRefRodata
-            | O::ListAlloc
-            | O::ListReserve
-            | O::ListSize
-            | O::ListResize
-            | O::ListGetI32
-            | O::ListSetI32
-            | O::ListGetI64
-            | O::ListSetI64
-            | O::ListGetRef
-            | O::ListSetRef
-            | O::SelectRef
-            | O::SwitchI32
-            | O::SwitchI64
-            | O::SwitchRef
-            | O::CmpEQRef
-            | O::CmpNERef
-            | O::CmpNZRef
-            | O::CallVariadic
-            | O::Fail
-            | O::ImportResolved
-            | O::Yield
-            | O::Trace
-            | O::Print
-            | O::CondBreak
-            | O::Break
-            | O::BufferAlloc
-            | O::BufferClone
-            | O::BufferCopy
-            | O::BufferCompare
-            | O::BufferFillI8
-            | O::BufferFillI16
-            | O::BufferFillI32
-            | O::BufferFillI64
-            | O::CtlzI32
-            | O::CtlzI64
-            | O::Block
-            | O::CastAnyRef
-            | O::BufferHash
-            | O::DiscardRefs
-            | O::AssignRef
-            | O::CallYieldable
-            | O::CallVariadicYieldable
-            | O::PrefixExtF32
-            | O::PrefixExtF64
-            | O::GlobalLoadIndirectF32
-            | O::GlobalStoreIndirectF32
-            | O::ListGetF32
-            | O::ListSetF32
-            | O::SwitchF32
-            | O::RemF32
-            | O::CeilF32
-            | O::FloorF32
-            | O::CastF32SI32
-            | O::CastF32UI32
-            | O::AtanF32
-            | O::Atan2F32
-            | O::CosF32
-            | O::SinF32
-            | O::ExpF32
-            | O::Exp2F32
-            | O::ExpM1F32
-            | O::LogF32
-            | O::Log10F32
-            | O::Log1pF32
-            | O::Log2F32
-            | O::PowF32
-            | O::RsqrtF32
-            | O::SqrtF32
-            | O::TanhF32
-            | O::ErfF32
-            | O::BufferFillF32
-            | O::RoundF32
-            | O::RoundF32Even
-            | O::CastF32SI64
-            | O::CastF32UI64
-            | O::CastUI64F32
-            | O::GlobalLoadIndirectF64
-            | O::GlobalStoreIndirectF64
-            | O::ListGetF64
-            | O::ListSetF64
-            | O::SwitchF64
-            | O::RemF64
-            | O::AbsF64
-            | O::NegF64
-            | O::CeilF64
-            | O::FloorF64
-            | O::TruncF64F32
-            | O::ExtF32F64
-            | O::CastF64SI32
-            | O::CastF64UI32
-            | O::CastUI64F64
-            | O::CastF64SI64
-            | O::CastF64UI64
-            | O::AtanF64
-            | O::Atan2F64
-            | O::CosF64
-            | O::SinF64
-            | O::ExpF64
-            | O::Exp2F64
-            | O::ExpM1F64
-            | O::LogF64
-            | O::Log10F64
-            | O::Log1pF64
-            | O::Log2F64
-            | O::PowF64
-            | O::RsqrtF64
-            | O::SqrtF64
-            | O::TanhF64
-            | O::ErfF64
-            | O::BufferFillF64
-            | O::RoundF64
-            | O::RoundF64Even => return false,
+            Jit::Interpret => return false,
         }
         true
     }

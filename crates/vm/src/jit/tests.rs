@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::{compile, Callee, CodeMemory, Compiled, Entries, Entry, Exit, Scope, Span, SpanOf, RESULT_WORDS};
 use crate::bytecode::decode::{DecodedInstruction, DecodedOperand, Register};
-use crate::bytecode::isa::{self, find_by_name, Instruction, Opcode, OperandKind, RegisterBank};
+use crate::bytecode::isa::{self, find_by_name, Instruction, Jit, Opcode, OperandKind, RegisterBank, Transfer, Width};
 use crate::interpreter::lower::generic_scalar_op;
 use crate::interpreter::op::{Op, Reg};
 
@@ -181,18 +181,17 @@ fn w64(regs: &mut [u32], r: Reg, value: u64) {
 
 /// What the interpreter computes; false for a division it fails.
 fn interpret(opcode: Opcode, op: Option<&Op>, regs: &mut [u32]) -> bool {
-    use Opcode as O;
-    match opcode {
-        O::ConstI32Zero | O::ConstF32Zero | O::ConstI64Zero | O::ConstF64Zero => {
+    match opcode.instruction().transfer {
+        Some((Transfer::ConstZero, width)) => {
             w64(regs, 2, 0);
-            if matches!(opcode, O::ConstI32Zero | O::ConstF32Zero) {
+            if width == Width::W32 {
                 regs[3] = 0x5A5A_5A5A; // untouched: the test's fill
             }
             return true;
         }
-        O::SelectI32 | O::SelectF32 | O::SelectI64 | O::SelectF64 => {
+        Some((Transfer::Select, width)) => {
             let (c, t, f, d) = (2, 4, 6, 8);
-            if matches!(opcode, O::SelectI64 | O::SelectF64) {
+            if width == Width::W64 {
                 let v = if regs[c] != 0 { r64(regs, t as Reg) } else { r64(regs, f as Reg) };
                 w64(regs, d, v);
             } else {
@@ -288,7 +287,9 @@ fn compiled_instructions_match_the_interpreter() {
                 // not handle is `mov eax, 1; mov rdx, rsi; ret` after it (back to the
                 // interpreter at op 1, budget untouched).
                 assert_eq!(compiled.code[..7], [0xC7, 0x47, 0, 0, 0, 0, 0]);
-                if compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0x48, 0x8B, 0xD6, 0xC3]) {
+                let left = compiled.code[7..].starts_with(&[0xB8, 1, 0, 0, 0, 0x48, 0x8B, 0xD6, 0xC3]);
+                assert_eq!(left, instruction.jit == Jit::Interpret, "{}: {:?}", instruction.name, instruction.jit);
+                if left {
                     break;
                 }
                 checked.push(instruction.name);
@@ -328,13 +329,10 @@ fn check(name: &str, banks: &[RegisterBank], lead: Lead, decoded: &[DecodedInstr
             // Left to the interpreter: only divisions by zero or by -1 may do that.
             let (divisor, minus_one) =
                 if is_pair(banks[1]) { (r64(&input, 4), u64::MAX) } else { (u64::from(input[4]), 0xFFFF_FFFF) };
-            use Opcode as O;
-            let signed = matches!(decoded[1].opcode(), O::DivI32S | O::DivI64S | O::RemI32S | O::RemI64S);
-            let unsigned = matches!(decoded[1].opcode(), O::DivI32U | O::DivI64U | O::RemI32U | O::RemI64U);
-            assert!(
-                (signed || unsigned) && (divisor == 0 || (signed && divisor == minus_one)),
-                "{name} left the compiled code on {input:x?}"
-            );
+            let Jit::IntDivide { signed, .. } = decoded[1].instruction.jit else {
+                panic!("{name} left the compiled code on {input:x?}")
+            };
+            assert!(divisor == 0 || (signed && divisor == minus_one), "{name} left the compiled code on {input:x?}");
             assert_eq!(got, input, "{name} changed registers before leaving");
             continue;
         }
