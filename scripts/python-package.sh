@@ -4,11 +4,12 @@
 #
 #     python=$(scripts/python-package.sh [LIBRTX])
 #
-# LIBRTX is the shared library to ship (default: target/release/librtx.so, built by
-# `cargo build --release --lib`). The wheel goes to target/python/dist, the environment is
+# The wheel is the standard build of python/ (`pip wheel ./python`, python/setup.py): it compiles
+# librtx with `cargo build --release --lib`, or, given LIBRTX, bundles that shared library
+# instead (RTX_PREBUILT_LIBRARY). The wheel goes to target/python/dist, the environment is
 # target/python-venv (under CARGO_TARGET_DIR when set): numpy, pytest, and iree-base-runtime
-# 3.13.0, the reference the tests compare rtx's results against. The package's version must be
-# Cargo.toml's. Quiet on success; on failure it prints what went wrong on stderr.
+# 3.13.0, the reference the tests compare rtx's results against. Quiet on success; on failure it
+# prints what went wrong on stderr.
 set -euo pipefail
 
 iree_runtime_version=3.13.0
@@ -22,21 +23,15 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 venv=$target/python-venv
 python=$venv/bin/python
-stage=$target/python/stage
 dist=$target/python/dist
 
 if [[ $# -ge 1 ]]; then
-    library=$1
+    [[ -f $1 ]] || die "$1 does not exist"
+    RTX_PREBUILT_LIBRARY=$(readlink -f "$1")
+    export RTX_PREBUILT_LIBRARY
 else
-    (cd "$repo" && cargo build --release --lib --quiet) || die "cargo build --release --lib failed"
-    library=$target/release/librtx.so
+    unset RTX_PREBUILT_LIBRARY
 fi
-[[ -f $library ]] || die "$library does not exist"
-
-cargo_version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n 1)
-package_version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/python/pyproject.toml" | head -n 1)
-[[ $cargo_version == "$package_version" ]] ||
-    die "python/pyproject.toml has version $package_version but Cargo.toml $cargo_version"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -49,18 +44,14 @@ if [[ ! -x $python ]]; then
     run python3 -m venv "$venv"
 fi
 pip=("$python" -m pip --disable-pip-version-check --quiet)
-if ! "$python" -c 'import numpy, pytest, setuptools, iree.runtime' 2>/dev/null; then
+# setuptools >= 70.1 (python/pyproject.toml): pip wheel --no-build-isolation uses this one.
+if ! "$python" -c 'import numpy, pytest, setuptools, iree.runtime, sys
+sys.exit(tuple(map(int, setuptools.__version__.split(".")[:2])) < (70, 1))' 2>/dev/null; then
     run "${pip[@]}" install numpy pytest "setuptools>=70.1" "iree-base-runtime==$iree_runtime_version"
 fi
 
-# The wheel is built from a copy, so that neither the library nor build files land in python/.
-rm -rf "$stage" "$dist"
-mkdir -p "$stage" "$dist"
-cp -r "$repo/python/rtx" "$repo/python/pyproject.toml" "$repo/python/setup.py" "$repo/python/README.md" "$stage/"
-find "$stage" -name __pycache__ -prune -exec rm -rf {} +
-cp "$library" "$stage/rtx/librtx.so"
-run "${pip[@]}" wheel --no-deps --no-build-isolation --wheel-dir "$dist" "$stage"
+rm -rf "$dist"
+run "${pip[@]}" wheel --no-deps --no-build-isolation --wheel-dir "$dist" "$repo/python"
 run "${pip[@]}" install --no-deps --force-reinstall "$dist"/rtx-*.whl
-rm -rf "$stage"
 
 echo "$python"

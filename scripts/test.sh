@@ -22,7 +22,9 @@
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
 #   13. the Python package: a wheel carrying the installed librtx.so, installed into
 #       target/python-venv with iree-base-runtime 3.13 (scripts/python-package.sh), and its
-#       tests (python/tests, pytest) against iree.runtime on the same .vmfb files
+#       tests (python/tests, pytest) against iree.runtime on the same .vmfb files; then
+#       `pip install ./python` (which builds librtx with cargo) into a fresh target/python-fresh-venv,
+#       which must import rtx from the bundled library and classify a digit
 #   14. Ray Serve: ray[serve] in target/ray-venv, the digit classifier served through rtx and through
 #       iree.runtime with two replicas each, a short load test on 127.0.0.1 (scripts/serve-load-test.sh)
 #   15. cargo bench --workspace --no-run
@@ -227,6 +229,33 @@ step "Python package: wheel with librtx.so, virtualenv, pytest python/tests (aga
 python=$(scripts/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
 ls "$target"/python/dist/*.whl | sed "s|^$repo/|   |"
 PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q python/tests
+# The plain install a user does: pip builds the wheel (cargo build --release --lib) and installs
+# it with numpy; the package must work with nothing but what the wheel carries.
+fresh=$target/python-fresh-venv
+rm -rf "$fresh"
+python3 -m venv "$fresh"
+pip_log=$target/python-fresh-venv.log
+env -u RTX_PREBUILT_LIBRARY "$fresh/bin/python" -m pip --disable-pip-version-check install ./python >"$pip_log" 2>&1 ||
+  die "pip install ./python into a fresh virtualenv failed (log: $pip_log):$(printf '\n')$(tail -n 40 "$pip_log")"
+(cd "$fresh" && env -u RTX_LIBRARY -u PYTHONPATH "$fresh/bin/python" - "$repo/models/digits" "$version") <<'EOF'
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import rtx
+
+digits, version = Path(sys.argv[1]), sys.argv[2]
+package = Path(rtx.__file__).parent
+assert package.is_relative_to(sys.prefix), f"rtx imported from {package}, not from the virtualenv"
+assert (package / "librtx.so").is_file(), "the wheel did not bundle librtx.so"
+assert rtx.__version__ == version, f"rtx {rtx.__version__}, expected {version}"
+context = rtx.Context(device="local-sync", work_queue="s")
+context.add_module(rtx.Module.load(digits / "mlp.vmfb"))
+[y] = context.invoke("predict", np.load(digits / "digit_7.npy"))
+assert y.shape == (1, 10) and int(np.argmax(y)) == 7, y
+print(f"   pip install ./python: rtx {rtx.__version__} from {package}, the digits model says 7")
+EOF
 
 step "Ray Serve: the digit classifier through rtx and iree.runtime, load-tested on 127.0.0.1 (bounded)"
 scripts/serve-load-test.sh --replicas 2 --concurrency 8 --seconds 5 --requests 5000 --rounds 2
