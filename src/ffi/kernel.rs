@@ -15,8 +15,7 @@ use super::error::rtx_error_t;
 use super::handle;
 use super::{c_str, catch_error, catch_or, invalid_argument, message_arg, UserData};
 use crate::host::{Diagnostic, ResultExt};
-use crate::kernel::attribute::{Attribute, AttributeError};
-use crate::kernel::{KernelError, KernelFrame};
+use crate::runtime::kernel::{Attribute, AttributeError, KernelError, KernelFrame};
 
 /// What a C kernel is passed: valid only during the call. Opaque.
 #[allow(non_camel_case_types)]
