@@ -20,7 +20,6 @@ mod support;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use rtx::bef::executor::Function;
 use rtx::bef::reader::BefFile;
 use rtx::host::{AsyncValueRef, Chain, HostContext, RcAsyncValue};
 use rtx::kernel::{ExecutionContext, KernelRegistry};
@@ -101,7 +100,7 @@ fn main() {
     let dataflow = BefFile::from_bytes(&bytes, &dataflow_registry()).expect("the bench program opens");
     let argument = AsyncValueRef::available(1i32).into_untyped();
     let call = |file: &Arc<BefFile>, name: &str, kernels: usize, queue: &str| {
-        let function = Function::lookup(file, name).unwrap();
+        let function = file.function_named(name).unwrap();
         let host = Arc::new(HostContext::with_work_queue_spec(queue).unwrap());
         let context = ExecutionContext::new(Arc::clone(&host));
         let argument = &argument;

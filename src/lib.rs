@@ -6,11 +6,12 @@
 //! user goes through, and [`ffi`] the only place that knows C exists.
 
 pub mod ffi;
+pub use rtx_bef as bef;
 pub use rtx_host as host;
+pub use rtx_kernel as kernel;
 pub use rtx_mlir as mlir;
 pub use rtx_onnx as onnx;
 pub use rtx_runtime as runtime;
-pub use rtx_tfrt::{bef, kernel};
 pub use rtx_vm as vm;
 
 /// The HAL core with its backends: the CPU devices as `local`, Vulkan as `vulkan`.

@@ -9,9 +9,8 @@ use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipAsyncValue};
 use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
-use crate::hal::buffer_view::BufferView;
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
-use crate::kernel::tensor::DenseHostTensor;
+use crate::runtime::{BufferView, DenseHostTensor};
 
 /// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
 #[allow(non_camel_case_types)]

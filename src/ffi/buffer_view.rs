@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipArc};
 use super::{catch_error, catch_or, check_struct_size, invalid_argument};
-use crate::hal::buffer_view::BufferView;
 use crate::host::{Diagnostic, ResultExt, StatusCode};
+use crate::runtime::BufferView;
 
 /// A tensor: element type, shape and a dense row-major copy of host data. Opaque; reference
 /// counted; immutable, so every function on it is thread-safe.

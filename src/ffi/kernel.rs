@@ -14,9 +14,8 @@ use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle;
 use super::{c_str, catch_error, catch_or, invalid_argument, message_arg, UserData};
-use crate::bef::reader::{Attribute, AttributeError};
 use crate::host::{Diagnostic, ResultExt};
-use crate::kernel::{KernelError, KernelFrame};
+use crate::runtime::kernel::{Attribute, AttributeError, KernelError, KernelFrame};
 
 /// What a C kernel is passed: valid only during the call. Opaque.
 #[allow(non_camel_case_types)]

@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument};
 use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::runtime::Module;
-use crate::vm::abi::ValueKind;
+use crate::runtime::ValueKind;
 
 /// The type of one argument or result of a function, as its calling convention declares it.
 #[repr(u32)]

@@ -1,9 +1,8 @@
 //! `rtx_native_module_t`: a VM module whose functions are written in C. Bytecode modules import
 //! them like IREE's `check` or `hal` functions, and hosts call them with `rtx_context_invoke`.
 //!
-//! Scalars only for now (i32, i64, f32, f64, passed as `rtx_value_t`): refs need the handle
-//! types of the HAL layer, so a calling convention with a ref or a variadic span is rejected when
-//! the module is created.
+//! A C native module is a runtime [`ScalarModule`] whose [`ScalarFunctions`] are the host's C
+//! callbacks: scalars only (i32, i64, f32, f64, passed as `rtx_value_t`).
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -13,11 +12,8 @@ use super::error::{self, rtx_error_t};
 use super::handle::{self, Handle, OwnershipArc};
 use super::module::rtx_value_kind_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, UserData};
-use crate::host::{Diagnostic, ResultExt, StatusCode};
-use crate::vm::abi::plain_kinds;
-use crate::vm::abi::{CallingConvention, ValueKind};
-use crate::vm::native::{Arg, Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
-use crate::vm::value::Value;
+use crate::host::{Diagnostic, ResultExt};
+use crate::runtime::{Scalar, ScalarFunctions, ScalarModule, ValueKind};
 
 /// The payload of an `rtx_value_t`; which member is meaningful is the value's `kind`.
 #[repr(C)]
@@ -40,23 +36,32 @@ pub struct rtx_value_t {
     pub value: rtx_value_union_t,
 }
 
-impl rtx_value_t {
-    /// A zero of `kind` (all eight payload bytes initialised).
-    fn zero(kind: ValueKind) -> rtx_value_t {
-        rtx_value_t { kind: kind.into(), value: rtx_value_union_t { i64: 0 } }
+impl From<Scalar> for rtx_value_t {
+    fn from(scalar: Scalar) -> rtx_value_t {
+        // All eight payload bytes are initialised first, whatever the kind.
+        let mut value = rtx_value_t { kind: scalar.kind().into(), value: rtx_value_union_t { i64: 0 } };
+        match scalar {
+            Scalar::I32(v) => value.value.i32 = v,
+            Scalar::I64(v) => value.value.i64 = v,
+            Scalar::F32(v) => value.value.f32 = v,
+            Scalar::F64(v) => value.value.f64 = v,
+        }
+        value
     }
+}
 
-    /// The VM value this holds when it is of `kind`.
-    fn to_value(self, kind: ValueKind) -> Value {
-        // SAFETY (every read): all eight payload bytes are initialised (see `zero`), and every bit
-        // pattern is a valid i32/i64/f32/f64.
+impl rtx_value_t {
+    /// The scalar this holds, read as `kind` (the declared one: the host must not change it).
+    fn to_scalar(self, kind: ValueKind) -> Scalar {
+        // SAFETY (every read): all eight payload bytes are initialised (see `From<Scalar>`), and
+        // every bit pattern is a valid i32/i64/f32/f64.
         unsafe {
             match kind {
-                ValueKind::I32 => Value::I32(self.value.i32),
-                ValueKind::I64 => Value::I64(self.value.i64),
-                ValueKind::F32 => Value::F32(self.value.f32),
-                ValueKind::F64 => Value::F64(self.value.f64),
-                ValueKind::Ref => unreachable!("C native modules have no ref results"),
+                ValueKind::I32 => Scalar::I32(self.value.i32),
+                ValueKind::I64 => Scalar::I64(self.value.i64),
+                ValueKind::F32 => Scalar::F32(self.value.f32),
+                ValueKind::F64 => Scalar::F64(self.value.f64),
+                ValueKind::Ref => unreachable!("scalar modules have no refs"),
             }
         }
     }
@@ -160,43 +165,25 @@ impl Drop for CState {
     }
 }
 
-/// A C function with its parsed calling convention.
-struct Entry {
-    function: unsafe extern "C" fn(
-        user_data: *mut c_void,
-        state: *mut c_void,
-        args: *const rtx_value_t,
-        num_args: usize,
-        results: *mut rtx_value_t,
-        num_results: usize,
-    ) -> *mut rtx_error_t,
-    arguments: Vec<ValueKind>,
-    results: Vec<ValueKind>,
-}
+/// A C function of the table.
+type CFunction = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    state: *mut c_void,
+    args: *const rtx_value_t,
+    num_args: usize,
+    results: *mut rtx_value_t,
+    num_results: usize,
+) -> *mut rtx_error_t;
 
-/// What an `rtx_native_module_t` owns. Reference counted (`Arc`): `_retain`/`_release`.
-pub struct CNativeModule {
+/// The host's C code behind a [`ScalarModule`].
+struct CFunctions {
     name: String,
-    version: u32,
-    functions: Vec<NativeFunction>,
-    entries: Vec<Entry>,
+    functions: Vec<CFunction>,
     host: Arc<HostCallbacks>,
 }
 
-impl NativeModule for CNativeModule {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn version(&self) -> u32 {
-        self.version
-    }
-
-    fn functions(&self) -> &[NativeFunction] {
-        &self.functions
-    }
-
-    fn create_state(&self) -> Result<NativeState, Diagnostic> {
+impl ScalarFunctions for CFunctions {
+    fn create_state(&self) -> Result<Box<dyn std::any::Any + Send>, Diagnostic> {
         let mut state = std::ptr::null_mut();
         if let Some(create_state) = self.host.create_state {
             // SAFETY: the host's callback with its own user data and a writable out-pointer.
@@ -211,65 +198,28 @@ impl NativeModule for CNativeModule {
 
     fn call(
         &self,
-        state: &mut NativeState,
-        ordinal: usize,
-        arguments: Arguments<'_>,
-        values: &mut Vec<Value>,
-    ) -> Result<NativeOutcome, Diagnostic> {
-        let (Some(entry), Some(function)) = (self.entries.get(ordinal), self.functions.get(ordinal)) else {
-            return Err(Diagnostic::new(
-                StatusCode::Internal,
-                format!("native module `{}` has no function {ordinal}", self.name),
-            ));
-        };
-        // Named only in errors: formatting it on every call would allocate.
-        let full_name = || format!("{}.{}", self.name, function.name);
-        if arguments.len() != entry.arguments.len() {
-            return Err(invalid_argument(format!(
-                "`{}` (calling convention `{}`) takes {} arguments, got {}",
-                full_name(),
-                function.cconv,
-                entry.arguments.len(),
-                arguments.len()
-            )));
-        }
-        let args = arguments
-            .iter()
-            .zip(&entry.arguments)
-            .enumerate()
-            .map(|(index, (value, &kind))| {
-                let mut arg = rtx_value_t::zero(kind);
-                match (kind, value) {
-                    (ValueKind::I32, Arg::I32(v)) => arg.value.i32 = v,
-                    (ValueKind::I64, Arg::I64(v)) => arg.value.i64 = v,
-                    (ValueKind::F32, Arg::F32(v)) => arg.value.f32 = v,
-                    (ValueKind::F64, Arg::F64(v)) => arg.value.f64 = v,
-                    _ => {
-                        return Err(invalid_argument(format!(
-                            "argument {index} of `{}`: expected {} but got {}",
-                            full_name(),
-                            kind.name(),
-                            value.type_name()
-                        )))
-                    }
-                }
-                Ok(arg)
-            })
-            .collect::<Result<Vec<rtx_value_t>, Diagnostic>>()?;
-        let mut results: Vec<rtx_value_t> = entry.results.iter().map(|&kind| rtx_value_t::zero(kind)).collect();
+        state: &mut (dyn std::any::Any + Send),
+        index: usize,
+        arguments: &[Scalar],
+        results: &mut [Scalar],
+    ) -> Result<(), Diagnostic> {
+        let function = self.functions[index];
+        let args: Vec<rtx_value_t> = arguments.iter().map(|&a| a.into()).collect();
+        let mut values: Vec<rtx_value_t> = results.iter().map(|&r| r.into()).collect();
         let state = state.downcast_mut::<CState>().map_or(std::ptr::null_mut(), |s| s.state.0);
         let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
-        let results_ptr = if results.is_empty() { std::ptr::null_mut() } else { results.as_mut_ptr() };
+        let results_ptr = if values.is_empty() { std::ptr::null_mut() } else { values.as_mut_ptr() };
         // SAFETY: the host's function with its user data and state, `args.len()` readable values
-        // and `results.len()` writable ones, as its documentation promises.
-        let error =
-            unsafe { (entry.function)(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, results.len()) };
+        // and `values.len()` writable ones, as its documentation promises.
+        let error = unsafe { function(self.host.user_data.0, state, args_ptr, args.len(), results_ptr, values.len()) };
         // SAFETY: the host returned NULL or an error it owned; we take it over.
         if let Some(error) = unsafe { error::take(error) } {
-            return Err(error.context(format_args!("`{}`", full_name())));
+            return Err(error);
         }
-        values.extend(results.iter().zip(&entry.results).map(|(result, &kind)| result.to_value(kind)));
-        Ok(NativeOutcome::Ready)
+        for (result, value) in results.iter_mut().zip(values) {
+            *result = value.to_scalar(result.kind());
+        }
+        Ok(())
     }
 }
 
@@ -285,7 +235,7 @@ pub struct rtx_native_module {
 pub type rtx_native_module_t = rtx_native_module;
 
 impl Handle for rtx_native_module {
-    type RustType = CNativeModule;
+    type RustType = ScalarModule;
     type Ownership = OwnershipArc;
 }
 
@@ -339,11 +289,6 @@ pub unsafe extern "C" fn rtx_native_module_new(
         let options = unsafe { &*options };
         // SAFETY: a non-null name is NUL-terminated by contract.
         let name = unsafe { c_str(options.name, FUNCTION, "options->name") }?;
-        if name.is_empty() || name.contains('.') {
-            return Err(invalid_argument(format!(
-                "{FUNCTION}: module name `{name}` must be non-empty and contain no `.` (imports split on the first `.`)"
-            )));
-        }
         let table: &[rtx_native_function_t] = match (options.functions.is_null(), options.num_functions) {
             (_, 0) => &[],
             (true, count) => {
@@ -354,12 +299,19 @@ pub unsafe extern "C" fn rtx_native_module_new(
             // SAFETY: the caller guarantees `num_functions` readable entries.
             (false, count) => unsafe { std::slice::from_raw_parts(options.functions, count) },
         };
-        let mut functions: Vec<NativeFunction> = Vec::with_capacity(table.len());
-        let mut entries = Vec::with_capacity(table.len());
+        let mut names = Vec::with_capacity(table.len());
+        let mut functions = Vec::with_capacity(table.len());
         for (index, function) in table.iter().enumerate() {
-            let (native, entry) = parse_function(name, index, function, &functions)?;
-            functions.push(native);
-            entries.push(entry);
+            let field = |name: &str| format!("options->functions[{index}].{name}");
+            // SAFETY: non-null strings are NUL-terminated by contract.
+            let function_name = unsafe { c_str(function.name, FUNCTION, &field("name")) }?;
+            // SAFETY: as above.
+            let cconv = unsafe { c_str(function.cconv, FUNCTION, &field("cconv")) }?;
+            let Some(pointer) = function.function else {
+                return Err(invalid_argument(format!("{FUNCTION}: {} is NULL", field("function"))));
+            };
+            names.push((function_name, cconv));
+            functions.push(pointer);
         }
         let host = Arc::new(HostCallbacks {
             user_data: UserData(options.user_data),
@@ -367,55 +319,12 @@ pub unsafe extern "C" fn rtx_native_module_new(
             create_state: options.create_state,
             destroy_state: options.destroy_state,
         });
-        let module = CNativeModule { name: name.to_owned(), version: options.version, functions, entries, host };
+        let code = CFunctions { name: name.to_owned(), functions, host };
+        let module = ScalarModule::new(name, options.version, &names, Arc::new(code)).context(FUNCTION)?;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_module.write(handle::to_handle(Arc::new(module))) };
         Ok(())
     })
-}
-
-/// Checks and copies entry `index` of a C function table.
-fn parse_function(
-    module: &str,
-    index: usize,
-    function: &rtx_native_function_t,
-    earlier: &[NativeFunction],
-) -> Result<(NativeFunction, Entry), Diagnostic> {
-    const FUNCTION: &str = "rtx_native_module_new";
-    let field = |name: &str| format!("options->functions[{index}].{name}");
-    // SAFETY: a non-null name is NUL-terminated by contract.
-    let name = unsafe { c_str(function.name, FUNCTION, &field("name")) }?;
-    let fail =
-        |message: String| invalid_argument(format!("{FUNCTION}: function {index} (`{module}.{name}`): {message}"));
-    if name.is_empty() {
-        return Err(invalid_argument(format!("{FUNCTION}: {} is empty", field("name"))));
-    }
-    if earlier.iter().any(|f| f.name == name) {
-        return Err(fail("a function of that name comes earlier in the table".into()));
-    }
-    // SAFETY: a non-null cconv is NUL-terminated by contract.
-    let text = unsafe { c_str(function.cconv, FUNCTION, &field("cconv")) }?;
-    let Some(pointer) = function.function else {
-        return Err(invalid_argument(format!("{FUNCTION}: {} is NULL", field("function"))));
-    };
-    let cconv = CallingConvention::parse(text).map_err(|e| fail(e.to_string()))?;
-    let (Some(arguments), Some(results)) = (plain_kinds(&cconv.arguments), plain_kinds(&cconv.results)) else {
-        return Err(fail(format!(
-            "calling convention `{text}` has a variadic span, which C native functions cannot take yet"
-        )));
-    };
-    if arguments.contains(&ValueKind::Ref) || results.contains(&ValueKind::Ref) {
-        return Err(fail(format!(
-            "calling convention `{text}` has a ref; C native functions take scalars only until the HAL's handle types exist"
-        )));
-    }
-    let canonical = cconv.to_string();
-    if canonical != text {
-        return Err(fail(format!(
-            "write calling convention `{text}` as `{canonical}`, the form compilers put in imports (they are matched exactly)"
-        )));
-    }
-    Ok((NativeFunction::new(name, text), Entry { function: pointer, arguments, results }))
 }
 
 /// Adds a reference and returns `module` (NULL stays NULL).
@@ -448,7 +357,7 @@ pub unsafe extern "C" fn rtx_context_add_native_module(
         // SAFETY: forwarded from the caller.
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: forwarded from the caller.
-        let module: Arc<dyn NativeModule> = unsafe { handle::clone(module, FUNCTION, "module") }?;
+        let module: Arc<ScalarModule> = unsafe { handle::clone(module, FUNCTION, "module") }?;
         context.add_native_module(module).context(FUNCTION)
     })
 }

@@ -8,9 +8,8 @@ use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipArc};
 use super::{catch_error, catch_or, check_struct_size, invalid_argument};
-use crate::hal::device::Device;
-use crate::hal::vulkan::{self, DeviceOptions, DeviceSelector, PhysicalDeviceInfo, VulkanDevice, VulkanError};
 use crate::host::{Diagnostic, ResultExt, StatusCode};
+use crate::runtime::vulkan::{self, DeviceOptions, DeviceSelector, PhysicalDeviceInfo, VulkanDevice};
 
 /// An open Vulkan device (a logical device with a compute queue on one physical device).
 /// Opaque; reference counted; thread-safe. Contexts it is added to keep it alive.
@@ -120,11 +119,7 @@ fn listing() -> Result<&'static Listing, Diagnostic> {
     if let Some(listing) = LISTING.get() {
         return Ok(listing);
     }
-    let infos = match vulkan::devices() {
-        Ok(infos) => infos,
-        Err(VulkanError::NoLoader { .. }) => Vec::new(),
-        Err(error) => return Err(error.into()),
-    };
+    let infos = vulkan::physical_devices()?;
     let mut listing = Listing { count: infos.len().min(MAX_LISTED), devices: [Listed::EMPTY; MAX_LISTED] };
     for (slot, info) in listing.devices.iter_mut().zip(&infos) {
         *slot = Listed::new(info);
@@ -225,10 +220,9 @@ unsafe fn create(function: &str, selector: DeviceSelector, out: *mut *mut rtx_vu
         if out.is_null() {
             return Err(invalid_argument(format!("{function}: argument 'out' is NULL")));
         }
-        let device =
-            VulkanDevice::open(selector, DeviceOptions::default()).map_err(Diagnostic::from).context(function)?;
+        let device = vulkan::open(selector, DeviceOptions::default()).context(function)?;
         // SAFETY: `out` is non-null and writable by contract.
-        unsafe { out.write(handle::to_handle::<rtx_vulkan_device_t>(Arc::new(device))) };
+        unsafe { out.write(handle::to_handle::<rtx_vulkan_device_t>(device)) };
         Ok(())
     })
 }
@@ -262,6 +256,6 @@ pub unsafe extern "C" fn rtx_context_add_vulkan_device(
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
         // SAFETY: as above.
         let device: Arc<VulkanDevice> = unsafe { handle::clone(device, FUNCTION, "device") }?;
-        context.add_hal_device(Device::new(device)).context(FUNCTION)
+        context.add_vulkan_device(device).context(FUNCTION)
     })
 }

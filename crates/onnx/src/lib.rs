@@ -162,9 +162,7 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
         Format::Bytecode => {
             rtx_mlir::write_bytecode(&module, &rtx_mlir::WriteOptions::default()).map_err(|e| e.to_string())
         }
-        Format::Bef => {
-            rtx_tfrt::bef::mlir_to_bef(&module, &rtx_tfrt::bef::WriteOptions::default()).map_err(|e| e.to_string())
-        }
+        Format::Bef => rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| e.to_string()),
     }
     .map_err(ImportError::Write)?;
     drop(module);

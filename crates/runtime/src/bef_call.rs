@@ -27,8 +27,8 @@ use rtx_hal::buffer_view::BufferView;
 use rtx_host::{
     join, AsyncValueRef, Chain, Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode,
 };
-use rtx_tfrt::kernel::context::print_output;
-use rtx_tfrt::kernel::ExecutionContext;
+use rtx_kernel::context::print_output;
+use rtx_kernel::ExecutionContext;
 
 /// Starts a call of `function` on `host`'s queue (the caller checked the argument count).
 /// `done`, when given, becomes a chain once the function has run and its results are all

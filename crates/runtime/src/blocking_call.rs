@@ -20,7 +20,7 @@ use rtx_hal::buffer_view::BufferView;
 use rtx_hal::device::Allocator;
 use rtx_hal::fence::Fence;
 use rtx_host::{AsyncValueRef, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
-use rtx_tfrt::kernel::tensor::DenseHostTensor;
+use rtx_kernel::tensor::DenseHostTensor;
 use rtx_vm::abi::ValueKind;
 use rtx_vm::context::Context as VmContext;
 use rtx_vm::value::Value;

@@ -11,15 +11,14 @@ use super::bridge::bef_module::BefNativeModule;
 use super::instance::Runtime;
 use super::invocation::{self, plural};
 use super::module::Module;
+use rtx_bef::reader::BefFile;
 use rtx_hal::buffer_view::BufferView;
 use rtx_hal::device::{Allocator, Device};
 use rtx_hal::fence::Fence;
 use rtx_hal::module::HalModule;
 use rtx_host::work_queue::{refuse_on_own_thread, WorkQueueSpec};
 use rtx_host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
-use rtx_tfrt::bef;
-use rtx_tfrt::bef::reader::BefFile;
-use rtx_tfrt::kernel::{KernelError, KernelFrame, KernelRegistry};
+use rtx_kernel::{KernelError, KernelFrame, KernelRegistry};
 use rtx_vm::abi::{plain_kinds, AbiModel, CallingConvention, ValueKind};
 use rtx_vm::context::{Context as VmContext, FunctionHandle};
 use rtx_vm::native::NativeModule;
@@ -122,7 +121,7 @@ impl VmFunction {
 pub(super) struct BefFunction {
     /// `module.function`.
     pub(super) name: String,
-    pub(super) function: bef::executor::Function,
+    pub(super) function: rtx_kernel::Function,
 }
 
 impl Function {
@@ -375,7 +374,7 @@ impl Context {
             },
         };
         let (_, file) = bef.modules.iter().find(|(n, _)| **n == *module).expect("found above");
-        let found = bef::executor::Function::lookup(file, function).ok_or_else(|| {
+        let found = file.function_named(function).ok_or_else(|| {
             Diagnostic::new(StatusCode::NotFound, format!("BEF module `{module}` has no function `{function}`"))
         })?;
         Ok(Some(BefFunction { name: format!("{module}.{function}"), function: found }))

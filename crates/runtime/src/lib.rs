@@ -58,7 +58,22 @@ mod context;
 mod instance;
 pub mod invocation;
 mod module;
+mod scalar_module;
+pub mod vulkan;
 
 pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
 pub use instance::Runtime;
 pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME};
+pub use scalar_module::{Scalar, ScalarFunctions, ScalarModule};
+
+// The types of the layers below that this API hands out and takes.
+pub use rtx_hal::buffer_view::BufferView;
+pub use rtx_kernel::tensor::DenseHostTensor;
+pub use rtx_vm::abi::ValueKind;
+
+/// What a kernel registered with [`Context::register_kernel`] sees of its call (the kernel layer's
+/// frames, errors and attribute views).
+pub mod kernel {
+    pub use rtx_kernel::attribute::{Attribute, AttributeError};
+    pub use rtx_kernel::{KernelError, KernelFrame};
+}

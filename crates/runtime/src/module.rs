@@ -6,9 +6,9 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use rtx_bef::format::FunctionKind;
+use rtx_bef::reader::BefImage;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_tfrt::bef::format::FunctionKind;
-use rtx_tfrt::bef::reader::BefImage;
 use rtx_vm as vm;
 use rtx_vm::abi::{plain_kinds, CallingConvention, ValueKind};
 

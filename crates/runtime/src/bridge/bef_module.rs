@@ -18,12 +18,11 @@ use super::tensors::{tensor_to_view, view_to_tensor, TENSOR_TYPES};
 use crate::bef_call;
 use crate::context::BefFunction;
 use crate::invocation::{self, held_type};
+use rtx_bef::format::FunctionKind;
+use rtx_bef::reader::BefFile;
 use rtx_hal::buffer_view::{self, BufferView};
 use rtx_host::{join, AsyncValueRef, Diagnostic, HostContext, RcAsyncValue, StatusCode};
-use rtx_tfrt::bef::executor::Function;
-use rtx_tfrt::bef::format::FunctionKind;
-use rtx_tfrt::bef::reader::BefFile;
-use rtx_tfrt::kernel::tensor::DenseHostTensor;
+use rtx_kernel::tensor::DenseHostTensor;
 use rtx_vm::abi::ValueKind;
 use rtx_vm::native::{Arg, Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use rtx_vm::value::Value;
@@ -46,9 +45,11 @@ struct Exported {
 impl BefNativeModule {
     /// The module `name` over `file`'s async functions that have VM kinds; `host` runs them.
     pub(crate) fn new(name: &str, file: &Arc<BefFile>, host: &Arc<HostContext>) -> BefNativeModule {
-        let (functions, exported) = Function::all(file)
+        let (functions, exported) = file
+            .functions()
             .into_iter()
-            .filter(|f| f.kind() == FunctionKind::Async && !f.name().is_empty())
+            .filter(|f| file.function_info(f.index()).is_some_and(|info| info.kind == FunctionKind::Async))
+            .filter(|f| !f.name().is_empty())
             .filter_map(|function| {
                 let arguments = kinds(&function.argument_types())?;
                 let results = kinds(&function.result_types())?;

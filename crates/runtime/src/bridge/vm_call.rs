@@ -27,8 +27,8 @@ use crate::invocation::{self, held_type, plural};
 use rtx_hal::buffer_view::BufferView;
 use rtx_hal::device::Allocator;
 use rtx_host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, StatusCode};
-use rtx_tfrt::kernel::tensor::DenseHostTensor;
-use rtx_tfrt::kernel::{ErrorReporter, KernelError, KernelFrame, KernelRegistry};
+use rtx_kernel::tensor::DenseHostTensor;
+use rtx_kernel::{ErrorReporter, KernelError, KernelFrame, KernelRegistry};
 use rtx_vm::abi::ValueKind;
 use rtx_vm::context::WeakContext;
 

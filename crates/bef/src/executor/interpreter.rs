@@ -1,0 +1,61 @@
+//! The straight-line interpreter for sync functions: kernels in file order on plain
+//! [`Value`]s (no AsyncValue per register), each register cleared after its last use.
+
+use std::sync::Arc;
+
+use crate::reader::{BefFile, FunctionBody};
+use rtx_host::{Diagnostic, StatusCode};
+use rtx_kernel::{ExecutionContext, Kernel, KernelSite, Program, SyncKernelFrame, Value};
+
+/// Runs `body` on `arguments`; the first failing kernel's error (with its location) ends it.
+pub(super) fn execute(
+    file: &Arc<BefFile>,
+    body: &FunctionBody,
+    context: &ExecutionContext,
+    arguments: &[Value],
+) -> Result<Vec<Value>, Diagnostic> {
+    let list = file.kernel_list(body);
+    let program: Arc<dyn Program> = Arc::clone(file) as Arc<dyn Program>;
+    let mut registers = vec![Value::Empty; body.num_registers()];
+    let pseudo = body.record(list, 0);
+    for (i, argument) in arguments.iter().enumerate() {
+        let register = pseudo.results().get(i + 1) as usize;
+        registers[register] = argument.clone();
+    }
+    for k in 1..body.kernels.len() {
+        let record = body.record(list, k);
+        let located =
+            |diagnostic: Diagnostic| diagnostic.with_location(file.image().location(record.location()).to_location());
+        match file.kernel(record.code()) {
+            Kernel::Sync(kernel) => {
+                let mut frame = SyncKernelFrame::new(KernelSite::new(record, &program, context), &mut registers);
+                kernel(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
+            }
+            Kernel::Pure(kernel) => {
+                let mut frame = SyncKernelFrame::new(KernelSite::new(record, &program, context), &mut registers);
+                kernel.run_sync(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
+            }
+            Kernel::Async(_) => {
+                return Err(located(Diagnostic::new(
+                    StatusCode::InvalidArgument,
+                    format!(
+                        "`{}` is an async kernel; sync functions run only sync and pure kernels",
+                        file.kernel_name(record.code())
+                    ),
+                )));
+            }
+        }
+        for (i, r) in record.results().iter().enumerate() {
+            if registers[r as usize].is_empty() {
+                return Err(located(Diagnostic::new(
+                    StatusCode::Internal,
+                    format!("kernel `{}` did not set its result {i}", file.kernel_name(record.code())),
+                )));
+            }
+        }
+        for &r in body.retire[k].iter() {
+            registers[r as usize] = Value::Empty;
+        }
+    }
+    Ok(body.results.iter().map(|&r| registers[r as usize].clone()).collect())
+}

@@ -1,0 +1,15 @@
+//! Running BEF functions: the dataflow executor for async functions ([`dataflow`]), plans for
+//! async functions made only of pure kernels ([`plan`]), a straight-line interpreter for sync
+//! functions ([`interpreter`]), and a BEF file as the kernel layer's `Program` ([`function`]), so
+//! that kernels, the runtime and the `rtx bef-exec` command call its functions through
+//! `rtx_kernel::Function`.
+
+mod dataflow;
+mod function;
+mod interpreter;
+mod plan;
+
+pub(crate) use plan::Plan;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,3 @@
+//! The integration tests of rtx-bef, in one binary.
+
+mod sync_function_kernels;

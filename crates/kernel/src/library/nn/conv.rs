@@ -1,0 +1,168 @@
+//! `nn.conv2d.f32`: ONNX Conv on NCHW images, `(X [n, c, h, w], W [m, c / group, kh, kw] [, B [m]])`
+//! with `strides`, `pads` (`[top, left, bottom, right]`, as ONNX orders them), `dilations` and
+//! `group` (depthwise when `group == c`). ONNX's `auto_pad` is the converter's to resolve into
+//! `pads`. Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1
+//! without padding multiplies the image itself. The result's channel planes are split over tasks.
+
+use super::gemm::{sgemm, Matrix};
+use super::split::compute_in_runs;
+
+/// The fewest output channels of one group a task computes (see `conv2d`).
+const MIN_CHANNELS_PER_TASK: usize = 32;
+use super::{floats, int, ints, operands, shape_error, sizes};
+use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
+
+/// A pooling or convolution window along the two spatial axes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    /// Before (top, left) and after (bottom, right).
+    pub pads: [usize; 4],
+    pub dilations: [usize; 2],
+}
+
+impl Window {
+    /// Reads `strides`, `pads` and `dilations` (ONNX's defaults: 1, 0 and 1) for `kernel`.
+    pub(crate) fn read(site: &KernelSite<'_>, kernel: [usize; 2]) -> Result<Window, KernelError> {
+        let pair = |name: &str, default: i64| -> Result<[usize; 2], KernelError> {
+            match sizes(site, name, &ints(site, name, &[default; 2])?)?[..] {
+                [a, b] if a > 0 && b > 0 => Ok([a, b]),
+                _ => Err(shape_error(site, format_args!("{name} must be two positive numbers"))),
+            }
+        };
+        let (strides, dilations) = (pair("strides", 1)?, pair("dilations", 1)?);
+        let pads = match sizes(site, "pads", &ints(site, "pads", &[0; 4])?)?[..] {
+            [t, l, b, r] => [t, l, b, r],
+            _ => return Err(shape_error(site, "pads must be four numbers: top, left, bottom, right")),
+        };
+        Ok(Window { kernel, strides, pads, dilations })
+    }
+
+    /// The extent of the dilated window along `axis`.
+    pub(crate) fn span(&self, axis: usize) -> usize {
+        self.dilations[axis] * (self.kernel[axis] - 1) + 1
+    }
+
+    /// The output size along `axis` for an input of `size`, rounding down (or up when `ceil`,
+    /// dropping a last window that would start in the padding after the input, as ONNX does);
+    /// `None` when no window fits.
+    pub(crate) fn output(&self, axis: usize, size: usize, ceil: bool) -> Option<usize> {
+        let padded = size + self.pads[axis] + self.pads[axis + 2];
+        let room = padded.checked_sub(self.span(axis))?;
+        let stride = self.strides[axis];
+        let mut count = if ceil { room.div_ceil(stride) } else { room / stride } + 1;
+        if ceil && (count - 1) * stride >= size + self.pads[axis] {
+            count -= 1;
+        }
+        Some(count)
+    }
+}
+
+fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let (x, w) = (floats(frame, 0)?, floats(frame, 1)?);
+    let b = if operands(frame) > 2 { Some(floats(frame, 2)?) } else { None };
+    let group = usize::try_from(int(frame, "group", 1)?).unwrap_or(0);
+    let ([n, c, h, iw], [m, cg, kh, kw]) = (
+        <[usize; 4]>::try_from(&x.dims[..])
+            .map_err(|_| shape_error(frame, format_args!("X {} is not NCHW", x.shape())))?,
+        <[usize; 4]>::try_from(&w.dims[..])
+            .map_err(|_| shape_error(frame, format_args!("W {} is not [M, C/group, kH, kW]", w.shape())))?,
+    );
+    if group == 0 || c % group != 0 || m % group != 0 || cg * group != c || kh == 0 || kw == 0 || h == 0 || iw == 0 {
+        return Err(shape_error(
+            frame,
+            format_args!("X {} and W {} do not convolve in {group} groups", x.shape(), w.shape()),
+        ));
+    }
+    if let Some(b) = &b {
+        if b.dims != [m] {
+            return Err(shape_error(frame, format_args!("B {} is not [{m}] for W {}", b.shape(), w.shape())));
+        }
+    }
+    let window = Window::read(frame, [kh, kw])?;
+    let (Some(oh), Some(ow)) = (window.output(0, h, false), window.output(1, iw, false)) else {
+        return Err(shape_error(frame, format_args!("a {kh}x{kw} window {window:?} does not fit X {}", x.shape())));
+    };
+    let (mg, depth, plane) = (m / group, cg * kh * kw, oh * ow);
+    let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
+    // The im2col matrix of each (image, group), made once before the output planes are dealt to
+    // tasks: tasks that share a group read the same matrix instead of each laying it out again.
+    let columns: Vec<Vec<f32>> = if direct {
+        Vec::new()
+    } else {
+        (0..n * group)
+            .map(|pair| {
+                let input_offset = pair * cg * h * iw;
+                let mut columns = Vec::new();
+                let image = &x.data[input_offset..input_offset + cg * h * iw];
+                im2col(image, [cg, h, iw], &window, [oh, ow], &mut columns);
+                columns
+            })
+            .collect()
+    };
+    // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
+    // output channels, so that packing stays small beside the multiplications.
+    compute_in_runs(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
+        let mut unit = planes.start;
+        // One run of output planes per (image, group): the same im2col matrix for all of them.
+        while unit < planes.end {
+            let (image, channel) = (unit / m, unit % m);
+            let g = channel / mg;
+            let count = ((g + 1) * mg - channel).min(planes.end - unit);
+            let (source, source_offset) = if direct {
+                (&x.data[..], (image * c + g * cg) * h * iw)
+            } else {
+                (&columns[image * group + g][..], 0)
+            };
+            let at = (unit - planes.start) * plane;
+            let result = &mut out[at..at + count * plane];
+            let filters = Matrix { offset: channel * depth, rows: depth, columns: 1 };
+            let image_matrix = Matrix { offset: source_offset, rows: plane, columns: 1 };
+            sgemm((count, depth, plane), 1.0, (&w.data, filters), (source, image_matrix), 0.0, result, plane);
+            if let Some(b) = &b {
+                for (values, bias) in result.chunks_exact_mut(plane).zip(&b.data[channel..channel + count]) {
+                    values.iter_mut().for_each(|v| *v += bias);
+                }
+            }
+            unit += count;
+        }
+    })
+}
+
+/// Lays out `image` (`[c, h, w]`) as the `[c * kh * kw, oh * ow]` matrix whose column `p` holds
+/// the window of output pixel `p` (zeros in the padding).
+fn im2col(image: &[f32], [c, h, w]: [usize; 3], window: &Window, [oh, ow]: [usize; 2], columns: &mut Vec<f32>) {
+    let [kh, kw] = window.kernel;
+    columns.clear();
+    columns.resize(c * kh * kw * oh * ow, 0.0);
+    let mut rows = columns.chunks_exact_mut(oh * ow);
+    for channel in image.chunks_exact(h * w).take(c) {
+        for i in 0..kh {
+            for j in 0..kw {
+                let row = rows.next().expect("one row per channel and tap");
+                for y in 0..oh {
+                    // The input row this tap reads for output row `y`, if inside the image.
+                    let Some(iy) = (y * window.strides[0] + i * window.dilations[0]).checked_sub(window.pads[0]) else {
+                        continue;
+                    };
+                    if iy >= h {
+                        continue;
+                    }
+                    let source = &channel[iy * w..(iy + 1) * w];
+                    let target = &mut row[y * ow..(y + 1) * ow];
+                    for (x, value) in target.iter_mut().enumerate() {
+                        let ix = (x * window.strides[1] + j * window.dilations[1]).wrapping_sub(window.pads[1]);
+                        if ix < w {
+                            *value = source[ix];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("nn.conv2d.f32", conv2d);
+}

@@ -1,0 +1,165 @@
+//! `nn.gemm.f32` (ONNX Gemm: `alpha * A' B' + beta * C`, `A'` and `B'` transposed when `transA`,
+//! `transB` are non-zero, `C` optional and broadcast to the result) and `nn.matmul.f32` (ONNX
+//! MatMul on matrices, or stacks of them sharing the right-hand matrix or one per stack entry).
+//! The inner loop is `matrixmultiply`'s packed GEMM; the result's rows are split over tasks.
+
+use std::sync::Arc;
+
+use super::split::compute;
+use super::{float, floats, int, operands, shape_error, Floats};
+use crate::{KernelError, KernelFrame, KernelRegistry};
+
+/// A matrix in a slice: its element `(i, j)` at `offset + i * rows + j * columns`.
+#[derive(Clone, Copy)]
+pub(crate) struct Matrix {
+    pub offset: usize,
+    pub rows: usize,
+    pub columns: usize,
+}
+
+/// `c[i * ldc + j] = alpha * sum_p a(i, p) b(p, j) + beta * c[i * ldc + j]` for an `m x k` `a` and
+/// a `k x n` `b`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm(
+    (m, k, n): (usize, usize, usize),
+    alpha: f32,
+    (a, am): (&[f32], Matrix),
+    (b, bm): (&[f32], Matrix),
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let last = |x: Matrix, r: usize, s: usize| x.offset + (r.max(1) - 1) * x.rows + (s.max(1) - 1) * x.columns;
+    // Callers derive the extents from checked shapes: a miss is a bug here, not bad input.
+    assert!(k == 0 || (last(am, m, k) < a.len() && last(bm, k, n) < b.len()), "sgemm operands out of bounds");
+    assert!((m - 1) * ldc + n <= c.len(), "sgemm result out of bounds");
+    // SAFETY: every element the product reads, `a(i, p)` for `i < m, p < k` and `b(p, j)`, lies at
+    // or before the last one checked above, and every element it writes, `c[i * ldc + j]`, within
+    // `c`; the exclusive borrow of `c` keeps it apart from `a` and `b`.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a.as_ptr().add(am.offset),
+            am.rows as isize,
+            am.columns as isize,
+            b.as_ptr().add(bm.offset),
+            bm.rows as isize,
+            bm.columns as isize,
+            beta,
+            c.as_mut_ptr(),
+            ldc as isize,
+            1,
+        );
+    }
+}
+
+/// `a` (`rows x columns` as stored), read transposed when `transposed`.
+fn operand(columns: usize, transposed: bool) -> Matrix {
+    if transposed {
+        Matrix { offset: 0, rows: 1, columns }
+    } else {
+        Matrix { offset: 0, rows: columns, columns: 1 }
+    }
+}
+
+fn gemm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let (a, b) = (floats(frame, 0)?, floats(frame, 1)?);
+    let c = if operands(frame) > 2 { Some(floats(frame, 2)?) } else { None };
+    let (alpha, beta) = (float(frame, "alpha", 1.0)?, float(frame, "beta", 1.0)?);
+    let (trans_a, trans_b) = (int(frame, "transA", 0)? != 0, int(frame, "transB", 0)? != 0);
+    if a.dims.len() != 2 || b.dims.len() != 2 {
+        return Err(shape_error(frame, format_args!("A {} and B {} must be matrices", a.shape(), b.shape())));
+    }
+    let (m, k) = if trans_a { (a.dims[1], a.dims[0]) } else { (a.dims[0], a.dims[1]) };
+    let (kb, n) = if trans_b { (b.dims[1], b.dims[0]) } else { (b.dims[0], b.dims[1]) };
+    if k != kb {
+        return Err(shape_error(
+            frame,
+            format_args!("A {} (transA {trans_a}) and B {} (transB {trans_b}) do not multiply", a.shape(), b.shape()),
+        ));
+    }
+    // C broadcasts to [m, n]: its row and column strides (0 where a dimension of 1 repeats).
+    let c_strides = match &c {
+        None => None,
+        Some(c) => Some(bias_strides(&c.dims, m, n).ok_or_else(|| {
+            shape_error(frame, format_args!("C {} does not broadcast to the result [{m}, {n}]", c.shape()))
+        })?),
+    };
+    let (am, bm) = (operand(a.dims[1], trans_a), operand(b.dims[1], trans_b));
+    compute(frame, &[m, n], m, k * n, move |rows, out| {
+        let beta = match (&c, c_strides) {
+            (Some(c), Some((rs, cs))) => {
+                for (i, row) in rows.clone().zip(out.chunks_exact_mut(n)) {
+                    for (j, value) in row.iter_mut().enumerate() {
+                        *value = beta * c.data[i * rs + j * cs];
+                    }
+                }
+                1.0
+            }
+            _ => 0.0,
+        };
+        let am = Matrix { offset: rows.start * am.rows, ..am };
+        sgemm((rows.len(), k, n), alpha, (&a.data, am), (&b.data, bm), beta, out, n);
+    })
+}
+
+/// The row and column strides of a `C` of `dims` broadcast to `[m, n]`, or `None`.
+fn bias_strides(dims: &[usize], m: usize, n: usize) -> Option<(usize, usize)> {
+    let (rows, columns) = match *dims {
+        [] => (1, 1),
+        [columns] => (1, columns),
+        [rows, columns] => (rows, columns),
+        _ => return None,
+    };
+    let stride = |have: usize, want: usize, step: usize| match have {
+        _ if have == want => Some(step),
+        1 => Some(0),
+        _ => None,
+    };
+    Some((stride(rows, m, columns)?, stride(columns, n, 1)?))
+}
+
+/// ONNX MatMul on `[.., m, k] x [.., k, n]`: both of rank 2, or the left of higher rank with a
+/// matrix on the right, or both with the same leading dimensions.
+fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let (a, b) = (floats(frame, 0)?, floats(frame, 1)?);
+    let mismatch =
+        |a: &Floats, b: &Floats| shape_error(frame, format_args!("cannot multiply {} by {}", a.shape(), b.shape()));
+    if a.dims.len() < 2 || b.dims.len() < 2 {
+        return Err(mismatch(&a, &b));
+    }
+    let (ra, rb) = (a.dims.len(), b.dims.len());
+    let (m, k, kb, n) = (a.dims[ra - 2], a.dims[ra - 1], b.dims[rb - 2], b.dims[rb - 1]);
+    let shared = rb == 2;
+    if k != kb || !(shared || a.dims[..ra - 2] == b.dims[..rb - 2]) {
+        return Err(mismatch(&a, &b));
+    }
+    let mut dims = a.dims[..ra - 2].to_vec();
+    dims.extend([m, n]);
+    let stacks: usize = a.dims[..ra - 2].iter().product();
+    let b = Arc::clone(&b);
+    // Units are result rows of every stack entry together; a task's rows may cross entries.
+    compute(frame, &dims, stacks * m, k * n, move |rows, out| {
+        let mut row = rows.start;
+        while row < rows.end {
+            let (entry, first) = (row / m.max(1), row % m.max(1));
+            let count = (m - first).min(rows.end - row);
+            let am = Matrix { offset: (entry * m + first) * k, rows: k, columns: 1 };
+            let bm = Matrix { offset: if shared { 0 } else { entry * k * n }, rows: n, columns: 1 };
+            let at = (row - rows.start) * n;
+            sgemm((count, k, n), 1.0, (&a.data, am), (&b.data, bm), 0.0, &mut out[at..at + count * n], n);
+            row += count;
+        }
+    })
+}
+
+pub(crate) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("nn.gemm.f32", gemm);
+    registry.add_kernel("nn.matmul.f32", matmul);
+}

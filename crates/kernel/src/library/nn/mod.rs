@@ -1,0 +1,170 @@
+//! `nn.*`: the f32 layers of convolutional networks over dense host tensors, with ONNX's
+//! semantics (NCHW layouts, ONNX's attribute names and defaults) so that a converter maps each
+//! ONNX node to one kernel: [`gemm`] (`nn.gemm.f32`, `nn.matmul.f32`), [`conv`] (`nn.conv2d.f32`),
+//! [`pool`] (`nn.max_pool2d.f32`, `nn.average_pool2d.f32`, `nn.global_average_pool.f32`),
+//! [`pointwise`] (activations, broadcasting arithmetic, `nn.batch_norm.f32`), [`normalize`]
+//! (`nn.softmax.f32`, `nn.lrn.f32`), [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
+//! `nn.transpose`, for any element type) and [`reduce`] (`nn.argmax.f32`).
+//!
+//! Unlike TFRT's test kernels, which write into an output tensor their caller made, these return
+//! a new tensor: the data dependence orders them. A last chain operand, when given, is waited
+//! for and not read (the way to read a tensor that chain-ordered kernels fill). Attributes are read by
+//! name (BEF's optional attribute-names section, which `rtx translate` writes), and a missing
+//! one takes ONNX's default. Operand shapes are checked before any work starts: a mismatch is
+//! a kernel error that names the kernel and the shapes.
+
+pub mod constant;
+pub mod conv;
+pub mod gemm;
+pub mod layout;
+pub mod normalize;
+pub mod pointwise;
+pub mod pool;
+pub mod reduce;
+mod split;
+
+use std::sync::Arc;
+
+use crate::attribute::Attribute;
+use crate::dtype::DType;
+use crate::tensor::{DenseHostTensor, Element};
+use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
+use rtx_host::{Chain, StatusCode};
+
+/// Registers every `nn.*` kernel.
+pub fn register_nn_kernels(registry: &mut KernelRegistry) {
+    constant::register(registry);
+    gemm::register(registry);
+    conv::register(registry);
+    pool::register(registry);
+    pointwise::register(registry);
+    normalize::register(registry);
+    layout::register(registry);
+    reduce::register(registry);
+}
+
+/// An f32 tensor operand, read once: its dimensions and its elements in row-major order.
+pub(crate) struct Floats {
+    pub dims: Vec<usize>,
+    pub data: Elements,
+}
+
+/// The elements of an operand: a copy, taken under the buffer's lock, or — for a read-only
+/// buffer (a constant in the BEF file: the weights), which nothing writes — the buffer's own
+/// elements, so that a layer does not copy its weights on every call.
+pub(crate) enum Elements {
+    Copied(Vec<f32>),
+    /// The tensor's elements at `start` (`len` of them), read on every access of a layer's
+    /// inner loops: kept here rather than asked of the buffer each time.
+    InPlace {
+        start: *const f32,
+        len: usize,
+        _tensor: DenseHostTensor,
+    },
+}
+
+// SAFETY: `InPlace` points into a read-only buffer that the held tensor keeps alive, which no one
+// writes: sharing the pointer between threads only ever reads immutable memory.
+unsafe impl Send for Elements {}
+// SAFETY: as above.
+unsafe impl Sync for Elements {}
+
+impl std::ops::Deref for Elements {
+    type Target = [f32];
+
+    #[inline]
+    fn deref(&self) -> &[f32] {
+        match self {
+            Elements::Copied(values) => values,
+            // SAFETY: `floats` chose this only for a read-only buffer of f32s aligned for them on
+            // a little-endian target: its bytes are never written, and live as long as the
+            // tensor, which this holds.
+            Elements::InPlace { start, len, .. } => unsafe { std::slice::from_raw_parts(*start, *len) },
+        }
+    }
+}
+
+impl Floats {
+    /// Dimensions as ONNX prints them, for errors: `[1, 3, 224, 224]`.
+    pub fn shape(&self) -> String {
+        format!("{:?}", self.dims)
+    }
+}
+
+/// How many tensor operands `frame` has: its arguments less a last chain.
+pub(crate) fn operands(frame: &KernelFrame<'_>) -> usize {
+    let count = frame.num_arguments();
+    match frame.arguments().last() {
+        Some(last) if last.try_get::<Chain>().is_ok() => count - 1,
+        _ => count,
+    }
+}
+
+/// Operand `i` of `frame`, which must be an f32 dense tensor, shared so that tasks can read it.
+pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, KernelError> {
+    let tensor = frame.get::<DenseHostTensor>(i)?;
+    if tensor.dtype() != DType::F32 {
+        return Err(format!("{}: operand {i} holds {:?} elements, not f32", frame.kernel_name(), tensor.dtype()).into());
+    }
+    // Shapes hold no negative dimensions (`TensorShape::new` refuses them).
+    let dims = tensor.shape().dims().iter().map(|&d| d as usize).collect();
+    let buffer = tensor.buffer();
+    let in_place = buffer.is_read_only()
+        && cfg!(target_endian = "little")
+        && buffer.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0;
+    let data = if in_place {
+        Elements::InPlace { start: buffer.as_ptr().cast(), len: tensor.num_elements(), _tensor: tensor.clone() }
+    } else {
+        Elements::Copied(tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect()))
+    };
+    Ok(Arc::new(Floats { dims, data }))
+}
+
+/// The attribute named `name`, or `None` when the kernel has no such attribute.
+fn named<'a>(site: &KernelSite<'a>, name: &str) -> Result<Option<Attribute<'a>>, KernelError> {
+    match site.named_attribute(name) {
+        Ok(attribute) => Ok(Some(attribute)),
+        Err(error) if error.0.code == StatusCode::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The i64 array attribute `name`, `default` when absent.
+pub(crate) fn ints(site: &KernelSite<'_>, name: &str, default: &[i64]) -> Result<Vec<i64>, KernelError> {
+    Ok(match named(site, name)? {
+        Some(attribute) => attribute.array::<i64>()?.to_vec(),
+        None => default.to_vec(),
+    })
+}
+
+/// The i64 attribute `name`, `default` when absent.
+pub(crate) fn int(site: &KernelSite<'_>, name: &str, default: i64) -> Result<i64, KernelError> {
+    Ok(match named(site, name)? {
+        Some(attribute) => attribute.scalar::<i64>()?,
+        None => default,
+    })
+}
+
+/// The f32 attribute `name`, `default` when absent.
+pub(crate) fn float(site: &KernelSite<'_>, name: &str, default: f32) -> Result<f32, KernelError> {
+    Ok(match named(site, name)? {
+        Some(attribute) => attribute.scalar::<f32>()?,
+        None => default,
+    })
+}
+
+/// `values` (dimensions, strides, counts) as non-negative sizes, or an error naming the attribute.
+pub(crate) fn sizes(site: &KernelSite<'_>, name: &str, values: &[i64]) -> Result<Vec<usize>, KernelError> {
+    values
+        .iter()
+        .map(|&v| {
+            usize::try_from(v).map_err(|_| format!("{}: {name} {values:?} holds a negative value", site.kernel_name()))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(KernelError::from)
+}
+
+/// Shapes of the operands in an error: `nn.add.f32: cannot broadcast [2, 3] with [4]`.
+pub(crate) fn shape_error(site: &KernelSite<'_>, what: impl std::fmt::Display) -> KernelError {
+    format!("{}: {what}", site.kernel_name()).into()
+}

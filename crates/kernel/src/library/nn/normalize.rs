@@ -1,0 +1,75 @@
+//! Normalising along one axis: `nn.softmax.f32` (ONNX Softmax from opset 13: along `axis`,
+//! default -1; older models' flattening is the converter's to express with `nn.reshape.f32`)
+//! and `nn.lrn.f32` (ONNX LRN across channels: `size`, `alpha`, `beta`, `bias`).
+
+use super::split::compute;
+use super::{float, floats, int, shape_error};
+use crate::{KernelError, KernelFrame, KernelRegistry};
+
+/// `axis` (negative from the end) as an index below `rank`.
+pub(crate) fn axis_index(frame: &KernelFrame<'_>, axis: i64, rank: usize) -> Result<usize, KernelError> {
+    let index = if axis < 0 { axis + rank as i64 } else { axis };
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < rank)
+        .ok_or_else(|| shape_error(frame, format_args!("axis {axis} is outside a tensor of rank {rank}")))
+}
+
+fn softmax(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = floats(frame, 0)?;
+    let axis = axis_index(frame, int(frame, "axis", -1)?, x.dims.len())?;
+    let (length, inner) = (x.dims[axis], x.dims[axis + 1..].iter().product::<usize>());
+    let outer = x.dims[..axis].iter().product::<usize>();
+    let dims = x.dims.clone();
+    // A unit is one block of `length * inner` elements: `inner` softmaxes, strided by `inner`.
+    let units = if length * inner == 0 { 0 } else { outer };
+    compute(frame, &dims, units, length * inner * 3, move |blocks, out| {
+        for (block, values) in blocks.zip(out.chunks_exact_mut(length * inner)) {
+            let input = &x.data[block * length * inner..(block + 1) * length * inner];
+            for k in 0..inner {
+                let max = (0..length).map(|i| input[i * inner + k]).fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0;
+                for i in 0..length {
+                    let e = (input[i * inner + k] - max).exp();
+                    values[i * inner + k] = e;
+                    sum += e;
+                }
+                (0..length).for_each(|i| values[i * inner + k] /= sum);
+            }
+        }
+    })
+}
+
+fn lrn(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = floats(frame, 0)?;
+    let size = usize::try_from(int(frame, "size", 0)?).unwrap_or(0);
+    let (alpha, beta, bias) = (float(frame, "alpha", 1e-4)?, float(frame, "beta", 0.75)?, float(frame, "bias", 1.0)?);
+    if size == 0 {
+        return Err(shape_error(frame, "size must be positive"));
+    }
+    let (n, c) = match x.dims[..] {
+        [n, c, _, _] => (n, c),
+        _ => return Err(shape_error(frame, format_args!("X {} is not NCHW", x.shape()))),
+    };
+    let plane = x.dims[2] * x.dims[3];
+    let dims = x.dims.clone();
+    // Channels `c - (size - 1) / 2 ..= c + size / 2` (ONNX's floor and ceiling of half the rest).
+    let (before, after) = ((size - 1) / 2, size / 2);
+    compute(frame, &dims, if plane == 0 { 0 } else { n * c }, plane * size, move |planes, out| {
+        for (unit, values) in planes.zip(out.chunks_exact_mut(plane)) {
+            let (image, channel) = (unit / c, unit % c);
+            let first = channel.saturating_sub(before);
+            let last = (channel + after).min(c - 1);
+            for (p, value) in values.iter_mut().enumerate() {
+                let at = |ch: usize| x.data[(image * c + ch) * plane + p];
+                let square_sum: f32 = (first..=last).map(|ch| at(ch) * at(ch)).sum();
+                *value = at(channel) / (bias + alpha / size as f32 * square_sum).powf(beta);
+            }
+        }
+    })
+}
+
+pub(crate) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("nn.softmax.f32", softmax);
+    registry.add_kernel("nn.lrn.f32", lrn);
+}

@@ -1,0 +1,147 @@
+//! Element by element: `nn.relu.f32`, `nn.sigmoid.f32`, `nn.tanh.f32`, `nn.clip.f32` (`min`,
+//! `max` attributes: ONNX Clip's optional inputs, made attributes by the converter);
+//! `nn.add.f32`, `nn.sub.f32`, `nn.mul.f32`, `nn.div.f32` with numpy broadcasting; and
+//! `nn.batch_norm.f32` (ONNX BatchNormalization at inference: `X, scale, B, mean, var` and
+//! `epsilon`). Elements or rows are split over tasks.
+
+use std::sync::Arc;
+
+use super::split::compute;
+use super::{float, floats, shape_error, Floats};
+use crate::{KernelError, KernelFrame, KernelRegistry};
+
+fn unary(frame: &mut KernelFrame<'_>, op: impl Fn(f32) -> f32 + Send + Sync + 'static) -> Result<(), KernelError> {
+    let x = floats(frame, 0)?;
+    let dims = x.dims.clone();
+    compute(frame, &dims, x.data.len(), 1, move |range, out| {
+        for (value, &input) in out.iter_mut().zip(&x.data[range]) {
+            *value = op(input);
+        }
+    })
+}
+
+/// The broadcast of `a` and `b` (numpy's rule: dimensions aligned at the right, each pair equal
+/// or one of them 1), with each operand's element strides along the result's dimensions (0
+/// where it repeats).
+fn broadcast(a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+    let rank = a.len().max(b.len());
+    let dim = |d: &[usize], i: usize| (i + d.len()).checked_sub(rank).map_or(1, |j| d[j]);
+    let dims = (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => Some(x),
+            (1, y) => Some(y),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    let strides = |d: &[usize]| {
+        let mut strides = vec![0; rank];
+        let mut step = 1;
+        for i in (0..rank).rev() {
+            let size = dim(d, i);
+            strides[i] = if size == 1 { 0 } else { step };
+            step *= size;
+        }
+        strides
+    };
+    Some((dims, strides(a), strides(b)))
+}
+
+fn binary(
+    frame: &mut KernelFrame<'_>,
+    op: impl Fn(f32, f32) -> f32 + Send + Sync + 'static,
+) -> Result<(), KernelError> {
+    let (a, b) = (floats(frame, 0)?, floats(frame, 1)?);
+    let Some((dims, sa, sb)) = broadcast(&a.dims, &b.dims) else {
+        return Err(shape_error(frame, format_args!("cannot broadcast {} with {}", a.shape(), b.shape())));
+    };
+    let rank = dims.len();
+    let last = dims.last().copied().unwrap_or(1);
+    let rows = dims.iter().product::<usize>() / last.max(1);
+    let outer = dims[..rank.saturating_sub(1)].to_vec();
+    let (la, lb) = (sa.last().copied().unwrap_or(0), sb.last().copied().unwrap_or(0));
+    compute(frame, &dims, if last == 0 { 0 } else { rows }, last, move |range, out| {
+        for (row, values) in range.zip(out.chunks_exact_mut(last)) {
+            // The row's offsets in each operand, from its index along the outer dimensions.
+            let (mut oa, mut ob, mut rest) = (0, 0, row);
+            for i in (0..outer.len()).rev() {
+                let index = rest % outer[i];
+                rest /= outer[i];
+                oa += index * sa[i];
+                ob += index * sb[i];
+            }
+            // Rows that run along both operands, or along one with the other's element repeated
+            // (a per-channel scale or bias), are plain loops over slices.
+            let (xa, xb) = (&a.data[..], &b.data[..]);
+            match (la, lb) {
+                (1, 1) => {
+                    for ((value, &x), &y) in values.iter_mut().zip(&xa[oa..oa + last]).zip(&xb[ob..ob + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                (1, 0) => {
+                    let y = xb[ob];
+                    for (value, &x) in values.iter_mut().zip(&xa[oa..oa + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                (0, 1) => {
+                    let x = xa[oa];
+                    for (value, &y) in values.iter_mut().zip(&xb[ob..ob + last]) {
+                        *value = op(x, y);
+                    }
+                }
+                _ => {
+                    for (j, value) in values.iter_mut().enumerate() {
+                        *value = op(xa[oa + j * la], xb[ob + j * lb]);
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn batch_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = floats(frame, 0)?;
+    let parameters = (1..5).map(|i| floats(frame, i)).collect::<Result<Vec<Arc<Floats>>, _>>()?;
+    let epsilon = float(frame, "epsilon", 1e-5)?;
+    let (n, c) = match x.dims[..] {
+        [n, c, ..] => (n, c),
+        _ => return Err(shape_error(frame, format_args!("X {} has no channel dimension", x.shape()))),
+    };
+    if let Some(p) = parameters.iter().find(|p| p.dims != [c]) {
+        return Err(shape_error(frame, format_args!("parameter {} is not [{c}] for X {}", p.shape(), x.shape())));
+    }
+    // y = x * scale / sqrt(var + epsilon) + (B - mean * scale / sqrt(var + epsilon)).
+    let (scale, bias): (Vec<f32>, Vec<f32>) = (0..c)
+        .map(|i| {
+            let [s, b, mean, var] = [0, 1, 2, 3].map(|p| parameters[p].data[i]);
+            let factor = s / (var + epsilon).sqrt();
+            (factor, b - mean * factor)
+        })
+        .unzip();
+    let plane = x.dims[2..].iter().product::<usize>();
+    let dims = x.dims.clone();
+    compute(frame, &dims, if plane == 0 { 0 } else { n * c }, plane, move |planes, out| {
+        for (i, values) in planes.zip(out.chunks_exact_mut(plane)) {
+            let (s, b) = (scale[i % c], bias[i % c]);
+            for (value, &input) in values.iter_mut().zip(&x.data[i * plane..(i + 1) * plane]) {
+                *value = input * s + b;
+            }
+        }
+    })
+}
+
+pub(crate) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("nn.relu.f32", |f| unary(f, |x| x.max(0.0)));
+    registry.add_kernel("nn.sigmoid.f32", |f| unary(f, |x| 1.0 / (1.0 + (-x).exp())));
+    registry.add_kernel("nn.tanh.f32", |f| unary(f, f32::tanh));
+    registry.add_kernel("nn.clip.f32", |f| {
+        let (min, max) = (float(f, "min", f32::NEG_INFINITY)?, float(f, "max", f32::INFINITY)?);
+        unary(f, move |x| x.max(min).min(max))
+    });
+    registry.add_kernel("nn.add.f32", |f| binary(f, |x, y| x + y));
+    registry.add_kernel("nn.sub.f32", |f| binary(f, |x, y| x - y));
+    registry.add_kernel("nn.mul.f32", |f| binary(f, |x, y| x * y));
+    registry.add_kernel("nn.div.f32", |f| binary(f, |x, y| x / y));
+    registry.add_kernel("nn.batch_norm.f32", batch_norm);
+}
