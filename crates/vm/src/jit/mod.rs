@@ -2,7 +2,7 @@
 //!
 //! The interpreter's floor on a loop is its dispatch: every op costs a fetch, an indirect jump and
 //! a dependent load of the next op's address, which is most of an iteration of a scalar loop (see
-//! README "VM performance"). At load time each function whose loops consist only of scalar
+//! docs/PERFORMANCE.md "VM"). At load time each function whose loops consist only of scalar
 //! arithmetic, compares, branches, calls and typed buffer and global loads and stores is compiled
 //! to straight x86-64 that works on the same frame registers; the interpreter enters it at loop
 //! headers and takes over again wherever the code stops (an instruction it does not handle, or an
