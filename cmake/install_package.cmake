@@ -3,7 +3,7 @@
 #
 #   cmake -DRTX_PREFIX=<prefix> -DRTX_VERSION=<x.y.z> -DRTX_ABI_VERSION=<n> -DRTX_SONAME=<librtx.so.n>
 #         -DRTX_NATIVE_STATIC_LIBS="<-lfoo -lbar ...>" -DRTX_POINTER_SIZE=<bytes>
-#         -DRTX_DESCRIPTION="<text>" -P cmake/install_package.cmake
+#         -DRTX_DESCRIPTION="<text>" -DRTX_FEATURES="<feature,feature,...>" -P cmake/install_package.cmake
 #
 # Output: <prefix>/lib/cmake/rtx/rtxConfig.cmake, rtxConfigVersion.cmake, <prefix>/lib/pkgconfig/rtx.pc.
 cmake_minimum_required(VERSION 3.16)
@@ -16,6 +16,10 @@ foreach(required RTX_PREFIX RTX_VERSION RTX_ABI_VERSION RTX_SONAME RTX_NATIVE_ST
 endforeach()
 
 include(CMakePackageConfigHelpers)
+
+# The Cargo features the library was built with: a CMake list for rtxConfig.cmake, words for rtx.pc.
+string(REPLACE "," ";" RTX_FEATURES_CMAKE "${RTX_FEATURES}")
+string(REPLACE "," " " RTX_FEATURES_PC "${RTX_FEATURES}")
 
 # The native libraries a static librtx needs, as rustc printed them: "-lfoo" becomes "foo" for
 # INTERFACE_LINK_LIBRARIES; pkg-config's Libs.private takes the flags as they are.

@@ -968,7 +968,8 @@ void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size
  *
  * Errors: NOT_FOUND for an unknown device name (the message lists the known ones);
  * ALREADY_EXISTS if the context already has a device (or a native module named `hal`);
- * INVALID_ARGUMENT for NULL arguments. On failure the context is left as it was. Thread-safe.
+ * UNIMPLEMENTED for a Vulkan device in a build without the `vulkan` feature; INVALID_ARGUMENT for
+ * NULL arguments. On failure the context is left as it was. Thread-safe.
  */
 rtx_error_t *rtx_context_add_device(rtx_context_t *context, const char *device);
 
@@ -1102,7 +1103,8 @@ rtx_error_t *rtx_context_call(rtx_context_t *context,
  * to `context` from now on (modules added before resolved their kernel names already, and an
  * unknown name fails `rtx_context_add_module`). `user_data` stays the caller's and must live as
  * long as the context. Errors: ALREADY_EXISTS when `name` is taken (a core `tfrt.*` kernel or
- * an earlier registration); INVALID_ARGUMENT for NULL arguments or an empty or non-UTF-8 name.
+ * an earlier registration); INVALID_ARGUMENT for NULL arguments or an empty or non-UTF-8 name;
+ * UNIMPLEMENTED in a build without the `tfrt` feature (it has no BEF modules to run kernels in).
  */
 rtx_error_t *rtx_context_register_kernel(rtx_context_t *context,
                                          const char *name,
@@ -1171,11 +1173,12 @@ rtx_error_t *rtx_kernel_frame_attr_string(const rtx_kernel_frame_t *frame,
  * Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
  * not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
  * the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
- * (unsupported feature) with the byte offset of the problem in the message; INVALID_ARGUMENT for
- * NULL arguments. `*out_module` is written only on success; release it with
+ * (unsupported feature) with the byte offset of the problem in the message; UNIMPLEMENTED for a
+ * BEF module in a build without the `tfrt` feature; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only on success; release it with
  * `rtx_module_release`.
  */
-rtx_error_t *rtx_module_load_file(const char *path, rtx_module_t **out_module);
+rtx_error_t *rtx_module_load_file(const char *path,
+                                  rtx_module_t **out_module);
 
 /**
  * Loads and verifies a module from `size` bytes at `data`, which are copied (the caller may free
@@ -1292,7 +1295,8 @@ uint32_t rtx_abi_version(void);
  * Sets `*out` to the number of Vulkan physical devices: 0 where no Vulkan loader or driver
  * exists. Devices that rtx cannot run on (before Vulkan 1.2, no timeline semaphores) are
  * counted; `rtx_vulkan_device_create` says why it refuses them. The list is made once per
- * process. Errors: INVALID_ARGUMENT for NULL `out`; the loader's error when enumeration fails.
+ * process. Errors: INVALID_ARGUMENT for NULL `out`; the loader's error when enumeration fails;
+ * UNIMPLEMENTED in a build without the `vulkan` feature.
  */
 rtx_error_t *rtx_vulkan_device_count(size_t *out);
 
@@ -1307,8 +1311,8 @@ rtx_error_t *rtx_vulkan_device_info(size_t index, struct rtx_vulkan_device_info_
  * Opens physical device `index` (as `rtx_vulkan_device_info` numbers them) with a compute
  * queue. Errors: NOT_FOUND for no such device; UNAVAILABLE where no Vulkan exists;
  * FAILED_PRECONDITION (or the driver's error) for a device rtx cannot run on, saying why;
- * INVALID_ARGUMENT for NULL `out`. `*out` is written only on success; release it with
- * `rtx_vulkan_device_release`.
+ * INVALID_ARGUMENT for NULL `out`; UNIMPLEMENTED in a build without the `vulkan` feature.
+ * `*out` is written only on success; release it with `rtx_vulkan_device_release`.
  */
 rtx_error_t *rtx_vulkan_device_create(size_t index, rtx_vulkan_device_t **out);
 

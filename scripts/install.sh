@@ -7,7 +7,9 @@
 #   PREFIX/lib/cmake/rtx/rtxConfig.cmake, rtxConfigVersion.cmake   (find_package(rtx CONFIG))
 #   PREFIX/lib/pkgconfig/rtx.pc                                    (pkg-config rtx)
 #
-# Usage: scripts/install.sh PREFIX
+# Usage: [RTX_FEATURES=vulkan,tfrt,onnx] scripts/install.sh PREFIX
+# RTX_FEATURES lists the Cargo features to build with (all of them by default; empty: the VM and the
+# CPU devices alone). The package records them (rtx_FEATURES in CMake, `features` in rtx.pc).
 # Idempotent: run it again after changing the code; cargo rebuilds only what changed.
 # The version comes from Cargo.toml, the ABI version from the built library's SONAME, and the
 # static library's native dependencies from `rustc --print native-static-libs`: nothing is kept by
@@ -42,7 +44,9 @@ release_dir=$target_dir/release
 #    print the static library's native dependencies; cargo replays that note when nothing changed.
 build_log=$target_dir/rtx-install-build.log
 mkdir -p "$target_dir"
-build=(cargo rustc --release --lib --crate-type "cdylib,staticlib" -- --print native-static-libs)
+features=${RTX_FEATURES-vulkan,tfrt,onnx}
+build=(cargo rustc --release --lib --crate-type "cdylib,staticlib" --no-default-features --features "$features"
+  -- --print native-static-libs)
 if ! "${build[@]}" >"$build_log" 2>&1; then
   cat "$build_log" >&2
   die "the release build failed"
@@ -80,7 +84,7 @@ install -m 0644 include/rtx.hpp "$prefix/include/rtx.hpp"
 # 4. Package files (rtxConfig.cmake, rtxConfigVersion.cmake, rtx.pc).
 cmake -DRTX_PREFIX="$prefix" -DRTX_VERSION="$version" -DRTX_ABI_VERSION="$abi_version" -DRTX_SONAME="$soname" \
   -DRTX_NATIVE_STATIC_LIBS="$native_static_libs" -DRTX_POINTER_SIZE="$pointer_size" \
-  -DRTX_DESCRIPTION="$description" -P cmake/install_package.cmake
+  -DRTX_DESCRIPTION="$description" -DRTX_FEATURES="$features" -P cmake/install_package.cmake
 
-echo "installed rtx $version (ABI $abi_version) into $prefix"
+echo "installed rtx $version (ABI $abi_version, features: ${features:-none}) into $prefix"
 echo "  static library needs: $native_static_libs"

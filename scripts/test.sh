@@ -17,6 +17,9 @@
 #    8. release build + scripts/install.sh into target/rtx-prefix
 # 9-10. c-examples built against the installed package, linked shared and then static: ctest, then
 #       every example binary under valgrind (0 errors, 0 leaks)
+#  10b. the library without default features (the VM and the CPU devices) installed into
+#       target/rtx-prefix-minimal, its stripped size printed beside the default one, and the C
+#       examples that apply run against it, with left_out (the parts left out say UNIMPLEMENTED)
 #   11. pkg-config: compile, link (shared; static through Libs.private) and run a C program, and a C++
 #       one through rtx.hpp
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
@@ -64,8 +67,11 @@ echo "cmake $(cmake --version | head -n 1 | awk '{print $3}'), $(valgrind --vers
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-step "cargo clippy --workspace --all-targets -- -D warnings"
+step "cargo clippy --workspace --all-targets -- -D warnings (and the build without default features)"
 cargo clippy --workspace --all-targets -- -D warnings
+# The library and the tool with the VM and the CPU devices alone: the feature gates compile clean.
+cargo clippy -p rtx --no-default-features --lib --bins -- -D warnings
+cargo clippy -p rtx-runtime --no-default-features --all-targets -- -D warnings
 
 step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
 RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
@@ -83,6 +89,8 @@ fi
 # Every Vulkan test runs under the Khronos validation layers; what they report fails the test.
 export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
 cargo test --workspace
+# The runtime without its features: the parts left out answer UNIMPLEMENTED, naming the feature.
+cargo test -p rtx-runtime --no-default-features --lib
 # A model run leaks nothing: the digit classifier as BEF kernel graphs, and the pipeline whose
 # tensors cross into the compiled model and back (models/digits/graphs.mlir), under valgrind.
 (cd models/digits && valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
@@ -157,6 +165,21 @@ for linkage in shared static; do
   grep -E '^[0-9]+/[0-9]+ Testing: |ERROR SUMMARY|in use at exit|definitely lost|indirectly lost|possibly lost|All heap blocks' \
     "$build/Testing/Temporary/LastTest.log" | sed -e 's/^==[0-9]*== /     /' -e 's/^[0-9]*\/[0-9]* Testing: /   /'
 done
+
+step "the VM and the CPU devices alone (no default features): install, size, C examples"
+minimal=$target/rtx-prefix-minimal
+RTX_FEATURES= RTX_INSTALL_QUIET=1 scripts/install.sh "$minimal"
+strip -o "$target/librtx-minimal.stripped.so" "$minimal/lib/librtx.so"
+strip -o "$target/librtx-default.stripped.so" "$prefix/lib/librtx.so"
+echo "   stripped librtx.so: $(stat -c %s "$target/librtx-minimal.stripped.so") bytes without default features," \
+  "$(stat -c %s "$target/librtx-default.stripped.so") bytes with them"
+minimal_build=$target/c-examples-minimal
+cmake -S c-examples -B "$minimal_build" -DCMAKE_PREFIX_PATH="$minimal" -DRTX_EXPECTED_VERSION="$version" \
+  --log-level=WARNING >/dev/null
+cmake --build "$minimal_build" --parallel "$jobs" -- --no-print-directory
+ctest --test-dir "$minimal_build" --output-on-failure --parallel "$jobs"
+grep -q '^left_out' <(ctest --test-dir "$minimal_build" -N | sed -n 's/^ *Test *#[0-9]*: //p') ||
+  die "the C examples against the build without default features did not include left_out"
 
 step "pkg-config: compile and link a C program (shared, then static with Libs.private) and a C++ one"
 check_dir=$target/pkg-config-check

@@ -21,7 +21,8 @@ use crate::host::ResultExt;
 ///
 /// Errors: NOT_FOUND for an unknown device name (the message lists the known ones);
 /// ALREADY_EXISTS if the context already has a device (or a native module named `hal`);
-/// INVALID_ARGUMENT for NULL arguments. On failure the context is left as it was. Thread-safe.
+/// UNIMPLEMENTED for a Vulkan device in a build without the `vulkan` feature; INVALID_ARGUMENT for
+/// NULL arguments. On failure the context is left as it was. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_add_device(
     context: *mut rtx_context_t,

@@ -83,7 +83,8 @@ unsafe fn frame_arg<'f>(frame: *const rtx_kernel_frame_t, function: &str) -> Res
 /// to `context` from now on (modules added before resolved their kernel names already, and an
 /// unknown name fails `rtx_context_add_module`). `user_data` stays the caller's and must live as
 /// long as the context. Errors: ALREADY_EXISTS when `name` is taken (a core `tfrt.*` kernel or
-/// an earlier registration); INVALID_ARGUMENT for NULL arguments or an empty or non-UTF-8 name.
+/// an earlier registration); INVALID_ARGUMENT for NULL arguments or an empty or non-UTF-8 name;
+/// UNIMPLEMENTED in a build without the `tfrt` feature (it has no BEF modules to run kernels in).
 #[no_mangle]
 pub unsafe extern "C" fn rtx_context_register_kernel(
     context: *mut rtx_context_t,

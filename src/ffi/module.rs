@@ -142,8 +142,8 @@ unsafe fn load_into(
 /// Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
 /// not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
 /// the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
-/// (unsupported feature) with the byte offset of the problem in the message; INVALID_ARGUMENT for
-/// NULL arguments. `*out_module` is written only on success; release it with
+/// (unsupported feature) with the byte offset of the problem in the message; UNIMPLEMENTED for a
+/// BEF module in a build without the `tfrt` feature; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only on success; release it with
 /// `rtx_module_release`.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_module_load_file(

@@ -1,5 +1,6 @@
 //! Vulkan devices: listing them, opening one as a handle, and giving it to contexts. The Vulkan
-//! loader is opened at run time, so these work (and list no device) where no Vulkan exists.
+//! loader is opened at run time, so these work (and list no device) where no Vulkan exists. In a
+//! build without the `vulkan` feature every one of them fails with UNIMPLEMENTED.
 
 use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
@@ -9,7 +10,7 @@ use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipArc};
 use super::{catch_error, catch_or, check_struct_size, invalid_argument};
 use crate::host::{Diagnostic, ResultExt, StatusCode};
-use crate::runtime::vulkan::{self, DeviceOptions, DeviceSelector, PhysicalDeviceInfo, VulkanDevice};
+use crate::runtime::vulkan::{self, VulkanDevice, VulkanDeviceInfo};
 
 /// An open Vulkan device (a logical device with a compute queue on one physical device).
 /// Opaque; reference counted; thread-safe. Contexts it is added to keep it alive.
@@ -86,13 +87,13 @@ impl Listed {
         device_local_bytes: 0,
     };
 
-    fn new(info: &PhysicalDeviceInfo) -> Listed {
+    fn new(info: &VulkanDeviceInfo) -> Listed {
         Listed {
             name: c_text(&info.name),
-            driver: c_text(&info.driver_name),
+            driver: c_text(&info.driver),
             vendor_id: info.vendor_id,
             device_id: info.device_id,
-            api_version: info.api_version.0,
+            api_version: info.api_version,
             uuid: info.uuid,
             device_local_bytes: info.device_local_bytes,
         }
@@ -130,7 +131,8 @@ fn listing() -> Result<&'static Listing, Diagnostic> {
 /// Sets `*out` to the number of Vulkan physical devices: 0 where no Vulkan loader or driver
 /// exists. Devices that rtx cannot run on (before Vulkan 1.2, no timeline semaphores) are
 /// counted; `rtx_vulkan_device_create` says why it refuses them. The list is made once per
-/// process. Errors: INVALID_ARGUMENT for NULL `out`; the loader's error when enumeration fails.
+/// process. Errors: INVALID_ARGUMENT for NULL `out`; the loader's error when enumeration fails;
+/// UNIMPLEMENTED in a build without the `vulkan` feature.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_vulkan_device_count(out: *mut usize) -> *mut rtx_error_t {
     catch_error(|| {
@@ -185,15 +187,15 @@ pub unsafe extern "C" fn rtx_vulkan_device_info(index: usize, out: *mut rtx_vulk
 /// Opens physical device `index` (as `rtx_vulkan_device_info` numbers them) with a compute
 /// queue. Errors: NOT_FOUND for no such device; UNAVAILABLE where no Vulkan exists;
 /// FAILED_PRECONDITION (or the driver's error) for a device rtx cannot run on, saying why;
-/// INVALID_ARGUMENT for NULL `out`. `*out` is written only on success; release it with
-/// `rtx_vulkan_device_release`.
+/// INVALID_ARGUMENT for NULL `out`; UNIMPLEMENTED in a build without the `vulkan` feature.
+/// `*out` is written only on success; release it with `rtx_vulkan_device_release`.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_vulkan_device_create(
     index: usize,
     out: *mut *mut rtx_vulkan_device_t,
 ) -> *mut rtx_error_t {
     // SAFETY: forwarded from the caller.
-    unsafe { create("rtx_vulkan_device_create", DeviceSelector::Index(index), out) }
+    unsafe { create("rtx_vulkan_device_create", || vulkan::open_index(index), out) }
 }
 
 /// Opens the physical device whose `VkPhysicalDeviceIDProperties::deviceUUID` is the 16 bytes
@@ -210,17 +212,21 @@ pub unsafe extern "C" fn rtx_vulkan_device_create_by_uuid(
     // SAFETY: a non-null `uuid` points to 16 readable bytes by contract.
     let uuid = unsafe { uuid.cast::<[u8; 16]>().read_unaligned() };
     // SAFETY: forwarded from the caller.
-    unsafe { create("rtx_vulkan_device_create_by_uuid", DeviceSelector::Uuid(uuid), out) }
+    unsafe { create("rtx_vulkan_device_create_by_uuid", || vulkan::open_uuid(uuid), out) }
 }
 
 /// # Safety
 /// A non-null `out` must be writable.
-unsafe fn create(function: &str, selector: DeviceSelector, out: *mut *mut rtx_vulkan_device_t) -> *mut rtx_error_t {
+unsafe fn create(
+    function: &str,
+    open: impl FnOnce() -> Result<Arc<VulkanDevice>, Diagnostic>,
+    out: *mut *mut rtx_vulkan_device_t,
+) -> *mut rtx_error_t {
     catch_error(|| {
         if out.is_null() {
             return Err(invalid_argument(format!("{function}: argument 'out' is NULL")));
         }
-        let device = vulkan::open(selector, DeviceOptions::default()).context(function)?;
+        let device = open().context(function)?;
         // SAFETY: `out` is non-null and writable by contract.
         unsafe { out.write(handle::to_handle::<rtx_vulkan_device_t>(device)) };
         Ok(())

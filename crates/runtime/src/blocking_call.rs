@@ -12,14 +12,23 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "tfrt")]
 use super::bef_call;
+#[cfg(feature = "tfrt")]
 use super::bridge::tensors::tensor_to_view;
-use super::context::{BefFunction, VmFunction};
-use super::invocation::{check_result_count, held_type, placed, result_view, with_signal, wrong_result};
+#[cfg(feature = "tfrt")]
+use super::context::BefFunction;
+use super::context::VmFunction;
+#[cfg(feature = "tfrt")]
+use super::invocation::held_type;
+use super::invocation::{check_result_count, placed, result_view, with_signal, wrong_result};
 use rtx_hal::buffer_view::BufferView;
 use rtx_hal::device::Allocator;
 use rtx_hal::fence::Fence;
-use rtx_host::{AsyncValueRef, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
+#[cfg(feature = "tfrt")]
+use rtx_host::{AsyncValueRef, HostContext, RcAsyncValue};
+use rtx_host::{Diagnostic, ResultExt, StatusCode};
+#[cfg(feature = "tfrt")]
 use rtx_kernel::tensor::DenseHostTensor;
 use rtx_vm::abi::ValueKind;
 use rtx_vm::context::Context as VmContext;
@@ -75,6 +84,7 @@ pub(super) fn call_vm(
 
 /// Runs the BEF `function` on `host`'s queue with `views` for its arguments (the caller checked
 /// their number), waits for it, and returns its results, each a tensor.
+#[cfg(feature = "tfrt")]
 pub(super) fn call_bef(
     host: &Arc<HostContext>,
     function: &BefFunction,

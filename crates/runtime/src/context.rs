@@ -2,15 +2,23 @@
 //! device its tensor programs use, the instances of the VM modules added to it, its BEF modules
 //! and the kernels they resolve against.
 
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock};
+#[cfg(feature = "tfrt")]
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+#[cfg(feature = "tfrt")]
 use super::bef_call;
 use super::blocking_call;
+#[cfg(feature = "tfrt")]
 use super::bridge;
+#[cfg(feature = "tfrt")]
 use super::bridge::bef_module::BefNativeModule;
+#[cfg(not(feature = "tfrt"))]
+use super::feature::left_out;
 use super::instance::Runtime;
 use super::invocation::{self, plural};
 use super::module::Module;
+#[cfg(feature = "tfrt")]
 use rtx_bef::reader::BefFile;
 use rtx_hal::buffer_view::BufferView;
 use rtx_hal::device::{Allocator, Device};
@@ -18,7 +26,9 @@ use rtx_hal::fence::Fence;
 use rtx_hal::module::HalModule;
 use rtx_host::work_queue::{refuse_on_own_thread, WorkQueueSpec};
 use rtx_host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
-use rtx_kernel::{KernelError, KernelFrame, KernelRegistry};
+#[cfg(feature = "tfrt")]
+use rtx_kernel::KernelRegistry;
+use rtx_kernel::{KernelError, KernelFrame};
 use rtx_vm::abi::{plain_kinds, AbiModel, CallingConvention, ValueKind};
 use rtx_vm::context::{Context as VmContext, FunctionHandle};
 use rtx_vm::native::NativeModule;
@@ -65,9 +75,11 @@ pub struct Context {
     /// Declared first so that `__deinit` runs while the work queue still exists.
     vm: VmContext,
     /// The BEF modules added, their kernel names resolved against `kernels`.
+    #[cfg(feature = "tfrt")]
     bef: RwLock<BefModules>,
     /// What BEF modules added from now on resolve their kernel names against: TFRT's core
     /// kernels, the tensor kernels, the `nn.*` layers and those the host registered.
+    #[cfg(feature = "tfrt")]
     kernels: RwLock<KernelRegistry>,
     /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
     /// [`invocation`]), so the context, its queue and its threads go away on the thread that
@@ -80,6 +92,7 @@ pub struct Context {
 }
 
 /// The BEF modules of a context.
+#[cfg(feature = "tfrt")]
 #[derive(Default)]
 struct BefModules {
     modules: Vec<(Arc<str>, Arc<BefFile>)>,
@@ -97,6 +110,7 @@ pub struct Function {
 #[derive(Clone, Debug)]
 enum Target {
     Vm(VmFunction),
+    #[cfg(feature = "tfrt")]
     Bef(BefFunction),
 }
 
@@ -117,6 +131,7 @@ impl VmFunction {
 }
 
 /// A function of a BEF module added to the context.
+#[cfg(feature = "tfrt")]
 #[derive(Clone, Debug)]
 pub(super) struct BefFunction {
     /// `module.function`.
@@ -129,6 +144,7 @@ impl Function {
     pub fn name(&self) -> &str {
         match &self.target {
             Target::Vm(f) => &f.handle.full_name,
+            #[cfg(feature = "tfrt")]
             Target::Bef(f) => &f.name,
         }
     }
@@ -137,6 +153,7 @@ impl Function {
     pub fn as_vm(&self) -> Option<&VmFunction> {
         match &self.target {
             Target::Vm(f) => Some(f),
+            #[cfg(feature = "tfrt")]
             Target::Bef(_) => None,
         }
     }
@@ -146,6 +163,7 @@ impl Function {
     pub fn declared_arguments(&self) -> usize {
         match &self.target {
             Target::Vm(f) => f.declared_arguments(),
+            #[cfg(feature = "tfrt")]
             Target::Bef(f) => f.function.num_arguments(),
         }
     }
@@ -153,6 +171,7 @@ impl Function {
     pub fn num_results(&self) -> usize {
         match &self.target {
             Target::Vm(f) => f.results.len(),
+            #[cfg(feature = "tfrt")]
             Target::Bef(f) => f.function.num_results(),
         }
     }
@@ -180,6 +199,7 @@ impl Function {
         };
         let signature = match &self.target {
             Target::Vm(f) => format!("calling convention `{}`", f.handle.cconv),
+            #[cfg(feature = "tfrt")]
             Target::Bef(f) => format!(
                 "BEF `({}) -> ({})`",
                 f.function.argument_types().join(", "),
@@ -206,12 +226,15 @@ impl Context {
     pub(super) fn new(runtime: Runtime, host: HostContext) -> Context {
         let context = Context {
             vm: VmContext::new(),
+            #[cfg(feature = "tfrt")]
             bef: RwLock::default(),
+            #[cfg(feature = "tfrt")]
             kernels: RwLock::new(KernelRegistry::with_model_kernels()),
             host: Arc::new(host),
             runtime,
             device_allocator: Arc::default(),
         };
+        #[cfg(feature = "tfrt")]
         context.register_bridge_kernels(&mut write(&context.kernels));
         context
     }
@@ -219,6 +242,7 @@ impl Context {
     /// Registers the kernels that reach this context's VM modules (`rtx.vm.call`, see
     /// [`bridge::vm_call`]) in `registry`: the context's own has them; a tool that binds BEF
     /// files to a registry of its own adds them there.
+    #[cfg(feature = "tfrt")]
     pub fn register_bridge_kernels(&self, registry: &mut KernelRegistry) {
         bridge::vm_call::register(registry, self.vm.downgrade(), Arc::clone(&self.device_allocator));
     }
@@ -289,14 +313,20 @@ impl Context {
                         ),
                     ));
                 }
+                #[cfg(feature = "tfrt")]
                 let mut bef = write(&self.bef);
+                #[cfg(feature = "tfrt")]
                 if bef.modules.iter().any(|(name, _)| **name == *module.name()) {
                     return Err(already_exists(module.name()));
                 }
                 self.vm.add_module(Arc::clone(module))?;
-                bef.latest = None;
+                #[cfg(feature = "tfrt")]
+                {
+                    bef.latest = None;
+                }
                 Ok(())
             }
+            #[cfg(feature = "tfrt")]
             Module::Bef { name, image } => {
                 let mut bef = write(&self.bef);
                 if bef.modules.iter().any(|(n, _)| n == name) || self.vm.module_names().iter().any(|n| **n == **name) {
@@ -316,7 +346,8 @@ impl Context {
     /// resolved their names already). It runs on any of the context's threads, once its
     /// arguments are available, and sets its results now or later (see [`KernelFrame`]).
     /// ALREADY_EXISTS when `name` is taken (by a kernel the context starts with or an earlier
-    /// registration); INVALID_ARGUMENT for an empty name.
+    /// registration); INVALID_ARGUMENT for an empty name; UNIMPLEMENTED in a build without the
+    /// `tfrt` feature, which has no BEF modules to run kernels in.
     pub fn register_kernel<F>(&self, name: &str, kernel: F) -> Result<(), Diagnostic>
     where
         F: Fn(&mut KernelFrame<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
@@ -324,26 +355,40 @@ impl Context {
         if name.is_empty() {
             return Err(Diagnostic::new(StatusCode::InvalidArgument, "a kernel name must not be empty"));
         }
-        let mut kernels = write(&self.kernels);
-        if kernels.kernel(name).is_some() {
-            return Err(Diagnostic::new(
-                StatusCode::AlreadyExists,
-                format!("a kernel named `{name}` is already registered in this context"),
-            ));
+        #[cfg(not(feature = "tfrt"))]
+        {
+            drop(kernel);
+            Err(left_out("tfrt", format_args!("registering kernel `{name}` (kernels run in BEF modules)")))
         }
-        kernels.add_kernel(name, kernel);
-        Ok(())
+        #[cfg(feature = "tfrt")]
+        {
+            let mut kernels = write(&self.kernels);
+            if kernels.kernel(name).is_some() {
+                return Err(Diagnostic::new(
+                    StatusCode::AlreadyExists,
+                    format!("a kernel named `{name}` is already registered in this context"),
+                ));
+            }
+            kernels.add_kernel(name, kernel);
+            Ok(())
+        }
     }
 
     /// Lets VM modules added from now on import the functions of the BEF module `name` (added
     /// before) by name, `name.function`, as functions of a native module (see
-    /// [`bridge::bef_module`]). NOT_FOUND when no BEF module has that name.
+    /// `bridge::bef_module`). NOT_FOUND when no BEF module has that name; UNIMPLEMENTED in a
+    /// build without the `tfrt` feature.
     pub fn add_bef_native_module(&self, name: &str) -> Result<(), Diagnostic> {
-        let file = read(&self.bef).modules.iter().find(|(n, _)| **n == *name).map(|(_, file)| Arc::clone(file));
-        let file = file.ok_or_else(|| {
-            Diagnostic::new(StatusCode::NotFound, format!("the context has no BEF module named `{name}`"))
-        })?;
-        self.vm.add_native_module(Arc::new(BefNativeModule::new(name, &file, &self.host)))
+        #[cfg(not(feature = "tfrt"))]
+        return Err(left_out("tfrt", format_args!("the BEF module `{name}`")));
+        #[cfg(feature = "tfrt")]
+        {
+            let file = read(&self.bef).modules.iter().find(|(n, _)| **n == *name).map(|(_, file)| Arc::clone(file));
+            let file = file.ok_or_else(|| {
+                Diagnostic::new(StatusCode::NotFound, format!("the context has no BEF module named `{name}`"))
+            })?;
+            self.vm.add_native_module(Arc::new(BefNativeModule::new(name, &file, &self.host)))
+        }
     }
 
     /// Adds a module implemented by the host; modules added afterwards can import its functions.
@@ -354,6 +399,7 @@ impl Context {
     /// Finds `name` (`module.function`, or a bare name in the most recently added bytecode or
     /// BEF module) and the kinds of its arguments and results.
     pub fn function(&self, name: &str) -> Result<Function, Diagnostic> {
+        #[cfg(feature = "tfrt")]
         if let Some(function) = self.bef_function(name)? {
             return Ok(Function { target: Target::Bef(function) });
         }
@@ -362,6 +408,7 @@ impl Context {
 
     /// The BEF function `name` refers to; `None` when it names no BEF module (then it is the
     /// VM's to look up), NOT_FOUND when the module has no such function.
+    #[cfg(feature = "tfrt")]
     fn bef_function(&self, name: &str) -> Result<Option<BefFunction>, Diagnostic> {
         let bef = read(&self.bef);
         let (module, function) = match name.split_once('.') {
@@ -411,6 +458,7 @@ impl Context {
         function.check_arguments(arguments.len())?;
         match &function.target {
             Target::Vm(vm) => invocation::start(&self.host, &self.vm, vm, arguments, self.device_allocator.get(), done),
+            #[cfg(feature = "tfrt")]
             Target::Bef(bef) => bef_call::start(&self.host, bef, arguments, done),
         }
     }
@@ -439,6 +487,7 @@ impl Context {
         }
         match &function.target {
             Target::Vm(vm) => blocking_call::call_vm(&self.vm, vm, arguments, self.device_allocator.get()),
+            #[cfg(feature = "tfrt")]
             Target::Bef(bef) => blocking_call::call_bef(&self.host, bef, arguments),
         }
     }
@@ -528,14 +577,17 @@ pub(super) fn vm_function(vm: &VmContext, name: &str) -> Result<VmFunction, Diag
     Ok(VmFunction { handle, arguments, results })
 }
 
+#[cfg(feature = "tfrt")]
 fn already_exists(name: &str) -> Diagnostic {
     Diagnostic::new(StatusCode::AlreadyExists, format!("a module named `{name}` is already in this context"))
 }
 
+#[cfg(feature = "tfrt")]
 fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
+#[cfg(feature = "tfrt")]
 fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }

@@ -6,10 +6,14 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::context::{Context, ContextOptions, QueueChoice};
+#[cfg(not(feature = "vulkan"))]
+use super::feature::left_out;
+#[cfg(feature = "vulkan")]
 use rtx_hal::backend::DeviceBackend;
 use rtx_hal::device::Device;
 use rtx_hal_cpu::device::{DeviceKind, LocalDevice};
 use rtx_hal_cpu::workers::Workers;
+#[cfg(feature = "vulkan")]
 use rtx_hal_vulkan::{DeviceOptions, DeviceSelector, VulkanDevice};
 use rtx_host::work_queue::{ScopedWorkQueue, WorkQueueSpec};
 use rtx_host::{Diagnostic, HostContext, WorkQueue};
@@ -31,6 +35,7 @@ struct Shared {
     task_worker_count: Option<usize>,
     /// The Vulkan devices open, by how they were named, held weakly: contexts naming the same
     /// device share one logical device (its pipelines, memory and queue) while any uses it.
+    #[cfg(feature = "vulkan")]
     vulkan_devices: Mutex<Vec<(DeviceSelector, Weak<dyn DeviceBackend>)>>,
 }
 
@@ -52,6 +57,7 @@ impl Runtime {
                 queues: Mutex::default(),
                 task_workers: Mutex::default(),
                 task_worker_count: Some(workers.max(1)),
+                #[cfg(feature = "vulkan")]
                 vulkan_devices: Mutex::default(),
             }),
         }
@@ -102,14 +108,19 @@ impl Runtime {
     /// The device `uri` names: `local-sync`, `local-task` (sharing the runtime's worker pool), or
     /// a Vulkan device (`vulkan`, `vulkan://N`, `vulkan://UUID`; the one already open under that
     /// name in this runtime, else opened). NOT_FOUND for an unknown name; UNAVAILABLE where
-    /// Vulkan or the device is missing.
+    /// Vulkan or the device is missing; UNIMPLEMENTED for a Vulkan device in a build without the
+    /// `vulkan` feature.
     pub fn open_device(&self, uri: &str) -> Result<Device, Diagnostic> {
         if uri.starts_with("vulkan") {
+            #[cfg(feature = "vulkan")]
             return self.vulkan_device(DeviceSelector::parse(uri)?);
+            #[cfg(not(feature = "vulkan"))]
+            return Err(left_out("vulkan", format_args!("the device `{uri}`")));
         }
         Ok(self.device(DeviceKind::parse(uri)?).into_device())
     }
 
+    #[cfg(feature = "vulkan")]
     fn vulkan_device(&self, selector: DeviceSelector) -> Result<Device, Diagnostic> {
         let mut open = self.shared.vulkan_devices.lock().unwrap_or_else(PoisonError::into_inner);
         open.retain(|(_, device)| device.strong_count() > 0);

@@ -51,10 +51,12 @@
 //! # }
 //! ```
 
+#[cfg(feature = "tfrt")]
 mod bef_call;
 mod blocking_call;
 pub mod bridge;
 mod context;
+mod feature;
 mod instance;
 pub mod invocation;
 mod module;
@@ -62,6 +64,7 @@ mod scalar_module;
 pub mod vulkan;
 
 pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
+pub use feature::left_out;
 pub use instance::Runtime;
 pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME};
 pub use scalar_module::{Scalar, ScalarFunctions, ScalarModule};

@@ -6,7 +6,11 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(not(feature = "tfrt"))]
+use super::feature::left_out;
+#[cfg(feature = "tfrt")]
 use rtx_bef::format::FunctionKind;
+#[cfg(feature = "tfrt")]
 use rtx_bef::reader::BefImage;
 use rtx_host::{Diagnostic, StatusCode};
 use rtx_vm as vm;
@@ -54,6 +58,7 @@ pub enum Module {
     Vm(Arc<vm::Module>),
     /// A verified BEF image; its kernel names are resolved when it is added to a context,
     /// against that context's kernels.
+    #[cfg(feature = "tfrt")]
     Bef {
         name: Arc<str>,
         image: Arc<BefImage>,
@@ -86,10 +91,13 @@ impl Module {
             .and_then(|file| file.take(8).read_to_end(&mut head))
             .map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
         match ModuleFormat::detect(&head) {
+            #[cfg(feature = "tfrt")]
             Some(ModuleFormat::Bef) => {
                 let name = path.file_stem().map_or_else(|| BEF_MEMORY_MODULE_NAME.into(), |s| s.to_string_lossy());
                 Ok(Module::Bef { name: name.into(), image: Arc::new(BefImage::open(path)?) })
             }
+            #[cfg(not(feature = "tfrt"))]
+            Some(ModuleFormat::Bef) => Err(left_out("tfrt", format_args!("`{}`, a BEF module,", path.display()))),
             Some(other @ ModuleFormat::MlirBytecode) => Err(not_runnable(other, &format!("`{}`", path.display()))),
             // Anything else goes to the VM loader, whose errors say what is wrong where.
             Some(ModuleFormat::VmBytecode) | None => Ok(Module::Vm(Arc::new(vm::Module::load_file(path)?))),
@@ -99,9 +107,12 @@ impl Module {
     /// Loads a module from memory (copied, so `bytes` may go away after the call).
     pub fn load_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
         match ModuleFormat::detect(bytes) {
+            #[cfg(feature = "tfrt")]
             Some(ModuleFormat::Bef) => {
                 Ok(Module::Bef { name: BEF_MEMORY_MODULE_NAME.into(), image: Arc::new(BefImage::from_bytes(bytes)?) })
             }
+            #[cfg(not(feature = "tfrt"))]
+            Some(ModuleFormat::Bef) => Err(left_out("tfrt", "the module, a BEF module,")),
             Some(other @ ModuleFormat::MlirBytecode) => Err(not_runnable(other, "the module")),
             Some(ModuleFormat::VmBytecode) | None => Ok(Module::Vm(Arc::new(vm::Module::load_memory(bytes)?))),
         }
@@ -111,6 +122,7 @@ impl Module {
     pub fn name(&self) -> &str {
         match self {
             Module::Vm(module) => module.name(),
+            #[cfg(feature = "tfrt")]
             Module::Bef { name, .. } => name,
         }
     }
@@ -120,6 +132,7 @@ impl Module {
     pub fn exported_functions(&self) -> Vec<ExportedFunction> {
         match self {
             Module::Vm(module) => module.exported_functions().iter().map(|e| vm_export(module, e)).collect(),
+            #[cfg(feature = "tfrt")]
             Module::Bef { image, .. } => (0..image.num_functions())
                 .filter_map(|index| image.function_info(index))
                 .filter(|info| !info.name.is_empty())
@@ -162,6 +175,7 @@ impl Module {
 }
 
 /// The plain kind a BEF type names (`i32`, `f64`).
+#[cfg(feature = "tfrt")]
 fn scalar_kind(type_name: &str) -> Option<ValueKind> {
     [ValueKind::I32, ValueKind::I64, ValueKind::F32, ValueKind::F64].into_iter().find(|k| k.name() == type_name)
 }
@@ -224,6 +238,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "tfrt")]
     fn a_bef_module_is_verified_at_load() {
         let error = Module::load_memory(&[0x0B, 0xEF, 0x00, 0x00]).unwrap_err();
         assert_eq!(error.code, StatusCode::InvalidArgument);

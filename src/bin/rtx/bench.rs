@@ -38,7 +38,10 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     let call = || prepared.call();
     call().map_err(|e| format!("{}: {}", e.code, e.message))?;
     // A BEF module (a kernel graph) has no IREE counterpart to time beside it.
+    #[cfg(feature = "tfrt")]
     let bef = matches!(prepared.call, crate::Call::Bef { .. });
+    #[cfg(not(feature = "tfrt"))]
+    let bef = false;
     let iree = if flags.has("no_iree") || bef { None } else { iree_benchmark::find_iree_benchmark_module() };
     let rounds = if iree.is_some() { rounds } else { 1 };
     // Each round's share: a time is split between the rounds, a call count is made in each.

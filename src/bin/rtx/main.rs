@@ -4,10 +4,12 @@
 //! and `import-onnx` (ONNX models as BEF kernel graphs). A thin user of the library: each command parses its flags, calls into
 //! `rtx`, and prints what the IREE tool would.
 
+#[cfg(feature = "tfrt")]
 mod bef_exec;
 mod bench;
 mod dump;
 mod flags;
+#[cfg(feature = "onnx")]
 mod import_onnx;
 mod opt;
 mod translate;
@@ -16,22 +18,28 @@ mod usage;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use rtx::hal::buffer_view::{self, BufferView};
 use rtx::hal::check::CheckModule;
 use rtx::hal::run_io::{self, OutputOptions};
 use rtx::hal::tensor_io::{Equality, EqualityMode, InputFiles};
-use rtx::host::{AsyncValueRef, Diagnostic, RcAsyncValue, StatusCode};
-use rtx::kernel::tensor::DenseHostTensor;
-use rtx::runtime::bridge::tensors;
+use rtx::host::Diagnostic;
 use rtx::runtime::{Context, ContextOptions, Module, Runtime, HAL_MODULE};
 use rtx::vm::abi::ValueKind;
 use rtx::vm::context::FunctionHandle;
 use rtx::vm::value::Value;
 
 use flags::{c_atof, c_atoi, Flags};
+// What running a BEF function (`--module=graph.bef`) takes.
+#[cfg(feature = "tfrt")]
+use {
+    rtx::hal::buffer_view::{self, BufferView},
+    rtx::host::{AsyncValueRef, RcAsyncValue, StatusCode},
+    rtx::kernel::tensor::DenseHostTensor,
+    rtx::runtime::bridge::tensors,
+};
 
 /// Prints what the Vulkan validation layers (on with `RTX_VULKAN_VALIDATION=1`) reported while the command
 /// ran a Vulkan device: each message is a bug, in rtx or in the program.
+#[cfg(feature = "vulkan")]
 fn report_validation() {
     let (messages, dropped) = rtx::hal::vulkan::validation::messages();
     for message in messages {
@@ -41,6 +49,10 @@ fn report_validation() {
         eprintln!("rtx: Vulkan validation: {dropped} more messages");
     }
 }
+
+/// A build without Vulkan runs no Vulkan device, so nothing reports.
+#[cfg(not(feature = "vulkan"))]
+fn report_validation() {}
 
 fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1);
@@ -57,8 +69,14 @@ fn main() -> ExitCode {
         "dump" => dump::dump(&flags),
         "translate" => translate::translate(&flags),
         "opt" => opt::opt(&flags),
+        #[cfg(feature = "tfrt")]
         "bef-exec" => bef_exec::bef_exec(&raw),
+        #[cfg(not(feature = "tfrt"))]
+        "bef-exec" => Err(left_out("tfrt", "running BEF kernel graphs")),
+        #[cfg(feature = "onnx")]
         "import-onnx" => import_onnx::import_onnx(&flags),
+        #[cfg(not(feature = "onnx"))]
+        "import-onnx" => Err(left_out("onnx", "importing ONNX models")),
         "help" | "--help" | "-h" => help(&flags),
         "--version" | "-V" | "version" => Ok(show(concat!("rtx ", env!("CARGO_PKG_VERSION")))),
         "" => Err(format!("no command given\n{}", usage::OVERVIEW)),
@@ -73,6 +91,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What a command says when it needs a part this build of rtx leaves out.
+#[cfg(not(all(feature = "tfrt", feature = "onnx")))]
+fn left_out(feature: &str, what: &str) -> String {
+    rtx::runtime::left_out(feature, what).message
 }
 
 /// Prints `text` and a newline on stdout; a reader that went away early (`rtx help | head`) is
@@ -106,8 +130,15 @@ struct Prepared {
 
 /// The function with its arguments: a VM function's values, or a BEF function's tensors.
 enum Call {
-    Vm { function: FunctionHandle, arguments: Vec<Value> },
-    Bef { function: rtx::runtime::Function, arguments: Vec<RcAsyncValue> },
+    Vm {
+        function: FunctionHandle,
+        arguments: Vec<Value>,
+    },
+    #[cfg(feature = "tfrt")]
+    Bef {
+        function: rtx::runtime::Function,
+        arguments: Vec<RcAsyncValue>,
+    },
 }
 
 impl Prepared {
@@ -115,6 +146,7 @@ impl Prepared {
     fn call(&self) -> Result<Vec<Value>, Diagnostic> {
         match &self.call {
             Call::Vm { function, arguments } => self.context.call(function, arguments.clone()),
+            #[cfg(feature = "tfrt")]
             Call::Bef { function, arguments } => {
                 let results = self.context.invoke(function, arguments)?;
                 self.context.await_values(&results)?;
@@ -151,9 +183,10 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
         .iter()
         .map(|path| match Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))? {
             Module::Vm(module) => Ok(module),
+            #[cfg(feature = "tfrt")]
             Module::Bef { .. } => Err(format!("`{path}` is a BEF file: run its functions with `rtx bef-exec`")),
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, String>>()?;
     // IREE's flag for the number of local-task workers.
     let runtime = match flags.last("task_topology_group_count") {
         None => Runtime::new(),
@@ -182,6 +215,7 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
 }
 
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
+    #[cfg(feature = "tfrt")]
     if let [path] = flags.all("module").as_slice() {
         if let Module::Bef { .. } = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))? {
             return prepare_bef(flags, path);
@@ -217,6 +251,7 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
 /// A BEF module (a kernel graph, `rtx import-onnx`'s output) in a context on the
 /// `--work_queue_type` (default `mstd`), its function's tensor arguments parsed as IREE's tools
 /// parse them.
+#[cfg(feature = "tfrt")]
 fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
     let spec = flags.last("work_queue_type").unwrap_or("mstd");
     let options = ContextOptions::from_spec(spec).map_err(|e| format!("--work_queue_type: {e}"))?;

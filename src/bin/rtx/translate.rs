@@ -54,6 +54,11 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
         return Err("--mlir-print-op-generic and --mlir-print-debuginfo apply to --bef-to-mlir".to_owned());
     }
     let out = match modes {
+        #[cfg(not(feature = "tfrt"))]
+        [false, false, true, false] | [false, false, false, true] => {
+            return Err(rtx::runtime::left_out("tfrt", "translating between MLIR and BEF").message)
+        }
+        #[cfg(feature = "tfrt")]
         [false, false, true, false] => {
             let disable_optional_sections = match flags.last("disable_optional_sections") {
                 None | Some("false") => false,
@@ -64,6 +69,7 @@ pub fn translate(flags: &Flags) -> Result<ExitCode, String> {
             let options = rtx::bef::WriteOptions { disable_optional_sections };
             rtx::bef::mlir_to_bef(&module, &options).map_err(|e| format!("`{input}`: {e}"))?
         }
+        #[cfg(feature = "tfrt")]
         [false, false, false, true] => {
             let disassembly = rtx::bef::bef_to_mlir(bytes, input).map_err(|e| format!("`{input}`: {e}"))?;
             for warning in &disassembly.warnings {

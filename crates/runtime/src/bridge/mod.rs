@@ -3,8 +3,11 @@
 //! (a BEF module imported by VM modules as a native module), both passing dense host tensors as
 //! buffer views through [`tensors`].
 
+#[cfg(feature = "tfrt")]
 pub mod bef_module;
 pub mod tensors;
+#[cfg(feature = "tfrt")]
 pub mod vm_call;
 
+#[cfg(feature = "tfrt")]
 pub use vm_call::VM_CALL;

@@ -7,7 +7,6 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use rtx_bef::format::DType;
 use rtx_hal::buffer::{memory_type, usage, Buffer};
 use rtx_hal::buffer_view::{BufferView, DENSE_ROW_MAJOR};
 use rtx_hal::element_type::{ElementType, NumericalType};
@@ -15,6 +14,7 @@ use rtx_hal::heap::HeapAllocator;
 use rtx_host::{Diagnostic, HostBuffer, HostContext, StatusCode};
 use rtx_kernel::tensor::dense::byte_len;
 use rtx_kernel::tensor::{dtype_name, DenseHostTensor, TensorShape};
+use rtx_kernel::DType;
 use rtx_vm::buffer::Buffer as Bytes;
 
 /// The BEF type names of dense host tensors: where a BEF function declares one, a buffer view
