@@ -70,8 +70,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
 RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
 export RTX_IREE_TOOLS
-# With the tools at hand, tests/vm_fixtures.rs also regenerates every VM fixture and fails if a
-# checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module produce.
+# With the tools at hand, crates/vm/tests/all/vm_fixtures.rs also regenerates every VM fixture and
+# fails if a checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module
+# produce.
 export RTX_CHECK_FIXTURES=1
 echo "   $("$RTX_IREE_TOOLS/iree-compile" --version | head -n 1)"
 
