@@ -122,7 +122,7 @@ if [ -n "$miri_skip" ]; then
 else
   cargo +nightly miri test -p rtx-host --lib
   # The BEF executor's registers and ready counts (raw reference handoff between kernels) and plans.
-  cargo +nightly miri test -p rtx-tfrt --lib bef::executor::
+  cargo +nightly miri test -p rtx-bef --lib executor::
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
   cargo +nightly miri test -p rtx-vm --lib interpreter::tests::
