@@ -1,6 +1,6 @@
 // The BEF program c-examples/bef_kernel.c runs. Regenerate bef_kernel.bef from the repository root:
 //   rtx translate --mlir-to-bef c-examples/bef_kernel.mlir -o c-examples/bef_kernel.bef
-// (tests/runtime_bef.rs fails when the checked-in file differs.)
+// (tests/all/runtime_bef.rs fails when the checked-in file differs.)
 
 // x * factor + 2, where `my.scale.i32` is the kernel bef_kernel.c writes in C.
 func.func @scale_plus_two(%x: i32) -> i32 {

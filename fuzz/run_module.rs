@@ -1,14 +1,14 @@
 //! The steps the `vm_module` fuzz target takes on untrusted bytes, shared with
-//! `tests/vm_hostile.rs` (through `#[path]`) so the regression tests run exactly what the fuzzer
-//! ran: load (container, FlatBuffer, module def, verifier, lowering), link into a context with a
+//! `crates/vm/tests/all/vm_hostile.rs` (through `#[path]`) so the regression tests run exactly what
+//! the fuzzer ran: load (container, FlatBuffer, module def, verifier, lowering), link into a context with a
 //! small budget (`__init` runs), then invoke every export with plausible arguments.
 
 use std::sync::Arc;
 
-use rtx::vm::abi::{CallingConvention, CconvItem, ValueKind};
-use rtx::vm::context::Context;
-use rtx::vm::value::Value;
-use rtx::vm::Module;
+use rtx_vm::abi::{CallingConvention, CconvItem, ValueKind};
+use rtx_vm::context::Context;
+use rtx_vm::value::Value;
+use rtx_vm::Module;
 
 /// Branches plus calls one invocation may spend: enough for every fixture's real work, small
 /// enough that a loop of the slowest ops still ends well inside libFuzzer's timeout.

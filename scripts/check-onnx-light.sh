@@ -6,7 +6,8 @@
 #
 #   scripts/check-onnx-light.sh PYTHON [NAME...]     PYTHON: one that can `import onnx` (and numpy)
 #
-# Needs a release build of rtx. tests/onnx_import.rs checks SqueezeNet and ShuffleNet this way in CI.
+# Needs a release build of rtx. crates/runtime/tests/all/onnx_import.rs checks SqueezeNet and
+# ShuffleNet this way in CI.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${1:?usage: check-onnx-light.sh PYTHON [NAME...]}

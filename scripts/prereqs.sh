@@ -11,8 +11,8 @@
 #   test  all of the above plus what scripts/test.sh adds: valgrind, pkg-config, readelf
 #         (binutils), python3-venv (the IREE tools' virtual environment), LLVM 15's FileCheck
 #         and not (llvm-15-tools; the lit-style tests under tests/lit), lavapipe and the Vulkan
-#         validation layers (mesa-vulkan-drivers, vulkan-validationlayers; tests/vulkan_device.rs)
-#         and the rustfmt and clippy components
+#         validation layers (mesa-vulkan-drivers, vulkan-validationlayers;
+#         crates/hal-vulkan/tests/all/vulkan_device.rs) and the rustfmt and clippy components
 #
 # As root on a system with apt-get it runs `apt-get update` once and installs the missing
 # packages; otherwise it names them and exits non-zero. Quiet when nothing is missing.
@@ -49,7 +49,7 @@ fi
 if [ "$profile" = test ] && ! ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1; then
   missing+=(vulkan-validationlayers)
 fi
-# FileCheck is not on PATH: Debian keeps it under /usr/lib/llvm-15/bin (tests/lit.rs looks there).
+# FileCheck is not on PATH: Debian keeps it under /usr/lib/llvm-15/bin (tests/all/lit.rs looks there).
 if [ "$profile" = test ] && [ ! -x /usr/lib/llvm-15/bin/FileCheck ]; then
   missing+=(llvm-15-tools)
 fi

@@ -19,8 +19,9 @@
 #        stage: the text every version of the entry must print as (checked below: a version whose
 #        print differs gets <entry>.v<N>.generic.mlir, as in scripts/regen-mlir-fixtures.sh).
 #
-# tests/mlir_corpus.rs reads every file with rtx and compares rtx's print with upstream's; with
-# RTX_CHECK_FIXTURES=1 and the tools, iree-opt reads rtx's text and rtx's bytecode of every version.
+# crates/mlir/tests/all/mlir_corpus.rs reads every file with rtx and compares rtx's print with
+# upstream's; with RTX_CHECK_FIXTURES=1 and the tools, iree-opt reads rtx's text and rtx's bytecode
+# of every version.
 # Run from anywhere: paths in locations are relative to the repository root.
 set -euo pipefail
 

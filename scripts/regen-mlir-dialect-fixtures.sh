@@ -9,7 +9,7 @@
 #                                                      locations or aliases (--mlir-print-local-scope),
 #                                                      what rtx's generic print of every version must equal
 #
-# tests/mlir_dialect_encodings.rs reads every .mlirbc with rtx and compares; with
+# crates/mlir/tests/all/mlir_dialect_encodings.rs reads every .mlirbc with rtx and compares; with
 # RTX_CHECK_FIXTURES=1 it also checks rtx's text and bytecode against iree-opt live.
 set -euo pipefail
 

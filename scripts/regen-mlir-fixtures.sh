@@ -9,9 +9,10 @@
 #                                                differs from <name>.generic.mlir (old versions drop
 #                                                unregistered properties and use-list orders)
 #
-# tests/mlir_read.rs reads every .mlirbc with rtx and, with RTX_CHECK_FIXTURES=1, checks that iree-opt
-# parses rtx's generic text to the same module. Run from anywhere; paths in locations are relative to
-# the repository root, so the output does not depend on where the checkout lives.
+# crates/mlir/tests/all/mlir_read.rs reads every .mlirbc with rtx and, with RTX_CHECK_FIXTURES=1,
+# checks that iree-opt parses rtx's generic text to the same module. Run from anywhere; paths in
+# locations are relative to the repository root, so the output does not depend on where the
+# checkout lives.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

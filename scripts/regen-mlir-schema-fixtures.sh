@@ -12,9 +12,9 @@
 # (run it to refresh them: stablehlo, chlo, iree_linalg_ext, iree_misc, torch), or written by hand
 # (name_order, llvm_props: non-attribute properties, upstream_misc: ub, bufferization, quant and
 # ml_program ops, spirv and spirv_more: the spirv ops with inherent attributes, emitc, pdl_interp,
-# arm_misc: arm_sve and arm_sme, nvgpu). tests/mlir_op_schemas.rs reads every .mlirbc with rtx and compares; with
-# RTX_CHECK_FIXTURES=1 it also checks rtx's text and bytecode against iree-opt live. Paths in
-# locations are relative to the repository root.
+# arm_misc: arm_sve and arm_sme, nvgpu). crates/mlir/tests/all/mlir_op_schemas.rs reads every
+# .mlirbc with rtx and compares; with RTX_CHECK_FIXTURES=1 it also checks rtx's text and bytecode
+# against iree-opt live. Paths in locations are relative to the repository root.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Records what `iree-run-module` 3.13 (found or installed by scripts/iree-tools.sh) prints for each
-# failing call in tests/fixtures/run_failures/cases.txt; tests/run_failures.rs replays the calls
+# failing call in tests/fixtures/run_failures/cases.txt; tests/all/run_failures.rs replays the calls
 # through `rtx run` and requires the same stdout and exit status.
 #
 # cases.txt: one call per line, `<fixture folder> <flags...>` (folder relative to tests/fixtures;

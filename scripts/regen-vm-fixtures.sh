@@ -29,8 +29,8 @@
 #
 # Usage: scripts/regen-vm-fixtures.sh [--out DIR]
 #   --out DIR  write the generated files under DIR instead of tests/fixtures/vm (the sources and
-#              invocations.txt are still read from tests/fixtures/vm); used by tests/vm_fixtures.rs to
-#              check that the checked-in fixtures are fresh.
+#              invocations.txt are still read from tests/fixtures/vm); used by
+#              crates/vm/tests/all/vm_fixtures.rs to check that the checked-in fixtures are fresh.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -76,8 +76,9 @@ cargo clippy -p rtx-runtime --no-default-features --all-targets -- -D warnings
 step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
 RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
 export RTX_IREE_TOOLS
-# With the tools at hand, tests/vm_fixtures.rs also regenerates every VM fixture and fails if a
-# checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module produce.
+# With the tools at hand, crates/vm/tests/all/vm_fixtures.rs also regenerates every VM fixture and
+# fails if a checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module
+# produce.
 export RTX_CHECK_FIXTURES=1
 echo "   $("$RTX_IREE_TOOLS/iree-compile" --version | head -n 1)"
 
@@ -90,7 +91,7 @@ fi
 export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
 cargo test --workspace
 # The runtime without its features: the parts left out answer UNIMPLEMENTED, naming the feature.
-cargo test -p rtx-runtime --no-default-features --lib
+cargo test -p rtx-runtime --no-default-features
 # A model run leaks nothing: the digit classifier as BEF kernel graphs, and the pipeline whose
 # tensors cross into the compiled model and back (models/digits/graphs.mlir), under valgrind.
 (cd models/digits && valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
@@ -129,7 +130,7 @@ if [ -n "$miri_skip" ]; then
 else
   cargo +nightly miri test -p rtx-host --lib
   # The BEF executor's registers and ready counts (raw reference handoff between kernels) and plans.
-  cargo +nightly miri test -p rtx-tfrt --lib bef::executor::
+  cargo +nightly miri test -p rtx-bef --lib executor::
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
   cargo +nightly miri test -p rtx-vm --lib interpreter::tests::

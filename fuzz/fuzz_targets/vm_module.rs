@@ -1,7 +1,7 @@
 //! Arbitrary bytes through the whole `.vmfb` path a host runs (see `fuzz/run_module.rs`). Every
 //! stage must answer with an error, never a panic, abort, hang or unbounded allocation; the budget
-//! turns hostile loops and recursion into DEADLINE_EXCEEDED. `tests/vm_hostile.rs` runs the
-//! checked-in reproducers through the same steps.
+//! turns hostile loops and recursion into DEADLINE_EXCEEDED. `crates/vm/tests/all/vm_hostile.rs`
+//! runs the checked-in reproducers through the same steps.
 
 #![no_main]
 

@@ -9,7 +9,7 @@
 //! - handles are converted only through the typed helpers of [`handle`], so one family's handle
 //!   cannot be borrowed or freed as another's (rustls-ffi's idea).
 //!
-//! `include/rtx.h` is generated from this folder by cbindgen (`tests/header.rs`).
+//! `include/rtx.h` is generated from this folder by cbindgen (`tests/ffi/header.rs`).
 //!
 //! # Safety (every `unsafe extern "C"` function here)
 //! Each pointer argument is NULL or valid for what its documentation says: a handle created by

@@ -11,7 +11,8 @@
 //!   when the instruction may move the reference) and branch targets named by block (`^bb2`).
 //!
 //! The output is byte-identical to the tool for every fixture in `tests/fixtures/vm` (checked by
-//! `tests/vm_dump.rs`), including these format facts of the tool that look like accidents:
+//! `crates/vm/tests/all/vm_dump.rs`), including these format facts of the tool that look like
+//! accidents:
 //!
 //! * Internal callees are named from the debug database's function list *by position*, while the
 //!   compiler lists source maps only for some functions; so `vm.call @m.f` may name another
@@ -21,10 +22,11 @@
 //! * Operands of mixed lists (call arguments, `vm.return`, branch remaps) cannot tell an i64 from
 //!   an i32 and print only the first register (`vm.return %i4` for an i64).
 //!
-//! Instructions that neither the fixtures nor the VM-dialect module in `tests/vm_dump.rs` produce
-//! (indirect global accesses, `vm.yield`, non-variadic `vm.call.yieldable`, `vm.break`,
-//! `vm.cond_break`, `vm.switch.ref`; the 3.13 compiler crashes on the first) are printed in the
-//! layout of their siblings in upstream's printer, unverified against the tool.
+//! Instructions that neither the fixtures nor the VM-dialect module in
+//! `crates/vm/tests/all/vm_dump.rs` produce (indirect global accesses, `vm.yield`, non-variadic
+//! `vm.call.yieldable`, `vm.break`, `vm.cond_break`, `vm.switch.ref`; the 3.13 compiler crashes on
+//! the first) are printed in the layout of their siblings in upstream's printer, unverified against
+//! the tool.
 //!
 //! Where the FlatBuffer distinguishes "absent" from "empty" or "zero" and [`ModuleDef`] does not,
 //! empty and zero are treated as absent (the compiler omits such fields, so the fixtures agree):

@@ -2,7 +2,7 @@
 // RUN: rtx bef-exec --work_queue_type=mstd:2 %s.bef 2>&1 | FileCheck %s
 
 // The `nn.*` layers on small tensors whose results are worked out by hand in the comments.
-// Their agreement with numpy on larger, random operands is tests/nn_kernels.rs's.
+// Their agreement with numpy on larger, random operands is crates/runtime/tests/all/nn_kernels.rs's.
 
 // [[1, 2], [3, 4]] x [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; plus C = [1, -1] per row.
 // CHECK-LABEL: --- Running 'gemm_with_bias'

@@ -7,14 +7,14 @@
 //! verifier, which has the function descriptor. That split keeps this layer usable for
 //! disassembly of modules a verifier would reject.
 //!
-//! Byte layout (IREE 3.13's `bytecode_dispatch.c` decoders): little-endian and unaligned,
-//! except that the list-shaped fields (branch operand remaps, variadic operand/result lists, call
-//! segment sizes) first pad to a 2-byte boundary. The boundary is counted from the function start;
-//! function bodies are 8-byte aligned inside `bytecode_data`, so that is the same parity IREE's
-//! interpreter sees. Strings are *not* aligned: aligning them makes fixture functions decode to the
-//! wrong length (checked by `tests/vm_decode.rs`, which needs every body consumed exactly). The
-//! `br_table` case count is read unaligned too, as IREE's `VM_DecConstI16` does; it always follows
-//! a remap list, which ends on an even offset, so the question never arises in practice.
+//! Byte layout (IREE 3.13's `bytecode_dispatch.c` decoders): little-endian and unaligned, except
+//! that the list-shaped fields (branch operand remaps, variadic operand/result lists, call segment
+//! sizes) first pad to a 2-byte boundary. The boundary is counted from the function start; function
+//! bodies are 8-byte aligned inside `bytecode_data`, so that is the same parity IREE's interpreter
+//! sees. Strings are *not* aligned: aligning them makes fixture functions decode to the wrong
+//! length (checked by `crates/vm/tests/all/vm_decode.rs`, which needs every body consumed exactly).
+//! The `br_table` case count is read unaligned too, as IREE's `VM_DecConstI16` does; it always
+//! follows a remap list, which ends on an even offset, so the question never arises in practice.
 //!
 //! Every read is bounds-checked and every failure is a [`LoadError`] whose offset is the absolute
 //! offset within the function's bytecode, so hostile bytecode cannot make the decoder panic.

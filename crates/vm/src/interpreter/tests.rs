@@ -1,5 +1,5 @@
 //! Runs real compiled programs through the interpreter's unchecked register and op accesses.
-//! These are the tests CI runs under Miri (`cargo miri test --lib vm::interpreter::`), so the
+//! These are the tests CI runs under Miri (`cargo miri test -p rtx-vm --lib interpreter::`), so the
 //! inputs are small; the fixtures are embedded because Miri cannot map files.
 
 use std::sync::Arc;

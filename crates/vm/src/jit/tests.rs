@@ -1,7 +1,7 @@
 //! Every instruction the loop compiler accepts, run as machine code on edge-case operands and
 //! compared bit for bit with what the interpreter computes for it.
 //!
-//! Branches, constants and whole loops are covered by the VM fixtures, which `tests/vm_run.rs`
+//! Branches, constants and whole loops are covered by the VM fixtures, which `tests/all/vm_run.rs`
 //! runs with compiled code entered at every block (`RTX_VM_JIT=all`) as well as by default.
 
 use std::collections::HashMap;

@@ -1,0 +1,70 @@
+//! `rtx_onnx::import` refuses what it cannot import with clear errors, never panics: corrupt and
+//! truncated files are decode errors, unsupported operators and element types name their node. The
+//! imported models run against ONNX's outputs in crates/runtime/tests/all/onnx_import.rs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rtx_onnx::{import, ImportError};
+use rtx_test_support::fixtures_dir;
+
+fn fixtures() -> PathBuf {
+    fixtures_dir().join("onnx")
+}
+
+fn import_error(bytes: &[u8]) -> String {
+    match import(Arc::new(bytes.to_vec())) {
+        Ok(_) => panic!("imported"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn corrupt_and_truncated_files_are_decode_errors() {
+    let model = std::fs::read(fixtures().join("light/squeezenet.onnx")).unwrap();
+    for cut in [1, 7, 100, model.len() / 2, model.len() - 1] {
+        let message = import_error(&model[..cut]);
+        assert!(message.starts_with("not a valid ONNX model"), "cut at {cut}: {message}");
+    }
+    let mut flipped = model.clone();
+    for (i, byte) in flipped.iter_mut().enumerate().step_by(97) {
+        *byte ^= (i % 251) as u8 | 1;
+    }
+    // Corruption may still decode as some protobuf; it must fail cleanly either way.
+    let _ = import(Arc::new(flipped));
+    assert!(import_error(b"\x89PNG\r\n\x1a\n").starts_with("not a valid ONNX model"));
+    assert_eq!(import_error(b""), "the model has no graph");
+}
+
+#[test]
+fn unsupported_operators_and_types_name_their_node() {
+    let model = std::fs::read(fixtures().join("tiny/gemm_matmul.onnx")).unwrap();
+    // The same bytes with the op type `MatMul` renamed: protobuf strings keep their length.
+    let renamed = replace(&model, b"MatMul", b"MatMux");
+    let message = import_error(&renamed);
+    assert!(message.contains("(MatMux): the operator `MatMux` is not supported"), "{message}");
+    assert!(matches!(import(Arc::new(renamed)), Err(ImportError::Node { .. })));
+}
+
+#[test]
+fn models_rtx_cannot_run_are_clear_errors() {
+    let folder = fixtures().join("errors");
+    let error = |name: &str| import_error(&std::fs::read(folder.join(format!("{name}.onnx"))).unwrap());
+    assert_eq!(
+        error("fill_overflows"),
+        "node `huge` (ConstantOfShape): a constant of shape [2147483648, 2147483648] does not fit in memory"
+    );
+    assert_eq!(
+        error("fill_too_large"),
+        "node `huge` (ConstantOfShape): a constant of shape [33554432, 33554432] does not fit in memory"
+    );
+    assert_eq!(error("integer_input"), "graph input `i` holds I64 elements, not f32");
+    assert_eq!(error("unsupported_operator"), "node `the_erf` (Erf): the operator `Erf` is not supported");
+}
+
+fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let at = bytes.windows(from.len()).position(|w| w == from).expect("the pattern is in the model");
+    let mut out = bytes.to_vec();
+    out[at..at + to.len()].copy_from_slice(to);
+    out
+}

@@ -1,0 +1,17 @@
+//! The integration tests of rtx-runtime, in one binary. Those of a part behind a feature are left
+//! out of a build without it (`--no-default-features`); the unit tests check what such a build
+//! answers instead.
+
+mod hal_backend;
+mod hal_model;
+mod hal_run;
+#[cfg(feature = "tfrt")]
+mod nn_kernels;
+#[cfg(feature = "tfrt")]
+mod onnx_import;
+#[cfg(feature = "tfrt")]
+mod runtime_bef;
+#[cfg(feature = "tfrt")]
+mod runtime_bridge;
+#[cfg(feature = "vulkan")]
+mod vulkan_device;

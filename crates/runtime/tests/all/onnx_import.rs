@@ -1,0 +1,156 @@
+//! `rtx_onnx` against independent truth: each hand-built model of `tests/fixtures/onnx/tiny`
+//! and two light models of the onnx package (`light/`), imported, written as BEF, and run on the
+//! single-threaded queue and on a pool, must give the outputs ONNX computes for them — its
+//! reference evaluator's for the tiny models, the package's own reference outputs for the light
+//! ones — within 1e-4 of each output's largest magnitude. `generate.py` beside the fixtures
+//! writes them. That unsupported operators and corrupt files are errors, never panics, is
+//! crates/onnx/tests/all/onnx_import.rs's; `rtx import-onnx` is tests/all/onnx_import.rs's. The
+//! other light models, and all nine against IREE, are scripts/check-onnx-*.sh's (too slow for CI).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rtx_bef::{mlir_to_bef, WriteOptions};
+use rtx_hal::tensor_io::HostTensor;
+use rtx_hal::{element_type::ElementType, npy};
+use rtx_host::{AsyncValueRef, RcAsyncValue};
+use rtx_kernel::tensor::DenseHostTensor;
+use rtx_onnx::import;
+use rtx_runtime::bridge::tensors::{tensor_to_view, view_to_tensor};
+use rtx_runtime::{Context, ContextOptions, Module, Runtime};
+use rtx_test_support::fixtures_dir;
+
+fn fixtures() -> PathBuf {
+    fixtures_dir().join("onnx")
+}
+
+fn read_npy(path: &Path) -> HostTensor {
+    npy::decode(&std::fs::read(path).unwrap()).unwrap().0
+}
+
+fn floats(tensor: &HostTensor) -> Vec<f32> {
+    assert_eq!(tensor.element_type, ElementType::FLOAT_32);
+    tensor.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// `tensor` as a dense host tensor in `context`'s memory.
+fn dense_tensor(context: &Context, tensor: &HostTensor) -> DenseHostTensor {
+    let value = rtx_hal::run_io::tensor_value(tensor.clone()).unwrap();
+    let rtx_vm::value::Value::Ref(Some(view)) = &value else { panic!("a tensor is a buffer view") };
+    view_to_tensor(context.host(), rtx_hal::buffer_view::deref(view).unwrap()).unwrap()
+}
+
+/// A dense host tensor's contents.
+fn host_tensor(tensor: &DenseHostTensor) -> HostTensor {
+    rtx_hal::run_io::host_tensor(&tensor_to_view(tensor).unwrap()).unwrap()
+}
+
+/// The BEF file `rtx import-onnx` writes for `model`.
+fn bef(model: &Path) -> Vec<u8> {
+    let module = import(Arc::new(std::fs::read(model).unwrap())).unwrap();
+    mlir_to_bef(&module, &WriteOptions::default()).unwrap()
+}
+
+/// Runs function `name` of `bef` on `inputs` with a queue of `spec`.
+fn run(bef: &[u8], name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTensor> {
+    let context: Context = Runtime::new().context_with(ContextOptions::from_spec(spec).unwrap()).unwrap();
+    context.add_module(&Module::load_memory(bef).unwrap()).unwrap();
+    let arguments: Vec<RcAsyncValue> =
+        inputs.iter().map(|input| AsyncValueRef::available(dense_tensor(&context, input)).into()).collect();
+    let results = context.invoke(&context.function(name).unwrap(), &arguments).unwrap();
+    context.await_values(&results).unwrap();
+    results
+        .iter()
+        .map(|r| match r.get_error() {
+            Some(error) => panic!("{name} on {spec}: {error}"),
+            None => host_tensor(r.try_get::<DenseHostTensor>().unwrap()),
+        })
+        .collect()
+}
+
+/// `ours` must have `expected`'s shape and values within 1e-4 of its largest magnitude.
+fn assert_close(what: &str, ours: &HostTensor, expected: &HostTensor) {
+    assert_eq!(ours.shape, expected.shape, "{what}: shape");
+    let (ours, expected) = (floats(ours), floats(expected));
+    let scale = expected.iter().fold(0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
+    for (i, (a, b)) in ours.iter().zip(&expected).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * scale, "{what}: element {i} is {a}, ONNX says {b} (scale {scale})");
+    }
+}
+
+/// The files `NAME.KIND_0.npy`, `NAME.KIND_1.npy`, ... of `folder`.
+fn numbered(folder: &Path, name: &str, kind: &str) -> Vec<HostTensor> {
+    (0..)
+        .map(|k| folder.join(format!("{name}.{kind}_{k}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| read_npy(&p))
+        .collect()
+}
+
+#[test]
+fn tiny_models_match_onnx_reference_evaluator() {
+    let folder = fixtures().join("tiny");
+    let mut models: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    models.sort();
+    assert!(models.len() >= 10, "the tiny models are missing: run tests/fixtures/onnx/generate.py");
+    for model in models {
+        let name = model.file_stem().unwrap().to_str().unwrap().to_owned();
+        let (inputs, outputs) = (numbered(&folder, &name, "input"), numbered(&folder, &name, "output"));
+        let bef = bef(&model);
+        for spec in ["s", "mstd:2"] {
+            let results = run(&bef, &name, &inputs, spec);
+            assert_eq!(results.len(), outputs.len(), "{name}: number of outputs");
+            for (k, (ours, expected)) in results.iter().zip(&outputs).enumerate() {
+                assert_close(&format!("{name} output {k} on {spec}"), ours, expected);
+            }
+        }
+    }
+}
+
+/// ONNX's backend tests feed a light model arange(n).reshape(shape) / n.
+fn backend_test_input(shape: &[usize]) -> HostTensor {
+    let n: usize = shape.iter().product();
+    let data = (0..n).flat_map(|i| (i as f32 / n as f32).to_le_bytes()).collect();
+    HostTensor { shape: shape.to_vec(), element_type: ElementType::FLOAT_32, data }
+}
+
+#[test]
+fn light_models_match_onnx_reference_outputs() {
+    let folder = fixtures().join("light");
+    // The function names are the graphs' names, as iree-import-onnx gives them.
+    for (model, function) in [("squeezenet", "squeezenet_old"), ("shufflenet", "shufflenet")] {
+        let bef = bef(&folder.join(format!("{model}.onnx")));
+        let expected = read_npy(&folder.join(format!("{model}.output_0.npy")));
+        let input = backend_test_input(&[1, 3, 224, 224]);
+        for spec in ["s", "mstd:2"] {
+            let results = run(&bef, function, std::slice::from_ref(&input), spec);
+            assert_close(&format!("{model} on {spec}"), &results[0], &expected);
+        }
+    }
+}
+
+#[test]
+fn weights_are_read_in_place_from_the_bef_file() {
+    let bef = bef(&fixtures().join("tiny/constant_output.onnx"));
+    let context = Runtime::new().context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
+    context.add_module(&Module::load_memory(&bef).unwrap()).unwrap();
+    let function = context.function("constant_output").unwrap();
+    let input = read_npy(&fixtures().join("tiny/constant_output.input_0.npy"));
+    let call = || {
+        let x: RcAsyncValue = AsyncValueRef::available(dense_tensor(&context, &input)).into();
+        let results = context.invoke(&function, &[x]).unwrap();
+        context.await_values(&results).unwrap();
+        results[0].try_get::<DenseHostTensor>().unwrap().clone()
+    };
+    let (first, second) = (call(), call());
+    // Both calls return the attribute's bytes themselves, read-only.
+    assert_eq!(first.buffer().as_ptr(), second.buffer().as_ptr());
+    assert!(first.buffer().is_read_only());
+    assert_eq!(first.fill(0f32).unwrap_err().code, rtx_host::StatusCode::FailedPrecondition);
+    let expected = read_npy(&fixtures().join("tiny/constant_output.output_0.npy"));
+    assert_close("the weight", &host_tensor(&first), &expected);
+}

@@ -1,0 +1,115 @@
+//! Compiled programs run on a Vulkan device (lavapipe in CI) and print exactly what
+//! `iree-run-module --device=vulkan` printed for them: every invocation of
+//! tests/fixtures/vulkan/invocations.txt, through the runtime in this process on each way the
+//! device binds buffers and reaches memory (where the
+//! validation layers, on with `RTX_VULKAN_VALIDATION=1` (as the test command sets), must report nothing — a Vulkan object left alive
+//! when the device goes is one of their reports) and through `rtx run --device=vulkan`, whose
+//! stderr must be as empty as IREE's was.
+//!
+//! Without a Vulkan device each test skips loudly, unless `RTX_REQUIRE_VULKAN=1` makes that a
+//! failure.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use rtx::hal::run_io::{self, OutputOptions};
+use rtx::hal::tensor_io::InputFiles;
+use rtx::hal::vulkan::{DeviceOptions, DeviceSelector, VulkanDevice};
+use rtx::runtime::{ContextOptions, Module, Runtime};
+use rtx_test_support::{invocations_in, Invocation};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan")
+}
+
+/// Whether a Vulkan device opens (a loud skip, or a failure under `RTX_REQUIRE_VULKAN=1`, where
+/// none does).
+fn have_vulkan() -> bool {
+    rtx_test_support::vulkan::device(DeviceOptions::default()).is_some()
+}
+
+/// An expected-output file's stdout and stderr sections.
+fn expected(name: &str) -> (String, String) {
+    let path = fixtures().join("expected").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (_, rest) = text.split_once("--- stdout\n").unwrap_or_else(|| panic!("{name}: no stdout section"));
+    let (stdout, stderr) = rest.split_once("--- stderr\n").unwrap_or_else(|| panic!("{name}: no stderr section"));
+    (stdout.to_owned(), stderr.to_owned())
+}
+
+/// The `--input=` values of an invocation (the only flags the fixtures use).
+fn inputs(invocation: &Invocation) -> Vec<&str> {
+    invocation
+        .flags
+        .iter()
+        .map(|flag| {
+            flag.strip_prefix("--input=")
+                .unwrap_or_else(|| panic!("invocations.txt:{}: unexpected flag {flag}", invocation.line))
+        })
+        .collect()
+}
+
+/// The device paths: push descriptors where the device has them (lavapipe does) and mapped
+/// memory; descriptor sets from pools; device-local memory reached through staging copies.
+const OPTIONS: [DeviceOptions; 3] = [
+    DeviceOptions { stage_device_local: false, descriptor_pools: false },
+    DeviceOptions { stage_device_local: false, descriptor_pools: true },
+    DeviceOptions { stage_device_local: true, descriptor_pools: false },
+];
+
+#[test]
+fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
+    if !have_vulkan() {
+        return;
+    }
+    let invocations = invocations_in(&fixtures());
+    assert!(invocations.len() >= 7, "expected the fixture invocations, found {}", invocations.len());
+    let runtime = Runtime::new();
+    for (options, invocation) in OPTIONS.iter().flat_map(|o| invocations.iter().map(move |i| (o, i))) {
+        let path = fixtures().join(format!("{}.vmfb", invocation.module));
+        let module = Module::load_file(path.to_str().unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let Module::Vm(vm_module) = &module else { panic!("{} is not a VM module", path.display()) };
+        let context = runtime.context_with(ContextOptions::from_spec("s").unwrap()).unwrap();
+        context.add_hal_device(VulkanDevice::open(DeviceSelector::First, *options).unwrap().into_device()).unwrap();
+        context.add_module(&module).unwrap();
+        let function = context.function(&format!("{}.{}", vm_module.name(), invocation.function)).unwrap();
+        let function = function.as_vm().unwrap().clone();
+        let kinds = &function.arguments[..function.declared_arguments()];
+        let arguments = run_io::parse_inputs(&inputs(invocation), kinds, &mut InputFiles::new()).unwrap();
+        let results = context
+            .call(&function.handle, arguments)
+            .unwrap_or_else(|e| panic!("invocations.txt:{} ({options:?}): {e}", invocation.line));
+        let report = run_io::report(&results, &function.results, &OutputOptions::default(), &fixtures());
+        let line = invocation.line;
+        assert_eq!((report.status, report.error), (0, None), "invocations.txt:{line} ({options:?})");
+        let printed = format!("EXEC @{}\n{}", invocation.function, report.stdout);
+        assert_eq!(printed, expected(&invocation.expected).0, "invocations.txt:{line} ({options:?})");
+        drop(results);
+        // The device goes with the context: the layers report any object still alive.
+        drop(context);
+        rtx_test_support::vulkan::assert_validation_silent();
+    }
+}
+
+#[test]
+fn rtx_run_on_vulkan_prints_what_iree_run_module_printed() {
+    if !have_vulkan() {
+        return;
+    }
+    for invocation in invocations_in(&fixtures()) {
+        let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
+            .current_dir(fixtures())
+            .arg("run")
+            .arg("--device=vulkan")
+            .arg(format!("--module={}.vmfb", invocation.module))
+            .arg(format!("--function={}", invocation.function))
+            .args(&invocation.flags)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = expected(&invocation.expected);
+        let line = invocation.line;
+        assert_eq!(String::from_utf8_lossy(&output.stdout), stdout, "invocations.txt:{line}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), stderr, "invocations.txt:{line}");
+        assert!(output.status.success(), "invocations.txt:{line}: {:?}", output.status);
+    }
+}
