@@ -15,7 +15,7 @@
 //!
 //! The `registered` rows do the same on a module of registered ops as frontends emit them (100
 //! `func.func`s × 1000 arith ops with properties, a `func.call` each, file-line-col locations;
-//! the text `scripts/gen-registered-mlir.py` writes for timing whole `rtx translate` processes):
+//! the text `scripts/regen/registered-mlir.py` writes for timing whole `rtx translate` processes):
 //! `read_text` (rtx parses the generic text; anchor: iree-opt's `Parser` phase on the same text),
 //! `read_bytecode` and `write_bytecode` as above.
 //!
@@ -63,7 +63,7 @@ fn module_text() -> String {
     s
 }
 
-/// The generic text of the registered-ops module: what `scripts/gen-registered-mlir.py` writes.
+/// The generic text of the registered-ops module: what `scripts/regen/registered-mlir.py` writes.
 fn registered_text() -> String {
     let mut s = String::with_capacity(FUNCTIONS * OPS_PER_FUNCTION * 110);
     s.push_str("\"builtin.module\"() ({\n");

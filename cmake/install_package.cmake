@@ -1,5 +1,5 @@
 # Writes the CMake package files and the pkg-config file of an rtx install tree.
-# Run in script mode by scripts/install.sh (which copies the libraries and the header first):
+# Run in script mode by scripts/setup/install.sh (which copies the libraries and the header first):
 #
 #   cmake -DRTX_PREFIX=<prefix> -DRTX_VERSION=<x.y.z> -DRTX_ABI_VERSION=<n> -DRTX_SONAME=<librtx.so.n>
 #         -DRTX_NATIVE_STATIC_LIBS="<-lfoo -lbar ...>" -DRTX_POINTER_SIZE=<bytes>

@@ -8,7 +8,7 @@ it. Cargo puts it under ``CARGO_TARGET_DIR`` (a relative one is taken from the r
 root), by default ``<repo>/target``; setuptools' build files go to ``<that>/python/build``.
 
 ``RTX_PREBUILT_LIBRARY=/path/to/librtx.so`` bundles that library instead, without cargo (for
-packagers and scripts/python-package.sh, which ships the installed library). A separate name
+packagers and scripts/setup/python-package.sh, which ships the installed library). A separate name
 from ``RTX_LIBRARY``, which picks the library at import time: setting that one while developing
 does not change what a wheel carries.
 

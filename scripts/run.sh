@@ -10,7 +10,7 @@
 # through the C API, digits, the same classifier from C++ (<rtx.hpp>) on local-task checked against
 # iree-run-module's output, and host_pipeline, which drives the host runtime end to end. Cargo and
 # cmake rebuild only what changed; build output is hidden unless a step fails. Missing system tools
-# are installed first (scripts/prereqs.sh: as root with apt-get; otherwise it names the packages).
+# are installed first (scripts/setup/prereqs.sh: as root with apt-get; otherwise it names the packages).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +21,7 @@ build=$target/c-examples-shared
 log=$target/run.log
 mkdir -p "$target"
 
-scripts/prereqs.sh run
+scripts/setup/prereqs.sh run
 
 # Runs a build step with its output in $log, shown only if it fails.
 quietly() {
@@ -63,7 +63,7 @@ echo "$agreed of 10 sample digits classified as the digit they show by both grap
 [ "$agreed" = 10 ] || { echo "run.sh: a graph misclassified a sample" >&2; exit 1; }
 echo
 
-quietly env RTX_INSTALL_QUIET=1 scripts/install.sh "$prefix"
+quietly env RTX_INSTALL_QUIET=1 scripts/setup/install.sh "$prefix"
 quietly cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix"
 quietly cmake --build "$build" --target vm_invoke tensor_invoke digits host_pipeline --parallel "$(nproc 2>/dev/null || echo 2)"
 "$build/vm_invoke" "$repo/tests/fixtures/vm/control_flow.vmfb"

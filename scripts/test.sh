@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of rtx; this is what CI runs (.ci/run). Works on a fresh Debian 12 with only
-# Rust (rustup) installed: scripts/prereqs.sh installs what is missing as root (cmake, make, g++,
+# Rust (rustup) installed: scripts/setup/prereqs.sh installs what is missing as root (cmake, make, g++,
 # valgrind, pkg-config, python3, python3-venv, binutils, mesa-vulkan-drivers,
 # vulkan-validationlayers; rustfmt, clippy); otherwise it names what to install.
 #
@@ -14,7 +14,7 @@
 #    6. miri on the unsafe host core, the interpreter and the worker pool (a loud SKIP if nightly/miri cannot be had, a failure instead
 #       when RTX_REQUIRE_MIRI=1)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
-#    8. release build + scripts/install.sh into target/rtx-prefix
+#    8. release build + scripts/setup/install.sh into target/rtx-prefix
 # 9-10. c-examples built against the installed package, linked shared and then static: ctest, then
 #       every example binary under valgrind (0 errors, 0 leaks)
 #  10b. the library without default features (the VM and the CPU devices) installed into
@@ -24,12 +24,12 @@
 #       one through rtx.hpp
 #   12. relocatability: a copy of the install tree, used through CMake and pkg-config
 #   13. the Python package: a wheel carrying the installed librtx.so, installed into
-#       target/python-venv with iree-base-runtime 3.13 (scripts/python-package.sh), and its
+#       target/python-venv with iree-base-runtime 3.13 (scripts/setup/python-package.sh), and its
 #       tests (python/tests, pytest) against iree.runtime on the same .vmfb files; then
 #       `pip install ./python` (which builds librtx with cargo) into a fresh target/python-fresh-venv,
 #       which must import rtx from the bundled library and classify a digit
 #   14. Ray Serve: ray[serve] in target/ray-venv, the digit classifier served through rtx and through
-#       iree.runtime with two replicas each, a short load test on 127.0.0.1 (scripts/serve-load-test.sh)
+#       iree.runtime with two replicas each, a short load test on 127.0.0.1 (scripts/check/serve-load-test.sh)
 #   15. cargo bench --workspace --no-run
 #
 # Everything it builds goes under target/. Fails at the first failing step.
@@ -59,8 +59,8 @@ die() {
   exit 1
 }
 
-step "system packages and rustup components (scripts/prereqs.sh test)"
-scripts/prereqs.sh test
+step "system packages and rustup components (scripts/setup/prereqs.sh test)"
+scripts/setup/prereqs.sh test
 echo "cmake $(cmake --version | head -n 1 | awk '{print $3}'), $(valgrind --version), $(c++ --version | head -n 1)," \
   "$(python3 --version), $(cargo --version)"
 
@@ -74,7 +74,7 @@ cargo clippy -p rtx --no-default-features --lib --bins -- -D warnings
 cargo clippy -p rtx-runtime --no-default-features --all-targets -- -D warnings
 
 step "IREE 3.13 tools (iree-compile, iree-run-module) in a virtualenv under target/"
-RTX_IREE_TOOLS=$(scripts/iree-tools.sh)
+RTX_IREE_TOOLS=$(scripts/setup/iree-tools.sh)
 export RTX_IREE_TOOLS
 # With the tools at hand, crates/vm/tests/all/vm_fixtures.rs also regenerates every VM fixture and
 # fails if a checked-in .vmfb or expected output is not exactly what iree-compile/iree-run-module
@@ -147,7 +147,7 @@ step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loo
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" cargo test --release -p rtx-host --lib loom
 
 step "release build and install into ${prefix#"$repo"/}"
-scripts/install.sh "$prefix"
+scripts/setup/install.sh "$prefix"
 version=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/rtx.pc")
 find "$prefix" -type f -o -type l | sed "s|^$prefix/|   |" | sort
 
@@ -169,7 +169,7 @@ done
 
 step "the VM and the CPU devices alone (no default features): install, size, C examples"
 minimal=$target/rtx-prefix-minimal
-RTX_FEATURES= RTX_INSTALL_QUIET=1 scripts/install.sh "$minimal"
+RTX_FEATURES= RTX_INSTALL_QUIET=1 scripts/setup/install.sh "$minimal"
 strip -o "$target/librtx-minimal.stripped.so" "$minimal/lib/librtx.so"
 strip -o "$target/librtx-default.stripped.so" "$prefix/lib/librtx.so"
 echo "   stripped librtx.so: $(stat -c %s "$target/librtx-minimal.stripped.so") bytes without default features," \
@@ -250,7 +250,7 @@ echo "   host_pipeline built and run against $moved"
 echo "   pkg-config: includedir follows the moved rtx.pc"
 
 step "Python package: wheel with librtx.so, virtualenv, pytest python/tests (against iree.runtime)"
-python=$(scripts/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
+python=$(scripts/setup/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
 ls "$target"/python/dist/*.whl | sed "s|^$repo/|   |"
 PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q python/tests
 # The plain install a user does: pip builds the wheel (cargo build --release --lib) and installs
@@ -282,7 +282,7 @@ print(f"   pip install ./python: rtx {rtx.__version__} from {package}, the digit
 EOF
 
 step "Ray Serve: the digit classifier through rtx and iree.runtime, load-tested on 127.0.0.1 (bounded)"
-scripts/serve-load-test.sh --replicas 2 --concurrency 8 --seconds 5 --requests 5000 --rounds 2
+scripts/check/serve-load-test.sh --replicas 2 --concurrency 8 --seconds 5 --requests 5000 --rounds 2
 
 step "cargo bench --no-run (benches keep compiling)"
 cargo bench --workspace --no-run

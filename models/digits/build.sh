@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the digit classifier: generate.py writes mlp.mlir, graphs.mlir (the same MLP as TFRT
 # kernels, and a pipeline through the compiled model) and the sample digits, iree-compile
-# 3.13 (scripts/iree-tools.sh) compiles it for the CPU (llvm-cpu, embedded ELF, generic x86-64), and
+# 3.13 (scripts/setup/iree-tools.sh) compiles it for the CPU (llvm-cpu, embedded ELF, generic x86-64), and
 # predictions.txt records what iree-run-module prints for each sample, one line per digit (the
 # C++ example c-examples/digits.cpp checks rtx's results against it).
 # Usage: models/digits/build.sh [--out DIR]   (default: models/digits)
@@ -17,7 +17,7 @@ elif [[ $# -ne 0 ]]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 "$tools/python" "$here/generate.py" "$out"
 (cd "$out" && "$tools/iree-compile" --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu \
     --iree-llvmcpu-target-cpu=generic mlp.mlir -o mlp.vmfb)

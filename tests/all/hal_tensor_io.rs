@@ -1,6 +1,6 @@
 //! Tensor inputs and outputs against the oracle: every line of tests/fixtures/hal_io/
 //! invocations.txt ran an identity function through IREE 3.13's `iree-run-module`
-//! (scripts/regen-hal-io-fixtures.sh recorded its exit status, stdout, stderr and written files).
+//! (scripts/regen/hal-io-fixtures.sh recorded its exit status, stdout, stderr and written files).
 //! `rtx run` runs the same module with the same flags in a fresh copy of the input files: every
 //! byte of stdout and of the written files must match, and error lines must match after IREE's
 //! source location and before the function declaration it appends.
@@ -196,13 +196,13 @@ fn checked_in_fixtures_match_a_fresh_regeneration() {
     let scratch = std::env::temp_dir().join(format!("rtx-hal-io-fixtures-{}", std::process::id()));
     let _ = fs::remove_dir_all(&scratch);
     fs::create_dir_all(&scratch).expect("scratch directory");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/regen-hal-io-fixtures.sh");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/regen/hal-io-fixtures.sh");
     let output = Command::new(script).arg("--out").arg(&scratch).output().expect("run the script");
-    assert!(output.status.success(), "regen-hal-io-fixtures.sh failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "regen/hal-io-fixtures.sh failed:\n{}", String::from_utf8_lossy(&output.stderr));
     let fresh = files_under(&scratch);
     let checked_in = files_under(&fixtures());
     let _ = fs::remove_dir_all(&scratch);
     assert_eq!(checked_in.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>(), "file sets differ");
     let stale: Vec<_> = fresh.iter().filter(|(name, bytes)| checked_in[*name] != **bytes).map(|(n, _)| n).collect();
-    assert!(stale.is_empty(), "stale fixtures {stale:?}; run scripts/regen-hal-io-fixtures.sh");
+    assert!(stale.is_empty(), "stale fixtures {stale:?}; run scripts/regen/hal-io-fixtures.sh");
 }

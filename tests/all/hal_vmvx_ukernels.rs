@@ -1,6 +1,6 @@
 //! The `vmvx` microkernel module end to end: tests/fixtures/vmvx_ukernels/kernels.vmfb, compiled by
 //! iree-compile 3.13 with `--iree-vmvx-enable-microkernels --iree-opt-data-tiling` from
-//! src/kernels.mlir (scripts/regen-vmvx-ukernel-fixtures.sh), run through `rtx run` on both CPU
+//! src/kernels.mlir (scripts/regen/vmvx-ukernel-fixtures.sh), run through `rtx run` on both CPU
 //! devices. Its dispatches call 31 of the module's 32 functions; 3.13 never emits `shru.2d.i32`
 //! (that kernel is covered by the unit tests in crates/hal-cpu/src/vmvx_kernels).
 //!
@@ -172,15 +172,15 @@ fn fixture_is_what_the_compiler_makes_of_its_source() {
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let scratch = std::env::temp_dir().join(format!("rtx-vmvx-ukernel-fixtures-{}", std::process::id()));
-    let status = Command::new(repo.join("scripts/regen-vmvx-ukernel-fixtures.sh"))
+    let status = Command::new(repo.join("scripts/regen/vmvx-ukernel-fixtures.sh"))
         .arg("--out")
         .arg(&scratch)
         .status()
         .expect("the regeneration script runs");
-    assert!(status.success(), "scripts/regen-vmvx-ukernel-fixtures.sh failed");
+    assert!(status.success(), "scripts/regen/vmvx-ukernel-fixtures.sh failed");
     let fresh = std::fs::read(scratch.join("kernels.vmfb")).expect("regenerated module");
     let checked_in = std::fs::read(fixtures().join("kernels.vmfb")).expect("checked-in module");
-    assert!(fresh == checked_in, "kernels.vmfb is stale: run scripts/regen-vmvx-ukernel-fixtures.sh");
+    assert!(fresh == checked_in, "kernels.vmfb is stale: run scripts/regen/vmvx-ukernel-fixtures.sh");
     let _ = std::fs::remove_dir_all(&scratch);
 }
 

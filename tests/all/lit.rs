@@ -136,7 +136,7 @@ fn run_lines(text: &str) -> Vec<String> {
 fn lit_files_pass() {
     assert!(
         Path::new(LLVM_BIN).join("FileCheck").exists(),
-        "{LLVM_BIN}/FileCheck is missing: install the Debian package llvm-15-tools (scripts/prereqs.sh test does)"
+        "{LLVM_BIN}/FileCheck is missing: install the Debian package llvm-15-tools (scripts/setup/prereqs.sh test does)"
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();

@@ -3,7 +3,7 @@
 //! file, `vm.fail` in the call, failing checks and expectations, bad flags); stderr may say more.
 //!
 //! Two sources of truth: the calls in tests/fixtures/run_failures/cases.txt with what
-//! `iree-run-module` 3.13 printed for them (scripts/regen-run-failure-fixtures.sh; checked fresh
+//! `iree-run-module` 3.13 printed for them (scripts/regen/run-failure-fixtures.sh; checked fresh
 //! with `RTX_CHECK_FIXTURES=1`), and, when the IREE tools are at hand, calls generated here from
 //! each exported function's declaration and run through both tools side by side.
 
@@ -152,17 +152,17 @@ fn recorded_cases_are_what_iree_run_module_prints_now() {
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let scratch = std::env::temp_dir().join(format!("rtx-run-failures-{}", std::process::id()));
-    let status = Command::new(repo.join("scripts/regen-run-failure-fixtures.sh"))
+    let status = Command::new(repo.join("scripts/regen/run-failure-fixtures.sh"))
         .arg("--out")
         .arg(&scratch)
         .status()
         .expect("the regeneration script runs");
-    assert!(status.success(), "scripts/regen-run-failure-fixtures.sh failed");
+    assert!(status.success(), "scripts/regen/run-failure-fixtures.sh failed");
     for n in 1..=cases().len() {
         let name = format!("expected/{n}.txt");
         let fresh = std::fs::read(scratch.join(&name)).expect("a regenerated file");
         let checked_in = std::fs::read(fixtures().join("run_failures").join(&name)).expect("a checked-in file");
-        assert!(fresh == checked_in, "run_failures/{name} is stale: run scripts/regen-run-failure-fixtures.sh");
+        assert!(fresh == checked_in, "run_failures/{name} is stale: run scripts/regen/run-failure-fixtures.sh");
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }

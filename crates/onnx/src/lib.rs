@@ -5,7 +5,7 @@
 //! ([`lower`]). Weights become dense attributes that `nn.constant` wraps as tensors.
 //!
 //! The protobuf messages are prost's, generated from `onnx.proto` and checked in
-//! ([`proto`], `scripts/regen-onnx-proto.sh`): prost is the maintained protobuf crate, small
+//! ([`proto`], `scripts/regen/onnx-proto.sh`): prost is the maintained protobuf crate, small
 //! and pure Rust, so users need neither Python nor protoc; the ONNX crates that carry these types
 //! come with whole inference engines. Bytes fields are `bytes::Bytes`, and the model is decoded
 //! from one shared buffer: initializers' `raw_data` stay slices of the file's bytes, and the

@@ -79,7 +79,7 @@ pub fn invocations_in(dir: &Path) -> Vec<Invocation> {
 }
 
 /// Why a fixture regeneration check cannot run here, or `None` when it can: it needs
-/// `RTX_CHECK_FIXTURES=1` and the IREE tools (`RTX_IREE_TOOLS`, or scripts/iree-tools.sh).
+/// `RTX_CHECK_FIXTURES=1` and the IREE tools (`RTX_IREE_TOOLS`, or scripts/setup/iree-tools.sh).
 pub fn regeneration_skip_reason() -> Option<String> {
     if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
         return Some("RTX_CHECK_FIXTURES is not 1".to_owned());
@@ -87,11 +87,13 @@ pub fn regeneration_skip_reason() -> Option<String> {
     if std::env::var_os("RTX_IREE_TOOLS").is_some() {
         return None;
     }
-    let script = repo_root().join("scripts/iree-tools.sh");
+    let script = repo_root().join("scripts/setup/iree-tools.sh");
     match Command::new(script).output() {
         Ok(output) if output.status.success() => None,
-        Ok(output) => Some(format!("scripts/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim())),
-        Err(error) => Some(format!("cannot run scripts/iree-tools.sh: {error}")),
+        Ok(output) => {
+            Some(format!("scripts/setup/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim()))
+        }
+        Err(error) => Some(format!("cannot run scripts/setup/iree-tools.sh: {error}")),
     }
 }
 
@@ -101,8 +103,8 @@ pub fn iree_tools() -> Result<PathBuf, String> {
     if let Some(reason) = regeneration_skip_reason() {
         return Err(reason);
     }
-    let script = repo_root().join("scripts/iree-tools.sh");
-    let output = Command::new(script).output().map_err(|e| format!("cannot run scripts/iree-tools.sh: {e}"))?;
+    let script = repo_root().join("scripts/setup/iree-tools.sh");
+    let output = Command::new(script).output().map_err(|e| format!("cannot run scripts/setup/iree-tools.sh: {e}"))?;
     Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
 }
 

@@ -1,6 +1,6 @@
 //! The CPU executables IREE 3.13's llvm-cpu backend emits, loaded by both of our loaders and
 //! called directly: `tests/fixtures/hal/<name>.<format>.so` are the raw binaries compiled by
-//! `scripts/regen-hal-executable-fixtures.sh` from `tests/fixtures/hal/src/<name>.mlir`.
+//! `scripts/regen/hal-executable-fixtures.sh` from `tests/fixtures/hal/src/<name>.mlir`.
 //!
 //! Workgroup counts and constants are what the compiled host code passes (read from
 //! `iree-dump-module` of the same compilation): every static-shape dispatch here runs as one

@@ -1,5 +1,5 @@
 //! The `vulkan-spirv-fb` executables IREE 3.13 puts in the `.vmfb` fixtures of tests/fixtures/vulkan
-//! (scripts/regen-vulkan-fixtures.sh), read by `rtx_hal_vulkan::executable_def`.
+//! (scripts/regen/vulkan-fixtures.sh), read by `rtx_hal_vulkan::executable_def`.
 //!
 //! What each executable holds is checked against what the compiler said independently: its
 //! `hal.executable.export` ops (`iree-compile --compile-to=executable-targets` of the same sources:

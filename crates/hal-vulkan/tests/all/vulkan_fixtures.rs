@@ -1,5 +1,5 @@
 //! Consistency of the Vulkan fixture set in tests/fixtures/vulkan (see
-//! scripts/regen-vulkan-fixtures.sh): every source has its module and its record of dumped SPIR-V,
+//! scripts/regen/vulkan-fixtures.sh): every source has its module and its record of dumped SPIR-V,
 //! every invocation names a module function and has the output `iree-run-module --device=vulkan`
 //! printed. With `RTX_CHECK_FIXTURES=1` and the IREE tools at hand, the fixtures are regenerated into
 //! a scratch directory and compared byte for byte, so a stale fixture fails.
@@ -56,5 +56,5 @@ fn every_invocation_has_the_expected_output_of_its_command() {
 
 #[test]
 fn checked_in_fixtures_match_a_fresh_regeneration() {
-    assert_fixtures_fresh("regen-vulkan-fixtures.sh", &fixtures(), &["expected"], &["invocations.txt"]);
+    assert_fixtures_fresh("regen/vulkan-fixtures.sh", &fixtures(), &["expected"], &["invocations.txt"]);
 }

@@ -3,7 +3,7 @@
 //! invocation suspending on a pending async value without blocking a thread.
 //!
 //! The module is tests/fixtures/vm/loader/native_calls.vmfb (source in loader/src, compiled by
-//! iree-compile 3.13 through scripts/regen-vm-fixtures.sh).
+//! iree-compile 3.13 through scripts/regen/vm-fixtures.sh).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! rtx against a corpus of real IREE compiler output (`scripts/regen-mlir-corpus.sh`): IREE's own
+//! rtx against a corpus of real IREE compiler output (`scripts/regen/mlir-corpus.sh`): IREE's own
 //! test programs and a few of ours, taken by iree-compile 3.13 through its phases (raw stablehlo,
 //! input, global optimization, dispatch creation, flow, stream, executable sources and
 //! configurations, codegen, executable targets, hal, vm) for llvm-cpu and vmvx (and executable

@@ -1,6 +1,6 @@
 //! Other dialects' own attribute/type encodings (stablehlo, chlo, quant, llvm, vhlo) against
 //! upstream MLIR:
-//! every fixture written by `scripts/regen-mlir-dialect-fixtures.sh` (IREE 3.13's iree-opt,
+//! every fixture written by `scripts/regen/mlir-dialect-fixtures.sh` (IREE 3.13's iree-opt,
 //! bytecode versions 0–6) reads with no entry left in its dialect encoding, and each decoded
 //! entry's text is exactly what iree-opt printed for it (checked-in `<name>.generic.mlir`, no
 //! aliases). With `RTX_CHECK_FIXTURES=1` and the IREE tools, iree-opt must re-print rtx's generic

@@ -1,5 +1,5 @@
 //! Registered ops' native properties (the op schemas of `crates/mlir/src/ods/schemas.rs`) against
-//! upstream MLIR: every fixture written by `scripts/regen-mlir-schema-fixtures.sh` (IREE 3.13's
+//! upstream MLIR: every fixture written by `scripts/regen/mlir-schema-fixtures.sh` (IREE 3.13's
 //! iree-opt, bytecode versions 5 and 6; stablehlo, chlo, iree_linalg_ext, iree_encoding,
 //! iree_vector_ext, hal_inline, hal_loader, io_parameters and llvm ops with optional attributes
 //! present and absent, and segment sizes; llvm, affine and util ops with non-attribute properties;

@@ -1,5 +1,5 @@
 //! The MLIR bytecode reader and generic printer against upstream MLIR: every fixture written by
-//! `scripts/regen-mlir-fixtures.sh` (IREE 3.13's iree-opt, bytecode versions 0–6) is read by rtx and
+//! `scripts/regen/mlir-fixtures.sh` (IREE 3.13's iree-opt, bytecode versions 0–6) is read by rtx and
 //! printed in generic form. With `RTX_CHECK_FIXTURES=1` and the IREE tools available, iree-opt must
 //! parse rtx's text to the module it printed itself. Without the tools, hand-checked structural
 //! facts stand in. Corruption tests prove that malformed input gives an error with an offset and

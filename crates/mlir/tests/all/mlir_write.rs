@@ -1,5 +1,5 @@
 //! The MLIR bytecode writer against upstream MLIR: every fixture written by
-//! `scripts/regen-mlir-fixtures.sh` (IREE 3.13's iree-opt, versions 0–6) is read by rtx and written
+//! `scripts/regen/mlir-fixtures.sh` (IREE 3.13's iree-opt, versions 0–6) is read by rtx and written
 //! again in every version; rtx must read its own file back to the same module, and, with
 //! `RTX_CHECK_FIXTURES=1` and the IREE tools, iree-opt must read rtx's file to exactly what it
 //! reads from its own file of that version (for old versions that is upstream's own

@@ -1,6 +1,6 @@
 //! Tensor programs compiled by iree-compile 3.13 for every CPU executable format run on
 //! `local-sync` and give the values computed by hand. With `RTX_CHECK_FIXTURES=1` the modules are
-//! also rebuilt by scripts/regen-hal-run-fixtures.sh and must match the checked-in ones. `rtx run`
+//! also rebuilt by scripts/regen/hal-run-fixtures.sh and must match the checked-in ones. `rtx run`
 //! and `rtx check` on them are tests/all/hal_run.rs's, at the repository root.
 
 use rtx_hal::buffer_view::{self, BufferView};
@@ -235,12 +235,12 @@ fn fixtures_are_what_the_compiler_makes_of_their_source() {
     }
     let repo = repo_root();
     let scratch = std::env::temp_dir().join(format!("rtx-hal-run-fixtures-{}", std::process::id()));
-    let status = std::process::Command::new(repo.join("scripts/regen-hal-run-fixtures.sh"))
+    let status = std::process::Command::new(repo.join("scripts/regen/hal-run-fixtures.sh"))
         .arg("--out")
         .arg(&scratch)
         .status()
         .expect("the regeneration script runs");
-    assert!(status.success(), "scripts/regen-hal-run-fixtures.sh failed");
+    assert!(status.success(), "scripts/regen/hal-run-fixtures.sh failed");
     let modules = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .expect("module directory")
@@ -255,7 +255,7 @@ fn fixtures_are_what_the_compiler_makes_of_their_source() {
     let names = |files: &[(String, Vec<u8>)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(&fresh), names(&checked_in), "module sets differ");
     for ((name, fresh), (_, checked_in)) in fresh.iter().zip(&checked_in) {
-        assert!(fresh == checked_in, "{name} is stale: run scripts/regen-hal-run-fixtures.sh");
+        assert!(fresh == checked_in, "{name} is stale: run scripts/regen/hal-run-fixtures.sh");
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }

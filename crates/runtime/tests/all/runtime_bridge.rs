@@ -282,5 +282,5 @@ fn the_kernel_and_the_native_module_leave_no_cycle_that_keeps_a_context_alive() 
 #[test]
 fn the_fixtures_are_what_their_script_makes() {
     let fixtures = fixtures_dir().join("bridge");
-    assert_fixtures_fresh("regen-bridge-fixtures.sh", &fixtures, &[], &[]);
+    assert_fixtures_fresh("regen/bridge-fixtures.sh", &fixtures, &[], &[]);
 }

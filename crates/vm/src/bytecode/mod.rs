@@ -2,7 +2,7 @@
 //! that stand on it.
 //!
 //! The instruction set is defined once, in IREE's `isa.json`; [`isa_table`] is generated from it by
-//! `scripts/gen-vm-isa.py` and everything else reads the table through [`isa`].
+//! `scripts/regen/vm-isa.py` and everything else reads the table through [`isa`].
 
 pub mod decode;
 pub mod isa;

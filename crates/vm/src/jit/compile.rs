@@ -9,7 +9,7 @@
 //! instruction's op index, and the interpreter resumes there and raises the error itself. What
 //! the code saves is the dispatch: no op fetch, no indirect jump, branches straight to their
 //! blocks. Which instructions compile, and to what, is their [`Jit`] class in the ISA table
-//! (`scripts/gen-vm-isa.py` keeps the list), so this file names no opcodes.
+//! (`scripts/regen/vm-isa.py` keeps the list), so this file names no opcodes.
 //!
 //! Buffers and globals. Typed `vm.buffer.load.*`/`store.*` and `vm.buffer.length` reach the ref
 //! register's buffer, and `vm.global.load.*`/`store.*` the module's global bytes, through a table

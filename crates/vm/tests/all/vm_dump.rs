@@ -1,6 +1,6 @@
 //! `rtx_vm::dump` against `iree-dump-module` (IREE 3.13): every fixture with a recorded
 //! `.dump.txt` must dump byte for byte the same; and where the real tool is installed
-//! (`scripts/iree-tools.sh`, or `RTX_IREE_TOOLS`), every fixture and every output mode must match
+//! (`scripts/setup/iree-tools.sh`, or `RTX_IREE_TOOLS`), every fixture and every output mode must match
 //! what it prints now, including a module compiled from VM-dialect source that uses the
 //! instructions the fixtures do not.
 
@@ -81,7 +81,7 @@ fn function_filter_takes_a_header_name_or_an_ordinal() {
 }
 
 /// The directory holding the IREE 3.13 tools, if they are installed: `RTX_IREE_TOOLS`, or the
-/// virtual environment `scripts/iree-tools.sh` creates. Tests never install them.
+/// virtual environment `scripts/setup/iree-tools.sh` creates. Tests never install them.
 fn iree_tools() -> Option<PathBuf> {
     let candidates =
         [std::env::var_os("RTX_IREE_TOOLS").map(PathBuf::from), Some(repo_root().join("target/iree-venv/bin"))];
@@ -126,7 +126,7 @@ fn compare_with_tool(tools: &Path, module: &Path) {
 #[test]
 fn every_fixture_and_mode_matches_the_installed_tool() {
     let Some(tools) = iree_tools() else {
-        println!("skipped: iree-dump-module is not installed (run scripts/iree-tools.sh)");
+        println!("skipped: iree-dump-module is not installed (run scripts/setup/iree-tools.sh)");
         return;
     };
     for path in fixtures() {
@@ -282,7 +282,7 @@ vm.module @all_ops {
 #[test]
 fn instructions_beyond_the_fixtures_match_the_installed_tool() {
     let Some(tools) = iree_tools() else {
-        println!("skipped: iree-compile is not installed (run scripts/iree-tools.sh)");
+        println!("skipped: iree-compile is not installed (run scripts/setup/iree-tools.sh)");
         return;
     };
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vm_dump");

@@ -1,4 +1,4 @@
-//! Consistency of the VM fixture set in tests/fixtures/vm (see scripts/regen-vm-fixtures.sh):
+//! Consistency of the VM fixture set in tests/fixtures/vm (see scripts/regen/vm-fixtures.sh):
 //! every source has its module and dump, every invocation names a module and has its expected
 //! output, and every module looks like a `.vmfb`. With `RTX_CHECK_FIXTURES=1` and the IREE tools at
 //! hand, the fixtures are also regenerated into a scratch directory and compared byte for byte, so a
@@ -111,7 +111,7 @@ fn every_exported_function_has_an_invocation() {
 #[test]
 fn checked_in_fixtures_match_a_fresh_regeneration() {
     assert_fixtures_fresh(
-        "regen-vm-fixtures.sh",
+        "regen/vm-fixtures.sh",
         &fixtures(),
         &["expected", "loader"],
         &["invocations.txt", "loader/variants.txt"],

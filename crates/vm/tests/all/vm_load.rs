@@ -1,4 +1,4 @@
-//! Loading real `.vmfb` modules compiled by IREE 3.13 (`scripts/regen-vm-fixtures.sh`, `tests/fixtures/vm/loader/variants.txt`): the
+//! Loading real `.vmfb` modules compiled by IREE 3.13 (`scripts/regen/vm-fixtures.sh`, `tests/fixtures/vm/loader/variants.txt`): the
 //! metadata must match what the sources and `iree-dump-module` say, and hostile variants of the same
 //! files (truncated, corrupted, hand-patched) must fail with a located error, never a panic.
 

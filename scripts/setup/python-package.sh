@@ -2,7 +2,7 @@
 # Builds the Python package `rtx` as a wheel that carries librtx.so, and installs it into a
 # virtual environment with what its tests need; prints the environment's python on stdout:
 #
-#     python=$(scripts/python-package.sh [LIBRTX])
+#     python=$(scripts/setup/python-package.sh [LIBRTX])
 #
 # The wheel is the standard build of python/ (`pip wheel ./python`, python/setup.py): it compiles
 # librtx with `cargo build --release --lib`, or, given LIBRTX, bundles that shared library
@@ -19,7 +19,7 @@ die() {
     exit 1
 }
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 venv=$target/python-venv
 python=$venv/bin/python

@@ -13,7 +13,7 @@ is told apart from a difference with IREE's runtime (IREE's PyPI tools have no c
 
 The suites are IREE's, not ours, and are not checked in: point --iree at a checkout.
 
-  scripts/iree-e2e-sweep.py --iree ~/iree --backend vulkan-spirv --driver vulkan --out target/e2e
+  scripts/check/iree-e2e-sweep.py --iree ~/iree --backend vulkan-spirv --driver vulkan --out target/e2e
 """
 
 import argparse
@@ -197,7 +197,7 @@ def main():
     parser.add_argument("--include-manual", action="store_true", help="also suites labelled manual")
     parser.add_argument("--only", default="", help="regex on suite/source to run a subset")
     parser.add_argument("--reuse", action="store_true", help="keep .vmfb files compiled by an earlier run")
-    parser.add_argument("--rtx", default=str(Path(__file__).resolve().parent.parent / "target/release/rtx"))
+    parser.add_argument("--rtx", default=str(Path(__file__).resolve().parent.parent.parent / "target/release/rtx"))
     parser.add_argument("--iree-compile", default=shutil.which("iree-compile") or "iree-compile")
     parser.add_argument("--compare-iree", action="store_true",
                         help="run each test rewritten to return what it checks with iree-run-module and rtx run")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the CPU executable fixtures under tests/fixtures/hal from their sources, with the real
-# IREE 3.13 compiler (found or installed by scripts/iree-tools.sh):
+# IREE 3.13 compiler (found or installed by scripts/setup/iree-tools.sh):
 #
 #   src/<name>.mlir  ->  <name>.embedded-elf-x86_64.so   llvm-cpu, the default embedded ELF
 #                    ->  <name>.system-elf-x86_64.so     llvm-cpu, --iree-llvmcpu-link-embedded=false
@@ -12,18 +12,18 @@
 # Sources are compiled from inside src/ with a bare file name, so the source locations the
 # compiler embeds name no machine path and regenerating twice gives identical files.
 #
-# Usage: scripts/regen-hal-executable-fixtures.sh
+# Usage: scripts/regen/hal-executable-fixtures.sh
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/hal
 
 die() {
-    echo "regen-hal-executable-fixtures.sh: $*" >&2
+    echo "regen/hal-executable-fixtures.sh: $*" >&2
     exit 1
 }
 
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 

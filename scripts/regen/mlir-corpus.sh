@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the corpus of real IREE compiler output in tests/fixtures/mlir/corpus from the
 # sources in tests/fixtures/mlir/corpus/src (each names where it came from in its first line) with
-# IREE 3.13's iree-compile and iree-opt, found through scripts/iree-tools.sh:
+# IREE 3.13's iree-compile and iree-opt, found through scripts/setup/iree-tools.sh:
 #
 #   1. Each corpus entry below is a source taken to one stage: `source` is the file as written
 #      (raw stablehlo, util, linalg ...); a phase name is `iree-compile --compile-to=<phase>` with a
@@ -17,7 +17,7 @@
 #   3. tests/fixtures/mlir/corpus/<entry>.generic.mlir
 #        iree-opt --allow-unregistered-dialect --mlir-print-op-generic --mlir-print-debuginfo of the
 #        stage: the text every version of the entry must print as (checked below: a version whose
-#        print differs gets <entry>.v<N>.generic.mlir, as in scripts/regen-mlir-fixtures.sh).
+#        print differs gets <entry>.v<N>.generic.mlir, as in scripts/regen/mlir-fixtures.sh).
 #
 # crates/mlir/tests/all/mlir_corpus.rs reads every file with rtx and compares rtx's print with
 # upstream's; with RTX_CHECK_FIXTURES=1 and the tools, iree-opt reads rtx's text and rtx's bytecode
@@ -25,11 +25,11 @@
 # Run from anywhere: paths in locations are relative to the repository root.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tools=$("$repo/scripts/iree-tools.sh")
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tools=$("$repo/scripts/setup/iree-tools.sh")
 compile="$tools/iree-compile"
 opt="$tools/iree-opt"
-[[ -x "$compile" && -x "$opt" ]] || { echo "regen-mlir-corpus.sh: no iree-compile/iree-opt in $tools" >&2; exit 1; }
+[[ -x "$compile" && -x "$opt" ]] || { echo "regen/mlir-corpus.sh: no iree-compile/iree-opt in $tools" >&2; exit 1; }
 cd "$repo"
 out=tests/fixtures/mlir/corpus
 src=$out/src

@@ -3,10 +3,10 @@
 # scripts/test.sh each work on a fresh Debian/Ubuntu machine that has only Rust (rustup), in
 # either order.
 #
-# Usage: scripts/prereqs.sh run|test
+# Usage: scripts/setup/prereqs.sh run|test
 #
 #   run   what scripts/run.sh needs: a C toolchain (cargo links with cc; the C examples are C and
-#         C++), make and cmake (scripts/install.sh and the C examples' build), python3 (the C
+#         C++), make and cmake (scripts/setup/install.sh and the C examples' build), python3 (the C
 #         examples' CMake project asks for it)
 #   test  all of the above plus what scripts/test.sh adds: valgrind, pkg-config, readelf
 #         (binutils), python3-venv (the IREE tools' virtual environment), LLVM 15's FileCheck

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates tests/fixtures/hal_run: every tests/fixtures/hal_run/src/<name>.mlir compiled by the
-# real IREE 3.13 compiler (found or installed by scripts/iree-tools.sh) for every CPU executable
+# real IREE 3.13 compiler (found or installed by scripts/setup/iree-tools.sh) for every CPU executable
 # format rtx loads:
 #
 #   <name>_vmvx.vmfb      --iree-hal-local-target-device-backends=vmvx
@@ -11,19 +11,19 @@
 # `coarse-fences` model for async.mlir). It compiles from inside src/ with relative names, so no
 # machine path ends up in the output.
 #
-# Usage: scripts/regen-hal-run-fixtures.sh [--out DIR]   (default: tests/fixtures/hal_run)
+# Usage: scripts/regen/hal-run-fixtures.sh [--out DIR]   (default: tests/fixtures/hal_run)
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/hal_run
 out=$fixtures
 if [[ $# -eq 2 && $1 == --out ]]; then
     out=$2
 elif [[ $# -ne 0 ]]; then
-    echo "regen-hal-run-fixtures.sh: usage: [--out DIR]" >&2
+    echo "regen/hal-run-fixtures.sh: usage: [--out DIR]" >&2
     exit 2
 fi
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the fixtures of other dialects' own attribute/type encodings (stablehlo, chlo,
 # quant, llvm, vhlo) from the text sources in tests/fixtures/mlir/dialects/src with upstream MLIR (iree-opt
-# from IREE 3.13, found through scripts/iree-tools.sh):
+# from IREE 3.13, found through scripts/setup/iree-tools.sh):
 #
 #   tests/fixtures/mlir/dialects/<name>.v<N>.mlirbc    iree-opt --emit-bytecode --emit-bytecode-version=N
 #   tests/fixtures/mlir/dialects/<name>.v<N>.refused   upstream's error when it cannot write version N
@@ -13,10 +13,10 @@
 # RTX_CHECK_FIXTURES=1 it also checks rtx's text and bytecode against iree-opt live.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tools=$("$repo/scripts/iree-tools.sh")
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tools=$("$repo/scripts/setup/iree-tools.sh")
 opt="$tools/iree-opt"
-[[ -x "$opt" ]] || { echo "regen-mlir-dialect-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
+[[ -x "$opt" ]] || { echo "regen/mlir-dialect-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
 cd "$repo"
 out=tests/fixtures/mlir/dialects
 rm -f "$out"/*.mlirbc "$out"/*.refused "$out"/*.generic.mlir
@@ -34,7 +34,7 @@ for src in "$out"/src/*.mlir; do
         rm -f "$out/$name.v$version.refused"
         # Every version must print the same module.
         "$opt" "${print[@]}" "$bc" | cmp -s - "$out/$name.generic.mlir" ||
-            { echo "regen-mlir-dialect-fixtures.sh: $bc prints differently from $src" >&2; exit 1; }
+            { echo "regen/mlir-dialect-fixtures.sh: $bc prints differently from $src" >&2; exit 1; }
     done
 done
 echo "regenerated $(ls "$out"/*.mlirbc | wc -l) bytecode fixtures in $out"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the MLIR bytecode fixtures from the text sources in tests/fixtures/mlir/src with
-# upstream MLIR (iree-opt from IREE 3.13, found through scripts/iree-tools.sh):
+# upstream MLIR (iree-opt from IREE 3.13, found through scripts/setup/iree-tools.sh):
 #
 #   tests/fixtures/mlir/<name>.v<N>.mlirbc       iree-opt --emit-bytecode --emit-bytecode-version=N, N = 0..6
 #   tests/fixtures/mlir/<name>.v<N>.refused      upstream's error when it cannot write version N
@@ -15,10 +15,10 @@
 # checkout lives.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tools=$("$repo/scripts/iree-tools.sh")
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tools=$("$repo/scripts/setup/iree-tools.sh")
 opt="$tools/iree-opt"
-[[ -x "$opt" ]] || { echo "regen-mlir-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
+[[ -x "$opt" ]] || { echo "regen/mlir-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
 cd "$repo"
 out=tests/fixtures/mlir
 rm -f "$out"/*.mlirbc "$out"/*.refused "$out"/*.generic.mlir

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Ray Serve example (python/examples/serve): installs ray[serve] from PyPI, iree-base-runtime
-# 3.13 and the rtx wheel (built by scripts/python-package.sh) into target/ray-venv (under
+# 3.13 and the rtx wheel (built by scripts/setup/python-package.sh) into target/ray-venv (under
 # CARGO_TARGET_DIR when set), then runs the load test: the digit classifier served over HTTP on
 # 127.0.0.1 through rtx and through iree.runtime, side by side, each load bounded in time and
 # count. Arguments go to load_test.py (its defaults when none; --help lists them). Fails when an
@@ -15,13 +15,13 @@ die() {
     exit 1
 }
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 venv=$target/ray-venv
 python=$venv/bin/python
 
 wheels=("$target"/python/dist/rtx-*.whl)
-[[ -f ${wheels[0]} ]] || die "no rtx wheel in $target/python/dist: run scripts/python-package.sh first"
+[[ -f ${wheels[0]} ]] || die "no rtx wheel in $target/python/dist: run scripts/setup/python-package.sh first"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

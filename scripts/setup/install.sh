@@ -7,7 +7,7 @@
 #   PREFIX/lib/cmake/rtx/rtxConfig.cmake, rtxConfigVersion.cmake   (find_package(rtx CONFIG))
 #   PREFIX/lib/pkgconfig/rtx.pc                                    (pkg-config rtx)
 #
-# Usage: [RTX_FEATURES=vulkan,tfrt,onnx] scripts/install.sh PREFIX
+# Usage: [RTX_FEATURES=vulkan,tfrt,onnx] scripts/setup/install.sh PREFIX
 # RTX_FEATURES lists the Cargo features to build with (all of them by default; empty: the VM and the
 # CPU devices alone). The package records them (rtx_FEATURES in CMake, `features` in rtx.pc).
 # Idempotent: run it again after changing the code; cargo rebuilds only what changed.
@@ -22,7 +22,7 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then
   exit 2
 fi
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$1"
 prefix=$(cd "$1" && pwd)
 cd "$repo"

@@ -22,7 +22,7 @@ Needs `onnx` and `numpy` importable by the Python that runs it, and the IREE too
 iree-compile) in --iree-tools (or on PATH):
 
   python3 -m venv target/onnx-venv && target/onnx-venv/bin/pip install onnx numpy
-  target/onnx-venv/bin/python scripts/onnx-models.py --iree-tools "$(scripts/iree-tools.sh)"
+  target/onnx-venv/bin/python scripts/models/onnx-models.py --iree-tools "$(scripts/setup/iree-tools.sh)"
 """
 
 import argparse

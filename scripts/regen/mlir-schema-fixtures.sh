@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the fixtures of registered ops' native properties (the op schemas of
 # crates/mlir/src/ods/schemas.rs) from the text sources in tests/fixtures/mlir/schemas/src with upstream
-# MLIR (iree-opt from IREE 3.13, found through scripts/iree-tools.sh):
+# MLIR (iree-opt from IREE 3.13, found through scripts/setup/iree-tools.sh):
 #
 #   tests/fixtures/mlir/schemas/<name>.v<N>.mlirbc   iree-opt --emit-bytecode --emit-bytecode-version=N, N = 5, 6
 #                                                    (the versions with native properties)
@@ -17,10 +17,10 @@
 # against iree-opt live. Paths in locations are relative to the repository root.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tools=$("$repo/scripts/iree-tools.sh")
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tools=$("$repo/scripts/setup/iree-tools.sh")
 opt="$tools/iree-opt"
-[[ -x "$opt" ]] || { echo "regen-mlir-schema-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
+[[ -x "$opt" ]] || { echo "regen/mlir-schema-fixtures.sh: no iree-opt in $tools" >&2; exit 1; }
 cd "$repo"
 out=tests/fixtures/mlir/schemas
 rm -f "$out"/*.mlirbc "$out"/*.generic.mlir
@@ -33,7 +33,7 @@ for src in "$out"/src/*.mlir; do
         "$opt" --allow-unregistered-dialect --emit-bytecode --emit-bytecode-version="$version" "$src" -o "$bc"
         # Every version must print the same module.
         "$opt" "${print[@]}" "$bc" | cmp -s - "$out/$name.generic.mlir" ||
-            { echo "regen-mlir-schema-fixtures.sh: $bc prints differently from $src" >&2; exit 1; }
+            { echo "regen/mlir-schema-fixtures.sh: $bc prints differently from $src" >&2; exit 1; }
     done
 done
 echo "regenerated $(ls "$out"/*.mlirbc | wc -l) bytecode fixtures in $out"

@@ -2,7 +2,7 @@
 # Ensures the IREE 3.13 tools (iree-compile, iree-run-module, iree-dump-module, ...) are available and
 # prints the directory that holds them on stdout, so callers write:
 #
-#     tools=$(scripts/iree-tools.sh)
+#     tools=$(scripts/setup/iree-tools.sh)
 #
 # If RTX_IREE_TOOLS names a directory that already has the tools, that directory is used as is.
 # Otherwise the tools live in a virtual environment at target/iree-venv (under CARGO_TARGET_DIR when
@@ -33,7 +33,7 @@ if [[ -n "${RTX_IREE_TOOLS:-}" ]]; then
     exit 0
 fi
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 venv=$target/iree-venv
 bin=$venv/bin

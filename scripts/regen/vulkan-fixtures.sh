@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the Vulkan fixtures under tests/fixtures/vulkan from their sources, with the real IREE
-# 3.13 tools (found or installed by scripts/iree-tools.sh) and a Vulkan device (lavapipe will do):
+# 3.13 tools (found or installed by scripts/setup/iree-tools.sh) and a Vulkan device (lavapipe will do):
 #
 #   src/<name>.mlir   ->  <name>.vmfb             iree-compile --iree-hal-target-device=vulkan
 #                     ->  <name>.executables.txt  the SPIR-V binaries the compiler dumped for that
@@ -19,25 +19,25 @@
 # Sources compile from inside src/ with a bare file name, so the source locations the compiler
 # embeds name no machine path and regenerating twice gives identical files.
 #
-# Usage: scripts/regen-vulkan-fixtures.sh [--out DIR]   (default: tests/fixtures/vulkan)
+# Usage: scripts/regen/vulkan-fixtures.sh [--out DIR]   (default: tests/fixtures/vulkan)
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/vulkan
 out=$fixtures
 if [[ $# -eq 2 && $1 == --out ]]; then
     out=$2
 elif [[ $# -ne 0 ]]; then
-    echo "regen-vulkan-fixtures.sh: usage: [--out DIR]" >&2
+    echo "regen/vulkan-fixtures.sh: usage: [--out DIR]" >&2
     exit 2
 fi
 
 die() {
-    echo "regen-vulkan-fixtures.sh: $*" >&2
+    echo "regen/vulkan-fixtures.sh: $*" >&2
     exit 1
 }
 
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 mkdir -p "$out/expected"
 out=$(cd "$out" && pwd)
 scratch=$(mktemp -d)

@@ -4,12 +4,12 @@
 # import-onnx`, then `rtx run` on both work queues (`s` and `mstd`) with the input ONNX's backend
 # tests feed them (arange(n).reshape(shape) / n), within 1e-4 of the output's largest magnitude.
 #
-#   scripts/check-onnx-light.sh PYTHON [NAME...]     PYTHON: one that can `import onnx` (and numpy)
+#   scripts/check/onnx-light.sh PYTHON [NAME...]     PYTHON: one that can `import onnx` (and numpy)
 #
 # Needs a release build of rtx. crates/runtime/tests/all/onnx_import.rs checks SqueezeNet and
 # ShuffleNet this way in CI.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 python=${1:?usage: check-onnx-light.sh PYTHON [NAME...]}
 shift
 rtx=$repo/target/release/rtx
@@ -42,7 +42,7 @@ PY
         "$rtx" run --work_queue_type=$queue --module="$scratch/$name.bef" --input=@"$scratch/input.npy" \
             --output=@"$scratch/$queue.npy" >/dev/null
     done
-    if ! "$python" "$repo/scripts/compare-outputs.py" "$name" ONNX "$scratch/expected.npy" \
+    if ! "$python" "$repo/scripts/check/compare-outputs.py" "$name" ONNX "$scratch/expected.npy" \
         s="$scratch/s.npy" mstd="$scratch/mstd.npy"; then
         failed=1
     fi

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Times models that scripts/onnx-models.py prepared as BEF kernel graphs (`rtx import-onnx`, then
+# Times models that scripts/models/onnx-models.py prepared as BEF kernel graphs (`rtx import-onnx`, then
 # `rtx bench` on the `mstd` work queue) beside IREE's llvm-cpu module of the same model on
 # `local-task` (iree-benchmark-module, through `rtx bench`), same input, rounds alternating, and
 # prints the medians and their ratio per model.
 #
-#   scripts/bench-onnx-graphs.sh DIR [NAME...] [--rounds=3] [--benchmark_min_time=5]
+#   scripts/bench/onnx-graphs.sh DIR [NAME...] [--rounds=3] [--benchmark_min_time=5]
 #
-# Needs a release build of rtx and the IREE tools (scripts/iree-tools.sh).
+# Needs a release build of rtx and the IREE tools (scripts/setup/iree-tools.sh).
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${1:?usage: bench-onnx-graphs.sh DIR [NAME...] [--rounds=N] [--benchmark_min_time=S]}
 shift
 rounds=3
@@ -25,7 +25,7 @@ if [[ ${#names[@]} -eq 0 ]]; then
     for onnx in "$dir"/*.onnx; do names+=("$(basename "$onnx" .onnx)"); done
 fi
 rtx=$repo/target/release/rtx
-RTX_IREE_TOOLS=$("$repo/scripts/iree-tools.sh")
+RTX_IREE_TOOLS=$("$repo/scripts/setup/iree-tools.sh")
 export RTX_IREE_TOOLS
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

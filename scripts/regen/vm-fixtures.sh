@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the VM fixtures under tests/fixtures/vm from their sources, with the real IREE 3.13
-# tools (found or installed by scripts/iree-tools.sh):
+# tools (found or installed by scripts/setup/iree-tools.sh):
 #
 #   src/<name>.mlir   ->  <name>.vmfb        iree-compile, local device, vmvx backend
 #                     ->  <name>.dump.txt    iree-dump-module (metadata + disassembly)
@@ -27,31 +27,31 @@
 # Everything runs with relative file names from fixed directories, so no machine path or time ends up
 # in the output and regenerating twice gives identical files.
 #
-# Usage: scripts/regen-vm-fixtures.sh [--out DIR]
+# Usage: scripts/regen/vm-fixtures.sh [--out DIR]
 #   --out DIR  write the generated files under DIR instead of tests/fixtures/vm (the sources and
 #              invocations.txt are still read from tests/fixtures/vm); used by
 #              crates/vm/tests/all/vm_fixtures.rs to check that the checked-in fixtures are fresh.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/vm
 out=$fixtures
 
 while [[ $# -gt 0 ]]; do
     case $1 in
         --out)
-            [[ $# -ge 2 ]] || { echo "regen-vm-fixtures.sh: --out needs a directory" >&2; exit 2; }
+            [[ $# -ge 2 ]] || { echo "regen/vm-fixtures.sh: --out needs a directory" >&2; exit 2; }
             out=$2
             shift 2
             ;;
         *)
-            echo "regen-vm-fixtures.sh: unknown argument '$1' (usage: [--out DIR])" >&2
+            echo "regen/vm-fixtures.sh: unknown argument '$1' (usage: [--out DIR])" >&2
             exit 2
             ;;
     esac
 done
 
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 mkdir -p "$out/expected" "$out/loader"
 out=$(cd "$out" && pwd)
 
@@ -60,7 +60,7 @@ rm -f "$out"/*.vmfb "$out"/*.dump.txt "$out"/expected/*.txt "$out"/loader/*.vmfb
 
 shopt -s nullglob
 sources=("$fixtures"/src/*.mlir)
-[[ ${#sources[@]} -gt 0 ]] || { echo "regen-vm-fixtures.sh: no sources in $fixtures/src" >&2; exit 1; }
+[[ ${#sources[@]} -gt 0 ]] || { echo "regen/vm-fixtures.sh: no sources in $fixtures/src" >&2; exit 1; }
 
 for source in "${sources[@]}"; do
     name=$(basename "$source" .mlir)
@@ -69,7 +69,7 @@ for source in "${sources[@]}"; do
     if ! (cd "$fixtures/src" && "$tools/iree-compile" --iree-hal-target-device=local \
         --iree-hal-local-target-device-backends=vmvx ${extra_flags[@]+"${extra_flags[@]}"} \
         "$name.mlir" -o "$out/$name.vmfb"); then
-        echo "regen-vm-fixtures.sh: iree-compile failed on src/$name.mlir" >&2
+        echo "regen/vm-fixtures.sh: iree-compile failed on src/$name.mlir" >&2
         exit 1
     fi
     (cd "$out" && "$tools/iree-dump-module" "$name.vmfb" >"$name.dump.txt")
@@ -84,7 +84,7 @@ for_each_entry() {
         [[ -z "${line//[[:space:]]/}" || "$line" =~ ^[[:space:]]*# ]] && continue
         read -r -a fields <<<"$line"
         if [[ ${#fields[@]} -lt 2 ]]; then
-            echo "regen-vm-fixtures.sh: ${file#"$fixtures"/}:$line_number: expected at least two fields" >&2
+            echo "regen/vm-fixtures.sh: ${file#"$fixtures"/}:$line_number: expected at least two fields" >&2
             exit 1
         fi
         "$handler" "$line_number" "${fields[@]}"
@@ -97,7 +97,7 @@ compile_variant() {
     shift 3
     if ! (cd "$fixtures/loader/src" && "$tools/iree-compile" --iree-hal-target-device=local "$@" "$source" \
         -o "$out/loader/$output.vmfb"); then
-        echo "regen-vm-fixtures.sh: iree-compile failed on loader/variants.txt:$line_number" >&2
+        echo "regen/vm-fixtures.sh: iree-compile failed on loader/variants.txt:$line_number" >&2
         exit 1
     fi
 }
@@ -112,7 +112,7 @@ run_invocation() {
     function=${fields[1]}
     flags=("${fields[@]:2}")
     if [[ ! -f "$out/$name.vmfb" ]]; then
-        echo "regen-vm-fixtures.sh: invocations.txt:$1: no module '$name' (src/$name.mlir)" >&2
+        echo "regen/vm-fixtures.sh: invocations.txt:$1: no module '$name' (src/$name.mlir)" >&2
         exit 1
     fi
     key=$name.$function

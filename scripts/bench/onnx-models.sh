@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Times each model that scripts/onnx-models.py prepared (DIR/NAME.vmfb with DIR/NAME.input.npy) with
+# Times each model that scripts/models/onnx-models.py prepared (DIR/NAME.vmfb with DIR/NAME.input.npy) with
 # `rtx bench`, alternating with iree-benchmark-module on the same module, input and device, checks
 # first that both print the same output, and prints one line per model and the median ratio.
 #
-#   scripts/bench-onnx-models.sh target/onnx-models [--device=local-task] [--rounds=5] [--benchmark_min_time=10]
+#   scripts/bench/onnx-models.sh target/onnx-models [--device=local-task] [--rounds=5] [--benchmark_min_time=10]
 #
-# Needs a release build of rtx (cargo build --release) and the IREE tools (scripts/iree-tools.sh).
+# Needs a release build of rtx (cargo build --release) and the IREE tools (scripts/setup/iree-tools.sh).
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${1:?usage: bench-onnx-models.sh DIR [rtx bench flags...]}
 shift
 flags=("--device=local-task" "--rounds=5" "--benchmark_min_time=10" "$@")
@@ -16,7 +16,7 @@ for flag in "${flags[@]}"; do
     case $flag in --device=*) device=${flag#--device=} ;; esac
 done
 rtx=$repo/target/release/rtx
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 export RTX_IREE_TOOLS=$tools
 ratios=()
 for vmfb in "$dir"/*.vmfb; do

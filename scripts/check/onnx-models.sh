@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Checks every model that scripts/onnx-models.py prepared (DIR/NAME.onnx, NAME.vmfb, NAME.input.npy):
+# Checks every model that scripts/models/onnx-models.py prepared (DIR/NAME.onnx, NAME.vmfb, NAME.input.npy):
 # `rtx import-onnx` turns NAME.onnx into a BEF kernel graph, `rtx run` runs it on both work queues
 # (`s` and `mstd`), and each output must match iree-run-module's on NAME.vmfb (llvm-cpu,
 # local-task) within 1e-4 relative to the output's largest magnitude. One line per model.
 #
-#   scripts/check-onnx-models.sh DIR [NAME...]
+#   scripts/check/onnx-models.sh DIR [NAME...]
 #
-# Needs a release build of rtx and the IREE tools (scripts/iree-tools.sh), whose Python has numpy.
+# Needs a release build of rtx and the IREE tools (scripts/setup/iree-tools.sh), whose Python has numpy.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${1:?usage: check-onnx-models.sh DIR [NAME...]}
 shift
 rtx=$repo/target/release/rtx
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 names=("$@")
@@ -32,7 +32,7 @@ for name in "${names[@]}"; do
             --output=@"$scratch/$queue.npy" >/dev/null
     done
     note=$(awk -v a="$start" -v b="$imported" 'BEGIN {printf "import %5.1f s", b - a}')
-    if ! "$tools/python" "$repo/scripts/compare-outputs.py" "$name" IREE "$scratch/iree.npy" --note "$note" \
+    if ! "$tools/python" "$repo/scripts/check/compare-outputs.py" "$name" IREE "$scratch/iree.npy" --note "$note" \
         s="$scratch/s.npy" mstd="$scratch/mstd.npy"; then
         failed=1
     fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the tensor I/O fixtures under tests/fixtures/hal_io with the real IREE 3.13 tools
-# (found or installed by scripts/iree-tools.sh):
+# (found or installed by scripts/setup/iree-tools.sh):
 #
 #   data/*.npy, data/*.bin   input files, written by numpy (from the tools' virtual environment)
 #   src/<name>.mlir       -> <name>.vmfb
@@ -29,30 +29,30 @@
 # Each run happens in a fresh copy of data/, so relative file names resolve there and no machine
 # path ends up in the output; regenerating twice gives identical files.
 #
-# Usage: scripts/regen-hal-io-fixtures.sh [--out DIR]
+# Usage: scripts/regen/hal-io-fixtures.sh [--out DIR]
 #   --out DIR  write the generated files under DIR instead of tests/fixtures/hal_io (sources and
 #              invocations.txt are still read from tests/fixtures/hal_io).
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/hal_io
 out=$fixtures
 
 while [[ $# -gt 0 ]]; do
     case $1 in
         --out)
-            [[ $# -ge 2 ]] || { echo "regen-hal-io-fixtures.sh: --out needs a directory" >&2; exit 2; }
+            [[ $# -ge 2 ]] || { echo "regen/hal-io-fixtures.sh: --out needs a directory" >&2; exit 2; }
             out=$2
             shift 2
             ;;
         *)
-            echo "regen-hal-io-fixtures.sh: unknown argument '$1' (usage: [--out DIR])" >&2
+            echo "regen/hal-io-fixtures.sh: unknown argument '$1' (usage: [--out DIR])" >&2
             exit 2
             ;;
     esac
 done
 
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 mkdir -p "$out/expected" "$out/data"
 out=$(cd "$out" && pwd)
 scratch=$(mktemp -d)
@@ -93,7 +93,7 @@ EOF
 
 shopt -s nullglob
 sources=("$fixtures"/src/*.mlir)
-[[ ${#sources[@]} -gt 0 ]] || { echo "regen-hal-io-fixtures.sh: no sources in $fixtures/src" >&2; exit 1; }
+[[ ${#sources[@]} -gt 0 ]] || { echo "regen/hal-io-fixtures.sh: no sources in $fixtures/src" >&2; exit 1; }
 for source in "${sources[@]}"; do
     name=$(basename "$source" .mlir)
     read -r -a extra_flags <<<"$(sed -n 's|^// iree-compile-flags: ||p' "$source" | tr '\n' ' ')"
@@ -101,7 +101,7 @@ for source in "${sources[@]}"; do
         --iree-hal-local-target-device-backends=vmvx ${extra_flags[@]+"${extra_flags[@]}"} \
         "$name.mlir" -o "$out/$name.vmfb" 2>"$scratch/$name.log"); then
         cat "$scratch/$name.log" >&2
-        echo "regen-hal-io-fixtures.sh: iree-compile failed on src/$name.mlir" >&2
+        echo "regen/hal-io-fixtures.sh: iree-compile failed on src/$name.mlir" >&2
         exit 1
     fi
 done
@@ -123,7 +123,7 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         fields+=("$(trim "$field")")
     done
     if [[ ${#fields[@]} -lt 2 || ! -f "$out/${fields[0]}.vmfb" ]]; then
-        echo "regen-hal-io-fixtures.sh: invocations.txt:$line_number: expected \`<module> | <function> | flags...\` naming a module in src/" >&2
+        echo "regen/hal-io-fixtures.sh: invocations.txt:$line_number: expected \`<module> | <function> | flags...\` naming a module in src/" >&2
         exit 1
     fi
     name=${fields[0]}

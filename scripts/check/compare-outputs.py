@@ -5,8 +5,8 @@
 
 LABEL names the reference in the report (ONNX, IREE); each QUEUE=OURS.npy is rtx's output on that
 work queue. Prints one line: the worst max |rtx - reference| / max |reference| over the queues, and
-exits 1 when a shape differs or the worst exceeds 1e-4 (scripts/check-onnx-light.sh and
-scripts/check-onnx-models.sh use it).
+exits 1 when a shape differs or the worst exceeds 1e-4 (scripts/check/onnx-light.sh and
+scripts/check/onnx-models.sh use it).
 """
 import sys
 

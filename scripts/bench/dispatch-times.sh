@@ -4,12 +4,12 @@
 # profile (`iree-profile statistics`), alternating for a number of rounds, and prints per export the
 # lowest of each side's per-round times, their ratio, and the sums (docs/PERFORMANCE.md).
 #
-#   scripts/compare-dispatch-times.sh X.vmfb FUNCTION INPUT [--device=local-sync] [--rounds=3] [--calls=10]
+#   scripts/bench/dispatch-times.sh X.vmfb FUNCTION INPUT [--device=local-sync] [--rounds=3] [--calls=10]
 #
 # INPUT is as for --input (e.g. @x.npy). Needs a release build of rtx and the IREE tools
-# (scripts/iree-tools.sh).
+# (scripts/setup/iree-tools.sh).
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 module=${1:?usage: compare-dispatch-times.sh X.vmfb FUNCTION INPUT [--device=D] [--rounds=N] [--calls=N]}
 function=${2:?missing FUNCTION}
 input=${3:?missing INPUT}
@@ -24,7 +24,7 @@ for flag in "$@"; do
     esac
 done
 rtx=$repo/target/release/rtx
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--device="$device" --module="$module" --function="$function" --input="$input")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records what `iree-run-module` 3.13 (found or installed by scripts/iree-tools.sh) prints for each
+# Records what `iree-run-module` 3.13 (found or installed by scripts/setup/iree-tools.sh) prints for each
 # failing call in tests/fixtures/run_failures/cases.txt; tests/all/run_failures.rs replays the calls
 # through `rtx run` and requires the same stdout and exit status.
 #
@@ -15,19 +15,19 @@
 #     --- stderr
 #     <stderr>
 #
-# Usage: scripts/regen-run-failure-fixtures.sh [--out DIR]   (default: tests/fixtures/run_failures)
+# Usage: scripts/regen/run-failure-fixtures.sh [--out DIR]   (default: tests/fixtures/run_failures)
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fixtures=$repo/tests/fixtures/run_failures
 out=$fixtures
 if [[ $# -eq 2 && $1 == --out ]]; then
     out=$2
 elif [[ $# -ne 0 ]]; then
-    echo "regen-run-failure-fixtures.sh: usage: [--out DIR]" >&2
+    echo "regen/run-failure-fixtures.sh: usage: [--out DIR]" >&2
     exit 2
 fi
-tools=$("$repo/scripts/iree-tools.sh")
+tools=$("$repo/scripts/setup/iree-tools.sh")
 mkdir -p "$out/expected"
 out=$(cd "$out" && pwd)
 rm -f "$out"/expected/*.txt
@@ -41,7 +41,7 @@ while IFS= read -r line || [[ -n "$line" ]]; do
     folder=${fields[0]}
     flags=("${fields[@]:1}")
     if [[ ! -d "$repo/tests/fixtures/$folder" ]]; then
-        echo "regen-run-failure-fixtures.sh: cases.txt:$line_number: no folder tests/fixtures/$folder" >&2
+        echo "regen/run-failure-fixtures.sh: cases.txt:$line_number: no folder tests/fixtures/$folder" >&2
         exit 1
     fi
     [[ " ${flags[*]} " == *" --device="* ]] || flags=(--device=local-sync ${flags[@]+"${flags[@]}"})
