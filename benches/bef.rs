@@ -67,7 +67,7 @@ fn add_chain_anchor() -> (Box<dyn FnMut() -> f64>, &'static str) {
         return (Box::new(anchor), "IREE VM, add_chain.vmfb");
     }
     let module = rtx::vm::Module::load_file(&path).expect("add_chain.vmfb loads");
-    let context = rtx::vm::context::Context::new();
+    let context = rtx::vm::context::VmContext::new();
     context.add_module(Arc::new(module)).expect("add_chain.vmfb links");
     let function = context.lookup("add_chain").expect("add_chain is exported");
     let anchor = move || {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rtx_vm::abi::{CallingConvention, CconvItem, ValueKind};
-use rtx_vm::context::Context;
+use rtx_vm::context::VmContext;
 use rtx_vm::value::Value;
 use rtx_vm::Module;
 
@@ -37,7 +37,7 @@ pub fn run_module(bytes: &[u8], mut on_error: impl FnMut(&str, &str)) -> Outcome
     };
     outcome.loaded = true;
     let exports: Vec<String> = module.exported_functions().iter().map(|e| e.local_name.clone()).collect();
-    let context = Context::new();
+    let context = VmContext::new();
     context.set_budget(BUDGET);
     if let Err(error) = context.add_module(Arc::new(module)) {
         on_error("link", &error.message);

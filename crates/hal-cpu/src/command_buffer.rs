@@ -18,7 +18,7 @@ use rtx_hal::command_buffer::{
 };
 use rtx_hal::executable::Executable;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::{check_fill, Buffer as Bytes};
+use rtx_vm::buffer::{check_fill, ByteBuffer};
 
 /// A command buffer of the CPU devices (they dispatch only their own executables), its storage
 /// one of `spares` if there is one.
@@ -219,12 +219,12 @@ pub fn run_transfer(transfer: &Transfer, table: &[TableEntry], memory: MemoryAcc
     if let Transfer::Update { source, source_offset, target } = transfer {
         let target = resolve(target, table, memory)?;
         // The source is a host buffer the program may still be touching: byte moves.
-        return Bytes::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64);
+        return ByteBuffer::copy(source, *source_offset as i64, target.buffer(), target.offset(), target.len() as i64);
     }
     resolve_transfer(transfer, table, memory)?.map_or(Ok(()), |bytes| bytes.run(0, bytes.len()))
 }
 
-/// Bytes of a fill or copy one workgroup covers when it runs beside other work: some microseconds
+/// ByteBuffer of a fill or copy one workgroup covers when it runs beside other work: some microseconds
 /// of stores, so that a tensor zeroed between dispatches keeps every core busy for a moment
 /// instead of one for its whole length.
 const PIECE: usize = 64 * 1024;
@@ -306,7 +306,7 @@ impl TransferBytes<'_> {
             },
             // SAFETY: as above; a copy whose ranges overlap runs as one piece.
             TransferBytes::Copy { source, target } => unsafe {
-                Bytes::copy_ordered(
+                ByteBuffer::copy_ordered(
                     source.buffer(),
                     source.offset() + at,
                     target.buffer(),
@@ -597,12 +597,12 @@ mod tests {
                 list.barrier().unwrap();
             }
             if updates.contains(&group) {
-                let source = Bytes::from_bytes(&[group as u8]).unwrap();
+                let source = ByteBuffer::from_bytes(&[group as u8]).unwrap();
                 list.transfer(Transfer::Update { source, source_offset: 0, target: range(&updated, group as i64, 1) })
                     .unwrap();
             }
             if group == 40 {
-                let source = Bytes::from_bytes(&[4, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]).unwrap();
+                let source = ByteBuffer::from_bytes(&[4, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]).unwrap();
                 list.transfer(Transfer::Update { source, source_offset: 0, target: range(&grid, 0, 12) }).unwrap();
             }
             let code = if group % 5 == 3 { &itself } else { &spreading };
@@ -620,7 +620,7 @@ mod tests {
     }
 
     fn host_buffer(bytes: &[u8]) -> Buffer {
-        HeapAllocator::wrap(Bytes::from_bytes(bytes).unwrap(), 0, 0)
+        HeapAllocator::wrap(ByteBuffer::from_bytes(bytes).unwrap(), 0, 0)
     }
 
     fn contents(buffer: &Buffer) -> Vec<u8> {
@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn a_released_list_keeps_no_commands_for_the_next() {
         let spares = Arc::default();
-        let bytes = Bytes::from_bytes(&[0; 64]).unwrap();
+        let bytes = ByteBuffer::from_bytes(&[0; 64]).unwrap();
         let buffer = HeapAllocator::wrap(bytes.clone(), 0, 0);
         let executable = executable(fake(false, |_, _| Ok(())));
         let list = new(0, &spares);
@@ -724,7 +724,7 @@ mod tests {
                 Transfer::Copy { source: range(&from, 0, size as i64), target: range(&to, 0, size as i64) },
                 Transfer::Copy { source: range(&moved, 0, (size - 100) as i64), target: range(&moved, 100, -1) },
                 Transfer::Update {
-                    source: Bytes::from_bytes(&[9, 9, 9]).unwrap(),
+                    source: ByteBuffer::from_bytes(&[9, 9, 9]).unwrap(),
                     source_offset: 1,
                     target: range(&filled, 0, 2),
                 },

@@ -31,7 +31,7 @@ use rtx_hal::file::File;
 use rtx_hal::heap::HeapAllocator;
 use rtx_host::work_queue::panic_message;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// Which CPU device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,7 +302,7 @@ impl DeviceBackend for LocalDevice {
         let (source, target) = (file.bytes().clone(), buffer.clone());
         submit(queue, move || {
             let target = host_bytes(&target)?.range(buffer_offset, length).map_err(|e| e.at("read target"))?;
-            Bytes::copy(&source, file_offset, target.buffer(), target.offset(), target.len() as i64)
+            ByteBuffer::copy(&source, file_offset, target.buffer(), target.offset(), target.len() as i64)
         })
     }
 
@@ -318,7 +318,7 @@ impl DeviceBackend for LocalDevice {
         let (source, target) = (buffer.clone(), file.bytes().clone());
         submit(queue, move || {
             let source = host_bytes(&source)?.range(buffer_offset, length).map_err(|e| e.at("write source"))?;
-            Bytes::copy(source.buffer(), source.offset(), &target, file_offset, source.len() as i64)
+            ByteBuffer::copy(source.buffer(), source.offset(), &target, file_offset, source.len() as i64)
         })
     }
 

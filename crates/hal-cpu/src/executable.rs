@@ -15,7 +15,7 @@ use super::workers::{with_local_memory, Phase, Workers};
 use rtx_hal::backend::ExecutableBackend;
 use rtx_hal::byte_range::{self, OutOfRange};
 use rtx_host::Diagnostic;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// One dispatch: the grid, the push constants and the bound memory, in binding order.
 pub struct Dispatch<'a> {
@@ -29,14 +29,14 @@ pub struct Dispatch<'a> {
 /// resolved it, borrowed rather than made into a span (which allocates) for every dispatch.
 #[derive(Clone, Copy)]
 pub struct BoundBytes<'a> {
-    bytes: &'a Bytes,
+    bytes: &'a ByteBuffer,
     offset: usize,
     length: usize,
 }
 
 impl<'a> BoundBytes<'a> {
     /// The whole of `bytes`.
-    pub fn whole(bytes: &'a Bytes) -> BoundBytes<'a> {
+    pub fn whole(bytes: &'a ByteBuffer) -> BoundBytes<'a> {
         BoundBytes { bytes, offset: 0, length: bytes.len() }
     }
 
@@ -47,7 +47,7 @@ impl<'a> BoundBytes<'a> {
         Ok(BoundBytes { bytes: self.bytes, offset: self.offset + offset, length })
     }
 
-    pub fn buffer(&self) -> &'a Bytes {
+    pub fn buffer(&self) -> &'a ByteBuffer {
         self.bytes
     }
 
@@ -71,7 +71,7 @@ impl<'a> BoundBytes<'a> {
     }
 
     /// The range as a buffer of its own (a span sharing the memory).
-    pub fn span(&self) -> Result<Arc<Bytes>, Diagnostic> {
+    pub fn span(&self) -> Result<Arc<ByteBuffer>, Diagnostic> {
         self.bytes.span(self.offset, self.length)
     }
 
@@ -117,7 +117,7 @@ pub fn place<'a, W: ReadyWork + 'a>(arena: &'a Bump, make: impl FnOnce() -> W) -
 pub trait ReadyWork: Sync {
     fn workgroups(&self) -> u64;
 
-    /// Bytes of local memory each thread running a workgroup needs.
+    /// ByteBuffer of local memory each thread running a workgroup needs.
     fn local_memory(&self) -> usize;
 
     /// How long all of its workgroups are expected to take, if known.

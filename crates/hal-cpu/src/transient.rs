@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rtx_hal::buffer::Buffer;
 use rtx_hal::heap::HeapAllocator;
 use rtx_host::Diagnostic;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// The buffers a device's allocas handed out, oldest first.
 #[derive(Debug, Default)]
@@ -73,7 +73,7 @@ impl TransientPool {
                 return Ok(listed.clone());
             }
         }
-        let buffer = Arc::new(HeapAllocator::wrap(Bytes::allocate(length, 64)?, memory_types, usage));
+        let buffer = Arc::new(HeapAllocator::wrap(ByteBuffer::allocate(length, 64)?, memory_types, usage));
         if buffer.len() <= Self::LIMIT {
             let unlisted = self.list(buffer.clone());
             drop(unlisted);
@@ -98,7 +98,7 @@ impl TransientPool {
         unlisted
     }
 
-    /// Bytes listed, and of them those nothing else holds.
+    /// ByteBuffer listed, and of them those nothing else holds.
     #[cfg(test)]
     fn listed(&self) -> (usize, usize) {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);

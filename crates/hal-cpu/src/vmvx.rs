@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::executable::{Dispatch, ExecutableCode};
 use super::vmvx_kernels::{self, VmvxModule};
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
-use rtx_vm::context::{Context, FunctionHandle};
+use rtx_vm::buffer::ByteBuffer;
+use rtx_vm::context::{FunctionHandle, VmContext};
 use rtx_vm::list::{List, ListElementType};
 use rtx_vm::refs::Ref;
 use rtx_vm::value::Value;
@@ -31,13 +31,13 @@ pub struct VmvxExecutable {
     names: Vec<String>,
     entries: Vec<Entry>,
     /// The inner module's context; one dispatch runs at a time through it.
-    context: Mutex<Context>,
+    context: Mutex<VmContext>,
 }
 
 #[derive(Debug)]
 struct Entry {
     function: FunctionHandle,
-    /// Bytes of workgroup local memory the function asks for (`local_memory` attribute).
+    /// ByteBuffer of workgroup local memory the function asks for (`local_memory` attribute).
     local_memory: usize,
 }
 
@@ -69,7 +69,7 @@ impl VmvxExecutable {
             dispatch_exports.push((export.local_name.clone(), local_memory));
         }
         let has_set_constants = module.lookup_export("__set_constants").is_some();
-        let context = Context::new();
+        let context = VmContext::new();
         // Executables compiled with --iree-vmvx-enable-microkernels call the `vmvx` module.
         if module.dependencies().iter().any(|d| d.name == vmvx_kernels::NAME) {
             context.add_native_module(Arc::new(VmvxModule::new()))?;
@@ -79,7 +79,7 @@ impl VmvxExecutable {
             (true, _) => {
                 let bytes: Vec<u8> = constants.iter().flat_map(|c| c.to_le_bytes()).collect();
                 let set = context.lookup("__set_constants")?;
-                context.invoke(&set, vec![Value::Ref(Some(Ref::Buffer(Bytes::from_bytes(&bytes)?)))])?;
+                context.invoke(&set, vec![Value::Ref(Some(Ref::Buffer(ByteBuffer::from_bytes(&bytes)?)))])?;
             }
             (false, false) => {
                 return Err(invalid(format!(
@@ -107,14 +107,14 @@ impl ExecutableCode for VmvxExecutable {
     fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
         let entry = &self.entries[dispatch.export];
         let constants: Vec<u8> = dispatch.constants.iter().flat_map(|c| c.to_le_bytes()).collect();
-        let constants = Ref::Buffer(Bytes::from_bytes(&constants)?);
+        let constants = Ref::Buffer(ByteBuffer::from_bytes(&constants)?);
         let bindings =
             List::new(ListElementType::from_list_type_name("!vm.list<!vm.buffer>")?, dispatch.bindings.len() as i32)?;
         for binding in dispatch.bindings {
             bindings.push(Value::Ref(Some(Ref::Buffer(binding.span()?))))?;
         }
         let bindings = Ref::List(bindings);
-        let local_memory = Ref::Buffer(Bytes::allocate(entry.local_memory as i64, 64)?);
+        let local_memory = Ref::Buffer(ByteBuffer::allocate(entry.local_memory as i64, 64)?);
         let context = self.context.lock().unwrap_or_else(PoisonError::into_inner);
         let [count_x, count_y, count_z] = dispatch.workgroup_count;
         for z in 0..count_z {

@@ -21,7 +21,7 @@ use rtx_hal::executable::Executable;
 use rtx_hal::fence::{after, Fence};
 use rtx_hal::file::File;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// The executable format Vulkan devices run (SPIR-V in IREE's FlatBuffer).
 pub const EXECUTABLE_FORMAT: &str = "vulkan-spirv-fb";
@@ -224,8 +224,8 @@ impl DeviceBackend for VulkanDevice {
             recording.keep(source.buffer);
             let length = source.length as usize;
             let then = Box::new(move || {
-                let bytes = Bytes::from_bytes(&staging.read_back(length)?)?;
-                Bytes::copy(&bytes, 0, &target, file_offset, length as i64)
+                let bytes = ByteBuffer::from_bytes(&staging.read_back(length)?)?;
+                ByteBuffer::copy(&bytes, 0, &target, file_offset, length as i64)
             });
             device.queue().submit(recording, Some(then), Some(signal))?;
             Ok(())

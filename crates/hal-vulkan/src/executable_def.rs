@@ -12,7 +12,7 @@
 
 use super::spirv;
 use rtx_vm::error::LoadError;
-use rtx_vm::flatbuffer::{Buffer, Field, Table};
+use rtx_vm::flatbuffer::{Field, FlatBuffer, Table};
 
 /// The format string programs pass to `hal.executable.create` for these executables.
 pub const FORMAT: &str = "vulkan-spirv-fb";
@@ -272,7 +272,7 @@ impl ExecutableDef {
 }
 
 /// The FlatBuffer behind the header, after checking the header.
-fn flatbuffer(data: &[u8]) -> Result<Buffer<'_>> {
+fn flatbuffer(data: &[u8]) -> Result<FlatBuffer<'_>> {
     let Some(header) = data.get(..HEADER_SIZE) else {
         return Err(LoadError::truncated(
             0,
@@ -294,7 +294,7 @@ fn flatbuffer(data: &[u8]) -> Result<Buffer<'_>> {
     let size = u64::from_le_bytes(size);
     let available = data.len() - HEADER_SIZE;
     match usize::try_from(size).ok().filter(|&s| s > 0 && s <= available) {
-        Some(size) => Ok(Buffer::new(&data[HEADER_SIZE..HEADER_SIZE + size], HEADER_SIZE)),
+        Some(size) => Ok(FlatBuffer::new(&data[HEADER_SIZE..HEADER_SIZE + size], HEADER_SIZE)),
         None if size == 0 => Err(LoadError::malformed(8, "the executable header says the FlatBuffer is empty")),
         None => Err(LoadError::truncated(
             8,

@@ -16,7 +16,7 @@ use super::logical_device::LogicalDevice;
 use rtx_hal::backend::{read_mapped, write_mapped, AllocatorBackend, Memory};
 use rtx_hal::buffer::{memory_type, usage, Buffer};
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// One `VkBuffer` with its memory. Freed when the last holder (a HAL buffer, a mapping, a
 /// submission) lets go.
@@ -180,7 +180,7 @@ pub struct VulkanMemory {
     buffer: Arc<DeviceBuffer>,
     length: usize,
     /// The host's view, where it has one.
-    mapping: Option<Arc<Bytes>>,
+    mapping: Option<Arc<ByteBuffer>>,
 }
 
 impl VulkanMemory {
@@ -262,7 +262,7 @@ impl Memory for VulkanMemory {
         self.length
     }
 
-    fn mapping(&self) -> Option<&Bytes> {
+    fn mapping(&self) -> Option<&ByteBuffer> {
         self.mapping.as_deref()
     }
 
@@ -331,8 +331,8 @@ impl AllocatorBackend for VulkanAllocator {
         let mapped = buffer.mapped().filter(|_| host_visible || !self.device.options().stage_device_local);
         let mapping = mapped.map(|start| {
             // SAFETY: the mapping covers the allocation (at least `length` bytes) for as long as
-            // the buffer, which the owner holds, lives; Rust only touches it through the `Bytes`.
-            unsafe { Bytes::from_mapping(start, length, buffer.clone()) }
+            // the buffer, which the owner holds, lives; Rust only touches it through the `ByteBuffer`.
+            unsafe { ByteBuffer::from_mapping(start, length, buffer.clone()) }
         });
         let properties = buffer.properties();
         let memory = VulkanMemory { buffer, length, mapping };
@@ -370,7 +370,7 @@ impl AllocatorBackend for VulkanAllocator {
     }
 
     /// Device memory is never the host's bytes: always a copy.
-    fn import(&self, bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
+    fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
         let buffer = self.allocate(memory_types, buffer_usage, bytes.len() as i64)?;
         buffer.write(0, &bytes.to_vec())?;
         Ok(buffer)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::native::{Arg, Arguments};
 use rtx_vm::refs::Ref;
 
@@ -102,7 +102,7 @@ impl<'a> Args<'a> {
 
     /// A `!vm.buffer` argument.
     #[inline]
-    pub fn bytes(&mut self) -> Result<&'a Arc<Bytes>, Diagnostic> {
+    pub fn bytes(&mut self) -> Result<&'a Arc<ByteBuffer>, Diagnostic> {
         let index = self.next;
         self.vm_buffer(Operand::Index(index))
     }
@@ -110,12 +110,12 @@ impl<'a> Args<'a> {
     /// The `!vm.buffer` of the operand named `operand` (a kernel's `in`, `out`); null and other
     /// ref types are errors, as IREE's `iree_vm_buffer_check_deref` makes them.
     #[inline]
-    pub fn buffer(&mut self, operand: &str) -> Result<&'a Arc<Bytes>, Diagnostic> {
+    pub fn buffer(&mut self, operand: &str) -> Result<&'a Arc<ByteBuffer>, Diagnostic> {
         self.vm_buffer(Operand::Named(operand))
     }
 
     #[inline]
-    fn vm_buffer(&mut self, operand: Operand<'_>) -> Result<&'a Arc<Bytes>, Diagnostic> {
+    fn vm_buffer(&mut self, operand: Operand<'_>) -> Result<&'a Arc<ByteBuffer>, Diagnostic> {
         match self.take()? {
             Arg::Ref(Some(r)) => r.as_buffer().ok_or_else(|| {
                 self.error(StatusCode::InvalidArgument, format!("{operand} is a {}, not a vm.buffer", r.type_name()))
@@ -177,7 +177,7 @@ impl fmt::Display for Operand<'_> {
 
 /// The text a `!vm.buffer` holds, invalid UTF-8 replaced. Valid text (the usual case: names and
 /// query keys, read on every call of some programs) keeps the copy of the bytes as its storage.
-pub fn text(bytes: &Bytes) -> String {
+pub fn text(bytes: &ByteBuffer) -> String {
     String::from_utf8(bytes.to_vec()).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_function_and_the_argument() {
-        let buffer = Bytes::from_bytes(b"key").unwrap();
+        let buffer = ByteBuffer::from_bytes(b"key").unwrap();
         let values = [Value::I32(3), Value::Ref(Some(Ref::Buffer(buffer))), Value::Ref(None), Value::I64(-1)];
         let mut args = Args::new("hal", "device.query.i64", Arguments::values(&values));
         assert_eq!(args.i64().unwrap_err().message, "hal.device.query.i64: argument 0 is i32 where i64 was expected");
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(args.r().unwrap_err().message, "hal.device.query.i64: argument 2 is a null ref");
         assert_eq!(args.bytes().unwrap_err().message, "hal.device.query.i64: argument 3 is i64, not a ref");
         assert_eq!(args.i32().unwrap_err().message, "hal.device.query.i64: missing argument 4");
-        let invalid = Bytes::from_bytes(b"a\xffb").unwrap();
+        let invalid = ByteBuffer::from_bytes(b"a\xffb").unwrap();
         assert_eq!(text(&invalid), "a\u{fffd}b");
         let mut args = Args::new("vmvx", "abs.2d.f32", Arguments::values(&values[2..]));
         assert_eq!(args.buffer("in").unwrap_err().message, "vmvx.abs.2d.f32: in is a null vm.buffer");

@@ -20,7 +20,7 @@ use super::executable::Executable;
 use super::fence::Fence;
 use super::file::File;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// A device: its identity and capabilities, its memory, the executables it loads, and its queue.
 pub trait DeviceBackend: Send + Sync + Debug {
@@ -103,7 +103,7 @@ pub enum Transfer {
     /// `source` into `target` (equal lengths).
     Copy { source: BufferRange, target: BufferRange },
     /// Host bytes from `source_offset` into `target`, read when the command runs.
-    Update { source: Arc<Bytes>, source_offset: usize, target: BufferRange },
+    Update { source: Arc<ByteBuffer>, source_offset: usize, target: BufferRange },
 }
 
 /// Where a device's buffers come from.
@@ -114,7 +114,7 @@ pub trait AllocatorBackend: Send + Sync + Debug {
     /// A buffer over host `bytes` (rodata, host data): without a copy where the device can use
     /// host memory as it is, a copy otherwise. Writable dispatch usage of read-only bytes needs a
     /// copy everywhere.
-    fn import(&self, bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic>;
+    fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic>;
 
     /// Whether the device's commands can use `buffer`'s memory as it is (host memory on the
     /// CPU, a device's own memory on a GPU).
@@ -131,7 +131,7 @@ pub trait Memory: Send + Sync + Debug + Any {
 
     /// The memory as the host addresses it, when the host can (a mapping of the whole
     /// allocation); `None` where only the device can, and `read`/`write` go through it.
-    fn mapping(&self) -> Option<&Bytes>;
+    fn mapping(&self) -> Option<&ByteBuffer>;
 
     /// Makes device writes to `offset..offset + length` visible to the host's mapping; nothing to
     /// do for coherent memory.
@@ -173,7 +173,7 @@ pub fn read_mapped<M: Memory + ?Sized>(memory: &M, offset: usize, out: &mut [u8]
 /// is mapped only sometimes to call where it is.
 pub fn write_mapped<M: Memory + ?Sized>(memory: &M, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
     let mapping = memory.mapping().ok_or_else(|| not_mappable("written"))?;
-    Bytes::copy(&*Bytes::from_bytes(data)?, 0, mapping, offset as i64, data.len() as i64)?;
+    ByteBuffer::copy(&*ByteBuffer::from_bytes(data)?, 0, mapping, offset as i64, data.len() as i64)?;
     memory.flush(offset, data.len())
 }
 
@@ -239,7 +239,7 @@ mod tests {
             self.storage.lock().unwrap().len()
         }
 
-        fn mapping(&self) -> Option<&Bytes> {
+        fn mapping(&self) -> Option<&ByteBuffer> {
             None
         }
 
@@ -288,7 +288,7 @@ mod tests {
     /// asked of it.
     #[derive(Debug)]
     struct NonCoherent {
-        mapping: Arc<Bytes>,
+        mapping: Arc<ByteBuffer>,
         maintenance: Mutex<Vec<(&'static str, usize, usize)>>,
     }
 
@@ -297,7 +297,7 @@ mod tests {
             self.mapping.len()
         }
 
-        fn mapping(&self) -> Option<&Bytes> {
+        fn mapping(&self) -> Option<&ByteBuffer> {
             Some(&self.mapping)
         }
 
@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn mapped_host_io_invalidates_before_reading_and_flushes_after_writing() {
         let memory = Arc::new(NonCoherent {
-            mapping: Bytes::from_bytes(&[1, 2, 3, 4, 5, 6]).unwrap(),
+            mapping: ByteBuffer::from_bytes(&[1, 2, 3, 4, 5, 6]).unwrap(),
             maintenance: Mutex::default(),
         });
         let buffer = Buffer::new(memory.clone(), memory_type::HOST_VISIBLE, usage::MAPPING).subspan(2, -1).unwrap();
@@ -340,7 +340,7 @@ mod tests {
             4
         }
 
-        fn mapping(&self) -> Option<&Bytes> {
+        fn mapping(&self) -> Option<&ByteBuffer> {
             None
         }
 

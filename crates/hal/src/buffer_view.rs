@@ -11,7 +11,7 @@ use super::device::Allocator;
 use super::element_type::{ElementType, NumericalType};
 use super::heap::HeapAllocator;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::refs::{Ref, RefObject};
 
 /// A view's dimensions, inline up to rank 4: a program makes a view for each result of each
@@ -96,7 +96,7 @@ impl BufferView {
                 ),
             ));
         }
-        let buffer = HeapAllocator::wrap(Bytes::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
+        let buffer = HeapAllocator::wrap(ByteBuffer::from_bytes(bytes)?, memory_type::CPU, usage::CPU);
         BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR)
     }
 

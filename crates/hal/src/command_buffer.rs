@@ -11,7 +11,7 @@ use super::backend::{CommandBufferBackend, Transfer};
 use super::buffer::{wrong_type, Buffer};
 use super::executable::Executable;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::refs::{Ref, RefObject};
 
 /// `IREE_HAL_COMMAND_BUFFER_MODE_ONE_SHOT`.
@@ -358,7 +358,7 @@ impl CommandBuffer {
     }
 
     /// Records a copy of host bytes (a `vm.buffer`) into `target`, taken at execution.
-    pub fn update(&self, source: Arc<Bytes>, source_offset: usize, target: BufferRange) -> Result<(), Diagnostic> {
+    pub fn update(&self, source: Arc<ByteBuffer>, source_offset: usize, target: BufferRange) -> Result<(), Diagnostic> {
         self.backend.transfer(Transfer::Update { source, source_offset, target })
     }
 

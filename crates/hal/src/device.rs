@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::backend::{AllocatorBackend, DeviceBackend};
 use super::buffer::{memory_type, wrong_type, Buffer};
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::refs::{Ref, RefObject};
 
 /// A device.
@@ -73,7 +73,7 @@ impl Allocator {
         self.backend.allocate(memory_types, usage, length)
     }
 
-    pub fn import(&self, bytes: Arc<Bytes>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic> {
+    pub fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, usage: u32) -> Result<Buffer, Diagnostic> {
         self.backend.import(bytes, memory_types, usage)
     }
 
@@ -83,7 +83,7 @@ impl Allocator {
         if self.backend.can_use(buffer) {
             return Ok(buffer.clone());
         }
-        let bytes = Bytes::from_bytes(&buffer.to_vec()?)?;
+        let bytes = ByteBuffer::from_bytes(&buffer.to_vec()?)?;
         self.backend.import(bytes, memory_type::DEVICE_LOCAL, buffer.usage())
     }
 

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use super::buffer::wrong_type;
 use rtx_host::Diagnostic;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::refs::{Ref, RefObject};
 
 /// A file backed by host memory.
 #[derive(Debug)]
 pub struct File {
-    bytes: Arc<Bytes>,
+    bytes: Arc<ByteBuffer>,
 }
 
 impl RefObject for File {
@@ -27,11 +27,11 @@ impl RefObject for File {
 }
 
 impl File {
-    pub fn new(bytes: Arc<Bytes>) -> File {
+    pub fn new(bytes: Arc<ByteBuffer>) -> File {
         File { bytes }
     }
 
-    pub fn bytes(&self) -> &Arc<Bytes> {
+    pub fn bytes(&self) -> &Arc<ByteBuffer> {
         &self.bytes
     }
 

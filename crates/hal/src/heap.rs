@@ -9,16 +9,16 @@ use std::sync::Arc;
 use crate::backend::{AllocatorBackend, Memory};
 use crate::buffer::{memory_type, usage, Buffer};
 use rtx_host::Diagnostic;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// Host memory behind a buffer is a `vm.buffer` (its own mapping), so a buffer's memory is the
 /// same allocation the VM and the loaders see.
-impl Memory for Bytes {
+impl Memory for ByteBuffer {
     fn len(&self) -> usize {
-        Bytes::len(self)
+        ByteBuffer::len(self)
     }
 
-    fn mapping(&self) -> Option<&Bytes> {
+    fn mapping(&self) -> Option<&ByteBuffer> {
         Some(self)
     }
 
@@ -34,7 +34,7 @@ pub struct HeapAllocator;
 impl HeapAllocator {
     /// A buffer over `bytes` as they are. Read-only bytes give a buffer that only allows
     /// immutable use.
-    pub fn wrap(bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
+    pub fn wrap(bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Buffer {
         let (memory_types, buffer_usage) = host_flags(bytes.is_mutable(), memory_types, buffer_usage);
         Buffer::new(bytes, memory_types, buffer_usage)
     }
@@ -42,7 +42,7 @@ impl HeapAllocator {
     /// Makes `buffer` the first `length` bytes of its memory, with the memory types and usage
     /// [`wrap`](Self::wrap) gives: how a buffer object nothing else holds is handed out again.
     pub fn rewrap(buffer: &mut Buffer, length: usize, memory_types: u32, buffer_usage: u32) -> Result<(), Diagnostic> {
-        let mutable = buffer.memory().mapping().is_some_and(Bytes::is_mutable);
+        let mutable = buffer.memory().mapping().is_some_and(ByteBuffer::is_mutable);
         let (memory_types, buffer_usage) = host_flags(mutable, memory_types, buffer_usage);
         buffer.reset(length, memory_types, buffer_usage)
     }
@@ -62,7 +62,7 @@ impl AllocatorBackend for HeapAllocator {
     }
 
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        let bytes = Bytes::allocate(length, 64)
+        let bytes = ByteBuffer::allocate(length, 64)
             .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;
         Ok(Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage | usage::CPU))
     }
@@ -71,7 +71,7 @@ impl AllocatorBackend for HeapAllocator {
     /// dispatches may write it. The compiler does tie results to constant operands (a sort or
     /// scatter in place), and the module's bytes are mapped read-only, so such constants get
     /// their own writable copy (once: programs import constants in `__init`).
-    fn import(&self, bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
+    fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
         let bytes = if !bytes.is_mutable() && buffer_usage & usage::DISPATCH_STORAGE_WRITE != 0 {
             bytes.clone_range(0, bytes.len() as i64, 64)?
         } else {

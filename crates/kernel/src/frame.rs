@@ -8,7 +8,7 @@ use super::context::ExecutionContext;
 use super::error::KernelError;
 use super::value::Value;
 use crate::attribute::{Attribute, Scalar};
-use crate::function::{Function, Program};
+use crate::function::{Program, ProgramFunction};
 use crate::record::KernelRecord;
 use rtx_host::{AsyncValueRef, Diagnostic, HostContext, IndirectAsyncValue, Location, RcAsyncValue, StatusCode};
 
@@ -72,13 +72,13 @@ impl<'a> KernelSite<'a> {
         self.record.num_functions()
     }
 
-    /// Function reference `i` (`@callee`, a region body).
-    pub fn function(&self, i: usize) -> Result<Function, KernelError> {
+    /// ProgramFunction reference `i` (`@callee`, a region body).
+    pub fn function(&self, i: usize) -> Result<ProgramFunction, KernelError> {
         let functions = self.record.functions();
         if i >= functions.len() {
             return Err(self.out_of_range("function", i, functions.len()));
         }
-        Ok(Function::new(Arc::clone(self.program), functions.get(i) as usize))
+        Ok(ProgramFunction::new(Arc::clone(self.program), functions.get(i) as usize))
     }
 
     /// Where the kernel is in the source its program was made from.

@@ -1,4 +1,4 @@
-//! [`Function`]: a function kernels call (`@callee`, a region body) and hosts look up, and
+//! [`ProgramFunction`]: a function kernels call (`@callee`, a region body) and hosts look up, and
 //! [`Program`], what it belongs to. The kernel layer defines both and the BEF executor
 //! implements `Program` for a BEF file, as TFRT's `Function` sits in host_context below its
 //! executor: kernels such as `tfrt.if` or `tfrt.parallel_for` call functions without knowing
@@ -35,17 +35,17 @@ pub trait Program: Send + Sync + 'static {
 
     fn num_functions(&self) -> usize;
 
-    /// Function `index`'s name (empty for region bodies).
+    /// ProgramFunction `index`'s name (empty for region bodies).
     fn function_name(&self, index: usize) -> &str;
 
     /// How many arguments and results function `index` has.
     fn function_arity(&self, index: usize) -> (usize, usize);
 
-    /// Function `index`'s argument and result types, as the program names them (`i32`,
+    /// ProgramFunction `index`'s argument and result types, as the program names them (`i32`,
     /// `!tfrt.chain`).
     fn function_types(&self, index: usize) -> (Vec<&str>, Vec<&str>);
 
-    /// Runs function `index` on `arguments` (which may be unavailable); see [`Function::execute`].
+    /// Runs function `index` on `arguments` (which may be unavailable); see [`ProgramFunction::execute`].
     fn execute(
         self: Arc<Self>,
         index: usize,
@@ -53,7 +53,7 @@ pub trait Program: Send + Sync + 'static {
         arguments: &[RcAsyncValue],
     ) -> Vec<RcAsyncValue>;
 
-    /// Runs function `index` on plain values, on this thread; see [`Function::execute_sync`].
+    /// Runs function `index` on plain values, on this thread; see [`ProgramFunction::execute_sync`].
     fn execute_sync(
         self: Arc<Self>,
         index: usize,
@@ -62,19 +62,20 @@ pub trait Program: Send + Sync + 'static {
     ) -> Result<Vec<Value>, Diagnostic>;
 }
 
-/// A function of a [`Program`]. Cheap to clone; keeps its program alive.
+/// A function of a [`Program`]: TFRT's `Function`, named for what it belongs to so that it is not
+/// mistaken for the runtime's function of a context. Cheap to clone; keeps its program alive.
 #[derive(Clone)]
-pub struct Function {
+pub struct ProgramFunction {
     program: Arc<dyn Program>,
     index: usize,
 }
 
-impl Function {
-    /// Function `index` of `program`; indices come from verified kernel records or the
+impl ProgramFunction {
+    /// ProgramFunction `index` of `program`; indices come from verified kernel records or the
     /// program's own index.
-    pub fn new(program: Arc<dyn Program>, index: usize) -> Function {
+    pub fn new(program: Arc<dyn Program>, index: usize) -> ProgramFunction {
         debug_assert!(index < program.num_functions());
-        Function { program, index }
+        ProgramFunction { program, index }
     }
 
     pub fn program(&self) -> &Arc<dyn Program> {
@@ -166,8 +167,8 @@ impl Function {
     }
 }
 
-impl std::fmt::Debug for Function {
+impl std::fmt::Debug for ProgramFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Function").field("name", &self.name()).field("index", &self.index).finish()
+        f.debug_struct("ProgramFunction").field("name", &self.name()).field("index", &self.index).finish()
     }
 }

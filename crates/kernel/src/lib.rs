@@ -17,7 +17,7 @@
 //!   and the tensor kernels.
 //! - A kernel reads its record ([`record`]) through the [`Program`] it belongs to: attributes
 //!   ([`attribute`] views over the program's attributes section, in [`DType`]s), locations,
-//!   and the [`Function`]s it refers to. `rtx-bef` implements [`Program`] for a BEF file.
+//!   and the [`ProgramFunction`]s it refers to. `rtx-bef` implements [`Program`] for a BEF file.
 //! - [`tensor`] holds the host tensor and shape types the tensor kernels pass around.
 //!
 //! A kernel that adds one to an `i32`:
@@ -51,7 +51,7 @@ pub use context::{cancelled_error, format_runtime_error, DiagnosticHandler, Exec
 pub use dtype::DType;
 pub use error::KernelError;
 pub use frame::{ErrorReporter, KernelFrame, KernelSite, SyncKernelFrame};
-pub use function::{Function, Program};
+pub use function::{Program, ProgramFunction};
 pub use pure::{PureKernel, ScalarType};
 pub use record::KernelRecord;
 pub use registry::{AsyncKernelFn, Kernel, KernelRegistry, NativeFn, SyncKernelFn};

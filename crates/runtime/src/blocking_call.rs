@@ -31,7 +31,7 @@ use rtx_host::{Diagnostic, ResultExt, StatusCode};
 #[cfg(feature = "tfrt")]
 use rtx_kernel::tensor::DenseHostTensor;
 use rtx_vm::abi::ValueKind;
-use rtx_vm::context::Context as VmContext;
+use rtx_vm::context::VmContext;
 use rtx_vm::value::Value;
 
 /// Runs `function` of `vm` on the calling thread with `views` as its declared arguments (the

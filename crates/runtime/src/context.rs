@@ -30,7 +30,7 @@ use rtx_host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode,
 use rtx_kernel::KernelRegistry;
 use rtx_kernel::{KernelError, KernelFrame};
 use rtx_vm::abi::{plain_kinds, AbiModel, CallingConvention, ValueKind};
-use rtx_vm::context::{Context as VmContext, FunctionHandle};
+use rtx_vm::context::{FunctionHandle, VmContext};
 use rtx_vm::native::NativeModule;
 use rtx_vm::refs::Ref;
 use rtx_vm::value::Value;
@@ -136,7 +136,7 @@ impl VmFunction {
 pub(super) struct BefFunction {
     /// `module.function`.
     pub(super) name: String,
-    pub(super) function: rtx_kernel::Function,
+    pub(super) function: rtx_kernel::ProgramFunction,
 }
 
 impl Function {

@@ -35,7 +35,7 @@ use rtx_hal::device::Allocator;
 use rtx_hal::fence::{Fence, Reached};
 use rtx_host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, RcAsyncValue, ResultExt, StatusCode};
 use rtx_vm::abi::ValueKind;
-use rtx_vm::context::{Context as VmContext, FunctionHandle};
+use rtx_vm::context::{FunctionHandle, VmContext};
 use rtx_vm::interpreter::{Invocation, Step};
 use rtx_vm::refs::Ref;
 use rtx_vm::value::Value;
@@ -499,7 +499,7 @@ mod tests {
         ) -> Result<NativeOutcome, Diagnostic> {
             results.push(match (ordinal, arguments.get(0)) {
                 (0, Some(argument)) => argument.to_value(),
-                (1, _) => Value::Ref(Some(Ref::Buffer(rtx_vm::buffer::Buffer::from_bytes(&[1, 2])?))),
+                (1, _) => Value::Ref(Some(Ref::Buffer(rtx_vm::buffer::ByteBuffer::from_bytes(&[1, 2])?))),
                 _ => Value::Ref(None),
             });
             Ok(NativeOutcome::Ready)

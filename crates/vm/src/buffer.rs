@@ -29,7 +29,7 @@ use super::module::Module;
 use rtx_host::{Diagnostic, StatusCode};
 
 /// A `!vm.buffer`.
-pub struct Buffer {
+pub struct ByteBuffer {
     storage: Storage,
 }
 
@@ -183,10 +183,10 @@ fn element<const N: usize>(offset: i64, range: &Range<usize>) -> Option<Range<us
 /// Bulk operations go through a stack buffer of this many bytes (a multiple of 8 for the hash).
 const CHUNK: usize = 256;
 
-impl Buffer {
+impl ByteBuffer {
     /// A read-only buffer over rodata segment `ordinal` of `module` (`vm.const.ref.rodata`), sharing
     /// the module's bytes.
-    pub fn rodata(module: Arc<Module>, ordinal: usize) -> Result<Arc<Buffer>, Diagnostic> {
+    pub fn rodata(module: Arc<Module>, ordinal: usize) -> Result<Arc<ByteBuffer>, Diagnostic> {
         let segment = module.rodata_segment(ordinal).ok_or_else(|| {
             Diagnostic::new(
                 StatusCode::OutOfRange,
@@ -203,17 +203,17 @@ impl Buffer {
                 format!("rodata segment {ordinal} does not lie at file offset {}", segment.offset),
             ));
         }
-        Ok(Arc::new(Buffer { storage: Storage::Rodata { module, range } }))
+        Ok(Arc::new(ByteBuffer { storage: Storage::Rodata { module, range } }))
     }
 
     /// A mutable, zero-filled buffer (`vm.buffer.alloc`). `alignment` must be 0 or a power of two,
     /// as IREE requires; it is otherwise not kept, because the VM never exposes addresses and every
     /// typed access is element-aligned by construction.
-    pub fn allocate(length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
+    pub fn allocate(length: i64, alignment: i32) -> Result<Arc<ByteBuffer>, Diagnostic> {
         check_alignment(alignment)?;
         let length = usize::try_from(length)
             .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
-        Ok(Arc::new(Buffer::owned(Memory::zeroed(length)?, length)))
+        Ok(Arc::new(ByteBuffer::owned(Memory::zeroed(length)?, length)))
     }
 
     /// A mutable buffer over `length` bytes at `start` that someone else owns (a device's mapped
@@ -224,13 +224,13 @@ impl Buffer {
     /// # Safety
     /// `start..start + length` must be readable and writable memory for as long as `owner` lives,
     /// never accessed non-atomically by Rust code meanwhile.
-    pub unsafe fn from_mapping(start: NonNull<u8>, length: usize, owner: Arc<dyn Send + Sync>) -> Arc<Buffer> {
+    pub unsafe fn from_mapping(start: NonNull<u8>, length: usize, owner: Arc<dyn Send + Sync>) -> Arc<ByteBuffer> {
         let memory = Memory { start: start.cast::<AtomicU8>(), length, _owner: Owner::Mapped { _owner: owner } };
-        Arc::new(Buffer::owned(Arc::new(memory), length))
+        Arc::new(ByteBuffer::owned(Arc::new(memory), length))
     }
 
-    fn owned(memory: Arc<Memory>, length: usize) -> Buffer {
-        Buffer { storage: Storage::Owned { memory, range: 0..length } }
+    fn owned(memory: Arc<Memory>, length: usize) -> ByteBuffer {
+        ByteBuffer { storage: Storage::Owned { memory, range: 0..length } }
     }
 
     /// Whether this buffer is all that reaches its memory (no span of it is alive): what a pool
@@ -244,8 +244,8 @@ impl Buffer {
     }
 
     /// A mutable buffer holding a copy of `bytes`, for hosts passing data in.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Arc<Buffer>, Diagnostic> {
-        let buffer = Buffer::owned(Memory::zeroed(bytes.len())?, bytes.len());
+    pub fn from_bytes(bytes: &[u8]) -> Result<Arc<ByteBuffer>, Diagnostic> {
+        let buffer = ByteBuffer::owned(Memory::zeroed(bytes.len())?, bytes.len());
         for (dst, &src) in buffer.owned_bytes().unwrap_or_default().iter().zip(bytes) {
             dst.store(src, Ordering::Relaxed);
         }
@@ -255,7 +255,7 @@ impl Buffer {
     /// Bytes `offset..offset + length` of this buffer as a buffer of their own, sharing the
     /// memory (writes through either are seen by both), as HAL buffer subspans and dispatch
     /// bindings need.
-    pub fn span(&self, offset: usize, length: usize) -> Result<Arc<Buffer>, Diagnostic> {
+    pub fn span(&self, offset: usize, length: usize) -> Result<Arc<ByteBuffer>, Diagnostic> {
         let within = |range: &Range<usize>| {
             let start = range.start.checked_add(offset)?;
             let end = start.checked_add(length)?;
@@ -270,7 +270,7 @@ impl Buffer {
             }
         };
         storage
-            .map(|storage| Arc::new(Buffer { storage }))
+            .map(|storage| Arc::new(ByteBuffer { storage }))
             .ok_or_else(|| self.out_of_bounds(offset as i128, length as i128, 1))
     }
 
@@ -315,10 +315,10 @@ impl Buffer {
 
     /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`). The source
     /// range is checked before the alignment, as in IREE.
-    pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<Buffer>, Diagnostic> {
+    pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<ByteBuffer>, Diagnostic> {
         let source = self.view(offset, length, 1)?;
         check_alignment(alignment)?;
-        let target = Buffer::owned(Memory::zeroed(source.len())?, source.len());
+        let target = ByteBuffer::owned(Memory::zeroed(source.len())?, source.len());
         copy_view(&source, target.owned_bytes().unwrap_or_default(), false);
         Ok(Arc::new(target))
     }
@@ -327,9 +327,9 @@ impl Buffer {
     /// overlapping ranges: the copy behaves like `memmove` (IREE uses `memcpy`, whose overlap
     /// behaviour is undefined).
     pub fn copy(
-        source: &Buffer,
+        source: &ByteBuffer,
         source_offset: i64,
-        target: &Buffer,
+        target: &ByteBuffer,
         target_offset: i64,
         length: i64,
     ) -> Result<(), Diagnostic> {
@@ -344,16 +344,16 @@ impl Buffer {
         Ok(())
     }
 
-    /// [`Buffer::copy`] as one `memmove` rather than atomic byte moves, for the HAL's transfers:
+    /// [`ByteBuffer::copy`] as one `memmove` rather than atomic byte moves, for the HAL's transfers:
     /// several times faster on the tensors programs shuffle between dispatches.
     ///
     /// # Safety
     /// Nothing else may access either range while the copy runs. The HAL's queue order gives
     /// that, as it does for compiled dispatches, which write these bytes through raw pointers.
     pub unsafe fn copy_ordered(
-        source: &Buffer,
+        source: &ByteBuffer,
         source_offset: i64,
-        target: &Buffer,
+        target: &ByteBuffer,
         target_offset: i64,
         length: i64,
     ) -> Result<(), Diagnostic> {
@@ -375,7 +375,7 @@ impl Buffer {
     /// took several percent of a call.
     ///
     /// # Safety
-    /// Nothing else may access the range while the fill runs, as for [`Buffer::copy_ordered`].
+    /// Nothing else may access the range while the fill runs, as for [`ByteBuffer::copy_ordered`].
     pub unsafe fn fill_ordered(
         &self,
         offset: i64,
@@ -418,9 +418,9 @@ impl Buffer {
 
     /// Whether `length` bytes at both offsets are equal (`vm.buffer.compare`).
     pub fn compare(
-        lhs: &Buffer,
+        lhs: &ByteBuffer,
         lhs_offset: i64,
-        rhs: &Buffer,
+        rhs: &ByteBuffer,
         rhs_offset: i64,
         length: i64,
     ) -> Result<bool, Diagnostic> {
@@ -679,7 +679,7 @@ impl Buffer {
     }
 }
 
-impl fmt::Debug for Buffer {
+impl fmt::Debug for ByteBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = if self.is_mutable() { "mutable" } else { "rodata" };
         write!(f, "vm.buffer({kind}, {} bytes)", self.len())
@@ -687,7 +687,7 @@ impl fmt::Debug for Buffer {
 }
 
 /// Whether `length` bytes can be filled with a pattern of `pattern_length` bytes
-/// ([`Buffer::fill_ordered`]): checked before a fill is cut into pieces too, so that a bad one
+/// ([`ByteBuffer::fill_ordered`]): checked before a fill is cut into pieces too, so that a bad one
 /// fails before any piece is stored.
 pub fn check_fill(length: usize, pattern_length: usize) -> Result<(), Diagnostic> {
     if !matches!(pattern_length, 1 | 2 | 4 | 8) {
@@ -812,27 +812,27 @@ mod tests {
     }
 
     /// `abs_vmvx.vmfb` rodata segment 3 holds `vmvx-bytecode-fb`.
-    fn rodata_buffer() -> Arc<Buffer> {
+    fn rodata_buffer() -> Arc<ByteBuffer> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/vm/loader/abs_vmvx.vmfb");
         let module = Arc::new(Module::load_file(path).unwrap());
-        Buffer::rodata(module, 3).unwrap()
+        ByteBuffer::rodata(module, 3).unwrap()
     }
 
     #[test]
     fn buffers_are_send_and_sync() {
         fn check<T: Send + Sync>() {}
-        check::<Buffer>();
+        check::<ByteBuffer>();
     }
 
     #[test]
     fn allocate_gives_zeroed_mutable_bytes() {
-        let buffer = Buffer::allocate(10, 16).unwrap();
+        let buffer = ByteBuffer::allocate(10, 16).unwrap();
         assert_eq!(buffer.len(), 10);
         assert!(!buffer.is_empty());
         assert!(buffer.is_mutable());
         assert_eq!(buffer.to_vec(), vec![0; 10]);
         assert_eq!(format!("{buffer:?}"), "vm.buffer(mutable, 10 bytes)");
-        assert!(Buffer::allocate(0, 0).unwrap().is_empty());
+        assert!(ByteBuffer::allocate(0, 0).unwrap().is_empty());
     }
 
     /// Buffers of a huge page and more have a mapping of their own: zeroed, aligned, writable
@@ -840,7 +840,7 @@ mod tests {
     #[test]
     fn large_buffers_are_zeroed_aligned_and_outlive_their_spans() {
         for length in [HUGE_PAGE - 64, HUGE_PAGE, 3 * HUGE_PAGE + 7] {
-            let buffer = Buffer::allocate(length as i64, 64).unwrap();
+            let buffer = ByteBuffer::allocate(length as i64, 64).unwrap();
             assert_eq!(buffer.len(), length);
             assert_eq!(buffer.as_ptr() as usize % 64, 0, "{length} bytes");
             assert!(buffer.to_vec().iter().all(|&b| b == 0), "{length} bytes");
@@ -854,15 +854,15 @@ mod tests {
 
     #[test]
     fn allocate_rejects_bad_lengths_and_alignments() {
-        assert_eq!(message(Buffer::allocate(8, 3)), "alignments must be powers of two (got 3)");
-        assert_eq!(code(Buffer::allocate(8, -4)), StatusCode::InvalidArgument);
-        assert_eq!(message(Buffer::allocate(-1, 8)), "buffer length -1 is negative");
-        assert_eq!(code(Buffer::allocate(i64::MAX, 8)), StatusCode::ResourceExhausted);
+        assert_eq!(message(ByteBuffer::allocate(8, 3)), "alignments must be powers of two (got 3)");
+        assert_eq!(code(ByteBuffer::allocate(8, -4)), StatusCode::InvalidArgument);
+        assert_eq!(message(ByteBuffer::allocate(-1, 8)), "buffer length -1 is negative");
+        assert_eq!(code(ByteBuffer::allocate(i64::MAX, 8)), StatusCode::ResourceExhausted);
     }
 
     #[test]
     fn typed_offsets_are_in_elements_and_little_endian() {
-        let buffer = Buffer::allocate(16, 0).unwrap();
+        let buffer = ByteBuffer::allocate(16, 0).unwrap();
         buffer.store_i32(1, 0x0403_0201).unwrap();
         assert_eq!(buffer.read_bytes(4, 4).unwrap(), [1, 2, 3, 4]);
         buffer.store_i16(1, -2).unwrap();
@@ -883,7 +883,7 @@ mod tests {
 
     #[test]
     fn byte_loads_extend_by_signedness() {
-        let buffer = Buffer::from_bytes(&[0x80, 0xff]).unwrap();
+        let buffer = ByteBuffer::from_bytes(&[0x80, 0xff]).unwrap();
         assert_eq!(buffer.load_i8_u(0).unwrap(), 0x80);
         assert_eq!(buffer.load_i8_s(0).unwrap(), -128);
         assert_eq!(buffer.load_i16_u(0).unwrap(), 0xff80);
@@ -892,7 +892,7 @@ mod tests {
 
     #[test]
     fn out_of_bounds_access_reports_bytes_like_iree() {
-        let buffer = Buffer::allocate(10, 0).unwrap();
+        let buffer = ByteBuffer::allocate(10, 0).unwrap();
         assert_eq!(
             message(buffer.load_i32(2)),
             "out-of-bounds access detected (offset=8, length=4, alignment=4, buffer length=10)"
@@ -922,7 +922,7 @@ mod tests {
 
     #[test]
     fn fill_counts_elements_and_checks_the_range() {
-        let buffer = Buffer::allocate(16, 0).unwrap();
+        let buffer = ByteBuffer::allocate(16, 0).unwrap();
         buffer.fill_i8(1, 2, -1).unwrap();
         assert_eq!(buffer.read_bytes(0, 4).unwrap(), [0, 0xff, 0xff, 0]);
         buffer.fill_i16(2, 2, 0x0102).unwrap();
@@ -965,8 +965,8 @@ mod tests {
         assert_eq!(code(buffer.fill_i8(0, 1, 0)), StatusCode::PermissionDenied);
         // Permission is checked before the range, as in IREE.
         assert_eq!(code(buffer.store_i32(100, 0)), StatusCode::PermissionDenied);
-        let source = Buffer::from_bytes(b"xy").unwrap();
-        assert_eq!(code(Buffer::copy(&source, 0, &buffer, 0, 2)), StatusCode::PermissionDenied);
+        let source = ByteBuffer::from_bytes(b"xy").unwrap();
+        assert_eq!(code(ByteBuffer::copy(&source, 0, &buffer, 0, 2)), StatusCode::PermissionDenied);
         assert_eq!(buffer.to_vec(), b"vmvx-bytecode-fb");
         assert_eq!(code(buffer.load_i64(2)), StatusCode::OutOfRange);
     }
@@ -976,7 +976,7 @@ mod tests {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/vm/loader/abs_vmvx.vmfb");
         let module = Arc::new(Module::load_file(path).unwrap());
         let count = module.rodata_segment_count();
-        let error = Buffer::rodata(module, count).unwrap_err();
+        let error = ByteBuffer::rodata(module, count).unwrap_err();
         assert_eq!(error.code, StatusCode::OutOfRange);
         assert_eq!(error.message, format!("rodata segment {count} out of range (module has {count})"));
     }
@@ -1003,52 +1003,52 @@ mod tests {
     #[test]
     fn copy_moves_bytes_between_and_within_buffers() {
         let pattern: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-        let source = Buffer::from_bytes(&pattern).unwrap();
-        let target = Buffer::allocate(1000, 0).unwrap();
-        Buffer::copy(&source, 100, &target, 10, 700).unwrap();
+        let source = ByteBuffer::from_bytes(&pattern).unwrap();
+        let target = ByteBuffer::allocate(1000, 0).unwrap();
+        ByteBuffer::copy(&source, 100, &target, 10, 700).unwrap();
         assert_eq!(target.read_bytes(10, 700).unwrap(), pattern[100..800]);
         assert_eq!(target.read_bytes(0, 10).unwrap(), [0; 10]);
 
         // Overlapping copies behave like memmove in both directions, across chunk boundaries.
-        let up = Buffer::from_bytes(&pattern).unwrap();
-        Buffer::copy(&up, 0, &up, 300, 600).unwrap();
+        let up = ByteBuffer::from_bytes(&pattern).unwrap();
+        ByteBuffer::copy(&up, 0, &up, 300, 600).unwrap();
         assert_eq!(up.read_bytes(300, 600).unwrap(), pattern[..600]);
         assert_eq!(up.read_bytes(0, 300).unwrap(), pattern[..300]);
-        let down = Buffer::from_bytes(&pattern).unwrap();
-        Buffer::copy(&down, 300, &down, 1, 600).unwrap();
+        let down = ByteBuffer::from_bytes(&pattern).unwrap();
+        ByteBuffer::copy(&down, 300, &down, 1, 600).unwrap();
         assert_eq!(down.read_bytes(1, 600).unwrap(), pattern[300..900]);
 
-        Buffer::copy(&source, 1000, &target, 1000, 0).unwrap();
+        ByteBuffer::copy(&source, 1000, &target, 1000, 0).unwrap();
         assert_eq!(
-            message(Buffer::copy(&source, 900, &target, 0, 101)),
+            message(ByteBuffer::copy(&source, 900, &target, 0, 101)),
             "out-of-bounds access detected (offset=900, length=101, alignment=1, buffer length=1000)"
         );
-        assert_eq!(code(Buffer::copy(&source, 0, &target, 950, 51)), StatusCode::OutOfRange);
-        assert_eq!(code(Buffer::copy(&source, -1, &target, 0, 1)), StatusCode::OutOfRange);
-        assert_eq!(code(Buffer::copy(&source, 0, &target, 0, -1)), StatusCode::OutOfRange);
+        assert_eq!(code(ByteBuffer::copy(&source, 0, &target, 950, 51)), StatusCode::OutOfRange);
+        assert_eq!(code(ByteBuffer::copy(&source, -1, &target, 0, 1)), StatusCode::OutOfRange);
+        assert_eq!(code(ByteBuffer::copy(&source, 0, &target, 0, -1)), StatusCode::OutOfRange);
     }
 
     #[test]
     fn compare_reports_equality_of_ranges() {
         let pattern: Vec<u8> = (0..=255u8).cycle().take(600).collect();
-        let a = Buffer::from_bytes(&pattern).unwrap();
-        let b = Buffer::from_bytes(&pattern).unwrap();
-        assert!(Buffer::compare(&a, 0, &b, 0, 600).unwrap());
-        assert!(Buffer::compare(&a, 0, &b, 256, 300).unwrap());
+        let a = ByteBuffer::from_bytes(&pattern).unwrap();
+        let b = ByteBuffer::from_bytes(&pattern).unwrap();
+        assert!(ByteBuffer::compare(&a, 0, &b, 0, 600).unwrap());
+        assert!(ByteBuffer::compare(&a, 0, &b, 256, 300).unwrap());
         b.store_i8(599, 0).unwrap();
-        assert!(!Buffer::compare(&a, 0, &b, 0, 600).unwrap());
-        assert!(Buffer::compare(&a, 0, &b, 0, 599).unwrap());
-        assert!(Buffer::compare(&a, 5, &rodata_buffer(), 0, 0).unwrap());
-        assert_eq!(code(Buffer::compare(&a, 0, &b, 1, 600)), StatusCode::OutOfRange);
-        assert_eq!(code(Buffer::compare(&a, 1, &b, 0, 600)), StatusCode::OutOfRange);
-        assert_eq!(code(Buffer::compare(&a, 0, &b, 0, -2)), StatusCode::OutOfRange);
+        assert!(!ByteBuffer::compare(&a, 0, &b, 0, 600).unwrap());
+        assert!(ByteBuffer::compare(&a, 0, &b, 0, 599).unwrap());
+        assert!(ByteBuffer::compare(&a, 5, &rodata_buffer(), 0, 0).unwrap());
+        assert_eq!(code(ByteBuffer::compare(&a, 0, &b, 1, 600)), StatusCode::OutOfRange);
+        assert_eq!(code(ByteBuffer::compare(&a, 1, &b, 0, 600)), StatusCode::OutOfRange);
+        assert_eq!(code(ByteBuffer::compare(&a, 0, &b, 0, -2)), StatusCode::OutOfRange);
     }
 
     #[test]
     fn hash_is_siphash_2_4_keyed_like_iree() {
         // Reference vectors for key 00..0f and message 00..len-1.
         let message: Vec<u8> = (0..=255u8).cycle().take(700).collect();
-        let buffer = Buffer::from_bytes(&message).unwrap();
+        let buffer = ByteBuffer::from_bytes(&message).unwrap();
         assert_eq!(buffer.hash(0, 0).unwrap() as u64, 0x726f_db47_dd0e_0e31);
         assert_eq!(buffer.hash(0, 8).unwrap() as u64, 0x93f5_f579_9a93_2462);
         for len in [1, 7, 8, 9, 15, 63, 64, 255, 256, 257, 300, 700] {
@@ -1057,10 +1057,10 @@ mod tests {
             std::hash::Hasher::write(&mut reference, &message[..len]);
             assert_eq!(buffer.hash(0, len as i64).unwrap() as u64, std::hash::Hasher::finish(&reference), "len {len}");
         }
-        assert_eq!(buffer.hash(3, 5).unwrap(), Buffer::from_bytes(&message[3..8]).unwrap().hash(0, 5).unwrap());
+        assert_eq!(buffer.hash(3, 5).unwrap(), ByteBuffer::from_bytes(&message[3..8]).unwrap().hash(0, 5).unwrap());
         assert_eq!(
             rodata_buffer().hash(0, 16).unwrap(),
-            Buffer::from_bytes(b"vmvx-bytecode-fb").unwrap().hash(0, 16).unwrap()
+            ByteBuffer::from_bytes(b"vmvx-bytecode-fb").unwrap().hash(0, 16).unwrap()
         );
         assert_eq!(code(buffer.hash(0, 701)), StatusCode::OutOfRange);
         assert_eq!(code(buffer.hash(-1, 1)), StatusCode::OutOfRange);
@@ -1070,7 +1070,7 @@ mod tests {
     fn threads_store_and_load_disjoint_offsets_of_one_buffer() {
         const THREADS: i64 = 8;
         const PER_THREAD: i64 = 1000;
-        let buffer = Buffer::allocate(THREADS * PER_THREAD * 4, 4).unwrap();
+        let buffer = ByteBuffer::allocate(THREADS * PER_THREAD * 4, 4).unwrap();
         std::thread::scope(|scope| {
             for t in 0..THREADS {
                 let buffer = Arc::clone(&buffer);
@@ -1093,7 +1093,7 @@ mod tests {
 
     #[test]
     fn spans_share_memory_and_stay_in_bounds() {
-        let whole = Buffer::allocate(200, 0).unwrap();
+        let whole = ByteBuffer::allocate(200, 0).unwrap();
         assert_eq!(whole.as_ptr() as usize % 64, 0, "owned memory is 64-byte aligned");
         let span = whole.span(8, 16).unwrap();
         assert_eq!(span.len(), 16);
@@ -1108,17 +1108,17 @@ mod tests {
 
     #[test]
     fn copies_between_overlapping_spans_behave_like_memmove() {
-        let whole = Buffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
+        let whole = ByteBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
         let (low, high) = (whole.span(0, 8).unwrap(), whole.span(2, 8).unwrap());
-        Buffer::copy(&low, 0, &high, 0, 8).unwrap();
+        ByteBuffer::copy(&low, 0, &high, 0, 8).unwrap();
         assert_eq!(whole.to_vec(), [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]);
-        Buffer::copy(&high, 0, &low, 0, 8).unwrap();
+        ByteBuffer::copy(&high, 0, &low, 0, 8).unwrap();
         assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]);
     }
 
     #[test]
     fn ordered_fills_repeat_the_pattern_and_check_ranges() {
-        let buffer = Buffer::from_bytes(&[0xEE; 203]).unwrap();
+        let buffer = ByteBuffer::from_bytes(&[0xEE; 203]).unwrap();
         let mut expected = vec![0xEE; 203];
         // SAFETY: this thread alone touches the buffer.
         unsafe {
@@ -1157,7 +1157,7 @@ mod tests {
                 let bytes = pattern.to_le_bytes();
                 for (offset, length) in [(0, 0), (3, 8), (1, 64), (5, 200), (0, 1024), (7, 136)] {
                     let length = length / pattern_length * pattern_length;
-                    let buffer = Buffer::from_bytes(&[0xee; 1100]).unwrap();
+                    let buffer = ByteBuffer::from_bytes(&[0xee; 1100]).unwrap();
                     // SAFETY: this thread alone touches this buffer.
                     unsafe { buffer.fill_ordered(offset, length as i64, pattern, pattern_length).unwrap() };
                     let offset = offset as usize;
@@ -1182,15 +1182,15 @@ mod tests {
 
     #[test]
     fn ordered_copies_check_ranges_and_move_like_memmove() {
-        let whole = Buffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
+        let whole = ByteBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
         let (low, high) = (whole.span(0, 8).unwrap(), whole.span(2, 8).unwrap());
         // SAFETY: this thread alone touches these buffers.
         unsafe {
-            Buffer::copy_ordered(&low, 0, &high, 0, 8).unwrap();
+            ByteBuffer::copy_ordered(&low, 0, &high, 0, 8).unwrap();
             assert_eq!(whole.to_vec(), [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]);
-            Buffer::copy_ordered(&high, 0, &low, 0, 8).unwrap();
+            ByteBuffer::copy_ordered(&high, 0, &low, 0, 8).unwrap();
             assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]);
-            let error = Buffer::copy_ordered(&low, 4, &high, 0, 5).unwrap_err();
+            let error = ByteBuffer::copy_ordered(&low, 4, &high, 0, 5).unwrap_err();
             assert_eq!(error.code, StatusCode::OutOfRange);
             assert_eq!(whole.to_vec(), [0, 1, 2, 3, 4, 5, 6, 7, 6, 7], "nothing moved");
         }

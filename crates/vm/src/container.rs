@@ -8,7 +8,7 @@
 //! valid module.
 
 use super::error::LoadError;
-use super::flatbuffer::Buffer;
+use super::flatbuffer::FlatBuffer;
 
 /// Every archive segment (the FlatBuffer, each rodata file) is aligned to this many bytes, and so
 /// is the rodata base; mapping or copying the file at a 64-byte-aligned address keeps rodata
@@ -25,7 +25,7 @@ const ZIP_LOCAL_HEADER_SIZE: usize = 30;
 #[derive(Clone, Copy, Debug)]
 pub struct Container<'a> {
     /// The FlatBuffer contents (after the size prefix); its `base()` is their file offset.
-    pub flatbuffer: Buffer<'a>,
+    pub flatbuffer: FlatBuffer<'a>,
     /// File offset that `RodataSegmentDef.external_data_offset` is relative to.
     pub rodata_base: usize,
     /// Whether the file was wrapped in a ZIP local header.
@@ -38,7 +38,7 @@ impl<'a> Container<'a> {
         let is_zip = file.get(..4) == Some(&ZIP_LOCAL_HEADER_SIGNATURE[..]);
         let start = if is_zip { zip_entry_data_offset(file)? } else { 0 };
         let rest = file.get(start..).unwrap_or_default();
-        let flatbuffer = Buffer::size_prefixed(rest, start)?;
+        let flatbuffer = FlatBuffer::size_prefixed(rest, start)?;
         match flatbuffer.identifier() {
             Some(id) if id == FILE_IDENTIFIER => {}
             Some(id) => {

@@ -4,7 +4,7 @@
 //! import (by full name, newest module first, with the exact calling-convention string), creates
 //! its state and runs its `__init`. Dropping the context runs `__deinit` in reverse order.
 //!
-//! Thread safety: a `Context` is `Send + Sync` and cheap to clone (clones share the modules and
+//! Thread safety: a `VmContext` is `Send + Sync` and cheap to clone (clones share the modules and
 //! their state). Every slice of execution holds the context's lock, so invocations on one context
 //! never run at the same time; an invocation suspended on an async value releases the lock, and
 //! others may run before it resumes (as with IREE's coroutines). Native functions must not invoke
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::abi::declaration::MODEL_ATTR;
 use super::abi::AbiModel;
-use super::buffer::Buffer;
+use super::buffer::ByteBuffer;
 use super::interpreter::{self, Invocation, Stack};
 use super::module::Module;
 use super::native::{NativeModule, NativeState};
@@ -77,7 +77,7 @@ impl Instance {
 pub(crate) struct BytecodeState {
     pub rwdata: Vec<u8>,
     pub refs: Vec<Option<Ref>>,
-    pub rodata: Vec<Option<Arc<Buffer>>>,
+    pub rodata: Vec<Option<Arc<ByteBuffer>>>,
 }
 
 pub(crate) enum State {
@@ -90,7 +90,7 @@ pub(crate) enum State {
 pub(crate) struct Linked {
     pub instances: Vec<Instance>,
     pub states: Vec<State>,
-    /// The branch budget every new invocation starts with (see [`Context::set_budget`]).
+    /// The branch budget every new invocation starts with (see [`VmContext::set_budget`]).
     pub budget: u64,
     /// Register stacks of finished invocations, reused by the next ones.
     pub spare_stacks: Vec<Stack>,
@@ -116,12 +116,12 @@ pub struct FunctionHandle {
 
 /// A set of linked modules with their state. See the module documentation for thread safety.
 #[derive(Clone, Default)]
-pub struct Context {
+pub struct VmContext {
     linked: Arc<Mutex<Linked>>,
 }
 
 /// A context that does not keep it alive, for what the context itself holds (a kernel that
-/// calls into it): holding a [`Context`] there would be a cycle that is never freed.
+/// calls into it): holding a [`VmContext`] there would be a cycle that is never freed.
 #[derive(Clone, Default)]
 pub struct WeakContext {
     linked: Weak<Mutex<Linked>>,
@@ -129,21 +129,21 @@ pub struct WeakContext {
 
 impl WeakContext {
     /// The context, unless its last handle was dropped.
-    pub fn upgrade(&self) -> Option<Context> {
-        self.linked.upgrade().map(|linked| Context { linked })
+    pub fn upgrade(&self) -> Option<VmContext> {
+        self.linked.upgrade().map(|linked| VmContext { linked })
     }
 }
 
-impl std::fmt::Debug for Context {
+impl std::fmt::Debug for VmContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<String> = self.lock().instances.iter().map(|i| i.name().to_owned()).collect();
-        f.debug_struct("Context").field("modules", &names).finish()
+        f.debug_struct("VmContext").field("modules", &names).finish()
     }
 }
 
-impl Context {
-    pub fn new() -> Context {
-        Context::default()
+impl VmContext {
+    pub fn new() -> VmContext {
+        VmContext::default()
     }
 
     /// A handle that does not keep the context alive.
@@ -261,7 +261,7 @@ impl Context {
     }
 }
 
-impl Drop for Context {
+impl Drop for VmContext {
     /// The last clone runs every bytecode module's `__deinit`, newest first. Errors have no
     /// caller to go to and are dropped; a `__deinit` that fails leaves nothing to undo.
     fn drop(&mut self) {

@@ -349,7 +349,7 @@ fn write_disassembly(module: &Module, out: &mut impl Write, options: &DumpOption
         }
         out.write_char('\n')?;
     }
-    let context = Context::new(module);
+    let context = Names::new(module);
     let mut printed_any = false;
     for ordinal in 0..def.function_descriptors.len() {
         let name = context.function_name(ordinal);
@@ -441,13 +441,13 @@ fn write_function_signature(out: &mut impl Write, cconv: &str) -> fmt::Result {
 }
 
 /// Name lookups the disassembly makes in the module.
-struct Context<'m> {
+struct Names<'m> {
     module: &'m Module,
 }
 
-impl<'m> Context<'m> {
-    fn new(module: &'m Module) -> Context<'m> {
-        Context { module }
+impl<'m> Names<'m> {
+    fn new(module: &'m Module) -> Names<'m> {
+        Names { module }
     }
 
     /// The name the runtime gives internal function `ordinal`: its debug-database entry at the
@@ -491,7 +491,7 @@ impl<'m> Context<'m> {
 }
 
 struct FunctionPrinter<'a> {
-    context: &'a Context<'a>,
+    context: &'a Names<'a>,
     /// Offsets of the function's block markers, ascending: block `N` starts at `blocks[N]`.
     blocks: &'a [u32],
 }
@@ -751,7 +751,7 @@ mod tests {
         use crate::bytecode::isa::instructions;
         let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/vm/calls.vmfb")).unwrap();
         let module = Module::load_memory(&bytes).unwrap();
-        let context = Context::new(&module);
+        let context = Names::new(&module);
         let printer = FunctionPrinter { context: &context, blocks: &[0] };
         for instruction in instructions().iter().filter(|i| i.kind == InstructionKind::Operation) {
             let mut text = String::new();

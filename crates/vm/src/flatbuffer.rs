@@ -53,20 +53,20 @@ impl_scalar!(u8, i8, u16, i16, u32, i32, u64, i64);
 /// The bytes of one FlatBuffer plus where they sit in the file, so that errors can report file
 /// offsets instead of FlatBuffer-relative ones.
 #[derive(Clone, Copy, Debug)]
-pub struct Buffer<'a> {
+pub struct FlatBuffer<'a> {
     bytes: &'a [u8],
     base: usize,
 }
 
-impl<'a> Buffer<'a> {
+impl<'a> FlatBuffer<'a> {
     /// A FlatBuffer occupying all of `bytes`, which start at file offset `base`.
-    pub fn new(bytes: &'a [u8], base: usize) -> Buffer<'a> {
-        Buffer { bytes, base }
+    pub fn new(bytes: &'a [u8], base: usize) -> FlatBuffer<'a> {
+        FlatBuffer { bytes, base }
     }
 
     /// A size-prefixed FlatBuffer at the start of `bytes` (file offset `base`): a u32 length, then
     /// that many bytes of FlatBuffer. Trailing bytes after it (rodata, other ZIP entries) are fine.
-    pub fn size_prefixed(bytes: &'a [u8], base: usize) -> Result<Buffer<'a>> {
+    pub fn size_prefixed(bytes: &'a [u8], base: usize) -> Result<FlatBuffer<'a>> {
         let Some(prefix) = u32::from_le_slice(bytes) else {
             return Err(LoadError::truncated(
                 base,
@@ -76,7 +76,7 @@ impl<'a> Buffer<'a> {
         let available = bytes.len().saturating_sub(4);
         let length = prefix as usize;
         match 4usize.checked_add(length).and_then(|end| bytes.get(4..end)) {
-            Some(contents) => Ok(Buffer { bytes: contents, base: base.saturating_add(4) }),
+            Some(contents) => Ok(FlatBuffer { bytes: contents, base: base.saturating_add(4) }),
             None => Err(LoadError::truncated(
                 base,
                 format!("the FlatBuffer size prefix says {length} bytes but only {available} follow it"),
@@ -244,7 +244,7 @@ impl<'a> Buffer<'a> {
 /// A verified table: its vtable and inline size were checked when it was reached.
 #[derive(Clone, Copy, Debug)]
 pub struct Table<'a> {
-    buf: Buffer<'a>,
+    buf: FlatBuffer<'a>,
     pos: usize,
     vtable: usize,
     vtable_len: usize,
@@ -534,7 +534,7 @@ impl Struct<'_> {
 /// A vector of table offsets; each element is verified when it is fetched.
 #[derive(Clone, Debug)]
 pub struct TableVector<'a> {
-    buf: Buffer<'a>,
+    buf: FlatBuffer<'a>,
     start: usize,
     len: usize,
     type_name: &'static str,
@@ -561,7 +561,7 @@ impl<'a> TableVector<'a> {
     }
 }
 
-fn element_pos(buf: &Buffer<'_>, start: usize, len: usize, index: usize, field: &str) -> Result<usize> {
+fn element_pos(buf: &FlatBuffer<'_>, start: usize, len: usize, index: usize, field: &str) -> Result<usize> {
     if index >= len {
         return Err(LoadError::malformed(
             buf.file_offset(start),
@@ -574,7 +574,7 @@ fn element_pos(buf: &Buffer<'_>, start: usize, len: usize, index: usize, field: 
 /// A vector of string offsets; each element is verified when it is fetched.
 #[derive(Clone, Debug)]
 pub struct StringVector<'a> {
-    buf: Buffer<'a>,
+    buf: FlatBuffer<'a>,
     start: usize,
     len: usize,
     field: String,
@@ -607,7 +607,7 @@ pub struct Union<'a> {
 /// A vector of unions; each element is verified when it is fetched.
 #[derive(Clone, Debug)]
 pub struct UnionVector<'a> {
-    buf: Buffer<'a>,
+    buf: FlatBuffer<'a>,
     types: &'a [u8],
     start: usize,
     members: &'static [&'static str],
@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn reads_every_field_kind_of_a_well_formed_buffer() {
         let bytes = sample();
-        let buf = Buffer::new(&bytes.0, 100);
+        let buf = FlatBuffer::new(&bytes.0, 100);
         assert_eq!(buf.identifier(), Some(&b"TEST"[..]));
         let root = buf.root("Root").unwrap();
         assert_eq!(root.offset(), 128);
@@ -739,11 +739,11 @@ mod tests {
     fn size_prefix_larger_than_the_data_is_a_truncation() {
         let mut b = Assembler::new(12);
         b.u32(0, 100);
-        let err = Buffer::size_prefixed(&b.0, 64).unwrap_err();
+        let err = FlatBuffer::size_prefixed(&b.0, 64).unwrap_err();
         assert_eq!(err.offset, 64);
         assert!(err.message.contains("says 100 bytes but only 8 follow"), "{err}");
-        assert!(Buffer::size_prefixed(&[1, 0], 0).is_err());
-        let ok = Buffer::size_prefixed(&b.u32(0, 8).0, 64).unwrap();
+        assert!(FlatBuffer::size_prefixed(&[1, 0], 0).is_err());
+        let ok = FlatBuffer::size_prefixed(&b.u32(0, 8).0, 64).unwrap();
         assert_eq!((ok.len(), ok.base()), (8, 68));
     }
 
@@ -751,7 +751,7 @@ mod tests {
     fn root_offset_outside_the_buffer_is_rejected() {
         let mut bytes = sample();
         bytes.u32(0, 4000);
-        let err = Buffer::new(&bytes.0, 0).root("Root").unwrap_err();
+        let err = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap_err();
         assert_eq!(err.offset, 0);
         assert!(err.message.contains("points outside"), "{err}");
     }
@@ -760,7 +760,7 @@ mod tests {
     fn vtable_outside_the_buffer_is_rejected() {
         let mut bytes = sample();
         bytes.i32(28, -10_000);
-        let err = Buffer::new(&bytes.0, 0).root("Root").unwrap_err();
+        let err = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap_err();
         assert_eq!(err.offset, 28);
         assert!(err.message.contains("vtable of table Root lies outside"), "{err}");
     }
@@ -769,7 +769,7 @@ mod tests {
     fn field_beyond_the_table_size_is_rejected() {
         let mut bytes = sample();
         bytes.u16(12, 40); // number at table offset 40 > size 36
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.scalar::<u32>(F_NUMBER, 0).unwrap_err();
         assert_eq!(err.offset, 12);
         assert!(err.message.contains("Root.number"), "{err}");
@@ -779,7 +779,7 @@ mod tests {
     fn misaligned_table_is_rejected() {
         let mut bytes = sample();
         bytes.u32(0, 29);
-        let err = Buffer::new(&bytes.0, 0).root("Root").unwrap_err();
+        let err = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap_err();
         assert!(err.message.contains("not 4-byte aligned"), "{err}");
     }
 
@@ -787,7 +787,7 @@ mod tests {
     fn string_without_nul_is_rejected() {
         let mut bytes = sample();
         bytes.0[70] = b'!';
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.string(F_NAME).unwrap_err();
         assert_eq!(err.offset, 70);
         assert!(err.message.contains("string Root.name is not NUL-terminated"), "{err}");
@@ -797,7 +797,7 @@ mod tests {
     fn string_running_off_the_end_is_rejected() {
         let mut bytes = sample();
         bytes.u32(64, 100);
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.string(F_NAME).unwrap_err();
         assert_eq!(err.offset, 64);
     }
@@ -806,7 +806,7 @@ mod tests {
     fn string_with_invalid_utf8_is_rejected() {
         let mut bytes = sample();
         bytes.0[69] = 0xFF;
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.string(F_NAME).unwrap_err();
         assert_eq!(err.offset, 69);
         assert!(err.message.contains("UTF-8"), "{err}");
@@ -816,12 +816,12 @@ mod tests {
     fn vector_length_that_overflows_is_rejected() {
         let mut bytes = sample();
         bytes.u32(120, u32::MAX);
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.scalars::<i32>(F_INTS).unwrap_err();
         assert_eq!(err.offset, 120);
         assert!(err.message.contains("claims 4294967295 elements"), "{err}");
         bytes.u32(104, u32::MAX);
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         assert!(root.strings(F_WORDS).is_err());
     }
 
@@ -829,7 +829,7 @@ mod tests {
     fn union_vector_with_mismatched_lengths_is_rejected() {
         // Reuse `data` (3 type bytes) as types and `words` (1 offset) as values.
         let bytes = sample();
-        let root = Buffer::new(&bytes.0, 0).root("Root").unwrap();
+        let root = FlatBuffer::new(&bytes.0, 0).root("Root").unwrap();
         let err = root.unions(F_DATA, F_WORDS, &["A"]).unwrap_err();
         assert!(err.message.contains("3 type entries but 1 values"), "{err}");
     }
@@ -838,7 +838,7 @@ mod tests {
     fn every_truncation_and_byte_flip_of_the_sample_is_an_error_not_a_panic() {
         let bytes = sample();
         let walk = |data: &[u8]| -> Result<()> {
-            let root = Buffer::new(data, 0).root("Root")?;
+            let root = FlatBuffer::new(data, 0).root("Root")?;
             root.scalar::<u32>(F_NUMBER, 0)?;
             root.string(F_NAME)?;
             root.bytes(F_DATA)?;

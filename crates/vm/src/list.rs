@@ -616,7 +616,7 @@ fn cannot_store_refs() -> Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::Buffer;
+    use crate::buffer::ByteBuffer;
 
     fn list(type_name: &str, size: i32) -> Arc<List> {
         let list = List::new(ListElementType::from_list_type_name(type_name).unwrap(), 0).unwrap();
@@ -630,7 +630,7 @@ mod tests {
     }
 
     fn buffer_ref() -> Ref {
-        Ref::Buffer(Buffer::from_bytes(b"x").unwrap())
+        Ref::Buffer(ByteBuffer::from_bytes(b"x").unwrap())
     }
 
     #[test]
@@ -836,7 +836,7 @@ mod tests {
 
     #[test]
     fn shrinking_releases_refs_and_regrowing_yields_nulls_and_zeros() {
-        let buffer = Buffer::from_bytes(b"abc").unwrap();
+        let buffer = ByteBuffer::from_bytes(b"abc").unwrap();
         let refs = list("!vm.list<!vm.buffer>", 2);
         refs.set_ref(1, Some(Ref::Buffer(buffer.clone()))).unwrap();
         let variants = list("!vm.list<?>", 2);

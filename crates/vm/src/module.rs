@@ -10,7 +10,7 @@ use std::path::Path;
 use super::bytecode::verify::{verify_function, ModuleContext};
 use super::container::SEGMENT_ALIGNMENT;
 use super::error::LoadError;
-use super::interpreter::lower::{lower_module, Function};
+use super::interpreter::lower::{lower_module, LoweredFunction};
 use super::module_def::{
     Attr, BytecodeVersion, DebugDatabase, Dependency, ExportFunction, FeatureBits, FunctionDescriptor,
     FunctionSignature, ImportFunction, ModuleDef, ModuleState, RodataSegmentDef, RwdataSegment, TypeDef,
@@ -53,7 +53,7 @@ pub struct Module {
     storage: Storage,
     def: ModuleDef,
     /// Every internal function, lowered for the interpreter (1:1 with the descriptors).
-    functions: Vec<Function>,
+    functions: Vec<LoweredFunction>,
 }
 
 impl std::fmt::Debug for Module {
@@ -112,7 +112,7 @@ impl Module {
     }
 
     /// The internal functions, lowered and checked; indexed by internal ordinal.
-    pub fn functions(&self) -> &[Function] {
+    pub fn functions(&self) -> &[LoweredFunction] {
         &self.functions
     }
 

@@ -10,7 +10,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use super::buffer::Buffer;
+use super::buffer::ByteBuffer;
 use super::list::List;
 
 /// An object type defined outside the VM core (the HAL's buffers and fences, host objects).
@@ -26,7 +26,7 @@ pub trait RefObject: Any + Send + Sync + fmt::Debug {
 /// A non-null reference.
 #[derive(Clone)]
 pub enum Ref {
-    Buffer(Arc<Buffer>),
+    Buffer(Arc<ByteBuffer>),
     List(Arc<List>),
     Object(Arc<dyn RefObject>),
 }
@@ -63,7 +63,7 @@ impl Ref {
     }
 
     /// The buffer this ref holds, if it is one.
-    pub fn as_buffer(&self) -> Option<&Arc<Buffer>> {
+    pub fn as_buffer(&self) -> Option<&Arc<ByteBuffer>> {
         match self {
             Ref::Buffer(buffer) => Some(buffer),
             _ => None,

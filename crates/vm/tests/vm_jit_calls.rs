@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rtx_host::Diagnostic;
 use rtx_test_support::fixture_dir;
-use rtx_vm::context::Context;
+use rtx_vm::context::VmContext;
 use rtx_vm::value::Value;
 use rtx_vm::Module;
 
@@ -34,7 +34,7 @@ fn load_modes(file: &str) -> [Arc<Module>; 3] {
 }
 
 fn call(module: &Arc<Module>, budget: Option<u64>, name: &str, arguments: &[Value]) -> Result<Vec<Value>, Diagnostic> {
-    let context = Context::new();
+    let context = VmContext::new();
     if let Some(budget) = budget {
         context.set_budget(budget);
     }

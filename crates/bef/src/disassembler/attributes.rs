@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::error::DisassembleError;
 use crate::format::{AttributeType, DType};
 use rtx_kernel::attribute::{Attribute, AttributeError, CompilationUnit};
-use rtx_mlir::ir::{dense_storage, ApInt, AttrId, Attribute as Attr, Blob, Context, Type, TypeId};
+use rtx_mlir::ir::{dense_storage, ApInt, AttrId, Attribute as Attr, Blob, MlirContext, Type, TypeId};
 use rtx_mlir::text::parse::{parse_attribute_in, parse_type_in};
 
 /// Aggregates nest no deeper than this (each level is a recursion; a hostile file could make an
@@ -16,12 +16,12 @@ const MAX_DEPTH: usize = 64;
 
 /// Rebuilds attributes in one context, remembering the MLIR type of each element type.
 pub(super) struct AttributeDecoder<'c> {
-    pub(super) ctx: &'c mut Context,
+    pub(super) ctx: &'c mut MlirContext,
     dtypes: HashMap<DType, TypeId>,
 }
 
 impl<'c> AttributeDecoder<'c> {
-    pub(super) fn new(ctx: &'c mut Context) -> Self {
+    pub(super) fn new(ctx: &'c mut MlirContext) -> Self {
         AttributeDecoder { ctx, dtypes: HashMap::new() }
     }
 

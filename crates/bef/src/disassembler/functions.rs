@@ -13,7 +13,7 @@ use crate::format::FunctionKind;
 use crate::reader::{BefImage, FunctionBody, FunctionInfo};
 use rtx_kernel::record::KernelRecord;
 use rtx_mlir::ir::{
-    ApInt, AttrId, Attribute, BlockId, Context, Module, NewOp, OpId, RegionId, Signedness, Type, TypeId, ValueId,
+    ApInt, AttrId, Attribute, BlockId, MlirContext, Module, NewOp, OpId, RegionId, Signedness, Type, TypeId, ValueId,
 };
 use rtx_mlir::text::syntax;
 
@@ -130,13 +130,13 @@ fn func_op(module: &mut Module, tables: &Tables<'_>, info: &FunctionInfo, body: 
     op
 }
 
-fn string(ctx: &mut Context, text: &str) -> AttrId {
+fn string(ctx: &mut MlirContext, text: &str) -> AttrId {
     ctx.intern_string_attr(text.as_bytes())
 }
 
 /// A dictionary of `entries`, sorted by name, the first of equal names kept.
-fn dictionary(ctx: &mut Context, mut entries: Vec<(AttrId, AttrId)>) -> Option<AttrId> {
-    let name = |ctx: &Context, key: AttrId| match ctx.attr(key) {
+fn dictionary(ctx: &mut MlirContext, mut entries: Vec<(AttrId, AttrId)>) -> Option<AttrId> {
+    let name = |ctx: &MlirContext, key: AttrId| match ctx.attr(key) {
         Attribute::String { value, .. } => ctx.str_bytes(*value).to_vec(),
         _ => Vec::new(),
     };
@@ -276,7 +276,7 @@ impl BodyBuilder<'_, '_> {
 
 /// The attributes naming a kernel's callees: as its op's custom form names them when rtx knows
 /// it, else TFRT's `callee` (an array of them when there are several).
-fn callee_attributes(ctx: &mut Context, kernel: &str, callees: &[AttrId]) -> Vec<(AttrId, AttrId)> {
+fn callee_attributes(ctx: &mut MlirContext, kernel: &str, callees: &[AttrId]) -> Vec<(AttrId, AttrId)> {
     if callees.is_empty() {
         return Vec::new();
     }

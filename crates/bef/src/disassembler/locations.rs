@@ -2,17 +2,17 @@
 //! where the writer put an op whose location BEF cannot say — is `loc(unknown)`.
 
 use crate::reader::{BefError, BefImage, LocationEntry};
-use rtx_mlir::ir::{AttrId, Attribute, Context};
+use rtx_mlir::ir::{AttrId, Attribute, MlirContext};
 
 /// The MLIR location of the entry at `offset`.
-pub(super) fn location(image: &BefImage, ctx: &mut Context, offset: u32) -> Result<AttrId, BefError> {
+pub(super) fn location(image: &BefImage, ctx: &mut MlirContext, offset: u32) -> Result<AttrId, BefError> {
     Ok(match image.location_entry(offset)? {
         Some(entry) => build(ctx, &entry),
         None => ctx.intern_attr(Attribute::UnknownLoc),
     })
 }
 
-fn build(ctx: &mut Context, entry: &LocationEntry) -> AttrId {
+fn build(ctx: &mut MlirContext, entry: &LocationEntry) -> AttrId {
     let location = match entry {
         LocationEntry::Unknown => Attribute::UnknownLoc,
         LocationEntry::FileLineCol { file, line, column } => Attribute::FileLineColLoc {

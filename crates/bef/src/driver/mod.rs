@@ -18,7 +18,7 @@ use super::reader::BefFile;
 use expected::ExpectedDiagnostics;
 use rtx_host::{Diagnostic, HostContext, RcAsyncValue};
 use rtx_kernel::library::print::c_exponent;
-use rtx_kernel::Function;
+use rtx_kernel::ProgramFunction;
 use rtx_kernel::{ExecutionContext, OutputHandler, Value};
 
 /// Which functions to run and how to print results.
@@ -68,7 +68,7 @@ impl Driver {
         if let Some(init) = &init {
             self.run_function(file, init, options.print_error_code);
         }
-        let is_init = |f: &Function| init.as_ref().is_some_and(|i| i.name() == f.name());
+        let is_init = |f: &ProgramFunction| init.as_ref().is_some_and(|i| i.name() == f.name());
         for function in chosen.iter().filter(|f| !is_init(f)) {
             self.run_function(file, function, options.print_error_code);
         }
@@ -82,7 +82,7 @@ impl Driver {
         expected.verify(&mut |line| (self.errors)(&format!("{line}\n")))
     }
 
-    fn run_function(&self, file: &BefFile, function: &Function, print_error_code: bool) {
+    fn run_function(&self, file: &BefFile, function: &ProgramFunction, print_error_code: bool) {
         let name = function.name();
         if function.num_arguments() > 0 {
             (self.output)(&format!("--- Not running '{name}' because it has arguments.\n"));

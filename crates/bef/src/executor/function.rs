@@ -1,7 +1,7 @@
 //! A BEF file as the kernel layer's [`Program`]: its functions run by the dataflow executor,
 //! by a plan, by the sync interpreter, or by the host (native functions), and its attributes,
 //! locations and kernel names read by frames. [`BefFile::function`] and friends hand out the
-//! kernel layer's [`Function`] handles.
+//! kernel layer's [`ProgramFunction`] handles.
 
 use std::sync::Arc;
 
@@ -9,22 +9,22 @@ use super::{dataflow, interpreter, Plan};
 use crate::format::FunctionKind;
 use crate::reader::{BefFile, FunctionInfo};
 use rtx_host::{Diagnostic, Location, RcAsyncValue, StatusCode};
-use rtx_kernel::{AttributeError, ExecutionContext, Function, KernelRecord, Program, Value};
+use rtx_kernel::{AttributeError, ExecutionContext, KernelRecord, Program, ProgramFunction, Value};
 
 impl BefFile {
-    /// Function `index` of this file; indices come from verified kernel records or the index.
-    pub fn function(self: &Arc<Self>, index: usize) -> Function {
-        Function::new(Arc::clone(self) as Arc<dyn Program>, index)
+    /// ProgramFunction `index` of this file; indices come from verified kernel records or the index.
+    pub fn function(self: &Arc<Self>, index: usize) -> ProgramFunction {
+        ProgramFunction::new(Arc::clone(self) as Arc<dyn Program>, index)
     }
 
     /// The function named `name`.
-    pub fn function_named(self: &Arc<Self>, name: &str) -> Option<Function> {
+    pub fn function_named(self: &Arc<Self>, name: &str) -> Option<ProgramFunction> {
         self.function_index(name).map(|index| self.function(index))
     }
 
     /// Every function, in the order of the function index (region bodies included, with empty
     /// names).
-    pub fn functions(self: &Arc<Self>) -> Vec<Function> {
+    pub fn functions(self: &Arc<Self>) -> Vec<ProgramFunction> {
         (0..self.num_functions()).map(|index| self.function(index)).collect()
     }
 

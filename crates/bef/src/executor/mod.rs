@@ -2,7 +2,7 @@
 //! async functions made only of pure kernels ([`plan`]), a straight-line interpreter for sync
 //! functions ([`interpreter`]), and a BEF file as the kernel layer's `Program` ([`function`]), so
 //! that kernels, the runtime and the `rtx bef-exec` command call its functions through
-//! `rtx_kernel::Function`.
+//! `rtx_kernel::ProgramFunction`.
 
 mod dataflow;
 mod function;

@@ -9,11 +9,11 @@
 
 use super::emitter::Emitter;
 use crate::format::{AttributeType, DType};
-use rtx_mlir::ir::{AttrId, Attribute, Context, FloatKind, Signedness, Type, TypeId};
+use rtx_mlir::ir::{AttrId, Attribute, FloatKind, MlirContext, Signedness, Type, TypeId};
 
 /// TFRT's element type of an MLIR type (`ConvertMlirTypeToDType`); `None` for types it has none
 /// for. `corert`'s string, resource, variant and quantized types are known by their text.
-pub(super) fn dtype(ctx: &Context, ty: TypeId) -> Option<DType> {
+pub(super) fn dtype(ctx: &MlirContext, ty: TypeId) -> Option<DType> {
     Some(match ctx.ty(ty) {
         Type::Integer { width, signedness: Signedness::Unsigned } => match width {
             8 => DType::UI8,
@@ -73,7 +73,7 @@ fn is_dense_element(dtype: DType) -> bool {
 /// The BEF kind of an attribute, or `None` when BEF cannot encode it. An array whose elements
 /// are all of one fixed-size kind is an array of it (the empty array counts as `i32`s); any other
 /// array is an aggregate. Symbol references are kinds of their own, never array elements.
-pub(super) fn kind(ctx: &Context, attr: AttrId) -> Option<AttributeType> {
+pub(super) fn kind(ctx: &MlirContext, attr: AttrId) -> Option<AttributeType> {
     Some(match ctx.attr(attr) {
         Attribute::Integer { ty, .. } => match ctx.ty(*ty) {
             Type::Integer { .. } => AttributeType::Scalar(dtype(ctx, *ty)?),
@@ -123,7 +123,7 @@ pub(super) fn kind(ctx: &Context, attr: AttrId) -> Option<AttributeType> {
 }
 
 /// `#corert.shape<2x?x3>` (`?` is -1) or `#corert.shape<*>`: `Some(None)` for unranked.
-pub(super) fn shape(ctx: &Context, attr: AttrId) -> Option<Option<Vec<i64>>> {
+pub(super) fn shape(ctx: &MlirContext, attr: AttrId) -> Option<Option<Vec<i64>>> {
     let Attribute::Text { text, .. } = ctx.attr(attr) else { return None };
     let text = ctx.str_bytes(*text);
     let mut rest = text.strip_prefix(b"#corert.shape<")?;
@@ -154,7 +154,7 @@ pub(super) fn shape(ctx: &Context, attr: AttrId) -> Option<Option<Vec<i64>>> {
 /// An attribute's alignment as an aggregate element (TFRT's `GetAlignment`): a scalar's size
 /// (`i1` counts 0), 4 for strings, 1 for types and symbols, 8 for ranked shapes and dense
 /// elements, and at least 8 for arrays.
-fn element_alignment(ctx: &Context, attr: AttrId) -> usize {
+fn element_alignment(ctx: &MlirContext, attr: AttrId) -> usize {
     match ctx.attr(attr) {
         Attribute::Integer { value, .. } => value.width as usize / 8,
         Attribute::Float { bits, .. } => bits.width as usize / 8,
@@ -166,7 +166,7 @@ fn element_alignment(ctx: &Context, attr: AttrId) -> usize {
     }
 }
 
-fn max_alignment(ctx: &Context, items: &[AttrId]) -> usize {
+fn max_alignment(ctx: &MlirContext, items: &[AttrId]) -> usize {
     items.iter().map(|&item| element_alignment(ctx, item)).max().unwrap_or(1).max(1)
 }
 
@@ -188,12 +188,12 @@ fn header(out: &mut Emitter, alignment: u8, dtype: u8, prefix_size: u16, byte_si
 
 /// The attributes section being built.
 pub(super) struct AttributeWriter<'c> {
-    ctx: &'c Context,
+    ctx: &'c MlirContext,
     pub(super) out: Emitter,
 }
 
 impl<'c> AttributeWriter<'c> {
-    pub(super) fn new(ctx: &'c Context) -> Self {
+    pub(super) fn new(ctx: &'c MlirContext) -> Self {
         AttributeWriter { ctx, out: Emitter::new() }
     }
 
@@ -332,7 +332,7 @@ impl<'c> AttributeWriter<'c> {
 }
 
 /// The kind of an element of an array whose kind is known (so its elements have kinds).
-fn kind_of_element(ctx: &Context, item: AttrId) -> AttributeType {
+fn kind_of_element(ctx: &MlirContext, item: AttrId) -> AttributeType {
     kind(ctx, item).expect("elements of an encodable array are encodable")
 }
 

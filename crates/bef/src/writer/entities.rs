@@ -19,8 +19,8 @@ use rtx_mlir::text::print::{print_entity, Entity, ResolvedCustom};
 /// The attribute the stream analysis reads costs from; never passed to kernels.
 pub(super) const COST: &[u8] = b"_tfrt_cost";
 
-/// A function of the function index.
-pub(super) struct Function<'m> {
+/// A function of the function index, as the writer collects it.
+pub(super) struct FunctionEntry<'m> {
     pub(super) name: &'m [u8],
     pub(super) kind: FunctionKind,
     pub(super) inputs: Vec<TypeId>,
@@ -50,7 +50,7 @@ pub(super) struct Entities<'m> {
     /// Attribute-section attributes, deduplicated, each with its kind.
     pub(super) attributes: Vec<(AttrId, AttributeType)>,
     attribute_ids: HashMap<&'m Attribute, usize>,
-    pub(super) functions: Vec<Function<'m>>,
+    pub(super) functions: Vec<FunctionEntry<'m>>,
     region_functions: HashMap<RegionId, u32>,
     named_functions: HashMap<&'m [u8], u32>,
     /// Each kernel op's attributes as operands, in name order (`_tfrt_cost` left out).
@@ -122,7 +122,7 @@ impl<'m> Entities<'m> {
         }
     }
 
-    fn add_function(&mut self, function: Function<'m>) {
+    fn add_function(&mut self, function: FunctionEntry<'m>) {
         self.add_string(function.name);
         self.named_functions.insert(function.name, self.functions.len() as u32);
         self.functions.push(function);
@@ -148,7 +148,7 @@ impl<'m> Entities<'m> {
             _ => return Err(WriteError::RegionWithoutReturn(program.site(owner))),
         };
         self.region_functions.insert(region, self.functions.len() as u32);
-        self.add_function(Function { name, kind, inputs, results, body: Some((block, owner)) });
+        self.add_function(FunctionEntry { name, kind, inputs, results, body: Some((block, owner)) });
         Ok(())
     }
 }
@@ -237,7 +237,7 @@ fn collect_function<'m>(program: &Program<'m>, entities: &mut Entities<'m>, op: 
         for &ty in inputs.iter().chain(&results) {
             entities.add_type(program, ty)?;
         }
-        entities.add_function(Function { name, kind: FunctionKind::Native, inputs, results, body: None });
+        entities.add_function(FunctionEntry { name, kind: FunctionKind::Native, inputs, results, body: None });
         return Ok(());
     }
     let Some(&body) = m.op_regions(op).first() else { return Err(WriteError::ExternalFunction(program.site(op))) };

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::emitter::Emitter;
-use rtx_mlir::ir::{AttrId, Attribute, Context};
+use rtx_mlir::ir::{AttrId, Attribute, MlirContext};
 
 #[derive(Default)]
 pub(super) struct LocationWriter {
@@ -22,7 +22,7 @@ pub(super) struct LocationWriter {
 
 /// Whether BEF can say a location: anything but a range with other than a line and column, or a
 /// fused location none of whose children BEF can say.
-fn supported(ctx: &Context, loc: AttrId) -> bool {
+fn supported(ctx: &MlirContext, loc: AttrId) -> bool {
     match ctx.attr(loc) {
         Attribute::UnknownLoc | Attribute::NameLoc { .. } | Attribute::FileLineColLoc { .. } => true,
         Attribute::FileLineColRange { parts, .. } => parts.len() == 2,
@@ -38,7 +38,7 @@ impl LocationWriter {
     }
 
     /// The offset to record for an op at `loc`.
-    pub(super) fn op_location(&mut self, ctx: &Context, loc: AttrId) -> u32 {
+    pub(super) fn op_location(&mut self, ctx: &MlirContext, loc: AttrId) -> u32 {
         if !supported(ctx, loc) {
             self.next_virtual -= 1;
             return self.next_virtual;
@@ -49,7 +49,7 @@ impl LocationWriter {
         offset
     }
 
-    fn location(&mut self, ctx: &Context, loc: AttrId) {
+    fn location(&mut self, ctx: &MlirContext, loc: AttrId) {
         match ctx.attr(loc) {
             Attribute::FileLineColLoc { filename, line, column } => self.file_line_col(ctx, *filename, *line, *column),
             Attribute::FileLineColRange { filename, parts } if parts.len() == 2 => {
@@ -78,7 +78,7 @@ impl LocationWriter {
     }
 
     /// A name's child location, which need not be one BEF can say: then it is unknown.
-    fn nested(&mut self, ctx: &Context, loc: AttrId) {
+    fn nested(&mut self, ctx: &MlirContext, loc: AttrId) {
         if supported(ctx, loc) {
             self.location(ctx, loc);
         } else {
@@ -86,14 +86,14 @@ impl LocationWriter {
         }
     }
 
-    fn file_line_col(&mut self, ctx: &Context, filename: AttrId, line: u32, column: u32) {
+    fn file_line_col(&mut self, ctx: &MlirContext, filename: AttrId, line: u32, column: u32) {
         self.locations.byte(1);
         self.string(ctx, filename);
         self.locations.vbr(line as usize);
         self.locations.vbr(column as usize);
     }
 
-    fn string(&mut self, ctx: &Context, attr: AttrId) {
+    fn string(&mut self, ctx: &MlirContext, attr: AttrId) {
         let bytes = match ctx.attr(attr) {
             Attribute::String { value, .. } => ctx.str_bytes(*value),
             _ => &[],

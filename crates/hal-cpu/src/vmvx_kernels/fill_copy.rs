@@ -39,10 +39,10 @@ pub(super) fn fill(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
 mod tests {
     use super::super::tests::{call, read_words, words, Arg};
     use rtx_host::StatusCode;
-    use rtx_vm::buffer::Buffer;
+    use rtx_vm::buffer::ByteBuffer;
 
-    fn copy(function: &str, input: std::sync::Arc<Buffer>, out_len: usize, layout: [i64; 8]) -> Vec<u8> {
-        let out = Buffer::from_bytes(&vec![0xee; out_len]).unwrap();
+    fn copy(function: &str, input: std::sync::Arc<ByteBuffer>, out_len: usize, layout: [i64; 8]) -> Vec<u8> {
+        let out = ByteBuffer::from_bytes(&vec![0xee; out_len]).unwrap();
         let [in_offset, in_stride0, in_stride1, out_offset, out_stride0, out_stride1, size0, size1] = layout;
         call(
             function,
@@ -67,7 +67,7 @@ mod tests {
     fn copies_transpose_each_element_width() {
         // A 2x3 matrix transposed into 3x2: read with strides (1, 3), written row-major.
         let matrix: Vec<u8> = (1..=6).collect();
-        let input = Buffer::from_bytes(&matrix).unwrap();
+        let input = ByteBuffer::from_bytes(&matrix).unwrap();
         assert_eq!(copy("copy.2d.x8", input, 6, [0, 1, 3, 0, 2, 1, 3, 2]), [1, 4, 2, 5, 3, 6]);
 
         let widen = |size: usize| -> Vec<u8> {
@@ -82,7 +82,7 @@ mod tests {
                 .collect()
         };
         for (function, size) in [("copy.2d.x16", 2), ("copy.2d.x32", 4), ("copy.2d.x64", 8)] {
-            let input = Buffer::from_bytes(&widen(size)).unwrap();
+            let input = ByteBuffer::from_bytes(&widen(size)).unwrap();
             let out = copy(function, input, 6 * size, [0, 1, 3, 0, 2, 1, 3, 2]);
             let firsts: Vec<u8> = out.chunks_exact(size).map(|e| e[0]).collect();
             assert_eq!(firsts, [1, 4, 2, 5, 3, 6], "{function}");
@@ -94,15 +94,15 @@ mod tests {
     fn copies_honour_offsets_and_leave_gaps_alone() {
         // Every other element of row 1 of a 3x4 i16 matrix, into elements 1 and 2 of the output.
         let matrix: Vec<u8> = (0..12u16).flat_map(|v| v.to_le_bytes()).collect();
-        let input = Buffer::from_bytes(&matrix).unwrap();
+        let input = ByteBuffer::from_bytes(&matrix).unwrap();
         let out = copy("copy.2d.x16", input, 8, [4, 0, 2, 1, 0, 1, 1, 2]);
         assert_eq!(out, [0xee, 0xee, 4, 0, 6, 0, 0xee, 0xee]);
     }
 
     #[test]
     fn copy_ranges_are_checked_in_elements_of_the_width() {
-        let input = Buffer::from_bytes(&[0; 16]).unwrap();
-        let out = Buffer::from_bytes(&[0; 16]).unwrap();
+        let input = ByteBuffer::from_bytes(&[0; 16]).unwrap();
+        let out = ByteBuffer::from_bytes(&[0; 16]).unwrap();
         let error = call(
             "copy.2d.x64",
             vec![

@@ -224,12 +224,12 @@ impl Tiles {
 mod tests {
     use super::super::tests::{call, f32s, read_f32s, read_words, words, Arg};
     use super::*;
-    use rtx_vm::buffer::Buffer;
+    use rtx_vm::buffer::ByteBuffer;
 
     struct Problem {
-        lhs: std::sync::Arc<Buffer>,
-        rhs: std::sync::Arc<Buffer>,
-        out: std::sync::Arc<Buffer>,
+        lhs: std::sync::Arc<ByteBuffer>,
+        rhs: std::sync::Arc<ByteBuffer>,
+        out: std::sync::Arc<ByteBuffer>,
         mnk: [i64; 3],
         tiles: [i32; 3],
         flags: i32,
@@ -287,8 +287,8 @@ mod tests {
     #[test]
     fn s8_tiles_sign_extend_and_wrap() {
         // 1x1 tiles, K = 3 (K0 = 1): (-128)(-128) * 3 in i32, then a second row tile via the stride.
-        let lhs = Buffer::from_bytes(&[0x80, 0x80, 0x80, 0xff, 0x02, 0x7f]).unwrap();
-        let rhs = Buffer::from_bytes(&[0x80, 0x80, 0x80]).unwrap();
+        let lhs = ByteBuffer::from_bytes(&[0x80, 0x80, 0x80, 0xff, 0x02, 0x7f]).unwrap();
+        let rhs = ByteBuffer::from_bytes(&[0x80, 0x80, 0x80]).unwrap();
         let out = words(&[7, 7]);
         let problem = Problem { lhs, rhs, out, mnk: [2, 1, 3], tiles: [1, 1, 1], flags: 0x2 };
         run(&problem, [3, 3, 1]).unwrap();

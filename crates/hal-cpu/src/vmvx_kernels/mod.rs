@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use rtx_hal::args::Args;
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_vm::buffer::Buffer;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use rtx_vm::value::Value;
 
@@ -118,7 +118,7 @@ impl NativeModule for VmvxModule {
 /// An operand as passed, before it is mapped.
 struct Layout<'a> {
     operand: &'static str,
-    buffer: &'a Arc<Buffer>,
+    buffer: &'a Arc<ByteBuffer>,
     offset: i64,
     stride0: i64,
     stride1: i64,
@@ -153,7 +153,7 @@ enum Access {
 /// bytes, element `(i, j)` at element `origin + i * stride0 + j * stride1` of the buffer, all of
 /// them proven to lie within the mapped elements `origin..origin + mapped`.
 struct Mapped<'a> {
-    buffer: &'a Buffer,
+    buffer: &'a ByteBuffer,
     element_size: usize,
     origin: usize,
     mapped: usize,
@@ -290,7 +290,7 @@ mod tests {
 
     /// Builds the argument list of a call: buffers, i64s and i32s in order.
     pub(super) enum Arg {
-        Buf(Arc<Buffer>),
+        Buf(Arc<ByteBuffer>),
         Null,
         L(i64),
         W(i32),
@@ -316,19 +316,19 @@ mod tests {
         }
     }
 
-    pub(super) fn words(values: &[u32]) -> Arc<Buffer> {
-        Buffer::from_bytes(&values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap()
+    pub(super) fn words(values: &[u32]) -> Arc<ByteBuffer> {
+        ByteBuffer::from_bytes(&values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap()
     }
 
-    pub(super) fn f32s(values: &[f32]) -> Arc<Buffer> {
+    pub(super) fn f32s(values: &[f32]) -> Arc<ByteBuffer> {
         words(&values.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
     }
 
-    pub(super) fn read_words(buffer: &Buffer) -> Vec<u32> {
+    pub(super) fn read_words(buffer: &ByteBuffer) -> Vec<u32> {
         buffer.to_vec().chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect()
     }
 
-    pub(super) fn read_f32s(buffer: &Buffer) -> Vec<f32> {
+    pub(super) fn read_f32s(buffer: &ByteBuffer) -> Vec<f32> {
         read_words(buffer).into_iter().map(f32::from_bits).collect()
     }
 
@@ -427,7 +427,7 @@ mod tests {
             let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures/vm/loader/abs_vmvx.vmfb");
             let module = Arc::new(rtx_vm::Module::load_file(path).unwrap());
-            Buffer::rodata(module, 3).unwrap()
+            ByteBuffer::rodata(module, 3).unwrap()
         };
         let input = words(&[1, 2]);
         let error = call(

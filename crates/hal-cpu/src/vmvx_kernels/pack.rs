@@ -178,7 +178,7 @@ pub(super) fn unpack(args: &mut Args<'_>) -> Result<Vec<Value>, Diagnostic> {
 mod tests {
     use super::super::tests::{call, read_words, words, Arg};
     use super::*;
-    use rtx_vm::buffer::Buffer;
+    use rtx_vm::buffer::ByteBuffer;
 
     /// Packs a 3x5 matrix of words `10 * row + column` into 2x2 tiles (padding 99): 2x3 tiles.
     fn pack_3x5(flags: i32, out_sizes: [i64; 4], out_stride0: i64) -> Vec<u32> {
@@ -215,9 +215,9 @@ mod tests {
 
     #[test]
     fn pack_of_bytes_pads_with_the_low_byte() {
-        let out = Buffer::from_bytes(&[0; 4]).unwrap();
+        let out = ByteBuffer::from_bytes(&[0; 4]).unwrap();
         let arguments = vec![
-            Arg::Buf(Buffer::from_bytes(&[1, 2, 3]).unwrap()),
+            Arg::Buf(ByteBuffer::from_bytes(&[1, 2, 3]).unwrap()),
             Arg::L(0),
             Arg::L(3),
             Arg::L(1),

@@ -17,7 +17,7 @@ use rtx_hal::fence::{Fence, Reached};
 use rtx_hal::file::File;
 use rtx_hal_vulkan::{DeviceOptions, DeviceType, VulkanDevice};
 use rtx_host::StatusCode;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 use rtx_test_support::vulkan::{assert_validation_silent, device};
 
@@ -121,7 +121,7 @@ fn buffers_round_trip_bytes_mapped_and_staged() {
         assert_eq!(host.to_vec().unwrap(), [9; 8]);
 
         let imported =
-            allocator.import(Bytes::from_bytes(&[4, 3, 2, 1]).unwrap(), memory_type::DEVICE_LOCAL, 0).unwrap();
+            allocator.import(ByteBuffer::from_bytes(&[4, 3, 2, 1]).unwrap(), memory_type::DEVICE_LOCAL, 0).unwrap();
         assert_eq!(imported.to_vec().unwrap(), [4, 3, 2, 1]);
         assert!(allocator.allocate(memory_type::DEVICE_LOCAL, 0, 0).unwrap().to_vec().unwrap().is_empty());
         assert_eq!(allocator.allocate(memory_type::DEVICE_LOCAL, 0, -1).unwrap_err().code, StatusCode::InvalidArgument);
@@ -166,12 +166,12 @@ fn queue_transfers_give_hand_computed_bytes() {
         transfer(&device, Transfer::Copy { source: whole(&b, 1, 5), target: whole(&b, 3, 5) });
         assert_eq!(b.to_vec().unwrap(), [0, 0x12, 0x34, 0x12, 0x34, 0x12, 8, 7]);
 
-        let source = Bytes::from_bytes(&[10, 20, 30, 40, 50]).unwrap();
+        let source = ByteBuffer::from_bytes(&[10, 20, 30, 40, 50]).unwrap();
         transfer(&device, Transfer::Update { source, source_offset: 1, target: whole(&b, 2, 3) });
         assert_eq!(b.to_vec().unwrap(), [0, 0x12, 20, 30, 40, 0x12, 8, 7]);
 
         // A file in and out of a buffer through the queue.
-        let file = File::new(Bytes::from_bytes(&[1, 2, 3, 4, 5, 6]).unwrap());
+        let file = File::new(ByteBuffer::from_bytes(&[1, 2, 3, 4, 5, 6]).unwrap());
         let signal = Fence::new();
         device.queue_read(&QueueFences { wait: None, signal: &signal }, &file, 2, &b, 0, 3).unwrap();
         signal.wait().unwrap();

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use rtx_hal::check::CheckModule;
 use rtx_host::{AsyncValueRef, Diagnostic, StatusCode};
 use rtx_test_support::fixture_dir;
-use rtx_vm::context::Context;
+use rtx_vm::context::VmContext;
 use rtx_vm::interpreter::Step;
 use rtx_vm::native::{Arguments, NativeFunction, NativeModule, NativeOutcome, NativeState};
 use rtx_vm::value::Value;
@@ -89,8 +89,8 @@ fn module() -> Arc<Module> {
     Arc::new(Module::load_file(fixture_dir("loader/native_calls.vmfb")).expect("fixture loads"))
 }
 
-fn context_with(host: Host) -> (Context, CheckModule) {
-    let context = Context::new();
+fn context_with(host: Host) -> (VmContext, CheckModule) {
+    let context = VmContext::new();
     let check = CheckModule::new();
     context.add_native_module(Arc::new(host)).expect("host module");
     context.add_native_module(Arc::new(check.clone())).expect("check module");
@@ -98,7 +98,7 @@ fn context_with(host: Host) -> (Context, CheckModule) {
     (context, check)
 }
 
-fn call(context: &Context, name: &str, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+fn call(context: &VmContext, name: &str, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
     let function = context.lookup(name)?;
     context.invoke(&function, arguments)
 }
@@ -190,7 +190,7 @@ fn check_failures_are_recorded_and_execution_continues() {
     assert_eq!(call(&context, "checks", vec![Value::I32(7)]).unwrap(), vec![Value::I32(7)]);
     assert_eq!(check.take_failures(), vec!["Expected 1 to be zero.".to_owned()]);
     // Without the check module the calls are skipped.
-    let context = Context::new();
+    let context = VmContext::new();
     context.add_native_module(Arc::new(Host::new("0ii_i"))).unwrap();
     context.add_module(module()).unwrap();
     assert_eq!(call(&context, "checks", vec![Value::I32(0)]).unwrap(), vec![Value::I32(0)]);
@@ -198,13 +198,13 @@ fn check_failures_are_recorded_and_execution_continues() {
 
 #[test]
 fn linking_checks_presence_and_exact_calling_conventions() {
-    let context = Context::new();
+    let context = VmContext::new();
     let error = context.add_module(module()).unwrap_err();
     assert_eq!(error.code, StatusCode::NotFound, "{error}");
     assert!(error.message.contains("host"), "{error}");
     assert!(context.module_names().is_empty(), "a failed add leaves the context unchanged");
 
-    let context = Context::new();
+    let context = VmContext::new();
     context.add_native_module(Arc::new(Host::new("0ii_I"))).unwrap();
     let error = context.add_module(module()).unwrap_err();
     assert_eq!(error.code, StatusCode::Internal);
@@ -239,7 +239,7 @@ fn native_functions_can_be_called_directly() {
 
 #[test]
 fn a_budget_stops_long_loops_with_deadline_exceeded() {
-    let context = Context::new();
+    let context = VmContext::new();
     context.set_budget(1_000);
     let module = Module::load_file(fixture_dir("control_flow.vmfb")).unwrap();
     context.add_module(Arc::new(module)).unwrap();

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::set_results;
-use crate::function::Function;
+use crate::function::ProgramFunction;
 use crate::{ExecutionContext, KernelError, KernelFrame, KernelRegistry};
 use rtx_host::{join, IndirectAsyncValue, RcAsyncValue};
 
@@ -19,7 +19,7 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
         let results = f.function(0)?.execute(f.context(), f.arguments());
         set_results(f, results)
     });
-    // Function 0 runs when the i1 condition is true, function 1 otherwise.
+    // ProgramFunction 0 runs when the i1 condition is true, function 1 otherwise.
     for name in ["tfrt.if", "tfrt.cond"] {
         registry.add_kernel(name, |f| {
             let branch = f.function(if *f.get::<bool>(0)? { 0 } else { 1 })?;
@@ -80,7 +80,7 @@ fn tfrt_while(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 /// A `tfrt.while` in progress.
 struct Loop {
     context: ExecutionContext,
-    body: Function,
+    body: ProgramFunction,
     results: Vec<IndirectAsyncValue>,
 }
 
@@ -149,7 +149,7 @@ fn repeat_block(
     start: i32,
     count: i32,
     context: ExecutionContext,
-    body: Function,
+    body: ProgramFunction,
     mut arguments: Vec<RcAsyncValue>,
     results: Vec<IndirectAsyncValue>,
 ) {

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::function::Function;
+use crate::function::ProgramFunction;
 use crate::{cancelled_error, ExecutionContext, KernelError, KernelFrame, KernelRegistry};
 use rtx_host::{AsyncValueRef, Chain, RcAsyncValue};
 
@@ -68,7 +68,7 @@ struct Blocks {
     remaining: AtomicUsize,
     cancelled: AtomicBool,
     done: AsyncValueRef<Chain>,
-    body: Function,
+    body: ProgramFunction,
     context: ExecutionContext,
     extra: Vec<RcAsyncValue>,
     start: i32,

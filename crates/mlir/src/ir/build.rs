@@ -3,7 +3,7 @@
 //! the order they are made, and every parent link is kept in step.
 
 use super::{
-    AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpName, OpNameId, Operation, Region, RegionId, Span,
+    AttrId, Attribute, Block, BlockId, MlirContext, Module, OpId, OpName, OpNameId, Operation, Region, RegionId, Span,
     TypeId, Value, ValueDef, ValueId,
 };
 
@@ -19,7 +19,7 @@ pub struct NewOp<'a> {
     pub num_regions: usize,
 }
 
-impl Context {
+impl MlirContext {
     /// The string attribute holding `bytes` (of no particular type).
     pub fn intern_string_attr(&mut self, bytes: &[u8]) -> AttrId {
         let value = self.intern_str(bytes);

@@ -50,7 +50,7 @@ pub struct OpName {
 /// Interning tables. Lookups by content (`intern_*`) build their hash maps on first use, so a
 /// reader that fills the tables from a file's already-deduplicated tables pays nothing for them.
 #[derive(Default, Debug, Clone)]
-pub struct Context {
+pub struct MlirContext {
     string_bytes: Vec<u8>,
     string_spans: Vec<(u32, u32)>,
     string_map: HashMap<Box<[u8]>, Sym>,
@@ -65,7 +65,7 @@ pub struct Context {
     types_indexed: usize,
 }
 
-impl Context {
+impl MlirContext {
     pub fn new() -> Self {
         Self::default()
     }
@@ -196,7 +196,7 @@ impl Context {
         }
     }
 
-    /// [`Context::replace_attr`] for types.
+    /// [`MlirContext::replace_attr`] for types.
     pub(crate) fn replace_type(&mut self, id: TypeId, ty: Type) {
         let old = std::mem::replace(&mut self.types[id.0 as usize], ty);
         if (id.0 as usize) < self.types_indexed {

@@ -1,7 +1,7 @@
 //! A small, dialect-agnostic MLIR IR: operations, blocks, regions and values in flat arenas,
 //! referred to by index. Building and walking it allocates little: an operation's operands,
 //! successors and regions live in shared pools, its results and a block's arguments are runs of
-//! consecutive [`ValueId`]s, and names, attributes and types are interned in the [`Context`].
+//! consecutive [`ValueId`]s, and names, attributes and types are interned in the [`MlirContext`].
 
 pub mod attribute;
 pub mod build;
@@ -11,7 +11,7 @@ pub mod types;
 
 pub use attribute::{dense_storage, AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef};
 pub use build::NewOp;
-pub use context::{AttrId, Context, Dialect, DialectId, OpName, OpNameId, Sym, TypeId};
+pub use context::{AttrId, Dialect, DialectId, MlirContext, OpName, OpNameId, Sym, TypeId};
 pub use resources::{ResourceEntry, ResourceGroup, ResourceValue, Resources};
 pub use types::{FloatKind, Signedness, Type, DYNAMIC};
 
@@ -118,7 +118,7 @@ pub struct Region {
 /// A whole MLIR module (any top-level ops) with the tables it needs.
 #[derive(Debug, Default)]
 pub struct Module {
-    pub context: Context,
+    pub context: MlirContext,
     /// The top-level operations (normally one `builtin.module`).
     pub top_level: Vec<OpId>,
     pub ops: Vec<Operation>,
@@ -245,7 +245,7 @@ impl ElementStorage {
     }
 }
 
-impl Context {
+impl MlirContext {
     /// The dense storage of elements of type `elem`, or `None` if it is not an int, index, float
     /// or complex of those.
     pub fn element_storage(&self, elem: TypeId) -> Option<ElementStorage> {

@@ -3,12 +3,16 @@
 //! from kernel attributes).
 
 use super::OpSchema;
-use crate::ir::{ApInt, AttrId, Attribute, Context, OpNameId, Properties, Signedness, Type};
+use crate::ir::{ApInt, AttrId, Attribute, MlirContext, OpNameId, Properties, Signedness, Type};
 
 /// Splits `attrs` (a dictionary, or none) of an op named `name` into the discardable attributes
 /// and the properties its schema gives it (every non-attribute property defaulted). An op
 /// without a schema keeps everything in its dictionary; an empty dictionary is none.
-pub(crate) fn split_inherent(ctx: &mut Context, name: OpNameId, attrs: Option<AttrId>) -> (Option<AttrId>, Properties) {
+pub(crate) fn split_inherent(
+    ctx: &mut MlirContext,
+    name: OpNameId,
+    attrs: Option<AttrId>,
+) -> (Option<AttrId>, Properties) {
     let attrs = attrs.filter(|&a| !matches!(ctx.attr(a), Attribute::Dictionary(e) if e.is_empty()));
     let Some(schema) = super::op_schema(ctx.str_bytes(ctx.op_name(name).full)) else {
         return (attrs, Properties::None);
@@ -43,8 +47,12 @@ pub(crate) fn split_inherent(ctx: &mut Context, name: OpNameId, attrs: Option<At
 
 /// `props` (a registered op's properties, sorted by name) with each non-attribute property it
 /// lacks set to its storage default, as upstream builds them.
-fn with_default_props(ctx: &mut Context, schema: &OpSchema, mut props: Vec<(AttrId, AttrId)>) -> Vec<(AttrId, AttrId)> {
-    let name_of = |ctx: &Context, key: AttrId| match ctx.attr(key) {
+fn with_default_props(
+    ctx: &mut MlirContext,
+    schema: &OpSchema,
+    mut props: Vec<(AttrId, AttrId)>,
+) -> Vec<(AttrId, AttrId)> {
+    let name_of = |ctx: &MlirContext, key: AttrId| match ctx.attr(key) {
         Attribute::String { value, .. } => ctx.str_bytes(*value).to_vec(),
         _ => Vec::new(),
     };

@@ -15,7 +15,7 @@ use rtx_host::{Diagnostic, HostBuffer, HostContext, StatusCode};
 use rtx_kernel::tensor::dense::byte_len;
 use rtx_kernel::tensor::{dtype_name, DenseHostTensor, TensorShape};
 use rtx_kernel::DType;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 
 /// The BEF type names of dense host tensors: where a BEF function declares one, a buffer view
 /// passes (as a tensor, see [`view_to_tensor`]).
@@ -95,7 +95,7 @@ pub fn tensor_to_view(tensor: &DenseHostTensor) -> Result<Arc<BufferView>, Diagn
     // that the mapping owns. Rust code touches those bytes only through `with_bytes` and
     // `with_bytes_mut`: kernels read them while the program may (reads do not race), and writers
     // are ordered after the call by the graph's chains, as TFRT requires of every reader.
-    let bytes = unsafe { Bytes::from_mapping(start, length, Arc::new(buffer)) };
+    let bytes = unsafe { ByteBuffer::from_mapping(start, length, Arc::new(buffer)) };
     let hal_buffer = HeapAllocator::wrap(bytes, memory_type::CPU, usage::CPU);
     let shape = tensor.shape().dims().to_vec();
     Ok(Arc::new(BufferView::new(hal_buffer.into_ref(), shape, element_type.0, DENSE_ROW_MAJOR)?))
@@ -144,7 +144,7 @@ fn shared_bytes(
     len: usize,
     dtype: DType,
 ) -> Result<Option<HostBuffer>, Diagnostic> {
-    let Some(bytes) = buffer.memory().as_any().downcast_ref::<Bytes>() else { return Ok(None) };
+    let Some(bytes) = buffer.memory().as_any().downcast_ref::<ByteBuffer>() else { return Ok(None) };
     let bytes = bytes.span(buffer.offset(), len)?;
     let Some(data) = bytes.as_mut_ptr().and_then(NonNull::new) else { return Ok(None) };
     if data.as_ptr().align_offset(dtype.byte_size().unwrap_or(1)) != 0 {
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn elements_out_of_alignment_are_copied() {
-        let bytes = Bytes::from_bytes(&[9, 1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+        let bytes = ByteBuffer::from_bytes(&[9, 1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
         let buffer = HeapAllocator::wrap(bytes, memory_type::CPU, usage::CPU).subspan(1, 8).unwrap();
         let view = BufferView::new(buffer.into_ref(), vec![2], ElementType::INT_32.0, DENSE_ROW_MAJOR).unwrap();
         let tensor = view_to_tensor(&host(), &view).unwrap();
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_view_shorter_than_its_shape_is_an_error() {
-        let bytes = Bytes::from_bytes(&[0; 8]).unwrap();
+        let bytes = ByteBuffer::from_bytes(&[0; 8]).unwrap();
         let buffer = HeapAllocator::wrap(bytes, memory_type::CPU, usage::CPU);
         let view = BufferView::new(buffer.into_ref(), vec![4], ElementType::FLOAT_32.0, DENSE_ROW_MAJOR).unwrap();
         let error = view_to_tensor(&host(), &view).unwrap_err();

@@ -20,7 +20,7 @@ use rtx_hal_cpu::executable::BoundBytes;
 use rtx_host::{Diagnostic, StatusCode};
 use rtx_runtime::{Context, ContextOptions, Module, Runtime};
 use rtx_test_support::fixtures_dir;
-use rtx_vm::buffer::Buffer as Bytes;
+use rtx_vm::buffer::ByteBuffer;
 use rtx_vm::value::Value;
 
 /// What crossed between host and device, in order.
@@ -30,7 +30,7 @@ type Log = Arc<Mutex<Vec<&'static str>>>;
 /// emulator's would be); the host gets no mapping.
 #[derive(Debug)]
 struct DeviceMemory {
-    bytes: Arc<Bytes>,
+    bytes: Arc<ByteBuffer>,
     log: Log,
 }
 
@@ -39,7 +39,7 @@ impl Memory for DeviceMemory {
         self.bytes.len()
     }
 
-    fn mapping(&self) -> Option<&Bytes> {
+    fn mapping(&self) -> Option<&ByteBuffer> {
         None
     }
 
@@ -51,7 +51,7 @@ impl Memory for DeviceMemory {
 
     fn write(&self, offset: usize, data: &[u8]) -> Result<(), Diagnostic> {
         self.log.lock().unwrap().push("upload");
-        Bytes::copy(&*Bytes::from_bytes(data)?, 0, &self.bytes, offset as i64, data.len() as i64)
+        ByteBuffer::copy(&*ByteBuffer::from_bytes(data)?, 0, &self.bytes, offset as i64, data.len() as i64)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -66,7 +66,7 @@ struct DeviceAllocator {
 }
 
 impl DeviceAllocator {
-    fn buffer(&self, bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Buffer {
+    fn buffer(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Buffer {
         let device_usage = usage::TRANSFER
             | usage::DISPATCH_STORAGE
             | usage::DISPATCH_UNIFORM_READ
@@ -83,11 +83,11 @@ impl AllocatorBackend for DeviceAllocator {
     }
 
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        Ok(self.buffer(Bytes::allocate(length, 64)?, memory_types, buffer_usage))
+        Ok(self.buffer(ByteBuffer::allocate(length, 64)?, memory_types, buffer_usage))
     }
 
     /// Host bytes are uploaded: device memory is never the host's.
-    fn import(&self, bytes: Arc<Bytes>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
+    fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
         self.log.lock().unwrap().push("import");
         Ok(self.buffer(bytes.clone_range(0, bytes.len() as i64, 64)?, memory_types, buffer_usage))
     }

@@ -133,7 +133,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::buffer::Buffer;
+    use crate::buffer::ByteBuffer;
     use crate::interpreter::lower::passed;
     use crate::interpreter::op::Passed;
     use crate::native::Arg;
@@ -143,7 +143,7 @@ mod tests {
     }
 
     fn buffer() -> Ref {
-        Ref::Buffer(Buffer::from_bytes(b"x").unwrap())
+        Ref::Buffer(ByteBuffer::from_bytes(b"x").unwrap())
     }
 
     fn count(r: &Option<Ref>) -> usize {

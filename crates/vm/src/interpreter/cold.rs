@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::op::{BufferElement, ColdOp, RefCheck, RefReg, Reg};
 use super::{read64, write64};
 use crate::abi::ValueKind;
-use crate::buffer::Buffer;
+use crate::buffer::ByteBuffer;
 use crate::context::BytecodeState;
 use crate::list::{List, ListElementType};
 use crate::module::Module;
@@ -145,7 +145,7 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
             let buffer = match slot {
                 Some(buffer) => buffer.clone(),
                 None => {
-                    let buffer = r#try!(Buffer::rodata(module.clone(), *ordinal as usize));
+                    let buffer = r#try!(ByteBuffer::rodata(module.clone(), *ordinal as usize));
                     *slot = Some(buffer.clone());
                     buffer
                 }
@@ -172,7 +172,7 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
         ColdOp::CmpNzRef { a, d } => r32!(*d) = refs[*a as usize].is_some() as u32,
 
         ColdOp::BufferAlloc { length, alignment, d } => {
-            let buffer = r#try!(Buffer::allocate(r64!(*length) as i64, r32!(*alignment) as i32));
+            let buffer = r#try!(ByteBuffer::allocate(r64!(*length) as i64, r32!(*alignment) as i32));
             refs[*d as usize] = Some(Ref::Buffer(buffer));
         }
         ColdOp::BufferClone { source, offset, length, alignment, d } => {
@@ -185,7 +185,7 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
         }
         ColdOp::BufferLength { buffer: b, d } => w64!(*d, r#try!(buffer(refs, *b)).len() as u64),
         ColdOp::BufferCopy { source, source_offset, target, target_offset, length } => {
-            r#try!(Buffer::copy(
+            r#try!(ByteBuffer::copy(
                 r#try!(buffer(refs, *source)),
                 r64!(*source_offset) as i64,
                 r#try!(buffer(refs, *target)),
@@ -194,7 +194,7 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
             ))
         }
         ColdOp::BufferCompare { lhs, lhs_offset, rhs, rhs_offset, length, d } => {
-            let equal = r#try!(Buffer::compare(
+            let equal = r#try!(ByteBuffer::compare(
                 r#try!(buffer(refs, *lhs)),
                 r64!(*lhs_offset) as i64,
                 r#try!(buffer(refs, *rhs)),
@@ -335,7 +335,7 @@ pub(super) fn take_or_clone(refs: &mut [Option<Ref>], r: RefReg) -> Option<Ref> 
     }
 }
 
-fn buffer(refs: &[Option<Ref>], reg: Reg) -> Result<&Arc<Buffer>, Diagnostic> {
+fn buffer(refs: &[Option<Ref>], reg: Reg) -> Result<&Arc<ByteBuffer>, Diagnostic> {
     match &refs[reg as usize] {
         Some(Ref::Buffer(buffer)) => Ok(buffer),
         Some(other) => {

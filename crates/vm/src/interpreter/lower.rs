@@ -22,7 +22,7 @@ use crate::LoadError;
 
 /// One internal function, ready to run.
 #[derive(Debug)]
-pub struct Function {
+pub struct LoweredFunction {
     pub ops: Box<[Op]>,
     /// Bytecode offset (from the function start) of each op, for source locations in errors.
     pub offsets: Box<[u32]>,
@@ -44,7 +44,7 @@ pub struct Function {
 }
 
 /// Lowers every internal function of `def`, whose file bytes are `file`.
-pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadError> {
+pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<LoweredFunction>, LoadError> {
     let internal: Vec<Option<CallingConvention>> = def
         .function_signatures
         .iter()
@@ -82,7 +82,7 @@ pub fn lower_module(def: &ModuleDef, file: &[u8]) -> Result<Vec<Function>, LoadE
         .collect::<Result<Vec<_>, LoadError>>()?;
     #[cfg(rtx_jit)]
     {
-        let (mut functions, inputs): (Vec<Function>, Vec<_>) = lowered.into_iter().unzip();
+        let (mut functions, inputs): (Vec<LoweredFunction>, Vec<_>) = lowered.into_iter().unzip();
         let Some(entries) = module.entries else { return Ok(functions) };
         let callees = functions.iter().map(callee).collect();
         let compiled = crate::jit::compile_module(&inputs, callees, entries);
@@ -110,7 +110,7 @@ type Compiled<'a> = ();
 /// `function` as compiled callers see it; callable (until its code says otherwise) when every
 /// argument and result is a scalar and the frame and results fit what compiled calls allow.
 #[cfg(rtx_jit)]
-fn callee(function: &Function) -> crate::jit::Callee {
+fn callee(function: &LoweredFunction) -> crate::jit::Callee {
     let pair = |kind: ValueKind| matches!(kind, ValueKind::I64 | ValueKind::F64);
     let scalar = |kind: ValueKind| kind != ValueKind::Ref;
     let result_words: u32 = function.results.iter().map(|&kind| if pair(kind) { 2 } else { 1 }).sum();
@@ -140,7 +140,7 @@ impl ModuleScope<'_> {
         ordinal: usize,
         descriptor: &FunctionDescriptor,
         bytecode: &'b [u8],
-    ) -> Result<(Function, Compiled<'b>), LoadError> {
+    ) -> Result<(LoweredFunction, Compiled<'b>), LoadError> {
         let name = describe_function(&self.def.exported_functions, ordinal);
         let cconv = self.internal[ordinal].clone().ok_or_else(|| {
             let text = self.def.function_signatures[ordinal].calling_convention.as_deref().unwrap_or("");
@@ -244,7 +244,7 @@ impl ModuleScope<'_> {
         let compiled = self.entries.map(|_| crate::jit::Input { decoded, starts, blocks });
         #[cfg(not(rtx_jit))]
         let compiled = ();
-        let function = Function {
+        let function = LoweredFunction {
             ops: ops.into(),
             offsets: offsets.into(),
             i32_register_count: descriptor.i32_register_count,

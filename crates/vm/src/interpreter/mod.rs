@@ -18,10 +18,10 @@ mod tests;
 
 use std::sync::Arc;
 
-use self::lower::Function;
+use self::lower::LoweredFunction;
 use self::op::Slot;
 use super::abi::{CallingConvention, CconvItem, ValueKind};
-use super::context::{Context, Instance, Linked, Resolved, State};
+use super::context::{Instance, Linked, Resolved, State, VmContext};
 use super::module::Module;
 use super::native::{Arguments, NativeOutcome};
 use super::refs::Ref;
@@ -83,7 +83,7 @@ pub struct Invocation {
     /// What [`Invocation::run`] locks. `None` once the invocation has finished, and throughout a
     /// [`call`]: that one runs under a lock it already holds, so it neither clones the context's
     /// handle nor relocks per slice.
-    context: Option<Context>,
+    context: Option<VmContext>,
     frames: Vec<Frame>,
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
@@ -114,10 +114,10 @@ impl std::fmt::Debug for Invocation {
     }
 }
 
-/// Runs `target` to completion for the context itself (`Context::invoke`, `__init`, `__deinit`).
+/// Runs `target` to completion for the context itself (`VmContext::invoke`, `__init`, `__deinit`).
 /// The context stays locked from setup to teardown, released only while the program waits on an
 /// async value, so a small call costs one lock and no clone of the context's handle.
-pub(crate) fn call(context: &Context, target: Resolved, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
+pub(crate) fn call(context: &VmContext, target: Resolved, arguments: Vec<Value>) -> Result<Vec<Value>, Diagnostic> {
     let mut linked = context.lock();
     let mut invocation = Invocation::start(&mut linked, target, arguments)?;
     let result = loop {
@@ -136,7 +136,7 @@ pub(crate) fn call(context: &Context, target: Resolved, arguments: Vec<Value>) -
 }
 
 impl Invocation {
-    pub(crate) fn new(context: Context, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
+    pub(crate) fn new(context: VmContext, target: Resolved, arguments: Vec<Value>) -> Result<Invocation, Diagnostic> {
         let invocation = Invocation::start(&mut context.lock(), target, arguments)?;
         Ok(Invocation { context: Some(context), ..invocation })
     }
@@ -336,7 +336,7 @@ impl Invocation {
     }
 
     #[inline]
-    fn push_frame(&mut self, instance: u32, function: u32, callee: &Function) -> Result<(), Diagnostic> {
+    fn push_frame(&mut self, instance: u32, function: u32, callee: &LoweredFunction) -> Result<(), Diagnostic> {
         let i32_base = self.i32s.len();
         let ref_base = self.refs.len();
         let i32_end = i32_base + callee.i32_register_count as usize;

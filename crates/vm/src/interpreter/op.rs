@@ -55,7 +55,7 @@ pub struct Remap {
 pub enum Moves {
     None,
     One(Reg, Reg),
-    /// An index into [`super::lower::Function::remaps`].
+    /// An index into [`super::lower::LoweredFunction::remaps`].
     Many(u32),
 }
 

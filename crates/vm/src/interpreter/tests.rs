@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
-use crate::context::Context;
+use crate::context::VmContext;
 use crate::value::Value;
 use crate::Module;
 
-fn context(bytes: &[u8]) -> Context {
-    let context = Context::new();
+fn context(bytes: &[u8]) -> VmContext {
+    let context = VmContext::new();
     context.add_module(Arc::new(Module::load_memory(bytes).expect("fixture loads"))).expect("links");
     context
 }
 
-fn call(context: &Context, name: &str, arguments: Vec<Value>) -> Vec<Value> {
+fn call(context: &VmContext, name: &str, arguments: Vec<Value>) -> Vec<Value> {
     let function = context.lookup(name).expect("exported");
     context.invoke(&function, arguments).unwrap_or_else(|e| panic!("{name}: {e}"))
 }

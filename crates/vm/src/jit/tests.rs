@@ -450,7 +450,7 @@ fn buffer_function(name: &str, size: u32) -> Compiled {
 
 /// What the interpreter does for the access: the loaded register value, or the store made on
 /// `buffer`; `None` where it raises an error.
-fn interpret_access(name: &str, buffer: &crate::buffer::Buffer, offset: i64, value: u64) -> Option<u64> {
+fn interpret_access(name: &str, buffer: &crate::buffer::ByteBuffer, offset: i64, value: u64) -> Option<u64> {
     let ok = |result: Result<i32, _>| result.ok().map(|v| u64::from(v as u32));
     match name {
         "vm.buffer.load.i8.u" => ok(buffer.load_i8_u(offset)),
@@ -468,7 +468,7 @@ fn interpret_access(name: &str, buffer: &crate::buffer::Buffer, offset: i64, val
 }
 
 /// The bytes of a buffer, read as the interpreter would.
-fn contents(buffer: &crate::buffer::Buffer) -> Vec<i32> {
+fn contents(buffer: &crate::buffer::ByteBuffer) -> Vec<i32> {
     (0..buffer.len() as i64).map(|i| buffer.load_i8_u(i).expect("in range")).collect()
 }
 
@@ -481,7 +481,7 @@ fn offsets_around(count: i64) -> Vec<i64> {
 
 #[test]
 fn buffer_accesses_match_the_interpreter() {
-    use crate::buffer::Buffer;
+    use crate::buffer::ByteBuffer;
     use crate::refs::Ref;
     let rodata = std::sync::Arc::new(
         crate::Module::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/vm/buffers.vmfb"))
@@ -492,17 +492,17 @@ fn buffer_accesses_match_the_interpreter() {
         let memory = CodeMemory::new(&compiled.code).expect("executable memory");
         for length in [0usize, 1, 7, 8, 9, 16, 23] {
             let bytes: Vec<u8> = (0..length).map(|i| 0x80 | (i as u8).wrapping_mul(37)).collect();
-            let mut buffers = vec![Buffer::from_bytes(&bytes).expect("allocates")];
+            let mut buffers = vec![ByteBuffer::from_bytes(&bytes).expect("allocates")];
             // A read-only buffer: the first rodata segment of the fixture (32 bytes).
             if length == 0 {
-                buffers.push(Buffer::rodata(std::sync::Arc::clone(&rodata), 0).expect("a rodata segment"));
+                buffers.push(ByteBuffer::rodata(std::sync::Arc::clone(&rodata), 0).expect("a rodata segment"));
             }
             for buffer in buffers {
                 let count = (buffer.len() / size as usize) as i64;
                 for offset in offsets_around(count) {
                     let value = 0x8182_8384_8586_8788u64;
                     let expected_buffer =
-                        Buffer::from_bytes(&contents(&buffer).iter().map(|&b| b as u8).collect::<Vec<_>>())
+                        ByteBuffer::from_bytes(&contents(&buffer).iter().map(|&b| b as u8).collect::<Vec<_>>())
                             .expect("allocates");
                     let expected = if buffer.is_mutable() {
                         interpret_access(name, &expected_buffer, offset, value)
@@ -558,13 +558,13 @@ fn buffer_accesses_match_the_interpreter() {
 
 #[test]
 fn buffer_length_matches_the_interpreter() {
-    use crate::buffer::Buffer;
+    use crate::buffer::ByteBuffer;
     use crate::refs::Ref;
     let compiled = after_zero("vm.buffer.length", vec![banked(3, RegisterBank::Ref), banked(2, RegisterBank::I64)]);
     assert_eq!(compiled.spans, [SpanOf::Buffer(3)]);
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
     for length in [0, 1, 4096] {
-        let buffer = Buffer::allocate(length, 0).expect("allocates");
+        let buffer = ByteBuffer::allocate(length, 0).expect("allocates");
         let mut regs = [0x5A5A_5A5Au32; BANK];
         let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[Span::of(Some(&Ref::Buffer(buffer)))]);
         assert_eq!((exit.op, r64(&regs, 2)), (2, length as u64));

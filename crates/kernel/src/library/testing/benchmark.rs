@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::function::Function;
+use crate::function::ProgramFunction;
 use crate::library::print::c_exponent;
 use crate::{ExecutionContext, KernelError, KernelFrame, KernelRegistry};
 use rtx_host::{AsyncValueRef, Chain, RcAsyncValue};
@@ -143,7 +143,7 @@ fn benchmark(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 /// A benchmark in progress.
 struct Runner {
     stats: Mutex<BenchmarkStats>,
-    body: Function,
+    body: ProgramFunction,
     arguments: Vec<RcAsyncValue>,
     context: ExecutionContext,
     done: AsyncValueRef<Chain>,

@@ -5,7 +5,7 @@
 use super::emitter::Emitter;
 use super::llvm::{Item, Native};
 use super::numbering::{self, by_reference, malformed, AttrKey, Entry, Plan, Result, Slot};
-use crate::ir::{AffineExpr, AffineMap, ApInt, AttrId, Attribute, Context, FloatKind, Signedness, Type, TypeId};
+use crate::ir::{AffineExpr, AffineMap, ApInt, AttrId, Attribute, FloatKind, MlirContext, Signedness, Type, TypeId};
 
 /// How the references of an attribute being encoded become entry numbers.
 trait Refs {
@@ -39,7 +39,7 @@ impl Refs for Numbered<'_> {
 
 /// Writes the offset section (3) and the attribute/type section (2), in that order: the offsets
 /// in place, each entry's size as its encoding is appended to the data, which is built apart.
-pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan, ctx: &Context) -> Result<()> {
+pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan, ctx: &MlirContext) -> Result<()> {
     // Most entries take a few bytes (a location, an integer, a short list); more only grows it.
     let mut data = Emitter::with_capacity((plan.attrs.len() + plan.types.len()) * 8);
     let offsets = out.begin_section();

@@ -15,7 +15,7 @@ use super::error::WriteError;
 use super::numbering::Result;
 use crate::dialects::llvm_attrs::{by_mnemonic, Param as P, Spec};
 use crate::dialects::{dwarf, llvm_flags};
-use crate::ir::{AttrId, Attribute, Context, DialectId, Module};
+use crate::ir::{AttrId, Attribute, DialectId, MlirContext, Module};
 use crate::text::parse::parse_attribute_in;
 use crate::text::string_literal_end;
 
@@ -40,7 +40,7 @@ pub(super) struct Native {
 /// The module's context with the parameters of natively encoded attributes added as attributes
 /// of their own, and the encoding of each such attribute.
 pub(super) struct Lowering {
-    pub context: Context,
+    pub context: MlirContext,
     pub native: HashMap<AttrId, Native>,
 }
 
@@ -48,7 +48,7 @@ pub(super) struct Lowering {
 pub(super) fn lower(m: &Module) -> Result<Option<Lowering>> {
     let ctx = &m.context;
     let Some(llvm) = ctx.find_dialect(b"llvm") else { return Ok(None) };
-    let needs = |ctx: &Context, a: &Attribute| match a {
+    let needs = |ctx: &MlirContext, a: &Attribute| match a {
         Attribute::Text { dialect, text } if *dialect == llvm && (text.0 as usize) < ctx.num_strings() => {
             let text = ctx.str_bytes(*text);
             spec(text).is_some() && text.windows(9).any(|w| w == b"distinct[")
@@ -84,7 +84,7 @@ fn spec(text: &[u8]) -> Option<&'static Spec> {
     by_mnemonic(&rest[..end])
 }
 
-fn encode(ctx: &mut Context, text: &str) -> std::result::Result<Vec<Item>, String> {
+fn encode(ctx: &mut MlirContext, text: &str) -> std::result::Result<Vec<Item>, String> {
     let &(mnemonic, code, params) = spec(text.as_bytes()).ok_or("not an encodable attribute")?;
     let body = text[mnemonic.len() + "#llvm.".len()..]
         .strip_prefix('<')
@@ -184,13 +184,13 @@ fn missing(name: &str) -> String {
     format!("required parameter `{name}` is missing")
 }
 
-fn parse(ctx: &mut Context, text: &str) -> std::result::Result<AttrId, String> {
+fn parse(ctx: &mut MlirContext, text: &str) -> std::result::Result<AttrId, String> {
     parse_attribute_in(ctx, text).map_err(|e| format!("`{text}`: {}", e.message))
 }
 
 /// A parameter of class `#llvm.<class>`, printed without that prefix (or, from text whose
 /// aliases were substituted, with it).
-fn stripped(ctx: &mut Context, class: &str, text: &str) -> std::result::Result<AttrId, String> {
+fn stripped(ctx: &mut MlirContext, class: &str, text: &str) -> std::result::Result<AttrId, String> {
     if text.starts_with('<') {
         parse(ctx, &format!("#llvm.{class}{text}"))
     } else {

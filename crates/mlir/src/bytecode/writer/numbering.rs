@@ -17,7 +17,7 @@ use super::version;
 use super::WriteOptions;
 use crate::bytecode::reader::MAX_NESTING;
 use crate::ir::{
-    AttrId, Attribute, Block, BlockId, Context, DialectId, Module, OpId, OpNameId, Operation, Properties, Region,
+    AttrId, Attribute, Block, BlockId, DialectId, MlirContext, Module, OpId, OpNameId, Operation, Properties, Region,
     RegionId, ResourceRef, ResourceValue, Signedness, Sym, Type, TypeId, Value, ValueDef, ValueId,
 };
 use crate::ods::{op_schema, OpSchema, PropKind};
@@ -77,14 +77,14 @@ pub(super) fn value_run(m: &Module, span: crate::ir::Span) -> Result<std::ops::R
     Ok(if span.len == 0 { 0..0 } else { span.start..end })
 }
 #[inline]
-pub(super) fn attr(ctx: &Context, id: AttrId) -> Result<&Attribute> {
+pub(super) fn attr(ctx: &MlirContext, id: AttrId) -> Result<&Attribute> {
     ctx.attrs().get(id.0 as usize).ok_or_else(|| malformed(format!("attribute {} does not exist", id.0)))
 }
 #[inline]
-pub(super) fn ty(ctx: &Context, id: TypeId) -> Result<&Type> {
+pub(super) fn ty(ctx: &MlirContext, id: TypeId) -> Result<&Type> {
     ctx.types().get(id.0 as usize).ok_or_else(|| malformed(format!("type {} does not exist", id.0)))
 }
-pub(super) fn string(ctx: &Context, sym: Sym) -> Result<&[u8]> {
+pub(super) fn string(ctx: &MlirContext, sym: Sym) -> Result<&[u8]> {
     if sym.0 as usize >= ctx.num_strings() {
         return Err(malformed(format!("string {} does not exist", sym.0)));
     }
@@ -911,7 +911,7 @@ fn stable_order_by<T>(items: &[T], key: impl Fn(&T) -> u32) -> Vec<u32> {
 
 struct Numberer<'m> {
     /// The module's context, or the lowering's copy of it with more attributes.
-    ctx: &'m Context,
+    ctx: &'m MlirContext,
     native: Option<&'m HashMap<AttrId, Native>>,
     strings: StringTable,
     dialects: Vec<DialectEntry>,

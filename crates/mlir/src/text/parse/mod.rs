@@ -25,7 +25,7 @@ use foldhash::{HashMap, HashMapExt};
 use std::borrow::Cow;
 
 use crate::ir::{
-    AttrId, Attribute, Block, BlockId, Context, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
+    AttrId, Attribute, Block, BlockId, MlirContext, Module, OpId, OpNameId, Operation, Properties, Region, RegionId,
     ResourceEntry, ResourceGroup, ResourceValue, Span, TypeId, Value, ValueDef, ValueId,
 };
 use crate::text::print::{print_entity, Entity, ResolvedCustom};
@@ -76,18 +76,18 @@ pub fn parse_text_with(source: &str, options: &ParseOptions) -> Result<Module, P
 
 /// Parses one attribute written on its own (no aliases, no trailing text) into `context`, as
 /// upstream parses an attribute kept as text in bytecode. Equal attributes are interned once.
-pub fn parse_attribute_in(context: &mut Context, text: &str) -> Result<AttrId, ParseError> {
+pub fn parse_attribute_in(context: &mut MlirContext, text: &str) -> Result<AttrId, ParseError> {
     parse_entity_in(context, text, "attribute", |p| p.attr())
 }
 
 /// Parses one type written on its own (no aliases, no trailing text) into `context`, as upstream's
 /// `parseType` does (a BEF file names its types this way).
-pub fn parse_type_in(context: &mut Context, text: &str) -> Result<TypeId, ParseError> {
+pub fn parse_type_in(context: &mut MlirContext, text: &str) -> Result<TypeId, ParseError> {
     parse_entity_in(context, text, "type", |p| p.ty())
 }
 
 fn parse_entity_in<T>(
-    context: &mut Context,
+    context: &mut MlirContext,
     text: &str,
     what: &str,
     parse: impl FnOnce(&mut Parser<'_>) -> R<T>,

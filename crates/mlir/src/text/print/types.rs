@@ -3,10 +3,10 @@
 use std::fmt::Write;
 
 use super::{PrintError, Printer};
-use crate::ir::{AffineExpr, AttrId, Attribute, Context, Signedness, Type, TypeId, DYNAMIC};
+use crate::ir::{AffineExpr, AttrId, Attribute, MlirContext, Signedness, Type, TypeId, DYNAMIC};
 
 /// Whether a memref layout is the identity map of its rank (upstream leaves it out).
-fn is_identity(ctx: &Context, layout: AttrId, rank: usize) -> bool {
+fn is_identity(ctx: &MlirContext, layout: AttrId, rank: usize) -> bool {
     matches!(ctx.attr(layout), Attribute::AffineMap(map)
         if map.num_symbols == 0
             && map.num_dims as usize == rank

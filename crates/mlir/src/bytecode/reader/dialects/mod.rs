@@ -26,7 +26,7 @@ use foldhash::{HashMap, HashMapExt};
 use super::cursor::Cursor;
 use super::error::{ReadError, ReadErrorKind, Result};
 use super::{FileState, MAX_NESTING};
-use crate::ir::{AttrId, Attribute, Context, DialectId, Sym, Type, TypeId};
+use crate::ir::{AttrId, Attribute, DialectId, MlirContext, Sym, Type, TypeId};
 use crate::text::print::{print_entity, Entity, ResolvedCustom};
 
 /// A custom-encoded entry of a non-builtin dialect, as the attr/type table gave it.
@@ -150,7 +150,7 @@ fn symbol_body<'t>(text: &'t str, dialect: &str) -> Option<&'t str> {
 /// Reads a dialect payload: the primitives of `DialectBytecodeReader`.
 pub(super) struct Payload<'a, 'c> {
     pub c: Cursor<'a>,
-    pub ctx: &'c Context,
+    pub ctx: &'c MlirContext,
     strings: &'c [Sym],
     num_attrs: usize,
     num_types: usize,
