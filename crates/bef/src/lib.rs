@@ -5,14 +5,14 @@
 //! [`reader`] reads and verifies a file and binds it to a kernel registry; [`executor`] runs its
 //! functions; [`disassembler`] turns a file back into MLIR.
 
-pub mod disassembler;
+pub(crate) mod disassembler;
 pub mod driver;
-pub mod executor;
+pub(crate) mod executor;
 pub mod format;
 pub mod reader;
 #[cfg(test)]
 pub(crate) mod test_file;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use disassembler::{bef_to_mlir, DisassembleError, Disassembly};
-pub use writer::{mlir_to_bef, WriteError, WriteOptions};
+pub use writer::{mlir_to_bef, Site, WriteError, WriteOptions};

@@ -6,21 +6,21 @@
 //! from it (`pipeline`), loaded by devices (`executable`); command buffers kept as recorded and
 //! turned into Vulkan command buffers when the queue executes them (`command_buffer`).
 
-pub mod command_buffer;
-pub mod device;
-pub mod error;
-pub mod executable;
+pub(crate) mod command_buffer;
+pub(crate) mod device;
+pub(crate) mod error;
+pub(crate) mod executable;
 pub mod executable_def;
 pub mod instance;
 #[cfg(target_os = "linux")]
 mod libraries;
-pub mod logical_device;
-pub mod memory;
-pub mod physical_device;
+pub(crate) mod logical_device;
+pub(crate) mod memory;
+pub(crate) mod physical_device;
 pub mod pipeline;
-pub mod queue;
-pub mod spirv;
-pub mod transfer;
+pub(crate) mod queue;
+pub(crate) mod spirv;
+pub(crate) mod transfer;
 pub mod validation;
 
 pub use device::{devices, VulkanDevice};

@@ -195,10 +195,6 @@ impl LogicalDevice {
         self.options
     }
 
-    pub fn instance(&self) -> &Arc<Instance> {
-        &self.instance
-    }
-
     /// The memory allocator (locked).
     pub fn allocator(&self) -> MutexGuard<'_, Option<Allocator>> {
         self.allocator.lock().unwrap_or_else(PoisonError::into_inner)

@@ -4,12 +4,12 @@
 //! continuations instead of blocking. The work queue decides where continuations and tasks run,
 //! the allocator where bulk data lives, and [`HostContext`] ties both to a cancellation signal.
 
-pub mod allocator;
+pub(crate) mod allocator;
 pub mod async_value;
-pub mod buffer;
-pub mod chain;
-pub mod context;
-pub mod diagnostic;
+pub(crate) mod buffer;
+pub(crate) mod chain;
+pub(crate) mod context;
+pub(crate) mod diagnostic;
 pub mod join;
 pub mod work_queue;
 

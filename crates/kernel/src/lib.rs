@@ -35,15 +35,15 @@
 pub mod attribute;
 pub mod context;
 pub mod dtype;
-pub mod error;
-pub mod frame;
-pub mod function;
+pub(crate) mod error;
+pub(crate) mod frame;
+pub(crate) mod function;
 pub mod library;
 pub mod pure;
 pub mod record;
-pub mod registry;
+pub(crate) mod registry;
 pub mod tensor;
-pub mod value;
+pub(crate) mod value;
 pub mod vbr;
 
 pub use attribute::{Attribute, AttributeError, Scalar};

@@ -85,7 +85,7 @@ pub struct AttributeProto {
     pub type_protos: ::prost::alloc::vec::Vec<TypeProto>,
 }
 /// Nested message and enum types in `AttributeProto`.
-pub mod attribute_proto {
+pub(crate) mod attribute_proto {
     /// Note: this enum is structurally identical to the OpSchema::AttrType
     /// enum defined in schema.h.  If you rev one, you likely need to rev the other.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
@@ -301,7 +301,7 @@ pub struct SimpleShardedDimProto {
     pub dim: ::core::option::Option<simple_sharded_dim_proto::Dim>,
 }
 /// Nested message and enum types in `SimpleShardedDimProto`.
-pub mod simple_sharded_dim_proto {
+pub(crate) mod simple_sharded_dim_proto {
     /// Dimension value to be sharded.
     #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
     pub enum Dim {
@@ -722,7 +722,7 @@ pub struct TensorProto {
     pub metadata_props: ::prost::alloc::vec::Vec<StringStringEntryProto>,
 }
 /// Nested message and enum types in `TensorProto`.
-pub mod tensor_proto {
+pub(crate) mod tensor_proto {
     /// For very large tensors, we may want to store them in chunks, in which
     /// case the following fields will specify the segment that is stored in
     /// the current TensorProto.
@@ -947,7 +947,7 @@ pub struct TensorShapeProto {
     pub dim: ::prost::alloc::vec::Vec<tensor_shape_proto::Dimension>,
 }
 /// Nested message and enum types in `TensorShapeProto`.
-pub mod tensor_shape_proto {
+pub(crate) mod tensor_shape_proto {
     #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
     pub struct Dimension {
         /// Standard denotation can optionally be used to denote tensor
@@ -961,7 +961,7 @@ pub mod tensor_shape_proto {
         pub value: ::core::option::Option<dimension::Value>,
     }
     /// Nested message and enum types in `Dimension`.
-    pub mod dimension {
+    pub(crate) mod dimension {
         #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
         pub enum Value {
             #[prost(int64, tag = "1")]
@@ -987,7 +987,7 @@ pub struct TypeProto {
     pub value: ::core::option::Option<type_proto::Value>,
 }
 /// Nested message and enum types in `TypeProto`.
-pub mod type_proto {
+pub(crate) mod type_proto {
     #[derive(Clone, PartialEq, ::prost::Message)]
     pub struct Tensor {
         /// This field MUST NOT have the value of UNDEFINED

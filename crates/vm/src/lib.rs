@@ -14,9 +14,9 @@ pub mod function_io;
 pub mod interpreter;
 pub mod iree_benchmark;
 #[cfg(rtx_jit)]
-pub mod jit;
+pub(crate) mod jit;
 pub mod list;
-pub mod module;
+pub(crate) mod module;
 pub mod module_def;
 pub mod native;
 pub mod refs;

@@ -11,11 +11,10 @@
 use super::container::Container;
 use super::error::LoadError;
 use super::flatbuffer::{Field, Result, Table};
-
-/// The bytecode version this runtime implements: modules must have the same major version and a
-/// minor version no newer than this (minor versions only add backwards-compatible features).
-pub const BYTECODE_VERSION_MAJOR: u16 = 17;
-pub const BYTECODE_VERSION_MINOR: u16 = 0;
+// The bytecode version this runtime implements, the one of the instruction table (IREE's
+// `isa.json`): modules must have the same major version and a minor version no newer (minor
+// versions only add backwards-compatible features).
+pub use crate::bytecode::isa_table::{BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR};
 
 // Field slots of each table, in schema order (a union takes two slots: type, then value).
 mod fields {

@@ -9,7 +9,7 @@
 //! quiesced after each function. Runtime errors are checked against the `expected-error`
 //! comments of the source file they point into (see [`expected`]).
 
-pub mod expected;
+pub(crate) mod expected;
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -6,14 +6,14 @@
 //! As in TFRT, a kernel may be given one more argument than it reads when that argument is a
 //! chain (`tfrt.print.i32 %x, %ch`): the executor has already waited for it.
 
-pub mod chain;
-pub mod control_flow;
-pub mod nn;
-pub mod parallel;
+pub(crate) mod chain;
+pub(crate) mod control_flow;
+pub(crate) mod nn;
+pub(crate) mod parallel;
 pub mod print;
-pub mod scalar;
-pub mod tensor;
-pub mod testing;
+pub(crate) mod scalar;
+pub(crate) mod tensor;
+pub(crate) mod testing;
 
 use super::{KernelError, KernelFrame, KernelRegistry};
 

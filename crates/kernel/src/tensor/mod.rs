@@ -6,12 +6,12 @@
 //!
 //! [`DType`]: crate::dtype::DType
 
-pub mod coo;
+pub(crate) mod coo;
 pub mod dense;
-pub mod element;
-pub mod shape;
-pub mod string;
-pub mod tensor_type;
+pub(crate) mod element;
+pub(crate) mod shape;
+pub(crate) mod string;
+pub(crate) mod tensor_type;
 
 pub use coo::CooHostTensor;
 pub use dense::DenseHostTensor;

@@ -3,11 +3,11 @@
 //! successors and regions live in shared pools, its results and a block's arguments are runs of
 //! consecutive [`ValueId`]s, and names, attributes and types are interned in the [`MlirContext`].
 
-pub mod attribute;
-pub mod build;
-pub mod context;
-pub mod resources;
-pub mod types;
+pub(crate) mod attribute;
+pub(crate) mod build;
+pub(crate) mod context;
+pub(crate) mod resources;
+pub(crate) mod types;
 
 pub use attribute::{dense_storage, AffineExpr, AffineMap, ApInt, ApWords, Attribute, Blob, IntegerSet, ResourceRef};
 pub use build::NewOp;

@@ -4,10 +4,10 @@
 //! buffer views through [`tensors`].
 
 #[cfg(feature = "tfrt")]
-pub mod bef_module;
+pub(crate) mod bef_module;
 pub mod tensors;
 #[cfg(feature = "tfrt")]
-pub mod vm_call;
+pub(crate) mod vm_call;
 
 #[cfg(feature = "tfrt")]
 pub use vm_call::VM_CALL;

@@ -11,10 +11,10 @@
 //! All of it is text written by a compiler or a user, so every parser here rejects malformed input
 //! with an [`AbiError`] that names the text and the byte offset of the problem.
 
-pub mod cconv;
-pub mod declaration;
-pub mod mangling;
-pub mod reflection;
+pub(crate) mod cconv;
+pub(crate) mod declaration;
+pub(crate) mod mangling;
+pub(crate) mod reflection;
 
 use std::fmt;
 

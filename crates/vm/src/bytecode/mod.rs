@@ -8,7 +8,7 @@ pub mod decode;
 pub mod isa;
 // Generated; its lines follow the generator, not rustfmt.
 #[rustfmt::skip]
-pub mod isa_table;
+pub(crate) mod isa_table;
 pub mod verify;
 
 pub use isa::{

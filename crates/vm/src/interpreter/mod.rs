@@ -10,9 +10,9 @@ mod coalesce;
 mod cold;
 mod exec;
 mod handlers;
-pub mod lower;
-pub mod op;
-pub mod scalar;
+pub(crate) mod lower;
+pub(crate) mod op;
+pub(crate) mod scalar;
 #[cfg(test)]
 mod tests;
 

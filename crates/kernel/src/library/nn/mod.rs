@@ -13,14 +13,14 @@
 //! one takes ONNX's default. Operand shapes are checked before any work starts: a mismatch is
 //! a kernel error that names the kernel and the shapes.
 
-pub mod constant;
-pub mod conv;
-pub mod gemm;
-pub mod layout;
-pub mod normalize;
-pub mod pointwise;
-pub mod pool;
-pub mod reduce;
+pub(crate) mod constant;
+pub(crate) mod conv;
+pub(crate) mod gemm;
+pub(crate) mod layout;
+pub(crate) mod normalize;
+pub(crate) mod pointwise;
+pub(crate) mod pool;
+pub(crate) mod reduce;
 mod split;
 
 use std::sync::Arc;

@@ -3,11 +3,11 @@
 //! [`string`] (`tfrt_sht.*`) and [`coo`] (`coo.*`). Kernels that change or read a tensor take a
 //! chain and return one, which orders them.
 
-pub mod buffer;
-pub mod coo;
-pub mod dense;
-pub mod shape;
-pub mod string;
+pub(crate) mod buffer;
+pub(crate) mod coo;
+pub(crate) mod dense;
+pub(crate) mod shape;
+pub(crate) mod string;
 
 use crate::tensor::TensorShape;
 use crate::{KernelError, KernelRegistry, KernelSite};

@@ -3,16 +3,16 @@
 //! late, cancellation, value lifetimes, strings, benchmarks, sync functions run to completion.
 //! One module per family; each prints exactly what TFRT's prints.
 
-pub mod async_kernels;
-pub mod atomic;
-pub mod benchmark;
-pub mod errors;
-pub mod native;
-pub mod simple;
-pub mod strings;
-pub mod sync_functions;
-pub mod tutorial;
-pub mod value_tracking;
+pub(crate) mod async_kernels;
+pub(crate) mod atomic;
+pub(crate) mod benchmark;
+pub(crate) mod errors;
+pub(crate) mod native;
+pub(crate) mod simple;
+pub(crate) mod strings;
+pub(crate) mod sync_functions;
+pub(crate) mod tutorial;
+pub(crate) mod value_tracking;
 
 use crate::KernelRegistry;
 

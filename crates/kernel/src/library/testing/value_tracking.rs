@@ -13,10 +13,6 @@ pub struct VtValue {
 }
 
 impl VtValue {
-    pub fn value(&self) -> i32 {
-        self.value
-    }
-
     /// Builds the value and moves it into result `i` of `frame`.
     fn emplace(frame: &mut KernelFrame<'_>, i: usize, value: i32) -> Result<(), KernelError> {
         let context: &ExecutionContext = frame.context();

@@ -17,7 +17,7 @@
 mod attr_type;
 mod cursor;
 mod dialects;
-pub mod error;
+pub(crate) mod error;
 mod ir;
 mod lazy;
 mod properties;

@@ -28,7 +28,7 @@
 
 mod attr_type;
 mod emitter;
-pub mod error;
+pub(crate) mod error;
 mod interner;
 mod ir;
 mod llvm;
