@@ -313,14 +313,17 @@ pub unsafe extern "C" fn rtx_native_module_new(
             names.push((function_name, cconv));
             functions.push(pointer);
         }
-        let host = Arc::new(HostCallbacks {
-            user_data: UserData(options.user_data),
-            destroy: options.destroy,
-            create_state: options.create_state,
-            destroy_state: options.destroy_state,
-        });
-        let code = CFunctions { name: name.to_owned(), functions, host };
-        let module = ScalarModule::new(name, options.version, &names, Arc::new(code)).context(FUNCTION)?;
+        // The callbacks are taken over (and `destroy` armed) only once the table is valid.
+        let code = || -> Arc<dyn ScalarFunctions> {
+            let host = Arc::new(HostCallbacks {
+                user_data: UserData(options.user_data),
+                destroy: options.destroy,
+                create_state: options.create_state,
+                destroy_state: options.destroy_state,
+            });
+            Arc::new(CFunctions { name: name.to_owned(), functions, host })
+        };
+        let module = ScalarModule::new(name, options.version, &names, code).context(FUNCTION)?;
         // SAFETY: checked non-null above; written only on success.
         unsafe { out_module.write(handle::to_handle(Arc::new(module))) };
         Ok(())

@@ -557,6 +557,13 @@ unsafe extern "C" fn destroy(user_data: *mut c_void) {
     drop(unsafe { Box::from_raw(user_data.cast::<f64>()) });
 }
 
+/// Counts the `destroy` calls of modules that must never be created.
+static REFUSED_DESTROYED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn counted_destroy(_user_data: *mut c_void) {
+    REFUSED_DESTROYED.fetch_add(1, Ordering::SeqCst);
+}
+
 fn native_options(functions: &[rtx_native_function_t], user_data: *mut c_void) -> rtx_native_module_options_t {
     let mut options = std::mem::MaybeUninit::uninit();
     // SAFETY: init writes the whole struct.
@@ -692,13 +699,16 @@ fn native_modules_with_refs_spans_or_odd_cconvs_are_rejected_at_creation() {
     for (cconv, expected) in cases {
         let functions =
             [rtx_native_function_t { name: c"f".as_ptr(), cconv: cconv.as_ptr(), function: Some(never_called) }];
-        let options = native_options(&functions, ptr::null_mut());
+        // A refused table takes over nothing: `destroy` stays the caller's to run.
+        let mut options = native_options(&functions, ptr::null_mut());
+        options.destroy = Some(counted_destroy);
         let mut module = ptr::null_mut();
         // SAFETY: valid options and out pointer.
         let (status, message) = take(unsafe { rtx_native_module_new(&options, &mut module) }).unwrap();
         assert_eq!(status, RTX_STATUS_CODE_INVALID_ARGUMENT, "{cconv:?}");
         assert!(message.contains("`native.f`") && message.contains(expected), "{cconv:?}: {message}");
         assert!(module.is_null());
+        assert_eq!(REFUSED_DESTROYED.load(Ordering::SeqCst), 0, "{cconv:?}: destroy ran for a refused module");
     }
 
     // SAFETY: NULLs and bad tables are what is being tested.

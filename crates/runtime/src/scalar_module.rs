@@ -91,12 +91,13 @@ impl ScalarModule {
     /// [`ScalarFunctions::call`]. INVALID_ARGUMENT, naming the function, for an empty name or
     /// one with a `.`, a duplicate or empty function name, or a calling convention that is
     /// malformed (with the byte offset), not in the form compilers write (with that form), or
-    /// that has a ref or a variadic span.
+    /// that has a ref or a variadic span. `host` makes the functions' code, and is called only
+    /// once the table is valid: a refused table takes over nothing of the host's.
     pub fn new(
         name: &str,
         version: u32,
         functions: &[(&str, &str)],
-        host: Arc<dyn ScalarFunctions>,
+        host: impl FnOnce() -> Arc<dyn ScalarFunctions>,
     ) -> Result<ScalarModule, Diagnostic> {
         if name.is_empty() || name.contains('.') {
             return Err(invalid(format!(
@@ -134,7 +135,7 @@ impl ScalarModule {
             natives.push(NativeFunction::new(function, cconv));
             kinds.push((arguments, results));
         }
-        Ok(ScalarModule { name: name.to_owned(), version, functions: natives, kinds, host })
+        Ok(ScalarModule { name: name.to_owned(), version, functions: natives, kinds, host: host() })
     }
 }
 
