@@ -1,6 +1,6 @@
 //! The HAL backend interface: what a device implementation provides so that the `hal` module,
-//! buffer views, tensor I/O and the runtime work with it unchanged. `hal::local` (the CPU devices)
-//! is one implementation. The `hal` module's ref types ([`Device`], [`Allocator`], [`Buffer`],
+//! buffer views, tensor I/O and the runtime work with it unchanged. `rtx-hal-cpu` (the CPU devices)
+//! and `rtx-hal-vulkan` implement it. The `hal` module's ref types ([`Device`], [`Allocator`], [`Buffer`],
 //! [`CommandBuffer`], [`Executable`]) each wrap one of these traits, so a program's refs are the
 //! same whichever backend made them.
 //!
