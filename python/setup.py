@@ -1,7 +1,7 @@
 """Builds the wheel of `rtx`: compiles librtx with cargo and bundles it as package data.
 
 ``pip install ./python``, ``pip wheel ./python`` and ``python -m build --wheel python`` (from a
-clone of the repository) run ``cargo build --release --lib`` in the repository root (this
+clone of the repository) run ``cargo rustc --release --lib --crate-type cdylib`` in the repository root (this
 file's parent directory) and put the library it builds, ``librtx.so`` (SONAME
 ``librtx.so.<ABI>``), next to ``rtx/__init__.py`` in the wheel, where ``rtx/_library.py`` loads
 it. Cargo puts it under ``CARGO_TARGET_DIR`` (a relative one is taken from the repository
@@ -82,7 +82,8 @@ def check_versions() -> None:
 
 
 def cargo_build() -> Path:
-    """Runs `cargo build --release --lib` in the repository; the librtx.so it built."""
+    """Builds librtx.so in the repository, as scripts/setup/install.sh does (the shared library alone,
+    so the release profile's link-time optimization applies to it); the file it built."""
     cargo = os.environ.get("CARGO") or shutil.which("cargo")
     if cargo is None and (Path.home() / ".cargo" / "bin" / "cargo").is_file():
         cargo = str(Path.home() / ".cargo" / "bin" / "cargo")  # rustup's, when PATH lacks it
@@ -91,10 +92,10 @@ def cargo_build() -> Path:
             "rtx: building the package compiles librtx, which needs Rust's cargo (Rust 1.85 or newer), "
             "and cargo is not on PATH. Install Rust with rustup (https://rustup.rs: "
             "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh), then run pip again; or set "
-            f"{PREBUILT} to a librtx.so built before (cargo build --release --lib)."
+            f"{PREBUILT} to a librtx.so built before (scripts/setup/install.sh)."
         )
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
-    command = [cargo, "build", "--release", "--lib", "--manifest-path", str(MANIFEST)]
+    command = [cargo, "rustc", "--release", "--lib", "--crate-type", "cdylib", "--manifest-path", str(MANIFEST)]
     print("rtx: " + " ".join(command), file=sys.stderr, flush=True)
     # Diagnostics go to stderr as cargo prints them; stdout carries the artifacts as JSON.
     try:

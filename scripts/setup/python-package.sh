@@ -5,7 +5,7 @@
 #     python=$(scripts/setup/python-package.sh [LIBRTX])
 #
 # The wheel is the standard build of python/ (`pip wheel ./python`, python/setup.py): it compiles
-# librtx with `cargo build --release --lib`, or, given LIBRTX, bundles that shared library
+# librtx with `cargo rustc --release --lib --crate-type cdylib`, or, given LIBRTX, bundles that shared library
 # instead (RTX_PREBUILT_LIBRARY). The wheel goes to target/python/dist, the environment is
 # target/python-venv (under CARGO_TARGET_DIR when set): numpy, pytest, and iree-base-runtime
 # 3.13.0, the reference the tests compare rtx's results against. Quiet on success; on failure it
