@@ -12,7 +12,7 @@ use super::error::{self, rtx_error_t};
 use super::handle::{self, Handle, OwnershipArc};
 use super::module::rtx_value_kind_t;
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, UserData};
-use crate::host::{Diagnostic, ResultExt};
+use crate::host::{Diagnostic, ResultExt, StatusCode};
 use crate::runtime::{Scalar, ScalarFunctions, ScalarModule, ValueKind};
 
 /// The payload of an `rtx_value_t`; which member is meaningful is the value's `kind`.
@@ -165,20 +165,11 @@ impl Drop for CState {
     }
 }
 
-/// A C function of the table.
-type CFunction = unsafe extern "C" fn(
-    user_data: *mut c_void,
-    state: *mut c_void,
-    args: *const rtx_value_t,
-    num_args: usize,
-    results: *mut rtx_value_t,
-    num_results: usize,
-) -> *mut rtx_error_t;
-
 /// The host's C code behind a [`ScalarModule`].
 struct CFunctions {
     name: String,
-    functions: Vec<CFunction>,
+    /// The table's functions, each checked non-null when the module was made.
+    functions: Vec<rtx_native_function_fn>,
     host: Arc<HostCallbacks>,
 }
 
@@ -203,7 +194,9 @@ impl ScalarFunctions for CFunctions {
         arguments: &[Scalar],
         results: &mut [Scalar],
     ) -> Result<(), Diagnostic> {
-        let function = self.functions[index];
+        let Some(function) = self.functions[index] else {
+            return Err(Diagnostic::new(StatusCode::Internal, format!("`{}` function {index} is NULL", self.name)));
+        };
         let args: Vec<rtx_value_t> = arguments.iter().map(|&a| a.into()).collect();
         let mut values: Vec<rtx_value_t> = results.iter().map(|&r| r.into()).collect();
         let state = state.downcast_mut::<CState>().map_or(std::ptr::null_mut(), |s| s.state.0);
@@ -307,11 +300,11 @@ pub unsafe extern "C" fn rtx_native_module_new(
             let function_name = unsafe { c_str(function.name, FUNCTION, &field("name")) }?;
             // SAFETY: as above.
             let cconv = unsafe { c_str(function.cconv, FUNCTION, &field("cconv")) }?;
-            let Some(pointer) = function.function else {
+            if function.function.is_none() {
                 return Err(invalid_argument(format!("{FUNCTION}: {} is NULL", field("function"))));
-            };
+            }
             names.push((function_name, cconv));
-            functions.push(pointer);
+            functions.push(function.function);
         }
         // The callbacks are taken over (and `destroy` armed) only once the table is valid.
         let code = || -> Arc<dyn ScalarFunctions> {
