@@ -1171,14 +1171,16 @@ rtx_error_t *rtx_kernel_frame_attr_string(const rtx_kernel_frame_t *frame,
 
 /**
  * Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
- * not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
- * the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
- * (unsupported feature) with the byte offset of the problem in the message; UNIMPLEMENTED for a
- * BEF module in a build without the `tfrt` feature; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only on success; release it with
- * `rtx_module_release`.
+ * not change while the module lives): IREE VM bytecode, BEF, or an ONNX model (by its `.onnx`
+ * extension or its first bytes), which is imported to a BEF module named after the file, its
+ * function named after the graph. Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when the
+ * file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
+ * (unsupported feature) with the byte offset of the problem in the message (for ONNX, the node
+ * and the operator); UNIMPLEMENTED for a BEF module in a build without the `tfrt` feature and an
+ * ONNX model without `onnx`; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only
+ * on success; release it with `rtx_module_release`.
  */
-rtx_error_t *rtx_module_load_file(const char *path,
-                                  rtx_module_t **out_module);
+rtx_error_t *rtx_module_load_file(const char *path, rtx_module_t **out_module);
 
 /**
  * Loads and verifies a module from `size` bytes at `data`, which are copied (the caller may free

@@ -114,3 +114,21 @@ def test_bef_modules_load_reflect_and_name_what_they_lack(tmp_path) -> None:
     assert signature.arguments == (rtx.ValueKind.I32,) and signature.results == (rtx.ValueKind.I32,)
     with pytest.raises(rtx.NotFoundError, match="my.scale.i32"):
         rtx.Context(device=None).add_module(module)
+
+
+def test_onnx_models_load_as_modules() -> None:
+    # A model written with onnx.helper (tests/fixtures/onnx/generate.py) with the outputs ONNX's
+    # reference evaluator gives; loaded from its file and from its bytes, imported in memory.
+    folder = FIXTURES / "onnx" / "tiny"
+    x, expected = np.load(folder / "arithmetic.input_0.npy"), np.load(folder / "arithmetic.output_0.npy")
+    for module in (
+        rtx.Module.load(folder / "arithmetic.onnx"),
+        rtx.Module.from_bytes((folder / "arithmetic.onnx").read_bytes()),
+    ):
+        assert list(module.functions) == ["arithmetic"]
+        context = rtx.Context(device=None, work_queue="s")
+        context.add_module(module)
+        [y] = context.invoke("arithmetic", x)
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(rtx.UnimplementedError, match=r"node `the_erf` \(Erf\)"):
+        rtx.Module.load(FIXTURES / "onnx" / "errors" / "unsupported_operator.onnx")

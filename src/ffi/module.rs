@@ -1,6 +1,7 @@
-//! `rtx_module_t`: a loaded, verified module (`runtime::Module`: IREE VM bytecode, `.vmfb`, or
-//! BEF, `.bef`, recognised by its magic) and the reflection of its exported functions as C strings. Immutable
-//! once loaded, so every function on it is thread-safe.
+//! `rtx_module_t`: a loaded, verified module (`runtime::Module`: IREE VM bytecode, `.vmfb`, BEF,
+//! `.bef`, recognised by their magic, or an ONNX model, `.onnx`, imported to BEF) and the reflection
+//! of its exported functions as C strings. Immutable once loaded, so every function on it is
+//! thread-safe.
 
 use std::ffi::{c_char, CString};
 use std::sync::Arc;
@@ -140,11 +141,14 @@ unsafe fn load_into(
 }
 
 /// Loads and verifies the module in the file at `path` (memory-mapped, not copied; the file must
-/// not change while the module lives). Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when
-/// the file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
-/// (unsupported feature) with the byte offset of the problem in the message; UNIMPLEMENTED for a
-/// BEF module in a build without the `tfrt` feature; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only on success; release it with
-/// `rtx_module_release`.
+/// not change while the module lives): IREE VM bytecode, BEF, or an ONNX model (by its `.onnx`
+/// extension or its first bytes), which is imported to a BEF module named after the file, its
+/// function named after the graph. Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when the
+/// file cannot be read; INVALID_ARGUMENT (malformed), DATA_LOSS (truncated) or UNIMPLEMENTED
+/// (unsupported feature) with the byte offset of the problem in the message (for ONNX, the node
+/// and the operator); UNIMPLEMENTED for a BEF module in a build without the `tfrt` feature and an
+/// ONNX model without `onnx`; INVALID_ARGUMENT for NULL arguments. `*out_module` is written only
+/// on success; release it with `rtx_module_release`.
 #[no_mangle]
 pub unsafe extern "C" fn rtx_module_load_file(
     path: *const c_char,

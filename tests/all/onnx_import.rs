@@ -1,4 +1,5 @@
-//! `rtx import-onnx` then `rtx run` on the BEF file, as a user runs a model. The importer's own
+//! `rtx import-onnx` then `rtx run` on the BEF file, and `rtx run` on the `.onnx` itself, as a
+//! user runs a model. The importer's own
 //! tests are crates/onnx/tests/all/onnx_import.rs, the imported models' runs against ONNX's
 //! outputs crates/runtime/tests/all/onnx_import.rs.
 
@@ -57,4 +58,29 @@ fn the_rtx_command_imports_and_runs_a_model() {
         .contains("the output's extension says its format: .mlir, .mlirbc or .bef"));
     let usage = rtx(&["import-onnx", "--help"]);
     assert!(String::from_utf8_lossy(&usage.stdout).starts_with("usage: rtx import-onnx IN.onnx -o OUT"));
+}
+
+/// `rtx run --module=model.onnx` imports the model in memory and runs its graph's function, with
+/// the outputs ONNX computes; an operator rtx lacks is an error naming the node.
+#[test]
+fn the_rtx_command_runs_an_onnx_model_as_a_module() {
+    let folder = fixtures().join("tiny");
+    let output = rtx(&[
+        "run",
+        &format!("--module={}", folder.join("gemm_matmul.onnx").display()),
+        &format!("--input=@{}", folder.join("gemm_matmul.input_0.npy").display()),
+        &format!("--expected_output=@{}", folder.join("gemm_matmul.output_0.npy").display()),
+        "--expected_f32_threshold=1e-4",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stdout.starts_with("EXEC @gemm_matmul\n[SUCCESS] all function outputs matched their expected values."),
+        "{stdout}"
+    );
+    let unsupported = fixtures().join("errors/unsupported_operator.onnx");
+    let output = rtx(&["run", &format!("--module={}", unsupported.display())]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("UNIMPLEMENTED") && stderr.contains("node `the_erf` (Erf)"), "{stderr}");
 }

@@ -100,7 +100,7 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
     for proto in &graph.node {
         let node = Node::new(proto);
         if !matches!(proto.domain.as_deref(), None | Some("" | "ai.onnx")) {
-            return Err(node.error(format!("the operator domain `{}` is not supported", proto.domain())));
+            return Err(node.unsupported(format!("the operator domain `{}` is not supported", proto.domain())));
         }
         lowering.node(&node)?;
     }
@@ -169,9 +169,16 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
     std::fs::write(output, written).map_err(|e| ImportError::Write(format!("writing `{}`: {e}", output.display())))
 }
 
+/// The model `bytes` as a BEF file: what `rtx import-onnx` writes, for loaders that run it in
+/// memory (a runtime's `Module::load` of a `.onnx`).
+pub fn import_bef(bytes: ModelBytes) -> Result<Vec<u8>, ImportError> {
+    let module = import(bytes)?;
+    rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
+}
+
 /// The file at `path`, mapped (a large model is not copied onto the heap) or, when it cannot be
 /// (a pipe, an empty file), read.
-fn read(path: &Path) -> std::io::Result<ModelBytes> {
+pub fn read(path: &Path) -> std::io::Result<ModelBytes> {
     let file = std::fs::File::open(path)?;
     if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
         // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely on

@@ -224,7 +224,9 @@ impl Lowering {
             "Clip" => self.clip(node),
             "Add" | "Sub" | "Mul" | "Div" => {
                 if node.has("axis") || node.int("broadcast", 0) != 0 {
-                    return Err(node.error("the legacy `broadcast`/`axis` attributes (opset < 7) are not supported"));
+                    return Err(
+                        node.unsupported("the legacy `broadcast`/`axis` attributes (opset < 7) are not supported")
+                    );
                 }
                 let (a, sa) = self.tensor(node.required(0)?, node)?;
                 let (b, sb) = self.tensor(node.required(1)?, node)?;
@@ -271,7 +273,7 @@ impl Lowering {
                 ];
                 self.kernel(node, "nn.lrn.f32", &[x], attrs, shape)
             }
-            other => Err(node.error(format!("the operator `{other}` is not supported"))),
+            other => Err(node.unsupported(format!("the operator `{other}` is not supported"))),
         }
     }
 
@@ -391,7 +393,7 @@ impl Lowering {
             self.constant(node.required(1)?, node, "shape")?.to_i64s().map_err(|e| node.error(e))?
         };
         if node.int("allowzero", 0) != 0 && requested.contains(&0) {
-            return Err(node.error("`allowzero` with a zero in the shape is not supported"));
+            return Err(node.unsupported("`allowzero` with a zero in the shape is not supported"));
         }
         match self.shape_of(input) {
             Some(dims) => {
@@ -463,7 +465,7 @@ impl Lowering {
             return Err(node.error(format!("only 2-D pooling is supported, not kernel_shape {kernel_shape:?}")));
         }
         if node.int("storage_order", 0) != 0 {
-            return Err(node.error("column-major `storage_order` is not supported"));
+            return Err(node.unsupported("column-major `storage_order` is not supported"));
         }
         let window = Window::read(node, &kernel_shape, sx.as_deref())?;
         let out = sx.filter(|_| window.known).map(|sx| vec![sx[0], sx[1], window.out[0], window.out[1]]);

@@ -25,6 +25,11 @@ impl<'n> Node<'n> {
         ImportError::Node { node: self.name.clone(), op: self.op.to_owned(), message: message.into() }
     }
 
+    /// An error for what the node uses that rtx does not support yet.
+    pub fn unsupported(&self, message: impl Into<String>) -> ImportError {
+        ImportError::Unsupported { node: self.name.clone(), op: self.op.to_owned(), message: message.into() }
+    }
+
     /// Input `i`'s name, `None` when absent or empty (an omitted optional input).
     pub fn input(&self, i: usize) -> Option<&'n str> {
         self.proto.input.get(i).map(String::as_str).filter(|name| !name.is_empty())

@@ -66,7 +66,7 @@ pub mod vulkan;
 pub use context::{Context, ContextOptions, Function, QueueChoice, VmFunction, HAL_MODULE};
 pub use feature::left_out;
 pub use instance::Runtime;
-pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME};
+pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME, ONNX_MEMORY_MODULE_NAME};
 pub use scalar_module::{Scalar, ScalarFunctions, ScalarModule};
 
 // The types of the layers below that this API hands out and takes.

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-#[cfg(not(feature = "tfrt"))]
+#[cfg(not(feature = "onnx"))]
 use super::feature::left_out;
 #[cfg(feature = "tfrt")]
 use rtx_bef::format::FunctionKind;
@@ -26,6 +26,10 @@ pub enum ModuleFormat {
     Bef,
     /// MLIR bytecode (`.mlirbc`), magic `ML\xEFR`.
     MlirBytecode,
+    /// An ONNX model (`.onnx`), a protobuf `ModelProto`, which has no magic: a file is taken for one
+    /// by its extension, or bytes by their first field, `ir_version` (byte `08`), which every
+    /// exporter writes first. Imported in memory to the BEF graph `rtx import-onnx` writes.
+    Onnx,
 }
 
 impl ModuleFormat {
@@ -37,6 +41,8 @@ impl ModuleFormat {
             Some(ModuleFormat::Bef)
         } else if head.starts_with(b"ML\xEFR") {
             Some(ModuleFormat::MlirBytecode)
+        } else if head.len() > 1 && head[0] == 0x08 {
+            Some(ModuleFormat::Onnx)
         } else {
             None
         }
@@ -47,6 +53,7 @@ impl ModuleFormat {
             ModuleFormat::VmBytecode => "IREE VM bytecode (.vmfb)",
             ModuleFormat::Bef => "BEF (.bef)",
             ModuleFormat::MlirBytecode => "MLIR bytecode",
+            ModuleFormat::Onnx => "an ONNX model (.onnx)",
         }
     }
 }
@@ -67,6 +74,47 @@ pub enum Module {
 
 /// The name of a BEF module loaded from memory (a file's is its stem): BEF files carry none.
 pub const BEF_MEMORY_MODULE_NAME: &str = "bef";
+
+/// The name of an ONNX model loaded from memory (a file's is its stem); its function is named
+/// after its graph.
+pub const ONNX_MEMORY_MODULE_NAME: &str = "onnx";
+
+/// A file's stem as a module name, or `default` for a path without one.
+#[cfg(feature = "tfrt")]
+fn stem_or(path: &Path, default: &str) -> Arc<str> {
+    path.file_stem().map_or_else(|| default.into(), |s| s.to_string_lossy()).into()
+}
+
+/// The ONNX model in the file at `path`, mapped where the importer can keep its weights in place.
+fn onnx_file(path: &Path) -> Result<Module, Diagnostic> {
+    let what = format!("`{}`", path.display());
+    #[cfg(feature = "onnx")]
+    {
+        let bytes = rtx_onnx::read(path).map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
+        import_onnx(stem_or(path, ONNX_MEMORY_MODULE_NAME), bytes, &what)
+    }
+    #[cfg(not(feature = "onnx"))]
+    Err(left_out("onnx", format_args!("{what}, an ONNX model,")))
+}
+
+/// The ONNX model in `bytes`, copied (the caller may free them when the load returns).
+fn onnx_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
+    #[cfg(feature = "onnx")]
+    return import_onnx(ONNX_MEMORY_MODULE_NAME.into(), Arc::new(bytes.to_vec()), "the module");
+    #[cfg(not(feature = "onnx"))]
+    {
+        let _ = bytes;
+        Err(left_out("onnx", "the module, an ONNX model,"))
+    }
+}
+
+/// An ONNX model imported to a BEF module named `name`; `what` names it in errors.
+#[cfg(feature = "onnx")]
+fn import_onnx(name: Arc<str>, bytes: rtx_onnx::ModelBytes, what: &str) -> Result<Module, Diagnostic> {
+    let bef = rtx_onnx::import_bef(bytes)
+        .map_err(|e| Diagnostic::new(e.status_code(), format!("{what}, an ONNX model: {e}")))?;
+    Ok(Module::Bef { name, image: Arc::new(BefImage::from_bytes(&bef)?) })
+}
 
 /// One function a module exports, described for hosts that call it.
 #[derive(Clone, Debug)]
@@ -90,11 +138,14 @@ impl Module {
         std::fs::File::open(path)
             .and_then(|file| file.take(8).read_to_end(&mut head))
             .map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
-        match ModuleFormat::detect(&head) {
+        let onnx_extension = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
+        let format = if onnx_extension { Some(ModuleFormat::Onnx) } else { ModuleFormat::detect(&head) };
+        match format {
+            Some(ModuleFormat::Onnx) => onnx_file(path),
             #[cfg(feature = "tfrt")]
             Some(ModuleFormat::Bef) => {
-                let name = path.file_stem().map_or_else(|| BEF_MEMORY_MODULE_NAME.into(), |s| s.to_string_lossy());
-                Ok(Module::Bef { name: name.into(), image: Arc::new(BefImage::open(path)?) })
+                let name = stem_or(path, BEF_MEMORY_MODULE_NAME);
+                Ok(Module::Bef { name, image: Arc::new(BefImage::open(path)?) })
             }
             #[cfg(not(feature = "tfrt"))]
             Some(ModuleFormat::Bef) => Err(left_out("tfrt", format_args!("`{}`, a BEF module,", path.display()))),
@@ -107,6 +158,7 @@ impl Module {
     /// Loads a module from memory (copied, so `bytes` may go away after the call).
     pub fn load_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
         match ModuleFormat::detect(bytes) {
+            Some(ModuleFormat::Onnx) => onnx_memory(bytes),
             #[cfg(feature = "tfrt")]
             Some(ModuleFormat::Bef) => {
                 Ok(Module::Bef { name: BEF_MEMORY_MODULE_NAME.into(), image: Arc::new(BefImage::from_bytes(bytes)?) })
@@ -143,12 +195,12 @@ impl Module {
                         types
                             .iter()
                             .map(|t| {
-                                scalar_kind(t).ok_or_else(|| {
+                                value_kind(t).ok_or_else(|| {
                                     Diagnostic::new(
                                         StatusCode::Unimplemented,
                                         format!(
-                                            "function `{}` has a `{t}`, which is not a plain value (i32, i64, f32, \
-                                             f64)",
+                                            "function `{}` has a `{t}`, which is neither a plain value (i32, \
+                                             i64, f32, f64) nor a tensor",
                                             info.name
                                         ),
                                     )
@@ -174,9 +226,13 @@ impl Module {
     }
 }
 
-/// The plain kind a BEF type names (`i32`, `f64`).
+/// The kind a BEF type names for hosts: a plain value (`i32`, `f64`), or a ref for a dense host
+/// tensor, which crosses as a buffer view (see `bridge::tensors`).
 #[cfg(feature = "tfrt")]
-fn scalar_kind(type_name: &str) -> Option<ValueKind> {
+fn value_kind(type_name: &str) -> Option<ValueKind> {
+    if crate::bridge::tensors::TENSOR_TYPES.contains(&type_name) {
+        return Some(ValueKind::Ref);
+    }
     [ValueKind::I32, ValueKind::I64, ValueKind::F32, ValueKind::F64].into_iter().find(|k| k.name() == type_name)
 }
 

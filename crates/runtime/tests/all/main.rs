@@ -7,7 +7,7 @@ mod hal_model;
 mod hal_run;
 #[cfg(feature = "tfrt")]
 mod nn_kernels;
-#[cfg(feature = "tfrt")]
+#[cfg(feature = "onnx")]
 mod onnx_import;
 #[cfg(feature = "tfrt")]
 mod runtime_bef;

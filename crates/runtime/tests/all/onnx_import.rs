@@ -53,8 +53,13 @@ fn bef(model: &Path) -> Vec<u8> {
 
 /// Runs function `name` of `bef` on `inputs` with a queue of `spec`.
 fn run(bef: &[u8], name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTensor> {
+    run_module(&Module::load_memory(bef).unwrap(), name, inputs, spec)
+}
+
+/// Runs function `name` of `module` on `inputs` with a queue of `spec`.
+fn run_module(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTensor> {
     let context: Context = Runtime::new().context_with(ContextOptions::from_spec(spec).unwrap()).unwrap();
-    context.add_module(&Module::load_memory(bef).unwrap()).unwrap();
+    context.add_module(module).unwrap();
     let arguments: Vec<RcAsyncValue> =
         inputs.iter().map(|input| AsyncValueRef::available(dense_tensor(&context, input)).into()).collect();
     let results = context.invoke(&context.function(name).unwrap(), &arguments).unwrap();
@@ -153,4 +158,33 @@ fn weights_are_read_in_place_from_the_bef_file() {
     assert_eq!(first.fill(0f32).unwrap_err().code, rtx_host::StatusCode::FailedPrecondition);
     let expected = read_npy(&fixtures().join("tiny/constant_output.output_0.npy"));
     assert_close("the weight", &host_tensor(&first), &expected);
+}
+
+#[test]
+fn onnx_models_load_as_modules_from_files_and_from_memory() {
+    let folder = fixtures().join("tiny");
+    let model = folder.join("arithmetic.onnx");
+    let (inputs, outputs) = (numbered(&folder, "arithmetic", "input"), numbered(&folder, "arithmetic", "output"));
+    let from_file = Module::load_file(&model).unwrap();
+    assert_eq!(from_file.name(), "arithmetic", "a file's module is named after its stem");
+    let from_memory = Module::load_memory(&std::fs::read(&model).unwrap()).unwrap();
+    assert_eq!(from_memory.name(), rtx_runtime::ONNX_MEMORY_MODULE_NAME);
+    for module in [from_file, from_memory] {
+        let names: Vec<String> = module.exported_functions().into_iter().map(|f| f.name).collect();
+        assert_eq!(names, ["arithmetic"], "the function is named after the graph");
+        let results = run_module(&module, "arithmetic", &inputs, "s");
+        assert_close(&format!("arithmetic from {}", module.name()), &results[0], &outputs[0]);
+    }
+}
+
+#[test]
+fn onnx_models_that_fail_to_import_say_why_and_where() {
+    let unsupported = fixtures().join("errors/unsupported_operator.onnx");
+    let error = Module::load_file(&unsupported).unwrap_err();
+    assert_eq!(error.code, rtx_host::StatusCode::Unimplemented, "{error}");
+    assert!(error.message.contains("unsupported_operator.onnx`, an ONNX model: node"), "{error}");
+    let truncated = std::fs::read(fixtures().join("tiny/arithmetic.onnx")).unwrap();
+    let error = Module::load_memory(&truncated[..truncated.len() / 2]).unwrap_err();
+    assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
+    assert!(error.message.contains("the module, an ONNX model: not a valid ONNX model"), "{error}");
 }
