@@ -1,12 +1,12 @@
 /* left_out: what a build of rtx without some Cargo features answers.
  *
- *   left_out <path to bef_kernel.bef> <feature>...
+ *   left_out <path to bef_kernel.bef> <path to an .onnx model> <feature>...
  *
  * For each feature named (those the installed library was built without: rtx_FEATURES in its
  * CMake package), the C functions of that part must fail with RTX_STATUS_CODE_UNIMPLEMENTED and
  * a message naming the feature: `vulkan` (listing and opening Vulkan devices, a context on
- * `vulkan://0`), `tfrt` (registering a kernel, loading a BEF module). The exit status is 0 only if
- * every answer is so. */
+ * `vulkan://0`), `tfrt` (registering a kernel, loading a BEF module), `onnx` (loading an ONNX
+ * model). The exit status is 0 only if every answer is so. */
 #include <rtx.h>
 
 #include <stdbool.h>
@@ -37,8 +37,8 @@ static void never_called(rtx_kernel_frame_t* frame, void* user_data) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s BEF_FILE FEATURE...\n", argv[0]);
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s BEF_FILE ONNX_FILE FEATURE...\n", argv[0]);
     return 2;
   }
   rtx_context_t* context = NULL;
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     rtx_error_delete(error);
     return 1;
   }
-  for (int i = 2; i < argc; ++i) {
+  for (int i = 3; i < argc; ++i) {
     const char* feature = argv[i];
     printf("without `%s`:\n", feature);
     if (strcmp(feature, "vulkan") == 0) {
@@ -63,8 +63,12 @@ int main(int argc, char** argv) {
                       rtx_context_register_kernel(context, "c.never", never_called, NULL), feature);
       rtx_module_t* module = NULL;
       expect_left_out("rtx_module_load_file(BEF)", rtx_module_load_file(argv[1], &module), feature);
+    } else if (strcmp(feature, "onnx") == 0) {
+      rtx_module_t* module = NULL;
+      expect_left_out("rtx_module_load_file(ONNX)", rtx_module_load_file(argv[2], &module), feature);
     } else {
-      printf("  (no C function belongs to `%s` alone)\n", feature);
+      printf("  unknown feature `%s`\n", feature);
+      ++failures;
     }
   }
   rtx_context_release(context);
