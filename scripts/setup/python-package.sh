@@ -7,12 +7,14 @@
 # The wheel is the standard build of python/ (`pip wheel ./python`, python/setup.py): it compiles
 # librtx with `cargo rustc --release --lib --crate-type cdylib`, or, given LIBRTX, bundles that shared library
 # instead (RTX_PREBUILT_LIBRARY). The wheel goes to target/python/dist, the environment is
-# target/python-venv (under CARGO_TARGET_DIR when set): numpy, pytest, and iree-base-runtime
+# target/python-venv (under CARGO_TARGET_DIR when set): numpy, pytest, onnx 1.23.2 (its node suite) and iree-base-runtime
 # 3.13.0, the reference the tests compare rtx's results against. Quiet on success; on failure it
 # prints what went wrong on stderr.
 set -euo pipefail
 
 iree_runtime_version=3.13.0
+# ONNX's node suite (python/tests/test_onnx_node_suite.py) is the one this version generates.
+onnx_version=1.23.2
 
 die() {
     echo "python-package.sh: $*" >&2
@@ -45,9 +47,10 @@ if [[ ! -x $python ]]; then
 fi
 pip=("$python" -m pip --disable-pip-version-check --quiet)
 # setuptools >= 70.1 (python/pyproject.toml): pip wheel --no-build-isolation uses this one.
-if ! "$python" -c 'import numpy, pytest, setuptools, iree.runtime, sys
-sys.exit(tuple(map(int, setuptools.__version__.split(".")[:2])) < (70, 1))' 2>/dev/null; then
-    run "${pip[@]}" install numpy pytest "setuptools>=70.1" "iree-base-runtime==$iree_runtime_version"
+if ! "$python" -c 'import numpy, pytest, setuptools, iree.runtime, onnx, sys
+sys.exit(tuple(map(int, setuptools.__version__.split(".")[:2])) < (70, 1) or onnx.__version__ != sys.argv[1])' \
+    "$onnx_version" 2>/dev/null; then
+    run "${pip[@]}" install numpy pytest "setuptools>=70.1" "iree-base-runtime==$iree_runtime_version" "onnx==$onnx_version"
 fi
 
 rm -rf "$dist"
