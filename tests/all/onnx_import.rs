@@ -82,5 +82,5 @@ fn the_rtx_command_runs_an_onnx_model_as_a_module() {
     let output = rtx(&["run", &format!("--module={}", unsupported.display())]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(stderr.contains("UNIMPLEMENTED") && stderr.contains("node `the_erf` (Erf)"), "{stderr}");
+    assert!(stderr.contains("UNIMPLEMENTED") && stderr.contains("node `the_frobnicate` (Frobnicate)"), "{stderr}");
 }

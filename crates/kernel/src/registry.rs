@@ -56,6 +56,7 @@ impl KernelRegistry {
         let mut registry = KernelRegistry::with_core_kernels();
         super::library::tensor::register_tensor_kernels(&mut registry);
         super::library::nn::register_nn_kernels(&mut registry);
+        super::library::onnx::register_onnx_kernels(&mut registry);
         registry
     }
 

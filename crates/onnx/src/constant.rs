@@ -11,32 +11,55 @@ use super::proto::TensorProto;
 use super::ModelBytes;
 use rtx_mlir::ir::Blob;
 
-/// The element types a constant may hold. Only f32 tensors flow through the kernels; integer
-/// constants are shapes, axes and indices that fold into attributes.
+/// The element types a tensor may hold: ONNX's numbers and booleans. The `nn.*` layers take
+/// f32 tensors, the `onnx.*` kernels any of these; integer constants are also shapes, axes and
+/// indices that fold into attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Elem {
     F32,
+    F64,
+    F16,
+    BF16,
+    I8,
+    I16,
     I32,
     I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
 }
 
 impl Elem {
     pub fn size(self) -> usize {
         match self {
-            Elem::F32 | Elem::I32 => 4,
-            Elem::I64 => 8,
+            Elem::I8 | Elem::U8 | Elem::Bool => 1,
+            Elem::F16 | Elem::BF16 | Elem::I16 | Elem::U16 => 2,
+            Elem::F32 | Elem::I32 | Elem::U32 => 4,
+            Elem::F64 | Elem::I64 | Elem::U64 => 8,
         }
     }
 
     /// The element type of ONNX's `TensorProto.DataType` code, or its name when unsupported.
     pub fn from_onnx(code: i32) -> Result<Elem, String> {
-        match DataType::try_from(code) {
-            Ok(DataType::Float) => Ok(Elem::F32),
-            Ok(DataType::Int32) => Ok(Elem::I32),
-            Ok(DataType::Int64) => Ok(Elem::I64),
-            Ok(other) => Err(format!("{} elements are not supported", other.as_str_name())),
-            Err(_) => Err(format!("element type {code} is not an ONNX type")),
-        }
+        Ok(match DataType::try_from(code) {
+            Ok(DataType::Float) => Elem::F32,
+            Ok(DataType::Double) => Elem::F64,
+            Ok(DataType::Float16) => Elem::F16,
+            Ok(DataType::Bfloat16) => Elem::BF16,
+            Ok(DataType::Int8) => Elem::I8,
+            Ok(DataType::Int16) => Elem::I16,
+            Ok(DataType::Int32) => Elem::I32,
+            Ok(DataType::Int64) => Elem::I64,
+            Ok(DataType::Uint8) => Elem::U8,
+            Ok(DataType::Uint16) => Elem::U16,
+            Ok(DataType::Uint32) => Elem::U32,
+            Ok(DataType::Uint64) => Elem::U64,
+            Ok(DataType::Bool) => Elem::Bool,
+            Ok(other) => return Err(format!("{} elements are not supported", other.as_str_name())),
+            Err(_) => return Err(format!("element type {code} is not an ONNX type")),
+        })
     }
 }
 
@@ -85,7 +108,7 @@ impl Constant {
             Elem::I32 => {
                 Ok(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64).collect())
             }
-            Elem::F32 => Err("expected integers, found f32 elements".to_owned()),
+            other => Err(format!("expected 32- or 64-bit integers, found {other:?} elements")),
         }
     }
 
@@ -133,10 +156,20 @@ pub fn from_proto(tensor: &TensorProto, file: &ModelBytes) -> Result<Constant, S
     let data = if let Some(raw) = tensor.raw_data.as_ref().filter(|raw| !raw.is_empty()) {
         shared(raw, file)
     } else {
+        // Each type's typed field, as onnx.proto says: the narrow integers, booleans and half
+        // floats' bits in int32_data, the unsigned 32- and 64-bit ones in uint64_data.
+        let narrow = |size: usize| -> Vec<u8> {
+            tensor.int32_data.iter().flat_map(|v| v.to_le_bytes()[..size].to_vec()).collect()
+        };
         let bytes: Vec<u8> = match elem {
             Elem::F32 => tensor.float_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Elem::F64 => tensor.double_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
             Elem::I32 => tensor.int32_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
             Elem::I64 => tensor.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Elem::U32 => tensor.uint64_data.iter().flat_map(|v| (*v as u32).to_le_bytes()).collect(),
+            Elem::U64 => tensor.uint64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Elem::I8 | Elem::U8 | Elem::Bool => narrow(1),
+            Elem::I16 | Elem::U16 | Elem::F16 | Elem::BF16 => narrow(2),
         };
         Blob::from_vec(bytes)
     };

@@ -38,12 +38,24 @@ impl Emitter {
     /// Appends the kernel `name` with `operands` and `attributes`, at the location of the node
     /// `node`; its one tensor result.
     pub fn kernel(&mut self, name: &str, node: &str, operands: &[ValueId], attributes: Vec<(&str, AttrId)>) -> ValueId {
+        self.kernel_results(name, node, operands, attributes, 1)[0]
+    }
+
+    /// As [`kernel`](Self::kernel), for a kernel of `count` tensor results.
+    pub fn kernel_results(
+        &mut self,
+        name: &str,
+        node: &str,
+        operands: &[ValueId],
+        attributes: Vec<(&str, AttrId)>,
+        count: usize,
+    ) -> Vec<ValueId> {
         let loc = self.location(node);
         let attrs = if attributes.is_empty() { None } else { self.dictionary(attributes) };
-        let tensor = self.tensor;
-        let id = op(&mut self.module, name.as_bytes(), loc, attrs, operands, &[tensor], 0);
+        let types = vec![self.tensor; count];
+        let id = op(&mut self.module, name.as_bytes(), loc, attrs, operands, &types, 0);
         self.module.append_op(self.body, id);
-        self.module.results(id).next().expect("one result")
+        self.module.results(id).collect()
     }
 
     /// Ends the body with `tfrt.return` of `results` and makes it the function `name`.
@@ -88,6 +100,12 @@ impl Emitter {
         self.module.context.intern_attr(Attribute::Array(elements))
     }
 
+    /// `[a, b, ...]` of f32s.
+    pub fn floats(&mut self, values: &[f32]) -> AttrId {
+        let elements = values.iter().map(|&v| self.float(v)).collect();
+        self.module.context.intern_attr(Attribute::Array(elements))
+    }
+
     /// `value : f32`.
     pub fn float(&mut self, value: f32) -> AttrId {
         let ctx = &mut self.module.context;
@@ -98,10 +116,21 @@ impl Emitter {
     /// `dense<...> : tensor<dims x elem>` holding `constant`'s bytes (shared, not copied).
     pub fn dense(&mut self, constant: &Constant) -> AttrId {
         let ctx = &mut self.module.context;
+        let integer = |width, signedness| Type::Integer { width, signedness };
         let elem = match constant.elem {
             Elem::F32 => Type::Float(FloatKind::F32),
-            Elem::I32 => Type::Integer { width: 32, signedness: Signedness::Signless },
-            Elem::I64 => Type::Integer { width: 64, signedness: Signedness::Signless },
+            Elem::F64 => Type::Float(FloatKind::F64),
+            Elem::F16 => Type::Float(FloatKind::F16),
+            Elem::BF16 => Type::Float(FloatKind::BF16),
+            Elem::I8 => integer(8, Signedness::Signless),
+            Elem::I16 => integer(16, Signedness::Signless),
+            Elem::I32 => integer(32, Signedness::Signless),
+            Elem::I64 => integer(64, Signedness::Signless),
+            Elem::U8 => integer(8, Signedness::Unsigned),
+            Elem::U16 => integer(16, Signedness::Unsigned),
+            Elem::U32 => integer(32, Signedness::Unsigned),
+            Elem::U64 => integer(64, Signedness::Unsigned),
+            Elem::Bool => integer(1, Signedness::Signless),
         };
         let elem = ctx.intern_type(elem);
         let ty = ctx.intern_type(Type::RankedTensor { shape: constant.dims.clone().into(), elem, encoding: None });

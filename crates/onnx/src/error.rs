@@ -13,6 +13,9 @@ pub enum ImportError {
     /// One node: an attribute or operand that is missing or malformed, shapes that do not fit.
     #[error("node `{node}` ({op}): {message}")]
     Node { node: String, op: String, message: String },
+    /// The model uses what rtx cannot run yet outside any node (a graph input's element type).
+    #[error("{0}")]
+    UnsupportedModel(String),
     /// One node uses what rtx cannot run yet: an operator, a domain, an element type, a form of an
     /// attribute.
     #[error("node `{node}` ({op}): {message}")]
@@ -27,7 +30,7 @@ impl ImportError {
     /// INVALID_ARGUMENT for a model that is wrong, INTERNAL for a failure to write it out.
     pub fn status_code(&self) -> rtx_host::StatusCode {
         match self {
-            ImportError::Unsupported { .. } => rtx_host::StatusCode::Unimplemented,
+            ImportError::Unsupported { .. } | ImportError::UnsupportedModel(_) => rtx_host::StatusCode::Unimplemented,
             ImportError::Decode(_) | ImportError::Model(_) | ImportError::Node { .. } => {
                 rtx_host::StatusCode::InvalidArgument
             }

@@ -83,7 +83,7 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
         lowering.values.insert(name, Val::Const(value));
     }
     for (input, id) in arguments.iter().zip(ids) {
-        let declared = argument_dims(input)?;
+        let (declared, elem) = argument_type(input)?;
         let shape = declared.as_ref().and_then(|dims| dims.iter().all(|&d| d > 0).then(|| dims.clone()));
         // A tensor of another shape is refused at the door, naming the input, as a compiled
         // program refuses it, rather than deep inside whichever kernel it breaks.
@@ -95,7 +95,7 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
             }
             None => id,
         };
-        lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape });
+        lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem: Some(elem) });
     }
     for proto in &graph.node {
         let node = Node::new(proto);
@@ -113,30 +113,26 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
     Ok(lowering.emit.finish(name, &results))
 }
 
-/// A graph input's dimensions when it declares a shape (-1 for each not fixed); an error unless
-/// it is an f32 tensor.
-fn argument_dims(input: &proto::ValueInfoProto) -> Result<Option<Vec<i64>>, ImportError> {
+/// A graph input's dimensions when it declares a shape (-1 for each not fixed), and its element
+/// type; an error unless it is a tensor of a type rtx holds.
+fn argument_type(input: &proto::ValueInfoProto) -> Result<(Option<Vec<i64>>, Elem), ImportError> {
     let name = input.name();
     let tensor = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(type_proto::Value::TensorType(tensor)) => tensor,
         _ => return Err(ImportError::Model(format!("graph input `{name}` is not a tensor"))),
     };
-    match Elem::from_onnx(tensor.elem_type.unwrap_or(0)) {
-        Ok(Elem::F32) => {}
-        Ok(other) => return Err(ImportError::Model(format!("graph input `{name}` holds {other:?} elements, not f32"))),
-        Err(e) => return Err(ImportError::Model(format!("graph input `{name}`: {e}"))),
-    }
-    let Some(shape) = &tensor.shape else { return Ok(None) };
-    Ok(Some(
-        shape
-            .dim
-            .iter()
-            .map(|d| match d.value {
-                Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v > 0 => v,
-                _ => -1,
-            })
-            .collect(),
-    ))
+    let elem = Elem::from_onnx(tensor.elem_type.unwrap_or(0))
+        .map_err(|e| ImportError::UnsupportedModel(format!("graph input `{name}`: {e}")))?;
+    let Some(shape) = &tensor.shape else { return Ok((None, elem)) };
+    let dims = shape
+        .dim
+        .iter()
+        .map(|d| match d.value {
+            Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if v >= 0 => v,
+            _ => -1,
+        })
+        .collect();
+    Ok((Some(dims), elem))
 }
 
 /// Imports the model at `input` and writes it to `output`: MLIR text (`.mlir`), MLIR bytecode

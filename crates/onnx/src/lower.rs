@@ -11,16 +11,20 @@ use std::collections::{HashMap, HashSet};
 use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
+use super::proto::attribute_proto::AttributeType;
+use super::proto::AttributeProto;
 use super::{ImportError, ModelBytes};
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
 
 /// A value of the graph.
 #[derive(Clone)]
 pub enum Val {
-    /// A tensor a kernel or an argument holds, and its dimensions when known at import.
+    /// A tensor a kernel or an argument holds, with its dimensions and element type when known
+    /// at import.
     Tensor {
         id: ValueId,
         shape: Option<Vec<i64>>,
+        elem: Option<Elem>,
     },
     Const(Constant),
 }
@@ -51,7 +55,7 @@ impl Lowering {
             None => {
                 Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
             }
-            Some(Val::Tensor { id, shape }) => Ok((*id, shape.clone())),
+            Some(Val::Tensor { id, shape, .. }) => Ok((*id, shape.clone())),
             Some(Val::Const(constant)) => {
                 if constant.elem != Elem::F32 {
                     return Err(node.error(format!(
@@ -60,14 +64,39 @@ impl Lowering {
                     )));
                 }
                 let dims = constant.dims.clone();
-                if let Some(&id) = self.materialized.get(name) {
-                    return Ok((id, Some(dims)));
-                }
-                let value = self.emit.dense(constant);
-                let id = self.emit.kernel("nn.constant", name, &[], vec![("value", value)]);
-                self.materialized.insert(name.to_owned(), id);
-                Ok((id, Some(dims)))
+                Ok((self.materialize(name), Some(dims)))
             }
+        }
+    }
+
+    /// The value `name` as an operand of an `onnx.*` kernel, which takes any element type.
+    fn any_tensor(&mut self, name: &str, node: &Node<'_>) -> Result<ValueId, ImportError> {
+        match self.values.get(name) {
+            None => {
+                Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
+            }
+            Some(Val::Tensor { id, .. }) => Ok(*id),
+            Some(Val::Const(_)) => Ok(self.materialize(name)),
+        }
+    }
+
+    /// The constant `name` as a tensor: `nn.constant`, made once per constant.
+    fn materialize(&mut self, name: &str) -> ValueId {
+        if let Some(&id) = self.materialized.get(name) {
+            return id;
+        }
+        let Some(Val::Const(constant)) = self.values.get(name) else { unreachable!("callers pass constants") };
+        let value = self.emit.dense(&constant.clone());
+        let id = self.emit.kernel("nn.constant", name, &[], vec![("value", value)]);
+        self.materialized.insert(name.to_owned(), id);
+        id
+    }
+
+    /// The element type of `name` when known at import.
+    fn elem_of(&self, name: &str) -> Option<Elem> {
+        match self.values.get(name)? {
+            Val::Tensor { elem, .. } => *elem,
+            Val::Const(constant) => Some(constant.elem),
         }
     }
 
@@ -112,7 +141,7 @@ impl Lowering {
         shape: Option<Vec<i64>>,
     ) -> Result<(), ImportError> {
         let id = self.emit.kernel(kernel, &node.name, operands, attrs);
-        self.define(node, Val::Tensor { id, shape })
+        self.define(node, Val::Tensor { id, shape, elem: Some(Elem::F32) })
     }
 
     /// Fails when an output past the first, which rtx does not compute, is read.
@@ -125,8 +154,13 @@ impl Lowering {
         }
     }
 
-    /// Lowers one node.
+    /// Lowers one node: to its `nn.*` kernels when it has them and its inputs are f32, else to
+    /// its `onnx.*` kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let generic = rtx_kernel::library::onnx::operators().contains(&node.op);
+        if generic && !node.inputs().all(|name| self.elem_of(name) == Some(Elem::F32)) {
+            return self.generic(node);
+        }
         match node.op {
             "Constant" => self.constant_node(node),
             "ConstantOfShape" => {
@@ -243,7 +277,7 @@ impl Lowering {
                     shape = shape.zip(next_shape).and_then(|(a, b)| broadcast(&a, &b));
                     sum = self.emit.kernel("nn.add.f32", &node.name, &[sum, next], vec![]);
                 }
-                self.define(node, Val::Tensor { id: sum, shape })
+                self.define(node, Val::Tensor { id: sum, shape, elem: Some(Elem::F32) })
             }
             "BatchNormalization" => {
                 self.only_first_output(node)?;
@@ -273,8 +307,64 @@ impl Lowering {
                 ];
                 self.kernel(node, "nn.lrn.f32", &[x], attrs, shape)
             }
+            _ if generic => self.generic(node),
             other => Err(node.unsupported(format!("the operator `{other}` is not supported"))),
         }
+    }
+
+    /// The node as its `onnx.<Op>` kernel: its present inputs as operands, its attributes as
+    /// they are, `_opset`, and `_inputs` when an optional input before the last is left out.
+    fn generic(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let mut operands = Vec::new();
+        let mut slots = Vec::new();
+        for (index, name) in node.proto.input.iter().enumerate().filter(|(_, name)| !name.is_empty()) {
+            operands.push(self.any_tensor(name, node)?);
+            slots.push(index as i64);
+        }
+        let mut attrs: Attrs<'_> = vec![("_opset", self.emit.int(self.opset))];
+        if slots.iter().enumerate().any(|(k, &slot)| slot != k as i64) {
+            attrs.push(("_inputs", self.emit.ints(&slots)));
+        }
+        for attribute in &node.proto.attribute {
+            let name = attribute.name.as_deref().unwrap_or_default();
+            let value = self.attribute(node, attribute)?;
+            attrs.push((name, value));
+        }
+        let kernel = format!("onnx.{}", node.op);
+        let ids = self.emit.kernel_results(&kernel, &node.name, &operands, attrs, node.proto.output.len());
+        for (name, id) in node.proto.output.iter().zip(ids).filter(|(name, _)| !name.is_empty()) {
+            self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem: None });
+        }
+        Ok(())
+    }
+
+    /// An ONNX attribute as a kernel attribute of the same name.
+    fn attribute(&mut self, node: &Node<'_>, attribute: &AttributeProto) -> Result<AttrId, ImportError> {
+        let name = attribute.name.as_deref().unwrap_or_default();
+        Ok(match AttributeType::try_from(attribute.r#type.unwrap_or(0)) {
+            Ok(AttributeType::Float) => self.emit.float(attribute.f.unwrap_or_default()),
+            Ok(AttributeType::Int) => self.emit.int(attribute.i.unwrap_or_default()),
+            Ok(AttributeType::String) => {
+                let text = attribute.s.as_ref().map(|s| String::from_utf8_lossy(s).into_owned()).unwrap_or_default();
+                self.emit.string(&text)
+            }
+            Ok(AttributeType::Floats) => self.emit.floats(&attribute.floats),
+            Ok(AttributeType::Ints) => self.emit.ints(&attribute.ints),
+            Ok(AttributeType::Tensor) => {
+                let tensor =
+                    attribute.t.as_ref().ok_or_else(|| node.error(format!("attribute `{name}` has no tensor")))?;
+                let constant = constant::from_proto(tensor, &self.file)
+                    .map_err(|e| node.error(format!("attribute `{name}`: {e}")))?;
+                self.emit.dense(&constant)
+            }
+            Ok(other) => {
+                return Err(node.unsupported(format!(
+                    "attribute `{name}` is a {}, which rtx does not pass to kernels yet",
+                    other.as_str_name()
+                )))
+            }
+            Err(_) => return Err(node.error(format!("attribute `{name}` has no known type"))),
+        })
     }
 
     fn value(&self, name: &str, node: &Node<'_>) -> Result<Val, ImportError> {

@@ -9,6 +9,7 @@
 pub(crate) mod chain;
 pub(crate) mod control_flow;
 pub(crate) mod nn;
+pub mod onnx;
 pub(crate) mod parallel;
 pub mod print;
 pub(crate) mod scalar;
@@ -33,6 +34,7 @@ pub fn register_all_kernels(registry: &mut KernelRegistry) {
     testing::register_test_kernels(registry);
     tensor::register_tensor_kernels(registry);
     nn::register_nn_kernels(registry);
+    onnx::register_onnx_kernels(registry);
 }
 
 /// Sets each result of `frame` to the corresponding value.

@@ -1,0 +1,523 @@
+//! Element by element, with numpy's broadcasting: arithmetic (`Add`, `Sub`, `Mul`, `Div`, `Pow`,
+//! `Mod`, the variadic `Max`, `Min`, `Sum`, `Mean`), comparisons (`Equal`, `Less`, `Greater`,
+//! `LessOrEqual`, `GreaterOrEqual`), logic and bits (`And`, `Or`, `Xor`, `Not`, `BitwiseAnd`,
+//! `BitwiseOr`, `BitwiseXor`, `BitwiseNot`, `BitShift`), `Where`, the unary functions and
+//! activations, `Cast`, `CastLike` and `Identity`.
+
+use super::dispatch::{any, float, integer, numeric};
+use super::tensors::{error, unsupported, Inputs, Typed, Value};
+use crate::dtype::DType;
+use crate::library::nn::float as float_attribute;
+use crate::library::nn::int;
+use crate::tensor::DenseHostTensor;
+use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
+
+pub(super) const OPERATORS: &[&str] = &[
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Add",
+    "And",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Cast",
+    "CastLike",
+    "Ceil",
+    "Celu",
+    "Cos",
+    "Cosh",
+    "Div",
+    "Elu",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Floor",
+    "Gelu",
+    "Greater",
+    "GreaterOrEqual",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "IsInf",
+    "IsNaN",
+    "LeakyRelu",
+    "Less",
+    "LessOrEqual",
+    "Log",
+    "Max",
+    "Mean",
+    "Min",
+    "Mish",
+    "Mod",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "Pow",
+    "Reciprocal",
+    "Relu",
+    "Round",
+    "Selu",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Softplus",
+    "Softsign",
+    "Sqrt",
+    "Sub",
+    "Sum",
+    "Tan",
+    "Tanh",
+    "ThresholdedRelu",
+    "Where",
+    "Xor",
+];
+
+/// The broadcast of `shapes` (numpy's rule: dimensions aligned at the right, each either equal
+/// or 1), with each shape's element strides along the result's dimensions (0 where it repeats).
+pub(crate) fn broadcast(shapes: &[&[usize]]) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let dim = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |j| s[j]);
+    let mut out = vec![1; rank];
+    for (i, size) in out.iter_mut().enumerate() {
+        for shape in shapes {
+            match (*size, dim(shape, i)) {
+                (a, b) if a == b || b == 1 => {}
+                (1, b) => *size = b,
+                _ => return None,
+            }
+        }
+    }
+    let strides = shapes
+        .iter()
+        .map(|shape| {
+            let mut strides = vec![0; rank];
+            let mut step = 1;
+            for i in (0..rank).rev() {
+                let size = dim(shape, i);
+                strides[i] = if size == 1 { 0 } else { step };
+                step *= size;
+            }
+            strides
+        })
+        .collect();
+    Some((out, strides))
+}
+
+/// The offsets in each operand of every element of the broadcast result, in row-major order.
+fn offsets<'a>(dims: &'a [usize], strides: &'a [Vec<usize>]) -> impl Iterator<Item = Vec<usize>> + 'a {
+    let count: usize = dims.iter().product();
+    (0..count).map(move |mut flat| {
+        let mut offsets = vec![0; strides.len()];
+        for axis in (0..dims.len()).rev() {
+            let index = flat % dims[axis];
+            flat /= dims[axis];
+            for (offset, stride) in offsets.iter_mut().zip(strides) {
+                *offset += index * stride[axis];
+            }
+        }
+        offsets
+    })
+}
+
+/// `op` over the broadcast of `operands` (all of type `T`), made a tensor of `dtype`.
+fn map_broadcast<T: Value, R: Value>(
+    frame: &KernelFrame<'_>,
+    operands: &[Typed<T>],
+    dtype: DType,
+    op: impl Fn(&[T]) -> Result<R, String>,
+) -> Result<DenseHostTensor, KernelError> {
+    let shapes: Vec<&[usize]> = operands.iter().map(|o| &o.dims[..]).collect();
+    let (out, strides) =
+        broadcast(&shapes).ok_or_else(|| error(frame, format_args!("cannot broadcast the shapes {shapes:?}")))?;
+    let mut values = Vec::with_capacity(out.iter().product());
+    let mut arguments = Vec::with_capacity(operands.len());
+    for offsets in offsets(&out, &strides) {
+        arguments.clear();
+        arguments.extend(operands.iter().zip(&offsets).map(|(o, &k)| o.values[k]));
+        values.push(op(&arguments).map_err(|e| error(frame, e))?);
+    }
+    Typed { dims: out, values }.into_tensor(frame, dtype)
+}
+
+/// The inputs, which must all have one element type; that type.
+fn same_type(frame: &KernelFrame<'_>, inputs: &[DenseHostTensor]) -> Result<DType, KernelError> {
+    let first = inputs.first().ok_or_else(|| error(frame, "no inputs"))?.dtype();
+    match inputs.iter().find(|t| t.dtype() != first) {
+        Some(other) => Err(error(frame, format_args!("inputs of {first:?} and {:?} elements", other.dtype()))),
+        None => Ok(first),
+    }
+}
+
+/// A kernel over all the inputs, of one element type, broadcast; `op` gets each element's
+/// values and the result has the inputs' type.
+fn register_numeric<F>(registry: &mut KernelRegistry, name: &str, op: F)
+where
+    F: Fn(&KernelSite<'_>, DType, &[f64]) -> Result<f64, String> + Copy + Send + Sync + 'static,
+{
+    let kernel = format!("onnx.{name}");
+    registry.add_kernel(&kernel, move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let dtype = same_type(frame, inputs.all())?;
+        let site = **frame;
+        let result = numeric!(dtype, T => {
+            let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
+            map_broadcast(frame, &operands, dtype, |values: &[T]| {
+                let wide: Vec<f64> = values.iter().map(|v| v.to_f64()).collect();
+                op(&site, dtype, &wide).map(T::from_f64)
+            })?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+}
+
+/// A comparison of two inputs of one type, broadcast, into booleans.
+fn register_comparison(registry: &mut KernelRegistry, name: &str, op: fn(std::cmp::Ordering) -> bool) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let dtype = same_type(frame, inputs.all())?;
+        let result = any!(dtype, T => {
+            let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
+            map_broadcast(frame, &operands, DType::I1, |v: &[T]| {
+                // NaN is unordered with everything, so every comparison with it is false.
+                Ok(v[0].partial_cmp(&v[1]).is_some_and(op))
+            })?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+}
+
+/// A function of booleans over the broadcast inputs.
+fn register_logic(registry: &mut KernelRegistry, name: &str, op: fn(&[bool]) -> bool) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        if let Some(other) = inputs.all().iter().find(|t| t.dtype() != DType::I1) {
+            return Err(unsupported(frame, other.dtype()));
+        }
+        let operands: Vec<Typed<bool>> = inputs.all().iter().map(Typed::read).collect();
+        let result = map_broadcast(frame, &operands, DType::I1, |v: &[bool]| Ok(op(v)))?;
+        frame.emplace_result(0, result)
+    });
+}
+
+/// A function of integers, as their 64 bits, over the broadcast inputs.
+fn register_bitwise(registry: &mut KernelRegistry, name: &str, op: fn(&KernelSite<'_>, u32, &[u64]) -> u64) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let dtype = same_type(frame, inputs.all())?;
+        let site = **frame;
+        let bits = 8 * dtype.byte_size().unwrap_or(0) as u32;
+        let result = integer!(dtype, T => {
+            let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
+            map_broadcast(frame, &operands, dtype, |v: &[T]| {
+                let words: Vec<u64> = v.iter().map(|&x| to_bits(x, bits)).collect();
+                Ok(from_bits::<T>(op(&site, bits, &words), bits))
+            })?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+}
+
+/// An integer's bits, zero-extended from its width.
+fn to_bits<T: Value>(value: T, bits: u32) -> u64 {
+    let mut bytes = [0u8; 8];
+    value.store(DType::UI64, &mut bytes[..(bits / 8) as usize]);
+    u64::from_le_bytes(bytes)
+}
+
+/// The integer whose bits are the low `bits` of `word`.
+fn from_bits<T: Value>(word: u64, bits: u32) -> T {
+    T::load(DType::UI64, &word.to_le_bytes()[..(bits / 8) as usize])
+}
+
+/// A function of one float input (`f16`, `bf16`, `f32`, `f64`), computed in f64.
+fn register_float(registry: &mut KernelRegistry, name: &str, op: fn(&KernelSite<'_>, f64) -> Result<f64, String>) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let x = inputs.required(0)?;
+        let dtype = x.dtype();
+        let site = **frame;
+        let result = float!(dtype, T => {
+            let x = Typed::<T>::read(x);
+            let values = x.values.iter().map(|v| op(&site, v.to_f64()).map(T::from_f64)).collect::<Result<Vec<T>, _>>()
+                .map_err(|e| error(frame, e))?;
+            Typed { dims: x.dims, values }.into_tensor(frame, dtype)?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+}
+
+/// A predicate of one float input into booleans.
+fn register_float_test(
+    registry: &mut KernelRegistry,
+    name: &str,
+    op: fn(&KernelSite<'_>, f64) -> Result<bool, String>,
+) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let x = inputs.required(0)?;
+        let dtype = x.dtype();
+        let site = **frame;
+        let result = float!(dtype, T => {
+            let x = Typed::<T>::read(x);
+            let values = x.values.iter().map(|v| op(&site, v.to_f64())).collect::<Result<Vec<bool>, _>>()
+                .map_err(|e| error(frame, e))?;
+            Typed { dims: x.dims, values }.into_tensor(frame, DType::I1)?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+}
+
+fn attribute(site: &KernelSite<'_>, name: &str, default: f32) -> Result<f64, String> {
+    float_attribute(site, name, default).map(f64::from).map_err(|e| e.0.message)
+}
+
+/// ONNX's `Round`: to the nearest integer, halves to even.
+fn round_half_even(x: f64) -> f64 {
+    let rounded = x.round();
+    if (x - x.trunc()).abs() == 0.5 {
+        2.0 * (x / 2.0).round()
+    } else {
+        rounded
+    }
+}
+
+/// `x` divided by `y` as the element type divides: truncation for integers, a zero divisor an error.
+fn divide(dtype: DType, x: f64, y: f64) -> Result<f64, String> {
+    if is_float(dtype) {
+        return Ok(x / y);
+    }
+    if y == 0.0 {
+        return Err("integer division by zero".to_owned());
+    }
+    Ok((x / y).trunc())
+}
+
+fn is_float(dtype: DType) -> bool {
+    matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+}
+
+/// The element type ONNX's `TensorProto.DataType` code `to` names.
+pub(crate) fn onnx_dtype(code: i64) -> Option<DType> {
+    Some(match code {
+        1 => DType::F32,
+        2 => DType::UI8,
+        3 => DType::I8,
+        4 => DType::UI16,
+        5 => DType::I16,
+        6 => DType::I32,
+        7 => DType::I64,
+        9 => DType::I1,
+        10 => DType::F16,
+        11 => DType::F64,
+        12 => DType::UI32,
+        13 => DType::UI64,
+        16 => DType::BF16,
+        _ => return None,
+    })
+}
+
+/// `x` converted to `to`, element by element, as ONNX's `Cast` converts.
+fn cast(frame: &KernelFrame<'_>, x: &DenseHostTensor, to: DType) -> Result<DenseHostTensor, KernelError> {
+    let from = x.dtype();
+    any!(from, S => {
+        let source = Typed::<S>::read(x);
+        any!(to, T => {
+            let values: Vec<T> = source.values.iter().map(|v| convert::<S, T>(*v)).collect();
+            Typed { dims: source.dims, values }.into_tensor(frame, to)
+        }, Err(unsupported(frame, to)))
+    }, Err(unsupported(frame, from)))
+}
+
+/// One element converted: integers and booleans exactly (wrapping into a narrower integer, as C
+/// does), floats through f64.
+fn convert<S: Value, T: Value>(value: S) -> T {
+    match value.to_integer() {
+        Some(integer) => T::from_integer(integer),
+        None => T::from_f64(value.to_f64()),
+    }
+}
+
+pub(super) fn register(registry: &mut KernelRegistry) {
+    register_numeric(registry, "Add", |_, _, v| Ok(v[0] + v[1]));
+    register_numeric(registry, "Sub", |_, _, v| Ok(v[0] - v[1]));
+    register_numeric(registry, "Mul", |_, _, v| Ok(v[0] * v[1]));
+    register_numeric(registry, "Div", |_, dtype, v| divide(dtype, v[0], v[1]));
+    register_numeric(registry, "Pow", |_, _, v| Ok(v[0].powf(v[1])));
+    register_numeric(registry, "Mod", |site, dtype, v| {
+        let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
+        if v[1] == 0.0 && !is_float(dtype) {
+            return Err("integer modulo by zero".to_owned());
+        }
+        let r = v[0] % v[1];
+        // Integer Mod takes the divisor's sign (Python's %) unless fmod is set.
+        Ok(if !fmod && r != 0.0 && (r < 0.0) != (v[1] < 0.0) { r + v[1] } else { r })
+    });
+    register_numeric(registry, "Max", |_, _, v| Ok(v.iter().copied().fold(f64::NEG_INFINITY, f64::max)));
+    register_numeric(registry, "Min", |_, _, v| Ok(v.iter().copied().fold(f64::INFINITY, f64::min)));
+    register_numeric(registry, "Sum", |_, _, v| Ok(v.iter().sum()));
+    register_numeric(registry, "Mean", |_, _, v| Ok(v.iter().sum::<f64>() / v.len() as f64));
+    register_numeric(registry, "Abs", |_, _, v| Ok(v[0].abs()));
+    register_numeric(registry, "Neg", |_, _, v| Ok(-v[0]));
+    register_numeric(registry, "Sign", |_, _, v| {
+        Ok(if v[0] > 0.0 {
+            1.0
+        } else if v[0] < 0.0 {
+            -1.0
+        } else {
+            0.0
+        })
+    });
+    register_numeric(registry, "Relu", |_, _, v| Ok(v[0].max(0.0)));
+    register_numeric(registry, "Identity", |_, _, v| Ok(v[0]));
+
+    register_comparison(registry, "Equal", |o| o.is_eq());
+    register_comparison(registry, "Less", |o| o.is_lt());
+    register_comparison(registry, "Greater", |o| o.is_gt());
+    register_comparison(registry, "LessOrEqual", |o| o.is_le());
+    register_comparison(registry, "GreaterOrEqual", |o| o.is_ge());
+
+    register_logic(registry, "And", |v| v[0] && v[1]);
+    register_logic(registry, "Or", |v| v[0] || v[1]);
+    register_logic(registry, "Xor", |v| v[0] != v[1]);
+    register_logic(registry, "Not", |v| !v[0]);
+
+    register_bitwise(registry, "BitwiseAnd", |_, _, v| v[0] & v[1]);
+    register_bitwise(registry, "BitwiseOr", |_, _, v| v[0] | v[1]);
+    register_bitwise(registry, "BitwiseXor", |_, _, v| v[0] ^ v[1]);
+    register_bitwise(registry, "BitwiseNot", |_, bits, v| !v[0] & (u64::MAX >> (64 - bits)));
+    register_bitwise(registry, "BitShift", |site, bits, v| {
+        let mask = u64::MAX >> (64 - bits);
+        let left = matches!(site.named_attribute("direction").and_then(|a| Ok(a.string()?)), Ok("LEFT"));
+        match (left, v[1] < u64::from(bits)) {
+            (true, true) => (v[0] << v[1]) & mask,
+            (false, true) => v[0] >> v[1],
+            _ => 0,
+        }
+    });
+
+    register_float(registry, "Sqrt", |_, x| Ok(x.sqrt()));
+    register_float(registry, "Exp", |_, x| Ok(x.exp()));
+    register_float(registry, "Log", |_, x| Ok(x.ln()));
+    register_float(registry, "Reciprocal", |_, x| Ok(1.0 / x));
+    register_float(registry, "Floor", |_, x| Ok(x.floor()));
+    register_float(registry, "Ceil", |_, x| Ok(x.ceil()));
+    register_float(registry, "Round", |_, x| Ok(round_half_even(x)));
+    register_float(registry, "Sin", |_, x| Ok(x.sin()));
+    register_float(registry, "Cos", |_, x| Ok(x.cos()));
+    register_float(registry, "Tan", |_, x| Ok(x.tan()));
+    register_float(registry, "Asin", |_, x| Ok(x.asin()));
+    register_float(registry, "Acos", |_, x| Ok(x.acos()));
+    register_float(registry, "Atan", |_, x| Ok(x.atan()));
+    register_float(registry, "Sinh", |_, x| Ok(x.sinh()));
+    register_float(registry, "Cosh", |_, x| Ok(x.cosh()));
+    register_float(registry, "Asinh", |_, x| Ok(x.asinh()));
+    register_float(registry, "Acosh", |_, x| Ok(x.acosh()));
+    register_float(registry, "Atanh", |_, x| Ok(x.atanh()));
+    register_float(registry, "Tanh", |_, x| Ok(x.tanh()));
+    register_float(registry, "Erf", |_, x| Ok(libm::erf(x)));
+    register_float(registry, "Sigmoid", |_, x| Ok(1.0 / (1.0 + (-x).exp())));
+    register_float(registry, "Softplus", |_, x| Ok(if x > 30.0 { x } else { x.exp().ln_1p() }));
+    register_float(registry, "Softsign", |_, x| Ok(x / (1.0 + x.abs())));
+    register_float(registry, "Mish", |_, x| Ok(x * x.exp().ln_1p().tanh()));
+    register_float(registry, "HardSwish", |_, x| Ok(x * (x / 6.0 + 0.5).clamp(0.0, 1.0)));
+    register_float(registry, "LeakyRelu", |site, x| Ok(if x < 0.0 { attribute(site, "alpha", 0.01)? * x } else { x }));
+    register_float(registry, "ThresholdedRelu", |site, x| Ok(if x > attribute(site, "alpha", 1.0)? { x } else { 0.0 }));
+    register_float(registry, "Elu", |site, x| {
+        Ok(if x < 0.0 { attribute(site, "alpha", 1.0)? * x.exp_m1() } else { x })
+    });
+    register_float(registry, "Celu", |site, x| {
+        let alpha = attribute(site, "alpha", 1.0)?;
+        Ok(x.max(0.0) + (alpha * (x / alpha).exp_m1()).min(0.0))
+    });
+    register_float(registry, "Selu", |site, x| {
+        let (alpha, gamma) = (attribute(site, "alpha", 1.673_263_2)?, attribute(site, "gamma", 1.050_701)?);
+        Ok(gamma * if x > 0.0 { x } else { alpha * x.exp_m1() })
+    });
+    register_float(registry, "HardSigmoid", |site, x| {
+        Ok((attribute(site, "alpha", 0.2)? * x + attribute(site, "beta", 0.5)?).clamp(0.0, 1.0))
+    });
+    register_float(registry, "Gelu", |site, x| {
+        let tanh = matches!(site.named_attribute("approximate").and_then(|a| Ok(a.string()?)), Ok("tanh"));
+        Ok(if tanh {
+            0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044_715 * x * x * x)).tanh())
+        } else {
+            0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+        })
+    });
+    register_float_test(registry, "IsNaN", |_, x| Ok(x.is_nan()));
+    register_float_test(registry, "IsInf", |site, x| {
+        let positive = int(site, "detect_positive", 1).map_err(|e| e.0.message)? != 0;
+        let negative = int(site, "detect_negative", 1).map_err(|e| e.0.message)? != 0;
+        Ok(x.is_infinite() && ((x > 0.0 && positive) || (x < 0.0 && negative)))
+    });
+
+    registry.add_kernel("onnx.Where", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let (condition, x, y) = (inputs.required(0)?, inputs.required(1)?, inputs.required(2)?);
+        if condition.dtype() != DType::I1 {
+            return Err(unsupported(frame, condition.dtype()));
+        }
+        let dtype = same_type(frame, &[x.clone(), y.clone()])?;
+        let selector = Typed::<bool>::read(condition);
+        let result = any!(dtype, T => {
+            let (x, y) = (Typed::<T>::read(x), Typed::<T>::read(y));
+            let shapes: [&[usize]; 3] = [&selector.dims, &x.dims, &y.dims];
+            let (out, strides) = broadcast(&shapes)
+                .ok_or_else(|| error(frame, format_args!("cannot broadcast the shapes {shapes:?}")))?;
+            let values = offsets(&out, &strides)
+                .map(|o| if selector.values[o[0]] { x.values[o[1]] } else { y.values[o[2]] })
+                .collect();
+            Typed { dims: out, values }.into_tensor(frame, dtype)?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+
+    registry.add_kernel("onnx.Cast", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let code = int(frame, "to", 0)?;
+        let to = onnx_dtype(code)
+            .ok_or_else(|| error(frame, format_args!("cast to element type {code} is not supported")))?;
+        let result = cast(frame, inputs.required(0)?, to)?;
+        frame.emplace_result(0, result)
+    });
+    registry.add_kernel("onnx.CastLike", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let to = inputs.required(1)?.dtype();
+        let result = cast(frame, inputs.required(0)?, to)?;
+        frame.emplace_result(0, result)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        let (dims, strides) = broadcast(&[&[2, 3], &[3], &[1, 1]]).unwrap();
+        assert_eq!(dims, [2, 3]);
+        assert_eq!(strides, [vec![3, 1], vec![0, 1], vec![0, 0]]);
+        assert!(broadcast(&[&[2, 3], &[2]]).is_none());
+        let all: Vec<Vec<usize>> = offsets(&dims, &strides).collect();
+        assert_eq!(all[4], [4, 1, 0]);
+    }
+
+    #[test]
+    fn round_takes_halves_to_even_and_casts_keep_integers_exact() {
+        assert_eq!([0.5, 1.5, 2.5, -0.5, -1.5, 2.4].map(round_half_even), [0.0, 2.0, 2.0, -0.0, -2.0, 2.0]);
+        assert_eq!(convert::<i64, i64>(i64::MAX - 1), i64::MAX - 1);
+        assert_eq!(convert::<f32, i32>(-2.7), -2);
+        assert_eq!(convert::<i32, u8>(300), 44);
+        assert!(convert::<f32, bool>(0.5));
+        assert_eq!(convert::<bool, f32>(true), 1.0);
+    }
+}

@@ -1,0 +1,27 @@
+//! `onnx.<Op>`: ONNX's operators as kernels on dense host tensors of any element type, one kernel
+//! per operator, with ONNX's attribute names and defaults. Where the `nn.*` layers are the f32
+//! kernels of known-shape convolutional networks, these take what a model says only at run time:
+//! element types and shapes are read from the operands, and each kernel computes its outputs'
+//! shapes. The importer lowers a node to its `onnx.<Op>` kernel when it has no `nn.*` lowering.
+//!
+//! The kernel's operands are the node's inputs that are present, in order; the attribute
+//! `_inputs` (i64 array) gives the ONNX input index of each when an optional input before the
+//! last is left out, and `_opset` (i64) the model's opset where semantics changed with it. The
+//! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
+//! written once over a Rust element type, not once per type.
+
+pub(crate) mod dispatch;
+pub(crate) mod elementwise;
+mod tensors;
+
+use crate::KernelRegistry;
+
+/// The ONNX operators that have an `onnx.<Op>` kernel.
+pub fn operators() -> Vec<&'static str> {
+    elementwise::OPERATORS.to_vec()
+}
+
+/// Registers every `onnx.<Op>` kernel.
+pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
+    elementwise::register(registry);
+}

@@ -1,0 +1,207 @@
+//! What every `onnx.<Op>` kernel reads and makes: its inputs by ONNX index ([`Inputs`]), their
+//! elements in the type it computes in ([`Typed`], [`Value`]), and new tensors of any element
+//! type for its outputs.
+
+use half::{bf16, f16};
+
+use crate::dtype::DType;
+use crate::library::nn::ints;
+use crate::tensor::{DenseHostTensor, TensorShape};
+use crate::{KernelError, KernelFrame, KernelSite};
+
+/// A type an operator computes in, and how an element of each [`DType`] it stands for is read
+/// and written (little-endian, as dense host tensors hold them; half floats as `f32`).
+pub(crate) trait Value: Copy + PartialEq + PartialOrd + Send + Sync + 'static {
+    fn load(dtype: DType, bytes: &[u8]) -> Self;
+    fn store(self, dtype: DType, bytes: &mut [u8]);
+    /// The value as a double (exact for every type but the widest integers).
+    fn to_f64(self) -> f64;
+    /// `value` converted as a C cast converts it (truncation towards zero, saturation of the
+    /// float-to-integer casts as Rust's `as` does).
+    fn from_f64(value: f64) -> Self;
+    /// The value exactly, for integers and booleans (`None` for floats).
+    fn to_integer(self) -> Option<i128>;
+    /// `value` converted as C converts an integer (wrapping to the width of an integer type).
+    fn from_integer(value: i128) -> Self;
+}
+
+macro_rules! integer_value {
+    ($($t:ty => $exact:expr),*) => {$(
+        impl Value for $t {
+            #[inline]
+            fn load(_: DType, bytes: &[u8]) -> $t {
+                <$t>::from_le_bytes(bytes.try_into().expect("callers pass the element's size"))
+            }
+            #[inline]
+            fn store(self, _: DType, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline]
+            fn from_f64(value: f64) -> $t {
+                value as $t
+            }
+            #[inline]
+            fn to_integer(self) -> Option<i128> {
+                $exact.then_some(self as i128)
+            }
+            #[inline]
+            fn from_integer(value: i128) -> $t {
+                value as $t
+            }
+        }
+    )*};
+}
+integer_value!(u8 => true, u16 => true, u32 => true, u64 => true, i8 => true, i16 => true, i32 => true,
+               i64 => true, f64 => false);
+
+impl Value for f32 {
+    #[inline]
+    fn load(dtype: DType, bytes: &[u8]) -> f32 {
+        let bits16 = || u16::from_le_bytes([bytes[0], bytes[1]]);
+        match dtype {
+            DType::F16 => f16::from_bits(bits16()).to_f32(),
+            DType::BF16 => bf16::from_bits(bits16()).to_f32(),
+            _ => f32::from_le_bytes(bytes.try_into().expect("callers pass the element's size")),
+        }
+    }
+    #[inline]
+    fn store(self, dtype: DType, bytes: &mut [u8]) {
+        match dtype {
+            DType::F16 => bytes.copy_from_slice(&f16::from_f32(self).to_bits().to_le_bytes()),
+            DType::BF16 => bytes.copy_from_slice(&bf16::from_f32(self).to_bits().to_le_bytes()),
+            _ => bytes.copy_from_slice(&self.to_le_bytes()),
+        }
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline]
+    fn from_f64(value: f64) -> f32 {
+        value as f32
+    }
+    #[inline]
+    fn to_integer(self) -> Option<i128> {
+        None
+    }
+    #[inline]
+    fn from_integer(value: i128) -> f32 {
+        value as f32
+    }
+}
+
+impl Value for bool {
+    #[inline]
+    fn load(_: DType, bytes: &[u8]) -> bool {
+        bytes[0] != 0
+    }
+    #[inline]
+    fn store(self, _: DType, bytes: &mut [u8]) {
+        bytes[0] = u8::from(self);
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    #[inline]
+    fn from_f64(value: f64) -> bool {
+        value != 0.0
+    }
+    #[inline]
+    fn to_integer(self) -> Option<i128> {
+        Some(i128::from(self))
+    }
+    #[inline]
+    fn from_integer(value: i128) -> bool {
+        value != 0
+    }
+}
+
+/// A tensor's dimensions and its elements in the type an operator computes in.
+pub(crate) struct Typed<T> {
+    pub dims: Vec<usize>,
+    pub values: Vec<T>,
+}
+
+impl<T: Value> Typed<T> {
+    /// The elements of `tensor`, whose element type must be one `T` stands for.
+    pub fn read(tensor: &DenseHostTensor) -> Typed<T> {
+        let dtype = tensor.dtype();
+        let size = dtype.byte_size().expect("dense tensors have sized elements");
+        let values = tensor.with_bytes(|bytes| bytes.chunks_exact(size).map(|b| T::load(dtype, b)).collect());
+        Typed { dims: dims(tensor), values }
+    }
+
+    /// A tensor of `dtype` (one `T` stands for) with these dimensions and elements.
+    pub fn into_tensor(self, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        let shape = TensorShape::new(self.dims.iter().map(|&d| d as i64).collect())?;
+        let tensor = DenseHostTensor::new_zeroed(frame.host(), dtype, shape)?;
+        let size = dtype.byte_size().expect("dense tensors have sized elements");
+        tensor.buffer().with_bytes_mut(|bytes| {
+            for (value, out) in self.values.iter().zip(bytes.chunks_exact_mut(size)) {
+                value.store(dtype, out);
+            }
+        })?;
+        Ok(tensor)
+    }
+}
+
+/// A tensor's dimensions as sizes (shapes hold no negative dimension).
+pub(crate) fn dims(tensor: &DenseHostTensor) -> Vec<usize> {
+    tensor.shape().dims().iter().map(|&d| d as usize).collect()
+}
+
+/// The inputs of a node by their ONNX index: the operands present (tensors share their
+/// buffers: holding them does not copy), and where each stands.
+pub(crate) struct Inputs {
+    tensors: Vec<DenseHostTensor>,
+    /// The ONNX index of each operand, in order.
+    slots: Vec<usize>,
+    kernel: String,
+}
+
+impl Inputs {
+    pub fn new(frame: &KernelFrame<'_>) -> Result<Inputs, KernelError> {
+        let count = frame.num_arguments();
+        let listed = ints(frame, "_inputs", &[])?;
+        let slots = if listed.is_empty() {
+            (0..count).collect()
+        } else if listed.len() == count {
+            listed.iter().map(|&slot| slot as usize).collect()
+        } else {
+            return Err(error(frame, format_args!("`_inputs` lists {} inputs for {count} operands", listed.len())));
+        };
+        let tensors =
+            (0..count).map(|i| Ok(frame.get::<DenseHostTensor>(i)?.clone())).collect::<Result<_, KernelError>>()?;
+        Ok(Inputs { tensors, slots, kernel: frame.kernel_name().to_owned() })
+    }
+
+    /// Input `index` when the node has it.
+    pub fn optional(&self, index: usize) -> Option<&DenseHostTensor> {
+        self.slots.iter().position(|&slot| slot == index).map(|operand| &self.tensors[operand])
+    }
+
+    /// Input `index`, which the operator needs.
+    pub fn required(&self, index: usize) -> Result<&DenseHostTensor, KernelError> {
+        self.optional(index).ok_or_else(|| format!("{}: input {index} is missing", self.kernel).into())
+    }
+
+    /// Every input present, in order (a variadic operator's).
+    pub fn all(&self) -> &[DenseHostTensor] {
+        &self.tensors
+    }
+}
+
+/// A kernel error naming the kernel: `onnx.Add: cannot broadcast [2, 3] with [4]`.
+pub(crate) fn error(site: &KernelSite<'_>, what: impl std::fmt::Display) -> KernelError {
+    format!("{}: {what}", site.kernel_name()).into()
+}
+
+/// An error for an element type the operator does not take.
+pub(crate) fn unsupported(site: &KernelSite<'_>, dtype: DType) -> KernelError {
+    error(site, format_args!("{} elements are not supported", crate::tensor::dtype_name(dtype)))
+}
