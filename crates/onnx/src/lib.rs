@@ -107,7 +107,7 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
     let mut results = Vec::with_capacity(graph.output.len());
     for output in &graph.output {
         let node = Node { proto: &Default::default(), name: output.name().to_owned(), op: "graph output" };
-        results.push(lowering.tensor(output.name(), &node)?.0);
+        results.push(lowering.any_tensor(output.name(), &node)?);
     }
     let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     Ok(lowering.emit.finish(name, &results))

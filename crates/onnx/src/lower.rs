@@ -70,7 +70,7 @@ impl Lowering {
     }
 
     /// The value `name` as an operand of an `onnx.*` kernel, which takes any element type.
-    fn any_tensor(&mut self, name: &str, node: &Node<'_>) -> Result<ValueId, ImportError> {
+    pub fn any_tensor(&mut self, name: &str, node: &Node<'_>) -> Result<ValueId, ImportError> {
         match self.values.get(name) {
             None => {
                 Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
@@ -154,11 +154,12 @@ impl Lowering {
         }
     }
 
-    /// Lowers one node: to its `nn.*` kernels when it has them and its inputs are f32, else to
-    /// its `onnx.*` kernel.
+    /// Lowers one node: to its `nn.*` kernels when it has them and its inputs are f32, folded
+    /// when it computes a constant from constants (or a shape known here), else to its `onnx.*`
+    /// kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let generic = rtx_kernel::library::onnx::operators().contains(&node.op);
-        if generic && !node.inputs().all(|name| self.elem_of(name) == Some(Elem::F32)) {
+        if generic && !self.lowers_here(node) {
             return self.generic(node);
         }
         match node.op {
@@ -309,6 +310,30 @@ impl Lowering {
             }
             _ if generic => self.generic(node),
             other => Err(node.unsupported(format!("the operator `{other}` is not supported"))),
+        }
+    }
+
+    /// Whether a node that has an `onnx.<Op>` kernel is lowered here all the same: the shape
+    /// computations that fold on constants (and `Shape` on a shape known here), and the layout
+    /// operators on f32 tensors whose `nn.*` kernels keep the shapes known.
+    fn lowers_here(&self, node: &Node<'_>) -> bool {
+        let inputs: Vec<&str> = node.inputs().collect();
+        let constant = |names: &[&str]| names.iter().all(|name| self.is_const(name));
+        let f32 = |names: &[&str]| names.iter().all(|name| self.elem_of(name) == Some(Elem::F32));
+        let (data, rest) =
+            inputs.split_first().map_or((&[][..], &[][..]), |(first, rest)| (std::slice::from_ref(first), rest));
+        match node.op {
+            "Shape" => data.first().is_some_and(|name| self.shape_of(name).is_some()),
+            "ConstantOfShape" | "Gather" => constant(&inputs),
+            "Concat" => constant(&inputs) || f32(&inputs),
+            "Flatten" => constant(data) || f32(data),
+            "Reshape" => node.int("allowzero", 0) == 0 && constant(rest) && (constant(data) || f32(data)),
+            "Squeeze" | "Unsqueeze" => {
+                data.first().is_some_and(|name| self.shape_of(name).is_some())
+                    && constant(rest)
+                    && (constant(data) || f32(data))
+            }
+            _ => f32(&inputs),
         }
     }
 

@@ -100,11 +100,11 @@ pub(crate) fn broadcast(shapes: &[&[usize]]) -> Option<(Vec<usize>, Vec<Vec<usiz
         .iter()
         .map(|shape| {
             let mut strides = vec![0; rank];
-            let mut step = 1;
+            let mut step: usize = 1;
             for i in (0..rank).rev() {
                 let size = dim(shape, i);
                 strides[i] = if size == 1 { 0 } else { step };
-                step *= size;
+                step = step.saturating_mul(size);
             }
             strides
         })

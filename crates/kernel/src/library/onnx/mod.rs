@@ -12,16 +12,24 @@
 
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
+mod generate;
+mod index;
+mod pad;
+mod shape;
 mod tensors;
 
 use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    elementwise::OPERATORS.to_vec()
+    [elementwise::OPERATORS, shape::OPERATORS, index::OPERATORS, pad::OPERATORS, generate::OPERATORS].concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
 pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     elementwise::register(registry);
+    shape::register(registry);
+    index::register(registry);
+    pad::register(registry);
+    generate::register(registry);
 }

@@ -2,10 +2,14 @@
 //! elements in the type it computes in ([`Typed`], [`Value`]), and new tensors of any element
 //! type for its outputs.
 
-use half::{bf16, f16};
+use std::cmp::Ordering;
 
+use half::{bf16, f16};
+use rtx_host::Diagnostic;
+
+use super::dispatch::numeric;
 use crate::dtype::DType;
-use crate::library::nn::ints;
+use crate::library::nn::{int, ints};
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame, KernelSite};
 
@@ -204,4 +208,207 @@ pub(crate) fn error(site: &KernelSite<'_>, what: impl std::fmt::Display) -> Kern
 /// An error for an element type the operator does not take.
 pub(crate) fn unsupported(site: &KernelSite<'_>, dtype: DType) -> KernelError {
     error(site, format_args!("{} elements are not supported", crate::tensor::dtype_name(dtype)))
+}
+
+/// The model's opset (`_opset`), the latest when the kernel has none.
+pub(crate) fn opset(site: &KernelSite<'_>) -> Result<i64, KernelError> {
+    int(site, "_opset", i64::MAX)
+}
+
+/// Whether the kernel has the attribute `name` (where its absence means something of its own).
+pub(crate) fn has_attribute(site: &KernelSite<'_>, name: &str) -> bool {
+    site.named_attribute(name).is_ok()
+}
+
+/// The elements of a tensor of integers as i64s (saturating), or of floats truncated: shapes,
+/// axes, indices, counts.
+pub(crate) fn integers(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Vec<i64>, KernelError> {
+    let dtype = tensor.dtype();
+    numeric!(dtype, T => {
+        Ok(Typed::<T>::read(tensor).values.into_iter().map(|v| match v.to_integer() {
+            Some(i) => i64::try_from(i).unwrap_or(if i < 0 { i64::MIN } else { i64::MAX }),
+            None => v.to_f64() as i64,
+        }).collect())
+    }, Err(unsupported(site, dtype)))
+}
+
+/// The one element of a scalar (or one-element) integer tensor.
+pub(crate) fn integer(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<i64, KernelError> {
+    match integers(site, tensor)?[..] {
+        [value] => Ok(value),
+        ref values => Err(error(site, format_args!("{} elements where one is expected", values.len()))),
+    }
+}
+
+/// `axis` (negative counts from the end) as an index below `rank`.
+pub(crate) fn axis(site: &KernelSite<'_>, axis: i64, rank: usize) -> Result<usize, KernelError> {
+    let index = if axis < 0 { axis.checked_add(rank as i64) } else { Some(axis) };
+    index
+        .and_then(|i| usize::try_from(i).ok())
+        .filter(|&i| i < rank)
+        .ok_or_else(|| error(site, format_args!("axis {axis} is outside a rank of {rank}")))
+}
+
+/// `axes` normalized against `rank`, each once.
+pub(crate) fn distinct_axes(site: &KernelSite<'_>, axes: &[i64], rank: usize) -> Result<Vec<usize>, KernelError> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let a = axis(site, a, rank)?;
+        if out.contains(&a) {
+            return Err(error(site, format_args!("axes {axes:?} repeat an axis")));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// The element strides of row-major `dims`.
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1];
+    }
+    strides
+}
+
+/// The product of `dims`, or an error when it overflows.
+pub(crate) fn element_count(site: &KernelSite<'_>, dims: &[usize]) -> Result<usize, KernelError> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| error(site, format_args!("a shape of {dims:?} has too many elements")))
+}
+
+/// Non-negative `values` (requested dimensions, repeats) as sizes, or an error naming `what`.
+pub(crate) fn sizes(site: &KernelSite<'_>, what: &str, values: &[i64]) -> Result<Vec<usize>, KernelError> {
+    values
+        .iter()
+        .map(|&v| usize::try_from(v).map_err(|_| error(site, format_args!("{what} {values:?} holds a negative value"))))
+        .collect()
+}
+
+/// A zeroed tensor of `dtype` and `dims`; an error, not an abort, when it is too large.
+pub(crate) fn new_tensor(site: &KernelSite<'_>, dtype: DType, dims: &[usize]) -> Result<DenseHostTensor, KernelError> {
+    let dims = dims
+        .iter()
+        .map(|&d| i64::try_from(d).map_err(|_| error(site, format_args!("dimension {d} is too large"))))
+        .collect::<Result<_, _>>()?;
+    let shape = TensorShape::new(dims)?;
+    DenseHostTensor::new_zeroed(site.host(), dtype, shape)
+        .map_err(|e| KernelError(Diagnostic { message: format!("{}: {}", site.kernel_name(), e.message), ..e }))
+}
+
+/// `x`'s elements under other dimensions (of as many elements), sharing its buffer.
+pub(crate) fn reshaped(
+    site: &KernelSite<'_>,
+    x: &DenseHostTensor,
+    dims: &[usize],
+) -> Result<DenseHostTensor, KernelError> {
+    let count = element_count(site, dims)?;
+    if count != x.num_elements() {
+        return Err(error(site, format_args!("cannot give {} elements the shape {dims:?}", x.num_elements())));
+    }
+    let shape = TensorShape::new(dims.iter().map(|&d| d as i64).collect())?;
+    Ok(DenseHostTensor::from_buffer(x.dtype(), shape, x.buffer().clone())?)
+}
+
+/// A tensor of `x`'s element type and `dims` whose elements, in row-major order, are `x`'s at
+/// the element offsets `sources` gives, or `fill` (zeros without one) where it gives `None`.
+/// `sources` is called once the result is allocated, and only when it has elements.
+pub(crate) fn take<I: Iterator<Item = Option<usize>>>(
+    frame: &KernelSite<'_>,
+    x: &DenseHostTensor,
+    dims: &[usize],
+    fill: Option<&[u8]>,
+    sources: impl FnOnce() -> I,
+) -> Result<DenseHostTensor, KernelError> {
+    x.with_bytes(|bytes| take_bytes(frame, x.dtype(), bytes, dims, fill, sources))
+}
+
+/// As [`take`], from the elements of `dtype` that `source` holds (an attribute's, a few made).
+pub(crate) fn take_bytes<I: Iterator<Item = Option<usize>>>(
+    frame: &KernelSite<'_>,
+    dtype: DType,
+    source: &[u8],
+    dims: &[usize],
+    fill: Option<&[u8]>,
+    sources: impl FnOnce() -> I,
+) -> Result<DenseHostTensor, KernelError> {
+    let size = dtype.byte_size().ok_or_else(|| unsupported(frame, dtype))?;
+    if fill.is_some_and(|fill| fill.len() != size) {
+        return Err(error(frame, "the fill value is not one element of the tensor's type"));
+    }
+    let out = new_tensor(frame, dtype, dims)?;
+    if out.num_elements() == 0 {
+        return Ok(out);
+    }
+    let outside = out.buffer().with_bytes_mut(|bytes| {
+        for (element, from) in bytes.chunks_exact_mut(size).zip(sources()) {
+            match (from, fill) {
+                (Some(at), _) => match at.checked_mul(size).and_then(|start| source.get(start..start + size)) {
+                    Some(value) => element.copy_from_slice(value),
+                    None => return Some(at),
+                },
+                (None, Some(fill)) => element.copy_from_slice(fill),
+                (None, None) => {}
+            }
+        }
+        None
+    })?;
+    match outside {
+        Some(at) => Err(error(frame, format_args!("element {at} is outside the input"))),
+        None => Ok(out),
+    }
+}
+
+/// The element offsets of a row-major walk over dimensions whose every index maps, axis by
+/// axis, to an offset in the source (the offsets of each axis summed) or to nothing (the fill).
+/// The dimensions are the maps' lengths.
+pub(crate) struct Walk {
+    maps: Vec<Vec<Option<usize>>>,
+    index: Vec<usize>,
+    done: bool,
+}
+
+impl Walk {
+    pub fn new(maps: Vec<Vec<Option<usize>>>) -> Walk {
+        let done = maps.iter().any(Vec::is_empty);
+        Walk { index: vec![0; maps.len()], maps, done }
+    }
+
+    /// The walk of a strided view: axis `k` reads `dims[k]` indices `strides[k]` elements apart.
+    pub fn strided(dims: &[usize], strides: &[usize]) -> Walk {
+        Walk::new(dims.iter().zip(strides).map(|(&d, &s)| (0..d).map(|i| Some(i * s)).collect()).collect())
+    }
+}
+
+impl Iterator for Walk {
+    type Item = Option<usize>;
+
+    fn next(&mut self) -> Option<Option<usize>> {
+        if self.done {
+            return None;
+        }
+        let offset = self.maps.iter().zip(&self.index).try_fold(0, |sum, (map, &i)| map[i].map(|at| sum + at));
+        let mut axis = self.maps.len();
+        loop {
+            if axis == 0 {
+                self.done = true;
+                break;
+            }
+            axis -= 1;
+            self.index[axis] += 1;
+            if self.index[axis] < self.maps[axis].len() {
+                break;
+            }
+            self.index[axis] = 0;
+        }
+        Some(offset)
+    }
+}
+
+/// A total order on elements: numbers as they compare, NaN above every number and equal to NaN.
+pub(crate) fn order<T: Value>(a: T, b: T) -> Ordering {
+    #[allow(clippy::eq_op)]
+    let nan = |v: T| v != v;
+    a.partial_cmp(&b).unwrap_or_else(|| nan(a).cmp(&nan(b)))
 }
