@@ -12,16 +12,20 @@
 
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
+mod linalg;
+mod quantize;
 mod tensors;
 
 use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    elementwise::OPERATORS.to_vec()
+    [elementwise::OPERATORS, linalg::OPERATORS, quantize::OPERATORS].concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
 pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     elementwise::register(registry);
+    linalg::register(registry);
+    quantize::register(registry);
 }
