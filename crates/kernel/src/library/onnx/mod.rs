@@ -10,9 +10,11 @@
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
 
+mod conv;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod linalg;
+mod pool;
 mod quantize;
 mod tensors;
 
@@ -20,12 +22,14 @@ use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    [elementwise::OPERATORS, linalg::OPERATORS, quantize::OPERATORS].concat()
+    [elementwise::OPERATORS, linalg::OPERATORS, conv::OPERATORS, pool::OPERATORS, quantize::OPERATORS].concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
 pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     elementwise::register(registry);
     linalg::register(registry);
+    conv::register(registry);
+    pool::register(registry);
     quantize::register(registry);
 }
