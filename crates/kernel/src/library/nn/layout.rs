@@ -80,7 +80,7 @@ fn flatten(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 }
 
 /// Row-major strides of `dims`, in elements.
-fn strides(dims: &[usize]) -> Vec<usize> {
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
     let mut strides = vec![1; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1] * dims[i + 1];

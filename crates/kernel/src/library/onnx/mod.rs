@@ -10,11 +10,15 @@
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
 
+mod conv;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod generate;
 mod index;
+mod linalg;
 mod pad;
+mod pool;
+mod quantize;
 mod shape;
 mod tensors;
 
@@ -22,7 +26,18 @@ use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    [elementwise::OPERATORS, shape::OPERATORS, index::OPERATORS, pad::OPERATORS, generate::OPERATORS].concat()
+    [
+        elementwise::OPERATORS,
+        shape::OPERATORS,
+        index::OPERATORS,
+        pad::OPERATORS,
+        generate::OPERATORS,
+        linalg::OPERATORS,
+        conv::OPERATORS,
+        pool::OPERATORS,
+        quantize::OPERATORS,
+    ]
+    .concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
@@ -32,4 +47,8 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     index::register(registry);
     pad::register(registry);
     generate::register(registry);
+    linalg::register(registry);
+    conv::register(registry);
+    pool::register(registry);
+    quantize::register(registry);
 }

@@ -9,6 +9,7 @@ use rtx_host::Diagnostic;
 
 use super::dispatch::numeric;
 use crate::dtype::DType;
+pub(crate) use crate::library::nn::layout::strides;
 use crate::library::nn::{int, ints};
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame, KernelSite};
@@ -215,6 +216,85 @@ pub(crate) fn opset(site: &KernelSite<'_>) -> Result<i64, KernelError> {
     int(site, "_opset", i64::MAX)
 }
 
+/// The number of elements of a tensor of `dims`, or an error when it overflows.
+pub(crate) fn count(dims: &[usize]) -> Result<usize, String> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("a shape of {dims:?} has too many elements"))
+}
+
+/// The string attribute `name`, `default` when the kernel has none.
+pub(crate) fn string<'a>(site: &KernelSite<'a>, name: &str, default: &'a str) -> Result<&'a str, KernelError> {
+    match site.named_attribute(name) {
+        Ok(attribute) => Ok(attribute.string()?),
+        Err(e) if e.0.code == rtx_host::StatusCode::NotFound => Ok(default),
+        Err(e) => Err(e),
+    }
+}
+
+/// `f` on the element offsets, in each of the `strides` (one stride per dimension), of every
+/// index of `dims` in row-major order; offsets move by the strides, which may be 0 (a repeat).
+pub(crate) fn walk(dims: &[usize], strides: &[&[usize]], mut f: impl FnMut(&[usize])) {
+    if dims.contains(&0) {
+        return;
+    }
+    let mut index = vec![0; dims.len()];
+    let mut offsets = vec![0; strides.len()];
+    loop {
+        f(&offsets);
+        let mut axis = dims.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            for (offset, stride) in offsets.iter_mut().zip(strides) {
+                *offset += stride[axis];
+            }
+            if index[axis] < dims[axis] {
+                break;
+            }
+            for (offset, stride) in offsets.iter_mut().zip(strides) {
+                *offset -= stride[axis] * dims[axis];
+            }
+            index[axis] = 0;
+        }
+    }
+}
+
+/// The elements of a tensor of any number type as f64s (exact up to 53 bits): scales, zero
+/// points, quantized values.
+pub(crate) fn wide(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+    let dtype = tensor.dtype();
+    super::dispatch::numeric!(dtype, T => {
+        let typed = Typed::<T>::read(tensor);
+        Ok(Typed { dims: typed.dims, values: typed.values.iter().map(|v| v.to_f64()).collect() })
+    }, Err(unsupported(site, dtype)))
+}
+
+/// `value` rounded to the precision of the floats of `dtype` (f64 itself for other types).
+pub(crate) fn stored(dtype: DType, value: f64) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(value as f32),
+        DType::F16 => f16::from_f64(value).to_f64(),
+        DType::BF16 => bf16::from_f64(value).to_f64(),
+        _ => value,
+    }
+}
+
+/// A tensor of `dtype` (any number type) holding `values` converted as C casts them.
+pub(crate) fn narrow(
+    frame: &KernelFrame<'_>,
+    dims: Vec<usize>,
+    values: &[f64],
+    dtype: DType,
+) -> Result<DenseHostTensor, KernelError> {
+    super::dispatch::numeric!(dtype, T => {
+        Typed { dims, values: values.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>() }.into_tensor(frame, dtype)
+    }, Err(unsupported(frame, dtype)))
+}
+
 /// Whether the kernel has the attribute `name` (where its absence means something of its own).
 pub(crate) fn has_attribute(site: &KernelSite<'_>, name: &str) -> bool {
     site.named_attribute(name).is_ok()
@@ -262,20 +342,9 @@ pub(crate) fn distinct_axes(site: &KernelSite<'_>, axes: &[i64], rank: usize) ->
     Ok(out)
 }
 
-/// The element strides of row-major `dims`.
-pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1];
-    }
-    strides
-}
-
-/// The product of `dims`, or an error when it overflows.
+/// [`count`] as a kernel error.
 pub(crate) fn element_count(site: &KernelSite<'_>, dims: &[usize]) -> Result<usize, KernelError> {
-    dims.iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| error(site, format_args!("a shape of {dims:?} has too many elements")))
+    count(dims).map_err(|e| error(site, e))
 }
 
 /// Non-negative `values` (requested dimensions, repeats) as sizes, or an error naming `what`.
@@ -411,4 +480,24 @@ pub(crate) fn order<T: Value>(a: T, b: T) -> Ordering {
     #[allow(clippy::eq_op)]
     let nan = |v: T| v != v;
     a.partial_cmp(&b).unwrap_or_else(|| nan(a).cmp(&nan(b)))
+}
+
+/// `count` copies of `value`, or an error (not an abort) when there is no memory for them.
+pub(crate) fn filled<T: Clone>(count: usize, value: T) -> Result<Vec<T>, String> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(count).map_err(|_| format!("no memory for {count} elements"))?;
+    values.resize(count, value);
+    Ok(values)
+}
+
+/// Registers `onnx.<name>`, a kernel whose one result `op` makes from the node's inputs.
+pub(crate) fn register_one<F>(registry: &mut crate::KernelRegistry, name: &str, op: F)
+where
+    F: Fn(&KernelFrame<'_>, &Inputs) -> Result<DenseHostTensor, KernelError> + Send + Sync + 'static,
+{
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let result = op(frame, &inputs)?;
+        frame.emplace_result(0, result)
+    });
 }
