@@ -279,6 +279,8 @@ impl Lowering {
                 }
                 self.define(node, Val::Tensor { id: sum, shape, elem: Some(Elem::F32) })
             }
+            // Training mode's running statistics are onnx.BatchNormalization's.
+            "BatchNormalization" if node.int("training_mode", 0) != 0 => self.generic(node),
             "BatchNormalization" => {
                 self.only_first_output(node)?;
                 let mut operands = Vec::with_capacity(5);

@@ -12,16 +12,22 @@
 
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
+mod losses;
+mod normalize;
+mod reduce;
 mod tensors;
 
 use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    elementwise::OPERATORS.to_vec()
+    [elementwise::OPERATORS, reduce::OPERATORS, normalize::OPERATORS, losses::OPERATORS].concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
 pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     elementwise::register(registry);
+    reduce::register(registry);
+    normalize::register(registry);
+    losses::register(registry);
 }

@@ -4,8 +4,9 @@
 
 use half::{bf16, f16};
 
+use super::dispatch::{float, numeric};
 use crate::dtype::DType;
-use crate::library::nn::ints;
+use crate::library::nn::{int, ints};
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame, KernelSite};
 
@@ -204,4 +205,180 @@ pub(crate) fn error(site: &KernelSite<'_>, what: impl std::fmt::Display) -> Kern
 /// An error for an element type the operator does not take.
 pub(crate) fn unsupported(site: &KernelSite<'_>, dtype: DType) -> KernelError {
     error(site, format_args!("{} elements are not supported", crate::tensor::dtype_name(dtype)))
+}
+
+/// The model's opset (`_opset`), the latest when the kernel has none.
+pub(crate) fn opset(site: &KernelSite<'_>) -> Result<i64, KernelError> {
+    int(site, "_opset", i64::MAX)
+}
+
+/// Whether the kernel has the attribute `name` (where its absence means something of its own).
+pub(crate) fn has_attribute(site: &KernelSite<'_>, name: &str) -> bool {
+    site.named_attribute(name).is_ok()
+}
+
+/// The string attribute `name`, `default` when absent.
+pub(crate) fn string<'a>(site: &KernelSite<'a>, name: &str, default: &'a str) -> Result<&'a str, KernelError> {
+    match site.named_attribute(name) {
+        Ok(attribute) => Ok(attribute.string()?),
+        Err(_) => Ok(default),
+    }
+}
+
+/// The elements of a tensor of integers as i64s (saturating), or of floats truncated: shapes,
+/// axes, indices, counts.
+pub(crate) fn integers(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Vec<i64>, KernelError> {
+    let dtype = tensor.dtype();
+    numeric!(dtype, T => {
+        Ok(Typed::<T>::read(tensor).values.into_iter().map(|v| match v.to_integer() {
+            Some(i) => i64::try_from(i).unwrap_or(if i < 0 { i64::MIN } else { i64::MAX }),
+            None => v.to_f64() as i64,
+        }).collect())
+    }, Err(unsupported(site, dtype)))
+}
+
+/// The one element of a scalar (or one-element) integer tensor.
+pub(crate) fn integer(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<i64, KernelError> {
+    match integers(site, tensor)?[..] {
+        [value] => Ok(value),
+        ref values => Err(error(site, format_args!("{} elements where one is expected", values.len()))),
+    }
+}
+
+/// `axis` (negative counts from the end) as an index below `rank`.
+pub(crate) fn axis(site: &KernelSite<'_>, axis: i64, rank: usize) -> Result<usize, KernelError> {
+    let index = if axis < 0 { axis.checked_add(rank as i64) } else { Some(axis) };
+    index
+        .and_then(|i| usize::try_from(i).ok())
+        .filter(|&i| i < rank)
+        .ok_or_else(|| error(site, format_args!("axis {axis} is outside a rank of {rank}")))
+}
+
+/// The element strides of row-major `dims` (wrapping: only a shape with no elements can
+/// overflow them, and nothing of it is read).
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].wrapping_mul(dims[i + 1]);
+    }
+    strides
+}
+
+/// The product of `dims`, or an error when it overflows.
+pub(crate) fn element_count(site: &KernelSite<'_>, dims: &[usize]) -> Result<usize, KernelError> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| error(site, format_args!("a shape of {dims:?} has too many elements")))
+}
+
+/// An empty vector with room for `len` elements; an error, not an abort, when memory for them
+/// cannot be had.
+pub(crate) fn with_capacity<T>(site: &KernelSite<'_>, len: usize) -> Result<Vec<T>, KernelError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| error(site, format_args!("{len} elements do not fit in memory")))?;
+    Ok(values)
+}
+
+/// The element offsets of a row-major walk over `dims` whose axis `k` steps `strides[k]`.
+pub(crate) fn strided_offsets(
+    site: &KernelSite<'_>,
+    dims: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>, KernelError> {
+    let count = element_count(site, dims)?;
+    let mut offsets = with_capacity(site, count)?;
+    let mut index = vec![0; dims.len()];
+    let mut offset = 0usize;
+    while offsets.len() < count {
+        offsets.push(offset);
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            offset = offset.wrapping_add(strides[k]);
+            if index[k] < dims[k] {
+                break;
+            }
+            index[k] = 0;
+            offset = offset.wrapping_sub(strides[k].wrapping_mul(dims[k]));
+        }
+    }
+    Ok(offsets)
+}
+
+/// A tensor's elements in groups: those along the `grouped` axes (a reduction's axes, softmax's
+/// axis) for each position along the other axes. Element `outer[g] + inner[i]` is the `i`th of
+/// group `g`; groups run in row-major order over the other axes (as a reduction's results do),
+/// each group's elements in row-major order over the grouped axes.
+pub(crate) struct Groups {
+    pub outer: Vec<usize>,
+    pub inner: Vec<usize>,
+}
+
+impl Groups {
+    pub fn new(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        let strides = strides(dims);
+        let along = |inside: bool| -> Vec<usize> {
+            dims.iter().zip(grouped).map(|(&d, &g)| if g == inside { d } else { 1 }).collect()
+        };
+        let outer = strided_offsets(site, &along(false), &strides)?;
+        let inner = strided_offsets(site, &along(true), &strides)?;
+        Ok(Groups { outer, inner })
+    }
+
+    /// The groups of a tensor's elements, none when it has none (where [`Groups::new`] gives
+    /// every empty group of a reduction).
+    pub fn of_elements(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        if dims.contains(&0) {
+            return Ok(Groups { outer: Vec::new(), inner: Vec::new() });
+        }
+        Groups::new(site, dims, grouped)
+    }
+
+    /// The offsets of group `g`'s elements.
+    pub fn group(&self, g: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        let base = self.outer[g];
+        self.inner.iter().map(move |&i| base + i)
+    }
+
+    /// `f` on each group of `values` (the tensor's elements) in turn, with the group's index:
+    /// it reads the group's elements and writes them in place.
+    pub fn update<T: Copy>(&self, values: &mut [T], mut f: impl FnMut(usize, &mut [T])) {
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            f(g, &mut group);
+            for (i, value) in self.group(g).zip(&group) {
+                values[i] = *value;
+            }
+        }
+    }
+}
+
+/// A float tensor's elements (`f16`, `bf16`, `f32`, `f64`) as f64s.
+pub(crate) fn read_floats(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+    let dtype = tensor.dtype();
+    float!(dtype, T => {
+        let typed = Typed::<T>::read(tensor);
+        Ok(Typed { dims: typed.dims, values: typed.values.into_iter().map(Value::to_f64).collect() })
+    }, Err(unsupported(site, dtype)))
+}
+
+impl Typed<f64> {
+    /// A tensor of the float type `dtype` with these dimensions and elements (rounded to it).
+    pub fn into_floats(self, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        float!(dtype, T => {
+            let values = self.values.into_iter().map(T::from_f64).collect();
+            Typed::<T> { dims: self.dims, values }.into_tensor(frame, dtype)
+        }, Err(unsupported(frame, dtype)))
+    }
+
+    /// The elements broadcast (numpy's rule, one way) to `dims`, or an error naming `what`.
+    pub fn expanded(&self, site: &KernelSite<'_>, what: &str, dims: &[usize]) -> Result<Vec<f64>, KernelError> {
+        let mismatch = || error(site, format_args!("{what} of shape {:?} does not broadcast to {dims:?}", self.dims));
+        let (out, strides) = super::elementwise::broadcast(&[dims, &self.dims]).ok_or_else(mismatch)?;
+        if out != dims {
+            return Err(mismatch());
+        }
+        Ok(strided_offsets(site, dims, &strides[1])?.into_iter().map(|i| self.values[i]).collect())
+    }
 }
