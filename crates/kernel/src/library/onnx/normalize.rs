@@ -38,7 +38,7 @@ pub(super) fn softmax(values: &mut [f64], log: bool) {
 
 /// `values` made one-hot at their (first) maximum, in place.
 fn hardmax(values: &mut [f64]) {
-    let winner = arg(values.iter().copied(), true, false) as usize;
+    let winner = arg(values, true, false) as usize;
     for (i, v) in values.iter_mut().enumerate() {
         *v = f64::from(u8::from(i == winner));
     }
@@ -52,10 +52,12 @@ fn moments(values: &[f64]) -> (f64, f64) {
     (mean, variance)
 }
 
-/// `values` standardized in place (`(v - mean) / sqrt(variance + epsilon)`); their mean and the
-/// reciprocal of that deviation.
-fn standardize(values: &mut [f64], epsilon: f64) -> (f64, f64) {
-    let (mean, variance) = moments(values);
+/// `values` standardized in place (`(v - mean) / sqrt(variance + epsilon)`), or when not
+/// `centred` divided by their root mean square (`v / sqrt(mean(v^2) + epsilon)`); the mean
+/// (0 when not `centred`) and the reciprocal of that deviation.
+fn standardize(values: &mut [f64], epsilon: f64, centred: bool) -> (f64, f64) {
+    let (mean, variance) =
+        if centred { moments(values) } else { (0.0, values.iter().map(|v| v * v).sum::<f64>() / values.len() as f64) };
     let inverse = 1.0 / (variance + epsilon).sqrt();
     for v in values.iter_mut() {
         *v = (*v - mean) * inverse;
@@ -122,7 +124,7 @@ fn register_softmax(registry: &mut KernelRegistry, name: &str, kind: Soft) {
         let flat = opset(frame)? < 13;
         let along = axis(frame, int(frame, "axis", if flat { 1 } else { -1 })?, rank)?;
         let grouped: Vec<bool> = if flat { from_axis(rank, along) } else { (0..rank).map(|k| k == along).collect() };
-        Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |_, group| match kind {
+        Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |group| match kind {
             Soft::Max => softmax(group, false),
             Soft::LogMax => softmax(group, true),
             Soft::HardMax => hardmax(group),
@@ -139,53 +141,38 @@ fn stash_type(site: &KernelSite<'_>) -> Result<DType, KernelError> {
         .ok_or_else(|| error(site, format_args!("stash_type {code} is not a float type")))
 }
 
-fn layer_normalization(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
-    let inputs = Inputs::new(frame)?;
-    let dtype = inputs.required(0)?.dtype();
-    let mut x = floats(frame, &inputs, 0)?;
-    let rank = x.dims.len();
-    let along = axis(frame, int(frame, "axis", -1)?, rank)?;
-    let epsilon = epsilon(frame, 1e-5)?;
-    let scale = floats(frame, &inputs, 1)?.expanded(frame, "Scale", &x.dims)?;
-    let bias = inputs.optional(2).map(|b| read_floats(frame, b)?.expanded(frame, "B", &x.dims)).transpose()?;
-    let groups = Groups::of_elements(frame, &x.dims, &from_axis(rank, along))?;
-    let (mut means, mut inverses) = (Vec::with_capacity(groups.outer.len()), Vec::with_capacity(groups.outer.len()));
-    groups.update(&mut x.values, |_, group| {
-        let (mean, inverse) = standardize(group, epsilon);
-        means.push(mean);
-        inverses.push(inverse);
+/// LayerNormalization (`centred`) and RMSNormalization: each group of the axes from `axis` on
+/// standardized, then scaled by input 1 and shifted by LayerNormalization's optional `B`; its
+/// optional outputs are each group's mean and the reciprocal of its deviation.
+fn register_axis_normalization(registry: &mut KernelRegistry, name: &str, centred: bool) {
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let dtype = inputs.required(0)?.dtype();
+        let mut x = floats(frame, &inputs, 0)?;
+        let rank = x.dims.len();
+        let along = axis(frame, int(frame, "axis", -1)?, rank)?;
+        let epsilon = epsilon(frame, 1e-5)?;
+        let scale = floats(frame, &inputs, 1)?.expanded(frame, "scale", &x.dims)?;
+        let bias = match inputs.optional(2) {
+            Some(b) if centred => Some(read_floats(frame, b)?.expanded(frame, "B", &x.dims)?),
+            _ => None,
+        };
+        let groups = Groups::of_elements(frame, &x.dims, &from_axis(rank, along))?;
+        let mut statistics = Vec::with_capacity(groups.outer.len());
+        groups.update(&mut x.values, |group| statistics.push(standardize(group, epsilon, centred)));
+        for (i, v) in x.values.iter_mut().enumerate() {
+            *v = *v * scale[i] + bias.as_ref().map_or(0.0, |b| b[i]);
+        }
+        let dims: Vec<usize> = x.dims.iter().enumerate().map(|(k, &d)| if k < along { d } else { 1 }).collect();
+        let stash = stash_type(frame)?;
+        if frame.num_results() > 1 {
+            set(frame, 1, dims.clone(), statistics.iter().map(|s| s.0).collect(), stash)?;
+        }
+        if frame.num_results() > 2 {
+            set(frame, 2, dims, statistics.iter().map(|s| s.1).collect(), stash)?;
+        }
+        set(frame, 0, x.dims, x.values, dtype)
     });
-    for (i, v) in x.values.iter_mut().enumerate() {
-        *v = *v * scale[i] + bias.as_ref().map_or(0.0, |b| b[i]);
-    }
-    let statistics: Vec<usize> = x.dims.iter().enumerate().map(|(k, &d)| if k < along { d } else { 1 }).collect();
-    let stash = stash_type(frame)?;
-    if frame.num_results() > 1 {
-        set(frame, 1, statistics.clone(), means, stash)?;
-    }
-    if frame.num_results() > 2 {
-        set(frame, 2, statistics, inverses, stash)?;
-    }
-    set(frame, 0, x.dims, x.values, dtype)
-}
-
-fn rms_normalization(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
-    let inputs = Inputs::new(frame)?;
-    let dtype = inputs.required(0)?.dtype();
-    let mut x = floats(frame, &inputs, 0)?;
-    let rank = x.dims.len();
-    let along = axis(frame, int(frame, "axis", -1)?, rank)?;
-    let epsilon = epsilon(frame, 1e-5)?;
-    let scale = floats(frame, &inputs, 1)?.expanded(frame, "scale", &x.dims)?;
-    Groups::of_elements(frame, &x.dims, &from_axis(rank, along))?.update(&mut x.values, |_, group| {
-        let mean_square = group.iter().map(|v| v * v).sum::<f64>() / group.len() as f64;
-        let inverse = 1.0 / (mean_square + epsilon).sqrt();
-        group.iter_mut().for_each(|v| *v *= inverse);
-    });
-    for (v, s) in x.values.iter_mut().zip(&scale) {
-        *v *= s;
-    }
-    set(frame, 0, x.dims, x.values, dtype)
 }
 
 /// Group normalization of `x` (`[N, C, ...]`) in `groups` groups of channels, each standardized
@@ -216,7 +203,7 @@ fn group_normalization(
     let block = channels / groups * spatial;
     if block > 0 {
         for chunk in x.values.chunks_mut(block) {
-            standardize(chunk, epsilon);
+            standardize(chunk, epsilon, true);
         }
     }
     for (i, v) in x.values.iter_mut().enumerate() {
@@ -263,10 +250,9 @@ fn batch_normalization(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         let momentum = f64::from(float(frame, "momentum", 0.9)?);
         let along: Vec<bool> = (0..x.dims.len()).map(|k| k != 1).collect();
         let groups = Groups::new(frame, &x.dims, &along)?;
-        let mut running = [mean.clone(), variance.clone()];
+        let mut running = [mean, variance];
+        (mean, variance) = groups.reduce(frame, &x.values, moments)?.into_iter().unzip();
         for c in 0..channels {
-            let values: Vec<f64> = groups.group(c).map(|i| x.values[i]).collect();
-            (mean[c], variance[c]) = moments(&values);
             running[0][c] = running[0][c] * momentum + mean[c] * (1.0 - momentum);
             running[1][c] = running[1][c] * momentum + variance[c] * (1.0 - momentum);
         }
@@ -291,7 +277,7 @@ fn lp_normalization(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         return Err(error(frame, format_args!("p is {p}, not 1 or 2")));
     }
     let grouped: Vec<bool> = (0..x.dims.len()).map(|k| k == along).collect();
-    Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |_, group| {
+    Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |group| {
         let norm = if p == 1 {
             group.iter().map(|v| v.abs()).sum::<f64>()
         } else {
@@ -312,7 +298,7 @@ fn mean_variance_normalization(frame: &mut KernelFrame<'_>) -> Result<(), Kernel
     for a in ints(frame, "axes", &[0, 2, 3])? {
         grouped[axis(frame, a, rank)?] = true;
     }
-    Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |_, group| {
+    Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |group| {
         let (mean, variance) = moments(group);
         // ONNX's function: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
         group.iter_mut().for_each(|v| *v = (*v - mean) / (variance.sqrt() + 1e-9));
@@ -350,8 +336,8 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_softmax(registry, "Softmax", Soft::Max);
     register_softmax(registry, "LogSoftmax", Soft::LogMax);
     register_softmax(registry, "Hardmax", Soft::HardMax);
-    registry.add_kernel("onnx.LayerNormalization", layer_normalization);
-    registry.add_kernel("onnx.RMSNormalization", rms_normalization);
+    register_axis_normalization(registry, "LayerNormalization", true);
+    register_axis_normalization(registry, "RMSNormalization", false);
     register_group_normalizations(registry);
     registry.add_kernel("onnx.BatchNormalization", batch_normalization);
     registry.add_kernel("onnx.LpNormalization", lp_normalization);
@@ -383,9 +369,12 @@ mod tests {
     #[test]
     fn standardizing_gives_the_mean_and_inverse_deviation() {
         let mut values = [1.0, 3.0];
-        let (mean, inverse) = standardize(&mut values, 0.0);
+        let (mean, inverse) = standardize(&mut values, 0.0, true);
         assert_eq!((mean, inverse), (2.0, 1.0));
         assert_eq!(values, [-1.0, 1.0]);
         assert_eq!(moments(&[2.0, 4.0, 6.0]), (4.0, 8.0 / 3.0));
+        let mut values = [3.0, 4.0];
+        let (mean, inverse) = standardize(&mut values, 0.0, false);
+        assert!((mean, inverse) == (0.0, 1.0 / 12.5f64.sqrt()) && close(&values, &[3.0 * inverse, 4.0 * inverse]));
     }
 }

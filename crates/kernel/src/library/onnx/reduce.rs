@@ -5,9 +5,7 @@
 //! does; floats in f64.
 
 use super::dispatch::{any, numeric};
-use super::tensors::{
-    axis, dims, error, integer, integers, opset, unsupported, with_capacity, Groups, Inputs, Typed, Value,
-};
+use super::tensors::{axis, dims, error, integer, integers, opset, unsupported, Groups, Inputs, Typed, Value};
 use crate::dtype::DType;
 use crate::library::nn::{int, ints};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -108,14 +106,14 @@ fn is_nan<T: Value>(value: T) -> bool {
 /// One group of `values` (of `dtype`) reduced; a reduction over no values gives the reduction's
 /// identity (the lowest value of the type for a maximum, the highest for a minimum, minus
 /// infinity for the logarithms).
-fn reduce<T: Value>(op: Reduction, dtype: DType, values: impl Iterator<Item = T> + Clone) -> T {
+fn reduce<T: Value>(op: Reduction, dtype: DType, values: &[T]) -> T {
     let sum =
-        |f: fn(Number) -> Number| values.clone().fold(Number::of_kind::<T>(0), |sum, v| sum.add(f(Number::of(v))));
+        |f: fn(Number) -> Number| values.iter().fold(Number::of_kind::<T>(0), |sum, &v| sum.add(f(Number::of(v))));
     match op {
         Reduction::Max | Reduction::Min => {
             let max = op == Reduction::Max;
             let mut best: Option<T> = None;
-            for v in values {
+            for &v in values {
                 if is_nan(v) {
                     return v;
                 }
@@ -131,22 +129,24 @@ fn reduce<T: Value>(op: Reduction, dtype: DType, values: impl Iterator<Item = T>
         }
         Reduction::Sum => sum(|v| v).value(),
         Reduction::Mean => {
-            let count = values.clone().count() as i128;
+            let count = values.len() as i128;
             match sum(|v| v) {
                 Number::Integer(total) if count > 0 => T::from_integer(total / count),
                 total => T::from_f64(total.float() / count as f64),
             }
         }
-        Reduction::Prod => values.fold(Number::of_kind::<T>(1), |product, v| product.mul(Number::of(v))).value(),
+        Reduction::Prod => {
+            values.iter().fold(Number::of_kind::<T>(1), |product, &v| product.mul(Number::of(v))).value()
+        }
         Reduction::L1 => sum(Number::abs).value(),
         Reduction::SumSquare => sum(|v| v.mul(v)).value(),
         Reduction::L2 => T::from_f64(sum(|v| v.mul(v)).float().sqrt()),
         Reduction::LogSum => T::from_f64(sum(|v| v).float().ln()),
         Reduction::LogSumExp => {
-            let max = values.clone().map(Value::to_f64).fold(f64::NEG_INFINITY, f64::max);
+            let max = values.iter().map(|v| v.to_f64()).fold(f64::NEG_INFINITY, f64::max);
             // Shifted by the maximum so that large elements do not overflow (unless it is infinite).
             let shift = if max.is_finite() { max } else { 0.0 };
-            T::from_f64(shift + values.map(|v| (v.to_f64() - shift).exp()).sum::<f64>().ln())
+            T::from_f64(shift + values.iter().map(|v| (v.to_f64() - shift).exp()).sum::<f64>().ln())
         }
     }
 }
@@ -194,11 +194,7 @@ fn register_reduction(registry: &mut KernelRegistry, name: &str, op: Reduction) 
         let out = reduced_dims(&shape, &reduced, int(frame, "keepdims", 1)? != 0);
         let groups = Groups::new(frame, &shape, &reduced)?;
         let result = any!(dtype, T => {
-            let x = Typed::<T>::read(x);
-            let mut values = with_capacity(frame, groups.outer.len())?;
-            for g in 0..groups.outer.len() {
-                values.push(reduce(op, dtype, groups.group(g).map(|i| x.values[i])));
-            }
+            let values = groups.reduce(frame, &Typed::<T>::read(x).values, |group| reduce(op, dtype, group))?;
             Typed { dims: out, values }.into_tensor(frame, dtype)?
         }, return Err(unsupported(frame, dtype)));
         frame.emplace_result(0, result)
@@ -216,9 +212,9 @@ fn wins<T: Value>(candidate: T, best: T, max: bool, last: bool) -> bool {
 }
 
 /// The position of the winner among `values` (which are not empty).
-pub(super) fn arg<T: Value>(values: impl Iterator<Item = T>, max: bool, last: bool) -> i64 {
+pub(super) fn arg<T: Value>(values: &[T], max: bool, last: bool) -> i64 {
     let mut best: Option<(usize, T)> = None;
-    for (i, v) in values.enumerate() {
+    for (i, &v) in values.iter().enumerate() {
         if best.is_none_or(|(_, b)| wins(v, b, max, last)) {
             best = Some((i, v));
         }
@@ -241,12 +237,7 @@ fn register_arg(registry: &mut KernelRegistry, name: &str, max: bool) {
         let out = reduced_dims(&shape, &reduced, int(frame, "keepdims", 1)? != 0);
         let groups = Groups::of_elements(frame, &shape, &reduced)?;
         let values = numeric!(dtype, T => {
-            let x = Typed::<T>::read(x);
-            let mut values = with_capacity(frame, groups.outer.len())?;
-            for g in 0..groups.outer.len() {
-                values.push(arg(groups.group(g).map(|i| x.values[i]), max, last));
-            }
-            values
+            groups.reduce(frame, &Typed::<T>::read(x).values, |group| arg(group, max, last))?
         }, return Err(unsupported(frame, dtype)));
         let result = Typed { dims: out, values }.into_tensor(frame, DType::I64)?;
         frame.emplace_result(0, result)
@@ -282,7 +273,7 @@ fn register_cumulative(registry: &mut KernelRegistry, name: &str, product: bool)
         let groups = Groups::of_elements(frame, &shape, &grouped)?;
         let result = numeric!(dtype, T => {
             let mut x = Typed::<T>::read(x);
-            groups.update(&mut x.values, |_, group| accumulate(group, product, exclusive, reverse));
+            groups.update(&mut x.values, |group| accumulate(group, product, exclusive, reverse));
             x.into_tensor(frame, dtype)?
         }, return Err(unsupported(frame, dtype)));
         frame.emplace_result(0, result)
@@ -313,46 +304,46 @@ mod tests {
     #[test]
     fn integers_reduce_exactly_and_wrap_as_their_type() {
         let big = [i64::MAX - 1, 1, -3];
-        assert_eq!(reduce(Reduction::Sum, DType::I64, big.iter().copied()), i64::MAX - 3);
-        assert_eq!(reduce(Reduction::Sum, DType::UI8, [200u8, 100].into_iter()), 44);
-        assert_eq!(reduce(Reduction::Prod, DType::I32, [3i32, -4, 5].into_iter()), -60);
-        assert_eq!(reduce(Reduction::Mean, DType::I32, [1i32, 2, 4].into_iter()), 2);
-        assert_eq!(reduce(Reduction::L1, DType::I32, [-3i32, 4].into_iter()), 7);
-        assert_eq!(reduce(Reduction::SumSquare, DType::I64, [-3i64, 4].into_iter()), 25);
-        assert_eq!(reduce(Reduction::L2, DType::F32, [-3f32, 4.0].into_iter()), 5.0);
+        assert_eq!(reduce(Reduction::Sum, DType::I64, &big), i64::MAX - 3);
+        assert_eq!(reduce(Reduction::Sum, DType::UI8, &[200u8, 100]), 44);
+        assert_eq!(reduce(Reduction::Prod, DType::I32, &[3i32, -4, 5]), -60);
+        assert_eq!(reduce(Reduction::Mean, DType::I32, &[1i32, 2, 4]), 2);
+        assert_eq!(reduce(Reduction::L1, DType::I32, &[-3i32, 4]), 7);
+        assert_eq!(reduce(Reduction::SumSquare, DType::I64, &[-3i64, 4]), 25);
+        assert_eq!(reduce(Reduction::L2, DType::F32, &[-3f32, 4.0]), 5.0);
     }
 
     #[test]
     fn empty_reductions_give_the_identity() {
-        let none = || std::iter::empty::<f32>();
-        assert_eq!(reduce(Reduction::Sum, DType::F32, none()), 0.0);
-        assert_eq!(reduce(Reduction::Prod, DType::F32, none()), 1.0);
-        assert_eq!(reduce(Reduction::Max, DType::F32, none()), f32::NEG_INFINITY);
-        assert_eq!(reduce(Reduction::Min, DType::F32, none()), f32::INFINITY);
-        assert_eq!(reduce(Reduction::LogSum, DType::F32, none()), f32::NEG_INFINITY);
-        assert_eq!(reduce(Reduction::LogSumExp, DType::F32, none()), f32::NEG_INFINITY);
-        assert_eq!(reduce(Reduction::Max, DType::I32, std::iter::empty::<i32>()), i32::MIN);
-        assert_eq!(reduce(Reduction::Min, DType::UI8, std::iter::empty::<u8>()), u8::MAX);
-        assert!(!reduce(Reduction::Max, DType::I1, std::iter::empty::<bool>()));
-        assert!(reduce(Reduction::Min, DType::I1, std::iter::empty::<bool>()));
-        assert!(reduce(Reduction::Max, DType::I1, [false, true].into_iter()));
+        let none: &[f32] = &[];
+        assert_eq!(reduce(Reduction::Sum, DType::F32, none), 0.0);
+        assert_eq!(reduce(Reduction::Prod, DType::F32, none), 1.0);
+        assert_eq!(reduce(Reduction::Max, DType::F32, none), f32::NEG_INFINITY);
+        assert_eq!(reduce(Reduction::Min, DType::F32, none), f32::INFINITY);
+        assert_eq!(reduce(Reduction::LogSum, DType::F32, none), f32::NEG_INFINITY);
+        assert_eq!(reduce(Reduction::LogSumExp, DType::F32, none), f32::NEG_INFINITY);
+        assert_eq!(reduce(Reduction::Max, DType::I32, &[] as &[i32]), i32::MIN);
+        assert_eq!(reduce(Reduction::Min, DType::UI8, &[] as &[u8]), u8::MAX);
+        assert!(!reduce(Reduction::Max, DType::I1, &[] as &[bool]));
+        assert!(reduce(Reduction::Min, DType::I1, &[] as &[bool]));
+        assert!(reduce(Reduction::Max, DType::I1, &[false, true]));
     }
 
     #[test]
     fn log_sum_exp_does_not_overflow_and_extremes_keep_nan() {
-        let large = reduce(Reduction::LogSumExp, DType::F64, [1000.0f64, 1000.0].into_iter());
+        let large = reduce(Reduction::LogSumExp, DType::F64, &[1000.0f64, 1000.0]);
         assert!((large - (1000.0 + 2f64.ln())).abs() < 1e-9);
-        assert!(reduce(Reduction::Max, DType::F32, [1.0f32, f32::NAN, 3.0].into_iter()).is_nan());
+        assert!(reduce(Reduction::Max, DType::F32, &[1.0f32, f32::NAN, 3.0]).is_nan());
     }
 
     #[test]
     fn arg_breaks_ties_by_select_last_index() {
         let values = [2i32, 5, 1, 5, 1];
-        assert_eq!(arg(values.iter().copied(), true, false), 1);
-        assert_eq!(arg(values.iter().copied(), true, true), 3);
-        assert_eq!(arg(values.iter().copied(), false, false), 2);
-        assert_eq!(arg(values.iter().copied(), false, true), 4);
-        assert_eq!(arg([1.0f32, f32::NAN, 9.0].into_iter(), true, false), 1);
+        assert_eq!(arg(&values, true, false), 1);
+        assert_eq!(arg(&values, true, true), 3);
+        assert_eq!(arg(&values, false, false), 2);
+        assert_eq!(arg(&values, false, true), 4);
+        assert_eq!(arg(&[1.0f32, f32::NAN, 9.0], true, false), 1);
     }
 
     #[test]

@@ -334,19 +334,36 @@ impl Groups {
     }
 
     /// The offsets of group `g`'s elements.
-    pub fn group(&self, g: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+    fn group(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
         let base = self.outer[g];
         self.inner.iter().map(move |&i| base + i)
     }
 
-    /// `f` on each group of `values` (the tensor's elements) in turn, with the group's index:
-    /// it reads the group's elements and writes them in place.
-    pub fn update<T: Copy>(&self, values: &mut [T], mut f: impl FnMut(usize, &mut [T])) {
+    /// `f` of each group of `values` (the tensor's elements), in order.
+    pub fn reduce<T: Copy, R>(
+        &self,
+        site: &KernelSite<'_>,
+        values: &[T],
+        mut f: impl FnMut(&[T]) -> R,
+    ) -> Result<Vec<R>, KernelError> {
+        let mut results = with_capacity(site, self.outer.len())?;
         let mut group = Vec::with_capacity(self.inner.len());
         for g in 0..self.outer.len() {
             group.clear();
             group.extend(self.group(g).map(|i| values[i]));
-            f(g, &mut group);
+            results.push(f(&group));
+        }
+        Ok(results)
+    }
+
+    /// `f` on each group of `values` (the tensor's elements) in turn: it reads the group's
+    /// elements and writes them in place.
+    pub fn update<T: Copy>(&self, values: &mut [T], mut f: impl FnMut(&mut [T])) {
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            f(&mut group);
             for (i, value) in self.group(g).zip(&group) {
                 values[i] = *value;
             }
