@@ -164,7 +164,9 @@ fn register_axis_normalization(registry: &mut KernelRegistry, name: &str, centre
             *v = *v * scale[i] + bias.as_ref().map_or(0.0, |b| b[i]);
         }
         let dims: Vec<usize> = x.dims.iter().enumerate().map(|(k, &d)| if k < along { d } else { 1 }).collect();
-        let stash = stash_type(frame)?;
+        // The statistics are of `stash_type` (float unless it says otherwise), as onnxruntime's
+        // are but for f64 inputs, whose statistics it (and ONNX's reference) keeps in f64.
+        let stash = if dtype == DType::F64 { DType::F64 } else { stash_type(frame)? };
         if frame.num_results() > 1 {
             set(frame, 1, dims.clone(), statistics.iter().map(|s| s.0).collect(), stash)?;
         }
