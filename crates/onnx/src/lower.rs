@@ -280,6 +280,8 @@ impl Lowering {
                 }
                 self.define(node, Val::Tensor { id: sum, shape, elem: Some(Elem::F32) })
             }
+            // Training mode's running statistics are onnx.BatchNormalization's.
+            "BatchNormalization" if node.int("training_mode", 0) != 0 => self.generic(node),
             "BatchNormalization" => {
                 self.only_first_output(node)?;
                 let mut operands = Vec::with_capacity(5);
@@ -686,7 +688,8 @@ impl Lowering {
             let axis = self.emit.int(node.int("axis", -1));
             return self.kernel(node, "nn.softmax.f32", &[x], vec![("axis", axis)], shape);
         }
-        let dims = shape.ok_or_else(|| node.error("its input's shape is not known at import"))?;
+        // Flattening needs the shape; without it, onnx.Softmax flattens at run time.
+        let Some(dims) = shape else { return self.generic(node) };
         let rank = dims.len() as i64;
         let axis = node.int("axis", 1);
         let axis = if axis < 0 { axis + rank } else { axis };

@@ -16,9 +16,12 @@ pub(crate) mod elementwise;
 mod generate;
 mod index;
 mod linalg;
+mod losses;
+mod normalize;
 mod pad;
 mod pool;
 mod quantize;
+mod reduce;
 mod shape;
 mod tensors;
 
@@ -36,6 +39,9 @@ pub fn operators() -> Vec<&'static str> {
         conv::OPERATORS,
         pool::OPERATORS,
         quantize::OPERATORS,
+        reduce::OPERATORS,
+        normalize::OPERATORS,
+        losses::OPERATORS,
     ]
     .concat()
 }
@@ -51,4 +57,7 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     conv::register(registry);
     pool::register(registry);
     quantize::register(registry);
+    reduce::register(registry);
+    normalize::register(registry);
+    losses::register(registry);
 }

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use half::{bf16, f16};
 use rtx_host::Diagnostic;
 
-use super::dispatch::numeric;
+use super::dispatch::{float, numeric};
 use crate::dtype::DType;
 pub(crate) use crate::library::nn::layout::strides;
 use crate::library::nn::{int, ints};
@@ -500,4 +500,132 @@ where
         let result = op(frame, &inputs)?;
         frame.emplace_result(0, result)
     });
+}
+
+/// An empty vector with room for `len` elements; an error, not an abort, when memory for them
+/// cannot be had.
+pub(crate) fn with_capacity<T>(site: &KernelSite<'_>, len: usize) -> Result<Vec<T>, KernelError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| error(site, format_args!("{len} elements do not fit in memory")))?;
+    Ok(values)
+}
+
+/// The element offsets of a row-major walk over `dims` whose axis `k` steps `strides[k]`.
+pub(crate) fn strided_offsets(
+    site: &KernelSite<'_>,
+    dims: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>, KernelError> {
+    let count = element_count(site, dims)?;
+    let mut offsets = with_capacity(site, count)?;
+    let mut index = vec![0; dims.len()];
+    let mut offset = 0usize;
+    while offsets.len() < count {
+        offsets.push(offset);
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            offset = offset.wrapping_add(strides[k]);
+            if index[k] < dims[k] {
+                break;
+            }
+            index[k] = 0;
+            offset = offset.wrapping_sub(strides[k].wrapping_mul(dims[k]));
+        }
+    }
+    Ok(offsets)
+}
+
+/// A tensor's elements in groups: those along the `grouped` axes (a reduction's axes, softmax's
+/// axis) for each position along the other axes. Element `outer[g] + inner[i]` is the `i`th of
+/// group `g`; groups run in row-major order over the other axes (as a reduction's results do),
+/// each group's elements in row-major order over the grouped axes.
+pub(crate) struct Groups {
+    pub outer: Vec<usize>,
+    pub inner: Vec<usize>,
+}
+
+impl Groups {
+    pub fn new(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        let strides = strides(dims);
+        let along = |inside: bool| -> Vec<usize> {
+            dims.iter().zip(grouped).map(|(&d, &g)| if g == inside { d } else { 1 }).collect()
+        };
+        let outer = strided_offsets(site, &along(false), &strides)?;
+        let inner = strided_offsets(site, &along(true), &strides)?;
+        Ok(Groups { outer, inner })
+    }
+
+    /// The groups of a tensor's elements, none when it has none (where [`Groups::new`] gives
+    /// every empty group of a reduction).
+    pub fn of_elements(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        if dims.contains(&0) {
+            return Ok(Groups { outer: Vec::new(), inner: Vec::new() });
+        }
+        Groups::new(site, dims, grouped)
+    }
+
+    /// The offsets of group `g`'s elements.
+    fn group(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        let base = self.outer[g];
+        self.inner.iter().map(move |&i| base + i)
+    }
+
+    /// `f` of each group of `values` (the tensor's elements), in order.
+    pub fn reduce<T: Copy, R>(
+        &self,
+        site: &KernelSite<'_>,
+        values: &[T],
+        mut f: impl FnMut(&[T]) -> R,
+    ) -> Result<Vec<R>, KernelError> {
+        let mut results = with_capacity(site, self.outer.len())?;
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            results.push(f(&group));
+        }
+        Ok(results)
+    }
+
+    /// `f` on each group of `values` (the tensor's elements) in turn: it reads the group's
+    /// elements and writes them in place.
+    pub fn update<T: Copy>(&self, values: &mut [T], mut f: impl FnMut(&mut [T])) {
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            f(&mut group);
+            for (i, value) in self.group(g).zip(&group) {
+                values[i] = *value;
+            }
+        }
+    }
+}
+
+/// A float tensor's elements (`f16`, `bf16`, `f32`, `f64`) as f64s; other types are an error.
+pub(crate) fn read_floats(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+    match tensor.dtype() {
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => wide(site, tensor),
+        dtype => Err(unsupported(site, dtype)),
+    }
+}
+
+impl Typed<f64> {
+    /// A tensor of the float type `dtype` with these dimensions and elements (rounded to it).
+    pub fn into_floats(self, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        float!(dtype, T => {
+            let values = self.values.into_iter().map(T::from_f64).collect();
+            Typed::<T> { dims: self.dims, values }.into_tensor(frame, dtype)
+        }, Err(unsupported(frame, dtype)))
+    }
+
+    /// The elements broadcast (numpy's rule, one way) to `dims`, or an error naming `what`.
+    pub fn expanded(&self, site: &KernelSite<'_>, what: &str, dims: &[usize]) -> Result<Vec<f64>, KernelError> {
+        let mismatch = || error(site, format_args!("{what} of shape {:?} does not broadcast to {dims:?}", self.dims));
+        let (out, strides) = super::elementwise::broadcast(&[dims, &self.dims]).ok_or_else(mismatch)?;
+        if out != dims {
+            return Err(mismatch());
+        }
+        Ok(strided_offsets(site, dims, &strides[1])?.into_iter().map(|i| self.values[i]).collect())
+    }
 }
