@@ -132,3 +132,19 @@ def test_onnx_models_load_as_modules() -> None:
         np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     with pytest.raises(rtx.UnimplementedError, match=r"node `the_frobnicate` \(Frobnicate\)"):
         rtx.Module.load(FIXTURES / "onnx" / "errors" / "unsupported_operator.onnx")
+
+
+@pytest.mark.parametrize("name", ["encoder", "unet", "mobilenet"])
+def test_onnx_architectures_match_onnxruntime(name: str) -> None:
+    # Architectures as users export them (tests/fixtures/onnx/architectures.py: int64 token ids
+    # and a mask, symbolic batch and sequence dimensions) with the outputs onnxruntime computes.
+    folder = FIXTURES / "onnx" / "architectures"
+    inputs = [np.load(path) for path in sorted(folder.glob(f"{name}.input_*.npy"))]
+    expected = [np.load(path) for path in sorted(folder.glob(f"{name}.output_*.npy"))]
+    context = rtx.Context(device=None)
+    context.add_module(rtx.Module.load(folder / f"{name}.onnx"))
+    outputs = context.invoke(name, *inputs)
+    assert len(outputs) == len(expected)
+    for ours, theirs in zip(outputs, expected):
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4 * np.abs(theirs).max())

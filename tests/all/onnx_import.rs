@@ -84,3 +84,23 @@ fn the_rtx_command_runs_an_onnx_model_as_a_module() {
     assert!(!output.status.success());
     assert!(stderr.contains("UNIMPLEMENTED") && stderr.contains("node `the_frobnicate` (Frobnicate)"), "{stderr}");
 }
+
+/// Architectures as users export them (tests/fixtures/onnx/architectures.py: a transformer encoder
+/// taking int64 token ids and a mask, a U-Net, MobileNet-style blocks) run from the command line
+/// with onnxruntime's outputs.
+#[test]
+fn the_rtx_command_runs_architectures_with_onnxruntimes_outputs() {
+    let folder = fixtures().join("architectures");
+    for name in ["encoder", "unet", "mobilenet"] {
+        let mut arguments = vec![format!("--module={}", folder.join(format!("{name}.onnx")).display())];
+        for (kind, flag) in [("input", "--input"), ("output", "--expected_output")] {
+            let files = (0..).map(|k| folder.join(format!("{name}.{kind}_{k}.npy"))).take_while(|p| p.exists());
+            arguments.extend(files.map(|file| format!("{flag}=@{}", file.display())));
+        }
+        arguments.push("--expected_f32_threshold=1e-4".into());
+        let output = rtx(&[&["run"], &arguments.iter().map(String::as_str).collect::<Vec<_>>()[..]].concat());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{name}: {stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("[SUCCESS] all function outputs matched their expected values."), "{stdout}");
+    }
+}

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::proto::tensor_proto::{DataLocation, DataType};
 use super::proto::TensorProto;
+use super::source::Source;
 use super::ModelBytes;
 use rtx_mlir::ir::Blob;
 
@@ -142,19 +143,19 @@ impl Constant {
     }
 }
 
-/// The constant an initializer or `Constant` node's tensor holds. `file` is the model's bytes
-/// as decoded: `raw_data` that lies inside it is shared, not copied.
-pub fn from_proto(tensor: &TensorProto, file: &ModelBytes) -> Result<Constant, String> {
-    if tensor.data_location == Some(DataLocation::External as i32) {
-        return Err("its data is in an external file, which rtx does not read".to_owned());
-    }
+/// The constant an initializer or `Constant` node's tensor holds, its elements read from where
+/// `source` says: `raw_data` inside the model's bytes is shared, not copied, and so is external
+/// data.
+pub fn from_proto(tensor: &TensorProto, source: &Source) -> Result<Constant, String> {
     if tensor.segment.is_some() {
         return Err("it is segmented, which rtx does not read".to_owned());
     }
     let elem = Elem::from_onnx(tensor.data_type.unwrap_or(0))?;
     let dims = tensor.dims.clone();
-    let data = if let Some(raw) = tensor.raw_data.as_ref().filter(|raw| !raw.is_empty()) {
-        shared(raw, file)
+    let data = if tensor.data_location == Some(DataLocation::External as i32) {
+        source.external(tensor)?
+    } else if let Some(raw) = tensor.raw_data.as_ref().filter(|raw| !raw.is_empty()) {
+        shared(raw, &source.file)
     } else {
         // Each type's typed field, as onnx.proto says: the narrow integers, booleans and half
         // floats' bits in int32_data, the unsigned 32- and 64-bit ones in uint64_data.

@@ -2,7 +2,9 @@
 //! then `mlir_to_bef`. A model's graph becomes one async function — named as `iree-import-onnx`
 //! names it, after the graph — taking the graph's inputs (those that are not initializers) in
 //! order and returning its outputs, its nodes lowered one by one to the `nn.*` kernels
-//! ([`lower`]). Weights become dense attributes that `nn.constant` wraps as tensors.
+//! ([`lower`]) to `nn.*` kernels where those fit and to `onnx.<Op>` kernels otherwise. Weights
+//! become dense attributes that `nn.constant` wraps as tensors; external data is read from the
+//! model's folder ([`source`]).
 //!
 //! The protobuf messages are prost's, generated from `onnx.proto` and checked in
 //! ([`proto`], `scripts/regen/onnx-proto.sh`): prost is the maintained protobuf crate, small
@@ -12,7 +14,7 @@
 //! writer copies them once, into the output — a model is held about twice, never more.
 //!
 //! A file that is not a model is an [`ImportError::Decode`]; an operator, attribute or element
-//! type rtx does not support is an [`ImportError::Node`] naming the node.
+//! type rtx does not support is an [`ImportError::Unsupported`] naming the node.
 
 mod constant;
 mod emit;
@@ -21,9 +23,11 @@ mod lower;
 mod node;
 #[allow(clippy::all, clippy::pedantic)]
 mod proto;
+mod source;
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use prost::Message;
@@ -35,6 +39,7 @@ use emit::Emitter;
 use lower::{Lowering, Val};
 use node::Node;
 use proto::type_proto;
+use source::Source;
 
 /// The name `iree-import-onnx` gives the function of a graph without a name.
 const UNNAMED_GRAPH: &str = "main_graph";
@@ -52,8 +57,14 @@ impl AsRef<[u8]> for Owner {
 }
 
 /// The kernel graph of the ONNX model `bytes` as an MLIR module (`builtin.module` with one
-/// `func.func`), ready for `mlir_to_bef` or the MLIR writers.
+/// `func.func`), ready for `mlir_to_bef` or the MLIR writers. A model with external data needs
+/// [`import_from`].
 pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
+    import_from(bytes, None)
+}
+
+/// As [`import`], for a model read from a file in `folder`, where its external data files are.
+pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir::Module, ImportError> {
     let shared = bytes::Bytes::from_owner(Owner(Arc::clone(&bytes)));
     let model = proto::ModelProto::decode(shared).map_err(|e| ImportError::Decode(e.to_string()))?;
     let graph = model.graph.as_ref().ok_or_else(|| ImportError::Model("the model has no graph".to_owned()))?;
@@ -64,10 +75,11 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
         .and_then(|o| o.version)
         .ok_or_else(|| ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))?;
 
+    let source = Rc::new(Source::new(Arc::clone(&bytes), folder));
     let mut initializers = std::collections::HashMap::new();
     for tensor in &graph.initializer {
         let name = tensor.name.clone().unwrap_or_default();
-        let value = constant::from_proto(tensor, &bytes)
+        let value = constant::from_proto(tensor, &source)
             .map_err(|e| ImportError::Model(format!("initializer `{name}`: {e}")))?;
         initializers.insert(name, value);
     }
@@ -78,7 +90,7 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
 
     let emit = Emitter::new(arguments.len());
     let ids = emit.arguments();
-    let mut lowering = Lowering::new(emit, opset, used, Arc::clone(&bytes));
+    let mut lowering = Lowering::new(emit, opset, used, source);
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }
@@ -150,7 +162,7 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
         }
     };
     let bytes = read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?;
-    let module = import(bytes)?;
+    let module = import_from(bytes, input.parent())?;
     let written = match format {
         Format::Text => rtx_mlir::print_asm(&module, rtx_mlir::AsmOptions::default())
             .map(String::into_bytes)
@@ -165,10 +177,11 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
     std::fs::write(output, written).map_err(|e| ImportError::Write(format!("writing `{}`: {e}", output.display())))
 }
 
-/// The model `bytes` as a BEF file: what `rtx import-onnx` writes, for loaders that run it in
-/// memory (a runtime's `Module::load` of a `.onnx`).
-pub fn import_bef(bytes: ModelBytes) -> Result<Vec<u8>, ImportError> {
-    let module = import(bytes)?;
+/// The model `bytes` (of a file in `folder`, where its external data is) as a BEF file: what
+/// `rtx import-onnx` writes, for loaders that run it in memory (a runtime's `Module::load` of a
+/// `.onnx`).
+pub fn import_bef(bytes: ModelBytes, folder: Option<&Path>) -> Result<Vec<u8>, ImportError> {
+    let module = import_from(bytes, folder)?;
     rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
 }
 

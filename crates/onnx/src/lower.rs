@@ -7,13 +7,15 @@
 //! 13 take attributes, Clip before 11 too.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
 use super::proto::AttributeProto;
-use super::{ImportError, ModelBytes};
+use super::source::Source;
+use super::ImportError;
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
 
 /// A value of the graph.
@@ -38,15 +40,15 @@ pub struct Lowering {
     opset: i64,
     /// Every name some node or the graph's outputs read.
     used: HashSet<String>,
-    /// The model's bytes, which `Constant` nodes' data may share.
-    file: ModelBytes,
+    /// Where the model's tensors are stored, which `Constant` nodes' data may share.
+    source: Rc<Source>,
 }
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
 impl Lowering {
-    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: ModelBytes) -> Lowering {
-        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, file }
+    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, source: Rc<Source>) -> Lowering {
+        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, source }
     }
 
     /// The value `name` as a kernel operand: a tensor, `nn.constant` for a constant.
@@ -167,7 +169,7 @@ impl Lowering {
             "ConstantOfShape" => {
                 let dims = self.constant(node.required(0)?, node, "shape")?.to_i64s().map_err(|e| node.error(e))?;
                 let value = match node.tensor("value") {
-                    Some(tensor) => constant::from_proto(tensor, &self.file).map_err(|e| node.error(e))?,
+                    Some(tensor) => constant::from_proto(tensor, &self.source).map_err(|e| node.error(e))?,
                     None => {
                         Constant::new(Elem::F32, vec![1], Blob::from_vec(0f32.to_le_bytes().to_vec())).expect("one f32")
                     }
@@ -414,7 +416,7 @@ impl Lowering {
             Ok(AttributeType::Tensor) => {
                 let tensor =
                     attribute.t.as_ref().ok_or_else(|| node.error(format!("attribute `{name}` has no tensor")))?;
-                let constant = constant::from_proto(tensor, &self.file)
+                let constant = constant::from_proto(tensor, &self.source)
                     .map_err(|e| node.error(format!("attribute `{name}`: {e}")))?;
                 self.emit.dense(&constant)
             }
@@ -436,7 +438,7 @@ impl Lowering {
 
     fn constant_node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let value = if let Some(tensor) = node.tensor("value") {
-            constant::from_proto(tensor, &self.file).map_err(|e| node.error(e))?
+            constant::from_proto(tensor, &self.source).map_err(|e| node.error(e))?
         } else if node.has("value_float") {
             let bytes = node.float("value_float", 0.0).to_le_bytes().to_vec();
             Constant::new(Elem::F32, vec![], Blob::from_vec(bytes)).expect("one f32")

@@ -91,7 +91,7 @@ fn onnx_file(path: &Path) -> Result<Module, Diagnostic> {
     #[cfg(feature = "onnx")]
     {
         let bytes = rtx_onnx::read(path).map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
-        import_onnx(stem_or(path, ONNX_MEMORY_MODULE_NAME), bytes, &what)
+        import_onnx(stem_or(path, ONNX_MEMORY_MODULE_NAME), bytes, path.parent(), &what)
     }
     #[cfg(not(feature = "onnx"))]
     Err(left_out("onnx", format_args!("{what}, an ONNX model,")))
@@ -100,7 +100,7 @@ fn onnx_file(path: &Path) -> Result<Module, Diagnostic> {
 /// The ONNX model in `bytes`, copied (the caller may free them when the load returns).
 fn onnx_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
     #[cfg(feature = "onnx")]
-    return import_onnx(ONNX_MEMORY_MODULE_NAME.into(), Arc::new(bytes.to_vec()), "the module");
+    return import_onnx(ONNX_MEMORY_MODULE_NAME.into(), Arc::new(bytes.to_vec()), None, "the module");
     #[cfg(not(feature = "onnx"))]
     {
         let _ = bytes;
@@ -108,10 +108,16 @@ fn onnx_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
     }
 }
 
-/// An ONNX model imported to a BEF module named `name`; `what` names it in errors.
+/// An ONNX model (of a file in `folder`, where its external data is) imported to a BEF module
+/// named `name`; `what` names it in errors.
 #[cfg(feature = "onnx")]
-fn import_onnx(name: Arc<str>, bytes: rtx_onnx::ModelBytes, what: &str) -> Result<Module, Diagnostic> {
-    let bef = rtx_onnx::import_bef(bytes)
+fn import_onnx(
+    name: Arc<str>,
+    bytes: rtx_onnx::ModelBytes,
+    folder: Option<&Path>,
+    what: &str,
+) -> Result<Module, Diagnostic> {
+    let bef = rtx_onnx::import_bef(bytes, folder)
         .map_err(|e| Diagnostic::new(e.status_code(), format!("{what}, an ONNX model: {e}")))?;
     Ok(Module::Bef { name, image: Arc::new(BefImage::from_bytes(&bef)?) })
 }

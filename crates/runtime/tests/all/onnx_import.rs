@@ -6,6 +6,7 @@
 //! writes them. That unsupported operators and corrupt files are errors, never panics, is
 //! crates/onnx/tests/all/onnx_import.rs's; `rtx import-onnx` is tests/all/onnx_import.rs's. The
 //! other light models, and all nine against IREE, are scripts/check-onnx-*.sh's (too slow for CI).
+//! `architectures/` holds models built as users build them, with onnxruntime's outputs.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -116,6 +117,26 @@ fn tiny_models_match_onnx_reference_evaluator() {
     }
 }
 
+/// Architectures as users export them (`architectures.py` beside the fixtures: a transformer
+/// encoder with int64 token ids and a mask, a U-Net, MobileNet-style blocks; symbolic batch and
+/// sequence dimensions), loaded as `.onnx` modules, give onnxruntime's outputs.
+#[test]
+fn architectures_match_onnxruntime() {
+    let folder = fixtures().join("architectures");
+    for name in ["encoder", "unet", "mobilenet"] {
+        let module = Module::load_file(folder.join(format!("{name}.onnx"))).unwrap();
+        let (inputs, outputs) = (numbered(&folder, name, "input"), numbered(&folder, name, "output"));
+        assert!(!inputs.is_empty() && !outputs.is_empty(), "{name}: run tests/fixtures/onnx/architectures.py");
+        for spec in ["s", "mstd:2"] {
+            let results = run_module(&module, name, &inputs, spec);
+            assert_eq!(results.len(), outputs.len(), "{name}: number of outputs");
+            for (k, (ours, expected)) in results.iter().zip(&outputs).enumerate() {
+                assert_close(&format!("{name} output {k} on {spec}"), ours, expected);
+            }
+        }
+    }
+}
+
 /// ONNX's backend tests feed a light model arange(n).reshape(shape) / n.
 fn backend_test_input(shape: &[usize]) -> HostTensor {
     let n: usize = shape.iter().product();
@@ -187,4 +208,34 @@ fn onnx_models_that_fail_to_import_say_why_and_where() {
     let error = Module::load_memory(&truncated[..truncated.len() / 2]).unwrap_err();
     assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
     assert!(error.message.contains("the module, an ONNX model: not a valid ONNX model"), "{error}");
+}
+
+/// Weights saved as external data are read from the model's folder, as slices of the mapped
+/// file; a model in memory has no folder, and data outside the folder, missing, or past the end
+/// of its file is an error naming the initializer.
+#[test]
+fn external_data_is_read_from_the_models_folder() {
+    let folder = fixtures().join("external");
+    let (inputs, outputs) = (numbered(&folder, "weights", "input"), numbered(&folder, "weights", "output"));
+    let module = Module::load_file(folder.join("weights.onnx")).unwrap();
+    let results = run_module(&module, "external_weights", &inputs, "s");
+    assert_close("external weights", &results[0], &outputs[0]);
+
+    let error = Module::load_memory(&std::fs::read(folder.join("weights.onnx")).unwrap()).unwrap_err();
+    assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
+    assert!(
+        error.message.contains(
+            "initializer `w`: its data is in the external file `weights.bin`, which a model loaded from memory cannot name"
+        ),
+        "{error}"
+    );
+    for (model, says) in [
+        ("outside", "its external data file `../tiny/arithmetic.onnx` is not a path inside the model's folder"),
+        ("missing", "missing.bin` cannot be read"),
+        ("past_the_end", "its external data (128 bytes at offset 64) lies outside `weights.bin` (128 bytes)"),
+    ] {
+        let error = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap_err();
+        assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{model}: {error}");
+        assert!(error.message.contains("initializer `w`: ") && error.message.contains(says), "{model}: {error}");
+    }
 }
