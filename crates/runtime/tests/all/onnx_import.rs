@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rtx_bef::{mlir_to_bef, WriteOptions};
 use rtx_hal::tensor_io::HostTensor;
 use rtx_hal::{element_type::ElementType, npy};
-use rtx_host::{AsyncValueRef, RcAsyncValue};
+use rtx_host::{AsyncValueRef, Diagnostic, RcAsyncValue, StatusCode};
 use rtx_kernel::tensor::DenseHostTensor;
 use rtx_onnx::import;
 use rtx_runtime::bridge::tensors::{tensor_to_view, view_to_tensor};
@@ -59,6 +59,11 @@ fn run(bef: &[u8], name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTen
 
 /// Runs function `name` of `module` on `inputs` with a queue of `spec`.
 fn run_module(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) -> Vec<HostTensor> {
+    try_run(module, name, inputs, spec).unwrap_or_else(|error| panic!("{name} on {spec}: {error}"))
+}
+
+/// As [`run_module`], the first result's error if a result is one.
+fn try_run(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) -> Result<Vec<HostTensor>, Diagnostic> {
     let context: Context = Runtime::new().context_with(ContextOptions::from_spec(spec).unwrap()).unwrap();
     context.add_module(module).unwrap();
     let arguments: Vec<RcAsyncValue> =
@@ -68,8 +73,8 @@ fn run_module(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) ->
     results
         .iter()
         .map(|r| match r.get_error() {
-            Some(error) => panic!("{name} on {spec}: {error}"),
-            None => host_tensor(r.try_get::<DenseHostTensor>().unwrap()),
+            Some(error) => Err(error.clone()),
+            None => Ok(host_tensor(r.try_get::<DenseHostTensor>().unwrap())),
         })
         .collect()
 }
@@ -176,7 +181,7 @@ fn weights_are_read_in_place_from_the_bef_file() {
     // Both calls return the attribute's bytes themselves, read-only.
     assert_eq!(first.buffer().as_ptr(), second.buffer().as_ptr());
     assert!(first.buffer().is_read_only());
-    assert_eq!(first.fill(0f32).unwrap_err().code, rtx_host::StatusCode::FailedPrecondition);
+    assert_eq!(first.fill(0f32).unwrap_err().code, StatusCode::FailedPrecondition);
     let expected = read_npy(&fixtures().join("tiny/constant_output.output_0.npy"));
     assert_close("the weight", &host_tensor(&first), &expected);
 }
@@ -202,11 +207,11 @@ fn onnx_models_load_as_modules_from_files_and_from_memory() {
 fn onnx_models_that_fail_to_import_say_why_and_where() {
     let unsupported = fixtures().join("errors/unsupported_operator.onnx");
     let error = Module::load_file(&unsupported).unwrap_err();
-    assert_eq!(error.code, rtx_host::StatusCode::Unimplemented, "{error}");
+    assert_eq!(error.code, StatusCode::Unimplemented, "{error}");
     assert!(error.message.contains("unsupported_operator.onnx`, an ONNX model: node"), "{error}");
     let truncated = std::fs::read(fixtures().join("tiny/arithmetic.onnx")).unwrap();
     let error = Module::load_memory(&truncated[..truncated.len() / 2]).unwrap_err();
-    assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
+    assert_eq!(error.code, StatusCode::InvalidArgument, "{error}");
     assert!(error.message.contains("the module, an ONNX model: not a valid ONNX model"), "{error}");
 }
 
@@ -222,7 +227,7 @@ fn external_data_is_read_from_the_models_folder() {
     assert_close("external weights", &results[0], &outputs[0]);
 
     let error = Module::load_memory(&std::fs::read(folder.join("weights.onnx")).unwrap()).unwrap_err();
-    assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
+    assert_eq!(error.code, StatusCode::InvalidArgument, "{error}");
     assert!(
         error.message.contains(
             "initializer `w`: its data is in the external file `weights.bin`, which a model loaded from memory cannot name"
@@ -235,7 +240,68 @@ fn external_data_is_read_from_the_models_folder() {
         ("past_the_end", "its external data (128 bytes at offset 64) lies outside `weights.bin` (128 bytes)"),
     ] {
         let error = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap_err();
-        assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{model}: {error}");
+        assert_eq!(error.code, StatusCode::InvalidArgument, "{model}: {error}");
         assert!(error.message.contains("initializer `w`: ") && error.message.contains(says), "{model}: {error}");
+    }
+}
+
+/// A tensor of `element_type` and `shape` holding `values`' little-endian bytes.
+fn tensor_of(element_type: ElementType, shape: &[usize], values: &[[u8; 8]], width: usize) -> HostTensor {
+    HostTensor { shape: shape.to_vec(), element_type, data: values.iter().flat_map(|v| v[..width].to_vec()).collect() }
+}
+
+/// Sizes that arrive at run time — a fill's shape, Expand's shape, Tile's repeats, Pad's pads,
+/// Range's limit — may be hostile: each is an error naming the kernel, never an abort, a panic or
+/// an allocation of what they claim (2^62 elements, 2^50, 2^63 after repeating).
+#[test]
+fn hostile_sizes_at_run_time_are_errors() {
+    let folder = fixtures().join("errors");
+    let i64s = |values: &[i64]| {
+        let bytes: Vec<[u8; 8]> = values.iter().map(|v| v.to_le_bytes()).collect();
+        tensor_of(ElementType::INT_64, &[values.len()], &bytes, 8)
+    };
+    let f32s = |shape: &[usize], values: &[f32]| {
+        let bytes: Vec<[u8; 8]> = values.iter().map(|v| u64::from(v.to_bits()).to_le_bytes()).collect();
+        tensor_of(ElementType::FLOAT_32, shape, &bytes, 4)
+    };
+    let x = f32s(&[2], &[1.0, 2.0]);
+    let cases: Vec<(&str, Vec<HostTensor>, StatusCode, &str)> = vec![
+        ("run_time_fill", vec![i64s(&[1 << 31, 1 << 31])], StatusCode::InvalidArgument, "onnx.ConstantOfShape: "),
+        ("run_time_fill", vec![i64s(&[1 << 25, 1 << 25])], StatusCode::ResourceExhausted, "onnx.ConstantOfShape: "),
+        ("run_time_fill", vec![i64s(&[-1, 3])], StatusCode::InvalidArgument, "holds a negative value"),
+        ("run_time_expand", vec![x.clone(), i64s(&[1 << 25, 1 << 25])], StatusCode::InvalidArgument, "onnx.Expand: "),
+        ("run_time_tile", vec![x.clone(), i64s(&[1 << 62])], StatusCode::InvalidArgument, "onnx.Tile: "),
+        ("run_time_pad", vec![x.clone(), i64s(&[1 << 62, 0])], StatusCode::InvalidArgument, "onnx.Pad: "),
+        ("run_time_range", vec![f32s(&[], &[1e30])], StatusCode::InvalidArgument, "onnx.Range: "),
+        ("run_time_range", vec![f32s(&[], &[f32::NAN])], StatusCode::InvalidArgument, "onnx.Range: "),
+    ];
+    for (model, inputs, code, says) in cases {
+        let module = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap();
+        let error = try_run(&module, model, &inputs, "s").expect_err(model);
+        assert_eq!(error.code, code, "{model}: {error}");
+        assert!(error.message.contains(says), "{model}: {error}");
+    }
+    // The same models on sizes that fit run.
+    let module = Module::load_file(folder.join("run_time_range.onnx")).unwrap();
+    let results = try_run(&module, "run_time_range", &[f32s(&[], &[3.0])], "s").unwrap();
+    assert_eq!(floats(&results[0]), [0.0, 1.0, 2.0]);
+}
+
+/// Models that cannot be imported whatever operators rtx adds: a cycle, an input nothing
+/// defines, an initializer whose shape claims 2^80 elements.
+#[test]
+fn malformed_graphs_are_errors_naming_the_node() {
+    let folder = fixtures().join("errors");
+    for (model, says) in [
+        ("cycle", "node `first` (Relu): its input `z` is no graph input, initializer or earlier node's output"),
+        (
+            "missing_input",
+            "node `adds` (Add): its input `nowhere` is no graph input, initializer or earlier node's output",
+        ),
+        ("huge_initializer", "initializer `w`: shape [1099511627776, 1099511627776] is not a valid shape"),
+    ] {
+        let error = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap_err();
+        assert_eq!(error.code, StatusCode::InvalidArgument, "{model}: {error}");
+        assert!(error.message.contains(says), "{model}: {error}");
     }
 }

@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 
 use half::{bf16, f16};
-use rtx_host::Diagnostic;
+use rtx_host::{Diagnostic, StatusCode};
 
 use super::dispatch::{float, numeric};
 use crate::dtype::DType;
@@ -201,14 +201,16 @@ impl Inputs {
     }
 }
 
-/// A kernel error naming the kernel: `onnx.Add: cannot broadcast [2, 3] with [4]`.
+/// An error in what a kernel was given (shapes, values, attributes), naming the kernel:
+/// `INVALID_ARGUMENT; onnx.Add: cannot broadcast [2, 3] with [4]`.
 pub(crate) fn error(site: &KernelSite<'_>, what: impl std::fmt::Display) -> KernelError {
-    format!("{}: {what}", site.kernel_name()).into()
+    KernelError::new(StatusCode::InvalidArgument, format!("{}: {what}", site.kernel_name()))
 }
 
-/// An error for an element type the operator does not take.
+/// UNIMPLEMENTED for an element type the operator does not take.
 pub(crate) fn unsupported(site: &KernelSite<'_>, dtype: DType) -> KernelError {
-    error(site, format_args!("{} elements are not supported", crate::tensor::dtype_name(dtype)))
+    let what = format!("{}: {} elements are not supported", site.kernel_name(), crate::tensor::dtype_name(dtype));
+    KernelError::new(StatusCode::Unimplemented, what)
 }
 
 /// The model's opset (`_opset`), the latest when the kernel has none.
