@@ -8,9 +8,12 @@ every backend on each of its data sets and compared as ONNX's own runner compare
 
     python3 -m venv target/onnx-venv && target/onnx-venv/bin/pip install onnx==1.23.2 onnxruntime==1.31.1 numpy
     target/onnx-venv/bin/pip install ./python       # rtx itself, with its library
-    target/onnx-venv/bin/python scripts/check/onnx-node-suite.py [--table docs/ONNX.md.table] [-k SUBSTRING]
+    target/onnx-venv/bin/python scripts/check/onnx-node-suite.py [--table FILE] [-k SUBSTRING] [--cli target/release/rtx]
 
-Prints the totals and, with --table, writes the per-operator table in Markdown.
+Prints the totals and, with --table, writes the per-operator table in Markdown. With --cli, a third
+column runs each case as a user runs a model from the command line: the model and its inputs
+written to files, `rtx run --module=model.onnx --input=@input_K.npy ... --output=@output_K.npy`,
+the outputs read back and compared the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +21,13 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
+import subprocess
 import sys
+import tempfile
 import warnings
+from pathlib import Path
+
+import numpy as np
 
 from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.runner import Runner, _normalize_tensor
@@ -39,6 +47,34 @@ def passes(backend, case) -> bool:
         return False
 
 
+class CommandLine:
+    """An ONNX backend that runs each model with `rtx run --module=model.onnx` (files in, files out)."""
+
+    def __init__(self, rtx: str) -> None:
+        self.rtx = rtx
+
+    def prepare(self, model, device="CPU"):
+        return CommandLineRep(self.rtx, model)
+
+
+class CommandLineRep:
+    def __init__(self, rtx: str, model) -> None:
+        self.rtx, self.model = rtx, model
+
+    def run(self, inputs):
+        with tempfile.TemporaryDirectory() as folder:
+            folder = Path(folder)
+            (folder / "model.onnx").write_bytes(self.model.SerializeToString())
+            command = [self.rtx, "run", f"--module={folder / 'model.onnx'}"]
+            for k, value in enumerate(inputs):
+                np.save(folder / f"input_{k}.npy", value)
+                command.append(f"--input=@{folder / f'input_{k}.npy'}")
+            outputs = [folder / f"output_{k}.npy" for k in range(len(self.model.graph.output))]
+            command += [f"--output=@{path}" for path in outputs]
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+            return [np.load(path) for path in outputs]
+
+
 def operator(case) -> str:
     """The operator a case tests: its model's one node, or the first node of an expanded function."""
     nodes = case.model.graph.node
@@ -49,9 +85,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--table", help="write the per-operator table (Markdown) to this file")
     parser.add_argument("-k", default="", help="only the cases whose name contains this")
+    parser.add_argument("--cli", help="also run each case with this `rtx` executable (`rtx run`)")
     args = parser.parse_args()
 
     backends = {"rtx": importlib.import_module("rtx.backend")}
+    if args.cli:
+        backends["rtx run"] = CommandLine(args.cli)
     try:
         backends = {"onnxruntime": importlib.import_module("onnxruntime.backend"), **backends}
     except ImportError:
