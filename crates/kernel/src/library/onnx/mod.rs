@@ -10,6 +10,7 @@
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
 
+mod attention;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod generate;
@@ -22,7 +23,15 @@ use crate::KernelRegistry;
 
 /// The ONNX operators that have an `onnx.<Op>` kernel.
 pub fn operators() -> Vec<&'static str> {
-    [elementwise::OPERATORS, shape::OPERATORS, index::OPERATORS, pad::OPERATORS, generate::OPERATORS].concat()
+    [
+        elementwise::OPERATORS,
+        shape::OPERATORS,
+        index::OPERATORS,
+        pad::OPERATORS,
+        generate::OPERATORS,
+        attention::OPERATORS,
+    ]
+    .concat()
 }
 
 /// Registers every `onnx.<Op>` kernel.
@@ -32,4 +41,5 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     index::register(registry);
     pad::register(registry);
     generate::register(registry);
+    attention::register(registry);
 }
