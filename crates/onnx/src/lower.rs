@@ -159,7 +159,7 @@ impl Lowering {
     /// kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let generic = rtx_kernel::library::onnx::operators().contains(&node.op);
-        if generic && !self.lowers_here(node) {
+        if generic && !(self.lowers_here(node) && self.layers_take(node)) {
             return self.generic(node);
         }
         match node.op {
@@ -280,6 +280,8 @@ impl Lowering {
                 }
                 self.define(node, Val::Tensor { id: sum, shape, elem: Some(Elem::F32) })
             }
+            // Training mode's running statistics are onnx.BatchNormalization's.
+            "BatchNormalization" if node.int("training_mode", 0) != 0 => self.generic(node),
             "BatchNormalization" => {
                 self.only_first_output(node)?;
                 let mut operands = Vec::with_capacity(5);
@@ -334,6 +336,40 @@ impl Lowering {
                     && (constant(data) || f32(data))
             }
             _ => f32(&inputs),
+        }
+    }
+
+    /// Whether the `nn.*` layers take an f32 node that also has an `onnx.<Op>` kernel: they
+    /// convolve and pool 2-D images (with `auto_pad` resolved here, from a known shape), pool
+    /// without `Indices` in row-major order, and multiply stacks of matrices that match or share
+    /// a right-hand matrix. (An input whose shape is not known here is taken to fit.)
+    fn layers_take(&self, node: &Node<'_>) -> bool {
+        let shape = |i: usize| node.input(i).and_then(|name| self.shape_of(name));
+        let planar = |kernel: Option<Vec<i64>>| {
+            let padding = node.string("auto_pad");
+            kernel.is_some_and(|k| k.len() == 2)
+                && shape(0).is_none_or(|s| s.len() == 4)
+                && (matches!(padding.as_deref(), None | Some("NOTSET" | "VALID")) || shape(0).is_some())
+        };
+        match node.op {
+            "Conv" => {
+                planar(node.ints("kernel_shape").or_else(|| shape(1).map(|s| s.iter().skip(2).copied().collect())))
+            }
+            "MaxPool" | "AveragePool" => {
+                planar(node.ints("kernel_shape"))
+                    && node.int("storage_order", 0) == 0
+                    && node.proto.output.iter().skip(1).all(|name| name.is_empty())
+            }
+            "GlobalAveragePool" => shape(0).is_none_or(|s| s.len() == 4),
+            "MatMul" => match (shape(0), shape(1)) {
+                (Some(a), Some(b)) if a.len() >= 2 && b.len() >= 2 => {
+                    b.len() == 2 || a[..a.len() - 2] == b[..b.len() - 2]
+                }
+                (Some(_), Some(_)) => false,
+                _ => true,
+            },
+            "Gemm" => shape(2).is_none_or(|c| c.len() <= 2),
+            _ => true,
         }
     }
 
@@ -652,7 +688,8 @@ impl Lowering {
             let axis = self.emit.int(node.int("axis", -1));
             return self.kernel(node, "nn.softmax.f32", &[x], vec![("axis", axis)], shape);
         }
-        let dims = shape.ok_or_else(|| node.error("its input's shape is not known at import"))?;
+        // Flattening needs the shape; without it, onnx.Softmax flattens at run time.
+        let Some(dims) = shape else { return self.generic(node) };
         let rank = dims.len() as i64;
         let axis = node.int("axis", 1);
         let axis = if axis < 0 { axis + rank } else { axis };

@@ -4,7 +4,7 @@
 //! `pads`. Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1
 //! without padding multiplies the image itself. The result's channel planes are split over tasks.
 
-use super::gemm::{sgemm, Matrix};
+use super::gemm::{packed_gemm, Matrix};
 use super::split::compute_in_runs;
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
@@ -119,7 +119,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             let result = &mut out[at..at + count * plane];
             let filters = Matrix { offset: channel * depth, rows: depth, columns: 1 };
             let image_matrix = Matrix { offset: source_offset, rows: plane, columns: 1 };
-            sgemm((count, depth, plane), 1.0, (&w.data, filters), (source, image_matrix), 0.0, result, plane);
+            packed_gemm((count, depth, plane), 1.0, (&w.data, filters), (source, image_matrix), 0.0, result, plane);
             if let Some(b) = &b {
                 for (values, bias) in result.chunks_exact_mut(plane).zip(&b.data[channel..channel + count]) {
                     values.iter_mut().for_each(|v| *v += bias);

@@ -17,16 +17,57 @@ pub(crate) struct Matrix {
     pub columns: usize,
 }
 
+/// The element types `matrixmultiply`'s packed GEMM multiplies: f32 (`sgemm`) and f64 (`dgemm`).
+pub(crate) trait Packed: Copy {
+    /// `matrixmultiply`'s GEMM for this type.
+    ///
+    /// # Safety
+    /// As `matrixmultiply::sgemm`: every element the strides reach is inside its allocation.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        alpha: Self,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        beta: Self,
+        c: *mut Self,
+        rsc: isize,
+        csc: isize,
+    );
+}
+
+macro_rules! packed {
+    ($($t:ty => $gemm:path),*) => {$(
+        impl Packed for $t {
+            #[inline]
+            unsafe fn raw(
+                m: usize, k: usize, n: usize, alpha: $t, a: *const $t, rsa: isize, csa: isize, b: *const $t,
+                rsb: isize, csb: isize, beta: $t, c: *mut $t, rsc: isize, csc: isize,
+            ) {
+                // SAFETY: the caller's contract is this function's.
+                unsafe { $gemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
+            }
+        }
+    )*};
+}
+packed!(f32 => matrixmultiply::sgemm, f64 => matrixmultiply::dgemm);
+
 /// `c[i * ldc + j] = alpha * sum_p a(i, p) b(p, j) + beta * c[i * ldc + j]` for an `m x k` `a` and
 /// a `k x n` `b`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sgemm(
+pub(crate) fn packed_gemm<T: Packed>(
     (m, k, n): (usize, usize, usize),
-    alpha: f32,
-    (a, am): (&[f32], Matrix),
-    (b, bm): (&[f32], Matrix),
-    beta: f32,
-    c: &mut [f32],
+    alpha: T,
+    (a, am): (&[T], Matrix),
+    (b, bm): (&[T], Matrix),
+    beta: T,
+    c: &mut [T],
     ldc: usize,
 ) {
     if m == 0 || n == 0 {
@@ -34,13 +75,13 @@ pub(crate) fn sgemm(
     }
     let last = |x: Matrix, r: usize, s: usize| x.offset + (r.max(1) - 1) * x.rows + (s.max(1) - 1) * x.columns;
     // Callers derive the extents from checked shapes: a miss is a bug here, not bad input.
-    assert!(k == 0 || (last(am, m, k) < a.len() && last(bm, k, n) < b.len()), "sgemm operands out of bounds");
-    assert!((m - 1) * ldc + n <= c.len(), "sgemm result out of bounds");
+    assert!(k == 0 || (last(am, m, k) < a.len() && last(bm, k, n) < b.len()), "gemm operands out of bounds");
+    assert!((m - 1) * ldc + n <= c.len(), "gemm result out of bounds");
     // SAFETY: every element the product reads, `a(i, p)` for `i < m, p < k` and `b(p, j)`, lies at
     // or before the last one checked above, and every element it writes, `c[i * ldc + j]`, within
     // `c`; the exclusive borrow of `c` keeps it apart from `a` and `b`.
     unsafe {
-        matrixmultiply::sgemm(
+        T::raw(
             m,
             k,
             n,
@@ -105,7 +146,7 @@ fn gemm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             _ => 0.0,
         };
         let am = Matrix { offset: rows.start * am.rows, ..am };
-        sgemm((rows.len(), k, n), alpha, (&a.data, am), (&b.data, bm), beta, out, n);
+        packed_gemm((rows.len(), k, n), alpha, (&a.data, am), (&b.data, bm), beta, out, n);
     })
 }
 
@@ -153,7 +194,7 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             let am = Matrix { offset: (entry * m + first) * k, rows: k, columns: 1 };
             let bm = Matrix { offset: if shared { 0 } else { entry * k * n }, rows: n, columns: 1 };
             let at = (row - rows.start) * n;
-            sgemm((count, k, n), 1.0, (&a.data, am), (&b.data, bm), 0.0, &mut out[at..at + count * n], n);
+            packed_gemm((count, k, n), 1.0, (&a.data, am), (&b.data, bm), 0.0, &mut out[at..at + count * n], n);
             row += count;
         }
     })

@@ -79,11 +79,12 @@ fn flatten(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     view(frame, vec![dims[..axis].iter().product(), dims[axis..].iter().product()])
 }
 
-/// Row-major strides of `dims`, in elements.
-fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; dims.len()];
+/// Row-major strides of `dims`, in elements (wrapping: only a shape with no elements can
+/// overflow them, and nothing of it is read).
+pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1];
+        strides[i] = strides[i + 1].wrapping_mul(dims[i + 1]);
     }
     strides
 }

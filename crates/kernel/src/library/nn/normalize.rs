@@ -18,13 +18,14 @@ pub(crate) fn axis_index(frame: &KernelFrame<'_>, axis: i64, rank: usize) -> Res
 fn softmax(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let x = floats(frame, 0)?;
     let axis = axis_index(frame, int(frame, "axis", -1)?, x.dims.len())?;
-    let (length, inner) = (x.dims[axis], x.dims[axis + 1..].iter().product::<usize>());
-    let outer = x.dims[..axis].iter().product::<usize>();
+    // Only a tensor with no elements can overflow these products, and it has no units.
+    let (length, inner) = (x.dims[axis], x.dims[axis + 1..].iter().fold(1usize, |n, &d| n.saturating_mul(d)));
+    let outer = x.dims[..axis].iter().fold(1usize, |n, &d| n.saturating_mul(d));
     let dims = x.dims.clone();
     // A unit is one block of `length * inner` elements: `inner` softmaxes, strided by `inner`.
-    let units = if length * inner == 0 { 0 } else { outer };
-    compute(frame, &dims, units, length * inner * 3, move |blocks, out| {
-        for (block, values) in blocks.zip(out.chunks_exact_mut(length * inner)) {
+    let units = if length.saturating_mul(inner) == 0 { 0 } else { outer };
+    compute(frame, &dims, units, length.saturating_mul(inner).saturating_mul(3), move |blocks, out| {
+        for (block, values) in blocks.zip(out.chunks_exact_mut((length * inner).max(1))) {
             let input = &x.data[block * length * inner..(block + 1) * length * inner];
             for k in 0..inner {
                 let max = (0..length).map(|i| input[i * inner + k]).fold(f32::NEG_INFINITY, f32::max);
@@ -51,12 +52,12 @@ fn lrn(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         [n, c, _, _] => (n, c),
         _ => return Err(shape_error(frame, format_args!("X {} is not NCHW", x.shape()))),
     };
-    let plane = x.dims[2] * x.dims[3];
+    let plane = x.dims[2].saturating_mul(x.dims[3]);
     let dims = x.dims.clone();
     // Channels `c - (size - 1) / 2 ..= c + size / 2` (ONNX's floor and ceiling of half the rest).
     let (before, after) = ((size - 1) / 2, size / 2);
-    compute(frame, &dims, if plane == 0 { 0 } else { n * c }, plane * size, move |planes, out| {
-        for (unit, values) in planes.zip(out.chunks_exact_mut(plane)) {
+    compute(frame, &dims, if plane == 0 { 0 } else { n * c }, plane.saturating_mul(size), move |planes, out| {
+        for (unit, values) in planes.zip(out.chunks_exact_mut(plane.max(1))) {
             let (image, channel) = (unit / c, unit % c);
             let first = channel.saturating_sub(before);
             let last = (channel + after).min(c - 1);

@@ -149,7 +149,7 @@ fn map_broadcast<T: Value, R: Value>(
 }
 
 /// The inputs, which must all have one element type; that type.
-fn same_type(frame: &KernelFrame<'_>, inputs: &[DenseHostTensor]) -> Result<DType, KernelError> {
+pub(crate) fn same_type(frame: &KernelFrame<'_>, inputs: &[DenseHostTensor]) -> Result<DType, KernelError> {
     let first = inputs.first().ok_or_else(|| error(frame, "no inputs"))?.dtype();
     match inputs.iter().find(|t| t.dtype() != first) {
         Some(other) => Err(error(frame, format_args!("inputs of {first:?} and {:?} elements", other.dtype()))),

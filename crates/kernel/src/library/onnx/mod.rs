@@ -11,11 +11,18 @@
 //! written once over a Rust element type, not once per type.
 
 mod attention;
+mod conv;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod generate;
 mod index;
+mod linalg;
+mod losses;
+mod normalize;
 mod pad;
+mod pool;
+mod quantize;
+mod reduce;
 mod shape;
 mod tensors;
 
@@ -29,6 +36,13 @@ pub fn operators() -> Vec<&'static str> {
         index::OPERATORS,
         pad::OPERATORS,
         generate::OPERATORS,
+        linalg::OPERATORS,
+        conv::OPERATORS,
+        pool::OPERATORS,
+        quantize::OPERATORS,
+        reduce::OPERATORS,
+        normalize::OPERATORS,
+        losses::OPERATORS,
         attention::OPERATORS,
     ]
     .concat()
@@ -41,5 +55,12 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     index::register(registry);
     pad::register(registry);
     generate::register(registry);
+    linalg::register(registry);
+    conv::register(registry);
+    pool::register(registry);
+    quantize::register(registry);
+    reduce::register(registry);
+    normalize::register(registry);
+    losses::register(registry);
     attention::register(registry);
 }

@@ -7,8 +7,9 @@ use std::cmp::Ordering;
 use half::{bf16, f16};
 use rtx_host::Diagnostic;
 
-use super::dispatch::numeric;
+use super::dispatch::{float, numeric};
 use crate::dtype::DType;
+pub(crate) use crate::library::nn::layout::strides;
 use crate::library::nn::{int, ints};
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame, KernelSite};
@@ -215,6 +216,85 @@ pub(crate) fn opset(site: &KernelSite<'_>) -> Result<i64, KernelError> {
     int(site, "_opset", i64::MAX)
 }
 
+/// The number of elements of a tensor of `dims`, or an error when it overflows.
+pub(crate) fn count(dims: &[usize]) -> Result<usize, String> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("a shape of {dims:?} has too many elements"))
+}
+
+/// The string attribute `name`, `default` when the kernel has none.
+pub(crate) fn string<'a>(site: &KernelSite<'a>, name: &str, default: &'a str) -> Result<&'a str, KernelError> {
+    match site.named_attribute(name) {
+        Ok(attribute) => Ok(attribute.string()?),
+        Err(e) if e.0.code == rtx_host::StatusCode::NotFound => Ok(default),
+        Err(e) => Err(e),
+    }
+}
+
+/// `f` on the element offsets, in each of the `strides` (one stride per dimension), of every
+/// index of `dims` in row-major order; offsets move by the strides, which may be 0 (a repeat).
+pub(crate) fn walk(dims: &[usize], strides: &[&[usize]], mut f: impl FnMut(&[usize])) {
+    if dims.contains(&0) {
+        return;
+    }
+    let mut index = vec![0; dims.len()];
+    let mut offsets = vec![0; strides.len()];
+    loop {
+        f(&offsets);
+        let mut axis = dims.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            for (offset, stride) in offsets.iter_mut().zip(strides) {
+                *offset += stride[axis];
+            }
+            if index[axis] < dims[axis] {
+                break;
+            }
+            for (offset, stride) in offsets.iter_mut().zip(strides) {
+                *offset -= stride[axis] * dims[axis];
+            }
+            index[axis] = 0;
+        }
+    }
+}
+
+/// The elements of a tensor of any number type as f64s (exact up to 53 bits): scales, zero
+/// points, quantized values.
+pub(crate) fn wide(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+    let dtype = tensor.dtype();
+    super::dispatch::numeric!(dtype, T => {
+        let typed = Typed::<T>::read(tensor);
+        Ok(Typed { dims: typed.dims, values: typed.values.iter().map(|v| v.to_f64()).collect() })
+    }, Err(unsupported(site, dtype)))
+}
+
+/// `value` rounded to the precision of the floats of `dtype` (f64 itself for other types).
+pub(crate) fn stored(dtype: DType, value: f64) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(value as f32),
+        DType::F16 => f16::from_f64(value).to_f64(),
+        DType::BF16 => bf16::from_f64(value).to_f64(),
+        _ => value,
+    }
+}
+
+/// A tensor of `dtype` (any number type) holding `values` converted as C casts them.
+pub(crate) fn narrow(
+    frame: &KernelFrame<'_>,
+    dims: Vec<usize>,
+    values: &[f64],
+    dtype: DType,
+) -> Result<DenseHostTensor, KernelError> {
+    super::dispatch::numeric!(dtype, T => {
+        Typed { dims, values: values.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>() }.into_tensor(frame, dtype)
+    }, Err(unsupported(frame, dtype)))
+}
+
 /// Whether the kernel has the attribute `name` (where its absence means something of its own).
 pub(crate) fn has_attribute(site: &KernelSite<'_>, name: &str) -> bool {
     site.named_attribute(name).is_ok()
@@ -262,20 +342,9 @@ pub(crate) fn distinct_axes(site: &KernelSite<'_>, axes: &[i64], rank: usize) ->
     Ok(out)
 }
 
-/// The element strides of row-major `dims`.
-pub(crate) fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1];
-    }
-    strides
-}
-
-/// The product of `dims`, or an error when it overflows.
+/// [`count`] as a kernel error.
 pub(crate) fn element_count(site: &KernelSite<'_>, dims: &[usize]) -> Result<usize, KernelError> {
-    dims.iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| error(site, format_args!("a shape of {dims:?} has too many elements")))
+    count(dims).map_err(|e| error(site, e))
 }
 
 /// Non-negative `values` (requested dimensions, repeats) as sizes, or an error naming `what`.
@@ -411,4 +480,152 @@ pub(crate) fn order<T: Value>(a: T, b: T) -> Ordering {
     #[allow(clippy::eq_op)]
     let nan = |v: T| v != v;
     a.partial_cmp(&b).unwrap_or_else(|| nan(a).cmp(&nan(b)))
+}
+
+/// `count` copies of `value`, or an error (not an abort) when there is no memory for them.
+pub(crate) fn filled<T: Clone>(count: usize, value: T) -> Result<Vec<T>, String> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(count).map_err(|_| format!("no memory for {count} elements"))?;
+    values.resize(count, value);
+    Ok(values)
+}
+
+/// Registers `onnx.<name>`, a kernel whose one result `op` makes from the node's inputs.
+pub(crate) fn register_one<F>(registry: &mut crate::KernelRegistry, name: &str, op: F)
+where
+    F: Fn(&KernelFrame<'_>, &Inputs) -> Result<DenseHostTensor, KernelError> + Send + Sync + 'static,
+{
+    registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let result = op(frame, &inputs)?;
+        frame.emplace_result(0, result)
+    });
+}
+
+/// An empty vector with room for `len` elements; an error, not an abort, when memory for them
+/// cannot be had.
+pub(crate) fn with_capacity<T>(site: &KernelSite<'_>, len: usize) -> Result<Vec<T>, KernelError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| error(site, format_args!("{len} elements do not fit in memory")))?;
+    Ok(values)
+}
+
+/// The element offsets of a row-major walk over `dims` whose axis `k` steps `strides[k]`.
+pub(crate) fn strided_offsets(
+    site: &KernelSite<'_>,
+    dims: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>, KernelError> {
+    let count = element_count(site, dims)?;
+    let mut offsets = with_capacity(site, count)?;
+    let mut index = vec![0; dims.len()];
+    let mut offset = 0usize;
+    while offsets.len() < count {
+        offsets.push(offset);
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            offset = offset.wrapping_add(strides[k]);
+            if index[k] < dims[k] {
+                break;
+            }
+            index[k] = 0;
+            offset = offset.wrapping_sub(strides[k].wrapping_mul(dims[k]));
+        }
+    }
+    Ok(offsets)
+}
+
+/// A tensor's elements in groups: those along the `grouped` axes (a reduction's axes, softmax's
+/// axis) for each position along the other axes. Element `outer[g] + inner[i]` is the `i`th of
+/// group `g`; groups run in row-major order over the other axes (as a reduction's results do),
+/// each group's elements in row-major order over the grouped axes.
+pub(crate) struct Groups {
+    pub outer: Vec<usize>,
+    pub inner: Vec<usize>,
+}
+
+impl Groups {
+    pub fn new(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        let strides = strides(dims);
+        let along = |inside: bool| -> Vec<usize> {
+            dims.iter().zip(grouped).map(|(&d, &g)| if g == inside { d } else { 1 }).collect()
+        };
+        let outer = strided_offsets(site, &along(false), &strides)?;
+        let inner = strided_offsets(site, &along(true), &strides)?;
+        Ok(Groups { outer, inner })
+    }
+
+    /// The groups of a tensor's elements, none when it has none (where [`Groups::new`] gives
+    /// every empty group of a reduction).
+    pub fn of_elements(site: &KernelSite<'_>, dims: &[usize], grouped: &[bool]) -> Result<Groups, KernelError> {
+        if dims.contains(&0) {
+            return Ok(Groups { outer: Vec::new(), inner: Vec::new() });
+        }
+        Groups::new(site, dims, grouped)
+    }
+
+    /// The offsets of group `g`'s elements.
+    fn group(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        let base = self.outer[g];
+        self.inner.iter().map(move |&i| base + i)
+    }
+
+    /// `f` of each group of `values` (the tensor's elements), in order.
+    pub fn reduce<T: Copy, R>(
+        &self,
+        site: &KernelSite<'_>,
+        values: &[T],
+        mut f: impl FnMut(&[T]) -> R,
+    ) -> Result<Vec<R>, KernelError> {
+        let mut results = with_capacity(site, self.outer.len())?;
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            results.push(f(&group));
+        }
+        Ok(results)
+    }
+
+    /// `f` on each group of `values` (the tensor's elements) in turn: it reads the group's
+    /// elements and writes them in place.
+    pub fn update<T: Copy>(&self, values: &mut [T], mut f: impl FnMut(&mut [T])) {
+        let mut group = Vec::with_capacity(self.inner.len());
+        for g in 0..self.outer.len() {
+            group.clear();
+            group.extend(self.group(g).map(|i| values[i]));
+            f(&mut group);
+            for (i, value) in self.group(g).zip(&group) {
+                values[i] = *value;
+            }
+        }
+    }
+}
+
+/// A float tensor's elements (`f16`, `bf16`, `f32`, `f64`) as f64s; other types are an error.
+pub(crate) fn read_floats(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+    match tensor.dtype() {
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => wide(site, tensor),
+        dtype => Err(unsupported(site, dtype)),
+    }
+}
+
+impl Typed<f64> {
+    /// A tensor of the float type `dtype` with these dimensions and elements (rounded to it).
+    pub fn into_floats(self, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        float!(dtype, T => {
+            let values = self.values.into_iter().map(T::from_f64).collect();
+            Typed::<T> { dims: self.dims, values }.into_tensor(frame, dtype)
+        }, Err(unsupported(frame, dtype)))
+    }
+
+    /// The elements broadcast (numpy's rule, one way) to `dims`, or an error naming `what`.
+    pub fn expanded(&self, site: &KernelSite<'_>, what: &str, dims: &[usize]) -> Result<Vec<f64>, KernelError> {
+        let mismatch = || error(site, format_args!("{what} of shape {:?} does not broadcast to {dims:?}", self.dims));
+        let (out, strides) = super::elementwise::broadcast(&[dims, &self.dims]).ok_or_else(mismatch)?;
+        if out != dims {
+            return Err(mismatch());
+        }
+        Ok(strided_offsets(site, dims, &strides[1])?.into_iter().map(|i| self.values[i]).collect())
+    }
 }
