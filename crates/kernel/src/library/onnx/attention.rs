@@ -2,18 +2,16 @@
 //! heads, causal, windowed, boolean or additive masks, a key/value cache appended inside or kept
 //! outside with `nonpad_kv_seqlen`, soft capping, and the QK product as a fourth output),
 //! `RotaryEmbedding`, and `TensorScatter` (a key/value cache written in place of a step's
-//! positions). Floats compute in `f32` (half floats too) or `f64`, with plain loops over rows
+//! positions). Floats of any type compute in f64, each of Attention's steps rounded to the input's
+//! type as ONNX's reference rounds it (the softmax is `normalize`'s), with plain loops over rows
 //! read in place: a 3-D `[batch, sequence, heads * size]` operand is read through strides as
 //! `[batch, heads, sequence, size]`, and grouped heads share their key/value head unrepeated.
 
-use std::ops::{Add, AddAssign, Div, Mul, Sub};
-
-use half::{bf16, f16};
-
-use super::dispatch::{float, numeric};
 use super::elementwise::{broadcast, onnx_dtype};
+use super::normalize::softmax;
 use super::tensors::{
-    axis, dims, element_count, error, has_attribute, integers, new_tensor, unsupported, Inputs, Typed, Value,
+    axis, dims, element_count, error, has_attribute, integers, new_tensor, read_floats, stored, unsupported, wide,
+    Inputs, Typed,
 };
 use crate::dtype::DType;
 use crate::library::nn::{float as float_attribute, int};
@@ -22,96 +20,30 @@ use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 pub(super) const OPERATORS: &[&str] = &["Attention", "RotaryEmbedding", "TensorScatter"];
 
-/// The arithmetic of the float types the operators compute in (`f32`, `f64`).
-trait Real: Value + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + AddAssign {
-    const ZERO: Self;
-    const NEG_INFINITY: Self;
-    fn exp(self) -> Self;
-    fn tanh(self) -> Self;
-}
-
-macro_rules! real {
-    ($($t:ident),*) => {$(
-        impl Real for $t {
-            const ZERO: $t = 0.0;
-            const NEG_INFINITY: $t = $t::NEG_INFINITY;
-            #[inline]
-            fn exp(self) -> $t {
-                $t::exp(self)
-            }
-            #[inline]
-            fn tanh(self) -> $t {
-                $t::tanh(self)
-            }
-        }
-    )*};
-}
-real!(f32, f64);
-
-/// The elements of a float tensor in `T`.
-fn floats<T: Real>(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Vec<T>, KernelError> {
-    let dtype = tensor.dtype();
-    float!(dtype, U => {
-        Ok(Typed::<U>::read(tensor).values.into_iter().map(|v| T::from_f64(v.to_f64())).collect())
-    }, Err(unsupported(site, dtype)))
-}
-
-/// `value` rounded to an element of `dtype` (to a half float's or f32's precision), in `T`.
-fn rounded<T: Value>(dtype: DType, value: T) -> T {
-    let x = value.to_f64();
-    T::from_f64(match dtype {
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
-        DType::F32 => f64::from(x as f32),
-        _ => x,
-    })
-}
-
-/// `row` made probabilities in place: `exp(x - max) / sum`, each step's result an element of
-/// `dtype` (sums accumulate wider); a NaN anywhere makes them all NaN, and a row of `-inf` (no
-/// key to attend) all zeros.
-fn softmax<S: Real>(row: &mut [S], dtype: DType) {
-    #[allow(clippy::eq_op)]
-    let max = row.iter().fold(S::NEG_INFINITY, |max, &x| if x > max || x != x { x } else { max });
-    if max == S::NEG_INFINITY {
-        row.fill(S::ZERO);
-        return;
-    }
-    let mut sum = S::ZERO;
-    for x in row.iter_mut() {
-        *x = rounded(dtype, rounded(dtype, *x - max).exp());
-        sum += *x;
-    }
-    let sum = rounded(dtype, sum);
-    for x in row.iter_mut() {
-        *x = rounded(dtype, *x / sum);
-    }
-}
-
 /// Q, K or V (or a cache) as `[batch, heads, sequence, size]`: a 4-D input as it is, a 3-D
 /// `[batch, sequence, heads * size]` one through strides. Each `(batch, head, position)` row
 /// of `size` elements is contiguous either way.
-struct Heads<T> {
-    values: Vec<T>,
+struct Heads {
+    values: Vec<f64>,
     dims: [usize; 4],
     /// The element strides of batch, head and position.
     strides: [usize; 3],
 }
 
-impl<T: Copy> Heads<T> {
-    fn row(&self, b: usize, h: usize, s: usize) -> &[T] {
+impl Heads {
+    fn row(&self, b: usize, h: usize, s: usize) -> &[f64] {
         let start = b * self.strides[0] + h * self.strides[1] + s * self.strides[2];
         &self.values[start..start + self.dims[3]]
     }
 }
 
 /// `tensor` as [`Heads`]; a 3-D one needs its number of heads.
-fn heads<T: Real>(
+fn heads(
     site: &KernelSite<'_>,
     tensor: &DenseHostTensor,
     count: Option<usize>,
     what: &str,
-) -> Result<Heads<T>, KernelError> {
+) -> Result<Heads, KernelError> {
     // A dimension of 0 may leave the others' product past usize; then no row is read.
     let (dims, strides) = match dims(tensor)[..] {
         [b, h, s, d] => ([b, h, s, d], [h.wrapping_mul(s).wrapping_mul(d), s.wrapping_mul(d), d]),
@@ -126,51 +58,42 @@ fn heads<T: Real>(
         }
         ref other => return Err(error(site, format_args!("{what} has shape {other:?}, neither 3-D nor 4-D"))),
     };
-    Ok(Heads { values: floats(site, tensor)?, dims, strides })
+    Ok(Heads { values: read_floats(site, tensor)?.values, dims, strides })
 }
 
 /// The cache after this step: `past` followed, position after position, by `current`, as one
-/// contiguous `[batch, heads, past + current, size]`.
-fn appended<T: Real>(
-    site: &KernelSite<'_>,
-    past: Option<Heads<T>>,
-    current: Heads<T>,
-    what: &str,
-) -> Result<Heads<T>, KernelError> {
+/// contiguous `[batch, heads, past + current, size]`; `None` when `past` has other batches, heads
+/// or sizes, or the cache's size overflows.
+fn appended(past: Option<&Heads>, current: &Heads) -> Option<Heads> {
     let [b, h, s, d] = current.dims;
-    let before = past.as_ref().map_or(0, |p| p.dims[2]);
-    if let Some(past) = &past {
-        let [pb, ph, _, pd] = past.dims;
-        if (pb, ph, pd) != (b, h, d) {
-            return Err(error(
-                site,
-                format_args!("past_{what} {:?} does not hold {what} {:?}", past.dims, current.dims),
-            ));
-        }
+    let before = past.map_or(0, |p| p.dims[2]);
+    if past.is_some_and(|p| (p.dims[0], p.dims[1], p.dims[3]) != (b, h, d)) {
+        return None;
     }
-    let total = before + s;
-    let mut values = Vec::with_capacity(b * h * total * d);
+    let total = before.checked_add(s)?;
+    let count = [b, h, total, d].iter().try_fold(1usize, |n, &k| n.checked_mul(k))?;
+    let mut values = Vec::with_capacity(count);
     for bi in 0..b {
         for hi in 0..h {
-            if let Some(past) = &past {
+            if let Some(past) = past {
                 (0..before).for_each(|si| values.extend_from_slice(past.row(bi, hi, si)));
             }
             (0..s).for_each(|si| values.extend_from_slice(current.row(bi, hi, si)));
         }
     }
-    Ok(Heads { values, dims: [b, h, total, d], strides: [h * total * d, total * d, d] })
+    Some(Heads { values, dims: [b, h, total, d], strides: [h * total * d, total * d, d] })
 }
 
 /// The additive mask, broadcast to `[batch, q heads, q positions, len]` (`len` up to the keys;
 /// the keys past it are masked): a boolean one as 0 where `True` and `-inf` where `False`.
-struct Mask<T> {
-    values: Vec<T>,
+struct Mask {
+    values: Vec<f64>,
     strides: Vec<usize>,
     len: usize,
 }
 
-impl<T: Real> Mask<T> {
-    fn read(site: &KernelSite<'_>, tensor: &DenseHostTensor, target: [usize; 3]) -> Result<Mask<T>, KernelError> {
+impl Mask {
+    fn read(site: &KernelSite<'_>, tensor: &DenseHostTensor, target: [usize; 3]) -> Result<Mask, KernelError> {
         let shape = dims(tensor);
         let len = *shape.last().ok_or_else(|| error(site, "attn_mask is a scalar"))?;
         let full = [target[0], target[1], target[2], len];
@@ -178,23 +101,23 @@ impl<T: Real> Mask<T> {
             .filter(|(out, _)| out[..] == full[..])
             .and_then(|(_, strides)| strides.into_iter().next())
             .ok_or_else(|| error(site, format_args!("attn_mask {shape:?} does not broadcast to {full:?}")))?;
-        let dtype = tensor.dtype();
-        let values = if dtype == DType::I1 {
-            Typed::<bool>::read(tensor).values.into_iter().map(|a| if a { T::ZERO } else { T::NEG_INFINITY }).collect()
-        } else {
-            numeric!(dtype, M => {
-                Typed::<M>::read(tensor).values.into_iter().map(|v| T::from_f64(v.to_f64())).collect()
-            }, return Err(unsupported(site, dtype)))
+        let values = match tensor.dtype() {
+            DType::I1 => Typed::<bool>::read(tensor)
+                .values
+                .into_iter()
+                .map(|a| if a { 0.0 } else { f64::NEG_INFINITY })
+                .collect(),
+            _ => wide(site, tensor)?.values,
         };
         Ok(Mask { values, strides, len })
     }
 
-    fn at(&self, b: usize, h: usize, i: usize, j: usize) -> T {
+    fn at(&self, b: usize, h: usize, i: usize, j: usize) -> f64 {
         if j < self.len {
             let s = &self.strides;
             self.values[b * s[0] + h * s[1] + i * s[2] + j * s[3]]
         } else {
-            T::NEG_INFINITY
+            f64::NEG_INFINITY
         }
     }
 }
@@ -267,31 +190,19 @@ impl Options {
     }
 }
 
-/// `row` made probabilities computing in `S`, each step an element of `dtype`, back in `T`.
-fn softmax_in<S: Real, T: Real>(row: &[T], dtype: DType, work: &mut Vec<S>, out: &mut [T]) {
-    work.clear();
-    work.extend(row.iter().map(|&v| S::from_f64(rounded(dtype, v).to_f64())));
-    softmax(work, dtype);
-    for (o, p) in out.iter_mut().zip(work.iter()) {
-        *o = T::from_f64(p.to_f64());
-    }
-}
-
 fn attention(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let inputs = Inputs::new(frame)?;
     let options = Options::read(frame)?;
-    let dtype = inputs.required(0)?.dtype();
     let results = frame.num_results();
-    let outputs =
-        float!(dtype, T => { attend::<T>(frame, &inputs, &options, results)? }, return Err(unsupported(frame, dtype)));
+    let outputs = attend(frame, &inputs, &options, results)?;
     for (i, output) in outputs.into_iter().enumerate() {
         frame.emplace_result(i, output)?;
     }
     Ok(())
 }
 
-/// `Attention`'s outputs (as many as `results`), computing in `T`.
-fn attend<T: Real>(
+/// `Attention`'s outputs (as many as `results`).
+fn attend(
     site: &KernelFrame<'_>,
     inputs: &Inputs,
     options: &Options,
@@ -307,9 +218,8 @@ fn attend<T: Real>(
     if past_value.is_some_and(|p| p.dtype() != value_dtype) {
         return Err(error(site, "V and past_value are not of one element type"));
     }
-    // Half floats and f32 compute in f32, f64 in f64: V's type must compute in Q's.
-    if (dtype == DType::F64) != (value_dtype == DType::F64) {
-        return Err(error(site, "V and Q are not both f64, nor both narrower"));
+    if !matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64) {
+        return Err(unsupported(site, dtype));
     }
     let rank = query.shape().dims().len();
     if key.shape().dims().len() != rank || value.shape().dims().len() != rank {
@@ -319,9 +229,9 @@ fn attend<T: Real>(
         3 => (options.q_heads, options.kv_heads),
         _ => (None, None),
     };
-    let q = heads::<T>(site, query, q_heads, "Q")?;
-    let k = heads::<T>(site, key, kv_heads, "K")?;
-    let v = heads::<T>(site, value, kv_heads, "V")?;
+    let q = heads(site, query, q_heads, "Q")?;
+    let k = heads(site, key, kv_heads, "K")?;
+    let v = heads(site, value, kv_heads, "V")?;
     let [batch, hq, sq, size] = q.dims;
     let [kb, hkv, skv, ksize] = k.dims;
     let [vb, hv, sv, vsize] = v.dims;
@@ -331,11 +241,8 @@ fn attend<T: Real>(
     if hkv == 0 && hq > 0 || hkv > 0 && hq % hkv != 0 {
         return Err(error(site, format_args!("{hq} query heads are not groups of {hkv} key/value heads")));
     }
-    let group = hq.checked_div(hkv).unwrap_or(1);
     let past = match (past_key, past_value) {
-        (Some(pk), Some(pv)) => {
-            Some((heads::<T>(site, pk, None, "past_key")?, heads::<T>(site, pv, None, "past_value")?))
-        }
+        (Some(pk), Some(pv)) => Some((heads(site, pk, None, "past_key")?, heads(site, pv, None, "past_value")?)),
         (None, None) => None,
         _ => return Err(error(site, "past_key and past_value come together")),
     };
@@ -344,8 +251,12 @@ fn attend<T: Real>(
     if past_k.as_ref().zip(past_v.as_ref()).is_some_and(|(pk, pv)| pk.dims[2] != pv.dims[2]) {
         return Err(error(site, "past_key and past_value hold different numbers of positions"));
     }
-    let keys = appended(site, past_k, k, "key")?;
-    let values = appended(site, past_v, v, "value")?;
+    let keys = appended(past_k.as_ref(), &k).ok_or_else(|| {
+        error(site, format_args!("past_key {:?} does not hold K {:?}", past_k.map(|p| p.dims), k.dims))
+    })?;
+    let values = appended(past_v.as_ref(), &v).ok_or_else(|| {
+        error(site, format_args!("past_value {:?} does not hold V {:?}", past_v.map(|p| p.dims), v.dims))
+    })?;
     let total = keys.dims[2];
     let valid = match inputs.optional(6) {
         Some(_) if before.is_some() => {
@@ -360,130 +271,156 @@ fn attend<T: Real>(
         }
         None => None,
     };
-    let mask = inputs.optional(3).map(|m| Mask::<T>::read(site, m, [batch, hq, sq])).transpose()?;
+    let mask = inputs.optional(3).map(|m| Mask::read(site, m, [batch, hq, sq])).transpose()?;
     if let Some(mask) = &mask {
         if mask.len > total {
             return Err(error(site, format_args!("attn_mask covers {} keys of {total}", mask.len)));
         }
     }
 
-    let scale = options.scale.unwrap_or(1.0 / (size as f64).sqrt()).sqrt();
-    let scale = rounded(dtype, T::from_f64(scale));
-    let softcap = T::from_f64(options.softcap);
-    // The softmax's type: its steps are elements of it, computed in f64 or f32.
-    let precision = options.precision.unwrap_or(dtype);
-    let round = |x: T| rounded(dtype, x);
-
-    let y_dims = if rank == 3 { vec![batch, sq, hq * vsize] } else { vec![batch, hq, sq, vsize] };
-    element_count(site, &y_dims)?;
-    let y = new_tensor(site, dtype, &y_dims)?;
-    let product_dims = [batch, hq, sq, total];
-    let product = if results > 3 {
-        element_count(site, &product_dims)?;
-        Some(new_tensor(site, dtype, &product_dims)?)
-    } else {
-        None
+    let y_dims = match rank {
+        3 => vec![batch, sq, hq.checked_mul(vsize).ok_or_else(|| error(site, "Y's size overflows"))?],
+        _ => vec![batch, hq, sq, vsize],
     };
-    let element = dtype.byte_size().ok_or_else(|| unsupported(site, dtype))?;
+    element_count(site, &y_dims)?;
+    let product_dims = vec![batch, hq, sq, total];
+    if results > 3 {
+        element_count(site, &product_dims)?;
+    }
+    let problem =
+        Problem { q, keys, values, mask, options, dtype, rank3: rank == 3, before, valid, product: results > 3 };
+    let (y, product) = problem.solve();
+    let Problem { keys, values, .. } = problem;
 
-    let compute = |out: &mut [u8], mut qk: Option<&mut [u8]>| {
-        let mut scaled_q = vec![T::ZERO; size];
-        let mut bias = vec![T::ZERO; total];
-        let mut logits = vec![T::ZERO; total];
-        let mut probabilities = vec![T::ZERO; total];
-        let mut work32 = Vec::new();
-        let mut work64 = Vec::new();
-        let mut sum = vec![T::ZERO; vsize];
+    let mut outputs = vec![Typed { dims: y_dims, values: y }.into_floats(site, dtype)?];
+    if results > 1 {
+        outputs.push(Typed { dims: keys.dims.to_vec(), values: keys.values }.into_floats(site, dtype)?);
+    }
+    if results > 2 {
+        outputs.push(Typed { dims: values.dims.to_vec(), values: values.values }.into_floats(site, value_dtype)?);
+    }
+    if results > 3 {
+        outputs.push(Typed { dims: product_dims, values: product }.into_floats(site, dtype)?);
+    }
+    Ok(outputs)
+}
+
+/// What an `Attention` node computes from, its inputs read and checked.
+struct Problem<'a> {
+    q: Heads,
+    /// The keys and values after this step (the caches appended).
+    keys: Heads,
+    values: Heads,
+    mask: Option<Mask>,
+    options: &'a Options,
+    /// Q's element type: each step's result is one of it.
+    dtype: DType,
+    /// Whether Y is 3-D, `[batch, sequence, heads * size]`.
+    rank3: bool,
+    /// The positions in the past cache, when given.
+    before: Option<usize>,
+    /// `nonpad_kv_seqlen`: the valid keys of each batch.
+    valid: Option<Vec<i64>>,
+    /// Whether the QK product is an output.
+    product: bool,
+}
+
+impl Problem<'_> {
+    /// Whether the query at `position` (among the keys) sees key `j` when the first `limit` are
+    /// valid: causality and the windows.
+    fn visible(&self, position: i64, limit: i64, j: i64) -> bool {
+        let options = self.options;
+        j < limit
+            && (!options.causal || j <= position)
+            && (options.left < 0 || position.saturating_sub(j) <= options.left)
+            && (options.right < 0 || j.saturating_sub(position) <= options.right)
+    }
+
+    /// Y and (empty unless asked for) the QK product, in f64 (rounded to `dtype` step by step).
+    fn solve(&self) -> (Vec<f64>, Vec<f64>) {
+        let options = self.options;
+        let [batch, hq, sq, size] = self.q.dims;
+        let [_, hkv, total, _] = self.keys.dims;
+        let vsize = self.values.dims[3];
+        let group = hq.checked_div(hkv).unwrap_or(1);
+        let round = |x: f64| stored(self.dtype, x);
+        let scale = round(options.scale.unwrap_or(1.0 / (size as f64).sqrt()).sqrt());
+        let softcap = options.softcap;
+        // The softmax's type: its steps are elements of it.
+        let precision = options.precision.unwrap_or(self.dtype);
+
+        let mut y = vec![0.0; batch * hq * sq * vsize];
+        let mut product = vec![0.0; if self.product { batch * hq * sq * total } else { 0 }];
+        let mut scaled_q = vec![0.0; size];
+        let mut bias = vec![0.0; total];
+        let mut logits = vec![0.0; total];
+        let mut probabilities = vec![0.0; total];
+        let mut sum = vec![0.0; vsize];
         for b in 0..batch {
             // Where this block of queries starts among the keys, and how many keys are valid.
-            let offset = match (before, &valid) {
+            let offset = match (self.before, &self.valid) {
                 (Some(before), _) => before as i64,
                 (None, Some(valid)) => valid[b].saturating_sub(sq as i64),
                 (None, None) => 0,
             };
-            let limit = valid.as_ref().map_or(i64::MAX, |valid| valid[b]);
+            let limit = self.valid.as_ref().map_or(i64::MAX, |valid| valid[b]);
             for h in 0..hq {
                 let kv = h / group;
                 for i in 0..sq {
                     let position = offset.saturating_add(i as i64);
                     for (j, bias) in bias.iter_mut().enumerate() {
-                        let j64 = j as i64;
-                        let allowed = j64 < limit
-                            && (!options.causal || j64 <= position)
-                            && (options.left < 0 || position.saturating_sub(j64) <= options.left)
-                            && (options.right < 0 || j64.saturating_sub(position) <= options.right);
-                        let masked = mask.as_ref().map_or(T::ZERO, |m| m.at(b, h, i, j));
-                        *bias = masked + if allowed { T::ZERO } else { T::NEG_INFINITY };
+                        let masked = self.mask.as_ref().map_or(0.0, |m| m.at(b, h, i, j));
+                        *bias = masked + if self.visible(position, limit, j as i64) { 0.0 } else { f64::NEG_INFINITY };
                     }
-                    for (s, &x) in scaled_q.iter_mut().zip(q.row(b, h, i)) {
+                    for (s, &x) in scaled_q.iter_mut().zip(self.q.row(b, h, i)) {
                         *s = round(x * scale);
                     }
                     let row = ((b * hq + h) * sq + i) * total;
                     for (j, logit) in logits.iter_mut().enumerate() {
-                        let mut raw = T::ZERO;
-                        for (&x, &k) in scaled_q.iter().zip(keys.row(b, kv, j)) {
-                            raw += x * round(k * scale);
-                        }
-                        let raw = round(raw);
-                        let capped = match options.softcap > 0.0 {
+                        let keys = self.keys.row(b, kv, j);
+                        let raw = round(scaled_q.iter().zip(keys).map(|(&x, &k)| x * round(k * scale)).sum());
+                        let capped = match softcap > 0.0 {
                             true => round(softcap * round(round(raw / softcap).tanh())),
                             false => raw,
                         };
                         *logit = round(capped + bias[j]);
-                        let shown = match options.product {
-                            Product::Raw => raw,
-                            Product::Capped => capped,
-                            _ => *logit,
-                        };
-                        if let Some(qk) = qk.as_deref_mut() {
-                            shown.store(dtype, &mut qk[(row + j) * element..][..element]);
+                        if let Some(shown) = product.get_mut(row + j) {
+                            *shown = match options.product {
+                                Product::Raw => raw,
+                                Product::Capped => capped,
+                                _ => *logit,
+                            };
                         }
                     }
-                    if bias.iter().all(|&x| x == T::NEG_INFINITY) {
-                        probabilities.fill(T::ZERO);
-                    } else if precision == DType::F64 {
-                        softmax_in::<f64, T>(&logits, precision, &mut work64, &mut probabilities);
+                    let masked = |row: &[f64]| row.iter().all(|&x| x == f64::NEG_INFINITY);
+                    if masked(&bias) || masked(&logits) {
+                        // No key to attend: no weight (where softmax would make NaNs).
+                        probabilities.fill(0.0);
                     } else {
-                        softmax_in::<f32, T>(&logits, precision, &mut work32, &mut probabilities);
+                        for (p, &logit) in probabilities.iter_mut().zip(&logits) {
+                            *p = stored(precision, logit);
+                        }
+                        softmax(&mut probabilities, false, precision);
+                        probabilities.iter_mut().for_each(|p| *p = round(*p));
                     }
-                    for p in probabilities.iter_mut() {
-                        *p = round(*p);
-                    }
-                    if let (Some(qk), Product::Probabilities) = (qk.as_deref_mut(), options.product) {
-                        for (j, p) in probabilities.iter().enumerate() {
-                            p.store(dtype, &mut qk[(row + j) * element..][..element]);
+                    if options.product == Product::Probabilities {
+                        if let Some(shown) = product.get_mut(row..row + total) {
+                            shown.copy_from_slice(&probabilities);
                         }
                     }
-                    sum.fill(T::ZERO);
+                    sum.fill(0.0);
                     for (j, &p) in probabilities.iter().enumerate() {
-                        for (s, &x) in sum.iter_mut().zip(values.row(b, kv, j)) {
+                        for (s, &x) in sum.iter_mut().zip(self.values.row(b, kv, j)) {
                             *s += p * x;
                         }
                     }
-                    let start = if rank == 3 { (b * sq + i) * hq + h } else { (b * hq + h) * sq + i } * vsize;
-                    for (e, s) in sum.iter().enumerate() {
-                        s.store(dtype, &mut out[(start + e) * element..][..element]);
-                    }
+                    let start = if self.rank3 { (b * sq + i) * hq + h } else { (b * hq + h) * sq + i } * vsize;
+                    y[start..start + vsize].copy_from_slice(&sum);
                 }
             }
         }
-    };
-    match &product {
-        Some(product) => {
-            y.buffer().with_bytes_mut(|out| product.buffer().with_bytes_mut(|qk| compute(out, Some(qk))))??
-        }
-        None => y.buffer().with_bytes_mut(|out| compute(out, None))?,
+        (y, product)
     }
-
-    let mut outputs = vec![y];
-    if results > 1 {
-        outputs.push(Typed { dims: keys.dims.to_vec(), values: keys.values }.into_tensor(site, dtype)?);
-    }
-    if results > 2 {
-        outputs.push(Typed { dims: values.dims.to_vec(), values: values.values }.into_tensor(site, value_dtype)?);
-    }
-    outputs.extend(product);
-    Ok(outputs)
 }
 
 fn rotary_embedding(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
@@ -495,21 +432,19 @@ fn rotary_embedding(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         return Err(error(frame, "the input and the caches are not of one element type"));
     }
     let positions = inputs.optional(3).map(|p| Ok::<_, KernelError>((dims(p), integers(frame, p)?))).transpose()?;
-    let result = float!(dtype, T => {
-        rotate::<T>(frame, x, cos, sin, positions)?.into_tensor(frame, dtype)?
-    }, return Err(unsupported(frame, dtype)));
+    let result = rotate(frame, x, cos, sin, positions)?.into_floats(frame, dtype)?;
     frame.emplace_result(0, result)
 }
 
 /// `x` with each head's leading `rotary_embedding_dim` elements rotated in pairs (halves, or
 /// neighbours when interleaved) by the angles of its position.
-fn rotate<T: Real>(
+fn rotate(
     site: &KernelSite<'_>,
     x: &DenseHostTensor,
     cos: &DenseHostTensor,
     sin: &DenseHostTensor,
     positions: Option<(Vec<usize>, Vec<i64>)>,
-) -> Result<Typed<T>, KernelError> {
+) -> Result<Typed<f64>, KernelError> {
     let shape = dims(x);
     let interleaved = int(site, "interleaved", 0)? != 0;
     // Each head's elements are a row: rows go (batch, head, position) for a 4-D input, (batch,
@@ -558,8 +493,8 @@ fn rotate<T: Real>(
         }
         _ => return Err(error(site, format_args!("caches of {cos_dims:?} do not fit the positions"))),
     };
-    let mut out = Typed::<T>::read(x);
-    let (cos, sin) = (Typed::<T>::read(cos).values, Typed::<T>::read(sin).values);
+    let mut out = read_floats(site, x)?;
+    let (cos, sin) = (read_floats(site, cos)?.values, read_floats(site, sin)?.values);
     if half == 0 {
         return Ok(out);
     }
@@ -570,15 +505,21 @@ fn rotate<T: Real>(
             false => (r / heads / sequence, r % sequence),
         };
         let at = cache_row(b, s)? * half;
-        for k in 0..half {
-            let (first, second) = if interleaved { (2 * k, 2 * k + 1) } else { (k, k + half) };
-            let (x1, x2) = (row[first], row[second]);
-            let (c, s) = (cos[at + k], sin[at + k]);
-            row[first] = c * x1 - s * x2;
-            row[second] = s * x1 + c * x2;
-        }
+        rotate_row(row, &cos[at..at + half], &sin[at..at + half], interleaved);
     }
     Ok(out)
+}
+
+/// `row`'s leading `2 * cos.len()` elements rotated in pairs (first and second halves, or
+/// neighbours when `interleaved`) by the angles whose cosines and sines are `cos` and `sin`.
+fn rotate_row(row: &mut [f64], cos: &[f64], sin: &[f64], interleaved: bool) {
+    let half = cos.len();
+    for (k, (&c, &s)) in cos.iter().zip(sin).enumerate() {
+        let (first, second) = if interleaved { (2 * k, 2 * k + 1) } else { (k, k + half) };
+        let (x1, x2) = (row[first], row[second]);
+        row[first] = c * x1 - s * x2;
+        row[second] = s * x1 + c * x2;
+    }
 }
 
 fn tensor_scatter(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
@@ -612,26 +553,20 @@ fn tensor_scatter(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let inner = element_count(frame, &cache[axis + 1..])? * element;
     let outer = element_count(frame, &cache[..axis])?;
     let per_batch = outer / batch.max(1);
-    // Each update row's row in the cache.
-    let mut targets = Vec::with_capacity(batch * steps);
-    for &start in &starts {
-        for s in 0..steps {
-            let at =
-                start.checked_add(s as i64).map(|at| if circular { at.rem_euclid(length.max(1) as i64) } else { at });
-            match at.and_then(|at| usize::try_from(at).ok()).filter(|&at| at < length) {
-                Some(at) => targets.push(at),
-                None => {
-                    return Err(error(frame, format_args!("writing {steps} from {start} passes a cache of {length}")))
-                }
-            }
-        }
-    }
+    // Each update row's row in the cache (none to write when the update is empty).
+    let targets = match element_count(frame, &new)? {
+        0 => Vec::new(),
+        _ => write_positions(&starts, steps, length, circular).ok_or_else(|| {
+            error(frame, format_args!("writing {steps} positions from {starts:?} passes a cache of {length}"))
+        })?,
+    };
     let result = new_tensor(frame, dtype, &cache)?;
     past.with_bytes(|from| {
         update.with_bytes(|rows| {
             result.buffer().with_bytes_mut(|to| {
                 to.copy_from_slice(from);
-                for o in 0..outer {
+                // No row to write when the update is empty.
+                for o in 0..if targets.is_empty() { 0 } else { outer } {
                     let b = o / per_batch.max(1);
                     for s in 0..steps {
                         let source = (o * steps + s) * inner;
@@ -645,6 +580,19 @@ fn tensor_scatter(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     frame.emplace_result(0, result)
 }
 
+/// The cache position each of `steps` update positions is written to, from each batch's start,
+/// batch after batch: wrapping around a cache of `length` when `circular`; `None` when one falls
+/// outside it.
+fn write_positions(starts: &[i64], steps: usize, length: usize, circular: bool) -> Option<Vec<usize>> {
+    let length64 = i64::try_from(length).ok()?;
+    let position = |start: i64, s: usize| {
+        let at = start.checked_add(i64::try_from(s).ok()?)?;
+        let at = if circular && length64 > 0 { at.rem_euclid(length64) } else { at };
+        usize::try_from(at).ok().filter(|&at| at < length)
+    };
+    starts.iter().flat_map(|&start| (0..steps).map(move |s| position(start, s))).collect()
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("onnx.Attention", attention);
     registry.add_kernel("onnx.RotaryEmbedding", rotary_embedding);
@@ -655,26 +603,151 @@ pub(super) fn register(registry: &mut KernelRegistry) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn softmax_is_shifted_and_a_masked_row_is_zeros() {
-        let mut row = [1000.0f32, 1000.0, f32::NEG_INFINITY];
-        softmax(&mut row, DType::F32);
-        assert_eq!(row, [0.5, 0.5, 0.0]);
-        let mut row = [f32::NEG_INFINITY; 2];
-        softmax(&mut row, DType::F32);
-        assert_eq!(row, [0.0, 0.0]);
-        let mut row = [1.0f64, f64::NAN, 0.0];
-        softmax(&mut row, DType::F64);
-        assert!(row.iter().all(|p| p.is_nan()));
-        let mut row = [0.0f64, 2f64.ln()];
-        softmax(&mut row, DType::F64);
-        assert!((row[0] - 1.0 / 3.0).abs() < 1e-15 && (row[1] - 2.0 / 3.0).abs() < 1e-15);
+    fn options() -> Options {
+        Options {
+            causal: false,
+            q_heads: None,
+            kv_heads: None,
+            scale: None,
+            softcap: 0.0,
+            precision: None,
+            product: Product::Raw,
+            left: -1,
+            right: -1,
+        }
+    }
+
+    /// `[batch, heads, positions, size]` heads laid out contiguously.
+    fn contiguous(dims: [usize; 4], values: &[f64]) -> Heads {
+        let [_, h, s, d] = dims;
+        Heads { values: values.to_vec(), dims, strides: [h * s * d, s * d, d] }
+    }
+
+    fn problem<'a>(q: Heads, keys: Heads, values: Heads, options: &'a Options) -> Problem<'a> {
+        Problem {
+            q,
+            keys,
+            values,
+            mask: None,
+            options,
+            dtype: DType::F64,
+            rank3: false,
+            before: None,
+            valid: None,
+            product: true,
+        }
+    }
+
+    fn close(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
     }
 
     #[test]
-    fn halves_round_to_their_precision() {
-        assert_eq!(rounded(DType::F16, 1.0f32 + 1.0 / 4096.0), 1.0);
-        assert_eq!(rounded(DType::F32, 1.0f32 + 1.0 / 4096.0), 1.0 + 1.0 / 4096.0);
-        assert_eq!(rounded(DType::BF16, 1.0f32 + 1.0 / 256.0), 1.0);
+    fn a_3d_operand_is_read_as_heads_through_strides() {
+        // [batch 1, 2 positions, 2 heads * 2]: position-major, each head's 2 elements adjacent.
+        let heads = Heads { values: (0..8).map(f64::from).collect(), dims: [1, 2, 2, 2], strides: [8, 2, 4] };
+        assert_eq!(heads.row(0, 0, 0), [0.0, 1.0]);
+        assert_eq!(heads.row(0, 1, 0), [2.0, 3.0]);
+        assert_eq!(heads.row(0, 0, 1), [4.0, 5.0]);
+        assert_eq!(heads.row(0, 1, 1), [6.0, 7.0]);
+    }
+
+    #[test]
+    fn the_cache_is_the_past_then_the_step_head_by_head() {
+        // Two heads of one element: the past holds one position (1, 2), the step one (3, 4).
+        let past = contiguous([1, 2, 1, 1], &[1.0, 2.0]);
+        let current = contiguous([1, 2, 1, 1], &[3.0, 4.0]);
+        let cache = appended(Some(&past), &current).unwrap();
+        assert_eq!((cache.dims, cache.values.as_slice()), ([1, 2, 2, 1], [1.0, 3.0, 2.0, 4.0].as_slice()));
+        assert_eq!(cache.row(0, 1, 1), [4.0]);
+        // Without a past the step is the cache; a past of other heads does not hold it.
+        assert_eq!(appended(None, &current).unwrap().values, [3.0, 4.0]);
+        assert!(appended(Some(&contiguous([1, 1, 1, 1], &[1.0])), &current).is_none());
+    }
+
+    #[test]
+    fn causality_and_windows_hide_keys() {
+        let causal = Options { causal: true, left: 1, ..options() };
+        let problem = problem(
+            contiguous([0, 1, 0, 1], &[]),
+            contiguous([0, 1, 0, 1], &[]),
+            contiguous([0, 1, 0, 1], &[]),
+            &causal,
+        );
+        // The query at position 2 sees keys 1 and 2 (the window of 1 before it, none after).
+        let seen: Vec<bool> = (0..4).map(|j| problem.visible(2, i64::MAX, j)).collect();
+        assert_eq!(seen, [false, true, true, false]);
+        // Of 2 valid keys it sees only key 1.
+        let seen: Vec<bool> = (0..4).map(|j| problem.visible(2, 2, j)).collect();
+        assert_eq!(seen, [false, true, false, false]);
+    }
+
+    #[test]
+    fn grouped_query_heads_share_their_key_value_head() {
+        // Two query heads on one key/value head, one query, two keys of size 1: head 0 (q = 0)
+        // weighs both keys alike, head 1 (q = 1, logits 0 and ln 2) as 1/3 and 2/3.
+        let options = options();
+        let keys = contiguous([1, 1, 2, 1], &[0.0, 2f64.ln()]);
+        let values = contiguous([1, 1, 2, 1], &[3.0, 6.0]);
+        let (y, product) = problem(contiguous([1, 2, 1, 1], &[0.0, 1.0]), keys, values, &options).solve();
+        assert!(close(&y, &[4.5, 5.0]), "{y:?}");
+        assert!(close(&product, &[0.0, 0.0, 0.0, 2f64.ln()]), "{product:?}");
+    }
+
+    #[test]
+    fn masks_add_and_a_fully_masked_row_attends_to_nothing() {
+        // One head, two queries, two keys: causal hides key 1 from query 0; the mask hides key 0
+        // from query 1 (a mask of one key leaves the keys past it hidden too: none here).
+        let options = Options { causal: true, product: Product::Probabilities, ..options() };
+        let zeros = contiguous([1, 1, 2, 1], &[0.0, 0.0]);
+        let values = contiguous([1, 1, 2, 1], &[3.0, 6.0]);
+        let mut problem = problem(zeros, contiguous([1, 1, 2, 1], &[0.0, 0.0]), values, &options);
+        problem.mask = Some(Mask { values: vec![0.0, 0.0, f64::NEG_INFINITY, 0.0], strides: vec![0, 0, 2, 1], len: 2 });
+        let (y, probabilities) = problem.solve();
+        assert_eq!((y, probabilities), (vec![3.0, 6.0], vec![1.0, 0.0, 0.0, 1.0]));
+        // Query 0 sees key 0 only; masking it too leaves no key: zero weights, Y 0.
+        problem.mask = Some(Mask { values: vec![f64::NEG_INFINITY, 0.0], strides: vec![0, 0, 0, 1], len: 2 });
+        let (y, probabilities) = problem.solve();
+        assert_eq!((y, probabilities), (vec![0.0, 6.0], vec![0.0, 0.0, 0.0, 1.0]));
+        // A mask shorter than the keys hides those past it.
+        let mask = Mask { values: vec![0.0], strides: vec![0, 0, 0, 1], len: 1 };
+        assert_eq!((mask.at(0, 0, 0, 0), mask.at(0, 0, 1, 1)), (0.0, f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn queries_after_a_past_see_it_and_3d_outputs_interleave_heads() {
+        // A past of 1 key: the one query is at position 1, so causality hides nothing.
+        let options = Options { causal: true, ..options() };
+        let keys = contiguous([1, 2, 2, 1], &[0.0, 0.0, 0.0, 0.0]);
+        let values = contiguous([1, 2, 2, 1], &[1.0, 3.0, 10.0, 30.0]);
+        let mut problem = problem(contiguous([1, 2, 1, 1], &[1.0, 1.0]), keys, values, &options);
+        problem.before = Some(1);
+        problem.rank3 = true;
+        assert_eq!(problem.solve().0, [2.0, 20.0]);
+        // Without the past the query is at position 0 and sees key 0 only.
+        problem.before = None;
+        assert_eq!(problem.solve().0, [1.0, 10.0]);
+    }
+
+    #[test]
+    fn pairs_rotate_as_halves_or_neighbours() {
+        // Angles of 90 and 0 degrees.
+        let (cos, sin) = ([0.0, 1.0], [1.0, 0.0]);
+        let mut row = [1.0, 0.0, 0.0, 1.0, 7.0];
+        rotate_row(&mut row, &cos, &sin, false);
+        assert_eq!(row, [0.0, 0.0, 1.0, 1.0, 7.0]);
+        let mut row = [1.0, 0.0, 0.0, 1.0, 7.0];
+        rotate_row(&mut row, &cos, &sin, true);
+        assert_eq!(row, [0.0, 1.0, 0.0, 1.0, 7.0]);
+    }
+
+    #[test]
+    fn scattered_positions_wrap_when_circular() {
+        assert_eq!(write_positions(&[0, 2], 2, 4, false), Some(vec![0, 1, 2, 3]));
+        assert_eq!(write_positions(&[3], 2, 4, false), None);
+        assert_eq!(write_positions(&[-1], 1, 4, false), None);
+        assert_eq!(write_positions(&[3, -1], 2, 4, true), Some(vec![3, 0, 3, 0]));
+        assert_eq!(write_positions(&[i64::MAX], 2, 4, false), None);
+        assert_eq!(write_positions(&[0], 1, 0, true), None);
     }
 }
