@@ -73,7 +73,8 @@ fn appended(past: Option<&Heads>, current: &Heads) -> Option<Heads> {
     let total = before.checked_add(s)?;
     let count = [b, h, total, d].iter().try_fold(1usize, |n, &k| n.checked_mul(k))?;
     let mut values = Vec::with_capacity(count);
-    for bi in 0..b {
+    // Rows of no elements (which may be very many) need no copying.
+    for bi in 0..if count > 0 { b } else { 0 } {
         for hi in 0..h {
             if let Some(past) = past {
                 (0..before).for_each(|si| values.extend_from_slice(past.row(bi, hi, si)));
@@ -282,14 +283,14 @@ fn attend(
         3 => vec![batch, sq, hq.checked_mul(vsize).ok_or_else(|| error(site, "Y's size overflows"))?],
         _ => vec![batch, hq, sq, vsize],
     };
-    element_count(site, &y_dims)?;
+    let mut y = zeros(site, element_count(site, &y_dims)?)?;
     let product_dims = vec![batch, hq, sq, total];
-    if results > 3 {
-        element_count(site, &product_dims)?;
+    let mut product = zeros(site, if results > 3 { element_count(site, &product_dims)? } else { 0 })?;
+    let problem = Problem { q, keys, values, mask, options, dtype, rank3: rank == 3, before, valid };
+    // With no element to compute (which bounds the rows of keys, see `solve`), nothing to do.
+    if !(y.is_empty() && product.is_empty()) {
+        problem.solve(&mut y, &mut product);
     }
-    let problem =
-        Problem { q, keys, values, mask, options, dtype, rank3: rank == 3, before, valid, product: results > 3 };
-    let (y, product) = problem.solve();
     let Problem { keys, values, .. } = problem;
 
     let mut outputs = vec![Typed { dims: y_dims, values: y }.into_floats(site, dtype)?];
@@ -303,6 +304,14 @@ fn attend(
         outputs.push(Typed { dims: product_dims, values: product }.into_floats(site, dtype)?);
     }
     Ok(outputs)
+}
+
+/// `count` zeros, or an error when they do not fit in memory.
+fn zeros(site: &KernelSite<'_>, count: usize) -> Result<Vec<f64>, KernelError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(count).map_err(|_| error(site, format_args!("{count} elements do not fit in memory")))?;
+    values.resize(count, 0.0);
+    Ok(values)
 }
 
 /// What an `Attention` node computes from, its inputs read and checked.
@@ -321,8 +330,6 @@ struct Problem<'a> {
     before: Option<usize>,
     /// `nonpad_kv_seqlen`: the valid keys of each batch.
     valid: Option<Vec<i64>>,
-    /// Whether the QK product is an output.
-    product: bool,
 }
 
 impl Problem<'_> {
@@ -336,8 +343,10 @@ impl Problem<'_> {
             && (options.right < 0 || j.saturating_sub(position) <= options.right)
     }
 
-    /// Y and (empty unless asked for) the QK product, in f64 (rounded to `dtype` step by step).
-    fn solve(&self) -> (Vec<f64>, Vec<f64>) {
+    /// Y and (when not empty, then `[batch, q heads, q positions, keys]`) the QK product into
+    /// `y` and `product`, in f64 (rounded to `dtype` step by step). Its buffers hold a row of
+    /// keys: V holds as many rows when Y has elements, the product does when it has them.
+    fn solve(&self, y: &mut [f64], product: &mut [f64]) {
         let options = self.options;
         let [batch, hq, sq, size] = self.q.dims;
         let [_, hkv, total, _] = self.keys.dims;
@@ -349,8 +358,6 @@ impl Problem<'_> {
         // The softmax's type: its steps are elements of it.
         let precision = options.precision.unwrap_or(self.dtype);
 
-        let mut y = vec![0.0; batch * hq * sq * vsize];
-        let mut product = vec![0.0; if self.product { batch * hq * sq * total } else { 0 }];
         let mut scaled_q = vec![0.0; size];
         let mut bias = vec![0.0; total];
         let mut logits = vec![0.0; total];
@@ -419,7 +426,6 @@ impl Problem<'_> {
                 }
             }
         }
-        (y, product)
     }
 }
 
@@ -624,18 +630,16 @@ mod tests {
     }
 
     fn problem<'a>(q: Heads, keys: Heads, values: Heads, options: &'a Options) -> Problem<'a> {
-        Problem {
-            q,
-            keys,
-            values,
-            mask: None,
-            options,
-            dtype: DType::F64,
-            rank3: false,
-            before: None,
-            valid: None,
-            product: true,
-        }
+        Problem { q, keys, values, mask: None, options, dtype: DType::F64, rank3: false, before: None, valid: None }
+    }
+
+    /// Y and the QK product of `problem`.
+    fn solve(problem: &Problem<'_>) -> (Vec<f64>, Vec<f64>) {
+        let [batch, hq, sq, _] = problem.q.dims;
+        let (total, vsize) = (problem.keys.dims[2], problem.values.dims[3]);
+        let (mut y, mut product) = (vec![0.0; batch * hq * sq * vsize], vec![0.0; batch * hq * sq * total]);
+        problem.solve(&mut y, &mut product);
+        (y, product)
     }
 
     fn close(a: &[f64], b: &[f64]) -> bool {
@@ -663,6 +667,10 @@ mod tests {
         // Without a past the step is the cache; a past of other heads does not hold it.
         assert_eq!(appended(None, &current).unwrap().values, [3.0, 4.0]);
         assert!(appended(Some(&contiguous([1, 1, 1, 1], &[1.0])), &current).is_none());
+        // Empty heads of hostile lengths: the cache's length would overflow.
+        let huge = Heads { values: vec![], dims: [1, 2, usize::MAX, 0], strides: [0, 0, 0] };
+        let step = Heads { values: vec![], dims: [1, 2, 1, 0], strides: [0, 0, 0] };
+        assert!(appended(Some(&huge), &step).is_none());
     }
 
     #[test]
@@ -689,7 +697,7 @@ mod tests {
         let options = options();
         let keys = contiguous([1, 1, 2, 1], &[0.0, 2f64.ln()]);
         let values = contiguous([1, 1, 2, 1], &[3.0, 6.0]);
-        let (y, product) = problem(contiguous([1, 2, 1, 1], &[0.0, 1.0]), keys, values, &options).solve();
+        let (y, product) = solve(&problem(contiguous([1, 2, 1, 1], &[0.0, 1.0]), keys, values, &options));
         assert!(close(&y, &[4.5, 5.0]), "{y:?}");
         assert!(close(&product, &[0.0, 0.0, 0.0, 2f64.ln()]), "{product:?}");
     }
@@ -703,11 +711,11 @@ mod tests {
         let values = contiguous([1, 1, 2, 1], &[3.0, 6.0]);
         let mut problem = problem(zeros, contiguous([1, 1, 2, 1], &[0.0, 0.0]), values, &options);
         problem.mask = Some(Mask { values: vec![0.0, 0.0, f64::NEG_INFINITY, 0.0], strides: vec![0, 0, 2, 1], len: 2 });
-        let (y, probabilities) = problem.solve();
+        let (y, probabilities) = solve(&problem);
         assert_eq!((y, probabilities), (vec![3.0, 6.0], vec![1.0, 0.0, 0.0, 1.0]));
         // Query 0 sees key 0 only; masking it too leaves no key: zero weights, Y 0.
         problem.mask = Some(Mask { values: vec![f64::NEG_INFINITY, 0.0], strides: vec![0, 0, 0, 1], len: 2 });
-        let (y, probabilities) = problem.solve();
+        let (y, probabilities) = solve(&problem);
         assert_eq!((y, probabilities), (vec![0.0, 6.0], vec![0.0, 0.0, 0.0, 1.0]));
         // A mask shorter than the keys hides those past it.
         let mask = Mask { values: vec![0.0], strides: vec![0, 0, 0, 1], len: 1 };
@@ -723,10 +731,10 @@ mod tests {
         let mut problem = problem(contiguous([1, 2, 1, 1], &[1.0, 1.0]), keys, values, &options);
         problem.before = Some(1);
         problem.rank3 = true;
-        assert_eq!(problem.solve().0, [2.0, 20.0]);
+        assert_eq!(solve(&problem).0, [2.0, 20.0]);
         // Without the past the query is at position 0 and sees key 0 only.
         problem.before = None;
-        assert_eq!(problem.solve().0, [1.0, 10.0]);
+        assert_eq!(solve(&problem).0, [1.0, 10.0]);
     }
 
     #[test]
