@@ -5,6 +5,7 @@
 
 use super::normalize::{set, softmax};
 use super::tensors::{dims, error, has_attribute, integers, read_floats, string, Groups, Inputs, Typed};
+use crate::dtype::DType;
 use crate::library::nn::int;
 use crate::{KernelFrame, KernelRegistry};
 
@@ -74,7 +75,8 @@ fn register_loss(registry: &mut KernelRegistry, name: &str, from_scores: bool) {
         };
         if from_scores && input.dims.len() >= 2 {
             let classes: Vec<bool> = (0..input.dims.len()).map(|k| k == 1).collect();
-            Groups::of_elements(frame, &input.dims, &classes)?.update(&mut input.values, |group| softmax(group, true));
+            Groups::of_elements(frame, &input.dims, &classes)?
+                .update(&mut input.values, |group| softmax(group, true, DType::F64));
         }
         let loss = negative_log_likelihood(&input, &target).map_err(|e| error(frame, e))?;
         if from_scores && frame.num_results() > 1 {

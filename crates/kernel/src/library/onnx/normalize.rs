@@ -6,7 +6,7 @@
 
 use super::elementwise::onnx_dtype;
 use super::reduce::arg;
-use super::tensors::{axis, error, opset, read_floats, Groups, Inputs, Typed};
+use super::tensors::{axis, error, opset, read_floats, stored, Groups, Inputs, Typed};
 use crate::dtype::DType;
 use crate::library::nn::{float, int, ints};
 use crate::tensor::DenseHostTensor;
@@ -26,13 +26,20 @@ pub(super) const OPERATORS: &[&str] = &[
     "Softmax",
 ];
 
-/// `values` made their softmax in place, or its logarithm when `log`.
-pub(super) fn softmax(values: &mut [f64], log: bool) {
+/// `values` made their softmax in place, or its logarithm when `log`, each step's result (the
+/// shifted values, their exponentials, the sum, its logarithm, the quotients) an element of
+/// `dtype` as numpy computes in it, the sum accumulated wider.
+pub(super) fn softmax(values: &mut [f64], log: bool, dtype: DType) {
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = values.iter().map(|v| (v - max).exp()).sum();
-    let log_sum = sum.ln();
+    let mut sum = 0.0;
+    for v in values.iter_mut() {
+        *v = stored(dtype, *v - max);
+        sum += stored(dtype, v.exp());
+    }
+    let sum = stored(dtype, sum);
+    let log_sum = stored(dtype, sum.ln());
     for v in values {
-        *v = if log { *v - max - log_sum } else { (*v - max).exp() / sum };
+        *v = stored(dtype, if log { *v - log_sum } else { stored(dtype, v.exp()) / sum });
     }
 }
 
@@ -125,8 +132,8 @@ fn register_softmax(registry: &mut KernelRegistry, name: &str, kind: Soft) {
         let along = axis(frame, int(frame, "axis", if flat { 1 } else { -1 })?, rank)?;
         let grouped: Vec<bool> = if flat { from_axis(rank, along) } else { (0..rank).map(|k| k == along).collect() };
         Groups::of_elements(frame, &x.dims, &grouped)?.update(&mut x.values, |group| match kind {
-            Soft::Max => softmax(group, false),
-            Soft::LogMax => softmax(group, true),
+            Soft::Max => softmax(group, false, dtype),
+            Soft::LogMax => softmax(group, true, dtype),
             Soft::HardMax => hardmax(group),
         });
         set(frame, 0, x.dims, x.values, dtype)
@@ -358,11 +365,15 @@ mod tests {
     #[test]
     fn softmax_is_shifted_and_its_log_exact() {
         let mut values = [1000.0, 1000.0 + 2f64.ln()];
-        softmax(&mut values, false);
+        softmax(&mut values, false, DType::F64);
         assert!(close(&values, &[1.0 / 3.0, 2.0 / 3.0]));
         let mut logs = [0.0, 2f64.ln()];
-        softmax(&mut logs, true);
+        softmax(&mut logs, true, DType::F64);
         assert!(close(&logs, &[(1.0f64 / 3.0).ln(), (2.0f64 / 3.0).ln()]));
+        // In f16 each step is rounded: a third to f16's 0.33325.
+        let mut thirds = [5.0, 5.0, 5.0];
+        softmax(&mut thirds, false, DType::F16);
+        assert_eq!(thirds, [half::f16::from_f64(1.0 / 3.0).to_f64(); 3]);
         let mut hard = [1.0, 3.0, 3.0, 2.0];
         hardmax(&mut hard);
         assert_eq!(hard, [0.0, 1.0, 0.0, 0.0]);
