@@ -22,6 +22,8 @@ mod pad;
 mod pool;
 mod quantize;
 mod reduce;
+mod resize;
+mod sample;
 mod shape;
 mod tensors;
 
@@ -42,6 +44,8 @@ pub fn operators() -> Vec<&'static str> {
         reduce::OPERATORS,
         normalize::OPERATORS,
         losses::OPERATORS,
+        resize::OPERATORS,
+        sample::OPERATORS,
     ]
     .concat()
 }
@@ -60,4 +64,6 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     reduce::register(registry);
     normalize::register(registry);
     losses::register(registry);
+    resize::register(registry);
+    sample::register(registry);
 }
