@@ -314,7 +314,11 @@ fn roi_align(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor
     let x = inputs.required(0)?;
     let dtype = x.dtype();
     let image = wide(frame, x)?;
-    let rois = read_floats(frame, inputs.required(1)?)?;
+    let rois_tensor = inputs.required(1)?;
+    let rois = read_floats(frame, rois_tensor)?;
+    // Coordinates round as the rois' floats do (the reference and onnxruntime compute in them).
+    let precision = rois_tensor.dtype();
+    let r = |v: f64| stored(if precision == DType::F64 { DType::F64 } else { DType::F32 }, v);
     let batch = integers(frame, inputs.required(2)?)?;
     let xd = &image.dims;
     if xd.len() != 4 || rois.dims.len() != 2 || rois.dims[1] != 4 || rois.dims[0] != batch.len() {
@@ -347,14 +351,14 @@ fn roi_align(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor
         return Err(error(frame, format_args!("cannot sample an empty image of {xd:?}")));
     }
     let plane = height * width;
-    for (r, roi) in rois.values.chunks_exact(4).enumerate() {
-        let b = usize::try_from(batch[r])
+    for (index, roi) in rois.values.chunks_exact(4).enumerate() {
+        let b = usize::try_from(batch[index])
             .ok()
             .filter(|&b| b < xd[0])
-            .ok_or_else(|| error(frame, format_args!("batch index {} is outside {xd:?}", batch[r])))?;
+            .ok_or_else(|| error(frame, format_args!("batch index {} is outside {xd:?}", batch[index])))?;
         let offset = if half_pixel { 0.5 } else { 0.0 };
-        let [x0, y0, x1, y1] = [0, 1, 2, 3].map(|i| roi[i] * scale - offset);
-        let (mut rh, mut rw) = (y1 - y0, x1 - x0);
+        let [x0, y0, x1, y1] = [0, 1, 2, 3].map(|i| r(r(roi[i] * scale) - offset));
+        let (mut rh, mut rw) = (r(y1 - y0), r(x1 - x0));
         if !half_pixel {
             (rh, rw) = (rh.max(1.0), rw.max(1.0));
         }
@@ -362,11 +366,11 @@ fn roi_align(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor
             if sampling > 0 {
                 sampling
             } else {
-                (extent / bins as f64).ceil().max(0.0) as usize
+                r(extent / bins as f64).ceil().max(0.0) as usize
             }
         };
         let region =
-            Region { start: (y0, x0), bin: (rh / oh as f64, rw / ow as f64), grid: (grid(rh, oh), grid(rw, ow)) };
+            Region { start: (y0, x0), bin: (r(rh / oh as f64), r(rw / ow as f64)), grid: (grid(rh, oh), grid(rw, ow)) };
         let samples = region.grid.0.checked_mul(region.grid.1).filter(|&s| s.saturating_mul(oh * ow) <= 1 << 26);
         let Some(samples) = samples else {
             return Err(error(frame, format_args!("roi {roi:?} takes too many samples per bin")));
@@ -378,12 +382,11 @@ fn roi_align(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor
                 let (ph, pw) = ((bin / ow) as f64, (bin % ow) as f64);
                 let mut taps = Vec::with_capacity(samples);
                 for iy in 0..region.grid.0 {
-                    let y =
-                        region.start.0 + ph * region.bin.0 + (iy as f64 + 0.5) * region.bin.0 / region.grid.0 as f64;
+                    let step = r(r((iy as f64 + 0.5) * region.bin.0) / region.grid.0 as f64);
+                    let y = r(r(region.start.0 + r(ph * region.bin.0)) + step);
                     for ix in 0..region.grid.1 {
-                        let x = region.start.1
-                            + pw * region.bin.1
-                            + (ix as f64 + 0.5) * region.bin.1 / region.grid.1 as f64;
+                        let step = r(r((ix as f64 + 0.5) * region.bin.1) / region.grid.1 as f64);
+                        let x = r(r(region.start.1 + r(pw * region.bin.1)) + step);
                         taps.push(bilinear(y, x, height, width));
                     }
                 }
@@ -392,7 +395,7 @@ fn roi_align(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor
             .collect();
         for ch in 0..c {
             let source = &image.values[(b * c + ch) * plane..][..plane];
-            let target = &mut values[(r * c + ch) * oh * ow..][..oh * ow];
+            let target = &mut values[(index * c + ch) * oh * ow..][..oh * ow];
             for (value, samples) in target.iter_mut().zip(&bins) {
                 let read = samples.iter().map(|taps| taps.map(|(at, w)| w * source[at]));
                 *value = if max {
