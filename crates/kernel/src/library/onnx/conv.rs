@@ -269,7 +269,7 @@ pub(super) fn convolve<T: Ring>(
 }
 
 /// Adds `bias[m]` to every element of output channel `m` of `y` (`[N, M, ..]`).
-fn add_bias<T: Ring>(y: &mut Typed<T>, bias: &[T]) -> Result<(), String> {
+pub(super) fn add_bias<T: Ring>(y: &mut Typed<T>, bias: &[T]) -> Result<(), String> {
     let m = y.dims[1];
     if bias.len() != m {
         return Err(format!("B holds {} values for {m} output channels", bias.len()));

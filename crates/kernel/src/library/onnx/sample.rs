@@ -4,7 +4,7 @@
 //! and `DeformConv` (a convolution whose taps read bilinear samples moved by learned offsets).
 //! Images are read as f64s and results stored in the input's type.
 
-use super::conv::Layout;
+use super::conv::{add_bias, Layout};
 use super::dispatch::float;
 use super::linalg::Ring;
 use super::resize::cubic;
@@ -200,6 +200,9 @@ fn grid_sample(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTens
     out.extend(&gd[1..=rank]);
     let total = element_count(frame, &out)?;
     let plane = element_count(frame, &gd[1..=rank])?;
+    if total > 0 && xd[2..].contains(&0) {
+        return Err(error(frame, format_args!("cannot sample an empty image of {xd:?}")));
+    }
     let (spatial, image_strides) = (element_count(frame, &xd[2..])?, strides(&xd[2..]));
     let mut values = filled(total, 0.0).map_err(|e| error(frame, e))?;
     for b in 0..n {
@@ -250,6 +253,9 @@ fn affine_grid(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTens
     out.extend(spatial);
     out.push(rank);
     let total = element_count(frame, &out)?;
+    if total == 0 {
+        return Typed { dims: out, values: Vec::new() }.into_floats(frame, theta_tensor.dtype());
+    }
     let axes: Vec<Vec<f64>> = spatial.iter().map(|&d| base_coordinates(d, align_corners)).collect();
     let plane = element_count(frame, spatial)?;
     let mut values = with_capacity(frame, total)?;
@@ -456,9 +462,6 @@ fn deform_conv(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTens
         None => None,
     };
     let bias = inputs.optional(3).map(|b| read_floats(frame, b)).transpose()?;
-    if bias.as_ref().is_some_and(|b| b.values.len() != m) {
-        return Err(error(frame, format_args!("B does not hold {m} values")));
-    }
     let mut dims = vec![n, m];
     dims.extend(&out);
     let total = element_count(frame, &dims)?;
@@ -513,13 +516,12 @@ fn deform_conv(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTens
                 );
             }
         }
+        let mut y = Typed { dims, values };
         if let Some(bias) = bias {
-            for (i, chunk) in values.chunks_mut(plane.max(1)).enumerate() {
-                let add = T::from_f64(bias.values[i % m]);
-                chunk.iter_mut().for_each(|v| *v = v.add(add));
-            }
+            let bias: Vec<T> = bias.values.iter().map(|&b| T::from_f64(b)).collect();
+            add_bias(&mut y, &bias).map_err(|e| error(frame, e))?;
         }
-        Typed { dims, values }.into_tensor(frame, dtype)
+        y.into_tensor(frame, dtype)
     }, Err(super::tensors::unsupported(frame, dtype)))
 }
 
