@@ -6,10 +6,12 @@
 //! transposed one multiplies the transposed filters by the image and adds the columns back into
 //! the output (col2im).
 
-use super::dispatch::float;
+use super::dispatch::{float, numeric};
 use super::linalg::Ring;
 use super::quantize::{offset_operand, requantized};
-use super::tensors::{count, error, filled, has_attribute, register_one, string, unsupported, wide, Inputs, Typed};
+use super::tensors::{
+    count, dims, error, filled, has_attribute, integers, register_one, sizes, string, unsupported, wide, Inputs, Typed,
+};
 use crate::dtype::DType;
 use crate::library::nn::gemm::Matrix;
 use crate::library::nn::layout::strides;
@@ -17,7 +19,7 @@ use crate::library::nn::{int, ints};
 use crate::tensor::DenseHostTensor;
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
-pub(super) const OPERATORS: &[&str] = &["Conv", "ConvInteger", "ConvTranspose", "QLinearConv"];
+pub(super) const OPERATORS: &[&str] = &["Col2Im", "Conv", "ConvInteger", "ConvTranspose", "QLinearConv"];
 
 /// A window sliding over the spatial dimensions: its taps, steps, the spaces between its taps,
 /// and the padding before and after each dimension.
@@ -267,7 +269,7 @@ pub(super) fn convolve<T: Ring>(
 }
 
 /// Adds `bias[m]` to every element of output channel `m` of `y` (`[N, M, ..]`).
-fn add_bias<T: Ring>(y: &mut Typed<T>, bias: &[T]) -> Result<(), String> {
+pub(super) fn add_bias<T: Ring>(y: &mut Typed<T>, bias: &[T]) -> Result<(), String> {
     let m = y.dims[1];
     if bias.len() != m {
         return Err(format!("B holds {} values for {m} output channels", bias.len()));
@@ -375,13 +377,29 @@ fn convolve_transposed<T: Ring>(
         return Ok(Typed { dims, values });
     }
     let mut columns = filled(count(&[rows, image])?, T::default())?;
+    let tap_maps = scatter_maps(&shapes.kernel, &shapes.spatial, layout);
+    for n in 0..shapes.n {
+        for g in 0..group {
+            // columns [mg * taps, image] = W_g^T [mg * taps, cg] x X_g [cg, image].
+            let filters = Matrix { offset: g * cg * rows, rows: 1, columns: rows };
+            let images = Matrix { offset: (n * shapes.c + g * cg) * image, rows: image, columns: 1 };
+            T::gemm((rows, cg, image), (&w.values, filters), (&x.values, images), &mut columns, image, false);
+            let output = &mut values[(n * shapes.m + g * mg) * plane..][..mg * plane];
+            add_columns(&columns, &tap_maps, output);
+        }
+    }
+    Ok(Typed { dims, values })
+}
+
+/// For each tap of `kernel`, along each axis, the output offset it sends each of the `spatial`
+/// coordinates to (`None` outside the output): a transposed convolution's scatter (col2im).
+fn scatter_maps(kernel: &[usize], spatial: &[usize], layout: &Transposed) -> Vec<Vec<Vec<Option<usize>>>> {
     let strides = strides(&layout.out);
-    // The output offset each tap sends each input coordinate to, along each axis.
-    let tap_maps: Vec<Vec<Vec<Option<usize>>>> = indices(&shapes.kernel)
+    indices(kernel)
         .map(|tap| {
             (0..tap.len())
                 .map(|axis| {
-                    (0..shapes.spatial[axis])
+                    (0..spatial[axis])
                         .map(|i| {
                             let o = (i * layout.strides[axis] + tap[axis] * layout.dilations[axis]) as i64
                                 - layout.begin[axis];
@@ -391,27 +409,29 @@ fn convolve_transposed<T: Ring>(
                 })
                 .collect()
         })
-        .collect();
-    for n in 0..shapes.n {
-        for g in 0..group {
-            // columns [mg * taps, image] = W_g^T [mg * taps, cg] x X_g [cg, image].
-            let filters = Matrix { offset: g * cg * rows, rows: 1, columns: rows };
-            let images = Matrix { offset: (n * shapes.c + g * cg) * image, rows: image, columns: 1 };
-            T::gemm((rows, cg, image), (&w.values, filters), (&x.values, images), &mut columns, image, false);
-            for channel in 0..mg {
-                let output = &mut values[(n * shapes.m + g * mg + channel) * plane..][..plane];
-                for (t, maps) in tap_maps.iter().enumerate() {
-                    let row = &columns[(channel * taps + t) * image..][..image];
-                    for_each_mapped(maps, &mut |i, offset| {
-                        if let Some(o) = offset {
-                            output[o] = output[o].add(row[i]);
-                        }
-                    });
+        .collect()
+}
+
+/// col2im: adds row `channel * taps + t` of `columns` (`[channels * taps, image]`) into channel
+/// `channel` of `output` (`[channels, plane]`) where tap `t`'s maps send each element.
+fn add_columns<T: Ring>(columns: &[T], tap_maps: &[Vec<Vec<Option<usize>>>], output: &mut [T]) {
+    let taps = tap_maps.len();
+    let image: usize = tap_maps.first().map_or(0, |maps| maps.iter().map(Vec::len).product());
+    if taps == 0 || image == 0 {
+        return;
+    }
+    let channels = columns.len() / (taps * image);
+    let plane = output.len() / channels.max(1);
+    for (channel, output) in output.chunks_exact_mut(plane.max(1)).enumerate().take(channels) {
+        for (t, maps) in tap_maps.iter().enumerate() {
+            let row = &columns[(channel * taps + t) * image..][..image];
+            for_each_mapped(maps, &mut |i, offset| {
+                if let Some(o) = offset {
+                    output[o] = output[o].add(row[i]);
                 }
-            }
+            });
         }
     }
-    Ok(Typed { dims, values })
 }
 
 /// Conv and ConvTranspose on floats, with an optional bias.
@@ -471,7 +491,45 @@ fn qlinear_conv(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTen
     requantized(frame, inputs, y, (rank, 1))
 }
 
+/// Col2Im: columns `[N, C * taps, L]` (a block's taps, at each of the `L` block positions)
+/// added back into images `[N, C, image_shape..]`.
+fn col2im(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor, KernelError> {
+    let x = inputs.required(0)?;
+    let dtype = x.dtype();
+    let image = sizes(frame, "image_shape", &integers(frame, inputs.required(1)?)?)?;
+    let block = sizes(frame, "block_shape", &integers(frame, inputs.required(2)?)?)?;
+    let rank = image.len();
+    if block.len() != rank {
+        return Err(error(frame, format_args!("block_shape {block:?} does not fit image_shape {image:?}")));
+    }
+    let (window, blocks) = Layout::read(frame, rank)?.resolve(&block, &image, false).map_err(|e| error(frame, e))?;
+    let xd = dims(x);
+    let (taps, positions) = (count(&block).map_err(|e| error(frame, e))?, count(&blocks).map_err(|e| error(frame, e))?);
+    if xd.len() != 3 || xd[1] % taps != 0 || xd[2] != positions {
+        return Err(error(frame, format_args!("input {xd:?} is not {taps}-tap blocks at {blocks:?} positions")));
+    }
+    let (n, c) = (xd[0], xd[1] / taps);
+    let begin = window.begin.iter().map(|&b| b as i64).collect();
+    let layout = Transposed { out: image.clone(), begin, strides: window.strides, dilations: window.dilations };
+    let maps = scatter_maps(&block, &blocks, &layout);
+    let mut out = vec![n, c];
+    out.extend(&image);
+    let plane = count(&image).map_err(|e| error(frame, e))?;
+    numeric!(dtype, T => {
+        let x = Typed::<T>::read(x);
+        let mut values = filled(count(&out).map_err(|e| error(frame, e))?, T::default()).map_err(|e| error(frame, e))?;
+        let (columns, images) = (xd[1] * xd[2], c * plane);
+        if columns > 0 && images > 0 {
+            for (source, target) in x.values.chunks_exact(columns).zip(values.chunks_exact_mut(images)) {
+                add_columns(source, &maps, target);
+            }
+        }
+        Typed { dims: out, values }.into_tensor(frame, dtype)
+    }, Err(unsupported(frame, dtype)))
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
+    register_one(registry, "Col2Im", col2im);
     register_one(registry, "Conv", |frame, inputs| float_conv(frame, inputs, false));
     register_one(registry, "ConvTranspose", |frame, inputs| float_conv(frame, inputs, true));
     register_one(registry, "ConvInteger", |frame, inputs| {

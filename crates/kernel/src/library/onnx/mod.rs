@@ -23,6 +23,8 @@ mod pad;
 mod pool;
 mod quantize;
 mod reduce;
+mod resize;
+mod sample;
 mod shape;
 mod tensors;
 
@@ -44,6 +46,8 @@ pub fn operators() -> Vec<&'static str> {
         normalize::OPERATORS,
         losses::OPERATORS,
         attention::OPERATORS,
+        resize::OPERATORS,
+        sample::OPERATORS,
     ]
     .concat()
 }
@@ -63,4 +67,6 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     normalize::register(registry);
     losses::register(registry);
     attention::register(registry);
+    resize::register(registry);
+    sample::register(registry);
 }

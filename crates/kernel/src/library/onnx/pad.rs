@@ -1,13 +1,15 @@
 //! `Pad`, on tensors of any element type: each axis grows (or, by negative pads, shrinks) at
 //! both ends; the new elements are a constant, the edge's, the input reflected about its edges,
-//! or the input wrapped around.
+//! or the input wrapped around. `CenterCropPad` crops or zero-pads axes about their centres.
 
 use super::dispatch::any;
-use super::tensors::{dims, distinct_axes, error, integers, opset, strides, take, unsupported, Inputs, Value, Walk};
+use super::tensors::{
+    dims, distinct_axes, error, integers, opset, sizes, strides, take, unsupported, Inputs, Value, Walk,
+};
 use crate::library::nn::{float, ints};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
-pub(super) const OPERATORS: &[&str] = &["Pad"];
+pub(super) const OPERATORS: &[&str] = &["CenterCropPad", "Pad"];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
@@ -111,7 +113,43 @@ fn pad(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     frame.emplace_result(0, result)
 }
 
+/// The input index of index `o` of an axis of `length` cut or padded about its centre from
+/// `dim` elements (the odd element is cut or padded at the end); `None` in the padding.
+fn centred(o: usize, dim: usize, length: usize) -> Option<usize> {
+    let (crop, pad) = (dim.saturating_sub(length) / 2, length.saturating_sub(dim) / 2);
+    (o + crop).checked_sub(pad).filter(|&i| i < dim)
+}
+
+fn center_crop_pad(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let inputs = Inputs::new(frame)?;
+    let x = inputs.required(0)?;
+    let dims = dims(x);
+    let shape = sizes(frame, "shape", &integers(frame, inputs.required(1)?)?)?;
+    let axes = match ints(frame, "axes", &[])? {
+        axes if axes.is_empty() => (0..dims.len()).collect(),
+        axes => distinct_axes(frame, &axes, dims.len())?,
+    };
+    if shape.len() != axes.len() {
+        return Err(error(frame, format_args!("shape {shape:?} does not give {} axes", axes.len())));
+    }
+    let mut out = dims.clone();
+    for (&a, &length) in axes.iter().zip(&shape) {
+        out[a] = length;
+    }
+    let strides = strides(&dims);
+    let walk = || {
+        let maps = out
+            .iter()
+            .enumerate()
+            .map(|(k, &length)| (0..length).map(|o| centred(o, dims[k], length).map(|i| i * strides[k])).collect());
+        Walk::new(maps.collect())
+    };
+    let result = take(frame, x, &out, None, walk)?;
+    frame.emplace_result(0, result)
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("onnx.CenterCropPad", center_crop_pad);
     registry.add_kernel("onnx.Pad", pad);
 }
 
@@ -129,5 +167,14 @@ mod tests {
         assert_eq!(read(Mode::Wrap), [1, 2, 0, 1, 2, 0, 1, 2].map(Some));
         // Cropped by 1 at the front: what is kept starts at index 1.
         assert_eq!((0..3).map(|o| source(Mode::Edge, o, -1, 1, 2)).collect::<Vec<_>>(), [1, 2, 2].map(Some));
+    }
+
+    #[test]
+    fn centre_crops_and_pads_put_the_odd_element_at_the_end() {
+        let read = |dim, length| (0..length).map(|o| centred(o, dim, length)).collect::<Vec<_>>();
+        assert_eq!(read(5, 2), [1, 2].map(Some));
+        assert_eq!(read(4, 2), [1, 2].map(Some));
+        assert_eq!(read(2, 5), [None, Some(0), Some(1), None, None]);
+        assert_eq!(read(3, 3), [0, 1, 2].map(Some));
     }
 }
