@@ -411,6 +411,7 @@ impl Lowering {
             }
             Ok(AttributeType::Floats) => self.emit.floats(&attribute.floats),
             Ok(AttributeType::Ints) => self.emit.ints(&attribute.ints),
+            Ok(AttributeType::Strings) => self.emit.strings(&attribute.strings),
             Ok(AttributeType::Tensor) => {
                 let tensor =
                     attribute.t.as_ref().ok_or_else(|| node.error(format!("attribute `{name}` has no tensor")))?;

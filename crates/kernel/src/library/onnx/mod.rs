@@ -21,6 +21,7 @@ mod normalize;
 mod pad;
 mod pool;
 mod quantize;
+mod recurrent;
 mod reduce;
 mod shape;
 mod tensors;
@@ -42,6 +43,7 @@ pub fn operators() -> Vec<&'static str> {
         reduce::OPERATORS,
         normalize::OPERATORS,
         losses::OPERATORS,
+        recurrent::OPERATORS,
     ]
     .concat()
 }
@@ -60,4 +62,5 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     reduce::register(registry);
     normalize::register(registry);
     losses::register(registry);
+    recurrent::register(registry);
 }
