@@ -11,12 +11,14 @@
 //! written once over a Rust element type, not once per type.
 
 mod conv;
+mod detection;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod generate;
 mod index;
 mod linalg;
 mod losses;
+mod ml;
 mod normalize;
 mod pad;
 mod pool;
@@ -44,6 +46,8 @@ pub fn operators() -> Vec<&'static str> {
         normalize::OPERATORS,
         losses::OPERATORS,
         recurrent::OPERATORS,
+        detection::OPERATORS,
+        ml::OPERATORS,
     ]
     .concat()
 }
@@ -63,4 +67,6 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     normalize::register(registry);
     losses::register(registry);
     recurrent::register(registry);
+    detection::register(registry);
+    ml::register(registry);
 }

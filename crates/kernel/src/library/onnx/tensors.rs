@@ -654,3 +654,15 @@ pub(crate) fn strings(site: &KernelSite<'_>, name: &str) -> Result<Vec<String>, 
     let aggregate = attribute.aggregate()?;
     (0..aggregate.len()).map(|i| Ok(aggregate.get(i)?.string()?.to_owned())).collect()
 }
+
+/// The elements of the tensor attribute `name` (ONNX's TENSOR, any number type) as f64s, `None`
+/// when the kernel has none.
+pub(crate) fn dense_values(site: &KernelSite<'_>, name: &str) -> Result<Option<Vec<f64>>, KernelError> {
+    let Some(attribute) = named(site, name)? else { return Ok(None) };
+    let dense = attribute.dense()?;
+    let dtype = dense.dtype;
+    let size = dtype.byte_size().ok_or_else(|| unsupported(site, dtype))?;
+    numeric!(dtype, T => {
+        Ok(Some(dense.data.chunks_exact(size).map(|b| T::load(dtype, b).to_f64()).collect()))
+    }, Err(unsupported(site, dtype)))
+}
