@@ -260,7 +260,7 @@ fn swap_leading(values: &[f64], a: usize, b: usize, rest: usize) -> Vec<f64> {
     out
 }
 
-/// An optional input of `dims` (zeros, or `fill`, without one), checked against them.
+/// Input `index` when the node has it, checked to be of `dims` (`what` names it in errors).
 fn optional_input(
     site: &KernelSite<'_>,
     inputs: &Inputs,
