@@ -106,6 +106,12 @@ impl Emitter {
         self.module.context.intern_attr(Attribute::Array(elements))
     }
 
+    /// `["a", "b", ...]`: strings (an aggregate of strings in BEF).
+    pub fn strings(&mut self, values: &[impl AsRef<[u8]>]) -> AttrId {
+        let elements = values.iter().map(|v| self.module.context.intern_string_attr(v.as_ref())).collect();
+        self.module.context.intern_attr(Attribute::Array(elements))
+    }
+
     /// `value : f32`.
     pub fn float(&mut self, value: f32) -> AttrId {
         let ctx = &mut self.module.context;

@@ -44,6 +44,9 @@ use source::Source;
 /// The name `iree-import-onnx` gives the function of a graph without a name.
 const UNNAMED_GRAPH: &str = "main_graph";
 
+/// ONNX's domain of classical machine-learning operators.
+const ML_DOMAIN: &str = "ai.onnx.ml";
+
 /// A model's bytes: a vector, a mapped file. Weights stay slices of them until written out.
 pub type ModelBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
@@ -72,8 +75,7 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
         .opset_import
         .iter()
         .find(|o| matches!(o.domain.as_deref(), None | Some("" | "ai.onnx")))
-        .and_then(|o| o.version)
-        .ok_or_else(|| ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))?;
+        .and_then(|o| o.version);
 
     let source = Rc::new(Source::new(Arc::clone(&bytes), folder));
     let mut initializers = std::collections::HashMap::new();
@@ -90,7 +92,7 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
 
     let emit = Emitter::new(arguments.len());
     let ids = emit.arguments();
-    let mut lowering = Lowering::new(emit, opset, used, source);
+    let mut lowering = Lowering::new(emit, opset.unwrap_or(0), used, source);
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }
@@ -109,12 +111,19 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
         };
         lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem: Some(elem) });
     }
+    // The classical-ML operators (`ai.onnx.ml`) that have kernels run as `onnx.ml.<Op>`.
+    let ml_opset = model.opset_import.iter().find(|o| o.domain() == ML_DOMAIN).and_then(|o| o.version).unwrap_or(1);
     for proto in &graph.node {
         let node = Node::new(proto);
-        if !matches!(proto.domain.as_deref(), None | Some("" | "ai.onnx")) {
-            return Err(node.unsupported(format!("the operator domain `{}` is not supported", proto.domain())));
+        match proto.domain.as_deref() {
+            // A model that imports only other domains' opsets has no node of the default one.
+            None | Some("" | "ai.onnx") if opset.is_none() => {
+                return Err(ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))
+            }
+            None | Some("" | "ai.onnx") => lowering.node(&node)?,
+            Some(ML_DOMAIN) => lowering.ml_node(&node, ml_opset)?,
+            Some(other) => return Err(node.unsupported(format!("the operator domain `{other}` is not supported"))),
         }
-        lowering.node(&node)?;
     }
     let mut results = Vec::with_capacity(graph.output.len());
     for output in &graph.output {

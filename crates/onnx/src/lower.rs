@@ -371,6 +371,13 @@ impl Lowering {
                 _ => true,
             },
             "Gemm" => shape(2).is_none_or(|c| c.len() <= 2),
+            // nn.clip takes its bounds as attributes: constants.
+            "Clip" => (1..3).all(|i| node.input(i).is_none_or(|name| self.is_const(name))),
+            // Dropout as the identity: neither the mask nor training.
+            "Dropout" => {
+                node.input(2).is_none()
+                    && node.proto.output.iter().skip(1).all(|name| name.is_empty() || !self.used.contains(name))
+            }
             _ => true,
         }
     }
@@ -378,13 +385,28 @@ impl Lowering {
     /// The node as its `onnx.<Op>` kernel: its present inputs as operands, its attributes as
     /// they are, `_opset`, and `_inputs` when an optional input before the last is left out.
     fn generic(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        self.generic_kernel(node, &format!("onnx.{}", node.op), self.opset)
+    }
+
+    /// A node of the `ai.onnx.ml` domain (whose opset is `opset`) as its `onnx.ml.<Op>` kernel,
+    /// when it has one (`ml.<Op>` among the ONNX operators).
+    pub fn ml_node(&mut self, node: &Node<'_>, opset: i64) -> Result<(), ImportError> {
+        let op = format!("ml.{}", node.op);
+        if !rtx_kernel::library::onnx::operators().contains(&op.as_str()) {
+            return Err(node.unsupported(format!("the operator `ai.onnx.ml.{}` is not supported", node.op)));
+        }
+        self.generic_kernel(node, &format!("onnx.{op}"), opset)
+    }
+
+    /// The node as the kernel `kernel`, `_opset` its domain's opset.
+    fn generic_kernel(&mut self, node: &Node<'_>, kernel: &str, opset: i64) -> Result<(), ImportError> {
         let mut operands = Vec::new();
         let mut slots = Vec::new();
         for (index, name) in node.proto.input.iter().enumerate().filter(|(_, name)| !name.is_empty()) {
             operands.push(self.any_tensor(name, node)?);
             slots.push(index as i64);
         }
-        let mut attrs: Attrs<'_> = vec![("_opset", self.emit.int(self.opset))];
+        let mut attrs: Attrs<'_> = vec![("_opset", self.emit.int(opset))];
         if slots.iter().enumerate().any(|(k, &slot)| slot != k as i64) {
             attrs.push(("_inputs", self.emit.ints(&slots)));
         }
@@ -393,8 +415,7 @@ impl Lowering {
             let value = self.attribute(node, attribute)?;
             attrs.push((name, value));
         }
-        let kernel = format!("onnx.{}", node.op);
-        let ids = self.emit.kernel_results(&kernel, &node.name, &operands, attrs, node.proto.output.len());
+        let ids = self.emit.kernel_results(kernel, &node.name, &operands, attrs, node.proto.output.len());
         for (name, id) in node.proto.output.iter().zip(ids).filter(|(name, _)| !name.is_empty()) {
             self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem: None });
         }
@@ -413,6 +434,7 @@ impl Lowering {
             }
             Ok(AttributeType::Floats) => self.emit.floats(&attribute.floats),
             Ok(AttributeType::Ints) => self.emit.ints(&attribute.ints),
+            Ok(AttributeType::Strings) => self.emit.strings(&attribute.strings),
             Ok(AttributeType::Tensor) => {
                 let tensor =
                     attribute.t.as_ref().ok_or_else(|| node.error(format!("attribute `{name}` has no tensor")))?;

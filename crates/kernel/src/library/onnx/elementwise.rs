@@ -2,10 +2,11 @@
 //! `Mod`, the variadic `Max`, `Min`, `Sum`, `Mean`), comparisons (`Equal`, `Less`, `Greater`,
 //! `LessOrEqual`, `GreaterOrEqual`), logic and bits (`And`, `Or`, `Xor`, `Not`, `BitwiseAnd`,
 //! `BitwiseOr`, `BitwiseXor`, `BitwiseNot`, `BitShift`), `Where`, the unary functions and
-//! activations, `Cast`, `CastLike` and `Identity`.
+//! activations (with `PRelu`, `Shrink`, `Swish`, `Clip`), `Cast`, `CastLike`, `BitCast`,
+//! `Identity` and `Dropout`.
 
 use super::dispatch::{any, float, integer, numeric};
-use super::tensors::{error, unsupported, Inputs, Typed, Value};
+use super::tensors::{error, has_attribute, opset, unsupported, wide, Inputs, Typed, Value};
 use crate::dtype::DType;
 use crate::library::nn::float as float_attribute;
 use crate::library::nn::int;
@@ -22,6 +23,7 @@ pub(super) const OPERATORS: &[&str] = &[
     "Asinh",
     "Atan",
     "Atanh",
+    "BitCast",
     "BitShift",
     "BitwiseAnd",
     "BitwiseNot",
@@ -31,9 +33,11 @@ pub(super) const OPERATORS: &[&str] = &[
     "CastLike",
     "Ceil",
     "Celu",
+    "Clip",
     "Cos",
     "Cosh",
     "Div",
+    "Dropout",
     "Elu",
     "Equal",
     "Erf",
@@ -61,10 +65,12 @@ pub(super) const OPERATORS: &[&str] = &[
     "Not",
     "Or",
     "Pow",
+    "PRelu",
     "Reciprocal",
     "Relu",
     "Round",
     "Selu",
+    "Shrink",
     "Sigmoid",
     "Sign",
     "Sin",
@@ -74,6 +80,7 @@ pub(super) const OPERATORS: &[&str] = &[
     "Sqrt",
     "Sub",
     "Sum",
+    "Swish",
     "Tan",
     "Tanh",
     "ThresholdedRelu",
@@ -325,6 +332,22 @@ pub(crate) fn onnx_dtype(code: i64) -> Option<DType> {
     })
 }
 
+/// Uniform draws in [0, 1) for training `Dropout`'s mask (xorshift64*, from the node's seed).
+struct Random(u64);
+
+impl Random {
+    fn new(seed: u64) -> Random {
+        Random(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 /// `x` converted to `to`, element by element, as ONNX's `Cast` converts.
 fn cast(frame: &KernelFrame<'_>, x: &DenseHostTensor, to: DType) -> Result<DenseHostTensor, KernelError> {
     let from = x.dtype();
@@ -351,7 +374,17 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_numeric(registry, "Sub", |_, _, v| Ok(v[0] - v[1]));
     register_numeric(registry, "Mul", |_, _, v| Ok(v[0] * v[1]));
     register_numeric(registry, "Div", |_, dtype, v| divide(dtype, v[0], v[1]));
-    register_numeric(registry, "Pow", |_, _, v| Ok(v[0].powf(v[1])));
+    register_numeric(registry, "PRelu", |_, _, v| Ok(if v[0] < 0.0 { v[1] * v[0] } else { v[0] }));
+    register_numeric(registry, "Shrink", |site, _, v| {
+        let (lambd, bias) = (attribute(site, "lambd", 0.5)?, attribute(site, "bias", 0.0)?);
+        Ok(if v[0] < -lambd {
+            v[0] + bias
+        } else if v[0] > lambd {
+            v[0] - bias
+        } else {
+            0.0
+        })
+    });
     register_numeric(registry, "Mod", |site, dtype, v| {
         let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
         if v[1] == 0.0 && !is_float(dtype) {
@@ -427,6 +460,7 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_float(registry, "Sigmoid", |_, x| Ok(1.0 / (1.0 + (-x).exp())));
     register_float(registry, "Softplus", |_, x| Ok(if x > 30.0 { x } else { x.exp().ln_1p() }));
     register_float(registry, "Softsign", |_, x| Ok(x / (1.0 + x.abs())));
+    register_float(registry, "Swish", |site, x| Ok(x / (1.0 + (-attribute(site, "alpha", 1.0)? * x).exp())));
     register_float(registry, "Mish", |_, x| Ok(x * x.exp().ln_1p().tanh()));
     register_float(registry, "HardSwish", |_, x| Ok(x * (x / 6.0 + 0.5).clamp(0.0, 1.0)));
     register_float(registry, "LeakyRelu", |site, x| Ok(if x < 0.0 { attribute(site, "alpha", 0.01)? * x } else { x }));
@@ -488,6 +522,103 @@ pub(super) fn register(registry: &mut KernelRegistry) {
             .ok_or_else(|| error(frame, format_args!("cast to element type {code} is not supported")))?;
         let result = cast(frame, inputs.required(0)?, to)?;
         frame.emplace_result(0, result)
+    });
+    registry.add_kernel("onnx.BitCast", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let x = inputs.required(0)?;
+        let code = int(frame, "to", 0)?;
+        let to = onnx_dtype(code)
+            .ok_or_else(|| error(frame, format_args!("bit cast to element type {code} is not supported")))?;
+        // (Booleans are bytes: a byte other than 0 or 1 reads as true.)
+        if x.dtype().byte_size() != to.byte_size() {
+            return Err(error(frame, format_args!("cannot reinterpret {:?} elements as {to:?}", x.dtype())));
+        }
+        // The same bytes under another element type: the buffer is shared, not copied.
+        let result = DenseHostTensor::from_buffer(to, x.shape().clone(), x.buffer().clone())?;
+        frame.emplace_result(0, result)
+    });
+    registry.add_kernel("onnx.Pow", |frame: &mut KernelFrame<'_>| {
+        // The exponent may be of another number type; the result has the base's.
+        let inputs = Inputs::new(frame)?;
+        let (x, y) = (inputs.required(0)?, inputs.required(1)?);
+        let dtype = x.dtype();
+        let operands = [wide(frame, x)?, wide(frame, y)?];
+        let result = numeric!(dtype, T => {
+            map_broadcast(frame, &operands, dtype, |v: &[f64]| Ok(T::from_f64(v[0].powf(v[1]))))?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+    registry.add_kernel("onnx.Clip", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let x = inputs.required(0)?;
+        let dtype = x.dtype();
+        let result = numeric!(dtype, T => {
+            // Before opset 11 the bounds are float attributes; from 11 inputs of x's type.
+            let bound = |index: usize, name: &str| -> Result<Option<T>, KernelError> {
+                if opset(frame)? < 11 {
+                    let bound = has_attribute(frame, name).then(|| float_attribute(frame, name, 0.0));
+                    return Ok(bound.transpose()?.map(|v| T::from_f64(f64::from(v))));
+                }
+                let Some(tensor) = inputs.optional(index) else { return Ok(None) };
+                if tensor.dtype() != dtype {
+                    return Err(error(frame, format_args!("{name} holds {:?} elements, not {dtype:?}", tensor.dtype())));
+                }
+                match Typed::<T>::read(tensor).values[..] {
+                    [value] => Ok(Some(value)),
+                    ref values => Err(error(frame, format_args!("{name} holds {} values, not one", values.len()))),
+                }
+            };
+            let (low, high) = (bound(1, "min")?, bound(2, "max")?);
+            let x = Typed::<T>::read(x);
+            // Where min exceeds max every element becomes max.
+            let values = x.values.iter().map(|&v| {
+                let v = match low { Some(low) if v < low => low, _ => v };
+                match high { Some(high) if v > high => high, _ => v }
+            }).collect();
+            Typed { dims: x.dims, values }.into_tensor(frame, dtype)?
+        }, return Err(unsupported(frame, dtype)));
+        frame.emplace_result(0, result)
+    });
+    registry.add_kernel("onnx.Dropout", |frame: &mut KernelFrame<'_>| {
+        let inputs = Inputs::new(frame)?;
+        let x = inputs.required(0)?;
+        let ratio = match inputs.optional(1) {
+            Some(ratio) => match wide(frame, ratio)?.values[..] {
+                [ratio] => ratio,
+                _ => return Err(error(frame, "ratio is not one value")),
+            },
+            None => f64::from(float_attribute(frame, "ratio", 0.5)?),
+        };
+        let training = match inputs.optional(2) {
+            Some(mode) => Typed::<bool>::read(mode).values.first().copied().unwrap_or(false),
+            None => false,
+        };
+        if !(0.0..1.0).contains(&ratio) {
+            return Err(error(frame, format_args!("ratio {ratio} is outside [0, 1)")));
+        }
+        let dtype = x.dtype();
+        // Outside training (and with a zero ratio) the output is the input and the mask all true.
+        let (output, mask) = if !training || ratio == 0.0 {
+            let mask = vec![true; x.num_elements()];
+            (x.clone(), Typed { dims: super::tensors::dims(x), values: mask })
+        } else {
+            let mut random = Random::new(int(frame, "seed", 0)? as u64);
+            float!(dtype, T => {
+                let x = Typed::<T>::read(x);
+                let mask: Vec<bool> = x.values.iter().map(|_| random.next() >= ratio).collect();
+                let scale = 1.0 / (1.0 - ratio);
+                let values = x.values.iter().zip(&mask)
+                    .map(|(v, &keep)| T::from_f64(if keep { v.to_f64() * scale } else { 0.0 }))
+                    .collect();
+                (Typed { dims: x.dims.clone(), values }.into_tensor(frame, dtype)?, Typed { dims: x.dims, values: mask })
+            }, return Err(unsupported(frame, dtype)))
+        };
+        frame.emplace_result(0, output)?;
+        if frame.num_results() > 1 {
+            let mask = mask.into_tensor(frame, DType::I1)?;
+            frame.emplace_result(1, mask)?;
+        }
+        Ok(())
     });
     registry.add_kernel("onnx.CastLike", |frame: &mut KernelFrame<'_>| {
         let inputs = Inputs::new(frame)?;

@@ -2,12 +2,14 @@
 //! (any equation: implicit or explicit output, repeated labels, ellipses), and the quantized
 //! `MatMulInteger` and `QLinearMatMul`. Every number type multiplies: floats with
 //! `matrixmultiply`'s packed GEMM (half floats in f32), integers with plain loops that wrap as
-//! the type does ([`Ring`]).
+//! the type does ([`Ring`]). `Det`: determinants of square matrices, by LU decomposition.
 
 use super::dispatch::numeric;
 use super::elementwise::{broadcast, same_type};
 use super::quantize::{offset_operand, requantized};
-use super::tensors::{count, error, filled, register_one, string, unsupported, walk, Inputs, Typed, Value};
+use super::tensors::{
+    count, error, filled, read_floats, register_one, string, unsupported, walk, Inputs, Typed, Value,
+};
 use crate::dtype::DType;
 use crate::library::nn::gemm::{packed_gemm, Matrix};
 use crate::library::nn::layout::strides;
@@ -15,7 +17,7 @@ use crate::library::nn::{float, int};
 use crate::tensor::DenseHostTensor;
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
-pub(super) const OPERATORS: &[&str] = &["Einsum", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"];
+pub(super) const OPERATORS: &[&str] = &["Det", "Einsum", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"];
 
 /// The arithmetic of a type products compute in: IEEE for floats, wrapping for integers (as a
 /// product in the type would), and a matrix product.
@@ -339,7 +341,50 @@ fn qlinear_matmul(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostT
     requantized(frame, inputs, product, (rows.unwrap_or(rank), rank.saturating_sub(1)))
 }
 
+/// The determinant of the `n x n` row-major matrix `a`: LU decomposition with partial pivoting
+/// (the product of the pivots, its sign flipped by each row swap).
+fn determinant(mut a: Vec<f64>, n: usize) -> f64 {
+    let mut det = 1.0;
+    for k in 0..n {
+        let pivot = (k..n).max_by(|&i, &j| a[i * n + k].abs().total_cmp(&a[j * n + k].abs())).unwrap_or(k);
+        if a[pivot * n + k] == 0.0 {
+            return 0.0;
+        }
+        if pivot != k {
+            for j in 0..n {
+                a.swap(k * n + j, pivot * n + j);
+            }
+            det = -det;
+        }
+        let diagonal = a[k * n + k];
+        det *= diagonal;
+        for i in k + 1..n {
+            let factor = a[i * n + k] / diagonal;
+            for j in k + 1..n {
+                a[i * n + j] -= factor * a[k * n + j];
+            }
+        }
+    }
+    det
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
+    register_one(registry, "Det", |frame, inputs| {
+        let x = inputs.required(0)?;
+        let typed = read_floats(frame, x)?;
+        let rank = typed.dims.len();
+        let n = match typed.dims[..] {
+            [.., rows, columns] if rows == columns => rows,
+            _ => return Err(error(frame, format_args!("{:?} is not a stack of square matrices", typed.dims))),
+        };
+        let dims = typed.dims[..rank - 2].to_vec();
+        let values = if n == 0 {
+            count(&dims).and_then(|n| filled(n, 1.0)).map_err(|e| error(frame, e))?
+        } else {
+            typed.values.chunks_exact(n * n).map(|m| determinant(m.to_vec(), n)).collect()
+        };
+        Typed { dims, values }.into_floats(frame, x.dtype())
+    });
     register_one(registry, "MatMul", |frame, inputs| {
         let (a, b) = (inputs.required(0)?, inputs.required(1)?);
         let dtype = same_type(frame, &[a.clone(), b.clone()])?;
@@ -381,6 +426,16 @@ pub(super) fn register(registry: &mut KernelRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn determinants_pivot_and_find_singular_matrices() {
+        assert_eq!(determinant(vec![1.0, 2.0, 3.0, 4.0], 2), -2.0);
+        // A zero first pivot needs a row swap: 0 - 1 (8 - 12) + 2 (-3 - 0) = -2.
+        let det = determinant(vec![0.0, 1.0, 2.0, 1.0, 0.0, 3.0, 4.0, -3.0, 8.0], 3);
+        assert!((det + 2.0).abs() < 1e-12, "{det}");
+        assert_eq!(determinant(vec![1.0, 2.0, 2.0, 4.0], 2), 0.0);
+        assert_eq!(determinant(vec![7.0], 1), 7.0);
+    }
 
     fn typed<T: Value>(dims: &[usize], values: &[T]) -> Typed<T> {
         Typed { dims: dims.to_vec(), values: values.to_vec() }

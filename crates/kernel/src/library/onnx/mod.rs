@@ -12,16 +12,19 @@
 
 mod attention;
 mod conv;
+mod detection;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
 mod generate;
 mod index;
 mod linalg;
 mod losses;
+mod ml;
 mod normalize;
 mod pad;
 mod pool;
 mod quantize;
+mod recurrent;
 mod reduce;
 mod resize;
 mod sample;
@@ -48,6 +51,9 @@ pub fn operators() -> Vec<&'static str> {
         attention::OPERATORS,
         resize::OPERATORS,
         sample::OPERATORS,
+        recurrent::OPERATORS,
+        detection::OPERATORS,
+        ml::OPERATORS,
     ]
     .concat()
 }
@@ -69,4 +75,7 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     attention::register(registry);
     resize::register(registry);
     sample::register(registry);
+    recurrent::register(registry);
+    detection::register(registry);
+    ml::register(registry);
 }

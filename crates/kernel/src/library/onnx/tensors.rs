@@ -631,3 +631,40 @@ impl Typed<f64> {
         Ok(strided_offsets(site, dims, &strides[1])?.into_iter().map(|i| self.values[i]).collect())
     }
 }
+
+/// The attribute `name`, `None` when the kernel has none.
+fn named<'a>(site: &KernelSite<'a>, name: &str) -> Result<Option<crate::attribute::Attribute<'a>>, KernelError> {
+    match site.named_attribute(name) {
+        Ok(attribute) => Ok(Some(attribute)),
+        Err(e) if e.0.code == rtx_host::StatusCode::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The float array attribute `name` (ONNX's FLOATS), empty when the kernel has none.
+pub(crate) fn floats(site: &KernelSite<'_>, name: &str) -> Result<Vec<f32>, KernelError> {
+    Ok(match named(site, name)? {
+        Some(attribute) => attribute.array::<f32>()?.to_vec(),
+        None => Vec::new(),
+    })
+}
+
+/// The string array attribute `name` (ONNX's STRINGS, an aggregate of strings), empty when the
+/// kernel has none.
+pub(crate) fn strings(site: &KernelSite<'_>, name: &str) -> Result<Vec<String>, KernelError> {
+    let Some(attribute) = named(site, name)? else { return Ok(Vec::new()) };
+    let aggregate = attribute.aggregate()?;
+    (0..aggregate.len()).map(|i| Ok(aggregate.get(i)?.string()?.to_owned())).collect()
+}
+
+/// The elements of the tensor attribute `name` (ONNX's TENSOR, any number type) as f64s, `None`
+/// when the kernel has none.
+pub(crate) fn dense_values(site: &KernelSite<'_>, name: &str) -> Result<Option<Vec<f64>>, KernelError> {
+    let Some(attribute) = named(site, name)? else { return Ok(None) };
+    let dense = attribute.dense()?;
+    let dtype = dense.dtype;
+    let size = dtype.byte_size().ok_or_else(|| unsupported(site, dtype))?;
+    numeric!(dtype, T => {
+        Ok(Some(dense.data.chunks_exact(size).map(|b| T::load(dtype, b).to_f64()).collect()))
+    }, Err(unsupported(site, dtype)))
+}
