@@ -76,9 +76,10 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
     let mut used: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
     used.extend(graph.output.iter().map(|o| o.name().to_owned()));
 
+    let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     let emit = Emitter::new(arguments.len());
     let ids = emit.arguments();
-    let mut lowering = Lowering::new(emit, opset, used, Arc::clone(&bytes));
+    let mut lowering = Lowering::new(emit, opset, used, Arc::clone(&bytes), name);
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }
@@ -98,18 +99,13 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
         lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem: Some(elem) });
     }
     for proto in &graph.node {
-        let node = Node::new(proto);
-        if !matches!(proto.domain.as_deref(), None | Some("" | "ai.onnx")) {
-            return Err(node.unsupported(format!("the operator domain `{}` is not supported", proto.domain())));
-        }
-        lowering.node(&node)?;
+        lowering.node(&Node::new(proto))?;
     }
     let mut results = Vec::with_capacity(graph.output.len());
     for output in &graph.output {
         let node = Node { proto: &Default::default(), name: output.name().to_owned(), op: "graph output" };
         results.push(lowering.any_tensor(output.name(), &node)?);
     }
-    let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     Ok(lowering.emit.finish(name, &results))
 }
 

@@ -12,7 +12,7 @@ use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
-use super::proto::AttributeProto;
+use super::proto::{type_proto, AttributeProto, GraphProto, NodeProto};
 use super::{ImportError, ModelBytes};
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
 
@@ -40,13 +40,18 @@ pub struct Lowering {
     used: HashSet<String>,
     /// The model's bytes, which `Constant` nodes' data may share.
     file: ModelBytes,
+    /// The name of the model's function, which its subgraphs' functions extend.
+    prefix: String,
+    /// How many subgraph functions were written.
+    functions: usize,
 }
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
 impl Lowering {
-    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: ModelBytes) -> Lowering {
-        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, file }
+    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, file: ModelBytes, prefix: &str) -> Lowering {
+        let prefix = prefix.to_owned();
+        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, file, prefix, functions: 0 }
     }
 
     /// The value `name` as a kernel operand: a tensor, `nn.constant` for a constant.
@@ -158,8 +163,16 @@ impl Lowering {
     /// when it computes a constant from constants (or a shape known here), else to its `onnx.*`
     /// kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        if !matches!(node.proto.domain.as_deref(), None | Some("" | "ai.onnx")) {
+            return Err(node.unsupported(format!("the operator domain `{}` is not supported", node.proto.domain())));
+        }
+        // Identity names its input's value again, whatever it holds (a sequence, an optional).
+        if node.op == "Identity" {
+            let value = self.value(node.required(0)?, node)?;
+            return self.define(node, value);
+        }
         let generic = rtx_kernel::library::onnx::operators().contains(&node.op);
-        if generic && !(self.lowers_here(node) && self.layers_take(node)) {
+        if generic && !(self.lowers_here(node) && self.layers_take(node) && subgraphs(node.proto).is_empty()) {
             return self.generic(node);
         }
         match node.op {
@@ -175,7 +188,7 @@ impl Lowering {
                 let filled = Constant::filled(&value, dims).map_err(|e| node.error(e))?;
                 self.define(node, Val::Const(filled))
             }
-            "Identity" | "Dropout" => {
+            "Dropout" => {
                 self.only_first_output(node)?;
                 let value = self.value(node.required(0)?, node)?;
                 self.define(node, value)
@@ -375,6 +388,10 @@ impl Lowering {
 
     /// The node as its `onnx.<Op>` kernel: its present inputs as operands, its attributes as
     /// they are, `_opset`, and `_inputs` when an optional input before the last is left out.
+    /// A graph attribute (a control-flow node's body or branch) becomes a function of the
+    /// module, taking the graph's inputs and then the outer-scope values its nodes read (the
+    /// same list for every graph of the node), which follow the node's inputs among the
+    /// operands, their number in `_captures`.
     fn generic(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let mut operands = Vec::new();
         let mut slots = Vec::new();
@@ -386,9 +403,24 @@ impl Lowering {
         if slots.iter().enumerate().any(|(k, &slot)| slot != k as i64) {
             attrs.push(("_inputs", self.emit.ints(&slots)));
         }
+        // Outer values the subgraphs read: constants are copied into them, tensors passed.
+        let mut captures = Vec::new();
+        for graph in subgraphs(node.proto) {
+            free_names(graph, &mut captures);
+        }
+        captures.retain(|name| !self.is_const(name));
+        for name in &captures {
+            operands.push(self.any_tensor(name, node)?);
+        }
+        if !captures.is_empty() {
+            attrs.push(("_captures", self.emit.int(captures.len() as i64)));
+        }
         for attribute in &node.proto.attribute {
             let name = attribute.name.as_deref().unwrap_or_default();
-            let value = self.attribute(node, attribute)?;
+            let value = match (&attribute.g, AttributeType::try_from(attribute.r#type.unwrap_or(0))) {
+                (Some(graph), Ok(AttributeType::Graph)) => self.subgraph(node, graph, &captures)?,
+                _ => self.attribute(node, attribute)?,
+            };
             attrs.push((name, value));
         }
         let kernel = format!("onnx.{}", node.op);
@@ -397,6 +429,53 @@ impl Lowering {
             self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem: None });
         }
         Ok(())
+    }
+
+    /// The function of `graph`, a subgraph of `node` that reads the outer tensors `captures`:
+    /// its arguments are the graph's inputs then the captures, its results the graph's outputs.
+    fn subgraph(&mut self, node: &Node<'_>, graph: &GraphProto, captures: &[String]) -> Result<AttrId, ImportError> {
+        let name = format!("{}.{}{}", self.prefix, graph.name.as_deref().unwrap_or("graph"), self.functions);
+        self.functions += 1;
+        let outer = self.emit.open(graph.input.len() + captures.len());
+        let ids = self.emit.arguments();
+        let mut free = Vec::new();
+        free_names(graph, &mut free);
+        let mut inner = HashMap::new();
+        for name in &free {
+            match self.values.get(name) {
+                Some(Val::Const(constant)) => inner.insert(name.clone(), Val::Const(constant.clone())),
+                Some(_) => None,
+                None => return Err(node.error(format!("its subgraph reads `{name}`, which no outer scope defines"))),
+            };
+        }
+        for (input, &id) in graph.input.iter().zip(&ids) {
+            let elem = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(type_proto::Value::TensorType(tensor)) => Elem::from_onnx(tensor.elem_type.unwrap_or(0)).ok(),
+                _ => None,
+            };
+            inner.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem });
+        }
+        for (capture, &id) in captures.iter().zip(&ids[graph.input.len()..]) {
+            let (shape, elem) = (self.shape_of(capture), self.elem_of(capture));
+            inner.insert(capture.clone(), Val::Tensor { id, shape, elem });
+        }
+        for tensor in &graph.initializer {
+            let value = constant::from_proto(tensor, &self.file)
+                .map_err(|e| node.error(format!("initializer `{}` of its subgraph: {e}", tensor.name())))?;
+            inner.insert(tensor.name().to_owned(), Val::Const(value));
+        }
+        let outer_values = std::mem::replace(&mut self.values, inner);
+        let outer_materialized = std::mem::take(&mut self.materialized);
+        self.used.extend(graph.node.iter().flat_map(|n| n.input.iter().cloned()));
+        self.used.extend(graph.output.iter().map(|o| o.name().to_owned()));
+        let lowered = graph.node.iter().try_for_each(|proto| self.node(&Node::new(proto)));
+        let results = lowered.and_then(|()| {
+            graph.output.iter().map(|output| self.any_tensor(output.name(), node)).collect::<Result<Vec<_>, _>>()
+        });
+        self.values = outer_values;
+        self.materialized = outer_materialized;
+        self.emit.close(outer, &name, &results?);
+        Ok(self.emit.symbol(&name))
     }
 
     /// An ONNX attribute as a kernel attribute of the same name.
@@ -775,6 +854,34 @@ impl Window {
             ("dilations", emit.ints(&self.dilations)),
             ("pads", emit.ints(&self.pads)),
         ]
+    }
+}
+
+/// The graphs among a node's attributes (a control-flow node's bodies and branches).
+fn subgraphs(node: &NodeProto) -> Vec<&GraphProto> {
+    node.attribute.iter().filter_map(|a| a.g.as_ref()).collect()
+}
+
+/// Appends to `out` (once each, in the order they are read) the names `graph` and its subgraphs
+/// read but do not define: the outer-scope values it captures.
+fn free_names(graph: &GraphProto, out: &mut Vec<String>) {
+    let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name()).collect();
+    defined.extend(graph.initializer.iter().map(|t| t.name()));
+    let mut read = Vec::new();
+    for node in &graph.node {
+        read.extend(node.input.iter().filter(|name| !name.is_empty() && !defined.contains(name.as_str())).cloned());
+        let mut inner = Vec::new();
+        for graph in subgraphs(node) {
+            free_names(graph, &mut inner);
+        }
+        read.extend(inner.into_iter().filter(|name| !defined.contains(name.as_str())));
+        defined.extend(node.output.iter().map(String::as_str));
+    }
+    read.extend(graph.output.iter().map(|o| o.name().to_owned()).filter(|name| !defined.contains(name.as_str())));
+    for name in read {
+        if !out.contains(&name) {
+            out.push(name);
+        }
     }
 }
 

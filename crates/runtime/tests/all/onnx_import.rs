@@ -188,3 +188,30 @@ fn onnx_models_that_fail_to_import_say_why_and_where() {
     assert_eq!(error.code, rtx_host::StatusCode::InvalidArgument, "{error}");
     assert!(error.message.contains("the module, an ONNX model: not a valid ONNX model"), "{error}");
 }
+
+fn f32s(shape: &[usize], values: &[f32]) -> HostTensor {
+    let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    HostTensor { shape: shape.to_vec(), element_type: ElementType::FLOAT_32, data }
+}
+
+/// Control flow, computed by hand: `Loop` runs its body (a function of the module) three
+/// times, carrying `y`, stacking each iteration's scan output, and reading `step` from the
+/// outer scope; `If` runs the branch its condition picks on the outer tensors it reads and an
+/// outer constant copied into it.
+#[test]
+fn control_flow_runs_subgraphs_as_functions() {
+    let folder = fixtures().join("control");
+    let looped = bef(&folder.join("loop_scan.onnx"));
+    let branched = bef(&folder.join("if_captures.onnx"));
+    let flag = |b: bool| HostTensor { shape: vec![], element_type: ElementType::BOOL_8, data: vec![u8::from(b)] };
+    for spec in ["s", "mstd:2"] {
+        let results = run(&looped, "loop_scan", &[f32s(&[2], &[1.0, 2.0]), f32s(&[2], &[10.0, 20.0])], spec);
+        assert_close("loop y", &results[0], &f32s(&[2], &[31.0, 62.0]));
+        assert_close("loop scan", &results[1], &f32s(&[3, 2], &[22.0, 44.0, 42.0, 84.0, 62.0, 124.0]));
+        let (a, b) = (f32s(&[2], &[1.0, 2.0]), f32s(&[2], &[3.0, 4.0]));
+        let taken = run(&branched, "if_captures", &[flag(true), a.clone(), b.clone()], spec);
+        assert_close("then", &taken[0], &f32s(&[2], &[104.0, 106.0]));
+        let other = run(&branched, "if_captures", &[flag(false), a, b], spec);
+        assert_close("else", &other[0], &f32s(&[2], &[-2.0, -2.0]));
+    }
+}

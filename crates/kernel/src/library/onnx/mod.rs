@@ -10,6 +10,7 @@
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
 
+mod control;
 mod conv;
 pub(crate) mod dispatch;
 pub(crate) mod elementwise;
@@ -42,6 +43,7 @@ pub fn operators() -> Vec<&'static str> {
         reduce::OPERATORS,
         normalize::OPERATORS,
         losses::OPERATORS,
+        control::OPERATORS,
     ]
     .concat()
 }
@@ -60,4 +62,5 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     reduce::register(registry);
     normalize::register(registry);
     losses::register(registry);
+    control::register(registry);
 }
