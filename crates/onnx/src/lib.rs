@@ -84,6 +84,14 @@ pub fn import(bytes: ModelBytes) -> Result<rtx_mlir::Module, ImportError> {
         lowering.values.insert(name, Val::Const(value));
     }
     for (input, id) in arguments.iter().zip(ids) {
+        // A sequence or an optional passes as it is, to the kernels that take one.
+        if matches!(
+            input.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_))
+        ) {
+            lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem: None });
+            continue;
+        }
         let (declared, elem) = argument_type(input)?;
         let shape = declared.as_ref().and_then(|dims| dims.iter().all(|&d| d > 0).then(|| dims.clone()));
         // A tensor of another shape is refused at the door, naming the input, as a compiled

@@ -419,6 +419,8 @@ impl Lowering {
             let name = attribute.name.as_deref().unwrap_or_default();
             let value = match (&attribute.g, AttributeType::try_from(attribute.r#type.unwrap_or(0))) {
                 (Some(graph), Ok(AttributeType::Graph)) => self.subgraph(node, graph, &captures)?,
+                // A type (Optional's) says what the value holds, which the kernels see.
+                (_, Ok(AttributeType::TypeProto)) => continue,
                 _ => self.attribute(node, attribute)?,
             };
             attrs.push((name, value));

@@ -88,6 +88,42 @@ fn available(tensor: DenseHostTensor) -> RcAsyncValue {
     AsyncValueRef::available(tensor).into_untyped()
 }
 
+fn new_dense(host: &HostContext, dtype: DType, dims: &[usize]) -> Result<DenseHostTensor, KernelError> {
+    count(dims)?;
+    Ok(DenseHostTensor::new_zeroed(host, dtype, TensorShape::new(dims.iter().map(|&d| d as i64).collect())?)?)
+}
+
+/// Elements `start..start + length` of `x` along `axis` (in range: callers check).
+pub(super) fn narrow(
+    host: &HostContext,
+    x: &DenseHostTensor,
+    axis: usize,
+    start: usize,
+    length: usize,
+) -> Result<DenseHostTensor, KernelError> {
+    let mut shape = dims(x);
+    let whole = std::mem::replace(&mut shape[axis], length);
+    let size = x.dtype().byte_size().unwrap_or(0);
+    let outer = count(&shape[..axis])?;
+    let inner = count(&shape[axis + 1..])? * size;
+    let out = new_dense(host, x.dtype(), &shape)?;
+    x.with_bytes(|from| {
+        out.buffer().with_bytes_mut(|to| {
+            for o in 0..outer {
+                to[o * length * inner..][..length * inner]
+                    .copy_from_slice(&from[(o * whole + start) * inner..][..length * inner]);
+            }
+        })
+    })?;
+    Ok(out)
+}
+
+/// `x`'s elements under `dims` (as many), sharing its buffer.
+pub(super) fn with_dims(x: &DenseHostTensor, dims: &[usize]) -> Result<DenseHostTensor, KernelError> {
+    let shape = TensorShape::new(dims.iter().map(|&d| d as i64).collect())?;
+    Ok(DenseHostTensor::from_buffer(x.dtype(), shape, x.buffer().clone())?)
+}
+
 /// Element `index` of `x` along `axis`: a tensor of `x`'s rank less one.
 pub(super) fn slice_at(
     host: &HostContext,
@@ -96,58 +132,64 @@ pub(super) fn slice_at(
     index: usize,
 ) -> Result<DenseHostTensor, KernelError> {
     let mut shape = dims(x);
-    let length = shape.remove(axis);
-    let size = x.dtype().byte_size().unwrap_or(0);
-    let outer = count(&shape[..axis])?;
-    let inner = count(&shape[axis..])? * size;
-    let out =
-        DenseHostTensor::new_zeroed(host, x.dtype(), TensorShape::new(shape.iter().map(|&d| d as i64).collect())?)?;
-    x.with_bytes(|from| {
-        out.buffer().with_bytes_mut(|to| {
-            for o in 0..outer {
-                to[o * inner..][..inner].copy_from_slice(&from[(o * length + index) * inner..][..inner]);
-            }
-        })
-    })?;
-    Ok(out)
+    shape.remove(axis);
+    with_dims(&narrow(host, x, axis, index, 1)?, &shape)
 }
 
-/// `parts` (of one element type and shape) stacked along a new axis `axis` (negative from the
-/// end of the result's rank).
-pub(super) fn stack(
+/// `parts` (of one element type and rank, alike but along `axis`) joined along `axis`, or, with
+/// `new_axis`, (of one shape) stacked along a new axis `axis`; negative axes count from the end
+/// of the result's rank.
+pub(super) fn join(
     host: &HostContext,
     kernel: &str,
     parts: &[DenseHostTensor],
     axis: i64,
+    new_axis: bool,
 ) -> Result<DenseHostTensor, KernelError> {
     let Some(first) = parts.first() else {
-        return Ok(DenseHostTensor::new_zeroed(host, DType::F32, TensorShape::new(vec![0])?)?);
+        return new_dense(host, DType::F32, &[0]);
     };
-    let part = dims(first);
-    let rank = part.len() as i64 + 1;
+    let mut shape = dims(first);
+    let rank = shape.len() as i64 + i64::from(new_axis);
     let axis = if axis < 0 { axis + rank } else { axis };
     if !(0..rank).contains(&axis) {
         return Err(format!("{kernel}: axis {axis} is outside a result of rank {rank}").into());
     }
     let axis = axis as usize;
-    if parts.iter().any(|p| p.dtype() != first.dtype() || dims(p) != part) {
-        return Err(format!("{kernel}: the values to stack differ in shape or element type").into());
+    if new_axis {
+        if parts.iter().any(|p| dims(p) != shape) {
+            return Err(format!("{kernel}: the tensors to stack differ in shape").into());
+        }
+        shape.insert(axis, 1);
+        let lifted = parts.iter().map(|p| with_dims(p, &shape)).collect::<Result<Vec<_>, _>>()?;
+        return join(host, kernel, &lifted, axis as i64, false);
     }
-    let mut shape = part.clone();
-    shape.insert(axis, parts.len());
+    shape[axis] = 0;
+    for part in parts {
+        let other = dims(part);
+        let alike = other.len() == shape.len() && (0..shape.len()).all(|k| k == axis || other[k] == shape[k]);
+        if part.dtype() != first.dtype() || !alike {
+            return Err(
+                format!("{kernel}: cannot join tensors of {:?} and {other:?} along axis {axis}", dims(first)).into()
+            );
+        }
+        shape[axis] =
+            shape[axis].checked_add(other[axis]).ok_or_else(|| format!("{kernel}: the result is too large"))?;
+    }
+    let out = new_dense(host, first.dtype(), &shape)?;
     let size = first.dtype().byte_size().unwrap_or(0);
-    let outer = count(&part[..axis])?;
-    let inner = count(&part[axis..])? * size;
-    count(&shape)?;
-    let out =
-        DenseHostTensor::new_zeroed(host, first.dtype(), TensorShape::new(shape.iter().map(|&d| d as i64).collect())?)?;
+    let outer = count(&shape[..axis])?;
+    let row = count(&shape[axis..])? * size;
+    let mut at = 0;
     out.buffer().with_bytes_mut(|to| {
-        for (t, p) in parts.iter().enumerate() {
-            p.with_bytes(|from| {
+        for part in parts {
+            let block = dims(part)[axis..].iter().product::<usize>() * size;
+            part.with_bytes(|from| {
                 for o in 0..outer {
-                    to[(o * parts.len() + t) * inner..][..inner].copy_from_slice(&from[o * inner..][..inner]);
+                    to[o * row + at..][..block].copy_from_slice(&from[o * block..][..block]);
                 }
             });
+            at += block;
         }
     })?;
     Ok(out)
@@ -290,7 +332,7 @@ fn loop_(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         }
         let mut results = std::mem::take(&mut carried);
         for scan in &scans {
-            results.push(available(stack(&host, &name, scan, 0)?));
+            results.push(available(join(&host, &name, scan, 0, true)?));
         }
         Ok(Next::Done(results))
     };
@@ -384,10 +426,10 @@ fn scan(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 let mut results = Vec::with_capacity(n + k);
                 if batched {
                     for state in &finals {
-                        results.push(available(stack(&host, &name, state, 0)?));
+                        results.push(available(join(&host, &name, state, 0, true)?));
                     }
                     for output in &stacked {
-                        results.push(available(stack(&host, &name, output, 0)?));
+                        results.push(available(join(&host, &name, output, 0, true)?));
                     }
                 } else {
                     results.extend(states.iter().cloned());
@@ -410,7 +452,7 @@ fn scan(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 if out_directions[j] == 1 {
                     parts.reverse();
                 }
-                stacked[j].push(stack(&host, &name, &parts, out_axes[j])?);
+                stacked[j].push(join(&host, &name, &parts, out_axes[j], true)?);
             }
             for (fin, state) in finals.iter_mut().zip(&states) {
                 fin.push(tensor(&name, state)?.clone());
@@ -452,12 +494,29 @@ mod tests {
         assert_eq!(row.values::<i32>().unwrap(), vec![3, 4, 5]);
         // Stacking the columns back along axis 1 (or -1) gives x; along 0, its transpose.
         let columns: Vec<_> = (0..3).map(|c| slice_at(&host, &x, 1, c).unwrap()).collect();
-        let back = stack(&host, "test", &columns, -1).unwrap();
+        let back = join(&host, "test", &columns, -1, true).unwrap();
         assert_eq!((dims(&back), back.values::<i32>().unwrap()), (vec![2, 3], vec![0, 1, 2, 3, 4, 5]));
-        let transposed = stack(&host, "test", &columns, 0).unwrap();
+        let transposed = join(&host, "test", &columns, 0, true).unwrap();
         assert_eq!((dims(&transposed), transposed.values::<i32>().unwrap()), (vec![3, 2], vec![0, 3, 1, 4, 2, 5]));
-        assert!(stack(&host, "test", &columns, 2).is_err());
-        assert!(stack(&host, "test", &[row, column], 0).is_err());
+        assert!(join(&host, "test", &columns, 2, true).is_err());
+        assert!(join(&host, "test", &[row, column], 0, true).is_err());
+    }
+
+    #[test]
+    fn parts_narrow_and_join_along_an_axis() {
+        let host = HostContext::with_work_queue_spec("s").unwrap();
+        // [[0, 1, 2], [3, 4, 5]] split along axis 1 into 2 and 1 columns, joined back.
+        let x = tensor_of(&host, &[2, 3], &[0, 1, 2, 3, 4, 5]);
+        let left = narrow(&host, &x, 1, 0, 2).unwrap();
+        let right = narrow(&host, &x, 1, 2, 1).unwrap();
+        assert_eq!((dims(&left), left.values::<i32>().unwrap()), (vec![2, 2], vec![0, 1, 3, 4]));
+        assert_eq!((dims(&right), right.values::<i32>().unwrap()), (vec![2, 1], vec![2, 5]));
+        let joined = join(&host, "test", &[left.clone(), right.clone()], -1, false).unwrap();
+        assert_eq!((dims(&joined), joined.values::<i32>().unwrap()), (vec![2, 3], vec![0, 1, 2, 3, 4, 5]));
+        // Along axis 0 the columns differ: an error, not a panic.
+        assert!(join(&host, "test", &[left, right], 0, false).is_err());
+        let empty = narrow(&host, &x, 0, 1, 0).unwrap();
+        assert_eq!(dims(&empty), vec![0, 3]);
     }
 
     #[test]

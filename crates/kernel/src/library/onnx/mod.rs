@@ -9,6 +9,11 @@
 //! last is left out, and `_opset` (i64) the model's opset where semantics changed with it. The
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
+//!
+//! Control flow (`If`, `Loop`, `Scan`, `SequenceMap`) runs subgraphs the importer writes as
+//! functions of the program, passing them the outer-scope values they read (the last `_captures`
+//! operands). Sequences are [`Sequence`] values and an empty optional is [`NoValue`] (a full one
+//! is its value), carried through BEF as async values like tensors.
 
 mod control;
 mod conv;
@@ -23,8 +28,11 @@ mod pad;
 mod pool;
 mod quantize;
 mod reduce;
+mod sequence;
 mod shape;
 mod tensors;
+
+pub use sequence::{NoValue, Sequence};
 
 use crate::KernelRegistry;
 
@@ -44,6 +52,7 @@ pub fn operators() -> Vec<&'static str> {
         normalize::OPERATORS,
         losses::OPERATORS,
         control::OPERATORS,
+        sequence::OPERATORS,
     ]
     .concat()
 }
@@ -63,4 +72,5 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     normalize::register(registry);
     losses::register(registry);
     control::register(registry);
+    sequence::register(registry);
 }
