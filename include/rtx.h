@@ -59,6 +59,15 @@ enum rtx_value_type_t
    * `rtx_async_value_get_buffer_view`.
    */
   RTX_VALUE_TYPE_BUFFER_VIEW = 9,
+  /**
+   * A sequence of tensors (an ONNX sequence): read it with
+   * `rtx_async_value_get_sequence_length` and `rtx_async_value_get_sequence_element`.
+   */
+  RTX_VALUE_TYPE_SEQUENCE = 10,
+  /**
+   * An empty optional (an ONNX optional without a value; one with a value is that value).
+   */
+  RTX_VALUE_TYPE_NONE = 11,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -597,6 +606,20 @@ rtx_async_value_t *rtx_async_value_new_chain(void);
 rtx_async_value_t *rtx_async_value_new_buffer_view(rtx_buffer_view_t *view);
 
 /**
+ * A new available sequence of the tensors `views[0..count]` (an ONNX sequence), for an argument
+ * of `rtx_context_invoke` to a kernel graph that takes one. The value takes a reference of its
+ * own to each view: the caller keeps (and still releases) them. NULL if a view is NULL, or
+ * `views` is NULL while `count` is not 0.
+ */
+rtx_async_value_t *rtx_async_value_new_sequence(rtx_buffer_view_t *const *views, size_t count);
+
+/**
+ * A new available empty optional (an ONNX optional without a value), for an argument of
+ * `rtx_context_invoke`. An optional that holds a value is passed as that value.
+ */
+rtx_async_value_t *rtx_async_value_new_none(void);
+
+/**
  * A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
  * type; `rtx_async_value_set_error` makes it an error.
  */
@@ -726,6 +749,24 @@ rtx_error_t *rtx_async_value_get_f64(const rtx_async_value_t *value, double *out
  */
 rtx_error_t *rtx_async_value_get_buffer_view(const rtx_async_value_t *value,
                                              rtx_buffer_view_t **out_view);
+
+/**
+ * Reads the length of a sequence (`RTX_VALUE_TYPE_SEQUENCE`) into `*out`. Errors as
+ * `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
+ * yet, INVALID_ARGUMENT if it holds something else or an argument is NULL. `*out` is written
+ * only on success.
+ */
+rtx_error_t *rtx_async_value_get_sequence_length(const rtx_async_value_t *value, size_t *out);
+
+/**
+ * Reads tensor `index` of a sequence (`RTX_VALUE_TYPE_SEQUENCE`): writes a new reference to its
+ * buffer view to `*out_view` (release it with `rtx_buffer_view_release`), as
+ * `rtx_async_value_get_buffer_view` does for a tensor. Errors as
+ * `rtx_async_value_get_sequence_length`, and OUT_OF_RANGE for an index past the end.
+ */
+rtx_error_t *rtx_async_value_get_sequence_element(const rtx_async_value_t *value,
+                                                  size_t index,
+                                                  rtx_buffer_view_t **out_view);
 
 /**
  * NULL if the value is not an error (or is NULL); otherwise an owned copy of its error, which

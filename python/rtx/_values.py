@@ -15,7 +15,15 @@ from ._library import BufferViewInfo, handle_p, lib, raw, written
 from .errors import InvalidArgumentError, check
 from .module import ValueKind
 
-Result = Union[np.ndarray, int, float]
+Result = Union[np.ndarray, int, float, List[np.ndarray], None]
+
+#: ``rtx_value_type_t`` of a sequence of tensors and of an empty optional.
+_SEQUENCE, _NONE = 10, 11
+
+
+class TensorSequence(list):  # type: ignore[type-arg]
+    """A sequence of tensors (an ONNX sequence) for a tensor argument: a list of arrays, passed
+    as one value. (``None`` passes an empty optional.)"""
 
 _INT_RANGES = {ValueKind.I32: (-(2**31), 2**31 - 1), ValueKind.I64: (-(2**63), 2**63 - 1)}
 _NEW_SCALAR = {
@@ -34,6 +42,17 @@ _GET_SCALAR: Dict[ValueKind, Tuple[Any, Any]] = {
 
 def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
     """A new async value for argument ``index`` of ``function``, of ``kind``."""
+    if kind is ValueKind.REF and value is None:
+        return lib.rtx_async_value_new_none()
+    if kind is ValueKind.REF and isinstance(value, TensorSequence):
+        views = (handle_p * len(value))()
+        try:
+            for k, element in enumerate(value):
+                views[k] = buffer_view(element, function, index)
+            return lib.rtx_async_value_new_sequence(views, len(value))
+        finally:
+            for view in views:
+                lib.rtx_buffer_view_release(view)
     if kind is ValueKind.REF:
         view = buffer_view(value, function, index)
         try:
@@ -190,6 +209,18 @@ def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:
 def result(kind: ValueKind, value: int) -> Result:
     """Reads one available result value (borrowed): a numpy array or a Python number. A value
     that is an error raises it (the getters return the value's own error)."""
+    held = lib.rtx_async_value_type(value) if kind is ValueKind.REF else None
+    if held == _NONE:
+        return None
+    if held == _SEQUENCE:
+        length = ctypes.c_size_t()
+        check(lib.rtx_async_value_get_sequence_length(value, ctypes.byref(length)))
+        elements = []
+        for k in range(length.value):
+            view = handle_p()
+            check(lib.rtx_async_value_get_sequence_element(value, k, ctypes.byref(view)))
+            elements.append(array(written(view)))
+        return elements
     if kind is ValueKind.REF:
         view = handle_p()
         error = lib.rtx_async_value_get_buffer_view(value, ctypes.byref(view))

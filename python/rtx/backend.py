@@ -7,7 +7,8 @@
 
 A model is serialized and loaded as an rtx module (imported in memory to a BEF kernel graph, as
 ``rtx.Module.load("model.onnx")`` does) into a context of its own, and its graph's function is
-called with the inputs. ``onnx.backend.test.BackendTest(rtx.backend, __name__)`` runs ONNX's
+called with the inputs. A graph's sequence inputs and outputs are lists of arrays, its optional
+ones ``None`` (empty) or their value. ``onnx.backend.test.BackendTest(rtx.backend, __name__)`` runs ONNX's
 backend tests on it. Needs the ``onnx`` package (``pip install onnx``).
 """
 
@@ -22,6 +23,7 @@ from onnx.backend.base import Backend as _OnnxBackend
 from onnx.backend.base import BackendRep as _OnnxBackendRep
 
 from .context import Context
+from ._values import TensorSequence
 from .module import Module
 
 #: What the importer names the function of a graph without a name (as ``iree-import-onnx`` does).
@@ -38,6 +40,15 @@ class BackendRep(_OnnxBackendRep):
         self.input_names: List[str] = [i.name for i in graph.input if i.name not in initializers]
         self.output_names: List[str] = [o.name for o in graph.output]
         self.function = graph.name or UNNAMED_GRAPH
+        #: How each input is passed: as it is, or as a sequence (``None`` for an empty optional).
+        self.input_kinds: List[str] = [
+            _kind(i.type) for i in graph.input if i.name not in initializers
+        ]
+        #: Whether a sequence or an optional crosses the graph's boundary: such calls go through
+        #: async values, which carry them.
+        self.values = any(kind != "tensor" for kind in self.input_kinds) or any(
+            _kind(o.type) != "tensor" for o in graph.output
+        )
         self.module = Module.from_bytes(model.SerializeToString())
         self.context = Context(device=None, work_queue=work_queue)
         self.context.add_module(self.module)
@@ -54,8 +65,25 @@ class BackendRep(_OnnxBackendRep):
             arguments = list(inputs)
         else:
             arguments = [inputs]
-        results = self.context.invoke(self.function, *arguments)
-        return tuple(np.asarray(result) for result in results)
+        if not self.values:
+            results = self.context.invoke(self.function, *arguments)
+            return tuple(np.asarray(result) for result in results)
+        arguments = [
+            TensorSequence(value) if kind == "sequence" and value is not None else value
+            for kind, value in zip(self.input_kinds, arguments)
+        ]
+        results = self.context._invoke_with_values(self.context._plan(self.function), arguments)
+        return tuple(result if result is None or isinstance(result, list) else np.asarray(result) for result in results)
+
+
+def _kind(value_type: onnx.TypeProto) -> str:
+    """``"tensor"``, ``"sequence"``, or ``"optional"`` (of a tensor) for a graph input or output's
+    type; an optional sequence is a sequence that may be ``None``."""
+    which = value_type.WhichOneof("value")
+    if which == "optional_type":
+        inner = value_type.optional_type.elem_type.WhichOneof("value")
+        return "sequence" if inner == "sequence_type" else "optional"
+    return "sequence" if which == "sequence_type" else "tensor"
 
 
 class Backend(_OnnxBackend):

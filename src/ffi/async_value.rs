@@ -10,7 +10,8 @@ use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipAsyncValue};
 use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
-use crate::runtime::{BufferView, DenseHostTensor};
+use crate::runtime::bridge::tensors::ViewSequence;
+use crate::runtime::{BufferView, DenseHostTensor, NoValue, Sequence};
 
 /// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
 #[allow(non_camel_case_types)]
@@ -46,6 +47,11 @@ pub enum rtx_value_type_t {
     /// A tensor (a buffer view, or a kernel graph's dense host tensor): read it with
     /// `rtx_async_value_get_buffer_view`.
     RTX_VALUE_TYPE_BUFFER_VIEW = 9,
+    /// A sequence of tensors (an ONNX sequence): read it with
+    /// `rtx_async_value_get_sequence_length` and `rtx_async_value_get_sequence_element`.
+    RTX_VALUE_TYPE_SEQUENCE = 10,
+    /// An empty optional (an ONNX optional without a value; one with a value is that value).
+    RTX_VALUE_TYPE_NONE = 11,
 }
 
 /// Borrows every handle of a C array, naming the first NULL one (`values[i]`).
@@ -142,6 +148,36 @@ pub unsafe extern "C" fn rtx_async_value_new_buffer_view(view: *mut rtx_buffer_v
         let Ok(view) = (unsafe { handle::clone(view, "", "") }) else { return std::ptr::null_mut() };
         handle::to_handle(AsyncValueRef::available(view).into_untyped())
     })
+}
+
+/// A new available sequence of the tensors `views[0..count]` (an ONNX sequence), for an argument
+/// of `rtx_context_invoke` to a kernel graph that takes one. The value takes a reference of its
+/// own to each view: the caller keeps (and still releases) them. NULL if a view is NULL, or
+/// `views` is NULL while `count` is not 0.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_new_sequence(
+    views: *const *mut rtx_buffer_view_t,
+    count: usize,
+) -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || {
+        if views.is_null() && count > 0 {
+            return std::ptr::null_mut();
+        }
+        let mut held = Vec::with_capacity(count);
+        for i in 0..count {
+            // SAFETY: `views` points to `count` handles by contract.
+            let Ok(view) = (unsafe { handle::clone(*views.add(i), "", "") }) else { return std::ptr::null_mut() };
+            held.push(view);
+        }
+        handle::to_handle(AsyncValueRef::available(ViewSequence(held)).into_untyped())
+    })
+}
+
+/// A new available empty optional (an ONNX optional without a value), for an argument of
+/// `rtx_context_invoke`. An optional that holds a value is passed as that value.
+#[no_mangle]
+pub extern "C" fn rtx_async_value_new_none() -> *mut rtx_async_value_t {
+    new_available(NoValue)
 }
 
 /// A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
@@ -326,6 +362,10 @@ pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -
             RTX_VALUE_TYPE_CHAIN
         } else if value.is_type::<Arc<BufferView>>() || value.is_type::<DenseHostTensor>() {
             RTX_VALUE_TYPE_BUFFER_VIEW
+        } else if value.is_type::<Sequence>() || value.is_type::<ViewSequence>() {
+            RTX_VALUE_TYPE_SEQUENCE
+        } else if value.is_type::<NoValue>() {
+            RTX_VALUE_TYPE_NONE
         } else {
             RTX_VALUE_TYPE_OTHER
         }
@@ -405,6 +445,86 @@ pub unsafe extern "C" fn rtx_async_value_get_buffer_view(
         })?;
         // SAFETY: `out_view` is non-null and writable by contract; written only on success.
         unsafe { out_view.write(handle::to_handle(Arc::clone(view))) };
+        Ok(())
+    })
+}
+
+/// The tensors of a sequence value (`RTX_VALUE_TYPE_SEQUENCE`), as buffer views.
+fn sequence_views(value: &RcAsyncValue, function: &str) -> Result<Vec<Arc<BufferView>>, Diagnostic> {
+    if let Ok(sequence) = value.try_get::<Sequence>() {
+        return sequence
+            .tensors
+            .iter()
+            .map(|t| crate::runtime::bridge::tensors::tensor_to_view(t).context(function))
+            .collect();
+    }
+    match value.try_get::<ViewSequence>() {
+        Ok(views) => Ok(views.0.clone()),
+        Err(crate::host::async_value::AccessError::IsError(diagnostic)) => Err(diagnostic),
+        Err(crate::host::async_value::AccessError::WrongType { .. }) => Err(invalid_argument(format!(
+            "{function}: the value holds {}, not a sequence",
+            crate::runtime::invocation::held_type(value)
+        ))),
+        Err(other) => Err(other.into_diagnostic().context(function)),
+    }
+}
+
+/// Reads the length of a sequence (`RTX_VALUE_TYPE_SEQUENCE`) into `*out`. Errors as
+/// `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it is not available
+/// yet, INVALID_ARGUMENT if it holds something else or an argument is NULL. `*out` is written
+/// only on success.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_sequence_length(
+    value: *const rtx_async_value_t,
+    out: *mut usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_get_sequence_length";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
+        if out.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out' is NULL")));
+        }
+        let length = match value.try_get::<Sequence>() {
+            Ok(sequence) => sequence.tensors.len(),
+            Err(_) => sequence_views(&value, FUNCTION)?.len(),
+        };
+        // SAFETY: `out` is non-null and writable by contract; written only on success.
+        unsafe { out.write(length) };
+        Ok(())
+    })
+}
+
+/// Reads tensor `index` of a sequence (`RTX_VALUE_TYPE_SEQUENCE`): writes a new reference to its
+/// buffer view to `*out_view` (release it with `rtx_buffer_view_release`), as
+/// `rtx_async_value_get_buffer_view` does for a tensor. Errors as
+/// `rtx_async_value_get_sequence_length`, and OUT_OF_RANGE for an index past the end.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_sequence_element(
+    value: *const rtx_async_value_t,
+    index: usize,
+    out_view: *mut *mut rtx_buffer_view_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_get_sequence_element";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
+        if out_view.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_view' is NULL")));
+        }
+        let view = match value.try_get::<Sequence>() {
+            Ok(sequence) => sequence
+                .tensors
+                .get(index)
+                .map(|t| crate::runtime::bridge::tensors::tensor_to_view(t).context(FUNCTION))
+                .transpose()?,
+            Err(_) => sequence_views(&value, FUNCTION)?.get(index).cloned(),
+        };
+        let view = view.ok_or_else(|| {
+            Diagnostic::new(StatusCode::OutOfRange, format!("{FUNCTION}: index {index} is past the sequence's end"))
+        })?;
+        // SAFETY: `out_view` is non-null and writable by contract; written only on success.
+        unsafe { out_view.write(handle::to_handle(view)) };
         Ok(())
     })
 }

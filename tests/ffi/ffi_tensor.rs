@@ -897,3 +897,34 @@ fn call_refuses_a_cancelled_context_and_worker_threads() {
         rtx_context_release(context);
     }
 }
+
+/// ONNX sequences and empty optionals as async values: a sequence holds its own reference to each
+/// view and gives them back by index; an empty optional says so.
+#[test]
+fn sequences_and_empty_optionals_cross_as_values() {
+    let (a, b) = (view(F32, &[2], &f32_bytes(&[1.0, 2.0])), view(I32, &[], &i32_bytes(&[7])));
+    let sequence = unsafe { rtx_async_value_new_sequence([a, b].as_ptr(), 2) };
+    assert!(!sequence.is_null());
+    assert_eq!(references(a), 2, "the sequence holds a reference of its own");
+    unsafe { rtx_buffer_view_release(a) };
+    unsafe { rtx_buffer_view_release(b) };
+    assert_eq!(unsafe { rtx_async_value_type(sequence) }, rtx_value_type_t::RTX_VALUE_TYPE_SEQUENCE);
+    let mut length = 0usize;
+    ok(unsafe { rtx_async_value_get_sequence_length(sequence, &mut length) });
+    assert_eq!(length, 2);
+    let mut element = ptr::null_mut();
+    ok(unsafe { rtx_async_value_get_sequence_element(sequence, 1, &mut element) });
+    assert_eq!(contents(element), (I32, vec![], i32_bytes(&[7])));
+    unsafe { rtx_buffer_view_release(element) };
+    let past = unsafe { rtx_async_value_get_sequence_element(sequence, 2, &mut element) };
+    assert_eq!(code(past), Some(RTX_STATUS_CODE_OUT_OF_RANGE));
+    let empty = unsafe { rtx_async_value_new_sequence(ptr::null(), 0) };
+    ok(unsafe { rtx_async_value_get_sequence_length(empty, &mut length) });
+    assert_eq!(length, 0);
+    assert!(unsafe { rtx_async_value_new_sequence(ptr::null(), 1) }.is_null());
+    let none = rtx_async_value_new_none();
+    assert_eq!(unsafe { rtx_async_value_type(none) }, rtx_value_type_t::RTX_VALUE_TYPE_NONE);
+    let not_a_sequence = unsafe { rtx_async_value_get_sequence_length(none, &mut length) };
+    assert_eq!(code(not_a_sequence), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+    release_all(&[sequence, empty, none]);
+}

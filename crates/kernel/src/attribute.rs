@@ -218,6 +218,10 @@ impl<'a> Attribute<'a> {
             offset: self.offset,
             what: format!("an array of {count} elements is larger than memory"),
         })?;
+        // An empty array has no elements to align: a writer may end the section at its count.
+        if len == 0 {
+            return Ok(&[]);
+        }
         // Elements wider than four bytes start at the next multiple of eight.
         let start = if size > 4 { (self.offset + 4).next_multiple_of(8) - self.offset } else { 4 };
         self.bytes(start, len, "array elements")
@@ -419,6 +423,13 @@ mod tests {
         assert_eq!(at(24).array::<i64>().unwrap().to_vec(), vec![-5]);
         assert_eq!(at(40).dtype(), Ok(DType::F32));
         assert!(matches!(at(40).scalar::<i64>(), Err(AttributeError::OutOfBounds { needed: 8, available: 1, .. })));
+    }
+
+    #[test]
+    fn an_empty_array_at_the_end_of_the_section_reads_empty() {
+        // An i64 array's count at 4: its elements would start at 8, past the section's end.
+        let section = [0xCC, 0xCC, 0xCC, 0xCC, 0, 0, 0, 0];
+        assert_eq!(Attribute::new(&section, 4).array::<i64>().unwrap().to_vec(), Vec::<i64>::new());
     }
 
     #[test]

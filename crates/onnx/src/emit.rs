@@ -1,5 +1,6 @@
-//! The MLIR the importer writes: a `builtin.module` holding one `func.func` whose body is a
-//! straight line of `nn.*` kernels on `!tfrt_tensor.tensor` values, ending in `tfrt.return` —
+//! The MLIR the importer writes: a `builtin.module` holding a `func.func` per graph (the model's,
+//! and one per subgraph of a control-flow node) whose body is a straight line of kernels on
+//! `!tfrt_tensor.tensor` values, ending in `tfrt.return` —
 //! built in place with the IR's builder, so that weights go from the model's bytes into dense
 //! attributes without a text round trip.
 
@@ -60,6 +61,34 @@ impl Emitter {
 
     /// Ends the body with `tfrt.return` of `results` and makes it the function `name`.
     pub fn finish(mut self, name: &str, results: &[ValueId]) -> Module {
+        self.function(name, results);
+        self.module
+    }
+
+    /// Opens the body of another function, of `arguments` tensors, where kernels go until
+    /// [`close`](Self::close); returns the body it replaces.
+    pub fn open(&mut self, arguments: usize) -> BlockId {
+        let unknown = self.module.context.intern_attr(Attribute::UnknownLoc);
+        let body = self.module.add_block(&vec![(self.tensor, Some(unknown)); arguments]);
+        std::mem::replace(&mut self.body, body)
+    }
+
+    /// Ends the body opened last as the function `name` returning `results`, and goes back to
+    /// `previous`, the body [`open`](Self::open) returned.
+    pub fn close(&mut self, previous: BlockId, name: &str, results: &[ValueId]) {
+        self.function(name, results);
+        self.body = previous;
+    }
+
+    /// `@name`, a reference to a function (a kernel's function attribute).
+    pub fn symbol(&mut self, name: &str) -> AttrId {
+        let name = self.string(name);
+        self.module.context.intern_attr(Attribute::FlatSymbolRef(name))
+    }
+
+    /// Ends the current body with `tfrt.return` of `results` and adds it to the module as the
+    /// function `name`.
+    fn function(&mut self, name: &str, results: &[ValueId]) {
         let unknown = self.module.context.intern_attr(Attribute::UnknownLoc);
         let ret = op(&mut self.module, b"tfrt.return", unknown, None, results, &[], 0);
         self.module.append_op(self.body, ret);
@@ -72,7 +101,6 @@ impl Emitter {
         let func = op(&mut self.module, b"func.func", unknown, attrs, &[], &[], 1);
         self.module.append_block(self.module.op_regions(func)[0], self.body);
         self.module.append_op(self.top, func);
-        self.module
     }
 
     /// `name("node")`: where kernel errors point, so that a failing kernel names its node.

@@ -90,13 +90,23 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
     let mut used: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
     used.extend(graph.output.iter().map(|o| o.name().to_owned()));
 
+    let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     let emit = Emitter::new(arguments.len());
     let ids = emit.arguments();
-    let mut lowering = Lowering::new(emit, opset.unwrap_or(0), used, source);
+    let ml_opset = model.opset_import.iter().find(|o| o.domain() == ML_DOMAIN).and_then(|o| o.version).unwrap_or(1);
+    let mut lowering = Lowering::new(emit, (opset.unwrap_or(0), ml_opset), used, source, name);
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }
     for (input, id) in arguments.iter().zip(ids) {
+        // A sequence or an optional passes as it is, to the kernels that take one.
+        if matches!(
+            input.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_))
+        ) {
+            lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem: None });
+            continue;
+        }
         let (declared, elem) = argument_type(input)?;
         let shape = declared.as_ref().and_then(|dims| dims.iter().all(|&d| d > 0).then(|| dims.clone()));
         // A tensor of another shape is refused at the door, naming the input, as a compiled
@@ -111,26 +121,14 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
         };
         lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem: Some(elem) });
     }
-    // The classical-ML operators (`ai.onnx.ml`) that have kernels run as `onnx.ml.<Op>`.
-    let ml_opset = model.opset_import.iter().find(|o| o.domain() == ML_DOMAIN).and_then(|o| o.version).unwrap_or(1);
     for proto in &graph.node {
-        let node = Node::new(proto);
-        match proto.domain.as_deref() {
-            // A model that imports only other domains' opsets has no node of the default one.
-            None | Some("" | "ai.onnx") if opset.is_none() => {
-                return Err(ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))
-            }
-            None | Some("" | "ai.onnx") => lowering.node(&node)?,
-            Some(ML_DOMAIN) => lowering.ml_node(&node, ml_opset)?,
-            Some(other) => return Err(node.unsupported(format!("the operator domain `{other}` is not supported"))),
-        }
+        lowering.node(&Node::new(proto))?;
     }
     let mut results = Vec::with_capacity(graph.output.len());
     for output in &graph.output {
         let node = Node { proto: &Default::default(), name: output.name().to_owned(), op: "graph output" };
         results.push(lowering.any_tensor(output.name(), &node)?);
     }
-    let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     Ok(lowering.emit.finish(name, &results))
 }
 

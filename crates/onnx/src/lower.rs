@@ -13,9 +13,9 @@ use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
-use super::proto::AttributeProto;
+use super::proto::{type_proto, AttributeProto, GraphProto, NodeProto};
 use super::source::Source;
-use super::ImportError;
+use super::{ImportError, ML_DOMAIN};
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
 
 /// A value of the graph.
@@ -36,19 +36,33 @@ pub struct Lowering {
     pub values: HashMap<String, Val>,
     /// Constants already made into tensors by `nn.constant`.
     materialized: HashMap<String, ValueId>,
-    /// The default domain's opset version.
+    /// The default domain's opset version (0 when the model imports none).
     opset: i64,
+    /// The `ai.onnx.ml` domain's opset version.
+    ml_opset: i64,
     /// Every name some node or the graph's outputs read.
     used: HashSet<String>,
     /// Where the model's tensors are stored, which `Constant` nodes' data may share.
     source: Rc<Source>,
+    /// The name of the model's function, which its subgraphs' functions extend.
+    prefix: String,
+    /// How many subgraph functions were written.
+    functions: usize,
 }
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
 impl Lowering {
-    pub fn new(emit: Emitter, opset: i64, used: HashSet<String>, source: Rc<Source>) -> Lowering {
-        Lowering { emit, values: HashMap::new(), materialized: HashMap::new(), opset, used, source }
+    pub fn new(
+        emit: Emitter,
+        (opset, ml_opset): (i64, i64),
+        used: HashSet<String>,
+        source: Rc<Source>,
+        prefix: &str,
+    ) -> Lowering {
+        let prefix = prefix.to_owned();
+        let materialized = HashMap::new();
+        Lowering { emit, values: HashMap::new(), materialized, opset, ml_opset, used, source, prefix, functions: 0 }
     }
 
     /// The value `name` as a kernel operand: a tensor, `nn.constant` for a constant.
@@ -160,8 +174,23 @@ impl Lowering {
     /// when it computes a constant from constants (or a shape known here), else to its `onnx.*`
     /// kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        match node.proto.domain.as_deref() {
+            // A model that imports only other domains' opsets has no node of the default one.
+            None | Some("" | "ai.onnx") if self.opset == 0 => {
+                return Err(ImportError::Model("the model imports no version of the default ONNX opset".to_owned()))
+            }
+            None | Some("" | "ai.onnx") => {}
+            // The classical-ML operators (`ai.onnx.ml`) that have kernels run as `onnx.ml.<Op>`.
+            Some(ML_DOMAIN) => return self.ml_node(node),
+            Some(other) => return Err(node.unsupported(format!("the operator domain `{other}` is not supported"))),
+        }
+        // Identity names its input's value again, whatever it holds (a sequence, an optional).
+        if node.op == "Identity" {
+            let value = self.value(node.required(0)?, node)?;
+            return self.define(node, value);
+        }
         let generic = rtx_kernel::library::onnx::operators().contains(&node.op);
-        if generic && !(self.lowers_here(node) && self.layers_take(node)) {
+        if generic && !(self.lowers_here(node) && self.layers_take(node) && subgraphs(node.proto).is_empty()) {
             return self.generic(node);
         }
         match node.op {
@@ -177,7 +206,7 @@ impl Lowering {
                 let filled = Constant::filled(&value, dims).map_err(|e| node.error(e))?;
                 self.define(node, Val::Const(filled))
             }
-            "Identity" | "Dropout" => {
+            "Dropout" => {
                 self.only_first_output(node)?;
                 let value = self.value(node.required(0)?, node)?;
                 self.define(node, value)
@@ -384,18 +413,22 @@ impl Lowering {
 
     /// The node as its `onnx.<Op>` kernel: its present inputs as operands, its attributes as
     /// they are, `_opset`, and `_inputs` when an optional input before the last is left out.
+    /// A graph attribute (a control-flow node's body or branch) becomes a function of the
+    /// module, taking the graph's inputs and then the outer-scope values its nodes read (the
+    /// same list for every graph of the node), which follow the node's inputs among the
+    /// operands, their number in `_captures`.
     fn generic(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         self.generic_kernel(node, &format!("onnx.{}", node.op), self.opset)
     }
 
     /// A node of the `ai.onnx.ml` domain (whose opset is `opset`) as its `onnx.ml.<Op>` kernel,
     /// when it has one (`ml.<Op>` among the ONNX operators).
-    pub fn ml_node(&mut self, node: &Node<'_>, opset: i64) -> Result<(), ImportError> {
+    fn ml_node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let op = format!("ml.{}", node.op);
         if !rtx_kernel::library::onnx::operators().contains(&op.as_str()) {
             return Err(node.unsupported(format!("the operator `ai.onnx.ml.{}` is not supported", node.op)));
         }
-        self.generic_kernel(node, &format!("onnx.{op}"), opset)
+        self.generic_kernel(node, &format!("onnx.{op}"), self.ml_opset)
     }
 
     /// The node as the kernel `kernel`, `_opset` its domain's opset.
@@ -410,9 +443,26 @@ impl Lowering {
         if slots.iter().enumerate().any(|(k, &slot)| slot != k as i64) {
             attrs.push(("_inputs", self.emit.ints(&slots)));
         }
+        // Outer values the subgraphs read: constants are copied into them, tensors passed.
+        let mut captures = Vec::new();
+        for graph in subgraphs(node.proto) {
+            free_names(graph, &mut captures);
+        }
+        captures.retain(|name| !self.is_const(name));
+        for name in &captures {
+            operands.push(self.any_tensor(name, node)?);
+        }
+        if !captures.is_empty() {
+            attrs.push(("_captures", self.emit.int(captures.len() as i64)));
+        }
         for attribute in &node.proto.attribute {
             let name = attribute.name.as_deref().unwrap_or_default();
-            let value = self.attribute(node, attribute)?;
+            let value = match (&attribute.g, AttributeType::try_from(attribute.r#type.unwrap_or(0))) {
+                (Some(graph), Ok(AttributeType::Graph)) => self.subgraph(node, graph, &captures)?,
+                // A type (Optional's) says what the value holds, which the kernels see.
+                (_, Ok(AttributeType::TypeProto)) => continue,
+                _ => self.attribute(node, attribute)?,
+            };
             attrs.push((name, value));
         }
         let ids = self.emit.kernel_results(kernel, &node.name, &operands, attrs, node.proto.output.len());
@@ -420,6 +470,53 @@ impl Lowering {
             self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem: None });
         }
         Ok(())
+    }
+
+    /// The function of `graph`, a subgraph of `node` that reads the outer tensors `captures`:
+    /// its arguments are the graph's inputs then the captures, its results the graph's outputs.
+    fn subgraph(&mut self, node: &Node<'_>, graph: &GraphProto, captures: &[String]) -> Result<AttrId, ImportError> {
+        let name = format!("{}.{}{}", self.prefix, graph.name.as_deref().unwrap_or("graph"), self.functions);
+        self.functions += 1;
+        let outer = self.emit.open(graph.input.len() + captures.len());
+        let ids = self.emit.arguments();
+        let mut free = Vec::new();
+        free_names(graph, &mut free);
+        let mut inner = HashMap::new();
+        for name in &free {
+            match self.values.get(name) {
+                Some(Val::Const(constant)) => inner.insert(name.clone(), Val::Const(constant.clone())),
+                Some(_) => None,
+                None => return Err(node.error(format!("its subgraph reads `{name}`, which no outer scope defines"))),
+            };
+        }
+        for (input, &id) in graph.input.iter().zip(&ids) {
+            let elem = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(type_proto::Value::TensorType(tensor)) => Elem::from_onnx(tensor.elem_type.unwrap_or(0)).ok(),
+                _ => None,
+            };
+            inner.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem });
+        }
+        for (capture, &id) in captures.iter().zip(&ids[graph.input.len()..]) {
+            let (shape, elem) = (self.shape_of(capture), self.elem_of(capture));
+            inner.insert(capture.clone(), Val::Tensor { id, shape, elem });
+        }
+        for tensor in &graph.initializer {
+            let value = constant::from_proto(tensor, &self.source)
+                .map_err(|e| node.error(format!("initializer `{}` of its subgraph: {e}", tensor.name())))?;
+            inner.insert(tensor.name().to_owned(), Val::Const(value));
+        }
+        let outer_values = std::mem::replace(&mut self.values, inner);
+        let outer_materialized = std::mem::take(&mut self.materialized);
+        self.used.extend(graph.node.iter().flat_map(|n| n.input.iter().cloned()));
+        self.used.extend(graph.output.iter().map(|o| o.name().to_owned()));
+        let lowered = graph.node.iter().try_for_each(|proto| self.node(&Node::new(proto)));
+        let results = lowered.and_then(|()| {
+            graph.output.iter().map(|output| self.any_tensor(output.name(), node)).collect::<Result<Vec<_>, _>>()
+        });
+        self.values = outer_values;
+        self.materialized = outer_materialized;
+        self.emit.close(outer, &name, &results?);
+        Ok(self.emit.symbol(&name))
     }
 
     /// An ONNX attribute as a kernel attribute of the same name.
@@ -799,6 +896,34 @@ impl Window {
             ("dilations", emit.ints(&self.dilations)),
             ("pads", emit.ints(&self.pads)),
         ]
+    }
+}
+
+/// The graphs among a node's attributes (a control-flow node's bodies and branches).
+fn subgraphs(node: &NodeProto) -> Vec<&GraphProto> {
+    node.attribute.iter().filter_map(|a| a.g.as_ref()).collect()
+}
+
+/// Appends to `out` (once each, in the order they are read) the names `graph` and its subgraphs
+/// read but do not define: the outer-scope values it captures.
+fn free_names(graph: &GraphProto, out: &mut Vec<String>) {
+    let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name()).collect();
+    defined.extend(graph.initializer.iter().map(|t| t.name()));
+    let mut read = Vec::new();
+    for node in &graph.node {
+        read.extend(node.input.iter().filter(|name| !name.is_empty() && !defined.contains(name.as_str())).cloned());
+        let mut inner = Vec::new();
+        for graph in subgraphs(node) {
+            free_names(graph, &mut inner);
+        }
+        read.extend(inner.into_iter().filter(|name| !defined.contains(name.as_str())));
+        defined.extend(node.output.iter().map(String::as_str));
+    }
+    read.extend(graph.output.iter().map(|o| o.name().to_owned()).filter(|name| !defined.contains(name.as_str())));
+    for name in read {
+        if !out.contains(&name) {
+            out.push(name);
+        }
     }
 }
 

@@ -20,7 +20,7 @@
 
 use std::sync::{Arc, Weak};
 
-use super::bridge::tensors::{view_to_tensor, TENSOR_TYPES};
+use super::bridge::tensors::{view_to_tensor, views_to_sequence, ViewSequence, TENSOR_TYPES};
 use super::context::BefFunction;
 use super::invocation::held_type;
 use rtx_hal::buffer_view::BufferView;
@@ -107,10 +107,17 @@ impl Call {
         Ok(())
     }
 
-    /// Replaces each buffer view passed for a tensor argument by a tensor holding its elements.
+    /// Replaces each buffer view passed for a tensor argument by a tensor holding its elements,
+    /// and each sequence of views by a sequence of such tensors.
     fn tensors_from_views(&mut self, host: &HostContext) -> Result<(), Diagnostic> {
         let types = self.function.function.argument_types();
         for (index, (value, expected)) in self.arguments.iter_mut().zip(types).enumerate() {
+            if let Ok(views) = value.try_get::<ViewSequence>() {
+                let sequence = views_to_sequence(host, views)
+                    .with_context(|| format!("argument {index} of `{}`", self.function.name))?;
+                *value = AsyncValueRef::available(sequence).into_untyped();
+                continue;
+            }
             let Ok(view) = value.try_get::<Arc<BufferView>>() else { continue };
             if TENSOR_TYPES.contains(&expected) {
                 let tensor = view_to_tensor(host, view)

@@ -21,6 +21,22 @@ use rtx_vm::buffer::ByteBuffer;
 /// passes (as a tensor, see [`view_to_tensor`]).
 pub const TENSOR_TYPES: [&str; 2] = ["!tfrt_tensor.tensor", "!t.tensor"];
 
+/// An ONNX sequence as a C host passes it (`rtx_async_value_new_sequence`): buffer views, which
+/// a BEF call turns into a [`Sequence`](rtx_kernel::library::onnx::Sequence) of tensors over the
+/// same bytes (see [`views_to_sequence`]).
+pub struct ViewSequence(pub Vec<Arc<BufferView>>);
+
+/// The sequence of tensors `views` holds (f32 elements when it is empty: an empty sequence's
+/// element type is what the kernels that fill it say).
+pub fn views_to_sequence(
+    host: &HostContext,
+    views: &ViewSequence,
+) -> Result<rtx_kernel::library::onnx::Sequence, Diagnostic> {
+    let tensors = views.0.iter().map(|view| view_to_tensor(host, view)).collect::<Result<Vec<_>, _>>()?;
+    let dtype = tensors.first().map_or(DType::F32, DenseHostTensor::dtype);
+    Ok(rtx_kernel::library::onnx::Sequence { dtype, tensors })
+}
+
 /// The IREE element type of `dtype` (integers signless, as IREE's programs assert them), or
 /// INVALID_ARGUMENT for element types with no dense HAL layout.
 pub fn element_type(dtype: DType) -> Result<ElementType, Diagnostic> {

@@ -245,24 +245,16 @@ fn external_data_is_read_from_the_models_folder() {
     }
 }
 
-/// A tensor of `element_type` and `shape` holding `values`' little-endian bytes.
-fn tensor_of(element_type: ElementType, shape: &[usize], values: &[[u8; 8]], width: usize) -> HostTensor {
-    HostTensor { shape: shape.to_vec(), element_type, data: values.iter().flat_map(|v| v[..width].to_vec()).collect() }
-}
-
 /// Sizes that arrive at run time — a fill's shape, Expand's shape, Tile's repeats, Pad's pads,
 /// Range's limit — may be hostile: each is an error naming the kernel, never an abort, a panic or
 /// an allocation of what they claim (2^62 elements, 2^50, 2^63 after repeating).
 #[test]
 fn hostile_sizes_at_run_time_are_errors() {
     let folder = fixtures().join("errors");
-    let i64s = |values: &[i64]| {
-        let bytes: Vec<[u8; 8]> = values.iter().map(|v| v.to_le_bytes()).collect();
-        tensor_of(ElementType::INT_64, &[values.len()], &bytes, 8)
-    };
-    let f32s = |shape: &[usize], values: &[f32]| {
-        let bytes: Vec<[u8; 8]> = values.iter().map(|v| u64::from(v.to_bits()).to_le_bytes()).collect();
-        tensor_of(ElementType::FLOAT_32, shape, &bytes, 4)
+    let i64s = |values: &[i64]| HostTensor {
+        shape: vec![values.len()],
+        element_type: ElementType::INT_64,
+        data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
     };
     let x = f32s(&[2], &[1.0, 2.0]);
     let cases: Vec<(&str, Vec<HostTensor>, StatusCode, &str)> = vec![
@@ -303,5 +295,32 @@ fn malformed_graphs_are_errors_naming_the_node() {
         let error = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap_err();
         assert_eq!(error.code, StatusCode::InvalidArgument, "{model}: {error}");
         assert!(error.message.contains(says), "{model}: {error}");
+    }
+}
+
+fn f32s(shape: &[usize], values: &[f32]) -> HostTensor {
+    let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    HostTensor { shape: shape.to_vec(), element_type: ElementType::FLOAT_32, data }
+}
+
+/// Control flow, computed by hand: `Loop` runs its body (a function of the module) three
+/// times, carrying `y`, stacking each iteration's scan output, and reading `step` from the
+/// outer scope; `If` runs the branch its condition picks on the outer tensors it reads and an
+/// outer constant copied into it.
+#[test]
+fn control_flow_runs_subgraphs_as_functions() {
+    let folder = fixtures().join("control");
+    let looped = bef(&folder.join("loop_scan.onnx"));
+    let branched = bef(&folder.join("if_captures.onnx"));
+    let flag = |b: bool| HostTensor { shape: vec![], element_type: ElementType::BOOL_8, data: vec![u8::from(b)] };
+    for spec in ["s", "mstd:2"] {
+        let results = run(&looped, "loop_scan", &[f32s(&[2], &[1.0, 2.0]), f32s(&[2], &[10.0, 20.0])], spec);
+        assert_close("loop y", &results[0], &f32s(&[2], &[31.0, 62.0]));
+        assert_close("loop scan", &results[1], &f32s(&[3, 2], &[22.0, 44.0, 42.0, 84.0, 62.0, 124.0]));
+        let (a, b) = (f32s(&[2], &[1.0, 2.0]), f32s(&[2], &[3.0, 4.0]));
+        let taken = run(&branched, "if_captures", &[flag(true), a.clone(), b.clone()], spec);
+        assert_close("then", &taken[0], &f32s(&[2], &[104.0, 106.0]));
+        let other = run(&branched, "if_captures", &[flag(false), a, b], spec);
+        assert_close("else", &other[0], &f32s(&[2], &[-2.0, -2.0]));
     }
 }

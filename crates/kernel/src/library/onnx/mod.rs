@@ -9,8 +9,14 @@
 //! last is left out, and `_opset` (i64) the model's opset where semantics changed with it. The
 //! element type is dispatched once per operator by [`dispatch`]'s macros: each operator is
 //! written once over a Rust element type, not once per type.
+//!
+//! Control flow (`If`, `Loop`, `Scan`, `SequenceMap`) runs subgraphs the importer writes as
+//! functions of the program, passing them the outer-scope values they read (the last `_captures`
+//! operands). Sequences are [`Sequence`] values and an empty optional is [`NoValue`] (a full one
+//! is its value), carried through BEF as async values like tensors.
 
 mod attention;
+mod control;
 mod conv;
 mod detection;
 pub(crate) mod dispatch;
@@ -28,8 +34,11 @@ mod recurrent;
 mod reduce;
 mod resize;
 mod sample;
+mod sequence;
 mod shape;
 mod tensors;
+
+pub use sequence::{NoValue, Sequence};
 
 use crate::KernelRegistry;
 
@@ -54,6 +63,8 @@ pub fn operators() -> Vec<&'static str> {
         recurrent::OPERATORS,
         detection::OPERATORS,
         ml::OPERATORS,
+        control::OPERATORS,
+        sequence::OPERATORS,
     ]
     .concat()
 }
@@ -78,4 +89,6 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     recurrent::register(registry);
     detection::register(registry);
     ml::register(registry);
+    control::register(registry);
+    sequence::register(registry);
 }

@@ -4,10 +4,11 @@
 //! `Tile`, `Concat`, `Split`, `Slice`, `DepthToSpace`, `SpaceToDepth`, `ReverseSequence`). The
 //! elements are copied as they are, whatever their type.
 
+use super::control::join;
 use super::elementwise::broadcast;
 use super::tensors::{
-    axis, dims, distinct_axes, element_count, error, integers, new_tensor, opset, reshaped, sizes, strides, take,
-    Inputs, Typed, Walk,
+    axis, dims, distinct_axes, element_count, error, integers, opset, reshaped, sizes, strides, take, Inputs, Typed,
+    Walk,
 };
 use crate::dtype::DType;
 use crate::library::nn::{int, ints};
@@ -236,36 +237,9 @@ fn tile(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let inputs = Inputs::new(frame)?;
     let all = inputs.all();
-    let first = all.first().ok_or_else(|| error(frame, "no inputs"))?;
-    let dtype = first.dtype();
-    let shapes: Vec<Vec<usize>> = all.iter().map(dims).collect();
-    let rank = shapes[0].len();
+    let rank = dims(all.first().ok_or_else(|| error(frame, "no inputs"))?).len();
     let axis = axis(frame, int(frame, "axis", if opset(frame)? < 4 { 1 } else { i64::MAX })?, rank)?;
-    let mut out = shapes[0].clone();
-    out[axis] = 0;
-    for (tensor, shape) in all.iter().zip(&shapes) {
-        let same = shape.len() == rank && (0..rank).all(|k| k == axis || shape[k] == out[k]);
-        if tensor.dtype() != dtype || !same {
-            return Err(error(frame, format_args!("cannot concatenate {:?} along axis {axis}", shapes)));
-        }
-        out[axis] = out[axis].checked_add(shape[axis]).ok_or_else(|| error(frame, "the result is too large"))?;
-    }
-    let result = new_tensor(frame, dtype, &out)?;
-    let size = dtype.byte_size().unwrap_or(0);
-    let outer: usize = out[..axis].iter().product();
-    let row = element_count(frame, &out[axis..])? * size;
-    let mut at = 0;
-    for (tensor, shape) in all.iter().zip(&shapes) {
-        let block = shape[axis..].iter().product::<usize>() * size;
-        tensor.with_bytes(|from| {
-            result.buffer().with_bytes_mut(|to| {
-                for (o, part) in from.chunks_exact(block.max(1)).take(outer).enumerate() {
-                    to[o * row + at..][..block].copy_from_slice(&part[..block]);
-                }
-            })
-        })?;
-        at += block;
-    }
+    let result = join(frame.host(), frame.kernel_name(), all, axis as i64, false)?;
     frame.emplace_result(0, result)
 }
 
