@@ -948,12 +948,19 @@ fn flatten(dims: &[i64], axis: i64) -> Result<Vec<i64>, String> {
         return Err(format!("axis {axis} is outside a tensor of rank {rank}"));
     }
     let (rows, columns) = dims.split_at(axis as usize);
-    Ok(vec![rows.iter().product(), columns.iter().product()])
+    let size = |part: &[i64]| checked_product(part).ok_or_else(|| format!("shape {dims:?} has too many elements"));
+    Ok(vec![size(rows)?, size(columns)?])
+}
+
+/// The product of `dims`, `None` when it overflows.
+fn checked_product(dims: &[i64]) -> Option<i64> {
+    dims.iter().try_fold(1i64, |n, &d| n.checked_mul(d))
 }
 
 /// Reshape's result for `dims`: 0 keeps a dimension, one -1 takes the rest.
 fn resolve_reshape(dims: &[i64], requested: &[i64]) -> Result<Vec<i64>, String> {
-    let total: i64 = dims.iter().product();
+    let too_many = || format!("cannot reshape {dims:?} to {requested:?}: too many elements");
+    let total = checked_product(dims).ok_or_else(too_many)?;
     let mut out = Vec::with_capacity(requested.len());
     let mut infer = None;
     for (i, &d) in requested.iter().enumerate() {
@@ -967,7 +974,7 @@ fn resolve_reshape(dims: &[i64], requested: &[i64]) -> Result<Vec<i64>, String> 
             _ => return Err(format!("shape {requested:?} is not a reshape of {dims:?}")),
         }
     }
-    let known: i64 = out.iter().product();
+    let known = checked_product(&out).ok_or_else(too_many)?;
     if let Some(i) = infer {
         if known == 0 || total % known != 0 {
             return Err(format!("cannot reshape {dims:?} to {requested:?}"));

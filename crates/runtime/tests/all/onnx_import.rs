@@ -324,3 +324,23 @@ fn control_flow_runs_subgraphs_as_functions() {
         assert_close("else", &other[0], &f32s(&[2], &[-2.0, -2.0]));
     }
 }
+
+/// The fuzz target's findings (`fuzz/fuzz_targets/onnx_model.rs`, `tests/fixtures/onnx/hostile/`),
+/// run as it runs them: loaded from memory, each function called with a one-element f32 tensor
+/// per argument. Each must end in a module or an error, and each call in results or an error:
+/// a reshape whose element count overflows, an `Add` given one input.
+#[test]
+fn fuzzer_findings_end_in_errors() {
+    let folder = fixtures().join("hostile");
+    let mut models: Vec<PathBuf> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+    models.sort();
+    assert!(!models.is_empty());
+    for path in models {
+        let Ok(module) = Module::load_memory(&std::fs::read(&path).unwrap()) else { continue };
+        for function in module.exported_functions() {
+            let Ok((arguments, _)) = &function.kinds else { continue };
+            let inputs: Vec<HostTensor> = arguments.iter().map(|_| f32s(&[1], &[0.0])).collect();
+            let _ = try_run(&module, &function.name, &inputs, "s");
+        }
+    }
+}

@@ -164,15 +164,37 @@ pub(crate) fn same_type(frame: &KernelFrame<'_>, inputs: &[DenseHostTensor]) -> 
     }
 }
 
+/// How many inputs an elementwise operator takes.
+#[derive(Clone, Copy)]
+enum Arity {
+    Exactly(usize),
+    /// One or more (`Sum`, `Max`, ...).
+    Variadic,
+}
+
+const UNARY: Arity = Arity::Exactly(1);
+const BINARY: Arity = Arity::Exactly(2);
+
+/// The kernel's inputs, an error unless there are as many as `arity` says.
+fn inputs_of(frame: &KernelFrame<'_>, arity: Arity) -> Result<Inputs, KernelError> {
+    let inputs = Inputs::new(frame)?;
+    let given = inputs.all().len();
+    match arity {
+        Arity::Exactly(n) if given != n => Err(error(frame, format_args!("takes {n} inputs, not {given}"))),
+        Arity::Variadic if given == 0 => Err(error(frame, "takes at least one input")),
+        _ => Ok(inputs),
+    }
+}
+
 /// A kernel over all the inputs, of one element type, broadcast; `op` gets each element's
 /// values and the result has the inputs' type.
-fn register_numeric<F>(registry: &mut KernelRegistry, name: &str, op: F)
+fn register_numeric<F>(registry: &mut KernelRegistry, name: &str, arity: Arity, op: F)
 where
     F: Fn(&KernelSite<'_>, DType, &[f64]) -> Result<f64, String> + Copy + Send + Sync + 'static,
 {
     let kernel = format!("onnx.{name}");
     registry.add_kernel(&kernel, move |frame: &mut KernelFrame<'_>| {
-        let inputs = Inputs::new(frame)?;
+        let inputs = inputs_of(frame, arity)?;
         let dtype = same_type(frame, inputs.all())?;
         let site = **frame;
         let result = numeric!(dtype, T => {
@@ -189,7 +211,7 @@ where
 /// A comparison of two inputs of one type, broadcast, into booleans.
 fn register_comparison(registry: &mut KernelRegistry, name: &str, op: fn(std::cmp::Ordering) -> bool) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
-        let inputs = Inputs::new(frame)?;
+        let inputs = inputs_of(frame, BINARY)?;
         let dtype = same_type(frame, inputs.all())?;
         let result = any!(dtype, T => {
             let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
@@ -203,9 +225,9 @@ fn register_comparison(registry: &mut KernelRegistry, name: &str, op: fn(std::cm
 }
 
 /// A function of booleans over the broadcast inputs.
-fn register_logic(registry: &mut KernelRegistry, name: &str, op: fn(&[bool]) -> bool) {
+fn register_logic(registry: &mut KernelRegistry, name: &str, arity: Arity, op: fn(&[bool]) -> bool) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
-        let inputs = Inputs::new(frame)?;
+        let inputs = inputs_of(frame, arity)?;
         if let Some(other) = inputs.all().iter().find(|t| t.dtype() != DType::I1) {
             return Err(unsupported(frame, other.dtype()));
         }
@@ -216,9 +238,14 @@ fn register_logic(registry: &mut KernelRegistry, name: &str, op: fn(&[bool]) -> 
 }
 
 /// A function of integers, as their 64 bits, over the broadcast inputs.
-fn register_bitwise(registry: &mut KernelRegistry, name: &str, op: fn(&KernelSite<'_>, u32, &[u64]) -> u64) {
+fn register_bitwise(
+    registry: &mut KernelRegistry,
+    name: &str,
+    arity: Arity,
+    op: fn(&KernelSite<'_>, u32, &[u64]) -> u64,
+) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
-        let inputs = Inputs::new(frame)?;
+        let inputs = inputs_of(frame, arity)?;
         let dtype = same_type(frame, inputs.all())?;
         let site = **frame;
         let bits = 8 * dtype.byte_size().unwrap_or(0) as u32;
@@ -370,12 +397,12 @@ fn convert<S: Value, T: Value>(value: S) -> T {
 }
 
 pub(super) fn register(registry: &mut KernelRegistry) {
-    register_numeric(registry, "Add", |_, _, v| Ok(v[0] + v[1]));
-    register_numeric(registry, "Sub", |_, _, v| Ok(v[0] - v[1]));
-    register_numeric(registry, "Mul", |_, _, v| Ok(v[0] * v[1]));
-    register_numeric(registry, "Div", |_, dtype, v| divide(dtype, v[0], v[1]));
-    register_numeric(registry, "PRelu", |_, _, v| Ok(if v[0] < 0.0 { v[1] * v[0] } else { v[0] }));
-    register_numeric(registry, "Shrink", |site, _, v| {
+    register_numeric(registry, "Add", BINARY, |_, _, v| Ok(v[0] + v[1]));
+    register_numeric(registry, "Sub", BINARY, |_, _, v| Ok(v[0] - v[1]));
+    register_numeric(registry, "Mul", BINARY, |_, _, v| Ok(v[0] * v[1]));
+    register_numeric(registry, "Div", BINARY, |_, dtype, v| divide(dtype, v[0], v[1]));
+    register_numeric(registry, "PRelu", BINARY, |_, _, v| Ok(if v[0] < 0.0 { v[1] * v[0] } else { v[0] }));
+    register_numeric(registry, "Shrink", UNARY, |site, _, v| {
         let (lambd, bias) = (attribute(site, "lambd", 0.5)?, attribute(site, "bias", 0.0)?);
         Ok(if v[0] < -lambd {
             v[0] + bias
@@ -385,7 +412,7 @@ pub(super) fn register(registry: &mut KernelRegistry) {
             0.0
         })
     });
-    register_numeric(registry, "Mod", |site, dtype, v| {
+    register_numeric(registry, "Mod", BINARY, |site, dtype, v| {
         let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
         if v[1] == 0.0 && !is_float(dtype) {
             return Err("integer modulo by zero".to_owned());
@@ -394,13 +421,15 @@ pub(super) fn register(registry: &mut KernelRegistry) {
         // Integer Mod takes the divisor's sign (Python's %) unless fmod is set.
         Ok(if !fmod && r != 0.0 && (r < 0.0) != (v[1] < 0.0) { r + v[1] } else { r })
     });
-    register_numeric(registry, "Max", |_, _, v| Ok(v.iter().copied().fold(f64::NEG_INFINITY, f64::max)));
-    register_numeric(registry, "Min", |_, _, v| Ok(v.iter().copied().fold(f64::INFINITY, f64::min)));
-    register_numeric(registry, "Sum", |_, _, v| Ok(v.iter().sum()));
-    register_numeric(registry, "Mean", |_, _, v| Ok(v.iter().sum::<f64>() / v.len() as f64));
-    register_numeric(registry, "Abs", |_, _, v| Ok(v[0].abs()));
-    register_numeric(registry, "Neg", |_, _, v| Ok(-v[0]));
-    register_numeric(registry, "Sign", |_, _, v| {
+    register_numeric(registry, "Max", Arity::Variadic, |_, _, v| {
+        Ok(v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    });
+    register_numeric(registry, "Min", Arity::Variadic, |_, _, v| Ok(v.iter().copied().fold(f64::INFINITY, f64::min)));
+    register_numeric(registry, "Sum", Arity::Variadic, |_, _, v| Ok(v.iter().sum()));
+    register_numeric(registry, "Mean", Arity::Variadic, |_, _, v| Ok(v.iter().sum::<f64>() / v.len() as f64));
+    register_numeric(registry, "Abs", UNARY, |_, _, v| Ok(v[0].abs()));
+    register_numeric(registry, "Neg", UNARY, |_, _, v| Ok(-v[0]));
+    register_numeric(registry, "Sign", UNARY, |_, _, v| {
         Ok(if v[0] > 0.0 {
             1.0
         } else if v[0] < 0.0 {
@@ -409,8 +438,8 @@ pub(super) fn register(registry: &mut KernelRegistry) {
             0.0
         })
     });
-    register_numeric(registry, "Relu", |_, _, v| Ok(v[0].max(0.0)));
-    register_numeric(registry, "Identity", |_, _, v| Ok(v[0]));
+    register_numeric(registry, "Relu", UNARY, |_, _, v| Ok(v[0].max(0.0)));
+    register_numeric(registry, "Identity", UNARY, |_, _, v| Ok(v[0]));
 
     register_comparison(registry, "Equal", |o| o.is_eq());
     register_comparison(registry, "Less", |o| o.is_lt());
@@ -418,16 +447,16 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_comparison(registry, "LessOrEqual", |o| o.is_le());
     register_comparison(registry, "GreaterOrEqual", |o| o.is_ge());
 
-    register_logic(registry, "And", |v| v[0] && v[1]);
-    register_logic(registry, "Or", |v| v[0] || v[1]);
-    register_logic(registry, "Xor", |v| v[0] != v[1]);
-    register_logic(registry, "Not", |v| !v[0]);
+    register_logic(registry, "And", BINARY, |v| v[0] && v[1]);
+    register_logic(registry, "Or", BINARY, |v| v[0] || v[1]);
+    register_logic(registry, "Xor", BINARY, |v| v[0] != v[1]);
+    register_logic(registry, "Not", UNARY, |v| !v[0]);
 
-    register_bitwise(registry, "BitwiseAnd", |_, _, v| v[0] & v[1]);
-    register_bitwise(registry, "BitwiseOr", |_, _, v| v[0] | v[1]);
-    register_bitwise(registry, "BitwiseXor", |_, _, v| v[0] ^ v[1]);
-    register_bitwise(registry, "BitwiseNot", |_, bits, v| !v[0] & (u64::MAX >> (64 - bits)));
-    register_bitwise(registry, "BitShift", |site, bits, v| {
+    register_bitwise(registry, "BitwiseAnd", BINARY, |_, _, v| v[0] & v[1]);
+    register_bitwise(registry, "BitwiseOr", BINARY, |_, _, v| v[0] | v[1]);
+    register_bitwise(registry, "BitwiseXor", BINARY, |_, _, v| v[0] ^ v[1]);
+    register_bitwise(registry, "BitwiseNot", UNARY, |_, bits, v| !v[0] & (u64::MAX >> (64 - bits)));
+    register_bitwise(registry, "BitShift", BINARY, |site, bits, v| {
         let mask = u64::MAX >> (64 - bits);
         let left = matches!(site.named_attribute("direction").and_then(|a| Ok(a.string()?)), Ok("LEFT"));
         match (left, v[1] < u64::from(bits)) {
