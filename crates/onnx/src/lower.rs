@@ -52,6 +52,9 @@ pub struct Lowering {
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
+/// The most elements a `ConstantOfShape` of a constant shape is folded to at import.
+const FOLDED_FILL_ELEMENTS: usize = 1 << 16;
+
 impl Lowering {
     pub fn new(
         emit: Emitter,
@@ -357,7 +360,16 @@ impl Lowering {
             inputs.split_first().map_or((&[][..], &[][..]), |(first, rest)| (std::slice::from_ref(first), rest));
         match node.op {
             "Shape" => data.first().is_some_and(|name| self.shape_of(name).is_some()),
-            "ConstantOfShape" | "Gather" => constant(&inputs),
+            // A fill folds when it is small (a shape, a mask); a large one is made at run time,
+            // so a model claiming more than memory holds fails when it runs, not while loading.
+            "ConstantOfShape" => data.first().is_some_and(|name| {
+                let count = match self.values.get(*name) {
+                    Some(Val::Const(shape)) => shape.to_i64s().ok().and_then(|dims| element_count(&dims)),
+                    _ => None,
+                };
+                count.is_some_and(|count| count <= FOLDED_FILL_ELEMENTS)
+            }),
+            "Gather" => constant(&inputs),
             "Concat" => constant(&inputs) || f32(&inputs),
             "Flatten" => constant(data) || f32(data),
             "Reshape" => node.int("allowzero", 0) == 0 && constant(rest) && (constant(data) || f32(data)),

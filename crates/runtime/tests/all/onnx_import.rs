@@ -246,7 +246,7 @@ fn external_data_is_read_from_the_models_folder() {
 }
 
 /// Sizes that arrive at run time — a fill's shape, Expand's shape, Tile's repeats, Pad's pads,
-/// Range's limit — may be hostile: each is an error naming the kernel, never an abort, a panic or
+/// Range's limit, and constant fills too large to fold at import — may be hostile: each is an error naming the kernel, never an abort, a panic or
 /// an allocation of what they claim (2^62 elements, 2^50, 2^63 after repeating).
 #[test]
 fn hostile_sizes_at_run_time_are_errors() {
@@ -267,7 +267,11 @@ fn hostile_sizes_at_run_time_are_errors() {
         ("run_time_range", vec![f32s(&[], &[1e30])], StatusCode::InvalidArgument, "onnx.Range: "),
         ("run_time_range", vec![f32s(&[], &[f32::NAN])], StatusCode::InvalidArgument, "onnx.Range: "),
     ];
-    for (model, inputs, code, says) in cases {
+    let fills: Vec<(&str, Vec<HostTensor>, StatusCode, &str)> = vec![
+        ("fill_overflows", vec![x.clone()], StatusCode::InvalidArgument, "shape [2147483648, 2147483648] is too large"),
+        ("fill_too_large", vec![x.clone()], StatusCode::ResourceExhausted, "onnx.ConstantOfShape: "),
+    ];
+    for (model, inputs, code, says) in cases.into_iter().chain(fills) {
         let module = Module::load_file(folder.join(format!("{model}.onnx"))).unwrap();
         let error = try_run(&module, model, &inputs, "s").expect_err(model);
         assert_eq!(error.code, code, "{model}: {error}");
