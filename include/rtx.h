@@ -68,6 +68,11 @@ enum rtx_value_type_t
    * An empty optional (an ONNX optional without a value; one with a value is that value).
    */
   RTX_VALUE_TYPE_NONE = 11,
+  /**
+   * A tensor of strings (an ONNX STRING tensor): read it with
+   * `rtx_async_value_get_string_tensor_shape` and `rtx_async_value_get_string_tensor_element`.
+   */
+  RTX_VALUE_TYPE_STRING_TENSOR = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -620,6 +625,20 @@ rtx_async_value_t *rtx_async_value_new_sequence(rtx_buffer_view_t *const *views,
 rtx_async_value_t *rtx_async_value_new_none(void);
 
 /**
+ * A new available tensor of strings (an ONNX STRING tensor) of shape `dims[0..rank]`, for an
+ * argument of `rtx_context_invoke` to a kernel graph that takes one. Its `count` elements, in
+ * row-major order, are `strings[i]` of `lengths[i]` bytes each (UTF-8, not NUL-terminated; a
+ * string of length 0 may be NULL); they are copied. NULL if `dims` is NULL while `rank` is not 0,
+ * `strings` or `lengths` is NULL while `count` is not 0, a dimension is negative, `count` is not
+ * the shape's number of elements, a string is NULL with a length, or a string is not UTF-8.
+ */
+rtx_async_value_t *rtx_async_value_new_string_tensor(const int64_t *dims,
+                                                     size_t rank,
+                                                     const char *const *strings,
+                                                     const size_t *lengths,
+                                                     size_t count);
+
+/**
  * A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
  * type; `rtx_async_value_set_error` makes it an error.
  */
@@ -767,6 +786,31 @@ rtx_error_t *rtx_async_value_get_sequence_length(const rtx_async_value_t *value,
 rtx_error_t *rtx_async_value_get_sequence_element(const rtx_async_value_t *value,
                                                   size_t index,
                                                   rtx_buffer_view_t **out_view);
+
+/**
+ * Reads the shape of a tensor of strings (`RTX_VALUE_TYPE_STRING_TENSOR`): its rank into
+ * `*out_rank` and, when `out_dims` is not NULL, its dimensions into `out_dims[0..rank]`, which
+ * has room for `capacity` (INVALID_ARGUMENT if fewer than the rank: call with `out_dims` NULL to
+ * learn it). Errors as `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it
+ * is not available yet, INVALID_ARGUMENT if it holds something else or `value` or `out_rank` is
+ * NULL. Nothing is written on error.
+ */
+rtx_error_t *rtx_async_value_get_string_tensor_shape(const rtx_async_value_t *value,
+                                                     size_t *out_rank,
+                                                     int64_t *out_dims,
+                                                     size_t capacity);
+
+/**
+ * Reads element `index` (row-major) of a tensor of strings (`RTX_VALUE_TYPE_STRING_TENSOR`):
+ * `*out_data` points to its UTF-8 bytes (not NUL-terminated), which the value owns and keeps
+ * while the caller holds it, and `*out_length` is their number. Errors as
+ * `rtx_async_value_get_string_tensor_shape`, INVALID_ARGUMENT if an out pointer is NULL, and
+ * OUT_OF_RANGE for an index past the end.
+ */
+rtx_error_t *rtx_async_value_get_string_tensor_element(const rtx_async_value_t *value,
+                                                       size_t index,
+                                                       const char **out_data,
+                                                       size_t *out_length);
 
 /**
  * NULL if the value is not an error (or is NULL); otherwise an owned copy of its error, which

@@ -110,6 +110,18 @@ _SIGNATURES = {
     "rtx_async_value_type": (_u32, [_p]),
     "rtx_async_value_get_sequence_length": (_p, [_p, ctypes.POINTER(_size)]),
     "rtx_async_value_get_sequence_element": (_p, [_p, _size, _pp]),
+    "rtx_async_value_new_string_tensor": (
+        _p,
+        [ctypes.POINTER(ctypes.c_int64), _size, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_size), _size],
+    ),
+    "rtx_async_value_get_string_tensor_shape": (
+        _p,
+        [_p, ctypes.POINTER(_size), ctypes.POINTER(ctypes.c_int64), _size],
+    ),
+    "rtx_async_value_get_string_tensor_element": (
+        _p,
+        [_p, _size, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_size)],
+    ),
     "rtx_async_value_get_error": (_p, [_p]),
     "rtx_async_value_and_then": (None, [_p, READY_FN, _p]),
     "rtx_async_value_run_when_ready": (None, [_pp, _size, READY_FN, _p]),

@@ -17,8 +17,8 @@ from .module import ValueKind
 
 Result = Union[np.ndarray, int, float, List[np.ndarray], None]
 
-#: ``rtx_value_type_t`` of a sequence of tensors and of an empty optional.
-_SEQUENCE, _NONE = 10, 11
+#: ``rtx_value_type_t`` of a sequence of tensors, of an empty optional, of a tensor of strings.
+_SEQUENCE, _NONE, _STRINGS = 10, 11, 12
 
 
 class TensorSequence(list):  # type: ignore[type-arg]
@@ -53,6 +53,8 @@ def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
         finally:
             for view in views:
                 lib.rtx_buffer_view_release(view)
+    if kind is ValueKind.REF and isinstance(value, np.ndarray) and value.dtype.kind in "USO":
+        return string_tensor(value, function, index)
     if kind is ValueKind.REF:
         view = buffer_view(value, function, index)
         try:
@@ -206,12 +208,52 @@ def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:
     return out
 
 
+def string_tensor(value: np.ndarray, function: str, index: int) -> int:
+    """A new async value holding the strings of ``value`` (str, bytes or an object array of
+    either), each as UTF-8."""
+    where = f"{function} argument {index}"
+    encoded = []
+    for element in value.reshape(-1).tolist():
+        if isinstance(element, str):
+            encoded.append(element.encode("utf-8"))
+        elif isinstance(element, bytes):
+            encoded.append(element)
+        else:
+            raise InvalidArgumentError(f"{where} is a tensor of strings: found {type(element).__name__}")
+    count = len(encoded)
+    dims = (ctypes.c_int64 * max(value.ndim, 1))(*value.shape)
+    strings = (ctypes.c_char_p * max(count, 1))(*encoded)
+    lengths = (ctypes.c_size_t * max(count, 1))(*(len(e) for e in encoded))
+    made = lib.rtx_async_value_new_string_tensor(dims, value.ndim, strings, lengths, count)
+    if not made:
+        raise InvalidArgumentError(f"{where}: its strings are not UTF-8")
+    return made
+
+
+def strings(value: int) -> np.ndarray:
+    """The tensor of strings an async value holds (borrowed), as a numpy array of str objects."""
+    rank = ctypes.c_size_t()
+    check(lib.rtx_async_value_get_string_tensor_shape(value, ctypes.byref(rank), None, 0))
+    dims = (ctypes.c_int64 * max(rank.value, 1))()
+    check(lib.rtx_async_value_get_string_tensor_shape(value, ctypes.byref(rank), dims, rank.value))
+    shape = tuple(dims[k] for k in range(rank.value))
+    out = np.empty(shape, dtype=object)
+    flat = out.reshape(-1)
+    data, length = ctypes.c_void_p(), ctypes.c_size_t()
+    for k in range(flat.size):
+        check(lib.rtx_async_value_get_string_tensor_element(value, k, ctypes.byref(data), ctypes.byref(length)))
+        flat[k] = ctypes.string_at(data, length.value).decode("utf-8") if length.value else ""
+    return out
+
+
 def result(kind: ValueKind, value: int) -> Result:
     """Reads one available result value (borrowed): a numpy array or a Python number. A value
     that is an error raises it (the getters return the value's own error)."""
     held = lib.rtx_async_value_type(value) if kind is ValueKind.REF else None
     if held == _NONE:
         return None
+    if held == _STRINGS:
+        return strings(value)
     if held == _SEQUENCE:
         length = ctypes.c_size_t()
         check(lib.rtx_async_value_get_sequence_length(value, ctypes.byref(length)))

@@ -44,8 +44,8 @@ class BackendRep(_OnnxBackendRep):
         self.input_kinds: List[str] = [
             _kind(i.type) for i in graph.input if i.name not in initializers
         ]
-        #: Whether a sequence or an optional crosses the graph's boundary: such calls go through
-        #: async values, which carry them.
+        #: Whether a sequence, an optional or a tensor of strings crosses the graph's boundary:
+        #: such calls go through async values, which carry them.
         self.values = any(kind != "tensor" for kind in self.input_kinds) or any(
             _kind(o.type) != "tensor" for o in graph.output
         )
@@ -69,7 +69,9 @@ class BackendRep(_OnnxBackendRep):
             results = self.context.invoke(self.function, *arguments)
             return tuple(np.asarray(result) for result in results)
         arguments = [
-            TensorSequence(value) if kind == "sequence" and value is not None else value
+            TensorSequence(value)
+            if kind == "sequence" and value is not None
+            else np.asarray(value, dtype=object) if kind == "strings" else value
             for kind, value in zip(self.input_kinds, arguments)
         ]
         results = self.context._invoke_with_values(self.context._plan(self.function), arguments)
@@ -77,9 +79,12 @@ class BackendRep(_OnnxBackendRep):
 
 
 def _kind(value_type: onnx.TypeProto) -> str:
-    """``"tensor"``, ``"sequence"``, or ``"optional"`` (of a tensor) for a graph input or output's
-    type; an optional sequence is a sequence that may be ``None``."""
+    """``"tensor"``, ``"strings"`` (a tensor of strings), ``"sequence"``, or ``"optional"`` (of a
+    tensor) for a graph input or output's type; an optional sequence is a sequence that may be
+    ``None``."""
     which = value_type.WhichOneof("value")
+    if which == "tensor_type" and value_type.tensor_type.elem_type == onnx.TensorProto.STRING:
+        return "strings"
     if which == "optional_type":
         inner = value_type.optional_type.elem_type.WhichOneof("value")
         return "sequence" if inner == "sequence_type" else "optional"

@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipAsyncValue};
 use super::{catch_error, catch_or, invalid_argument, message_arg, Callback, UserData};
 use crate::host::{join, AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
 use crate::runtime::bridge::tensors::ViewSequence;
-use crate::runtime::{BufferView, DenseHostTensor, NoValue, Sequence};
+use crate::runtime::{BufferView, DenseHostTensor, NoValue, Sequence, StringHostTensor, TensorShape};
 
 /// An AsyncValue: unavailable, a concrete scalar/chain, or an error. Opaque; reference counted.
 #[allow(non_camel_case_types)]
@@ -52,6 +52,9 @@ pub enum rtx_value_type_t {
     RTX_VALUE_TYPE_SEQUENCE = 10,
     /// An empty optional (an ONNX optional without a value; one with a value is that value).
     RTX_VALUE_TYPE_NONE = 11,
+    /// A tensor of strings (an ONNX STRING tensor): read it with
+    /// `rtx_async_value_get_string_tensor_shape` and `rtx_async_value_get_string_tensor_element`.
+    RTX_VALUE_TYPE_STRING_TENSOR = 12,
 }
 
 /// Borrows every handle of a C array, naming the first NULL one (`values[i]`).
@@ -178,6 +181,53 @@ pub unsafe extern "C" fn rtx_async_value_new_sequence(
 #[no_mangle]
 pub extern "C" fn rtx_async_value_new_none() -> *mut rtx_async_value_t {
     new_available(NoValue)
+}
+
+/// A new available tensor of strings (an ONNX STRING tensor) of shape `dims[0..rank]`, for an
+/// argument of `rtx_context_invoke` to a kernel graph that takes one. Its `count` elements, in
+/// row-major order, are `strings[i]` of `lengths[i]` bytes each (UTF-8, not NUL-terminated; a
+/// string of length 0 may be NULL); they are copied. NULL if `dims` is NULL while `rank` is not 0,
+/// `strings` or `lengths` is NULL while `count` is not 0, a dimension is negative, `count` is not
+/// the shape's number of elements, a string is NULL with a length, or a string is not UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_new_string_tensor(
+    dims: *const i64,
+    rank: usize,
+    strings: *const *const c_char,
+    lengths: *const usize,
+    count: usize,
+) -> *mut rtx_async_value_t {
+    catch_or(std::ptr::null_mut(), || {
+        if (dims.is_null() && rank > 0) || ((strings.is_null() || lengths.is_null()) && count > 0) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: `dims` points to `rank` dimensions by contract (or is unused when 0).
+        let dims = if rank == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec() };
+        let Ok(shape) = TensorShape::new(dims) else { return std::ptr::null_mut() };
+        if shape.num_elements() != i64::try_from(count).ok() {
+            return std::ptr::null_mut();
+        }
+        let mut held = Vec::new();
+        if held.try_reserve_exact(count).is_err() {
+            return std::ptr::null_mut();
+        }
+        for i in 0..count {
+            // SAFETY: `strings` and `lengths` point to `count` entries by contract.
+            let (data, length) = unsafe { (*strings.add(i), *lengths.add(i)) };
+            let bytes = match (data.is_null(), length) {
+                (_, 0) => &[][..],
+                (true, _) => return std::ptr::null_mut(),
+                // SAFETY: `data` points to `length` readable bytes by contract.
+                (false, length) => unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) },
+            };
+            let Ok(text) = std::str::from_utf8(bytes) else { return std::ptr::null_mut() };
+            held.push(text.to_owned());
+        }
+        match StringHostTensor::new(shape, held) {
+            Ok(tensor) => new_available(tensor),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
 }
 
 /// A new unavailable value (a promise). Any `rtx_async_value_set_*` makes it available with that
@@ -366,6 +416,8 @@ pub unsafe extern "C" fn rtx_async_value_type(value: *const rtx_async_value_t) -
             RTX_VALUE_TYPE_SEQUENCE
         } else if value.is_type::<NoValue>() {
             RTX_VALUE_TYPE_NONE
+        } else if value.is_type::<StringHostTensor>() {
+            RTX_VALUE_TYPE_STRING_TENSOR
         } else {
             RTX_VALUE_TYPE_OTHER
         }
@@ -525,6 +577,94 @@ pub unsafe extern "C" fn rtx_async_value_get_sequence_element(
         })?;
         // SAFETY: `out_view` is non-null and writable by contract; written only on success.
         unsafe { out_view.write(handle::to_handle(view)) };
+        Ok(())
+    })
+}
+
+/// The tensor of strings `value` holds (`RTX_VALUE_TYPE_STRING_TENSOR`).
+fn string_tensor<'v>(value: &'v RcAsyncValue, function: &str) -> Result<&'v StringHostTensor, Diagnostic> {
+    match value.try_get::<StringHostTensor>() {
+        Ok(tensor) => Ok(tensor),
+        Err(crate::host::async_value::AccessError::IsError(diagnostic)) => Err(diagnostic),
+        Err(crate::host::async_value::AccessError::WrongType { .. }) => Err(invalid_argument(format!(
+            "{function}: the value holds {}, not a tensor of strings",
+            crate::runtime::invocation::held_type(value)
+        ))),
+        Err(other) => Err(other.into_diagnostic().context(function)),
+    }
+}
+
+/// Reads the shape of a tensor of strings (`RTX_VALUE_TYPE_STRING_TENSOR`): its rank into
+/// `*out_rank` and, when `out_dims` is not NULL, its dimensions into `out_dims[0..rank]`, which
+/// has room for `capacity` (INVALID_ARGUMENT if fewer than the rank: call with `out_dims` NULL to
+/// learn it). Errors as `rtx_async_value_get_i1`: the value's own error, FAILED_PRECONDITION if it
+/// is not available yet, INVALID_ARGUMENT if it holds something else or `value` or `out_rank` is
+/// NULL. Nothing is written on error.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_string_tensor_shape(
+    value: *const rtx_async_value_t,
+    out_rank: *mut usize,
+    out_dims: *mut i64,
+    capacity: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_get_string_tensor_shape";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
+        if out_rank.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_rank' is NULL")));
+        }
+        let tensor = string_tensor(&value, FUNCTION)?;
+        let dims = tensor.shape().dims();
+        if !out_dims.is_null() {
+            if capacity < dims.len() {
+                return Err(invalid_argument(format!(
+                    "{FUNCTION}: argument 'capacity' is {capacity}, less than the rank {}",
+                    dims.len()
+                )));
+            }
+            // SAFETY: `out_dims` has room for `capacity` >= rank dimensions by contract.
+            unsafe { std::ptr::copy_nonoverlapping(dims.as_ptr(), out_dims, dims.len()) };
+        }
+        // SAFETY: `out_rank` is non-null and writable by contract.
+        unsafe { out_rank.write(dims.len()) };
+        Ok(())
+    })
+}
+
+/// Reads element `index` (row-major) of a tensor of strings (`RTX_VALUE_TYPE_STRING_TENSOR`):
+/// `*out_data` points to its UTF-8 bytes (not NUL-terminated), which the value owns and keeps
+/// while the caller holds it, and `*out_length` is their number. Errors as
+/// `rtx_async_value_get_string_tensor_shape`, INVALID_ARGUMENT if an out pointer is NULL, and
+/// OUT_OF_RANGE for an index past the end.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_async_value_get_string_tensor_element(
+    value: *const rtx_async_value_t,
+    index: usize,
+    out_data: *mut *const c_char,
+    out_length: *mut usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_async_value_get_string_tensor_element";
+        // SAFETY: forwarded from the caller.
+        let value = unsafe { handle::borrow(value, FUNCTION, "value") }?;
+        if out_data.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_data' is NULL")));
+        }
+        if out_length.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out_length' is NULL")));
+        }
+        // The value's own element, which lives as long as the value.
+        let tensor = string_tensor(&value, FUNCTION)?;
+        let count = tensor.strings().len();
+        let text = tensor.strings().get(index).ok_or_else(|| {
+            Diagnostic::new(StatusCode::OutOfRange, format!("{FUNCTION}: index {index} is past the {count} strings"))
+        })?;
+        // SAFETY: both are non-null and writable by contract; written only on success.
+        unsafe {
+            out_data.write(text.as_ptr().cast());
+            out_length.write(text.len());
+        }
         Ok(())
     })
 }

@@ -928,3 +928,58 @@ fn sequences_and_empty_optionals_cross_as_values() {
     assert_eq!(code(not_a_sequence), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
     release_all(&[sequence, empty, none]);
 }
+
+/// ONNX string tensors as async values: made from a shape and UTF-8 bytes (copied), read back as
+/// a shape and each element's bytes; wrong counts, NULLs and non-UTF-8 bytes make no value.
+#[test]
+fn string_tensors_cross_as_values() {
+    let texts: [&[u8]; 3] = [b"ab", b"", "\u{e9}t\u{e9}".as_bytes()];
+    let pointers: Vec<*const std::ffi::c_char> = texts.iter().map(|t| t.as_ptr().cast()).collect();
+    let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+    let dims = [3i64, 1];
+    let value = unsafe { rtx_async_value_new_string_tensor(dims.as_ptr(), 2, pointers.as_ptr(), lengths.as_ptr(), 3) };
+    assert!(!value.is_null());
+    assert_eq!(unsafe { rtx_async_value_type(value) }, rtx_value_type_t::RTX_VALUE_TYPE_STRING_TENSOR);
+    let mut rank = 0usize;
+    ok(unsafe { rtx_async_value_get_string_tensor_shape(value, &mut rank, ptr::null_mut(), 0) });
+    assert_eq!(rank, 2);
+    let mut read = [0i64; 2];
+    let short = unsafe { rtx_async_value_get_string_tensor_shape(value, &mut rank, read.as_mut_ptr(), 1) };
+    assert_eq!(code(short), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+    ok(unsafe { rtx_async_value_get_string_tensor_shape(value, &mut rank, read.as_mut_ptr(), 2) });
+    assert_eq!(read, dims);
+    for (index, text) in texts.iter().enumerate() {
+        let (mut data, mut length) = (ptr::null(), 0usize);
+        ok(unsafe { rtx_async_value_get_string_tensor_element(value, index, &mut data, &mut length) });
+        assert_eq!(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) }, *text);
+    }
+    let (mut data, mut length) = (ptr::null(), 0usize);
+    let past = unsafe { rtx_async_value_get_string_tensor_element(value, 3, &mut data, &mut length) };
+    assert_eq!(code(past), Some(RTX_STATUS_CODE_OUT_OF_RANGE));
+    let no_length = unsafe { rtx_async_value_get_string_tensor_element(value, 0, &mut data, ptr::null_mut()) };
+    assert_eq!(code(no_length), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+
+    let scalar = unsafe { rtx_async_value_new_string_tensor(ptr::null(), 0, pointers.as_ptr(), lengths.as_ptr(), 1) };
+    ok(unsafe { rtx_async_value_get_string_tensor_shape(scalar, &mut rank, ptr::null_mut(), 0) });
+    assert_eq!(rank, 0);
+    let empty = unsafe { rtx_async_value_new_string_tensor([0i64].as_ptr(), 1, ptr::null(), ptr::null(), 0) };
+    assert!(!empty.is_null());
+    let wrong_count =
+        unsafe { rtx_async_value_new_string_tensor(dims.as_ptr(), 2, pointers.as_ptr(), lengths.as_ptr(), 2) };
+    assert!(wrong_count.is_null());
+    let negative =
+        unsafe { rtx_async_value_new_string_tensor([-3i64].as_ptr(), 1, pointers.as_ptr(), lengths.as_ptr(), 3) };
+    assert!(negative.is_null());
+    let invalid = [0xFFu8];
+    let not_utf8 = unsafe {
+        rtx_async_value_new_string_tensor(ptr::null(), 0, [invalid.as_ptr().cast()].as_ptr(), [1].as_ptr(), 1)
+    };
+    assert!(not_utf8.is_null());
+    let null_string =
+        unsafe { rtx_async_value_new_string_tensor(ptr::null(), 0, [ptr::null()].as_ptr(), [1].as_ptr(), 1) };
+    assert!(null_string.is_null());
+    let none = rtx_async_value_new_none();
+    let not_strings = unsafe { rtx_async_value_get_string_tensor_shape(none, &mut rank, ptr::null_mut(), 0) };
+    assert_eq!(code(not_strings), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
+    release_all(&[value, scalar, empty, none]);
+}

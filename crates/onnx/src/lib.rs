@@ -41,6 +41,9 @@ use node::Node;
 use proto::type_proto;
 use source::Source;
 
+/// ONNX's code of STRING elements.
+const STRING: i32 = proto::tensor_proto::DataType::String as i32;
+
 /// The name `iree-import-onnx` gives the function of a graph without a name.
 const UNNAMED_GRAPH: &str = "main_graph";
 
@@ -79,14 +82,24 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
 
     let source = Rc::new(Source::new(Arc::clone(&bytes), folder));
     let mut initializers = std::collections::HashMap::new();
+    let mut string_initializers = Vec::new();
     for tensor in &graph.initializer {
         let name = tensor.name.clone().unwrap_or_default();
+        // Strings are made by a kernel of the graph (see `Lowering::strings`).
+        if lower::holds_strings(tensor) {
+            string_initializers.push(tensor);
+            continue;
+        }
         let value = constant::from_proto(tensor, &source)
             .map_err(|e| ImportError::Model(format!("initializer `{name}`: {e}")))?;
         initializers.insert(name, value);
     }
     // Before IR version 4 initializers are listed among the inputs too: they are not arguments.
-    let arguments: Vec<_> = graph.input.iter().filter(|i| !initializers.contains_key(i.name())).collect();
+    let arguments: Vec<_> = graph
+        .input
+        .iter()
+        .filter(|i| !initializers.contains_key(i.name()) && !string_initializers.iter().any(|t| t.name() == i.name()))
+        .collect();
     let mut used: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
     used.extend(graph.output.iter().map(|o| o.name().to_owned()));
 
@@ -98,12 +111,19 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }
+    for tensor in string_initializers {
+        let value = lowering
+            .strings(tensor)
+            .map_err(|e| ImportError::Model(format!("initializer `{}`: {e}", tensor.name())))?;
+        lowering.values.insert(tensor.name().to_owned(), value);
+    }
     for (input, id) in arguments.iter().zip(ids) {
-        // A sequence or an optional passes as it is, to the kernels that take one.
-        if matches!(
-            input.r#type.as_ref().and_then(|t| t.value.as_ref()),
-            Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_))
-        ) {
+        // A sequence, an optional or a tensor of strings passes as it is, to the kernels that
+        // take one.
+        let value = input.r#type.as_ref().and_then(|t| t.value.as_ref());
+        if matches!(value, Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_)))
+            || matches!(value, Some(type_proto::Value::TensorType(t)) if t.elem_type == Some(STRING))
+        {
             lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem: None });
             continue;
         }

@@ -13,7 +13,8 @@ use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
-use super::proto::{type_proto, AttributeProto, GraphProto, NodeProto};
+use super::proto::tensor_proto::DataType;
+use super::proto::{type_proto, AttributeProto, GraphProto, NodeProto, TensorProto};
 use super::source::Source;
 use super::{ImportError, ML_DOMAIN};
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
@@ -467,8 +468,17 @@ impl Lowering {
         if !captures.is_empty() {
             attrs.push(("_captures", self.emit.int(captures.len() as i64)));
         }
-        for attribute in &node.proto.attribute {
-            let name = attribute.name.as_deref().unwrap_or_default();
+        // A tensor of strings is an aggregate of strings, named `<name>.strings`.
+        let names: Vec<String> = node
+            .proto
+            .attribute
+            .iter()
+            .map(|a| match &a.t {
+                Some(tensor) if holds_strings(tensor) => format!("{}.strings", a.name()),
+                _ => a.name().to_owned(),
+            })
+            .collect();
+        for (attribute, name) in node.proto.attribute.iter().zip(&names) {
             let value = match (&attribute.g, AttributeType::try_from(attribute.r#type.unwrap_or(0))) {
                 (Some(graph), Ok(AttributeType::Graph)) => self.subgraph(node, graph, &captures)?,
                 // A type (Optional's) says what the value holds, which the kernels see.
@@ -513,9 +523,14 @@ impl Lowering {
             inner.insert(capture.clone(), Val::Tensor { id, shape, elem });
         }
         for tensor in &graph.initializer {
-            let value = constant::from_proto(tensor, &self.source)
-                .map_err(|e| node.error(format!("initializer `{}` of its subgraph: {e}", tensor.name())))?;
-            inner.insert(tensor.name().to_owned(), Val::Const(value));
+            let value = if holds_strings(tensor) {
+                self.strings(tensor)
+            } else {
+                constant::from_proto(tensor, &self.source).map(Val::Const)
+            };
+            let value =
+                value.map_err(|e| node.error(format!("initializer `{}` of its subgraph: {e}", tensor.name())))?;
+            inner.insert(tensor.name().to_owned(), value);
         }
         let outer_values = std::mem::replace(&mut self.values, inner);
         let outer_materialized = std::mem::take(&mut self.materialized);
@@ -547,6 +562,9 @@ impl Lowering {
             Ok(AttributeType::Tensor) => {
                 let tensor =
                     attribute.t.as_ref().ok_or_else(|| node.error(format!("attribute `{name}` has no tensor")))?;
+                if holds_strings(tensor) {
+                    return Ok(self.emit.strings(&tensor.string_data));
+                }
                 let constant = constant::from_proto(tensor, &self.source)
                     .map_err(|e| node.error(format!("attribute `{name}`: {e}")))?;
                 self.emit.dense(&constant)
@@ -567,7 +585,35 @@ impl Lowering {
         })
     }
 
+    /// A tensor of strings (an initializer, a constant) as the kernel that makes it,
+    /// `tfrt_sht.create_tensor`.
+    pub fn strings(&mut self, tensor: &TensorProto) -> Result<Val, String> {
+        let dims = tensor.dims.clone();
+        if element_count(&dims) != Some(tensor.string_data.len()) {
+            return Err(format!("{} strings for shape {dims:?}", tensor.string_data.len()));
+        }
+        let attributes = vec![("shape", self.emit.ints(&dims)), ("value", self.emit.strings(&tensor.string_data))];
+        let id = self.emit.kernel("tfrt_sht.create_tensor", tensor.name(), &[], attributes);
+        Ok(Val::Tensor { id, shape: Some(dims), elem: None })
+    }
+
     fn constant_node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let strings = match (node.tensor("value"), node.attribute("value_string"), node.attribute("value_strings")) {
+            (Some(tensor), _, _) if holds_strings(tensor) => Some(tensor.clone()),
+            (None, Some(one), _) => {
+                Some(TensorProto { string_data: one.s.iter().cloned().collect(), ..Default::default() })
+            }
+            (None, _, Some(many)) => Some(TensorProto {
+                dims: vec![many.strings.len() as i64],
+                string_data: many.strings.clone(),
+                ..Default::default()
+            }),
+            _ => None,
+        };
+        if let Some(tensor) = strings {
+            let value = self.strings(&tensor).map_err(|e| node.error(e))?;
+            return self.define(node, value);
+        }
         let value = if let Some(tensor) = node.tensor("value") {
             constant::from_proto(tensor, &self.source).map_err(|e| node.error(e))?
         } else if node.has("value_float") {
@@ -912,6 +958,11 @@ impl Window {
 }
 
 /// The graphs among a node's attributes (a control-flow node's bodies and branches).
+/// Whether `tensor` holds strings.
+pub fn holds_strings(tensor: &TensorProto) -> bool {
+    tensor.data_type == Some(DataType::String as i32)
+}
+
 fn subgraphs(node: &NodeProto) -> Vec<&GraphProto> {
     node.attribute.iter().filter_map(|a| a.g.as_ref()).collect()
 }

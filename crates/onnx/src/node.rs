@@ -50,7 +50,7 @@ impl<'n> Node<'n> {
         self.proto.output.first().map(String::as_str).ok_or_else(|| self.error("it has no output"))
     }
 
-    fn attribute(&self, name: &str) -> Option<&'n AttributeProto> {
+    pub fn attribute(&self, name: &str) -> Option<&'n AttributeProto> {
         self.proto.attribute.iter().find(|a| a.name.as_deref() == Some(name))
     }
 

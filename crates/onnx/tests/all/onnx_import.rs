@@ -53,6 +53,7 @@ fn models_rtx_cannot_run_are_clear_errors() {
     // Fills larger than memory (`fill_overflows`, `fill_too_large`) import, and fail when they run
     // (crates/runtime/tests/all/onnx_import.rs).
     assert_eq!(error("string_input"), "graph input `s`: STRING elements are not supported");
+    assert_eq!(error("float8_input"), "graph input `s`: FLOAT8E4M3FN elements are not supported");
     assert_eq!(
         error("unsupported_operator"),
         "node `the_frobnicate` (Frobnicate): the operator domain `com.example` is not supported"

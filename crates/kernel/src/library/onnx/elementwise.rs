@@ -211,6 +211,9 @@ where
 /// A comparison of two inputs of one type, broadcast, into booleans.
 fn register_comparison(registry: &mut KernelRegistry, name: &str, op: fn(std::cmp::Ordering) -> bool) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+        if let Some(result) = super::strings::compare(frame, op)? {
+            return frame.emplace_result(0, result);
+        }
         let inputs = inputs_of(frame, BINARY)?;
         let dtype = same_type(frame, inputs.all())?;
         let result = any!(dtype, T => {

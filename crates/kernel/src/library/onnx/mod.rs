@@ -36,6 +36,7 @@ mod resize;
 mod sample;
 mod sequence;
 mod shape;
+mod strings;
 mod tensors;
 
 pub use sequence::{NoValue, Sequence};
@@ -65,6 +66,7 @@ pub fn operators() -> Vec<&'static str> {
         ml::OPERATORS,
         control::OPERATORS,
         sequence::OPERATORS,
+        strings::OPERATORS,
     ]
     .concat()
 }
@@ -91,4 +93,5 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     ml::register(registry);
     control::register(registry);
     sequence::register(registry);
+    strings::register(registry);
 }

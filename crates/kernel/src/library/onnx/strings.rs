@@ -1,0 +1,442 @@
+//! String tensors ([`StringHostTensor`]): `StringConcat`, `StringSplit`, `RegexFullMatch`,
+//! `StringNormalizer`, `TfIdfVectorizer` (on strings and integers), `Equal` on strings (see
+//! [`compare`]) and `ai.onnx.ml`'s `LabelEncoder` (strings and numbers either side). A STRING
+//! tensor attribute arrives as an aggregate of strings named `<name>.strings` (see
+//! [`string_tensor`]); a number tensor attribute is a dense attribute of its own name.
+
+use std::collections::{HashMap, HashSet};
+
+use super::dispatch::any;
+use super::elementwise::broadcast;
+use super::tensors::{error, filled, floats, string, strings, unsupported, walk, with_capacity, Typed, Value};
+use crate::dtype::DType;
+use crate::library::nn::{float, int, ints};
+use crate::tensor::{DenseHostTensor, StringHostTensor, TensorShape};
+use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
+
+pub(super) const OPERATORS: &[&str] =
+    &["StringConcat", "StringSplit", "RegexFullMatch", "StringNormalizer", "TfIdfVectorizer", "ml.LabelEncoder"];
+
+/// A tensor operand: its strings, or a dense tensor.
+enum Operand<'f> {
+    Strings(&'f StringHostTensor),
+    Dense(&'f DenseHostTensor),
+}
+
+fn operand<'f>(frame: &KernelFrame<'f>, i: usize) -> Result<Operand<'f>, KernelError> {
+    if let Ok(strings) = frame.get::<StringHostTensor>(i) {
+        return Ok(Operand::Strings(strings));
+    }
+    frame
+        .get::<DenseHostTensor>(i)
+        .map(Operand::Dense)
+        .map_err(|_| error(frame, format_args!("operand {i} is not a tensor")))
+}
+
+fn text<'f>(frame: &KernelFrame<'f>, i: usize) -> Result<&'f StringHostTensor, KernelError> {
+    frame.get::<StringHostTensor>(i).map_err(|_| error(frame, format_args!("operand {i} is not a tensor of strings")))
+}
+
+/// A string tensor's dimensions as sizes.
+pub(crate) fn string_dims(tensor: &StringHostTensor) -> Vec<usize> {
+    tensor.shape().dims().iter().map(|&d| d as usize).collect()
+}
+
+/// A new string tensor of `dims` holding `strings`.
+pub(crate) fn new_strings(
+    site: &KernelSite<'_>,
+    dims: &[usize],
+    strings: Vec<String>,
+) -> Result<StringHostTensor, KernelError> {
+    let dims: Result<Vec<i64>, KernelError> =
+        dims.iter().map(|&d| i64::try_from(d).map_err(|_| error(site, "a dimension is too large"))).collect();
+    Ok(StringHostTensor::new(TensorShape::new(dims?)?, strings)?)
+}
+
+/// `f` on each pair of the broadcast string tensors `a` and `b`, and the result's dimensions.
+fn broadcast_map<R>(
+    site: &KernelSite<'_>,
+    a: &StringHostTensor,
+    b: &StringHostTensor,
+    f: impl Fn(&str, &str) -> R,
+) -> Result<(Vec<usize>, Vec<R>), KernelError> {
+    let (da, db) = (string_dims(a), string_dims(b));
+    let (dims, strides) =
+        broadcast(&[&da, &db]).ok_or_else(|| error(site, format_args!("shapes {da:?} and {db:?} do not broadcast")))?;
+    let count = super::tensors::element_count(site, &dims)?;
+    let mut out = with_capacity(site, count)?;
+    walk(&dims, &[&strides[0], &strides[1]], |at| out.push(f(&a.strings()[at[0]], &b.strings()[at[1]])));
+    Ok((dims, out))
+}
+
+/// A comparison (`Equal`) of two string tensors, broadcast: `None` when the operands are not
+/// strings (the comparison of numbers takes them).
+pub(super) fn compare(
+    frame: &KernelFrame<'_>,
+    op: fn(std::cmp::Ordering) -> bool,
+) -> Result<Option<DenseHostTensor>, KernelError> {
+    let (Ok(a), Ok(b)) = (frame.get::<StringHostTensor>(0), frame.get::<StringHostTensor>(1)) else {
+        return Ok(None);
+    };
+    let (dims, values) = broadcast_map(frame, a, b, |x, y| op(x.cmp(y)))?;
+    Typed { dims, values }.into_tensor(frame, DType::I1).map(Some)
+}
+
+fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let (dims, values) = broadcast_map(frame, text(frame, 0)?, text(frame, 1)?, |x, y| format!("{x}{y}"))?;
+    let result = new_strings(frame, &dims, values)?;
+    frame.emplace_result(0, result)
+}
+
+/// `x` split as Python's `str.split` splits it: at `delimiter`, or at runs of whitespace when
+/// there is none; at most `limit` splits.
+fn split_one(x: &str, delimiter: Option<&str>, limit: usize) -> Vec<String> {
+    match delimiter {
+        Some(d) => x.splitn(limit.saturating_add(1), d).map(str::to_owned).collect(),
+        None => {
+            let mut parts = Vec::new();
+            let mut rest = x.trim_start();
+            while !rest.is_empty() {
+                if parts.len() == limit {
+                    parts.push(rest.to_owned());
+                    break;
+                }
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                parts.push(rest[..end].to_owned());
+                rest = rest[end..].trim_start();
+            }
+            parts
+        }
+    }
+}
+
+fn split(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = text(frame, 0)?;
+    let delimiter = string(frame, "delimiter", "")?;
+    let delimiter = (!delimiter.is_empty()).then_some(delimiter);
+    let maxsplit = int(frame, "maxsplit", -1)?;
+    let limit = usize::try_from(maxsplit).unwrap_or(usize::MAX);
+    let parts: Vec<Vec<String>> = x.strings().iter().map(|s| split_one(s, delimiter, limit)).collect();
+    let widest = parts.iter().map(Vec::len).max().unwrap_or(0);
+    let mut dims = string_dims(x);
+    let counts = Typed { dims: dims.clone(), values: parts.iter().map(|p| p.len() as i64).collect() };
+    dims.push(widest);
+    let mut flat = with_capacity(frame, parts.len().saturating_mul(widest))?;
+    for mut row in parts {
+        row.resize(widest, String::new());
+        flat.extend(row);
+    }
+    let y = new_strings(frame, &dims, flat)?;
+    let z = counts.into_tensor(frame, DType::I64)?;
+    frame.emplace_result(0, y)?;
+    frame.emplace_result(1, z)
+}
+
+fn full_match(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = text(frame, 0)?;
+    let pattern = string(frame, "pattern", "")?;
+    let regex = regex::Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| error(frame, format_args!("pattern `{pattern}`: {e}")))?;
+    let values = x.strings().iter().map(|s| regex.is_match(s)).collect();
+    let result = Typed { dims: string_dims(x), values }.into_tensor(frame, DType::I1)?;
+    frame.emplace_result(0, result)
+}
+
+/// `StringNormalizer`, as onnxruntime runs it: the elements of a `[C]` or `[1, C]` tensor that are
+/// stop words are dropped (compared as they are, or without case), the rest change case; when
+/// none is left the output is one empty string.
+fn normalize(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = text(frame, 0)?;
+    let mut dims = string_dims(x);
+    if !(dims.len() == 1 || dims.len() == 2 && dims[0] == 1) {
+        return Err(error(frame, format_args!("the input is [C] or [1, C], not {dims:?}")));
+    }
+    let action = string(frame, "case_change_action", "NONE")?;
+    let change: fn(&str) -> String = match action {
+        "NONE" => str::to_owned,
+        "LOWER" => str::to_lowercase,
+        "UPPER" => str::to_uppercase,
+        other => return Err(error(frame, format_args!("unknown case_change_action `{other}`"))),
+    };
+    let sensitive = int(frame, "is_case_sensitive", 0)? != 0;
+    let fold = |s: &str| if sensitive { s.to_owned() } else { s.to_lowercase() };
+    let stopwords: HashSet<String> = strings(frame, "stopwords")?.iter().map(|s| fold(s)).collect();
+    let mut kept: Vec<String> =
+        x.strings().iter().filter(|s| !stopwords.contains(&fold(s))).map(|s| change(s)).collect();
+    if kept.is_empty() {
+        kept.push(String::new());
+    }
+    *dims.last_mut().expect("rank 1 or 2") = kept.len();
+    let result = new_strings(frame, &dims, kept)?;
+    frame.emplace_result(0, result)
+}
+
+/// A key that strings and numbers are looked up by: integers exactly, floats by their bits (NaN
+/// one key, -0 the same as 0).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Text(String),
+    Int(i128),
+    Float(u64),
+}
+
+impl Key {
+    fn of<T: Value>(value: T) -> Key {
+        match value.to_integer() {
+            Some(i) => Key::Int(i),
+            None => Key::float(value.to_f64()),
+        }
+    }
+
+    fn float(value: f64) -> Key {
+        Key::Float(if value.is_nan() {
+            f64::NAN.to_bits()
+        } else if value == 0.0 {
+            0
+        } else {
+            value.to_bits()
+        })
+    }
+}
+
+/// The elements of an operand as keys.
+fn keys(site: &KernelSite<'_>, operand: &Operand<'_>) -> Result<Vec<Key>, KernelError> {
+    match operand {
+        Operand::Strings(t) => Ok(t.strings().iter().cloned().map(Key::Text).collect()),
+        Operand::Dense(t) => {
+            let dtype = t.dtype();
+            any!(dtype, T => { Ok(Typed::<T>::read(t).values.into_iter().map(Key::of).collect()) },
+                 Err(unsupported(site, dtype)))
+        }
+    }
+}
+
+fn operand_dims(operand: &Operand<'_>) -> Vec<usize> {
+    match operand {
+        Operand::Strings(t) => string_dims(t),
+        Operand::Dense(t) => super::tensors::dims(t),
+    }
+}
+
+/// The STRING tensor attribute `name` (an aggregate of strings named `<name>.strings`), `None`
+/// when the kernel has none.
+pub(crate) fn string_tensor(site: &KernelSite<'_>, name: &str) -> Result<Option<Vec<String>>, KernelError> {
+    let name = format!("{name}.strings");
+    if !super::tensors::has_attribute(site, &name) {
+        return Ok(None);
+    }
+    strings(site, &name).map(Some)
+}
+
+/// Values of one type: strings, or numbers of `dtype` (integers exactly).
+#[derive(Clone, Debug, PartialEq)]
+enum Values {
+    Text(Vec<String>),
+    Numbers(DType, Vec<Key>),
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::Text(v) => v.len(),
+            Values::Numbers(_, v) => v.len(),
+        }
+    }
+}
+
+/// The tensor attribute `name` (strings, or numbers of any type), `None` when absent.
+fn tensor_values(site: &KernelSite<'_>, name: &str) -> Result<Option<Values>, KernelError> {
+    if let Some(text) = string_tensor(site, name)? {
+        return Ok(Some(Values::Text(text)));
+    }
+    if !super::tensors::has_attribute(site, name) {
+        return Ok(None);
+    }
+    let dense = site.named_attribute(name)?.dense()?;
+    let dtype = dense.dtype;
+    let size = dtype.byte_size().ok_or_else(|| unsupported(site, dtype))?;
+    let keys = any!(dtype, T => {
+        dense.data.chunks_exact(size).map(|b| Key::of(T::load(dtype, b))).collect()
+    }, return Err(unsupported(site, dtype)));
+    Ok(Some(Values::Numbers(dtype, keys)))
+}
+
+/// The keys or values of a `LabelEncoder`: `<what>_strings`, `<what>_int64s`, `<what>_floats`
+/// or `<what>_tensor`, whichever the node has.
+fn encoder_values(site: &KernelSite<'_>, what: &str) -> Result<Values, KernelError> {
+    if let Some(values) = tensor_values(site, &format!("{what}_tensor"))? {
+        return Ok(values);
+    }
+    let has = |suffix: &str| super::tensors::has_attribute(site, &format!("{what}_{suffix}"));
+    if has("strings") {
+        Ok(Values::Text(strings(site, &format!("{what}_strings"))?))
+    } else if has("int64s") {
+        Ok(Values::Numbers(
+            DType::I64,
+            ints(site, &format!("{what}_int64s"), &[])?.into_iter().map(|i| Key::Int(i.into())).collect(),
+        ))
+    } else if has("floats") {
+        let floats = floats(site, &format!("{what}_floats"))?;
+        Ok(Values::Numbers(DType::F32, floats.into_iter().map(|f| Key::float(f.into())).collect()))
+    } else {
+        Err(error(site, format_args!("it has no {what}")))
+    }
+}
+
+/// `ai.onnx.ml.LabelEncoder`: each element looked up among the keys, its value where found and
+/// the default of the values' type where not.
+fn label_encoder(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = operand(frame, 0)?;
+    let keyed = encoder_values(frame, "keys")?;
+    let values = encoder_values(frame, "values")?;
+    if keyed.len() != values.len() {
+        return Err(error(frame, format_args!("{} keys for {} values", keyed.len(), values.len())));
+    }
+    let wanted: Vec<Key> = match keyed {
+        Values::Text(text) => text.into_iter().map(Key::Text).collect(),
+        Values::Numbers(_, numbers) => numbers,
+    };
+    let default = match tensor_values(frame, "default_tensor")? {
+        Some(Values::Text(mut v)) if v.len() == 1 => Key::Text(v.remove(0)),
+        Some(Values::Numbers(_, mut v)) if v.len() == 1 => v.remove(0),
+        Some(_) => return Err(error(frame, "default_tensor holds one value")),
+        None => match &values {
+            Values::Text(_) => Key::Text(string(frame, "default_string", "_Unused")?.to_owned()),
+            Values::Numbers(DType::F32 | DType::F64 | DType::F16 | DType::BF16, _) => {
+                Key::float(f64::from(float(frame, "default_float", -0.0)?))
+            }
+            Values::Numbers(..) => Key::Int(int(frame, "default_int64", -1)?.into()),
+        },
+    };
+    let index: HashMap<&Key, usize> = wanted.iter().enumerate().map(|(i, k)| (k, i)).rev().collect();
+    let dims = operand_dims(&x);
+    let found: Vec<Option<usize>> = keys(frame, &x)?.iter().map(|k| index.get(k).copied()).collect();
+    match values {
+        Values::Text(text) => {
+            let Key::Text(default) = default else { return Err(error(frame, "the default is not a string")) };
+            let out = found.iter().map(|f| f.map_or_else(|| default.clone(), |i| text[i].clone())).collect();
+            let result = new_strings(frame, &dims, out)?;
+            frame.emplace_result(0, result)
+        }
+        Values::Numbers(dtype, numbers) => {
+            let out: Vec<&Key> = found.iter().map(|f| f.map_or(&default, |i| &numbers[i])).collect();
+            let result = numbers_tensor(frame, &dims, dtype, &out)?;
+            frame.emplace_result(0, result)
+        }
+    }
+}
+
+/// A tensor of `dtype` holding number keys.
+fn numbers_tensor(
+    frame: &KernelFrame<'_>,
+    dims: &[usize],
+    dtype: DType,
+    values: &[&Key],
+) -> Result<DenseHostTensor, KernelError> {
+    any!(dtype, T => {
+        let values = values.iter().map(|k| match k {
+            Key::Int(i) => Ok(T::from_integer(*i)),
+            Key::Float(bits) => Ok(T::from_f64(f64::from_bits(*bits))),
+            Key::Text(_) => Err(error(frame, "a string among numbers")),
+        }).collect::<Result<Vec<T>, _>>()?;
+        Typed { dims: dims.to_vec(), values }.into_tensor(frame, dtype)
+    }, Err(unsupported(frame, dtype)))
+}
+
+/// `TfIdfVectorizer`, as onnxruntime counts: for each skip (0 to `max_skip_count`) and start,
+/// the n-grams of `min_gram_length` to `max_gram_length` items `skip + 1` apart that are in the
+/// pool add to their output column's count (unigrams once, not once per skip); then weighted by
+/// `mode`.
+fn tfidf(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = operand(frame, 0)?;
+    let dims = operand_dims(&x);
+    let (rows, width) = match dims[..] {
+        [c] => (1, c),
+        [n, c] => (n, c),
+        _ => return Err(error(frame, format_args!("the input is [C] or [N, C], not {dims:?}"))),
+    };
+    let items = keys(frame, &x)?;
+    let (min_gram, max_gram) = (int(frame, "min_gram_length", 1)?, int(frame, "max_gram_length", 1)?);
+    let max_skip = int(frame, "max_skip_count", 0)?;
+    if min_gram < 1 || max_gram < min_gram || max_skip < 0 {
+        return Err(error(frame, "gram lengths 1 <= min <= max and a skip count >= 0"));
+    }
+    let (min_gram, max_gram, max_skip) = (min_gram as usize, max_gram as usize, max_skip as usize);
+    let counts = ints(frame, "ngram_counts", &[])?;
+    let indexes = ints(frame, "ngram_indexes", &[])?;
+    let pool: Vec<Key> = if super::tensors::has_attribute(frame, "pool_strings") {
+        strings(frame, "pool_strings")?.into_iter().map(Key::Text).collect()
+    } else {
+        ints(frame, "pool_int64s", &[])?.into_iter().map(|i| Key::Int(i.into())).collect()
+    };
+    // The pool's n-grams: those of n items from counts[n - 1] to counts[n] (or the end).
+    let mut grams: HashMap<&[Key], usize> = HashMap::new();
+    let mut column = 0;
+    for (k, &start) in counts.iter().enumerate() {
+        let end = counts.get(k + 1).copied().unwrap_or(pool.len() as i64);
+        let (start, end) = (usize::try_from(start).ok(), usize::try_from(end).ok());
+        let (Some(start), Some(end)) = (start, end) else { return Err(error(frame, "a negative ngram count")) };
+        if start > end || end > pool.len() {
+            return Err(error(frame, "ngram_counts do not fit the pool"));
+        }
+        for gram in pool[start..end].chunks(k + 1) {
+            let out = *indexes.get(column).ok_or_else(|| error(frame, "fewer ngram_indexes than n-grams"))?;
+            let out = usize::try_from(out).map_err(|_| error(frame, "a negative ngram index"))?;
+            grams.entry(gram).or_insert(out);
+            column += 1;
+        }
+    }
+    let size = indexes.iter().copied().max().map_or(0, |m| m.max(-1) + 1) as usize;
+    let total = rows.checked_mul(size).ok_or_else(|| error(frame, "the output is too large"))?;
+    let mut frequencies = filled(total, 0f64).map_err(|e| error(frame, e))?;
+    let mut gram = Vec::with_capacity(max_gram);
+    for (row, values) in items.chunks(width.max(1)).enumerate().take(rows) {
+        let out = &mut frequencies[row * size..(row + 1) * size];
+        let mut shortest = min_gram;
+        for skip in 0..=max_skip {
+            for start in 0..values.len() {
+                gram.clear();
+                for n in 1..=max_gram {
+                    let Some(item) = values.get(start + (n - 1) * (skip + 1)) else { break };
+                    gram.push(item.clone());
+                    if n >= shortest {
+                        if let Some(&o) = grams.get(&gram[..]) {
+                            out[o] += 1.0;
+                        }
+                    }
+                }
+            }
+            // Unigrams are counted once: a skip does not change them.
+            if shortest == 1 {
+                shortest = 2;
+                if shortest > max_gram {
+                    break;
+                }
+            }
+        }
+    }
+    let weights = floats(frame, "weights")?;
+    let mode = string(frame, "mode", "TF")?;
+    for (k, f) in frequencies.iter_mut().enumerate() {
+        let weight = weights.get(k % size.max(1)).map_or(1.0, |&w| f64::from(w));
+        *f = match mode {
+            "TF" => *f,
+            "IDF" => f64::from(u8::from(*f > 0.0)) * weight,
+            "TFIDF" => *f * weight,
+            other => return Err(error(frame, format_args!("unknown mode `{other}`"))),
+        };
+    }
+    let out_dims = if dims.len() == 1 { vec![size] } else { vec![rows, size] };
+    let result = Typed { dims: out_dims, values: frequencies.into_iter().map(|f| f as f32).collect() }
+        .into_tensor(frame, DType::F32)?;
+    frame.emplace_result(0, result)
+}
+
+pub(super) fn register(registry: &mut KernelRegistry) {
+    registry.add_kernel("onnx.StringConcat", concat);
+    registry.add_kernel("onnx.StringSplit", split);
+    registry.add_kernel("onnx.RegexFullMatch", full_match);
+    registry.add_kernel("onnx.StringNormalizer", normalize);
+    registry.add_kernel("onnx.TfIdfVectorizer", tfidf);
+    registry.add_kernel("onnx.ml.LabelEncoder", label_encoder);
+}
