@@ -510,11 +510,17 @@ fn sequence_views(value: &RcAsyncValue, function: &str) -> Result<Vec<Arc<Buffer
             .map(|t| crate::runtime::bridge::tensors::tensor_to_view(t).context(function))
             .collect();
     }
-    match value.try_get::<ViewSequence>() {
-        Ok(views) => Ok(views.0.clone()),
+    held::<ViewSequence>(value, function, "a sequence").map(|views| views.0.clone())
+}
+
+/// The `T` that `value` holds (`what`, as errors name it): the value's own error, or
+/// INVALID_ARGUMENT naming what it holds instead.
+fn held<'v, T: 'static>(value: &'v RcAsyncValue, function: &str, what: &str) -> Result<&'v T, Diagnostic> {
+    match value.try_get::<T>() {
+        Ok(payload) => Ok(payload),
         Err(crate::host::async_value::AccessError::IsError(diagnostic)) => Err(diagnostic),
         Err(crate::host::async_value::AccessError::WrongType { .. }) => Err(invalid_argument(format!(
-            "{function}: the value holds {}, not a sequence",
+            "{function}: the value holds {}, not {what}",
             crate::runtime::invocation::held_type(value)
         ))),
         Err(other) => Err(other.into_diagnostic().context(function)),
@@ -583,15 +589,7 @@ pub unsafe extern "C" fn rtx_async_value_get_sequence_element(
 
 /// The tensor of strings `value` holds (`RTX_VALUE_TYPE_STRING_TENSOR`).
 fn string_tensor<'v>(value: &'v RcAsyncValue, function: &str) -> Result<&'v StringHostTensor, Diagnostic> {
-    match value.try_get::<StringHostTensor>() {
-        Ok(tensor) => Ok(tensor),
-        Err(crate::host::async_value::AccessError::IsError(diagnostic)) => Err(diagnostic),
-        Err(crate::host::async_value::AccessError::WrongType { .. }) => Err(invalid_argument(format!(
-            "{function}: the value holds {}, not a tensor of strings",
-            crate::runtime::invocation::held_type(value)
-        ))),
-        Err(other) => Err(other.into_diagnostic().context(function)),
-    }
+    held(value, function, "a tensor of strings")
 }
 
 /// Reads the shape of a tensor of strings (`RTX_VALUE_TYPE_STRING_TENSOR`): its rank into

@@ -159,16 +159,22 @@ fn normalize(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         other => return Err(error(frame, format_args!("unknown case_change_action `{other}`"))),
     };
     let sensitive = int(frame, "is_case_sensitive", 0)? != 0;
-    let fold = |s: &str| if sensitive { s.to_owned() } else { s.to_lowercase() };
-    let stopwords: HashSet<String> = strings(frame, "stopwords")?.iter().map(|s| fold(s)).collect();
-    let mut kept: Vec<String> =
-        x.strings().iter().filter(|s| !stopwords.contains(&fold(s))).map(|s| change(s)).collect();
-    if kept.is_empty() {
-        kept.push(String::new());
-    }
+    let kept = normalized(x.strings(), &strings(frame, "stopwords")?, sensitive, change);
     *dims.last_mut().expect("rank 1 or 2") = kept.len();
     let result = new_strings(frame, &dims, kept)?;
     frame.emplace_result(0, result)
+}
+
+/// `StringNormalizer` on the strings of one row: those not among `stopwords` (compared without
+/// case unless `sensitive`) with their case changed; one empty string when none is left.
+fn normalized(strings: &[String], stopwords: &[String], sensitive: bool, change: fn(&str) -> String) -> Vec<String> {
+    let fold = |s: &str| if sensitive { s.to_owned() } else { s.to_lowercase() };
+    let stopwords: HashSet<String> = stopwords.iter().map(|s| fold(s)).collect();
+    let mut kept: Vec<String> = strings.iter().filter(|s| !stopwords.contains(&fold(s))).map(|s| change(s)).collect();
+    if kept.is_empty() {
+        kept.push(String::new());
+    }
+    kept
 }
 
 /// A key that strings and numbers are looked up by: integers exactly, floats by their bits (NaN
@@ -386,34 +392,12 @@ fn tfidf(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             column += 1;
         }
     }
-    let size = indexes.iter().copied().max().map_or(0, |m| m.max(-1) + 1) as usize;
+    let largest = indexes.iter().copied().max().unwrap_or(-1);
+    let size = usize::try_from(largest.saturating_add(1)).map_err(|_| error(frame, "a negative ngram index"))?;
     let total = rows.checked_mul(size).ok_or_else(|| error(frame, "the output is too large"))?;
     let mut frequencies = filled(total, 0f64).map_err(|e| error(frame, e))?;
-    let mut gram = Vec::with_capacity(max_gram);
     for (row, values) in items.chunks(width.max(1)).enumerate().take(rows) {
-        let out = &mut frequencies[row * size..(row + 1) * size];
-        let mut shortest = min_gram;
-        for skip in 0..=max_skip {
-            for start in 0..values.len() {
-                gram.clear();
-                for n in 1..=max_gram {
-                    let Some(item) = values.get(start + (n - 1) * (skip + 1)) else { break };
-                    gram.push(item.clone());
-                    if n >= shortest {
-                        if let Some(&o) = grams.get(&gram[..]) {
-                            out[o] += 1.0;
-                        }
-                    }
-                }
-            }
-            // Unigrams are counted once: a skip does not change them.
-            if shortest == 1 {
-                shortest = 2;
-                if shortest > max_gram {
-                    break;
-                }
-            }
-        }
+        count_ngrams(values, &grams, (min_gram, max_gram), max_skip, &mut frequencies[row * size..(row + 1) * size]);
     }
     let weights = floats(frame, "weights")?;
     let mode = string(frame, "mode", "TF")?;
@@ -432,6 +416,41 @@ fn tfidf(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     frame.emplace_result(0, result)
 }
 
+/// Adds to `out[column]` each time an n-gram of `grams` (of `min` to `max` items, `skip + 1`
+/// apart for each skip to `max_skip`) occurs in `values`; unigrams are counted once, as a skip
+/// does not change them.
+fn count_ngrams(
+    values: &[Key],
+    grams: &HashMap<&[Key], usize>,
+    (min, max): (usize, usize),
+    max_skip: usize,
+    out: &mut [f64],
+) {
+    let mut gram = Vec::with_capacity(max);
+    let mut shortest = min;
+    for skip in 0..=max_skip {
+        for start in 0..values.len() {
+            gram.clear();
+            for n in 1..=max {
+                let at = (n - 1).checked_mul(skip + 1).and_then(|k| start.checked_add(k));
+                let Some(item) = at.and_then(|at| values.get(at)) else { break };
+                gram.push(item.clone());
+                if n >= shortest {
+                    if let Some(&column) = grams.get(&gram[..]) {
+                        out[column] += 1.0;
+                    }
+                }
+            }
+        }
+        if shortest == 1 {
+            shortest = 2;
+            if shortest > max {
+                break;
+            }
+        }
+    }
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("onnx.StringConcat", concat);
     registry.add_kernel("onnx.StringSplit", split);
@@ -439,4 +458,65 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("onnx.StringNormalizer", normalize);
     registry.add_kernel("onnx.TfIdfVectorizer", tfidf);
     registry.add_kernel("onnx.ml.LabelEncoder", label_encoder);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(strings: &[&str]) -> Vec<String> {
+        strings.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn strings_split_as_python_splits_them() {
+        assert_eq!(split_one("a,b,,c", Some(","), usize::MAX), owned(&["a", "b", "", "c"]));
+        assert_eq!(split_one("a,b,,c", Some(","), 1), owned(&["a", "b,,c"]));
+        assert_eq!(split_one("", Some(","), usize::MAX), owned(&[""]));
+        assert_eq!(split_one("a--b", Some("--"), usize::MAX), owned(&["a", "b"]));
+        // Without a delimiter: runs of whitespace, none at either end; what is left after
+        // `maxsplit` splits keeps its trailing whitespace.
+        assert_eq!(split_one("  a \t b c ", None, usize::MAX), owned(&["a", "b", "c"]));
+        assert_eq!(split_one("  a  b c ", None, 1), owned(&["a", "b c "]));
+        assert_eq!(split_one("   ", None, usize::MAX), Vec::<String>::new());
+        assert_eq!(split_one("x", None, 0), owned(&["x"]));
+    }
+
+    #[test]
+    fn stop_words_go_and_case_changes() {
+        let words = owned(&["Monday", "monday", "Tuesday"]);
+        let stop = owned(&["monday"]);
+        assert_eq!(normalized(&words, &stop, true, str::to_owned), owned(&["Monday", "Tuesday"]));
+        assert_eq!(normalized(&words, &stop, false, str::to_uppercase), owned(&["TUESDAY"]));
+        assert_eq!(normalized(&owned(&["monday"]), &stop, true, str::to_owned), owned(&[""]));
+    }
+
+    #[test]
+    fn keys_match_numbers_as_onnxruntime_does() {
+        assert_eq!(Key::of(-0.0f32), Key::of(0.0f64));
+        assert_eq!(Key::of(f32::NAN), Key::float(-f64::NAN));
+        assert_eq!(Key::of(7i32), Key::of(7u64));
+        assert_ne!(Key::of(7i64), Key::of(7.0f32));
+        assert_eq!(Key::of(u64::MAX), Key::Int(i128::from(u64::MAX)));
+    }
+
+    #[test]
+    fn ngrams_count_once_per_skip_and_unigrams_once() {
+        let keys = |v: &[i128]| v.iter().map(|&i| Key::Int(i)).collect::<Vec<_>>();
+        let (one, one_two, two_three) = (keys(&[1]), keys(&[1, 2]), keys(&[2, 3]));
+        let grams: HashMap<&[Key], usize> = [(&one[..], 2), (&one_two[..], 0), (&two_three[..], 1)].into();
+        // [1, 3, 2]: the unigram 1 once, (1, 2) only one apart.
+        let mut out = [0.0; 3];
+        count_ngrams(&keys(&[1, 3, 2]), &grams, (1, 2), 1, &mut out);
+        assert_eq!(out, [1.0, 0.0, 1.0]);
+        // Without skips (1, 2) twice and (2, 3) once; bigrams only leave the unigrams out.
+        let mut out = [0.0; 3];
+        count_ngrams(&keys(&[1, 2, 1, 2, 3]), &grams, (2, 2), 0, &mut out);
+        assert_eq!(out, [2.0, 1.0, 0.0]);
+        // Skips up to 5 on five items: the unigram 1 still twice, (1, 2) and (2, 3) also three
+        // apart (items 0 and 3, 1 and 4).
+        let mut out = [0.0; 3];
+        count_ngrams(&keys(&[1, 2, 1, 2, 3]), &grams, (1, 2), 5, &mut out);
+        assert_eq!(out, [3.0, 2.0, 2.0]);
+    }
 }
