@@ -53,7 +53,7 @@ def argument(kind: ValueKind, value: Any, function: str, index: int) -> int:
         finally:
             for view in views:
                 lib.rtx_buffer_view_release(view)
-    if kind is ValueKind.REF and isinstance(value, np.ndarray) and value.dtype.kind in "USO":
+    if kind is ValueKind.REF and holds_strings(value):
         return string_tensor(value, function, index)
     if kind is ValueKind.REF:
         view = buffer_view(value, function, index)
@@ -206,6 +206,12 @@ def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:
             lib.rtx_buffer_view_release(view)
         raise
     return out
+
+
+def holds_strings(value: Any) -> bool:
+    """Whether ``value`` is a numpy array of strings (str, bytes, or objects), which crosses as a
+    tensor of strings."""
+    return isinstance(value, np.ndarray) and value.dtype.kind in "USO"
 
 
 def string_tensor(value: np.ndarray, function: str, index: int) -> int:

@@ -190,7 +190,8 @@ class Context(Owned):
         calling thread, as ``iree.runtime`` runs it, whatever the work queue.
         """
         plan = self._plans.get(function) or self._plan(function)
-        if plan.tensors_only:
+        # Strings are no buffer views: a call that passes them goes through async values.
+        if plan.tensors_only and not any(_values.holds_strings(arg) for arg in args):
             return self._call_tensors(plan, args)
         return self._invoke_with_values(plan, args)
 

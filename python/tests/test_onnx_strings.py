@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import rtx
 import rtx.backend
 import rtx.errors
 
@@ -42,6 +43,18 @@ def test_strings_cross_the_graph_boundary_as_str_bytes_and_objects() -> None:
     assert empty.shape == (0, 3) and empty.dtype == object
     (scalar,) = _run([node], *io, [np.array("one", dtype=object)])
     assert scalar.shape == () and scalar[()] == "one"
+
+
+def test_a_module_takes_strings_through_context_invoke() -> None:
+    node = helper.make_node("RegexFullMatch", ["x"], ["y"], pattern="[a-z]+@example\\.com")
+    graph = helper.make_graph(
+        [node], "matches", [_TENSOR("x", TensorProto.STRING, [3])], [_TENSOR("y", TensorProto.BOOL, [3])]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    context = rtx.Context(device=None)
+    context.add_module(rtx.Module.from_bytes(model.SerializeToString()))
+    (matched,) = context.invoke("matches", np.array(["me@example.com", "Me@example.com", "me@example.org"]))
+    np.testing.assert_array_equal(matched, [True, False, False])
 
 
 def test_string_initializers_and_constants_feed_kernels() -> None:
