@@ -80,13 +80,19 @@ class _Call:
                 lib.rtx_async_value_release(value)
 
 
+#: How a kernel graph (BEF) declares a tensor argument.
+_HOST_TENSOR_TYPES = ("!tfrt_tensor.tensor", "!t.tensor")
+
+
 class _Plan:
     """What every call of one function needs, worked out on its first: the qualified name (as C
     bytes too), the signature, the kinds of the arguments the caller passes, and whether the
     arguments and results are all tensors, so that :meth:`Context.invoke` can make the call in
     one crossing (``rtx_context_call``) with the ctypes array types of its buffer views ready."""
 
-    __slots__ = ("name", "c_name", "signature", "kinds", "tensors_only", "views", "results", "c_counts")
+    __slots__ = (
+        "name", "c_name", "signature", "kinds", "tensors_only", "takes_strings", "views", "results", "c_counts"
+    )
 
     def __init__(self, name: str, signature: Signature) -> None:
         self.name = name
@@ -94,6 +100,9 @@ class _Plan:
         self.signature = signature
         self.kinds = signature.inputs
         self.tensors_only = all(kind is ValueKind.REF for kind in self.kinds + signature.results)
+        #: Whether the function is a kernel graph (its tensors are host tensors), which takes
+        #: tensors of strings too: those cross as async values, not buffer views.
+        self.takes_strings = any(kind in (signature.declaration or "") for kind in _HOST_TENSOR_TYPES)
         self.views = handle_p * len(self.kinds)
         self.results = handle_p * len(signature.results)
         self.c_counts = (ctypes.c_size_t(len(self.kinds)), ctypes.c_size_t(len(signature.results)))
@@ -190,8 +199,9 @@ class Context(Owned):
         calling thread, as ``iree.runtime`` runs it, whatever the work queue.
         """
         plan = self._plans.get(function) or self._plan(function)
-        # Strings are no buffer views: a call that passes them goes through async values.
-        if plan.tensors_only and not any(_values.holds_strings(arg) for arg in args):
+        # Strings are no buffer views: a kernel graph's call that passes them goes through async
+        # values.
+        if plan.tensors_only and not (plan.takes_strings and any(_values.holds_strings(arg) for arg in args)):
             return self._call_tensors(plan, args)
         return self._invoke_with_values(plan, args)
 

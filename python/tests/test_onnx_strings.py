@@ -96,3 +96,12 @@ def test_a_bad_pattern_is_an_error_naming_the_kernel() -> None:
     with pytest.raises(rtx.errors.Error, match="onnx.RegexFullMatch"):
         _run([node], [_TENSOR("x", TensorProto.STRING, [1])], [_TENSOR("y", TensorProto.BOOL, [1])],
              [np.array(["x"])])
+
+
+def test_a_string_input_of_another_shape_is_refused_naming_it() -> None:
+    node = helper.make_node("Identity", ["s"], ["out"])
+    io = ([_TENSOR("s", TensorProto.STRING, [3])], [_TENSOR("out", TensorProto.STRING, [3])])
+    with pytest.raises(rtx.errors.InvalidArgumentError, match="input `s` has shape"):
+        _run([node], *io, [np.array(["a", "b"])])
+    (out,) = _run([node], *io, [np.array(["a", "b", "c"])])
+    assert out.tolist() == ["a", "b", "c"]

@@ -118,12 +118,11 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
         lowering.values.insert(tensor.name().to_owned(), value);
     }
     for (input, id) in arguments.iter().zip(ids) {
-        // A sequence, an optional or a tensor of strings passes as it is, to the kernels that
-        // take one.
-        let value = input.r#type.as_ref().and_then(|t| t.value.as_ref());
-        if matches!(value, Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_)))
-            || matches!(value, Some(type_proto::Value::TensorType(t)) if t.elem_type == Some(STRING))
-        {
+        // A sequence or an optional passes as it is, to the kernels that take one.
+        if matches!(
+            input.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(type_proto::Value::SequenceType(_) | type_proto::Value::OptionalType(_))
+        ) {
             lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape: None, elem: None });
             continue;
         }
@@ -139,7 +138,7 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
             }
             None => id,
         };
-        lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem: Some(elem) });
+        lowering.values.insert(input.name().to_owned(), Val::Tensor { id, shape, elem });
     }
     for proto in &graph.node {
         lowering.node(&Node::new(proto))?;
@@ -153,15 +152,20 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
 }
 
 /// A graph input's dimensions when it declares a shape (-1 for each not fixed), and its element
-/// type; an error unless it is a tensor of a type rtx holds.
-fn argument_type(input: &proto::ValueInfoProto) -> Result<(Option<Vec<i64>>, Elem), ImportError> {
+/// type (`None` for strings, which a tensor of strings holds); an error unless it is a tensor of a
+/// type rtx holds.
+fn argument_type(input: &proto::ValueInfoProto) -> Result<(Option<Vec<i64>>, Option<Elem>), ImportError> {
     let name = input.name();
     let tensor = match input.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(type_proto::Value::TensorType(tensor)) => tensor,
         _ => return Err(ImportError::Model(format!("graph input `{name}` is not a tensor"))),
     };
-    let elem = Elem::from_onnx(tensor.elem_type.unwrap_or(0))
-        .map_err(|e| ImportError::UnsupportedModel(format!("graph input `{name}`: {e}")))?;
+    let elem = match tensor.elem_type.unwrap_or(0) {
+        STRING => None,
+        code => Some(
+            Elem::from_onnx(code).map_err(|e| ImportError::UnsupportedModel(format!("graph input `{name}`: {e}")))?,
+        ),
+    };
     let Some(shape) = &tensor.shape else { return Ok((None, elem)) };
     let dims = shape
         .dim
