@@ -190,7 +190,11 @@ class Context(Owned):
     def invoke(self, function: str, *args: Any) -> List[_values.Result]:
         """Calls ``function`` and waits for it: numpy arrays (or array-likes) for tensor
         arguments, Python numbers for scalars; returns the results as a list of numpy arrays
-        (read-only, sharing rtx's memory) and Python ``int``/``float``.
+        (read-only, sharing rtx's memory) and Python ``int``/``float``. A kernel graph (an
+        imported ONNX model) also takes numpy arrays of strings (``str``, ``bytes`` or objects)
+        as tensors of strings, and returns them as object arrays of ``str`` where the call goes
+        through async values: when it passes strings, or through :meth:`invoke_async` (a call of
+        tensors alone reads only tensors of numbers).
 
         Raises :class:`~rtx.NotFoundError` for an unknown function,
         :class:`~rtx.InvalidArgumentError` for a wrong argument count, dtype or shape, and the
