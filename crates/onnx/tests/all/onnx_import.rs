@@ -66,3 +66,20 @@ fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out[at..at + to.len()].copy_from_slice(to);
     out
 }
+
+/// STRING tensors: the graph input passes as it is (its declared shape checked), the initializer
+/// and the `Constant` are made by `tfrt_sht.create_tensor`, a STRING tensor attribute is the
+/// aggregate of strings `<name>.strings` beside a number tensor attribute of its own name; a
+/// string initializer whose strings are not its shape's count is an error naming it.
+#[test]
+fn string_tensors_import_as_string_host_tensors() {
+    let bytes = std::fs::read(fixtures().join("strings/labels.onnx")).unwrap();
+    let module = import(Arc::new(bytes)).unwrap();
+    let text = rtx_mlir::print_asm(&module, rtx_mlir::AsmOptions::default()).unwrap();
+    assert_eq!(text.matches("tfrt_sht.create_tensor").count(), 2, "{text}");
+    assert_eq!(text.matches("nn.expect_shape").count(), 1, "{text}");
+    assert!(text.contains("keys_tensor.strings = [\"<a!\", \"<b!\"]"), "{text}");
+    assert!(text.contains("values_tensor = dense<[1, 2]> : tensor<2xi64>"), "{text}");
+    let error = import_error(&std::fs::read(fixtures().join("errors/miscounted_strings.onnx")).unwrap());
+    assert_eq!(error, "initializer `w`: 2 strings for shape [3]");
+}

@@ -382,8 +382,8 @@ fn tfidf(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         let end = counts.get(k + 1).copied().unwrap_or(pool.len() as i64);
         let (start, end) = (usize::try_from(start).ok(), usize::try_from(end).ok());
         let (Some(start), Some(end)) = (start, end) else { return Err(error(frame, "a negative ngram count")) };
-        if start > end || end > pool.len() {
-            return Err(error(frame, "ngram_counts do not fit the pool"));
+        if start > end || end > pool.len() || (end - start) % (k + 1) != 0 {
+            return Err(error(frame, format_args!("ngram_counts {counts:?} do not fit a pool of {}", pool.len())));
         }
         for gram in pool[start..end].chunks(k + 1) {
             let out = *indexes.get(column).ok_or_else(|| error(frame, "fewer ngram_indexes than n-grams"))?;
