@@ -185,6 +185,22 @@ impl Module {
         }
     }
 
+    /// The function a caller means when it names none: the only one, or the one every other
+    /// function's name extends (`graph` of an ONNX model whose control-flow bodies are
+    /// `graph.body0`, `graph.then_branch1`, ...); `None` when that does not pick one.
+    pub fn entry_function(&self) -> Option<String> {
+        let names: Vec<String> = self.exported_functions().into_iter().map(|f| f.name).collect();
+        let mut entries = names.iter().filter(|entry| {
+            names
+                .iter()
+                .all(|name| name == *entry || name.strip_prefix(entry.as_str()).is_some_and(|r| r.starts_with('.')))
+        });
+        match (entries.next(), entries.next()) {
+            (Some(entry), None) => Some(entry.clone()),
+            _ => None,
+        }
+    }
+
     /// The functions the module exports, in its order: a VM module's exports, a BEF file's
     /// named functions.
     pub fn exported_functions(&self) -> Vec<ExportedFunction> {

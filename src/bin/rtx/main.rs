@@ -260,10 +260,7 @@ fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
     context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
     let name = match flags.last("function") {
         Some(name) => name.to_owned(),
-        None => match module.exported_functions().as_slice() {
-            [only] => only.name.clone(),
-            _ => return Err("the module has more than one function: --function= must name one".to_owned()),
-        },
+        None => module.entry_function().ok_or("the module has more than one function: --function= must name one")?,
     };
     let function = context.function(&name).map_err(|e| e.to_string())?;
     let kinds = vec![ValueKind::Ref; function.declared_arguments()];

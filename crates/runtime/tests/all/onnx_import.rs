@@ -314,6 +314,10 @@ fn f32s(shape: &[usize], values: &[f32]) -> HostTensor {
 #[test]
 fn control_flow_runs_subgraphs_as_functions() {
     let folder = fixtures().join("control");
+    // The bodies are functions of the module named under the graph's: the graph's is the entry.
+    let module = Module::load_file(folder.join("loop_scan.onnx")).unwrap();
+    assert!(module.exported_functions().len() > 1);
+    assert_eq!(module.entry_function().as_deref(), Some("loop_scan"));
     let looped = bef(&folder.join("loop_scan.onnx"));
     let branched = bef(&folder.join("if_captures.onnx"));
     let flag = |b: bool| HostTensor { shape: vec![], element_type: ElementType::BOOL_8, data: vec![u8::from(b)] };
