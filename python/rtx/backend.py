@@ -127,16 +127,20 @@ class Backend(_OnnxBackend):
             helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
             for name, array in zip(node.input, arrays)
         ]
+        name = f"{node.op_type.lower()}_node"
+        opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
+        opsets = [helper.make_opsetid("", opset)]
         if outputs_info is None:
-            graph_outputs = [helper.make_empty_tensor_value_info(name) for name in node.output]
+            # The outputs' types as ONNX infers them (the checker wants every output typed).
+            probe = helper.make_model(helper.make_graph([node], name, graph_inputs, []), opset_imports=opsets)
+            inferred = {info.name: info for info in onnx.shape_inference.infer_shapes(probe).graph.value_info}
+            graph_outputs = [inferred.get(out) or helper.make_empty_tensor_value_info(out) for out in node.output]
         else:
             graph_outputs = [
-                helper.make_tensor_value_info(name, elem_type, shape)
-                for name, (elem_type, shape) in zip(node.output, outputs_info)
+                helper.make_tensor_value_info(out, elem_type, shape)
+                for out, (elem_type, shape) in zip(node.output, outputs_info)
             ]
-        graph = helper.make_graph([node], f"{node.op_type.lower()}_node", graph_inputs, graph_outputs)
-        opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model = helper.make_model(helper.make_graph([node], name, graph_inputs, graph_outputs), opset_imports=opsets)
         return cls.run_model(model, arrays, device, **kwargs)
 
 

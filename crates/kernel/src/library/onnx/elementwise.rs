@@ -164,6 +164,9 @@ pub(crate) fn same_type(frame: &KernelFrame<'_>, inputs: &[DenseHostTensor]) -> 
     }
 }
 
+/// An elementwise operator on integers, exact in i128.
+type IntegerOp = fn(&KernelSite<'_>, &[i128]) -> Result<i128, String>;
+
 /// How many inputs an elementwise operator takes.
 #[derive(Clone, Copy)]
 enum Arity {
@@ -188,7 +191,9 @@ fn inputs_of(frame: &KernelFrame<'_>, arity: Arity) -> Result<Inputs, KernelErro
 
 /// A kernel over all the inputs, of one element type, broadcast; `op` gets each element's
 /// values and the result has the inputs' type.
-fn register_numeric<F>(registry: &mut KernelRegistry, name: &str, arity: Arity, op: F)
+/// `integers` is the operator on integer elements, exact (f64 holds only 53 bits) and wrapping to
+/// the element type's width as C and numpy do; without it integers go through `op` too.
+fn register_numeric<F>(registry: &mut KernelRegistry, name: &str, arity: Arity, op: F, integers: Option<IntegerOp>)
 where
     F: Fn(&KernelSite<'_>, DType, &[f64]) -> Result<f64, String> + Copy + Send + Sync + 'static,
 {
@@ -200,6 +205,11 @@ where
         let result = numeric!(dtype, T => {
             let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
             map_broadcast(frame, &operands, dtype, |values: &[T]| {
+                if let Some(integers) = integers {
+                    if let Some(exact) = values.iter().map(|v| v.to_integer()).collect::<Option<Vec<i128>>>() {
+                        return integers(&site, &exact).map(T::from_integer);
+                    }
+                }
                 let wide: Vec<f64> = values.iter().map(|v| v.to_f64()).collect();
                 op(&site, dtype, &wide).map(T::from_f64)
             })?
@@ -327,19 +337,14 @@ fn round_half_even(x: f64) -> f64 {
     }
 }
 
-/// `x` divided by `y` as the element type divides: truncation for integers, a zero divisor an error.
-fn divide(dtype: DType, x: f64, y: f64) -> Result<f64, String> {
-    if is_float(dtype) {
-        return Ok(x / y);
-    }
-    if y == 0.0 {
-        return Err("integer division by zero".to_owned());
-    }
-    Ok((x / y).trunc())
+/// Integer division, truncating as C does; a zero divisor an error.
+fn divide_integers(_: &KernelSite<'_>, v: &[i128]) -> Result<i128, String> {
+    v[0].checked_div(v[1]).ok_or_else(|| "integer division by zero".to_owned())
 }
 
-fn is_float(dtype: DType) -> bool {
-    matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+/// The sum of integers, wrapping as the element type's own additions would.
+fn wrapping_sum(values: &[i128]) -> i128 {
+    values.iter().fold(0i128, |sum, &v| sum.wrapping_add(v))
 }
 
 /// The element type ONNX's `TensorProto.DataType` code `to` names.
@@ -400,49 +405,89 @@ fn convert<S: Value, T: Value>(value: S) -> T {
 }
 
 pub(super) fn register(registry: &mut KernelRegistry) {
-    register_numeric(registry, "Add", BINARY, |_, _, v| Ok(v[0] + v[1]));
-    register_numeric(registry, "Sub", BINARY, |_, _, v| Ok(v[0] - v[1]));
-    register_numeric(registry, "Mul", BINARY, |_, _, v| Ok(v[0] * v[1]));
-    register_numeric(registry, "Div", BINARY, |_, dtype, v| divide(dtype, v[0], v[1]));
-    register_numeric(registry, "PRelu", BINARY, |_, _, v| Ok(if v[0] < 0.0 { v[1] * v[0] } else { v[0] }));
-    register_numeric(registry, "Shrink", UNARY, |site, _, v| {
-        let (lambd, bias) = (attribute(site, "lambd", 0.5)?, attribute(site, "bias", 0.0)?);
-        Ok(if v[0] < -lambd {
-            v[0] + bias
-        } else if v[0] > lambd {
-            v[0] - bias
-        } else {
-            0.0
-        })
-    });
-    register_numeric(registry, "Mod", BINARY, |site, dtype, v| {
-        let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
-        if v[1] == 0.0 && !is_float(dtype) {
-            return Err("integer modulo by zero".to_owned());
-        }
-        let r = v[0] % v[1];
-        // Integer Mod takes the divisor's sign (Python's %) unless fmod is set.
-        Ok(if !fmod && r != 0.0 && (r < 0.0) != (v[1] < 0.0) { r + v[1] } else { r })
-    });
-    register_numeric(registry, "Max", Arity::Variadic, |_, _, v| {
-        Ok(v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
-    });
-    register_numeric(registry, "Min", Arity::Variadic, |_, _, v| Ok(v.iter().copied().fold(f64::INFINITY, f64::min)));
-    register_numeric(registry, "Sum", Arity::Variadic, |_, _, v| Ok(v.iter().sum()));
-    register_numeric(registry, "Mean", Arity::Variadic, |_, _, v| Ok(v.iter().sum::<f64>() / v.len() as f64));
-    register_numeric(registry, "Abs", UNARY, |_, _, v| Ok(v[0].abs()));
-    register_numeric(registry, "Neg", UNARY, |_, _, v| Ok(-v[0]));
-    register_numeric(registry, "Sign", UNARY, |_, _, v| {
-        Ok(if v[0] > 0.0 {
-            1.0
-        } else if v[0] < 0.0 {
-            -1.0
-        } else {
-            0.0
-        })
-    });
-    register_numeric(registry, "Relu", UNARY, |_, _, v| Ok(v[0].max(0.0)));
-    register_numeric(registry, "Identity", UNARY, |_, _, v| Ok(v[0]));
+    register_numeric(registry, "Add", BINARY, |_, _, v| Ok(v[0] + v[1]), Some(|_, v| Ok(v[0].wrapping_add(v[1]))));
+    register_numeric(registry, "Sub", BINARY, |_, _, v| Ok(v[0] - v[1]), Some(|_, v| Ok(v[0].wrapping_sub(v[1]))));
+    register_numeric(registry, "Mul", BINARY, |_, _, v| Ok(v[0] * v[1]), Some(|_, v| Ok(v[0].wrapping_mul(v[1]))));
+    register_numeric(registry, "Div", BINARY, |_, _, v| Ok(v[0] / v[1]), Some(divide_integers));
+    register_numeric(registry, "PRelu", BINARY, |_, _, v| Ok(if v[0] < 0.0 { v[1] * v[0] } else { v[0] }), None);
+    register_numeric(
+        registry,
+        "Shrink",
+        UNARY,
+        |site, _, v| {
+            let (lambd, bias) = (attribute(site, "lambd", 0.5)?, attribute(site, "bias", 0.0)?);
+            Ok(if v[0] < -lambd {
+                v[0] + bias
+            } else if v[0] > lambd {
+                v[0] - bias
+            } else {
+                0.0
+            })
+        },
+        None,
+    );
+    register_numeric(
+        registry,
+        "Mod",
+        BINARY,
+        |site, _, v| {
+            // Floats keep the dividend's sign (C's fmod) unless `fmod` is 0, which ONNX allows
+            // only for integers.
+            let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
+            let r = v[0] % v[1];
+            Ok(if !fmod && r != 0.0 && (r < 0.0) != (v[1] < 0.0) { r + v[1] } else { r })
+        },
+        Some(|site, v| {
+            if v[1] == 0 {
+                return Err("integer modulo by zero".to_owned());
+            }
+            let fmod = int(site, "fmod", 0).map_err(|e| e.0.message)? != 0;
+            let r = v[0] % v[1];
+            // Integer Mod takes the divisor's sign (Python's %) unless fmod is set.
+            Ok(if !fmod && r != 0 && (r < 0) != (v[1] < 0) { r + v[1] } else { r })
+        }),
+    );
+    register_numeric(
+        registry,
+        "Max",
+        Arity::Variadic,
+        |_, _, v| Ok(v.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        Some(|_, v| Ok(v.iter().copied().max().unwrap_or(0))),
+    );
+    register_numeric(
+        registry,
+        "Min",
+        Arity::Variadic,
+        |_, _, v| Ok(v.iter().copied().fold(f64::INFINITY, f64::min)),
+        Some(|_, v| Ok(v.iter().copied().min().unwrap_or(0))),
+    );
+    register_numeric(registry, "Sum", Arity::Variadic, |_, _, v| Ok(v.iter().sum()), Some(|_, v| Ok(wrapping_sum(v))));
+    register_numeric(
+        registry,
+        "Mean",
+        Arity::Variadic,
+        |_, _, v| Ok(v.iter().sum::<f64>() / v.len() as f64),
+        Some(|_, v| Ok(wrapping_sum(v) / v.len() as i128)),
+    );
+    register_numeric(registry, "Abs", UNARY, |_, _, v| Ok(v[0].abs()), Some(|_, v| Ok(v[0].wrapping_abs())));
+    register_numeric(registry, "Neg", UNARY, |_, _, v| Ok(-v[0]), Some(|_, v| Ok(v[0].wrapping_neg())));
+    register_numeric(
+        registry,
+        "Sign",
+        UNARY,
+        |_, _, v| {
+            Ok(if v[0] > 0.0 {
+                1.0
+            } else if v[0] < 0.0 {
+                -1.0
+            } else {
+                0.0
+            })
+        },
+        Some(|_, v| Ok(v[0].signum())),
+    );
+    register_numeric(registry, "Relu", UNARY, |_, _, v| Ok(v[0].max(0.0)), Some(|_, v| Ok(v[0].max(0))));
+    register_numeric(registry, "Identity", UNARY, |_, _, v| Ok(v[0]), Some(|_, v| Ok(v[0])));
 
     register_comparison(registry, "Equal", |o| o.is_eq());
     register_comparison(registry, "Less", |o| o.is_lt());
