@@ -13,7 +13,8 @@ every backend on each of its data sets and compared as ONNX's own runner compare
 Prints the totals and, with --table, writes the per-operator table in Markdown. With --cli, a third
 column runs each case as a user runs a model from the command line: the model and its inputs
 written to files, `rtx run --module=model.onnx --input=@input_K.npy ... --output=@output_K.npy`,
-the outputs read back and compared the same way.
+the outputs read back and compared the same way. Tensors of strings travel as numpy's `str`
+arrays, sequences as `.npz` archives (`np.savez(path, *arrays)`), an empty optional as `(null)`.
 """
 
 from __future__ import annotations
@@ -67,12 +68,45 @@ class CommandLineRep:
             (folder / "model.onnx").write_bytes(self.model.SerializeToString())
             command = [self.rtx, "run", f"--module={folder / 'model.onnx'}"]
             for k, value in enumerate(inputs):
-                np.save(folder / f"input_{k}.npy", value)
-                command.append(f"--input=@{folder / f'input_{k}.npy'}")
-            outputs = [folder / f"output_{k}.npy" for k in range(len(self.model.graph.output))]
+                command.append(f"--input={input_file(folder / f'input_{k}', value)}")
+            outputs = [folder / f"output_{k}{output_suffix(output.type)}" for k, output in enumerate(self.model.graph.output)]
             command += [f"--output=@{path}" for path in outputs]
             subprocess.run(command, check=True, capture_output=True, timeout=120)
-            return [np.load(path) for path in outputs]
+            return [read_output(path) for path in outputs]
+
+
+def as_file_array(value: np.ndarray) -> np.ndarray:
+    """An array `np.save` writes without pickling: ONNX's strings (objects) as numpy `str`."""
+    if value.dtype != object:
+        return value
+    return np.vectorize(lambda s: s.decode() if isinstance(s, bytes) else s, otypes=[str])(value).astype(str)
+
+
+def input_file(stem: Path, value) -> str:
+    """The `--input` for one value: `(null)`, `@stem.npz` for a sequence, `@stem.npy`."""
+    if value is None:
+        return "(null)"
+    if isinstance(value, list):
+        np.savez(stem.with_suffix(".npz"), *[as_file_array(np.asarray(v)) for v in value])
+        return f"@{stem.with_suffix('.npz')}"
+    np.save(stem.with_suffix(".npy"), as_file_array(np.asarray(value)))
+    return f"@{stem.with_suffix('.npy')}"
+
+
+def output_suffix(type_proto) -> str:
+    """`.npz` for a sequence (or an optional one), `.npy` for a tensor."""
+    if type_proto.HasField("optional_type"):
+        type_proto = type_proto.optional_type.elem_type
+    return ".npz" if type_proto.HasField("sequence_type") else ".npy"
+
+
+def read_output(path: Path):
+    """An output file as ONNX's cases expect it: strings as objects, a sequence as a list."""
+    if path.suffix == ".npz":
+        with np.load(path) as archive:
+            return [archive[name] for name in archive.files]
+    array = np.load(path)
+    return array.astype(object) if array.dtype.kind == "U" else array
 
 
 def operators(cases) -> dict:

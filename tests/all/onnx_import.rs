@@ -104,3 +104,99 @@ fn the_rtx_command_runs_architectures_with_onnxruntimes_outputs() {
         assert!(stdout.contains("[SUCCESS] all function outputs matched their expected values."), "{stdout}");
     }
 }
+
+/// Strings, sequences and optionals from the command line: numpy's `str` arrays in and out, a
+/// sequence as an `np.savez` archive, an absent optional as `(null)`; outputs written by rtx
+/// read back as numpy wrote the expected ones (tests/fixtures/onnx/generate.py, worked by hand).
+#[test]
+fn the_rtx_command_passes_strings_sequences_and_optionals() {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("onnx_values");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let file = |folder: &str, name: &str| fixtures().join(folder).join(name).display().to_string();
+    let succeeded = |output: &std::process::Output| {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("[SUCCESS] all function outputs matched their expected values."), "{stdout}");
+    };
+    let labels = format!("--module={}", file("strings", "labels.onnx"));
+    let input = format!("--input=@{}", file("strings", "labels.input_0.npy"));
+    succeeded(&rtx(&[
+        "run",
+        &labels,
+        &input,
+        &format!("--expected_output=@{}", file("strings", "labels.output_0.npy")),
+        &format!("--expected_output=@{}", file("strings", "labels.output_1.npy")),
+    ]));
+    // rtx writes the bytes numpy writes for the same array of str.
+    let written = scratch.join("joined.npy");
+    let output = rtx(&["run", &labels, &input, &format!("--output=@{}", written.display()), "--output="]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read(&written).unwrap(), std::fs::read(file("strings", "labels.output_0.npy")).unwrap());
+    let printed = rtx(&["run", &labels, &input]);
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(stdout.contains("result[0]: tensor of strings\n2xstring=\"<a!\" \">é?\"\n"), "{stdout}");
+
+    let module = format!("--module={}", file("sequences", "insert_concat.onnx"));
+    let parts = format!("--input=@{}", file("sequences", "insert_concat.input_0.npz"));
+    let extra = format!("--input=@{}", file("sequences", "insert_concat.input_1.npy"));
+    let expected = |k: &str| format!("--expected_output=@{}", file("sequences", &format!("insert_concat.output_{k}")));
+    for (maybe, has) in [
+        (format!("--input=@{}", file("sequences", "insert_concat.input_2.npy")), "2_given.npy"),
+        ("--input=(null)".to_owned(), "2_absent.npy"),
+    ] {
+        succeeded(&rtx(&[
+            "run",
+            &module,
+            &parts,
+            &extra,
+            &maybe,
+            &expected("0.npz"),
+            &expected("1.npy"),
+            &expected(has),
+        ]));
+    }
+    let grown = scratch.join("grown.npz");
+    let output = rtx(&[
+        "run",
+        &module,
+        &parts,
+        &extra,
+        "--input=(null)",
+        &format!("--output=@{}", grown.display()),
+        "--output=",
+        "--output=",
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // What rtx wrote is what numpy wrote, read back by rtx's own comparison.
+    succeeded(&rtx(&[
+        "run",
+        &module,
+        &parts,
+        &extra,
+        "--input=(null)",
+        &format!("--expected_output=@{}", grown.display()),
+        &expected("1.npy"),
+        &expected("2_absent.npy"),
+    ]));
+    let printed = rtx(&["run", &module, &parts, &extra, "--input=(null)"]);
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(stdout.contains("result[0]: sequence of 3\n2xf32=1 2\n1xf32=3\n2xf32=4 5\nresult[1]"), "{stdout}");
+    // A sequence asked for as an `.npy` file, and a sequence that differs, are errors.
+    let output = rtx(&["run", &module, &parts, &extra, "--input=(null)", "--output=@x.npy", "--output=", "--output="]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("a sequence is written to a .npz file"), "{output:?}");
+    let output = rtx(&[
+        "run",
+        &module,
+        &parts,
+        &extra,
+        "--input=(null)",
+        &format!("--expected_output=@{}", file("sequences", "insert_concat.input_0.npz")),
+        &expected("1.npy"),
+        &expected("2_absent.npy"),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("[FAILED] result[0]: a sequence of 3 tensors; expected 2"),
+        "{output:?}"
+    );
+}

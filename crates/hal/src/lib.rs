@@ -19,5 +19,6 @@ pub mod file;
 pub mod heap;
 pub mod module;
 pub mod npy;
+pub mod npz;
 pub mod run_io;
 pub mod tensor_io;

@@ -2,14 +2,21 @@
 //! values become VM values (tensors become buffer views on host memory), results are printed,
 //! written (`--output`) or compared (`--expected_output`), and failures become IREE's status
 //! lines (`CODE; message; annotation; ...`). `rtx run` is this plus the call.
+//!
+//! Kernel graphs (BEF functions, ONNX models) take more than IREE's programs: their inputs are
+//! read by [`parse_graph_inputs`] and their results reported by [`report_graph`], which add
+//! tensors of strings (`.npy` arrays of numpy's `<U`/`S` dtypes), sequences of tensors (a `.npz`
+//! archive, its arrays in order) and empty optionals (`(null)`).
 
 use std::path::Path;
 
 use super::buffer_view::{self, BufferView};
 use super::element_type::ElementType;
+use super::npy::{self, Array};
+use super::npz;
 use super::tensor_io::{
-    c_trim, compare_results, parse_tensor, read_npy_inputs, write_output_file, Equality, HostTensor, InputFiles,
-    OutputSpec, ResultValue,
+    c_trim, compare_results, parse_tensor, read_npy_arrays, read_npy_inputs, read_npz, write_output_file, Equality,
+    HostTensor, InputFiles, OutputSpec, ResultValue,
 };
 use rtx_host::{Diagnostic, StatusCode};
 use rtx_vm::abi::ValueKind;
@@ -88,6 +95,53 @@ fn parse_input(text: &str, remaining: &mut Remaining, files: &mut InputFiles) ->
         }
         _ => Ok(vec![parse_scalar(text, remaining.take()?)?]),
     }
+}
+
+/// One `--input` of a kernel graph: `(null)` is an empty optional, `@a.npz` a sequence of the
+/// archive's arrays, `.npy` arrays may hold strings, and the rest parse as tensors do for IREE's
+/// programs (a graph takes no scalars).
+fn parse_graph_input(text: &str, files: &mut InputFiles) -> Result<Vec<ResultValue>, Diagnostic> {
+    let host_value = |array| match array {
+        Array::Tensor(tensor) => ResultValue::Tensor(tensor),
+        Array::Strings(strings) => ResultValue::Strings(strings),
+    };
+    if text.is_empty() {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, "no value specified for input"));
+    }
+    if text == "(null)" {
+        return Ok(vec![ResultValue::Empty]);
+    }
+    if text.starts_with(['@', '+', '*']) && text.ends_with(".npz") {
+        let tensors = read_npz(text, files)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, array)| match array {
+                Array::Tensor(tensor) => Ok(tensor),
+                Array::Strings(_) => Err(Diagnostic::new(
+                    StatusCode::InvalidArgument,
+                    format!("array {index} holds strings: a sequence holds numeric tensors"),
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        return Ok(vec![ResultValue::Sequence(tensors)]);
+    }
+    if text.starts_with(['@', '+', '*']) {
+        return Ok(read_npy_arrays(text, files)?.into_iter().map(host_value).collect());
+    }
+    Ok(vec![ResultValue::Tensor(parse_tensor(text, files)?)])
+}
+
+/// The `--input`s of a kernel graph (see [`parse_graph_input`]) as host values, in order; an
+/// error is the status line to print.
+pub fn parse_graph_inputs(texts: &[&str], files: &mut InputFiles) -> Result<Vec<ResultValue>, String> {
+    let mut values = Vec::new();
+    for text in texts {
+        let text = c_trim(text);
+        let parsed = parse_graph_input(text, files)
+            .map_err(|e| status_line(&e, &[&format!("parsing input `{text}`"), "parsing function inputs"]))?;
+        values.extend(parsed);
+    }
+    Ok(values)
 }
 
 /// A host tensor as a buffer view argument.
@@ -176,29 +230,46 @@ impl Report {
 /// `iree-run-module` does: expectations parse by the result types, as inputs do by the argument
 /// types; `.npy`/`.bin` outputs and `@file` expectations are relative to `directory`.
 pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOptions, directory: &Path) -> Report {
-    let processing = "processing function outputs";
     let results = match results.iter().map(result_value).collect::<Result<Vec<_>, _>>() {
         Ok(results) => results,
-        Err(e) => return Report::failed(String::new(), status_line(&e, &["reading function outputs", processing])),
+        Err(e) => {
+            let line = status_line(&e, &["reading function outputs", "processing function outputs"]);
+            return Report::failed(String::new(), line);
+        }
     };
+    let mut remaining = Remaining(result_kinds.iter());
+    let expected = move |text: &str, files: &mut InputFiles| {
+        parse_input(text, &mut remaining, files)?.iter().map(result_value).collect()
+    };
+    report_values(results, expected, options, directory)
+}
+
+/// [`report`] for a kernel graph's results, read back to the host: expectations parse as its
+/// inputs do ([`parse_graph_inputs`]); a sequence is written to a `.npz` file, strings to `.npy`.
+pub fn report_graph(results: Vec<ResultValue>, options: &OutputOptions, directory: &Path) -> Report {
+    report_values(results, parse_graph_input, options, directory)
+}
+
+/// What [`report`] and [`report_graph`] share, given how an expectation parses.
+fn report_values(
+    results: Vec<ResultValue>,
+    mut parse_expected: impl FnMut(&str, &mut InputFiles) -> Result<Vec<ResultValue>, Diagnostic>,
+    options: &OutputOptions,
+    directory: &Path,
+) -> Report {
+    let processing = "processing function outputs";
     if !options.expected.is_empty() {
         let mut files = InputFiles::relative_to(directory);
-        let mut remaining = Remaining(result_kinds.iter());
         let mut expected = Vec::new();
         for text in &options.expected {
             let text = c_trim(text);
-            let parsed = parse_input(text, &mut remaining, &mut files).map_err(|e| {
-                status_line(&e, &[&format!("parsing input `{text}`"), "parsing expected function outputs", processing])
-            });
-            match parsed.and_then(|values| {
-                values
-                    .iter()
-                    .map(result_value)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| status_line(&e, &[processing]))
-            }) {
+            match parse_expected(text, &mut files) {
                 Ok(values) => expected.extend(values),
-                Err(line) => return Report::failed(String::new(), line),
+                Err(e) => {
+                    let annotations =
+                        [&format!("parsing input `{text}`"), "parsing expected function outputs", processing];
+                    return Report::failed(String::new(), status_line(&e, &annotations));
+                }
             }
         }
         return match compare_results(&expected, &results, &options.equality) {
@@ -241,7 +312,7 @@ pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOpt
                 let target = target.to_str().ok_or_else(|| {
                     Diagnostic::new(StatusCode::InvalidArgument, format!("output path `{path}` is not UTF-8"))
                 })?;
-                write_output_file(target, append, &as_tensor(result)?)
+                write_output_file(target, append, &file_bytes(result, &path, append)?)
             }
         });
         if let Err(e) = outcome {
@@ -255,6 +326,15 @@ pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOpt
 fn print(result: &ResultValue, max_element_count: usize) -> Result<String, Diagnostic> {
     Ok(match result {
         ResultValue::Tensor(tensor) => format!("hal.buffer_view\n{}", tensor.format(max_element_count)?),
+        ResultValue::Strings(strings) => format!("tensor of strings\n{}", strings.format(max_element_count)),
+        ResultValue::Sequence(tensors) => {
+            let mut text = format!("sequence of {}", tensors.len());
+            for tensor in tensors {
+                text.push('\n');
+                text.push_str(&tensor.format(max_element_count)?);
+            }
+            text
+        }
         ResultValue::Empty => format_value(&Value::Ref(None)),
         ResultValue::I32(v) => format_value(&Value::I32(*v)),
         ResultValue::I64(v) => format_value(&Value::I64(*v)),
@@ -262,6 +342,28 @@ fn print(result: &ResultValue, max_element_count: usize) -> Result<String, Diagn
         ResultValue::F64(v) => format_value(&Value::F64(*v)),
         ResultValue::Ref(name) => name.clone(),
     })
+}
+
+/// A result's bytes in the file `path` names: `.npy` arrays (strings as `<U`), raw bytes for
+/// other names, a `.npz` archive for a sequence.
+fn file_bytes(result: &ResultValue, path: &str, append: bool) -> Result<Vec<u8>, Diagnostic> {
+    let unwritable = |message: &str| Err(Diagnostic::new(StatusCode::InvalidArgument, message));
+    match result {
+        ResultValue::Strings(strings) if path.ends_with(".npy") => Ok(npy::encode_strings(strings)),
+        ResultValue::Strings(_) => unwritable("a tensor of strings is written to a .npy file"),
+        ResultValue::Sequence(_) if append => unwritable("a sequence cannot be appended to a file"),
+        ResultValue::Sequence(tensors) if path.ends_with(".npz") => npz::encode(tensors),
+        ResultValue::Sequence(_) => unwritable("a sequence is written to a .npz file (`--output=@out.npz`)"),
+        ResultValue::Empty => unwritable("an empty optional has no file form: print it with `--output=-`"),
+        _ => {
+            let tensor = as_tensor(result)?;
+            if path.ends_with(".npy") {
+                npy::encode(&tensor)
+            } else {
+                Ok(tensor.data)
+            }
+        }
+    }
 }
 
 /// What a file output holds: tensors as they are, scalars as rank-0 tensors.
@@ -273,7 +375,7 @@ fn as_tensor(result: &ResultValue) -> Result<HostTensor, Diagnostic> {
         ResultValue::I64(v) => scalar(ElementType::INT_64, v.to_le_bytes().to_vec()),
         ResultValue::F32(v) => scalar(ElementType::FLOAT_32, v.to_le_bytes().to_vec()),
         ResultValue::F64(v) => scalar(ElementType::FLOAT_64, v.to_le_bytes().to_vec()),
-        ResultValue::Empty | ResultValue::Ref(_) => {
+        ResultValue::Empty | ResultValue::Ref(_) | ResultValue::Strings(_) | ResultValue::Sequence(_) => {
             return Err(Diagnostic::new(StatusCode::Unimplemented, "only tensors and scalars can be written to files"))
         }
     })

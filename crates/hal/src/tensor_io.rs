@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::element_type::ElementType;
-use super::npy;
+use super::{npy, npz};
 use rtx_host::{Diagnostic, StatusCode};
 use rtx_vm::abi::ValueKind;
 use rtx_vm::function_io::{format_g, parse_scalar};
@@ -108,6 +108,50 @@ impl HostTensor {
         format_rows(&self.data, shape, self.element_type, &mut remaining, &mut text)
             .ok_or_else(|| Diagnostic::new(StatusCode::OutOfRange, ""))?;
         Ok(text)
+    }
+}
+
+/// A tensor of strings in host memory (ONNX's STRING tensors), in row-major order: what kernel
+/// graphs take and return where IREE's programs have only numbers. `.npy` files hold them as
+/// numpy's `<U` arrays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StringArray {
+    pub shape: Vec<usize>,
+    pub strings: Vec<String>,
+}
+
+impl StringArray {
+    /// `2x2xstring=["a" "b"]["c" "d"]`, as a numeric tensor prints (see [`HostTensor::format`]),
+    /// each string quoted and escaped as Rust's `{:?}` escapes it.
+    pub fn format(&self, max_element_count: usize) -> String {
+        let mut text: String = self.shape.iter().map(|dim| format!("{dim}x")).collect();
+        text.push_str("string=");
+        let mut remaining = max_element_count;
+        let shape: &[usize] = if self.shape.is_empty() { &[1] } else { &self.shape };
+        format_string_rows(&self.strings, shape, &mut remaining, &mut text);
+        text
+    }
+}
+
+/// One level of [`StringArray::format`]: rows in brackets, innermost rows cut short with `...`.
+fn format_string_rows(strings: &[String], shape: &[usize], remaining: &mut usize, text: &mut String) {
+    let Some((&outer, inner)) = shape.split_first() else { return };
+    if inner.is_empty() {
+        let count = outer.min(*remaining).min(strings.len());
+        *remaining -= count;
+        let row: Vec<String> = strings[..count].iter().map(|s| format!("{s:?}")).collect();
+        text.push_str(&row.join(" "));
+        if count < outer {
+            text.push_str("...");
+        }
+        return;
+    }
+    let stride = inner.iter().product::<usize>();
+    for index in 0..outer {
+        text.push('[');
+        let start = (index * stride).min(strings.len());
+        format_string_rows(&strings[start..(start + stride).min(strings.len())], inner, remaining, text);
+        text.push(']');
     }
 }
 
@@ -734,6 +778,17 @@ fn read_raw_tensor(metadata: &str, contents: &str, files: &mut InputFiles) -> Re
 /// `@a.npy` (the first array, from the start of the file), `+a.npy` (the next array of a file
 /// an earlier input read from) and `*a.npy` (every remaining array): the tensors to pass.
 pub fn read_npy_inputs(text: &str, files: &mut InputFiles) -> Result<Vec<HostTensor>, Diagnostic> {
+    read_npy_arrays(text, files)?
+        .into_iter()
+        .map(|array| match array {
+            npy::Array::Tensor(tensor) => Ok(tensor),
+            npy::Array::Strings(_) => Err(Diagnostic::new(StatusCode::Unimplemented, "unsupported data type U")),
+        })
+        .collect()
+}
+
+/// [`read_npy_inputs`], with arrays of strings read too (for kernel graphs).
+pub fn read_npy_arrays(text: &str, files: &mut InputFiles) -> Result<Vec<npy::Array>, Diagnostic> {
     let path = text.get(1..).unwrap_or("");
     if !path.ends_with(".npy") {
         return Err(Diagnostic::new(
@@ -745,11 +800,19 @@ pub fn read_npy_inputs(text: &str, files: &mut InputFiles) -> Result<Vec<HostTen
     if !text.starts_with('*') {
         return Ok(vec![file.read_npy()?]);
     }
-    let mut tensors = Vec::new();
+    let mut arrays = Vec::new();
     while file.position < file.bytes.len() {
-        tensors.push(file.read_npy()?);
+        arrays.push(file.read_npy()?);
     }
-    Ok(tensors)
+    Ok(arrays)
+}
+
+/// `@a.npz`: the arrays of a NumPy archive, in order (a kernel graph's sequence).
+pub fn read_npz(text: &str, files: &mut InputFiles) -> Result<Vec<npy::Array>, Diagnostic> {
+    let path = text.strip_prefix('@').ok_or_else(|| {
+        Diagnostic::new(StatusCode::InvalidArgument, "a .npz archive is read whole: name it with `@`")
+    })?;
+    npz::decode(&files.open(path, false)?.bytes)
 }
 
 /// The files one invocation's inputs read from, by verbatim path: `@` starts a file from its
@@ -812,10 +875,10 @@ impl InputFile {
         }
     }
 
-    fn read_npy(&mut self) -> Result<HostTensor, Diagnostic> {
-        let (tensor, consumed) = npy::decode(&self.bytes[self.position..])?;
+    fn read_npy(&mut self) -> Result<npy::Array, Diagnostic> {
+        let (array, consumed) = npy::decode_array(&self.bytes[self.position..])?;
         self.position += consumed;
-        Ok(tensor)
+        Ok(array)
     }
 }
 
@@ -854,15 +917,14 @@ impl OutputSpec {
     }
 }
 
-/// Writes a result to the file an [`OutputSpec::File`] names.
-pub fn write_output_file(path: &str, append: bool, tensor: &HostTensor) -> Result<(), Diagnostic> {
+/// Writes `bytes` (a result, encoded for its file) to the file an [`OutputSpec::File`] names.
+pub fn write_output_file(path: &str, append: bool, bytes: &[u8]) -> Result<(), Diagnostic> {
     let mode = if append { 12 } else { 5 };
     let mut file =
         OpenOptions::new().write(true).create(true).append(append).truncate(!append).open(path).map_err(|_| {
             Diagnostic::new(StatusCode::Unknown, format!("unable to open file `{path}` with mode {mode}"))
         })?;
-    let bytes = if path.ends_with(".npy") { npy::encode(tensor)? } else { tensor.data.clone() };
-    file.write_all(&bytes)
+    file.write_all(bytes)
         .map_err(|error| Diagnostic::new(StatusCode::Unknown, format!("write failed on `{path}`: {error}")))
 }
 
@@ -943,6 +1005,10 @@ pub enum ResultValue {
     F32(f32),
     F64(f64),
     Tensor(HostTensor),
+    /// A kernel graph's tensor of strings.
+    Strings(StringArray),
+    /// A kernel graph's sequence of tensors (ONNX's sequences), in a `.npz` file as a file.
+    Sequence(Vec<HostTensor>),
     /// Any other ref, by its type name (`vm.list`).
     Ref(String),
 }
@@ -956,6 +1022,8 @@ impl ResultValue {
             ResultValue::F32(_) => "f32",
             ResultValue::F64(_) => "f64",
             ResultValue::Tensor(_) => "hal.buffer_view",
+            ResultValue::Strings(_) => "string tensor",
+            ResultValue::Sequence(_) => "sequence",
             ResultValue::Ref(name) => name,
         }
     }
@@ -989,6 +1057,26 @@ pub fn compare_results(
                         actual.format(COMPARISON_MAX_ELEMENT_COUNT).unwrap_or_default(),
                     )
                 })
+            }
+            (ResultValue::Strings(expected), ResultValue::Strings(actual)) => (expected != actual).then(|| {
+                format!(
+                    "strings differ\n  expected:\n{}\n  actual:\n{}\n",
+                    expected.format(COMPARISON_MAX_ELEMENT_COUNT),
+                    actual.format(COMPARISON_MAX_ELEMENT_COUNT)
+                )
+            }),
+            (ResultValue::Sequence(expected), ResultValue::Sequence(actual)) if expected.len() != actual.len() => {
+                Some(format!("a sequence of {} tensors; expected {}\n", actual.len(), expected.len()))
+            }
+            (ResultValue::Sequence(expected), ResultValue::Sequence(actual)) => {
+                let mut why = None;
+                for (position, (expected, actual)) in expected.iter().zip(actual).enumerate() {
+                    if let Some(text) = compare_tensors(expected, actual, equality)? {
+                        why = Some(format!("sequence element {position}: {text}\n"));
+                        break;
+                    }
+                }
+                why
             }
             _ => Some(format!(
                 "variant types mismatch; expected {} but got {}\n",

@@ -30,12 +30,7 @@ use rtx::vm::value::Value;
 use flags::{c_atof, c_atoi, Flags};
 // What running a BEF function (`--module=graph.bef`) takes.
 #[cfg(feature = "tfrt")]
-use {
-    rtx::hal::buffer_view::{self, BufferView},
-    rtx::host::{AsyncValueRef, RcAsyncValue, StatusCode},
-    rtx::kernel::tensor::DenseHostTensor,
-    rtx::runtime::bridge::tensors,
-};
+use {rtx::host::RcAsyncValue, rtx::runtime::bridge::host_values};
 
 /// Prints what the Vulkan validation layers (on with `RTX_VULKAN_VALIDATION=1`) reported while the command
 /// ran a Vulkan device: each message is a bug, in rtx or in the program.
@@ -128,7 +123,7 @@ struct Prepared {
     result_kinds: Vec<ValueKind>,
 }
 
-/// The function with its arguments: a VM function's values, or a BEF function's tensors.
+/// The function with its arguments: a VM function's values, or a BEF function's async values.
 enum Call {
     Vm {
         function: FunctionHandle,
@@ -141,30 +136,26 @@ enum Call {
     },
 }
 
+/// What a call returned: a VM function's values, or a BEF function's available async values.
+enum Results {
+    Vm(Vec<Value>),
+    #[cfg(feature = "tfrt")]
+    Bef(Vec<RcAsyncValue>),
+}
+
 impl Prepared {
-    /// Calls the function and waits for its results, a BEF function's tensors as buffer views.
-    fn call(&self) -> Result<Vec<Value>, Diagnostic> {
+    /// Calls the function and waits for its results; a BEF function's first error is the call's.
+    fn call(&self) -> Result<Results, Diagnostic> {
         match &self.call {
-            Call::Vm { function, arguments } => self.context.call(function, arguments.clone()),
+            Call::Vm { function, arguments } => self.context.call(function, arguments.clone()).map(Results::Vm),
             #[cfg(feature = "tfrt")]
             Call::Bef { function, arguments } => {
                 let results = self.context.invoke(function, arguments)?;
                 self.context.await_values(&results)?;
-                results
-                    .iter()
-                    .map(|result| {
-                        if let Some(error) = result.get_error() {
-                            return Err(error.clone());
-                        }
-                        let tensor = result.try_get::<DenseHostTensor>().map_err(|_| {
-                            Diagnostic::new(
-                                StatusCode::Unimplemented,
-                                "the BEF function returned a value that is not a tensor",
-                            )
-                        })?;
-                        Ok(Value::Ref(Some(BufferView::shared_to_ref(tensors::tensor_to_view(tensor)?))))
-                    })
-                    .collect()
+                if let Some(error) = results.iter().find_map(|result| result.get_error()) {
+                    return Err(error.clone());
+                }
+                Ok(Results::Bef(results))
             }
         }
     }
@@ -249,8 +240,8 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
 }
 
 /// A BEF module (a kernel graph, `rtx import-onnx`'s output) in a context on the
-/// `--work_queue_type` (default `mstd`), its function's tensor arguments parsed as IREE's tools
-/// parse them.
+/// `--work_queue_type` (default `mstd`), its function's arguments parsed as IREE's tools parse
+/// tensors, with strings, sequences and empty optionals besides (`run_io::parse_graph_inputs`).
 #[cfg(feature = "tfrt")]
 fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
     let spec = flags.last("work_queue_type").unwrap_or("mstd");
@@ -263,18 +254,11 @@ fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
         None => module.entry_function().ok_or("the module has more than one function: --function= must name one")?,
     };
     let function = context.function(&name).map_err(|e| e.to_string())?;
-    let kinds = vec![ValueKind::Ref; function.declared_arguments()];
-    let values = run_io::parse_inputs(&flags.all("input"), &kinds, &mut InputFiles::new())
-        .map_err(|line| tooling_error(&line))?;
+    let values =
+        run_io::parse_graph_inputs(&flags.all("input"), &mut InputFiles::new()).map_err(|line| tooling_error(&line))?;
     let arguments = values
         .iter()
-        .map(|value| {
-            let view = match value {
-                Value::Ref(Some(view)) => buffer_view::deref(view)?,
-                _ => return Err(Diagnostic::new(StatusCode::InvalidArgument, "a BEF function takes tensors")),
-            };
-            Ok(AsyncValueRef::available(tensors::view_to_tensor(context.host(), view)?).into())
-        })
+        .map(|value| host_values::to_async_value(context.host(), value))
         .collect::<Result<Vec<RcAsyncValue>, Diagnostic>>()
         .map_err(|e| e.to_string())?;
     let result_kinds = vec![ValueKind::Ref; function.num_results()];
@@ -359,7 +343,19 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
     println!("EXEC @{}", prepared.name);
     match prepared.call() {
         Ok(results) => {
-            let report = run_io::report(&results, &prepared.result_kinds, &options, std::path::Path::new("."));
+            let here = std::path::Path::new(".");
+            let report = match results {
+                Results::Vm(results) => run_io::report(&results, &prepared.result_kinds, &options, here),
+                #[cfg(feature = "tfrt")]
+                Results::Bef(results) => match results.iter().map(host_values::from_async_value).collect() {
+                    Ok(results) => run_io::report_graph(results, &options, here),
+                    Err(e) => {
+                        let line =
+                            run_io::status_line(&e, &["reading function outputs", "processing function outputs"]);
+                        run_io::Report { stdout: String::new(), error: Some(line), status: 1 }
+                    }
+                },
+            };
             print!("{}", report.stdout);
             if let Some(line) = report.error {
                 eprintln!("{}", with_declaration(tooling_error(&line), &prepared.declaration));

@@ -27,11 +27,16 @@ iree-run-module 3.13 does; a failing call gives the same stdout and exit status 
   --input=V                         an argument, in order (repeatable): a scalar (`5`, `1.5`), a
                                     tensor (`2x3xf32=1 2 3 4 5 6`, `4xi32=@raw.bin`), `@f.npy`,
                                     `+f.npy` (the next array of the same file), `*f.npy` (all
-                                    arrays of a file), `(null)`
+                                    arrays of a file), `(null)`; a kernel graph (`.bef`,
+                                    `.onnx`) also takes `.npy` arrays of strings (numpy's
+                                    `str`), `@f.npz` (a sequence: the archive's arrays in
+                                    order, as `np.savez` writes them) and `(null)` (an empty
+                                    optional)
   --device=D                        where tensor programs run: local-sync (default), local-task,
                                     vulkan (the first usable Vulkan device) or vulkan://N
   --task_topology_group_count=N     worker threads of local-task
-  --output=-|@f.npy|+f.npy|@f.bin   where each result goes, in order (repeatable; `-` prints it)
+  --output=-|@f.npy|+f.npy|@f.bin   where each result goes, in order (repeatable; `-` prints it);
+                                    a graph's sequence goes to `@f.npz`
   --output_max_element_count=N      elements printed per tensor (default 1024; -1 prints all)
   --expected_output=V               compare result n with V (repeatable) instead of printing it
   --expected_f16_threshold=T, --expected_bf16_threshold=T, --expected_f32_threshold=T,
