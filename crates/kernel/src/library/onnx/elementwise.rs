@@ -593,8 +593,13 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     });
 
     registry.add_kernel("onnx.Cast", |frame: &mut KernelFrame<'_>| {
-        let inputs = Inputs::new(frame)?;
         let code = int(frame, "to", 0)?;
+        match super::strings::cast(frame, code)? {
+            Some(super::strings::Cast::Strings(strings)) => return frame.emplace_result(0, strings),
+            Some(super::strings::Cast::Dense(tensor)) => return frame.emplace_result(0, tensor),
+            None => {}
+        }
+        let inputs = Inputs::new(frame)?;
         let to = onnx_dtype(code)
             .ok_or_else(|| error(frame, format_args!("cast to element type {code} is not supported")))?;
         let result = cast(frame, inputs.required(0)?, to)?;

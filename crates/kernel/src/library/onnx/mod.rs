@@ -26,6 +26,7 @@ mod index;
 mod linalg;
 mod losses;
 mod ml;
+mod moves;
 mod normalize;
 mod pad;
 mod pool;
@@ -94,4 +95,6 @@ pub fn register_onnx_kernels(registry: &mut KernelRegistry) {
     control::register(registry);
     sequence::register(registry);
     strings::register(registry);
+    // Last: it wraps the kernels of the operators that move elements.
+    moves::register(registry);
 }

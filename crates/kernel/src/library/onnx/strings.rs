@@ -451,6 +451,101 @@ fn count_ngrams(
     }
 }
 
+/// ONNX's element type code of STRING.
+pub(super) const STRING: i64 = 8;
+
+/// `Cast` from or to STRING, where one side is strings (`None` otherwise): numbers parse as ONNX
+/// says (plain or scientific, `INF` and `NaN` in any case, integers exactly) and print as numpy's
+/// `str` prints them.
+pub(super) fn cast(frame: &KernelFrame<'_>, to: i64) -> Result<Option<Cast>, KernelError> {
+    if let Ok(x) = frame.get::<StringHostTensor>(0) {
+        if to == STRING {
+            return Ok(Some(Cast::Strings(x.clone())));
+        }
+        let dtype = super::elementwise::onnx_dtype(to)
+            .ok_or_else(|| error(frame, format_args!("cast to element type {to} is not supported")))?;
+        let dims = string_dims(x);
+        let tensor = any!(dtype, T => {
+            let values = x
+                .strings()
+                .iter()
+                .enumerate()
+                .map(|(i, text)| parse_number::<T>(text).ok_or_else(|| error(frame, format_args!("element {i} (`{text}`) is not a number"))))
+                .collect::<Result<Vec<T>, _>>()?;
+            Typed { dims, values }.into_tensor(frame, dtype)?
+        }, return Err(unsupported(frame, dtype)));
+        return Ok(Some(Cast::Dense(tensor)));
+    }
+    if to != STRING {
+        return Ok(None);
+    }
+    let x = frame.get::<DenseHostTensor>(0)?;
+    let texts: Vec<String> = match x.dtype() {
+        DType::I1 => x.values::<bool>()?.iter().map(|&b| if b { "True" } else { "False" }.to_owned()).collect(),
+        DType::F32 => x.values::<f32>()?.iter().map(|&v| float_text(v.into(), 6, |d| d as f32 == v)).collect(),
+        DType::F64 => x.values::<f64>()?.iter().map(|&v| float_text(v, 16, |d| d == v)).collect(),
+        // (Read as f32s, which hold every f16 and bf16 exactly.)
+        DType::F16 => Typed::<f32>::read(x)
+            .values
+            .iter()
+            .map(|&v| float_text(v.into(), 3, |d| half::f16::from_f64(d) == half::f16::from_f32(v)))
+            .collect(),
+        DType::BF16 => Typed::<f32>::read(x)
+            .values
+            .iter()
+            .map(|&v| float_text(v.into(), 3, |d| half::bf16::from_f64(d) == half::bf16::from_f32(v)))
+            .collect(),
+        dtype => any!(dtype, T => {
+            Typed::<T>::read(x).values.iter().map(|v| v.to_integer().map_or_else(|| v.to_f64().to_string(), |n| n.to_string())).collect()
+        }, return Err(unsupported(frame, dtype))),
+    };
+    Ok(Some(Cast::Strings(new_strings(frame, &dims_of(x), texts)?)))
+}
+
+/// What [`cast`] makes.
+pub(super) enum Cast {
+    Strings(StringHostTensor),
+    Dense(DenseHostTensor),
+}
+
+fn dims_of(x: &DenseHostTensor) -> Vec<usize> {
+    x.shape().dims().iter().map(|&d| d as usize).collect()
+}
+
+/// A number of `T` from text: an integer exactly where it is one, anything else through f64.
+fn parse_number<T: Value>(text: &str) -> Option<T> {
+    let text = text.trim();
+    if let Ok(integer) = text.parse::<i128>() {
+        return Some(T::from_integer(integer));
+    }
+    text.parse::<f64>().ok().map(T::from_f64)
+}
+
+/// `value` as numpy's `str` prints a float of its type: the fewest digits that read back as the
+/// same value (`same`), positional from 1e-4 up to 10^`positional_digits`, scientific with a
+/// two-digit exponent (`1e-05`, `1.5e+16`) beyond, `.0` after an integral positional value.
+fn float_text(value: f64, positional_digits: i32, same: impl Fn(f64) -> bool) -> String {
+    if value.is_nan() {
+        return "nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let shortest = (0..17)
+        .map(|precision| format!("{value:.precision$e}").parse::<f64>().expect("a formatted float parses"))
+        .find(|&candidate| same(candidate))
+        .unwrap_or(value);
+    let magnitude = value.abs();
+    if magnitude == 0.0 || (1e-4..10f64.powi(positional_digits)).contains(&magnitude) {
+        let text = shortest.to_string();
+        return if text.contains('.') { text } else { format!("{text}.0") };
+    }
+    let text = format!("{shortest:e}");
+    let (mantissa, exponent) = text.split_once('e').expect("scientific notation has an exponent");
+    let exponent: i32 = exponent.parse().expect("an integer exponent");
+    format!("{mantissa}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs())
+}
+
 pub(super) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("onnx.StringConcat", concat);
     registry.add_kernel("onnx.StringSplit", split);
@@ -463,6 +558,36 @@ pub(super) fn register(registry: &mut KernelRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_print_as_numpy_prints_them() {
+        let f32_text = |v: f32| float_text(v.into(), 6, |d| d as f32 == v);
+        let cases = [(0.1, "0.1"), (1.5, "1.5"), (2.0, "2.0"), (999999.0, "999999.0"), (1e6, "1e+06")];
+        for (value, text) in cases {
+            assert_eq!(f32_text(value), text);
+        }
+        assert_eq!(f32_text(12345678.0), "1.2345678e+07");
+        assert_eq!(f32_text(0.0001), "1e-04", "0.0001 is just below 1e-4 as an f32");
+        assert_eq!(f32_text(-0.0), "-0.0");
+        assert_eq!(f32_text(f32::NEG_INFINITY), "-inf");
+        assert_eq!(f32_text(3.14159265), "3.1415927");
+        assert_eq!(float_text(1e15, 16, |d| d == 1e15), "1000000000000000.0");
+        assert_eq!(float_text(1e-8, 16, |d| d == 1e-8), "1e-08");
+        let h = half::f16::from_f32(0.1);
+        assert_eq!(float_text(h.into(), 3, |d| half::f16::from_f64(d) == h), "0.1");
+        let h = half::f16::from_f32(1024.0);
+        assert_eq!(float_text(h.into(), 3, |d| half::f16::from_f64(d) == h), "1.024e+03");
+    }
+
+    #[test]
+    fn numbers_parse_as_onnx_says() {
+        assert_eq!(parse_number::<f32>("1E8"), Some(1e8));
+        assert_eq!(parse_number::<f32>("-INF"), Some(f32::NEG_INFINITY));
+        assert!(parse_number::<f64>("NaN").unwrap().is_nan());
+        assert_eq!(parse_number::<i64>("9007199254740993"), Some(9007199254740993), "exact past 2^53");
+        assert_eq!(parse_number::<i32>("2.7"), Some(2));
+        assert_eq!(parse_number::<f32>("three"), None);
+    }
 
     fn owned(strings: &[&str]) -> Vec<String> {
         strings.iter().map(|s| (*s).to_owned()).collect()
