@@ -2,7 +2,7 @@
 //! or ONNX module): host copies of tensors, tensors of strings, sequences and empty optionals
 //! ([`ResultValue`]), to async values and back.
 
-use rtx_hal::element_type::ElementType;
+use rtx_hal::element_type::{ElementType, NumericalType};
 use rtx_hal::tensor_io::{HostTensor, ResultValue, StringArray};
 use rtx_host::{AsyncValueRef, Diagnostic, HostContext, RcAsyncValue, StatusCode};
 use rtx_kernel::library::onnx::{NoValue, Sequence};
@@ -21,6 +21,16 @@ fn shape(dims: &[usize]) -> Result<TensorShape, Diagnostic> {
 }
 
 fn dense(host: &HostContext, tensor: &HostTensor) -> Result<DenseHostTensor, Diagnostic> {
+    if tensor.element_type.numerical_type() == NumericalType::UNKNOWN {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "elements of {} opaque bytes (a `.npy` `|V` array, as numpy saves bfloat16) have no type: give \
+                 one with a raw input such as `2x3xbf16=@x.bin`",
+                tensor.element_type.dense_byte_count()
+            ),
+        ));
+    }
     DenseHostTensor::from_bytes(host, dtype(tensor.element_type)?, shape(&tensor.shape)?, &tensor.data)
 }
 
@@ -114,6 +124,9 @@ mod tests {
         }
         let error = to_async_value(&host, &ResultValue::I32(1)).unwrap_err();
         assert_eq!(error.message, "a kernel graph takes tensors, not scalars");
+        let opaque = HostTensor { shape: vec![1], element_type: ElementType(16), data: vec![0; 2] };
+        let error = to_async_value(&host, &ResultValue::Tensor(opaque)).unwrap_err();
+        assert!(error.message.starts_with("elements of 2 opaque bytes"), "{error}");
     }
 
     #[test]
