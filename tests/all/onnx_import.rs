@@ -156,44 +156,21 @@ fn the_rtx_command_passes_strings_sequences_and_optionals() {
         ]));
     }
     let grown = scratch.join("grown.npz");
-    let output = rtx(&[
-        "run",
-        &module,
-        &parts,
-        &extra,
-        "--input=(null)",
-        &format!("--output=@{}", grown.display()),
-        "--output=",
-        "--output=",
-    ]);
+    // The run with `maybe` absent, and these flags.
+    let absent = |flags: &[&str]| rtx(&[&["run", &module, &parts, &extra, "--input=(null)"], flags].concat());
+    let output = absent(&[&format!("--output=@{}", grown.display()), "--output=", "--output="]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     // What rtx wrote is what numpy wrote, read back by rtx's own comparison.
-    succeeded(&rtx(&[
-        "run",
-        &module,
-        &parts,
-        &extra,
-        "--input=(null)",
-        &format!("--expected_output=@{}", grown.display()),
-        &expected("1.npy"),
-        &expected("2_absent.npy"),
-    ]));
-    let printed = rtx(&["run", &module, &parts, &extra, "--input=(null)"]);
+    let (joined, has) = (expected("1.npy"), expected("2_absent.npy"));
+    succeeded(&absent(&[&format!("--expected_output=@{}", grown.display()), &joined, &has]));
+    let printed = absent(&[]);
     let stdout = String::from_utf8_lossy(&printed.stdout);
     assert!(stdout.contains("result[0]: sequence of 3\n2xf32=1 2\n1xf32=3\n2xf32=4 5\nresult[1]"), "{stdout}");
     // A sequence asked for as an `.npy` file, and a sequence that differs, are errors.
-    let output = rtx(&["run", &module, &parts, &extra, "--input=(null)", "--output=@x.npy", "--output=", "--output="]);
+    let output = absent(&["--output=@x.npy", "--output=", "--output="]);
     assert!(String::from_utf8_lossy(&output.stderr).contains("a sequence is written to a .npz file"), "{output:?}");
-    let output = rtx(&[
-        "run",
-        &module,
-        &parts,
-        &extra,
-        "--input=(null)",
-        &format!("--expected_output=@{}", file("sequences", "insert_concat.input_0.npz")),
-        &expected("1.npy"),
-        &expected("2_absent.npy"),
-    ]);
+    let other = format!("--expected_output=@{}", file("sequences", "insert_concat.input_0.npz"));
+    let output = absent(&[&other, &joined, &has]);
     assert!(!output.status.success());
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("[FAILED] result[0]: a sequence of 3 tensors; expected 2"),
