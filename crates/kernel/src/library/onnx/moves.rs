@@ -59,15 +59,21 @@ pub(super) fn register(registry: &mut KernelRegistry) {
         };
         let (data, moves) = (moving.data, moving.moves);
         registry.add_kernel(&name, move |frame: &mut KernelFrame<'_>| {
+            // Numbers, the common case, go straight to the kernel: no allocation on the way.
+            let holds_strings = |i: &usize| frame.get::<StringHostTensor>(*i).is_ok();
+            let any_strings = match data {
+                None => (0..frame.num_arguments()).any(|i| holds_strings(&i)),
+                Some(data) => data.iter().any(holds_strings),
+            };
+            if !any_strings {
+                return kernel(frame);
+            }
             let positions: Vec<usize> = match data {
                 None => (0..frame.num_arguments()).collect(),
                 Some(data) => data.iter().copied().filter(|&i| i < frame.num_arguments()).collect(),
             };
             let strings: Vec<Option<&StringHostTensor>> =
                 positions.iter().map(|&i| frame.get::<StringHostTensor>(i).ok()).collect();
-            if strings.iter().all(Option::is_none) {
-                return kernel(frame);
-            }
             if strings.iter().any(Option::is_none) {
                 return Err(error(frame, "it takes tensors of strings and of numbers together"));
             }
