@@ -570,7 +570,7 @@ mod tests {
         assert_eq!(f32_text(0.0001), "1e-04", "0.0001 is just below 1e-4 as an f32");
         assert_eq!(f32_text(-0.0), "-0.0");
         assert_eq!(f32_text(f32::NEG_INFINITY), "-inf");
-        assert_eq!(f32_text(3.14159265), "3.1415927");
+        assert_eq!(f32_text(std::f32::consts::PI), "3.1415927");
         assert_eq!(float_text(1e15, 16, |d| d == 1e15), "1000000000000000.0");
         assert_eq!(float_text(1e-8, 16, |d| d == 1e-8), "1e-08");
         let h = half::f16::from_f32(0.1);
