@@ -2,10 +2,11 @@
 //! with `strides`, `pads` (`[top, left, bottom, right]`, as ONNX orders them), `dilations` and
 //! `group` (depthwise when `group == c`). ONNX's `auto_pad` is the converter's to resolve into
 //! `pads`. Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1
-//! without padding multiplies the image itself. The result's channel planes are split over tasks.
+//! without padding multiplies the image itself; a depthwise filter (one input channel per group)
+//! slides over its plane directly. The result's channel planes are split over tasks.
 
 use super::gemm::{packed_gemm, Matrix};
-use super::split::compute_in_runs;
+use super::split::{compute, compute_in_runs};
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
 const MIN_CHANNELS_PER_TASK: usize = 32;
@@ -85,6 +86,19 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         return Err(shape_error(frame, format_args!("a {kh}x{kw} window {window:?} does not fit X {}", x.shape())));
     };
     let (mg, depth, plane) = (m / group, cg * kh * kw, oh * ow);
+    if cg == 1 {
+        // Depthwise: each output plane reads one input plane, which a GEMM of one row per group
+        // would multiply at a fraction of its speed; the window slides over the plane instead.
+        return compute(frame, &[n, m, oh, ow], n * m, depth * plane, move |planes, out| {
+            for (unit, result) in planes.zip(out.chunks_exact_mut(plane)) {
+                let (image, channel) = (unit / m, unit % m);
+                let input = &x.data[(image * c + channel / mg) * h * iw..][..h * iw];
+                let filter = &w.data[channel * depth..][..depth];
+                let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
+                depthwise_plane(input, [h, iw], filter, &window, [oh, ow], bias, result);
+            }
+        });
+    }
     let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
     // The im2col matrix of each (image, group), made once before the output planes are dealt to
     // tasks: tasks that share a group read the same matrix instead of each laying it out again.
@@ -130,6 +144,51 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     })
 }
 
+/// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of the
+/// `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
+/// padding. Each output row is summed tap by tap over the span of columns whose taps fall inside
+/// the input: at stride 1 a run of contiguous multiply-adds, which the compiler vectorizes.
+fn depthwise_plane(
+    input: &[f32],
+    [h, w]: [usize; 2],
+    filter: &[f32],
+    window: &Window,
+    [oh, ow]: [usize; 2],
+    bias: f32,
+    out: &mut [f32],
+) {
+    let [kh, kw] = window.kernel;
+    let ([sy, sx], [dy, dx]) = (window.strides, window.dilations);
+    let (top, left) = (window.pads[0], window.pads[1]);
+    for (y, row) in out.chunks_exact_mut(ow).enumerate().take(oh) {
+        row.fill(bias);
+        for i in 0..kh {
+            let Some(iy) = (y * sy + i * dy).checked_sub(top).filter(|&iy| iy < h) else { continue };
+            let source = &input[iy * w..(iy + 1) * w];
+            for j in 0..kw {
+                let weight = filter[i * kw + j];
+                // Output columns x whose input column x * sx + j * dx - left is in 0..w.
+                let offset = j * dx;
+                let first = left.saturating_sub(offset).div_ceil(sx);
+                let end = (w + left).checked_sub(offset).map_or(0, |room| room.div_ceil(sx)).min(ow);
+                if first >= end {
+                    continue;
+                }
+                let start = first * sx + offset - left;
+                if sx == 1 {
+                    for (value, input) in row[first..end].iter_mut().zip(&source[start..start + (end - first)]) {
+                        *value += weight * input;
+                    }
+                } else {
+                    for (value, input) in row[first..end].iter_mut().zip(source[start..].iter().step_by(sx)) {
+                        *value += weight * input;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Lays out `image` (`[c, h, w]`) as the `[c * kh * kw, oh * ow]` matrix whose column `p` holds
 /// the window of output pixel `p` (zeros in the padding).
 fn im2col(image: &[f32], [c, h, w]: [usize; 3], window: &Window, [oh, ow]: [usize; 2], columns: &mut Vec<f32>) {
@@ -165,4 +224,54 @@ fn im2col(image: &[f32], [c, h, w]: [usize; 3], window: &Window, [oh, ow]: [usiz
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.conv2d.f32", conv2d);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The convolution sum as ONNX defines it, one output at a time.
+    fn naive(input: &[f32], [h, w]: [usize; 2], filter: &[f32], window: &Window, [oh, ow]: [usize; 2]) -> Vec<f32> {
+        let [kh, kw] = window.kernel;
+        let mut out = vec![0.0; oh * ow];
+        for y in 0..oh {
+            for x in 0..ow {
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let iy = (y * window.strides[0] + i * window.dilations[0]) as isize - window.pads[0] as isize;
+                        let ix = (x * window.strides[1] + j * window.dilations[1]) as isize - window.pads[1] as isize;
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            out[y * ow + x] += filter[i * kw + j] * input[iy as usize * w + ix as usize];
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn depthwise_planes_sum_every_tap_inside_the_input() {
+        let configs = [
+            ([7, 9], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+            ([8, 8], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+            ([9, 6], [5, 3], [2, 1], [2, 0, 2, 1], [1, 2]),
+            ([5, 5], [3, 3], [3, 3], [0, 0, 0, 0], [2, 2]),
+            ([4, 6], [7, 7], [1, 1], [3, 3, 3, 3], [1, 1]),
+            ([3, 3], [1, 1], [2, 2], [0, 4, 0, 4], [1, 1]),
+        ];
+        for ([h, w], kernel, strides, pads, dilations) in configs {
+            let window = Window { kernel, strides, pads, dilations };
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let input: Vec<f32> = (0..h * w).map(|k| ((k * 37 % 17) as f32 - 8.0) / 4.0).collect();
+            let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
+            let mut out = vec![f32::NAN; oh * ow];
+            depthwise_plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut out);
+            let expected: Vec<f32> =
+                naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
+            for (k, (a, e)) in out.iter().zip(&expected).enumerate() {
+                assert!((a - e).abs() <= 1e-5 * e.abs().max(1.0), "{window:?} at {k}: {a} against {e}");
+            }
+        }
+    }
 }
