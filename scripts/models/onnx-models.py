@@ -330,6 +330,8 @@ def main():
     parser.add_argument("--opset", type=int, default=17, help="the ONNX opset the importer upgrades the models to")
     parser.add_argument("--only", nargs="*", help="model names (default: all)")
     parser.add_argument("--built", action="store_true", help="the architectures built here, not the light models")
+    parser.add_argument("--onnx-only", action="store_true",
+                        help="NAME.onnx and NAME.input.npy alone (what scripts/bench/onnx-vs-onnxruntime.py needs)")
     args = parser.parse_args()
     tool = lambda name: str(Path(args.iree_tools) / name) if args.iree_tools else name
     out = Path(args.out)
@@ -347,6 +349,9 @@ def main():
         input_name, shape = input_shape(model)
         rng = np.random.default_rng(args.seed + 1)
         np.save(out / f"{name}.input.npy", rng.uniform(0.0, 1.0, shape).astype(np.float32))
+        if args.onnx_only:
+            print(f"{name}: input {input_name} {'x'.join(map(str, shape))}xf32 -> {out / name}.onnx", flush=True)
+            continue
         run([tool("iree-import-onnx"), f"--opset-version={args.opset}", str(out / f"{name}.onnx"), "-o",
              str(out / f"{name}.mlir")])
         run([tool("iree-compile"), "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
