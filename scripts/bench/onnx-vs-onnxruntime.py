@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """rtx's own kernels (`rtx bench --module=NAME.onnx`: the model imported to a BEF kernel graph, run on
 the `mstd` work queue) against onnxruntime's CPU provider on the same model and input, one process
-each, rounds alternating, and the outputs compared first (rtol 1e-4).
+each, rounds alternating, and the outputs compared first (rtol 1e-4, atol 1e-4 as the repository's
+architecture tests compare them).
 
     target/onnx-venv/bin/python scripts/models/onnx-models.py --onnx-only [--built]   # target/onnx-models
     target/onnx-venv/bin/python scripts/bench/onnx-vs-onnxruntime.py target/onnx-models [NAME...] \\
@@ -89,16 +90,17 @@ def main() -> int:
     parser.add_argument("--rtx", default=str(Path(__file__).resolve().parents[2] / "target/release/rtx"))
     args = parser.parse_args()
     names = args.names or sorted(path.stem for path in args.dir.glob("*.onnx"))
-    ratios = []
+    ratios, failed = [], False
     for name in names:
         model, input_path = args.dir / f"{name}.onnx", args.dir / f"{name}.input.npy"
         theirs = onnxruntime_outputs(model, input_path)
         ours = rtx_outputs(args.rtx, model, input_path, len(theirs))
-        for k, (a, b) in enumerate(zip(ours, theirs)):
-            if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-5):
-                worst = np.max(np.abs(a - b)) if a.shape == b.shape else "shape"
-                print(f"{name}: output {k} differs from onnxruntime's ({worst})", file=sys.stderr)
-                return 1
+        differing = [k for k, (a, b) in enumerate(zip(ours, theirs))
+                     if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-4)]
+        if differing:
+            print(f"{name}: outputs {differing} differ from onnxruntime's; not timed", flush=True)
+            failed = True
+            continue
         times = {"onnxruntime": [], "rtx": []}
         for _ in range(args.rounds):
             times["onnxruntime"].append(time_onnxruntime(model, input_path, args.seconds))
@@ -109,7 +111,7 @@ def main() -> int:
               "  (same outputs)", flush=True)
     if ratios:
         print(f"median rtx/onnxruntime over {len(ratios)} models: {statistics.median(ratios):.2f}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -59,13 +59,18 @@ impl<'a> KernelSite<'a> {
 
     /// The attribute named `name` (a BEF file needs its optional attribute-names section).
     pub fn named_attribute(&self, name: &str) -> Result<Attribute<'a>, KernelError> {
-        match self.program.attribute_position(self.record, name)? {
-            Some(i) => self.attribute(i),
-            None => Err(KernelError::new(
+        self.find_attribute(name)?.ok_or_else(|| {
+            KernelError::new(
                 StatusCode::NotFound,
                 format!("kernel `{}` has no attribute named `{name}`", self.kernel_name()),
-            )),
-        }
+            )
+        })
+    }
+
+    /// The attribute named `name`, `None` when the kernel has none: for attributes with defaults,
+    /// read without building the error an absent one would be.
+    pub fn find_attribute(&self, name: &str) -> Result<Option<Attribute<'a>>, KernelError> {
+        self.program.attribute_position(self.record, name)?.map(|i| self.attribute(i)).transpose()
     }
 
     pub fn num_functions(&self) -> usize {

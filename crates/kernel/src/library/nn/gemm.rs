@@ -1,8 +1,10 @@
 //! `nn.gemm.f32` (ONNX Gemm: `alpha * A' B' + beta * C`, `A'` and `B'` transposed when `transA`,
 //! `transB` are non-zero, `C` optional and broadcast to the result) and `nn.matmul.f32` (ONNX
 //! MatMul on matrices, or stacks of them sharing the right-hand matrix or one per stack entry).
-//! The inner loop is `matrixmultiply`'s packed GEMM; the result's rows are split over tasks.
+//! The inner loop is the `gemm` crate's packed GEMM (AVX-512, AVX2 or NEON micro-kernels chosen at
+//! run time); the result's rows are split over tasks.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::split::compute;
@@ -17,46 +19,16 @@ pub(crate) struct Matrix {
     pub columns: usize,
 }
 
-/// The element types `matrixmultiply`'s packed GEMM multiplies: f32 (`sgemm`) and f64 (`dgemm`).
-pub(crate) trait Packed: Copy {
-    /// `matrixmultiply`'s GEMM for this type.
-    ///
-    /// # Safety
-    /// As `matrixmultiply::sgemm`: every element the strides reach is inside its allocation.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        alpha: Self,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        rsc: isize,
-        csc: isize,
-    );
+/// The element types the `gemm` crate's packed GEMM multiplies here: f32 and f64.
+pub(crate) trait Packed: Copy + PartialEq + 'static {
+    const ZERO: Self;
 }
-
-macro_rules! packed {
-    ($($t:ty => $gemm:path),*) => {$(
-        impl Packed for $t {
-            #[inline]
-            unsafe fn raw(
-                m: usize, k: usize, n: usize, alpha: $t, a: *const $t, rsa: isize, csa: isize, b: *const $t,
-                rsb: isize, csb: isize, beta: $t, c: *mut $t, rsc: isize, csc: isize,
-            ) {
-                // SAFETY: the caller's contract is this function's.
-                unsafe { $gemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
-            }
-        }
-    )*};
+impl Packed for f32 {
+    const ZERO: f32 = 0.0;
 }
-packed!(f32 => matrixmultiply::sgemm, f64 => matrixmultiply::dgemm);
+impl Packed for f64 {
+    const ZERO: f64 = 0.0;
+}
 
 /// `c[i * ldc + j] = alpha * sum_p a(i, p) b(p, j) + beta * c[i * ldc + j]` for an `m x k` `a` and
 /// a `k x n` `b`.
@@ -79,23 +51,29 @@ pub(crate) fn packed_gemm<T: Packed>(
     assert!((m - 1) * ldc + n <= c.len(), "gemm result out of bounds");
     // SAFETY: every element the product reads, `a(i, p)` for `i < m, p < k` and `b(p, j)`, lies at
     // or before the last one checked above, and every element it writes, `c[i * ldc + j]`, within
-    // `c`; the exclusive borrow of `c` keeps it apart from `a` and `b`.
+    // `c`; the exclusive borrow of `c` keeps it apart from `a` and `b`. (The crate's `alpha` scales
+    // what `c` held, read only when `read_dst`; its `beta` scales the product.)
     unsafe {
-        T::raw(
+        gemm::gemm(
             m,
-            k,
             n,
-            alpha,
-            a.as_ptr().add(am.offset),
-            am.rows as isize,
-            am.columns as isize,
-            b.as_ptr().add(bm.offset),
-            bm.rows as isize,
-            bm.columns as isize,
-            beta,
+            k,
             c.as_mut_ptr(),
-            ldc as isize,
             1,
+            ldc as isize,
+            beta != T::ZERO,
+            a.as_ptr().add(am.offset),
+            am.columns as isize,
+            am.rows as isize,
+            b.as_ptr().add(bm.offset),
+            bm.columns as isize,
+            bm.rows as isize,
+            beta,
+            alpha,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
         );
     }
 }
@@ -133,11 +111,13 @@ fn gemm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         })?),
     };
     let (am, bm) = (operand(a.dims[1], trans_a), operand(b.dims[1], trans_b));
-    compute(frame, &[m, n], m, k * n, move |rows, out| {
+    // The block `rows x columns` of the result, in `out` (its rows `columns.len()` apart).
+    let block = move |rows: Range<usize>, columns: Range<usize>, out: &mut [f32]| {
+        let width = columns.len();
         let beta = match (&c, c_strides) {
             (Some(c), Some((rs, cs))) => {
-                for (i, row) in rows.clone().zip(out.chunks_exact_mut(n)) {
-                    for (j, value) in row.iter_mut().enumerate() {
+                for (i, row) in rows.clone().zip(out.chunks_exact_mut(width)) {
+                    for (j, value) in columns.clone().zip(row.iter_mut()) {
                         *value = beta * c.data[i * rs + j * cs];
                     }
                 }
@@ -146,8 +126,15 @@ fn gemm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             _ => 0.0,
         };
         let am = Matrix { offset: rows.start * am.rows, ..am };
-        packed_gemm((rows.len(), k, n), alpha, (&a.data, am), (&b.data, bm), beta, out, n);
-    })
+        let bm = Matrix { offset: columns.start * bm.columns, ..bm };
+        packed_gemm((rows.len(), k, width), alpha, (&a.data, am), (&b.data, bm), beta, out, width);
+    };
+    if m == 1 {
+        // One row (a batch of one through a fully connected layer) is dealt by columns, so that
+        // every worker streams its share of B.
+        return compute(frame, &[m, n], n, k, move |columns, out| block(0..1, columns, out));
+    }
+    compute(frame, &[m, n], m, k * n, move |rows, out| block(rows, 0..n, out))
 }
 
 /// The row and column strides of a `C` of `dims` broadcast to `[m, n]`, or `None`.
@@ -185,6 +172,15 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     dims.extend([m, n]);
     let stacks: usize = a.dims[..ra - 2].iter().product();
     let b = Arc::clone(&b);
+    if stacks * m == 1 {
+        // One row (a batch of one) is dealt by columns, so that every worker streams its share
+        // of the right-hand matrix.
+        return compute(frame, &dims, n, k, move |columns, out| {
+            let (am, bm) =
+                (Matrix { offset: 0, rows: k, columns: 1 }, Matrix { offset: columns.start, rows: n, columns: 1 });
+            packed_gemm((1, k, columns.len()), 1.0, (&a.data, am), (&b.data, bm), 0.0, out, columns.len());
+        });
+    }
     // Units are result rows of every stack entry together; a task's rows may cross entries.
     compute(frame, &dims, stacks * m, k * n, move |rows, out| {
         let mut row = rows.start;

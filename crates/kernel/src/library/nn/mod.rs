@@ -25,11 +25,10 @@ mod split;
 
 use std::sync::Arc;
 
-use crate::attribute::Attribute;
 use crate::dtype::DType;
 use crate::tensor::{DenseHostTensor, Element};
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
-use rtx_host::{Chain, StatusCode};
+use rtx_host::Chain;
 
 /// Registers every `nn.*` kernel.
 pub fn register_nn_kernels(registry: &mut KernelRegistry) {
@@ -120,18 +119,9 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
     Ok(Arc::new(Floats { dims, data }))
 }
 
-/// The attribute named `name`, or `None` when the kernel has no such attribute.
-fn named<'a>(site: &KernelSite<'a>, name: &str) -> Result<Option<Attribute<'a>>, KernelError> {
-    match site.named_attribute(name) {
-        Ok(attribute) => Ok(Some(attribute)),
-        Err(error) if error.0.code == StatusCode::NotFound => Ok(None),
-        Err(error) => Err(error),
-    }
-}
-
 /// The i64 array attribute `name`, `default` when absent.
 pub(crate) fn ints(site: &KernelSite<'_>, name: &str, default: &[i64]) -> Result<Vec<i64>, KernelError> {
-    Ok(match named(site, name)? {
+    Ok(match site.find_attribute(name)? {
         Some(attribute) => attribute.array::<i64>()?.to_vec(),
         None => default.to_vec(),
     })
@@ -139,7 +129,7 @@ pub(crate) fn ints(site: &KernelSite<'_>, name: &str, default: &[i64]) -> Result
 
 /// The i64 attribute `name`, `default` when absent.
 pub(crate) fn int(site: &KernelSite<'_>, name: &str, default: i64) -> Result<i64, KernelError> {
-    Ok(match named(site, name)? {
+    Ok(match site.find_attribute(name)? {
         Some(attribute) => attribute.scalar::<i64>()?,
         None => default,
     })
@@ -147,7 +137,7 @@ pub(crate) fn int(site: &KernelSite<'_>, name: &str, default: i64) -> Result<i64
 
 /// The f32 attribute `name`, `default` when absent.
 pub(crate) fn float(site: &KernelSite<'_>, name: &str, default: f32) -> Result<f32, KernelError> {
-    Ok(match named(site, name)? {
+    Ok(match site.find_attribute(name)? {
         Some(attribute) => attribute.scalar::<f32>()?,
         None => default,
     })

@@ -6,7 +6,7 @@
 //! `Identity` and `Dropout`.
 
 use super::dispatch::{any, float, integer, numeric};
-use super::tensors::{error, has_attribute, opset, unsupported, wide, Inputs, Typed, Value};
+use super::tensors::{error, has_attribute, opset, string, unsupported, walk, wide, Inputs, Typed, Value};
 use crate::dtype::DType;
 use crate::library::nn::float as float_attribute;
 use crate::library::nn::int;
@@ -140,17 +140,28 @@ fn map_broadcast<T: Value, R: Value>(
     frame: &KernelFrame<'_>,
     operands: &[Typed<T>],
     dtype: DType,
-    op: impl Fn(&[T]) -> Result<R, String>,
+    mut op: impl FnMut(&[T]) -> Result<R, String>,
 ) -> Result<DenseHostTensor, KernelError> {
     let shapes: Vec<&[usize]> = operands.iter().map(|o| &o.dims[..]).collect();
     let (out, strides) =
         broadcast(&shapes).ok_or_else(|| error(frame, format_args!("cannot broadcast the shapes {shapes:?}")))?;
     let mut values = Vec::with_capacity(out.iter().product());
     let mut arguments = Vec::with_capacity(operands.len());
-    for offsets in offsets(&out, &strides) {
+    let strides: Vec<&[usize]> = strides.iter().map(Vec::as_slice).collect();
+    let mut failure = None;
+    walk(&out, &strides, |offsets| {
+        if failure.is_some() {
+            return;
+        }
         arguments.clear();
-        arguments.extend(operands.iter().zip(&offsets).map(|(o, &k)| o.values[k]));
-        values.push(op(&arguments).map_err(|e| error(frame, e))?);
+        arguments.extend(operands.iter().zip(offsets).map(|(o, &k)| o.values[k]));
+        match op(&arguments) {
+            Ok(value) => values.push(value),
+            Err(e) => failure = Some(e),
+        }
+    });
+    if let Some(e) = failure {
+        return Err(error(frame, e));
     }
     Typed { dims: out, values }.into_tensor(frame, dtype)
 }
@@ -202,15 +213,23 @@ where
         let inputs = inputs_of(frame, arity)?;
         let dtype = same_type(frame, inputs.all())?;
         let site = **frame;
+        // Integers go to `integers` when there is one, exact; floats (and integers without it) to
+        // `op` as f64s. The buffers are reused from element to element.
+        let floats = matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
+        let exact_integers = integers.filter(|_| !floats);
+        let (mut exact, mut wide) = (Vec::new(), Vec::new());
         let result = numeric!(dtype, T => {
             let operands: Vec<Typed<T>> = inputs.all().iter().map(Typed::read).collect();
             map_broadcast(frame, &operands, dtype, |values: &[T]| {
-                if let Some(integers) = integers {
-                    if let Some(exact) = values.iter().map(|v| v.to_integer()).collect::<Option<Vec<i128>>>() {
+                if let Some(integers) = exact_integers {
+                    exact.clear();
+                    exact.extend(values.iter().filter_map(|v| v.to_integer()));
+                    if exact.len() == values.len() {
                         return integers(&site, &exact).map(T::from_integer);
                     }
                 }
-                let wide: Vec<f64> = values.iter().map(|v| v.to_f64()).collect();
+                wide.clear();
+                wide.extend(values.iter().map(|v| v.to_f64()));
                 op(&site, dtype, &wide).map(T::from_f64)
             })?
         }, return Err(unsupported(frame, dtype)));
@@ -506,7 +525,7 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_bitwise(registry, "BitwiseNot", UNARY, |_, bits, v| !v[0] & (u64::MAX >> (64 - bits)));
     register_bitwise(registry, "BitShift", BINARY, |site, bits, v| {
         let mask = u64::MAX >> (64 - bits);
-        let left = matches!(site.named_attribute("direction").and_then(|a| Ok(a.string()?)), Ok("LEFT"));
+        let left = matches!(string(site, "direction", ""), Ok("LEFT"));
         match (left, v[1] < u64::from(bits)) {
             (true, true) => (v[0] << v[1]) & mask,
             (false, true) => v[0] >> v[1],
@@ -557,7 +576,7 @@ pub(super) fn register(registry: &mut KernelRegistry) {
         Ok((attribute(site, "alpha", 0.2)? * x + attribute(site, "beta", 0.5)?).clamp(0.0, 1.0))
     });
     register_float(registry, "Gelu", |site, x| {
-        let tanh = matches!(site.named_attribute("approximate").and_then(|a| Ok(a.string()?)), Ok("tanh"));
+        let tanh = matches!(string(site, "approximate", "none"), Ok("tanh"));
         Ok(if tanh {
             0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044_715 * x * x * x)).tanh())
         } else {

@@ -1,7 +1,7 @@
 //! Products of tensors: `MatMul` (numpy's batched broadcasting, 1-D operands), `Gemm`, `Einsum`
 //! (any equation: implicit or explicit output, repeated labels, ellipses), and the quantized
 //! `MatMulInteger` and `QLinearMatMul`. Every number type multiplies: floats with
-//! `matrixmultiply`'s packed GEMM (half floats in f32), integers with plain loops that wrap as
+//! the `gemm` crate's packed GEMM (half floats in f32), integers with plain loops that wrap as
 //! the type does ([`Ring`]). `Det`: determinants of square matrices, by LU decomposition.
 
 use super::dispatch::numeric;

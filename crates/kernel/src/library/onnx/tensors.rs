@@ -19,6 +19,17 @@ use crate::{KernelError, KernelFrame, KernelSite};
 pub(crate) trait Value: Copy + PartialEq + PartialOrd + Send + Sync + 'static {
     fn load(dtype: DType, bytes: &[u8]) -> Self;
     fn store(self, dtype: DType, bytes: &mut [u8]);
+    /// Every element of `bytes` (of `dtype`, `size` bytes each): [`Value::load`] on each, which a
+    /// type may do faster by choosing its conversion once.
+    fn load_all(dtype: DType, size: usize, bytes: &[u8]) -> Vec<Self> {
+        bytes.chunks_exact(size).map(|b| Self::load(dtype, b)).collect()
+    }
+    /// [`Value::store`] of each of `values` into `bytes`.
+    fn store_all(values: &[Self], dtype: DType, size: usize, bytes: &mut [u8]) {
+        for (value, out) in values.iter().zip(bytes.chunks_exact_mut(size)) {
+            value.store(dtype, out);
+        }
+    }
     /// The value as a double (exact for every type but the widest integers).
     fn to_f64(self) -> f64;
     /// `value` converted as a C cast converts it (truncation towards zero, saturation of the
@@ -64,6 +75,26 @@ integer_value!(u8 => true, u16 => true, u32 => true, u64 => true, i8 => true, i1
                i64 => true, f64 => false);
 
 impl Value for f32 {
+    fn load_all(dtype: DType, size: usize, bytes: &[u8]) -> Vec<f32> {
+        match dtype {
+            DType::F32 => bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            _ => bytes.chunks_exact(size).map(|b| f32::load(dtype, b)).collect(),
+        }
+    }
+    fn store_all(values: &[f32], dtype: DType, size: usize, bytes: &mut [u8]) {
+        match dtype {
+            DType::F32 => {
+                for (value, out) in values.iter().zip(bytes.chunks_exact_mut(4)) {
+                    out.copy_from_slice(&value.to_le_bytes());
+                }
+            }
+            _ => {
+                for (value, out) in values.iter().zip(bytes.chunks_exact_mut(size)) {
+                    value.store(dtype, out);
+                }
+            }
+        }
+    }
     #[inline]
     fn load(dtype: DType, bytes: &[u8]) -> f32 {
         let bits16 = || u16::from_le_bytes([bytes[0], bytes[1]]);
@@ -137,7 +168,7 @@ impl<T: Value> Typed<T> {
     pub fn read(tensor: &DenseHostTensor) -> Typed<T> {
         let dtype = tensor.dtype();
         let size = dtype.byte_size().expect("dense tensors have sized elements");
-        let values = tensor.with_bytes(|bytes| bytes.chunks_exact(size).map(|b| T::load(dtype, b)).collect());
+        let values = tensor.with_bytes(|bytes| T::load_all(dtype, size, bytes));
         Typed { dims: dims(tensor), values }
     }
 
@@ -146,11 +177,7 @@ impl<T: Value> Typed<T> {
         let shape = TensorShape::new(self.dims.iter().map(|&d| d as i64).collect())?;
         let tensor = DenseHostTensor::new_zeroed(frame.host(), dtype, shape)?;
         let size = dtype.byte_size().expect("dense tensors have sized elements");
-        tensor.buffer().with_bytes_mut(|bytes| {
-            for (value, out) in self.values.iter().zip(bytes.chunks_exact_mut(size)) {
-                value.store(dtype, out);
-            }
-        })?;
+        tensor.buffer().with_bytes_mut(|bytes| T::store_all(&self.values, dtype, size, bytes))?;
         Ok(tensor)
     }
 }
@@ -227,10 +254,9 @@ pub(crate) fn count(dims: &[usize]) -> Result<usize, String> {
 
 /// The string attribute `name`, `default` when the kernel has none.
 pub(crate) fn string<'a>(site: &KernelSite<'a>, name: &str, default: &'a str) -> Result<&'a str, KernelError> {
-    match site.named_attribute(name) {
-        Ok(attribute) => Ok(attribute.string()?),
-        Err(e) if e.0.code == rtx_host::StatusCode::NotFound => Ok(default),
-        Err(e) => Err(e),
+    match site.find_attribute(name)? {
+        Some(attribute) => Ok(attribute.string()?),
+        None => Ok(default),
     }
 }
 
@@ -299,7 +325,7 @@ pub(crate) fn narrow(
 
 /// Whether the kernel has the attribute `name` (where its absence means something of its own).
 pub(crate) fn has_attribute(site: &KernelSite<'_>, name: &str) -> bool {
-    site.named_attribute(name).is_ok()
+    matches!(site.find_attribute(name), Ok(Some(_)))
 }
 
 /// The elements of a tensor of integers as i64s (saturating), or of floats truncated: shapes,
@@ -632,18 +658,9 @@ impl Typed<f64> {
     }
 }
 
-/// The attribute `name`, `None` when the kernel has none.
-fn named<'a>(site: &KernelSite<'a>, name: &str) -> Result<Option<crate::attribute::Attribute<'a>>, KernelError> {
-    match site.named_attribute(name) {
-        Ok(attribute) => Ok(Some(attribute)),
-        Err(e) if e.0.code == rtx_host::StatusCode::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The float array attribute `name` (ONNX's FLOATS), empty when the kernel has none.
 pub(crate) fn floats(site: &KernelSite<'_>, name: &str) -> Result<Vec<f32>, KernelError> {
-    Ok(match named(site, name)? {
+    Ok(match site.find_attribute(name)? {
         Some(attribute) => attribute.array::<f32>()?.to_vec(),
         None => Vec::new(),
     })
@@ -652,7 +669,7 @@ pub(crate) fn floats(site: &KernelSite<'_>, name: &str) -> Result<Vec<f32>, Kern
 /// The string array attribute `name` (ONNX's STRINGS, an aggregate of strings), empty when the
 /// kernel has none.
 pub(crate) fn strings(site: &KernelSite<'_>, name: &str) -> Result<Vec<String>, KernelError> {
-    let Some(attribute) = named(site, name)? else { return Ok(Vec::new()) };
+    let Some(attribute) = site.find_attribute(name)? else { return Ok(Vec::new()) };
     let aggregate = attribute.aggregate()?;
     (0..aggregate.len()).map(|i| Ok(aggregate.get(i)?.string()?.to_owned())).collect()
 }
@@ -660,7 +677,7 @@ pub(crate) fn strings(site: &KernelSite<'_>, name: &str) -> Result<Vec<String>, 
 /// The elements of the tensor attribute `name` (ONNX's TENSOR, any number type) as f64s, `None`
 /// when the kernel has none.
 pub(crate) fn dense_values(site: &KernelSite<'_>, name: &str) -> Result<Option<Vec<f64>>, KernelError> {
-    let Some(attribute) = named(site, name)? else { return Ok(None) };
+    let Some(attribute) = site.find_attribute(name)? else { return Ok(None) };
     let dense = attribute.dense()?;
     let dtype = dense.dtype;
     let size = dtype.byte_size().ok_or_else(|| unsupported(site, dtype))?;
