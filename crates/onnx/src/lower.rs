@@ -53,6 +53,62 @@ pub struct Lowering {
 
 type Attrs<'a> = Vec<(&'a str, AttrId)>;
 
+/// Operators whose first output has the element type of their input at this index.
+const SAME_TYPE: &[(&str, usize)] = &[
+    ("Abs", 0),
+    ("Add", 0),
+    ("AveragePool", 0),
+    ("BatchNormalization", 0),
+    ("Clip", 0),
+    ("Concat", 0),
+    ("Conv", 0),
+    ("ConvTranspose", 0),
+    ("Div", 0),
+    ("Elu", 0),
+    ("Erf", 0),
+    ("Exp", 0),
+    ("Expand", 0),
+    ("Flatten", 0),
+    ("Gather", 0),
+    ("Gelu", 0),
+    ("Gemm", 0),
+    ("GlobalAveragePool", 0),
+    ("GlobalMaxPool", 0),
+    ("GroupNormalization", 0),
+    ("HardSigmoid", 0),
+    ("HardSwish", 0),
+    ("InstanceNormalization", 0),
+    ("LayerNormalization", 0),
+    ("LeakyRelu", 0),
+    ("Log", 0),
+    ("LogSoftmax", 0),
+    ("MatMul", 0),
+    ("MaxPool", 0),
+    ("Mul", 0),
+    ("Neg", 0),
+    ("Pad", 0),
+    ("Reciprocal", 0),
+    ("ReduceMax", 0),
+    ("ReduceMean", 0),
+    ("ReduceSum", 0),
+    ("Relu", 0),
+    ("Reshape", 0),
+    ("Resize", 0),
+    ("Sigmoid", 0),
+    ("Slice", 0),
+    ("Softmax", 0),
+    ("Split", 0),
+    ("Sqrt", 0),
+    ("Squeeze", 0),
+    ("Sub", 0),
+    ("Tanh", 0),
+    ("Tile", 0),
+    ("Transpose", 0),
+    ("Unsqueeze", 0),
+    ("Upsample", 0),
+    ("Where", 1),
+];
+
 /// The most elements a `ConstantOfShape` of a constant shape is folded to at import.
 const FOLDED_FILL_ELEMENTS: usize = 1 << 16;
 
@@ -488,8 +544,17 @@ impl Lowering {
             attrs.push((name, value));
         }
         let ids = self.emit.kernel_results(kernel, &node.name, &operands, attrs, node.proto.output.len());
-        for (name, id) in node.proto.output.iter().zip(ids).filter(|(name, _)| !name.is_empty()) {
-            self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem: None });
+        // The element type of what the kernel makes, where an operator's first output (Split's
+        // every output) is of the type of its data input: the nodes downstream of it may then
+        // take the `nn.*` layers.
+        let elem = SAME_TYPE
+            .iter()
+            .find(|(op, _)| *op == node.op)
+            .and_then(|&(_, data)| node.input(data))
+            .and_then(|name| self.elem_of(name));
+        for (k, (name, id)) in node.proto.output.iter().zip(ids).enumerate().filter(|(_, (name, _))| !name.is_empty()) {
+            let elem = elem.filter(|_| k == 0 || node.op == "Split");
+            self.values.insert(name.clone(), Val::Tensor { id, shape: None, elem });
         }
         Ok(())
     }
