@@ -453,7 +453,14 @@ impl Lowering {
         };
         match node.op {
             "Conv" => {
-                planar(node.ints("kernel_shape").or_else(|| shape(1).map(|s| s.iter().skip(2).copied().collect())))
+                let kernel =
+                    node.ints("kernel_shape").or_else(|| shape(1).map(|s| s.iter().skip(2).copied().collect()));
+                // A 1-D convolution is a 2-D one of a single row (see `conv_1d`), given its padding.
+                let linear = kernel.as_ref().is_some_and(|k| k.len() == 1)
+                    && shape(0).is_none_or(|s| s.len() == 3)
+                    && (matches!(node.string("auto_pad").as_deref(), None | Some("NOTSET" | "VALID"))
+                        || shape(0).is_some());
+                linear || planar(kernel)
             }
             "MaxPool" | "AveragePool" => {
                 planar(node.ints("kernel_shape"))
@@ -835,11 +842,16 @@ impl Lowering {
         }
         let kernel_shape = match (node.ints("kernel_shape"), &sw) {
             (Some(k), _) => k,
-            (None, Some(sw)) if sw.len() == 4 => sw[2..].to_vec(),
+            (None, Some(sw)) if sw.len() >= 3 => sw[2..].to_vec(),
             _ => return Err(node.error("its filter's shape is not known at import")),
         };
+        if kernel_shape.len() == 1 {
+            return self.conv_1d(node, operands, &kernel_shape, sx);
+        }
         if kernel_shape.len() != 2 {
-            return Err(node.error(format!("only 2-D convolutions are supported, not kernel_shape {kernel_shape:?}")));
+            return Err(
+                node.error(format!("only 1-D and 2-D convolutions are supported, not kernel_shape {kernel_shape:?}"))
+            );
         }
         let window = Window::read(node, &kernel_shape, sx.as_deref())?;
         let group = node.int("group", 1);
@@ -850,6 +862,34 @@ impl Lowering {
         let mut attrs = window.attrs(&mut self.emit);
         attrs.push(("group", self.emit.int(group)));
         self.kernel(node, "nn.conv2d.f32", &operands, attrs, out)
+    }
+
+    /// A 1-D convolution as a 2-D one of a single row: `[N, C, L]` viewed as `[N, C, 1, L]` (and
+    /// the filters as `[M, C/group, 1, K]`), convolved, and the result viewed back as `[N, M, L']`;
+    /// the views copy nothing.
+    fn conv_1d(
+        &mut self,
+        node: &Node<'_>,
+        mut operands: Vec<ValueId>,
+        kernel: &[i64],
+        sx: Option<Vec<i64>>,
+    ) -> Result<(), ImportError> {
+        let window = Window::read_1d(node, kernel, sx.as_deref())?;
+        let lift = self.emit.ints(&[0, 0, 1, -1]);
+        for operand in &mut operands[..2] {
+            *operand = self.emit.kernel("nn.reshape", &node.name, &[*operand], vec![("shape", lift)]);
+        }
+        let mut attrs = window.attrs(&mut self.emit);
+        attrs.push(("group", self.emit.int(node.int("group", 1))));
+        let rows = self.emit.kernel("nn.conv2d.f32", &node.name, &operands, attrs);
+        let drop = self.emit.ints(&[0, 0, -1]);
+        let out = self.emit.kernel("nn.reshape", &node.name, &[rows], vec![("shape", drop)]);
+        let sw = self.shape_of(node.required(1)?);
+        let shape = match (&sx, sw) {
+            (Some(sx), Some(sw)) if window.known => Some(vec![sx[0], sw[0], window.out[1]]),
+            _ => None,
+        };
+        self.define(node, Val::Tensor { id: out, shape, elem: Some(Elem::F32) })
     }
 
     fn pool(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
@@ -967,7 +1007,36 @@ impl Window {
     fn read(node: &Node<'_>, kernel: &[i64], input: Option<&[i64]>) -> Result<Window, ImportError> {
         let strides = node.ints("strides").unwrap_or_else(|| vec![1, 1]);
         let dilations = node.ints("dilations").unwrap_or_else(|| vec![1, 1]);
-        let mut pads = node.ints("pads").unwrap_or_else(|| vec![0; 4]);
+        let pads = node.ints("pads").unwrap_or_else(|| vec![0; 4]);
+        Window::new(node, kernel, input, strides, dilations, pads)
+    }
+
+    /// The window of a 1-D node (`kernel` of one size, `input` `[N, C, L]`) as a 2-D one over
+    /// `[N, C, 1, L]`: one row, the node's strides, dilations and pads along the columns.
+    fn read_1d(node: &Node<'_>, kernel: &[i64], input: Option<&[i64]>) -> Result<Window, ImportError> {
+        let one = |name: &str, default: i64| match node.ints(name) {
+            None => Ok(default),
+            Some(values) if values.len() == 1 => Ok(values[0]),
+            Some(values) => Err(node.error(format!("{name} {values:?} is not 1-D"))),
+        };
+        let pads = match node.ints("pads").as_deref() {
+            None => vec![0; 4],
+            Some(&[begin, end]) => vec![0, begin, 0, end],
+            Some(other) => return Err(node.error(format!("pads {other:?} are not 1-D"))),
+        };
+        let lifted = input.filter(|dims| dims.len() == 3).map(|dims| vec![dims[0], dims[1], 1, dims[2]]);
+        let (strides, dilations) = (vec![1, one("strides", 1)?], vec![1, one("dilations", 1)?]);
+        Window::new(node, &[1, kernel[0]], lifted.as_deref(), strides, dilations, pads)
+    }
+
+    fn new(
+        node: &Node<'_>,
+        kernel: &[i64],
+        input: Option<&[i64]>,
+        strides: Vec<i64>,
+        dilations: Vec<i64>,
+        mut pads: Vec<i64>,
+    ) -> Result<Window, ImportError> {
         if strides.len() != 2 || dilations.len() != 2 || pads.len() != 4 {
             return Err(
                 node.error(format!("strides {strides:?}, dilations {dilations:?} or pads {pads:?} are not 2-D"))
