@@ -113,30 +113,39 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     }
     let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
     let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
-    let input_strides = strides(&dims);
-    // The input stride of each output axis, so the copy walks the output in order.
-    let walk: Vec<usize> = perm.iter().map(|&p| input_strides[p]).collect();
+    // Trailing axes the permutation keeps in place are copied as one run of contiguous elements
+    // (a channel shuffle moves whole planes); the odometer walks the axes before them.
+    let kept = (0..rank).rev().take_while(|&axis| perm[axis] == axis).count();
+    let outer = rank - kept;
     let size = tensor.dtype().byte_size().expect("dense tensors have sized elements");
+    let run = dims[outer..].iter().product::<usize>() * size;
+    let input_strides = strides(&dims);
+    // The input stride (in runs' elements) of each outer output axis, so the copy walks the
+    // output in order.
+    let walk: Vec<usize> = perm[..outer].iter().map(|&p| input_strides[p] * size).collect();
     let shape = TensorShape::new(out_dims.iter().map(|&d| d as i64).collect())?;
     let out = DenseHostTensor::new_zeroed(frame.host(), tensor.dtype(), shape)?;
-    let input = tensor.buffer().to_vec();
-    out.buffer().with_bytes_mut(|bytes| {
-        let mut index = vec![0usize; rank];
-        let mut from = 0usize;
-        for element in bytes.chunks_exact_mut(size) {
-            element.copy_from_slice(&input[from * size..(from + 1) * size]);
-            // Next output index, odometer style, keeping `from` in step.
-            for axis in (0..rank).rev() {
-                index[axis] += 1;
-                from += walk[axis];
-                if index[axis] < out_dims[axis] {
-                    break;
+    if run > 0 {
+        tensor.with_bytes(|input| {
+            out.buffer().with_bytes_mut(|bytes| {
+                let mut index = vec![0usize; outer];
+                let mut from = 0usize;
+                for target in bytes.chunks_exact_mut(run) {
+                    target.copy_from_slice(&input[from..from + run]);
+                    // Next outer output index, odometer style, keeping `from` in step.
+                    for axis in (0..outer).rev() {
+                        index[axis] += 1;
+                        from += walk[axis];
+                        if index[axis] < out_dims[axis] {
+                            break;
+                        }
+                        from -= walk[axis] * index[axis];
+                        index[axis] = 0;
+                    }
                 }
-                from -= walk[axis] * index[axis];
-                index[axis] = 0;
-            }
-        }
-    })?;
+            })
+        })?;
+    }
     frame.emplace_result(0, out)
 }
 
