@@ -6,6 +6,7 @@
 
 use super::tensors::{element_count, error, filled, floats, integers, read_floats, string, strings, Inputs, Typed};
 use crate::dtype::DType;
+use crate::library::nn::gemm::{packed_gemm, Matrix};
 use crate::library::nn::{float as float_attribute, int};
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
@@ -156,10 +157,19 @@ struct States {
     c: Vec<f64>,
 }
 
-/// `row · v` for each row of the `rows × v.len()` matrix `m`, added to `out`.
+/// `row · v` for each row of the `rows × v.len()` matrix `m`, added to `out`. Four partial sums
+/// per row, so that the compiler keeps them in vector lanes.
 fn multiply_add(m: &[f64], v: &[f64], out: &mut [f64]) {
     for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len().max(1))) {
-        *o += row.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
+        let mut lanes = [0.0f64; 4];
+        let (rows, vs) = (row.chunks_exact(4), v.chunks_exact(4));
+        let tail: f64 = rows.remainder().iter().zip(vs.remainder()).map(|(a, b)| a * b).sum();
+        for (a, b) in rows.zip(vs) {
+            for k in 0..4 {
+                lanes[k] += a[k] * b[k];
+            }
+        }
+        *o += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail;
     }
 }
 
@@ -176,6 +186,15 @@ impl Layer {
             let (wb, rb) = self.b[d * 2 * g..][..2 * g].split_at(g);
             let p = &self.p[d * 3 * h..][..3 * h];
             let act = &self.activations[d];
+            // `W·x + Wb` of every time step and batch entry at once: one GEMM, `[seq * batch, g]`.
+            let rows = self.seq * batch;
+            let mut xw_all = filled(super::tensors::count(&[rows, g])?, 0.0)?;
+            for row in xw_all.chunks_exact_mut(g.max(1)) {
+                row.copy_from_slice(wb);
+            }
+            let xs = Matrix { offset: 0, rows: self.input, columns: 1 };
+            let ws = Matrix { offset: 0, rows: 1, columns: self.input };
+            packed_gemm((rows, self.input, g), 1.0, (&self.x, xs), (w, ws), 1.0, &mut xw_all, g);
             for n in 0..batch {
                 let state = (d * batch + n) * h..(d * batch + n + 1) * h;
                 let mut hs = self.h0[state.clone()].to_vec();
@@ -183,12 +202,10 @@ impl Layer {
                 let len = self.lens[n];
                 for step in 0..len {
                     let t = if reverse { len - 1 - step } else { step };
-                    let x = &self.x[(t * batch + n) * self.input..][..self.input];
-                    let mut xw = wb.to_vec();
-                    multiply_add(w, x, &mut xw);
+                    let xw = &xw_all[(t * batch + n) * g..][..g];
                     let mut hr = rb.to_vec();
                     multiply_add(r, &hs, &mut hr);
-                    hs = self.step(act, p, r, rb, &xw, &hr, &hs, &mut cs);
+                    hs = self.step(act, p, r, rb, xw, &hr, &hs, &mut cs);
                     y[((t * dirs + d) * batch + n) * h..][..h].copy_from_slice(&hs);
                 }
                 final_h[state.clone()].copy_from_slice(&hs);
