@@ -304,6 +304,33 @@ fn from_bits<T: Value>(word: u64, bits: u32) -> T {
     T::load(DType::UI64, &word.to_le_bytes()[..(bits / 8) as usize])
 }
 
+/// Functions computed in a float type's own precision: libm's f32 `erff` (within an ulp) costs a
+/// fraction of the f64 series, which f32 results would round away.
+trait Special: Sized {
+    fn erf(self) -> Self;
+    /// GELU: `x Φ(x)`, or its tanh approximation.
+    fn gelu(self, tanh: bool) -> Self;
+}
+
+macro_rules! special {
+    ($($t:ident => $erf:path),*) => {$(
+        impl Special for $t {
+            fn erf(self) -> $t {
+                $erf(self)
+            }
+            fn gelu(self, tanh: bool) -> $t {
+                use std::$t::consts::{FRAC_2_PI, SQRT_2};
+                if tanh {
+                    0.5 * self * (1.0 + (FRAC_2_PI.sqrt() * (self + 0.044_715 * self * self * self)).tanh())
+                } else {
+                    0.5 * self * (1.0 + $erf(self / SQRT_2))
+                }
+            }
+        }
+    )*};
+}
+special!(f32 => libm::erff, f64 => libm::erf);
+
 /// A function of one float input (`f16`, `bf16`, `f32`, `f64`), computed in f64.
 fn register_float(registry: &mut KernelRegistry, name: &str, op: fn(&KernelSite<'_>, f64) -> Result<f64, String>) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
@@ -552,7 +579,24 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     register_float(registry, "Acosh", |_, x| Ok(x.acosh()));
     register_float(registry, "Atanh", |_, x| Ok(x.atanh()));
     register_float(registry, "Tanh", |_, x| Ok(x.tanh()));
-    register_float(registry, "Erf", |_, x| Ok(libm::erf(x)));
+    // Erf and GELU in the elements' own precision (see `Special`), GELU's form read once.
+    for name in ["Erf", "Gelu"] {
+        registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
+            let inputs = inputs_of(frame, UNARY)?;
+            let x = &inputs.all()[0];
+            let dtype = x.dtype();
+            let tanh = string(frame, "approximate", "none")? == "tanh";
+            let result = float!(dtype, T => {
+                let x = Typed::<T>::read(x);
+                let values = match name {
+                    "Erf" => x.values.iter().map(|&v| Special::erf(v)).collect(),
+                    _ => x.values.iter().map(|&v| v.gelu(tanh)).collect(),
+                };
+                Typed::<T> { dims: x.dims, values }.into_tensor(frame, dtype)?
+            }, return Err(unsupported(frame, dtype)));
+            frame.emplace_result(0, result)
+        });
+    }
     register_float(registry, "Sigmoid", |_, x| Ok(1.0 / (1.0 + (-x).exp())));
     register_float(registry, "Softplus", |_, x| Ok(if x > 30.0 { x } else { x.exp().ln_1p() }));
     register_float(registry, "Softsign", |_, x| Ok(x / (1.0 + x.abs())));
@@ -574,14 +618,6 @@ pub(super) fn register(registry: &mut KernelRegistry) {
     });
     register_float(registry, "HardSigmoid", |site, x| {
         Ok((attribute(site, "alpha", 0.2)? * x + attribute(site, "beta", 0.5)?).clamp(0.0, 1.0))
-    });
-    register_float(registry, "Gelu", |site, x| {
-        let tanh = matches!(string(site, "approximate", "none"), Ok("tanh"));
-        Ok(if tanh {
-            0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044_715 * x * x * x)).tanh())
-        } else {
-            0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
-        })
     });
     register_float_test(registry, "IsNaN", |_, x| Ok(x.is_nan()));
     register_float_test(registry, "IsInf", |site, x| {
