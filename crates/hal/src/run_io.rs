@@ -224,6 +224,11 @@ impl Report {
     fn failed(stdout: String, error: String) -> Report {
         Report { stdout, error: Some(error), status: 1 }
     }
+
+    /// The results could not be read back.
+    fn unreadable(error: &Diagnostic) -> Report {
+        Report::failed(String::new(), status_line(error, &["reading function outputs", "processing function outputs"]))
+    }
 }
 
 /// Prints, writes or compares `results` (of a function returning `result_kinds`) as
@@ -232,10 +237,7 @@ impl Report {
 pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOptions, directory: &Path) -> Report {
     let results = match results.iter().map(result_value).collect::<Result<Vec<_>, _>>() {
         Ok(results) => results,
-        Err(e) => {
-            let line = status_line(&e, &["reading function outputs", "processing function outputs"]);
-            return Report::failed(String::new(), line);
-        }
+        Err(e) => return Report::unreadable(&e),
     };
     let mut remaining = Remaining(result_kinds.iter());
     let expected = move |text: &str, files: &mut InputFiles| {
@@ -244,10 +246,18 @@ pub fn report(results: &[Value], result_kinds: &[ValueKind], options: &OutputOpt
     report_values(results, expected, options, directory)
 }
 
-/// [`report`] for a kernel graph's results, read back to the host: expectations parse as its
-/// inputs do ([`parse_graph_inputs`]); a sequence is written to a `.npz` file, strings to `.npy`.
-pub fn report_graph(results: Vec<ResultValue>, options: &OutputOptions, directory: &Path) -> Report {
-    report_values(results, parse_graph_input, options, directory)
+/// [`report`] for a kernel graph's results, read back to the host (or the error reading them):
+/// expectations parse as its inputs do ([`parse_graph_inputs`]); a sequence is written to a
+/// `.npz` file, strings to `.npy`.
+pub fn report_graph(
+    results: Result<Vec<ResultValue>, Diagnostic>,
+    options: &OutputOptions,
+    directory: &Path,
+) -> Report {
+    match results {
+        Ok(results) => report_values(results, parse_graph_input, options, directory),
+        Err(e) => Report::unreadable(&e),
+    }
 }
 
 /// What [`report`] and [`report_graph`] share, given how an expectation parses.

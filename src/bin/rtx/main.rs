@@ -347,14 +347,9 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
             let report = match results {
                 Results::Vm(results) => run_io::report(&results, &prepared.result_kinds, &options, here),
                 #[cfg(feature = "tfrt")]
-                Results::Bef(results) => match results.iter().map(host_values::from_async_value).collect() {
-                    Ok(results) => run_io::report_graph(results, &options, here),
-                    Err(e) => {
-                        let line =
-                            run_io::status_line(&e, &["reading function outputs", "processing function outputs"]);
-                        run_io::Report { stdout: String::new(), error: Some(line), status: 1 }
-                    }
-                },
+                Results::Bef(results) => {
+                    run_io::report_graph(results.iter().map(host_values::from_async_value).collect(), &options, here)
+                }
             };
             print!("{}", report.stdout);
             if let Some(line) = report.error {

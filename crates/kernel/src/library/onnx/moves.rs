@@ -7,7 +7,7 @@
 use rtx_host::AsyncValueRef;
 
 use super::strings::new_strings;
-use super::tensors::error;
+use super::tensors::{dims, error};
 use crate::dtype::DType;
 use crate::registry::Kernel;
 use crate::tensor::{DenseHostTensor, StringHostTensor};
@@ -115,8 +115,7 @@ fn numbered(
         .map(|n| usize::try_from(n).ok().and_then(|n| table.get(n)).map(|s| (*s).to_owned()))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| error(frame, "a moved element is no string of the operands"))?;
-    let dims: Vec<usize> = numbers.shape().dims().iter().map(|&d| d as usize).collect();
-    new_strings(frame, &dims, strings)
+    new_strings(frame, &dims(numbers), strings)
 }
 
 #[cfg(test)]

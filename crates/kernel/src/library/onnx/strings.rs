@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::dispatch::any;
 use super::elementwise::broadcast;
-use super::tensors::{error, filled, floats, string, strings, unsupported, walk, with_capacity, Typed, Value};
+use super::tensors::{dims, error, filled, floats, string, strings, unsupported, walk, with_capacity, Typed, Value};
 use crate::dtype::DType;
 use crate::library::nn::{float, int, ints};
 use crate::tensor::{DenseHostTensor, StringHostTensor, TensorShape};
@@ -499,17 +499,13 @@ pub(super) fn cast(frame: &KernelFrame<'_>, to: i64) -> Result<Option<Cast>, Ker
             Typed::<T>::read(x).values.iter().map(|v| v.to_integer().map_or_else(|| v.to_f64().to_string(), |n| n.to_string())).collect()
         }, return Err(unsupported(frame, dtype))),
     };
-    Ok(Some(Cast::Strings(new_strings(frame, &dims_of(x), texts)?)))
+    Ok(Some(Cast::Strings(new_strings(frame, &dims(x), texts)?)))
 }
 
 /// What [`cast`] makes.
 pub(super) enum Cast {
     Strings(StringHostTensor),
     Dense(DenseHostTensor),
-}
-
-fn dims_of(x: &DenseHostTensor) -> Vec<usize> {
-    x.shape().dims().iter().map(|&d| d as usize).collect()
 }
 
 /// A number of `T` from text: an integer exactly where it is one, anything else through f64.
