@@ -19,13 +19,13 @@
 mod constant;
 mod emit;
 mod error;
+mod fuse;
 mod lower;
 mod node;
 #[allow(clippy::all, clippy::pedantic)]
 mod proto;
 mod source;
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -100,14 +100,14 @@ pub fn import_from(bytes: ModelBytes, folder: Option<&Path>) -> Result<rtx_mlir:
         .iter()
         .filter(|i| !initializers.contains_key(i.name()) && !string_initializers.iter().any(|t| t.name() == i.name()))
         .collect();
-    let mut used: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
-    used.extend(graph.output.iter().map(|o| o.name().to_owned()));
+    let mut uses = std::collections::HashMap::new();
+    lower::count_uses(graph, &mut uses);
 
     let name = graph.name.as_deref().filter(|name| !name.is_empty()).unwrap_or(UNNAMED_GRAPH);
     let emit = Emitter::new(arguments.len());
     let ids = emit.arguments();
     let ml_opset = model.opset_import.iter().find(|o| o.domain() == ML_DOMAIN).and_then(|o| o.version).unwrap_or(1);
-    let mut lowering = Lowering::new(emit, (opset.unwrap_or(0), ml_opset), used, source, name);
+    let mut lowering = Lowering::new(emit, (opset.unwrap_or(0), ml_opset), uses, source, name);
     for (name, value) in initializers {
         lowering.values.insert(name, Val::Const(value));
     }

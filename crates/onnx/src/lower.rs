@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
+use super::fuse::{Operand, PendingConv};
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
 use super::proto::tensor_proto::DataType;
@@ -37,12 +38,14 @@ pub struct Lowering {
     pub values: HashMap<String, Val>,
     /// Constants already made into tensors by `nn.constant`.
     materialized: HashMap<String, ValueId>,
+    /// Convolutions not yet written, by the name of their (fused) result (see [`super::fuse`]).
+    pub pending: HashMap<String, PendingConv>,
     /// The default domain's opset version (0 when the model imports none).
     opset: i64,
     /// The `ai.onnx.ml` domain's opset version.
     ml_opset: i64,
-    /// Every name some node or the graph's outputs read.
-    used: HashSet<String>,
+    /// How many times each name is read: by nodes, their subgraphs and the graph's outputs.
+    pub uses: HashMap<String, usize>,
     /// Where the model's tensors are stored, which `Constant` nodes' data may share.
     source: Rc<Source>,
     /// The name of the model's function, which its subgraphs' functions extend.
@@ -116,17 +119,29 @@ impl Lowering {
     pub fn new(
         emit: Emitter,
         (opset, ml_opset): (i64, i64),
-        used: HashSet<String>,
+        uses: HashMap<String, usize>,
         source: Rc<Source>,
         prefix: &str,
     ) -> Lowering {
         let prefix = prefix.to_owned();
-        let materialized = HashMap::new();
-        Lowering { emit, values: HashMap::new(), materialized, opset, ml_opset, used, source, prefix, functions: 0 }
+        let (materialized, pending) = (HashMap::new(), HashMap::new());
+        Lowering {
+            emit,
+            values: HashMap::new(),
+            materialized,
+            pending,
+            opset,
+            ml_opset,
+            uses,
+            source,
+            prefix,
+            functions: 0,
+        }
     }
 
     /// The value `name` as a kernel operand: a tensor, `nn.constant` for a constant.
     pub fn tensor(&mut self, name: &str, node: &Node<'_>) -> Result<(ValueId, Option<Vec<i64>>), ImportError> {
+        self.settle(name);
         match self.values.get(name) {
             None => {
                 Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
@@ -147,6 +162,7 @@ impl Lowering {
 
     /// The value `name` as an operand of an `onnx.*` kernel, which takes any element type.
     pub fn any_tensor(&mut self, name: &str, node: &Node<'_>) -> Result<ValueId, ImportError> {
+        self.settle(name);
         match self.values.get(name) {
             None => {
                 Err(node.error(format!("its input `{name}` is no graph input, initializer or earlier node's output")))
@@ -157,19 +173,24 @@ impl Lowering {
     }
 
     /// The constant `name` as a tensor: `nn.constant`, made once per constant.
-    fn materialize(&mut self, name: &str) -> ValueId {
+    pub fn materialize(&mut self, name: &str) -> ValueId {
         if let Some(&id) = self.materialized.get(name) {
             return id;
         }
         let Some(Val::Const(constant)) = self.values.get(name) else { unreachable!("callers pass constants") };
-        let value = self.emit.dense(&constant.clone());
-        let id = self.emit.kernel("nn.constant", name, &[], vec![("value", value)]);
+        let id = self.constant_kernel(&constant.clone(), name);
         self.materialized.insert(name.to_owned(), id);
         id
     }
 
+    /// `nn.constant` of `constant`, at the location `name`.
+    pub fn constant_kernel(&mut self, constant: &Constant, name: &str) -> ValueId {
+        let value = self.emit.dense(constant);
+        self.emit.kernel("nn.constant", name, &[], vec![("value", value)])
+    }
+
     /// The element type of `name` when known at import.
-    fn elem_of(&self, name: &str) -> Option<Elem> {
+    pub fn elem_of(&self, name: &str) -> Option<Elem> {
         match self.values.get(name)? {
             Val::Tensor { elem, .. } => *elem,
             Val::Const(constant) => Some(constant.elem),
@@ -190,14 +211,14 @@ impl Lowering {
     }
 
     /// The dimensions of `name` when known.
-    fn shape_of(&self, name: &str) -> Option<Vec<i64>> {
+    pub fn shape_of(&self, name: &str) -> Option<Vec<i64>> {
         match self.values.get(name)? {
             Val::Tensor { shape, .. } => shape.clone(),
             Val::Const(constant) => Some(constant.dims.clone()),
         }
     }
 
-    fn is_const(&self, name: &str) -> bool {
+    pub fn is_const(&self, name: &str) -> bool {
         matches!(self.values.get(name), Some(Val::Const(_)))
     }
 
@@ -222,7 +243,7 @@ impl Lowering {
 
     /// Fails when an output past the first, which rtx does not compute, is read.
     fn only_first_output(&self, node: &Node<'_>) -> Result<(), ImportError> {
-        match node.proto.output.iter().skip(1).find(|name| !name.is_empty() && self.used.contains(*name)) {
+        match node.proto.output.iter().skip(1).find(|name| !name.is_empty() && self.uses.contains_key(*name)) {
             Some(name) => {
                 Err(node.error(format!("its output `{name}` is read, but rtx computes only the first output")))
             }
@@ -234,6 +255,16 @@ impl Lowering {
     /// when it computes a constant from constants (or a shape known here), else to its `onnx.*`
     /// kernel.
     pub fn node(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
+        let default_domain = matches!(node.proto.domain.as_deref(), None | Some("" | "ai.onnx"));
+        if default_domain && self.opset > 0 && self.fuse(node)? {
+            return Ok(());
+        }
+        // Every pending convolution the node reads, itself or in a subgraph, is written now.
+        let mut read: Vec<String> = node.inputs().map(str::to_owned).collect();
+        for graph in subgraphs(node.proto) {
+            free_names(graph, &mut read);
+        }
+        read.iter().for_each(|name| self.settle(name));
         match node.proto.domain.as_deref() {
             // A model that imports only other domains' opsets has no node of the default one.
             None | Some("" | "ai.onnx") if self.opset == 0 => {
@@ -481,7 +512,7 @@ impl Lowering {
             // Dropout as the identity: neither the mask nor training.
             "Dropout" => {
                 node.input(2).is_none()
-                    && node.proto.output.iter().skip(1).all(|name| name.is_empty() || !self.used.contains(name))
+                    && node.proto.output.iter().skip(1).all(|name| name.is_empty() || !self.uses.contains_key(name))
             }
             _ => true,
         }
@@ -606,14 +637,15 @@ impl Lowering {
         }
         let outer_values = std::mem::replace(&mut self.values, inner);
         let outer_materialized = std::mem::take(&mut self.materialized);
-        self.used.extend(graph.node.iter().flat_map(|n| n.input.iter().cloned()));
-        self.used.extend(graph.output.iter().map(|o| o.name().to_owned()));
+        let outer_pending = std::mem::take(&mut self.pending);
+        count_uses(graph, &mut self.uses);
         let lowered = graph.node.iter().try_for_each(|proto| self.node(&Node::new(proto)));
         let results = lowered.and_then(|()| {
             graph.output.iter().map(|output| self.any_tensor(output.name(), node)).collect::<Result<Vec<_>, _>>()
         });
         self.values = outer_values;
         self.materialized = outer_materialized;
+        self.pending = outer_pending;
         self.emit.close(outer, &name, &results?);
         Ok(self.emit.symbol(&name))
     }
@@ -835,17 +867,19 @@ impl Lowering {
 
     fn conv(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let (x, sx) = self.tensor(node.required(0)?, node)?;
-        let (w, sw) = self.tensor(node.required(1)?, node)?;
-        let mut operands = vec![x, w];
-        if let Some(bias) = node.input(2) {
-            operands.push(self.tensor(bias, node)?.0);
-        }
+        let sw = self.shape_of(node.required(1)?);
+        let weights = self.conv_operand(node.required(1)?, node)?;
+        let bias = node.input(2).map(|name| self.conv_operand(name, node)).transpose()?;
         let kernel_shape = match (node.ints("kernel_shape"), &sw) {
             (Some(k), _) => k,
             (None, Some(sw)) if sw.len() >= 3 => sw[2..].to_vec(),
             _ => return Err(node.error("its filter's shape is not known at import")),
         };
         if kernel_shape.len() == 1 {
+            let mut operands = vec![x];
+            for operand in std::iter::once(weights).chain(bias) {
+                operands.push(self.operand(operand, &node.name));
+            }
             return self.conv_1d(node, operands, &kernel_shape, sx);
         }
         if kernel_shape.len() != 2 {
@@ -861,7 +895,29 @@ impl Lowering {
         };
         let mut attrs = window.attrs(&mut self.emit);
         attrs.push(("group", self.emit.int(group)));
-        self.kernel(node, "nn.conv2d.f32", &operands, attrs, out)
+        let conv = PendingConv {
+            node: node.name.clone(),
+            x,
+            weights,
+            bias,
+            attrs,
+            shape: out,
+            residual: None,
+            activation: None,
+        };
+        self.pending.insert(node.output()?.to_owned(), conv);
+        Ok(())
+    }
+
+    /// A filter or bias of a convolution: an f32 constant kept as one (its scale and shift may
+    /// fold into it), anything else as a tensor.
+    fn conv_operand(&mut self, name: &str, node: &Node<'_>) -> Result<Operand, ImportError> {
+        match self.values.get(name) {
+            Some(Val::Const(value)) if value.elem == Elem::F32 => {
+                Ok(Operand::Const { name: Some(name.to_owned()), value: value.clone() })
+            }
+            _ => Ok(Operand::Tensor(self.tensor(name, node)?.0)),
+        }
     }
 
     /// A 1-D convolution as a 2-D one of a single row: `[N, C, L]` viewed as `[N, C, 1, L]` (and
@@ -941,9 +997,18 @@ impl Lowering {
 
     fn clip(&mut self, node: &Node<'_>) -> Result<(), ImportError> {
         let (x, shape) = self.tensor(node.required(0)?, node)?;
+        let (min, max) = self.clip_bounds(node)?;
         let mut attrs = Vec::new();
-        for (i, name) in [(1, "min"), (2, "max")] {
-            let bound = if self.opset < 11 {
+        attrs.extend(min.map(|min| ("min", self.emit.float(min))));
+        attrs.extend(max.map(|max| ("max", self.emit.float(max))));
+        self.kernel(node, "nn.clip.f32", &[x], attrs, shape)
+    }
+
+    /// Clip's bounds, each when given: attributes before opset 11, constant inputs from it.
+    pub fn clip_bounds(&self, node: &Node<'_>) -> Result<(Option<f32>, Option<f32>), ImportError> {
+        let mut bounds = [None, None];
+        for (slot, (i, name)) in bounds.iter_mut().zip([(1, "min"), (2, "max")]) {
+            *slot = if self.opset < 11 {
                 node.has(name).then(|| node.float(name, 0.0))
             } else {
                 match node.input(i) {
@@ -957,11 +1022,8 @@ impl Lowering {
                     None => None,
                 }
             };
-            if let Some(bound) = bound {
-                attrs.push((name, self.emit.float(bound)));
-            }
         }
-        self.kernel(node, "nn.clip.f32", &[x], attrs, shape)
+        Ok((bounds[0], bounds[1]))
     }
 
     /// Softmax; before opset 13 along the rows of the input flattened at `axis` (default 1),
@@ -1103,6 +1165,25 @@ fn subgraphs(node: &NodeProto) -> Vec<&GraphProto> {
 
 /// Appends to `out` (once each, in the order they are read) the names `graph` and its subgraphs
 /// read but do not define: the outer-scope values it captures.
+/// Adds to `uses` how many times each name is read in `graph`: as a node's input (each time),
+/// inside a node's subgraphs (once per node), and as an output.
+pub fn count_uses(graph: &GraphProto, uses: &mut HashMap<String, usize>) {
+    for node in &graph.node {
+        let mut read: Vec<String> = node.input.iter().filter(|name| !name.is_empty()).cloned().collect();
+        let mut inner = Vec::new();
+        for graph in subgraphs(node) {
+            free_names(graph, &mut inner);
+        }
+        read.extend(inner);
+        for name in read {
+            *uses.entry(name).or_default() += 1;
+        }
+    }
+    for output in &graph.output {
+        *uses.entry(output.name().to_owned()).or_default() += 1;
+    }
+}
+
 fn free_names(graph: &GraphProto, out: &mut Vec<String>) {
     let mut defined: HashSet<&str> = graph.input.iter().map(|i| i.name()).collect();
     defined.extend(graph.initializer.iter().map(|t| t.name()));

@@ -41,10 +41,19 @@ func.func @conv_pool_and_activations() {
   %r = "nn.relu.f32"(%y) : (!tfrt_tensor.tensor) -> !tfrt_tensor.tensor
   // CHECK-NEXT: shape = [1, 1, 2, 2], values = [0.000000e+00, 2.000000e+00, 1.000000e+01, 1.400000e+01]
   %ch5 = tfrt_dht.print_tensor %r, %ch4
+  // The epilogue an importer fuses: Z = %y added to the same sums, then clamped to [0, 12]:
+  // -2 + -2, 2 + 2, 10 + 10, 14 + 14 = -4, 4, 20, 28 -> 0, 4, 12, 12.
+  %c = "nn.conv2d.f32"(%x, %w, %b, %y, %ch3) {activation = "clip", min = 0.0 : f32, max = 12.0 : f32} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt.chain) -> !tfrt_tensor.tensor
+  // CHECK-NEXT: shape = [1, 1, 2, 2], values = [0.000000e+00, 4.000000e+00, 1.200000e+01, 1.200000e+01]
+  %ch51 = tfrt_dht.print_tensor %c, %ch5
+  // Leaky: -4 * 0.5 = -2; the rest pass.
+  %l = "nn.conv2d.f32"(%x, %w, %b, %y, %ch3) {activation = "leaky_relu", alpha = 0.5 : f32} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt.chain) -> !tfrt_tensor.tensor
+  // CHECK-NEXT: shape = [1, 1, 2, 2], values = [-2.000000e+00, 4.000000e+00, 2.000000e+01, 2.800000e+01]
+  %ch52 = tfrt_dht.print_tensor %l, %ch51
   // Stride 2 and padding 1 on every side: windows at rows and columns -1 and 1.
   %s = "nn.conv2d.f32"(%x, %w, %ch3) {strides = [2, 2], pads = [1, 1, 1, 1]} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt.chain) -> !tfrt_tensor.tensor
   // CHECK-NEXT: shape = [1, 1, 2, 2], values = [1.000000e+00, 5.000000e+00, 1.100000e+01, 2.800000e+01]
-  %ch6 = tfrt_dht.print_tensor %s, %ch5
+  %ch6 = tfrt_dht.print_tensor %s, %ch52
   // 2x2 max pooling at stride 2 in ceil mode: the last row and column are windows of their own.
   %m = "nn.max_pool2d.f32"(%x, %ch3) {kernel_shape = [2, 2], strides = [2, 2], ceil_mode = 1 : i64} : (!tfrt_tensor.tensor, !tfrt.chain) -> !tfrt_tensor.tensor
   // CHECK-NEXT: shape = [1, 1, 2, 2], values = [5.000000e+00, 6.000000e+00, 8.000000e+00, 9.000000e+00]
@@ -117,6 +126,27 @@ func.func @a_filter_for_other_channels() -> !tfrt_tensor.tensor {
   tfrt.return %y : !tfrt_tensor.tensor
 }
 // CHECK: 'a_filter_for_other_channels' returned <<error: nn.conv2d.f32: X [1, 3, 5, 5] and W [4, 2, 3, 3] do not convolve in 1 groups>>
+
+// CHECK-LABEL: --- Running 'a_residual_of_another_shape'
+func.func @a_residual_of_another_shape() -> !tfrt_tensor.tensor {
+  %x = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 3 : i64, 3 : i64]
+  %w = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 2 : i64, 2 : i64]
+  %b = tfrt_dht.create_uninitialized_tensor.f32.1 [1 : i64]
+  // expected-error @+1 {{runtime error: nn.conv2d.f32: Z [1, 1, 3, 3] is not the result's [1, 1, 2, 2]}}
+  %y = "nn.conv2d.f32"(%x, %w, %b, %x) : (!tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  tfrt.return %y : !tfrt_tensor.tensor
+}
+// CHECK: 'a_residual_of_another_shape' returned <<error: nn.conv2d.f32: Z [1, 1, 3, 3] is not the result's [1, 1, 2, 2]>>
+
+// CHECK-LABEL: --- Running 'an_unknown_activation'
+func.func @an_unknown_activation() -> !tfrt_tensor.tensor {
+  %x = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 3 : i64, 3 : i64]
+  %w = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 2 : i64, 2 : i64]
+  // expected-error @+1 {{runtime error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu and clip}}
+  %y = "nn.conv2d.f32"(%x, %w) {activation = "gelu"} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  tfrt.return %y : !tfrt_tensor.tensor
+}
+// CHECK: 'an_unknown_activation' returned <<error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu and clip>>
 
 // A dense attribute as a tensor, over the file's own bytes: read-only, so a kernel that would
 // write into it fails.

@@ -82,3 +82,34 @@ fn string_tensors_import_as_string_host_tensors() {
     let error = import_error(&std::fs::read(fixtures().join("errors/miscounted_strings.onnx")).unwrap());
     assert_eq!(error, "initializer `w`: 2 strings for shape [3]");
 }
+
+/// `model`'s import as MLIR's generic text.
+fn imported_text(model: &str) -> String {
+    let bytes = std::fs::read(fixtures().join(model)).unwrap();
+    rtx_mlir::text::print::print_generic(&import(Arc::new(bytes)).unwrap(), Default::default()).unwrap()
+}
+
+/// What fuses into a convolution and what does not (the results against ONNX's reference
+/// evaluator are crates/runtime's `tiny_models_match_onnx_reference_evaluator`).
+#[test]
+fn convolutions_absorb_the_nodes_that_only_rescale_shift_add_or_clamp_them() {
+    let text = imported_text("tiny/conv_fusion.onnx");
+    let mut counts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if let Some(name) = line.split('"').nth(1).filter(|name| name.starts_with("nn.") || name.starts_with("onnx.")) {
+            *counts.entry(name).or_insert(0) += 1;
+        }
+    }
+    let count = |name: &str| counts.get(name).copied().unwrap_or(0);
+    assert_eq!(count("nn.conv2d.f32"), 7, "{counts:?}");
+    // Batch norms, per-channel Mul/Add/Sub/Div, the residual Add, Clip and LeakyRelu all fold.
+    for gone in ["nn.batch_norm.f32", "nn.mul.f32", "nn.sub.f32", "nn.div.f32", "nn.clip.f32", "onnx.LeakyRelu"] {
+        assert_eq!(count(gone), 0, "{gone}: {counts:?}");
+    }
+    // Left alone: the Relu of a result also returned, the Sum after an activation, the Add of a
+    // broadcast tensor.
+    assert_eq!((count("nn.relu.f32"), count("nn.add.f32")), (1, 2), "{counts:?}");
+    for activation in ["\"relu\"", "\"clip\"", "\"leaky_relu\""] {
+        assert!(text.contains(activation), "no {activation} epilogue");
+    }
+}

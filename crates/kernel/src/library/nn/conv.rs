@@ -1,17 +1,23 @@
-//! `nn.conv2d.f32`: ONNX Conv on NCHW images, `(X [n, c, h, w], W [m, c / group, kh, kw] [, B [m]])`
-//! with `strides`, `pads` (`[top, left, bottom, right]`, as ONNX orders them), `dilations` and
-//! `group` (depthwise when `group == c`). ONNX's `auto_pad` is the converter's to resolve into
-//! `pads`. Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1
-//! without padding multiplies the image itself; a depthwise filter (one input channel per group)
-//! slides over its plane directly. The result's channel planes are split over tasks.
+//! `nn.conv2d.f32`: ONNX Conv on NCHW images, `(X [n, c, h, w], W [m, c / group, kh, kw] [, B [m]
+//! [, Z [n, m, oh, ow]]])` with `strides`, `pads` (`[top, left, bottom, right]`, as ONNX orders
+//! them), `dilations` and `group` (depthwise when `group == c`). ONNX's `auto_pad` is the
+//! converter's to resolve into `pads`. A residual `Z` is added to the result and an `activation`
+//! applied last (see [`epilogue`](super::epilogue)): the nodes an importer fuses into the layer.
+//! Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1 without
+//! padding multiplies the image itself; a depthwise filter (one input channel per group) slides
+//! over its plane directly. The result's channel planes are split over tasks, and each task
+//! finishes its planes (bias, residual, activation) right after computing them.
 
+use std::sync::Arc;
+
+use super::epilogue::{finish, Activation};
 use super::gemm::{packed_gemm, Matrix};
 use super::split::{compute, compute_in_runs};
+use super::{floats, int, ints, operands, shape_error, sizes, Floats};
+use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
 const MIN_CHANNELS_PER_TASK: usize = 32;
-use super::{floats, int, ints, operands, shape_error, sizes};
-use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 /// A pooling or convolution window along the two spatial axes.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +69,8 @@ impl Window {
 fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (x, w) = (floats(frame, 0)?, floats(frame, 1)?);
     let b = if operands(frame) > 2 { Some(floats(frame, 2)?) } else { None };
+    let z = if operands(frame) > 3 { Some(floats(frame, 3)?) } else { None };
+    let activation = Activation::read(frame)?;
     let group = usize::try_from(int(frame, "group", 1)?).unwrap_or(0);
     let ([n, c, h, iw], [m, cg, kh, kw]) = (
         <[usize; 4]>::try_from(&x.dims[..])
@@ -85,7 +93,13 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (Some(oh), Some(ow)) = (window.output(0, h, false), window.output(1, iw, false)) else {
         return Err(shape_error(frame, format_args!("a {kh}x{kw} window {window:?} does not fit X {}", x.shape())));
     };
+    if let Some(z) = &z {
+        if z.dims != [n, m, oh, ow] {
+            return Err(shape_error(frame, format_args!("Z {} is not the result's [{n}, {m}, {oh}, {ow}]", z.shape())));
+        }
+    }
     let (mg, depth, plane) = (m / group, cg * kh * kw, oh * ow);
+    let fused = z.is_some() || activation != Activation::Identity;
     if cg == 1 {
         // Depthwise: each output plane reads one input plane, which a GEMM of one row per group
         // would multiply at a fraction of its speed; the window slides over the plane instead.
@@ -96,6 +110,9 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 let filter = &w.data[channel * depth..][..depth];
                 let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
                 depthwise_plane(input, [h, iw], filter, &window, [oh, ow], bias, result);
+                if fused {
+                    finish(result, 0.0, residual(&z, unit, plane), activation);
+                }
             }
         });
     }
@@ -134,14 +151,20 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             let filters = Matrix { offset: channel * depth, rows: depth, columns: 1 };
             let image_matrix = Matrix { offset: source_offset, rows: plane, columns: 1 };
             packed_gemm((count, depth, plane), 1.0, (&w.data, filters), (source, image_matrix), 0.0, result, plane);
-            if let Some(b) = &b {
-                for (values, bias) in result.chunks_exact_mut(plane).zip(&b.data[channel..channel + count]) {
-                    values.iter_mut().for_each(|v| *v += bias);
+            if b.is_some() || fused {
+                for (k, values) in result.chunks_exact_mut(plane).enumerate() {
+                    let bias = b.as_ref().map_or(0.0, |b| b.data[channel + k]);
+                    finish(values, bias, residual(&z, unit + k, plane), activation);
                 }
             }
             unit += count;
         }
     })
+}
+
+/// Plane `unit` (image * m + channel) of the residual `z`, when there is one.
+fn residual(z: &Option<Arc<Floats>>, unit: usize, plane: usize) -> Option<&[f32]> {
+    z.as_deref().map(|z| &z.data[unit * plane..(unit + 1) * plane])
 }
 
 /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of the

@@ -15,6 +15,7 @@
 
 pub(crate) mod constant;
 pub(crate) mod conv;
+mod epilogue;
 pub(crate) mod gemm;
 pub(crate) mod layout;
 pub(crate) mod normalize;

@@ -1,0 +1,287 @@
+//! A convolution fused with the nodes after it that only rescale, shift, add to or clamp its
+//! result, as onnxruntime's graph optimizer fuses them: BatchNormalization at inference and
+//! Mul, Div, Add or Sub by a per-channel constant fold into the filters and bias at import;
+//! an Add (or two-input Sum) of a tensor of the result's shape, then Relu, LeakyRelu or Clip,
+//! become the kernel's epilogue (`nn.conv2d.f32`'s residual operand and `activation`).
+//!
+//! A 2-D Conv is held as a [`PendingConv`] until something reads it that does not fuse (or it
+//! is a graph output), and only then written as its kernel. A node fuses only as the
+//! convolution's one reader — counted over the whole graph, subgraphs and outputs included — so
+//! no other reader sees the changed value. Each fusion step holds only in its place in the
+//! chain: scales and shifts before the residual and activation, the residual before the
+//! activation, one activation last.
+
+use super::constant::{Constant, Elem};
+use super::lower::{Lowering, Val};
+use super::node::Node;
+use super::ImportError;
+use rtx_mlir::ir::{AttrId, Blob, ValueId};
+
+/// A filter or bias operand of a pending convolution.
+#[derive(Clone)]
+pub enum Operand {
+    /// A constant: `name` while it is the model's own (made a tensor once, shared with its other
+    /// readers), `None` once folding changed it.
+    Const {
+        name: Option<String>,
+        value: Constant,
+    },
+    Tensor(ValueId),
+}
+
+/// A convolution not yet written, and what has been fused into it.
+pub struct PendingConv {
+    /// The Conv node's name: where the kernel's errors point.
+    pub node: String,
+    pub x: ValueId,
+    pub weights: Operand,
+    pub bias: Option<Operand>,
+    /// The window and group attributes.
+    pub attrs: Vec<(&'static str, AttrId)>,
+    pub shape: Option<Vec<i64>>,
+    pub residual: Option<ValueId>,
+    pub activation: Option<Activation>,
+}
+
+/// The function a fused Relu, LeakyRelu or Clip applies last.
+#[derive(Clone, Copy)]
+pub enum Activation {
+    Relu,
+    LeakyRelu(f32),
+    Clip(Option<f32>, Option<f32>),
+}
+
+/// What one fused node does to the pending convolution.
+enum Step {
+    /// Multiplies output channel `o` by `scale[o]` and then adds `shift[o]`.
+    Affine {
+        scale: Option<Vec<f32>>,
+        shift: Option<Vec<f32>>,
+    },
+    Residual(String),
+    Activation(Activation),
+}
+
+impl PendingConv {
+    /// The output channels, when the filters are constant (what folding needs).
+    fn channels(&self) -> Option<usize> {
+        match &self.weights {
+            Operand::Const { value, .. } => value.dims.first().and_then(|&m| usize::try_from(m).ok()),
+            Operand::Tensor(_) => None,
+        }
+    }
+
+    /// Whether a scale or shift still folds: nothing after it has been fused, and the filters
+    /// and bias are constants.
+    fn folds(&self) -> bool {
+        self.residual.is_none()
+            && self.activation.is_none()
+            && matches!(self.weights, Operand::Const { .. })
+            && matches!(self.bias, None | Some(Operand::Const { .. }))
+    }
+
+    /// Folds `scale` and then `shift` (each one value per output channel) into the filters and bias.
+    fn fold(&mut self, scale: Option<&[f32]>, shift: Option<&[f32]>) -> Result<(), String> {
+        let m = self.channels().ok_or("the filters are not constant")?;
+        if let (Some(scale), Operand::Const { name, value }) = (scale, &mut self.weights) {
+            let weights = value.to_f32s()?;
+            let per_channel = weights.len() / m.max(1);
+            let scaled: Vec<f32> =
+                weights.iter().enumerate().map(|(i, &w)| w * scale[i / per_channel.max(1)]).collect();
+            *value = f32_constant(value.dims.clone(), &scaled)?;
+            *name = None;
+        }
+        let mut bias = match &self.bias {
+            Some(Operand::Const { value, .. }) => value.to_f32s()?,
+            Some(Operand::Tensor(_)) => return Err("the bias is not constant".to_owned()),
+            None if shift.is_none() => return Ok(()),
+            None => vec![0.0; m],
+        };
+        if let Some(scale) = scale {
+            bias.iter_mut().zip(scale).for_each(|(b, s)| *b *= s);
+        }
+        if let Some(shift) = shift {
+            bias.iter_mut().zip(shift).for_each(|(b, t)| *b += t);
+        }
+        self.bias = Some(Operand::Const { name: None, value: f32_constant(vec![m as i64], &bias)? });
+        Ok(())
+    }
+}
+
+fn f32_constant(dims: Vec<i64>, values: &[f32]) -> Result<Constant, String> {
+    Constant::new(Elem::F32, dims, Blob::from_vec(values.iter().flat_map(|v| v.to_le_bytes()).collect()))
+}
+
+impl Lowering {
+    /// Fuses `node` into the pending convolution it reads, if it can: then the node's output
+    /// names the fused convolution, still pending.
+    pub fn fuse(&mut self, node: &Node<'_>) -> Result<bool, ImportError> {
+        let inputs: Vec<&str> = node.inputs().collect();
+        let Some(k) =
+            inputs.iter().position(|name| self.pending.contains_key(*name) && self.uses.get(*name) == Some(&1))
+        else {
+            return Ok(false);
+        };
+        // Outputs past the first (BatchNormalization's statistics) must be unread.
+        if node.proto.output.iter().skip(1).any(|name| !name.is_empty() && self.uses.contains_key(name)) {
+            return Ok(false);
+        }
+        let Some(step) = self.step(node, &inputs, k)? else { return Ok(false) };
+        let source = inputs[k];
+        let mut conv = self.pending.remove(source).expect("found above");
+        match step {
+            Step::Affine { scale, shift } => {
+                conv.fold(scale.as_deref(), shift.as_deref()).map_err(|e| node.error(e))?
+            }
+            Step::Residual(other) => {
+                let (id, _) = self.tensor(&other, node)?;
+                conv.residual = Some(id);
+            }
+            Step::Activation(activation) => conv.activation = Some(activation),
+        }
+        self.pending.insert(node.output()?.to_owned(), conv);
+        Ok(true)
+    }
+
+    /// What `node`, reading the pending convolution as input `k`, would fuse as; `None` when it
+    /// does not fuse.
+    fn step(&mut self, node: &Node<'_>, inputs: &[&str], k: usize) -> Result<Option<Step>, ImportError> {
+        let conv = &self.pending[inputs[k]];
+        let other = inputs.get(1 - k.min(1)).copied().filter(|_| inputs.len() == 2);
+        let affine = |scale: Option<Vec<f32>>, shift: Option<Vec<f32>>| Some(Step::Affine { scale, shift });
+        Ok(match node.op {
+            "BatchNormalization" if k == 0 && conv.folds() && node.int("training_mode", 0) == 0 => {
+                let m = conv.channels().unwrap_or(0);
+                let parameters: Option<Vec<Vec<f32>>> =
+                    inputs[1..].iter().map(|name| self.channel_constant(name, m, true)).collect();
+                match parameters.as_deref() {
+                    Some([scale, bias, mean, var]) => {
+                        let epsilon = f64::from(node.float("epsilon", 1e-5));
+                        let factor: Vec<f32> = scale
+                            .iter()
+                            .zip(var)
+                            .map(|(&s, &v)| (f64::from(s) / (f64::from(v) + epsilon).sqrt()) as f32)
+                            .collect();
+                        let shift = bias.iter().zip(mean).zip(&factor).map(|((&b, &mean), &f)| b - mean * f).collect();
+                        affine(Some(factor), Some(shift))
+                    }
+                    _ => None,
+                }
+            }
+            "Mul" | "Add" | "Sub" | "Div" if conv.folds() && (k == 0 || matches!(node.op, "Mul" | "Add")) => {
+                let m = conv.channels().unwrap_or(0);
+                match other.and_then(|name| self.channel_constant(name, m, false)) {
+                    Some(c) if node.op == "Mul" => affine(Some(c), None),
+                    Some(c) if node.op == "Add" => affine(None, Some(c)),
+                    Some(c) if node.op == "Sub" => affine(None, Some(c.iter().map(|v| -v).collect())),
+                    Some(c) if c.iter().all(|&v| v != 0.0) => affine(Some(c.iter().map(|v| 1.0 / v).collect()), None),
+                    _ if matches!(node.op, "Add") => self.residual(inputs, k),
+                    _ => None,
+                }
+            }
+            "Add" | "Sum" => self.residual(inputs, k),
+            "Relu" if conv.activation.is_none() => Some(Step::Activation(Activation::Relu)),
+            "LeakyRelu" if conv.activation.is_none() => {
+                Some(Step::Activation(Activation::LeakyRelu(node.float("alpha", 0.01))))
+            }
+            "Clip"
+                if conv.activation.is_none()
+                    && (1..3).all(|i| node.input(i).is_none_or(|name| self.is_const(name))) =>
+            {
+                let (min, max) = self.clip_bounds(node)?;
+                Some(Step::Activation(Activation::Clip(min, max)))
+            }
+            _ => None,
+        })
+    }
+
+    /// The residual step of an Add or Sum of the pending convolution (input `k`) and one other
+    /// f32 tensor of the same, known shape.
+    fn residual(&mut self, inputs: &[&str], k: usize) -> Option<Step> {
+        let conv = &self.pending[inputs[k]];
+        if inputs.len() != 2 || conv.residual.is_some() || conv.activation.is_some() {
+            return None;
+        }
+        let shape = conv.shape.clone()?;
+        let other = inputs[1 - k];
+        if other == inputs[k] {
+            return None;
+        }
+        // The other operand may itself be a pending convolution (the shortcut of a residual block).
+        self.settle(other);
+        let fits = self.elem_of(other) == Some(Elem::F32) && self.shape_of(other).as_ref() == Some(&shape);
+        fits.then(|| Step::Residual(other.to_owned()))
+    }
+
+    /// The constant `name` as one f32 per output channel of an `[N, m, H, W]` result: exactly
+    /// `[m]` when `exact` (BatchNormalization's parameters), else any shape that broadcasts to
+    /// `[1, m, 1, 1]` without widening the result (one value repeats).
+    fn channel_constant(&self, name: &str, m: usize, exact: bool) -> Option<Vec<f32>> {
+        let Some(Val::Const(constant)) = self.values.get(name) else { return None };
+        if constant.elem != Elem::F32 || m == 0 {
+            return None;
+        }
+        let values = constant.to_f32s().ok()?;
+        let dims = &constant.dims;
+        if exact {
+            return (dims[..] == [m as i64]).then_some(values);
+        }
+        // Aligned at the right against [N, m, H, W]: 1 everywhere but the channel axis.
+        let rank = dims.len();
+        let channel_ok = rank < 3 || dims[rank - 3] == 1 || dims[rank - 3] == m as i64;
+        let others_ok = dims.iter().enumerate().all(|(i, &d)| d == 1 || (rank >= 3 && i == rank - 3));
+        if rank > 4 || !channel_ok || !others_ok {
+            return None;
+        }
+        match values.len() {
+            1 => Some(vec![values[0]; m]),
+            len if len == m => Some(values),
+            _ => None,
+        }
+    }
+
+    /// Writes the pending convolution `name`, if it is one, as its kernel: from here on `name` is
+    /// that kernel's tensor.
+    pub fn settle(&mut self, name: &str) {
+        let Some(conv) = self.pending.remove(name) else { return };
+        let mut operands = vec![conv.x, self.operand(conv.weights, &conv.node)];
+        let bias = match (conv.bias, conv.residual, &conv.shape) {
+            (Some(bias), _, _) => Some(bias),
+            // The residual is the fourth operand: a missing bias is made zeros.
+            (None, Some(_), Some(shape)) => {
+                let zeros = f32_constant(vec![shape[1]], &vec![0.0; shape[1] as usize]).expect("m zeros");
+                Some(Operand::Const { name: None, value: zeros })
+            }
+            (None, _, _) => None,
+        };
+        if let Some(bias) = bias {
+            operands.push(self.operand(bias, &conv.node));
+        }
+        operands.extend(conv.residual);
+        let mut attrs = conv.attrs;
+        match conv.activation {
+            None => {}
+            Some(Activation::Relu) => attrs.push(("activation", self.emit.string("relu"))),
+            Some(Activation::LeakyRelu(alpha)) => {
+                attrs.push(("activation", self.emit.string("leaky_relu")));
+                attrs.push(("alpha", self.emit.float(alpha)));
+            }
+            Some(Activation::Clip(min, max)) => {
+                attrs.push(("activation", self.emit.string("clip")));
+                attrs.extend(min.map(|min| ("min", self.emit.float(min))));
+                attrs.extend(max.map(|max| ("max", self.emit.float(max))));
+            }
+        }
+        let id = self.emit.kernel("nn.conv2d.f32", &conv.node, &operands, attrs);
+        self.values.insert(name.to_owned(), Val::Tensor { id, shape: conv.shape, elem: Some(Elem::F32) });
+    }
+
+    /// A filter or bias as a kernel operand.
+    pub fn operand(&mut self, operand: Operand, node: &str) -> ValueId {
+        match operand {
+            Operand::Tensor(id) => id,
+            Operand::Const { name: Some(name), .. } => self.materialize(&name),
+            Operand::Const { name: None, value } => self.constant_kernel(&value, node),
+        }
+    }
+}
