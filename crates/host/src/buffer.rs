@@ -6,6 +6,9 @@
 //! reports — is the header plus the data. Tensors share a block by cloning the buffer, and
 //! slices of it (`tfrt_dht.get_buffer_slice`) see the same bytes without a copy.
 //!
+//! A block may be *sealed* once its writer publishes it (a layer's result): from then on it is
+//! read-only, so readers share its bytes without a copy or a lock.
+//!
 //! A buffer may also *borrow* bytes that something else owns — read-only ones (a program's
 //! constants in its mapped BEF file), whose writes are refused, or writable ones (a buffer a VM
 //! program returned, which a graph reads as a tensor without a copy): its block is then the
@@ -14,7 +17,7 @@
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::allocator::HostAllocator;
@@ -31,6 +34,8 @@ struct Header {
     /// Kernels write a buffer through shared references (chains order them); the lock makes each
     /// access exclusive of writers, for the whole block, so slices cannot race either.
     lock: RwLock<()>,
+    /// Set once, when the block's writer published it: no one writes it after.
+    sealed: AtomicBool,
     allocator: Arc<dyn HostAllocator>,
     /// For a buffer over borrowed bytes: where they start, whether they may be written, and what
     /// keeps them alive (boxed, so that the header of an owning block still fits in a cache line).
@@ -67,6 +72,27 @@ unsafe impl Sync for HostBuffer {}
 impl HostBuffer {
     /// A new block of `len` zeroed bytes aligned to `align` (a power of two).
     pub fn new_zeroed(allocator: Arc<dyn HostAllocator>, len: usize, align: usize) -> Result<HostBuffer, Diagnostic> {
+        // SAFETY: every byte is written (zeroed) before the buffer is returned.
+        unsafe {
+            let buffer = HostBuffer::new_unfilled(allocator, len, align)?;
+            buffer.as_ptr().cast_mut().write_bytes(0, len);
+            Ok(buffer)
+        }
+    }
+
+    /// A new block of `len` bytes aligned to `align` (a power of two), which are not yet written:
+    /// for a writer that fills them from several tasks, each its own part, so that no one pass
+    /// zeroes them all first.
+    ///
+    /// # Safety
+    ///
+    /// Every byte must be written, through [`as_ptr`](Self::as_ptr), before any is read: no one
+    /// may call the `with_` methods, copy or print the bytes until then.
+    pub unsafe fn new_unfilled(
+        allocator: Arc<dyn HostAllocator>,
+        len: usize,
+        align: usize,
+    ) -> Result<HostBuffer, Diagnostic> {
         if !align.is_power_of_two() {
             return Err(Diagnostic::new(
                 StatusCode::InvalidArgument,
@@ -92,11 +118,11 @@ impl HostBuffer {
         // SAFETY: the block is `layout.size()` bytes aligned to at least the header's alignment:
         // the header fits at its start and the data after `offset`.
         unsafe {
-            block.as_ptr().add(offset).write_bytes(0, len);
             header.as_ptr().write(Header {
                 refs: AtomicUsize::new(1),
                 layout,
                 lock: RwLock::new(()),
+                sealed: AtomicBool::new(false),
                 allocator,
                 borrowed: None,
             });
@@ -155,6 +181,7 @@ impl HostBuffer {
                 refs: AtomicUsize::new(1),
                 layout,
                 lock: RwLock::new(()),
+                sealed: AtomicBool::new(false),
                 allocator,
                 borrowed: Some(Box::new(Borrowed { data, writable, _owner: owner })),
             })
@@ -162,9 +189,19 @@ impl HostBuffer {
         Ok(HostBuffer { header, offset: 0, len })
     }
 
-    /// Whether writes are refused: the bytes are borrowed read-only.
+    /// Whether writes are refused: the bytes are borrowed read-only, or the block is sealed.
+    /// Once true, it stays true.
     pub fn is_read_only(&self) -> bool {
-        self.header().borrowed.as_ref().is_some_and(|borrowed| !borrowed.writable)
+        self.header().sealed.load(Ordering::Acquire)
+            || self.header().borrowed.as_ref().is_some_and(|borrowed| !borrowed.writable)
+    }
+
+    /// Makes the whole block read-only from now on: for its writer, when it publishes a result
+    /// that nothing may change after.
+    pub fn seal(&self) {
+        // Taken so that no writer is inside the block while it is sealed.
+        let _guard = self.header().lock.write().unwrap_or_else(PoisonError::into_inner);
+        self.header().sealed.store(true, Ordering::Release);
     }
 
     /// A new, writable block holding a copy of the bytes, from the same allocator.
@@ -220,22 +257,30 @@ impl HostBuffer {
     /// Calls `read` with the bytes, while no writer can change them.
     pub fn with_bytes<R>(&self, read: impl FnOnce(&[u8]) -> R) -> R {
         let _guard = self.header().lock.read().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: `len` initialised bytes, inside the block (zeroed at creation) or lent to it;
+        // SAFETY: `len` initialised bytes, inside the block (zeroed at creation, or filled by its
+        // writer before anyone reads them: `new_unfilled`) or lent to it;
         // writers through the block hold its lock exclusively, so none runs while this shared
         // view exists, and the lender's own writers are ordered apart (`shared`).
         read(unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) })
     }
 
     /// Calls `write` with the bytes, exclusively of every other access to the block; fails
-    /// (FAILED_PRECONDITION) on bytes borrowed read-only.
+    /// (FAILED_PRECONDITION) on bytes borrowed read-only and on a sealed block.
     pub fn with_bytes_mut<R>(&self, write: impl FnOnce(&mut [u8]) -> R) -> Result<R, Diagnostic> {
-        if self.is_read_only() {
+        if self.header().borrowed.as_ref().is_some_and(|borrowed| !borrowed.writable) {
             return Err(Diagnostic::new(
                 StatusCode::FailedPrecondition,
                 "the buffer is read-only: it holds a constant of the program",
             ));
         }
         let _guard = self.header().lock.write().unwrap_or_else(PoisonError::into_inner);
+        // Checked under the lock, which `seal` takes too.
+        if self.header().sealed.load(Ordering::Acquire) {
+            return Err(Diagnostic::new(
+                StatusCode::FailedPrecondition,
+                "the buffer is read-only: it holds a kernel's result, which does not change once made",
+            ));
+        }
         // SAFETY: as in `with_bytes`, and the exclusive lock makes this the only view of the
         // block's bytes while it exists; the block owns them, or they were lent writable (`shared`).
         Ok(write(unsafe { std::slice::from_raw_parts_mut(self.as_ptr().cast_mut(), self.len) }))
@@ -310,6 +355,20 @@ mod tests {
         assert_eq!(counting.live_allocations(), 0);
         assert_eq!(counting.live_bytes(), 0);
         assert_eq!(counting.total_allocations(), 2);
+    }
+
+    #[test]
+    fn a_sealed_block_refuses_writes_through_every_buffer_on_it() {
+        let buffer = HostBuffer::new_zeroed(Arc::new(SystemAllocator), 8, 8).unwrap();
+        let slice = buffer.slice(4, 4).unwrap();
+        slice.with_bytes_mut(|bytes| bytes.fill(7)).unwrap();
+        assert!(!buffer.is_read_only());
+        buffer.seal();
+        assert!(buffer.is_read_only() && slice.is_read_only() && buffer.clone().is_read_only());
+        let error = slice.with_bytes_mut(|bytes| bytes.fill(1)).unwrap_err();
+        assert_eq!(error.code, StatusCode::FailedPrecondition);
+        assert!(error.message.contains("a kernel's result"), "{}", error.message);
+        assert_eq!(buffer.to_vec(), [0, 0, 0, 0, 7, 7, 7, 7]);
     }
 
     #[test]

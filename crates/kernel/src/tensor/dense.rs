@@ -5,6 +5,7 @@
 //! `make_tensor`), and then see each other's writes.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::element::{dtype_name, format_element, Element};
 use super::shape::TensorShape;
@@ -42,6 +43,24 @@ impl DenseHostTensor {
     /// Fails when `dtype` has no fixed size or the host cannot allocate the bytes.
     pub fn new_zeroed(host: &HostContext, dtype: DType, shape: TensorShape) -> Result<DenseHostTensor, Diagnostic> {
         let buffer = host.allocate_buffer(byte_len(dtype, &shape)?, TENSOR_ALIGNMENT)?;
+        Ok(DenseHostTensor { dtype, shape, buffer })
+    }
+
+    /// A tensor whose elements are not yet written, for a kernel that writes every one of them
+    /// before it publishes the tensor.
+    ///
+    /// # Safety
+    ///
+    /// As [`HostBuffer::new_unfilled`]: every byte is written through the buffer's pointer before
+    /// any is read.
+    pub unsafe fn new_unfilled(
+        host: &HostContext,
+        dtype: DType,
+        shape: TensorShape,
+    ) -> Result<DenseHostTensor, Diagnostic> {
+        let len = byte_len(dtype, &shape)?;
+        // SAFETY: the caller's contract is the buffer's.
+        let buffer = unsafe { HostBuffer::new_unfilled(Arc::clone(host.allocator()), len, TENSOR_ALIGNMENT)? };
         Ok(DenseHostTensor { dtype, shape, buffer })
     }
 

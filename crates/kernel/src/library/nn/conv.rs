@@ -5,19 +5,26 @@
 //! applied last (see [`epilogue`](super::epilogue)): the nodes an importer fuses into the layer.
 //! Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1 without
 //! padding multiplies the image itself; a depthwise filter (one input channel per group) slides
-//! over its plane directly. The result's channel planes are split over tasks, and each task
-//! finishes its planes (bias, residual, activation) right after computing them.
+//! over its plane directly. Where there are many output pixels, each task takes a share of them
+//! and lays out their im2col columns itself; otherwise the im2col matrix is made once and the
+//! result's channel planes are split over tasks. Each task finishes what it computed (bias,
+//! residual, activation) right after computing it.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::epilogue::{finish, Activation};
 use super::gemm::{packed_gemm, Matrix};
-use super::split::{compute, compute_in_runs};
+use super::split::{compute, compute_in_bands, compute_in_runs};
 use super::{floats, int, ints, operands, shape_error, sizes, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
 const MIN_CHANNELS_PER_TASK: usize = 32;
+
+/// The fewest output pixels a task computes when the pixels are split (see `conv2d`): each task
+/// packs all the filters once, which this many pixels' multiplications outweigh.
+const MIN_PIXELS_PER_TASK: usize = 128;
 
 /// A pooling or convolution window along the two spatial axes.
 #[derive(Clone, Copy, Debug)]
@@ -117,6 +124,29 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         });
     }
     let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
+    let workers = frame.host().parallelism_level().max(1);
+    if !direct && n * plane >= workers * MIN_PIXELS_PER_TASK {
+        // Many output pixels (an early layer): each task lays out the im2col columns of its own
+        // pixels, in parallel and into its cache, and multiplies every group's filters by them.
+        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, MIN_PIXELS_PER_TASK, move |image, mut band| {
+            let pixels = band.columns();
+            let mut columns = Vec::new();
+            for g in 0..group {
+                let input = &x.data[(image * c + g * cg) * h * iw..][..cg * h * iw];
+                im2col(input, [cg, h, iw], &window, [oh, ow], pixels.clone(), &mut columns);
+                let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
+                let image_matrix = Matrix { offset: 0, rows: pixels.len(), columns: 1 };
+                band.multiply(g * mg..(g + 1) * mg, depth, (&w.data, filters), (&columns, image_matrix));
+            }
+            if b.is_some() || fused {
+                for channel in 0..m {
+                    let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
+                    let residual = residual(&z, image * m + channel, plane).map(|z| &z[pixels.clone()]);
+                    finish(band.row(channel), bias, residual, activation);
+                }
+            }
+        });
+    }
     // The im2col matrix of each (image, group), made once before the output planes are dealt to
     // tasks: tasks that share a group read the same matrix instead of each laying it out again.
     let columns: Vec<Vec<f32>> = if direct {
@@ -127,7 +157,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 let input_offset = pair * cg * h * iw;
                 let mut columns = Vec::new();
                 let image = &x.data[input_offset..input_offset + cg * h * iw];
-                im2col(image, [cg, h, iw], &window, [oh, ow], &mut columns);
+                im2col(image, [cg, h, iw], &window, [oh, ow], 0..plane, &mut columns);
                 columns
             })
             .collect()
@@ -212,33 +242,54 @@ fn depthwise_plane(
     }
 }
 
-/// Lays out `image` (`[c, h, w]`) as the `[c * kh * kw, oh * ow]` matrix whose column `p` holds
-/// the window of output pixel `p` (zeros in the padding).
-fn im2col(image: &[f32], [c, h, w]: [usize; 3], window: &Window, [oh, ow]: [usize; 2], columns: &mut Vec<f32>) {
+/// Lays out `image` (`[c, h, w]`) as the `[c * kh * kw, pixels.len()]` matrix whose column `p`
+/// holds the window of output pixel `pixels.start + p` (zeros in the padding). Every element is
+/// written once, in order: the padding's zeros and, at stride 1, each row's inside as one copy.
+fn im2col(
+    image: &[f32],
+    [c, h, w]: [usize; 3],
+    window: &Window,
+    [oh, ow]: [usize; 2],
+    pixels: Range<usize>,
+    columns: &mut Vec<f32>,
+) {
     let [kh, kw] = window.kernel;
+    let ([sy, sx], [dy, dx]) = (window.strides, window.dilations);
+    let (top, left) = (window.pads[0], window.pads[1]);
+    let pixels = pixels.start.min(oh * ow)..pixels.end.min(oh * ow);
     columns.clear();
-    columns.resize(c * kh * kw * oh * ow, 0.0);
-    let mut rows = columns.chunks_exact_mut(oh * ow);
+    columns.reserve(c * kh * kw * pixels.len());
+    let zeros = |columns: &mut Vec<f32>, count: usize| columns.resize(columns.len() + count, 0.0);
     for channel in image.chunks_exact(h * w).take(c) {
         for i in 0..kh {
             for j in 0..kw {
-                let row = rows.next().expect("one row per channel and tap");
-                for y in 0..oh {
+                // Output columns x whose input column x * sx + j * dx - left is in 0..w.
+                let offset = j * dx;
+                let first = left.saturating_sub(offset).div_ceil(sx).min(ow);
+                let end = (w + left).checked_sub(offset).map_or(0, |room| room.div_ceil(sx)).clamp(first, ow);
+                let mut pixel = pixels.start;
+                while pixel < pixels.end {
+                    // Output row `y`, columns `from..to` of it.
+                    let (y, from) = (pixel / ow, pixel % ow);
+                    let to = (pixels.end - y * ow).min(ow);
+                    pixel = y * ow + to;
                     // The input row this tap reads for output row `y`, if inside the image.
-                    let Some(iy) = (y * window.strides[0] + i * window.dilations[0]).checked_sub(window.pads[0]) else {
+                    let row = (y * sy + i * dy).checked_sub(top).filter(|&iy| iy < h);
+                    let (inside_from, inside_to) = (first.clamp(from, to), end.clamp(from, to));
+                    let Some(iy) = row.filter(|_| inside_from < inside_to) else {
+                        zeros(columns, to - from);
                         continue;
                     };
-                    if iy >= h {
-                        continue;
-                    }
                     let source = &channel[iy * w..(iy + 1) * w];
-                    let target = &mut row[y * ow..(y + 1) * ow];
-                    for (x, value) in target.iter_mut().enumerate() {
-                        let ix = (x * window.strides[1] + j * window.dilations[1]).wrapping_sub(window.pads[1]);
-                        if ix < w {
-                            *value = source[ix];
-                        }
+                    let start = inside_from * sx + offset - left;
+                    let count = inside_to - inside_from;
+                    zeros(columns, inside_from - from);
+                    if sx == 1 {
+                        columns.extend_from_slice(&source[start..start + count]);
+                    } else {
+                        columns.extend(source[start..].iter().step_by(sx).take(count));
                     }
+                    zeros(columns, to - inside_to);
                 }
             }
         }
@@ -271,6 +322,39 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn im2col_columns_hold_each_windows_inputs_and_zeros_in_the_padding() {
+        let configs = [
+            ([2, 5, 6], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+            ([1, 7, 7], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+            ([3, 9, 6], [5, 3], [2, 1], [2, 0, 2, 1], [1, 2]),
+            ([1, 4, 6], [7, 7], [1, 1], [3, 3, 3, 3], [1, 1]),
+            ([2, 3, 3], [1, 1], [2, 2], [0, 4, 0, 4], [1, 1]),
+        ];
+        for ([c, h, w], kernel, strides, pads, dilations) in configs {
+            let window = Window { kernel, strides, pads, dilations };
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let image: Vec<f32> = (0..c * h * w).map(|k| k as f32 + 1.0).collect();
+            // The whole plane, and ranges that start and end inside output rows.
+            let plane = oh * ow;
+            for pixels in [0..plane, 1..plane, 0..plane - 1, plane / 3..plane / 3 + ow + 2, plane - 1..plane] {
+                let mut columns = vec![f32::NAN; 3];
+                im2col(&image, [c, h, w], &window, [oh, ow], pixels.clone(), &mut columns);
+                assert_eq!(columns.len(), c * kernel[0] * kernel[1] * pixels.len(), "{window:?} {pixels:?}");
+                for (k, &value) in columns.iter().enumerate() {
+                    let (row, p) = (k / pixels.len(), pixels.start + k % pixels.len());
+                    let (ch, tap) = (row / (kernel[0] * kernel[1]), row % (kernel[0] * kernel[1]));
+                    let (i, j, y, x) = (tap / kernel[1], tap % kernel[1], p / ow, p % ow);
+                    let iy = (y * strides[0] + i * dilations[0]) as isize - pads[0] as isize;
+                    let ix = (x * strides[1] + j * dilations[1]) as isize - pads[1] as isize;
+                    let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+                    let expected = if inside { image[(ch * h + iy as usize) * w + ix as usize] } else { 0.0 };
+                    assert_eq!(value, expected, "{window:?} {pixels:?} at row {row}, pixel {p}");
+                }
+            }
+        }
     }
 
     #[test]

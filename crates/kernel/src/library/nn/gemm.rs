@@ -36,10 +36,35 @@ impl Packed for f64 {
 pub(crate) fn packed_gemm<T: Packed>(
     (m, k, n): (usize, usize, usize),
     alpha: T,
+    a: (&[T], Matrix),
+    b: (&[T], Matrix),
+    beta: T,
+    c: &mut [T],
+    ldc: usize,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!((m - 1) * ldc + n <= c.len(), "gemm result out of bounds");
+    // SAFETY: the elements written, `c[i * ldc + j]`, lie within `c` (checked above), which the
+    // exclusive borrow keeps apart from `a` and `b`.
+    unsafe { packed_gemm_into((m, k, n), alpha, a, b, beta, c.as_mut_ptr(), ldc) }
+}
+
+/// As [`packed_gemm`], writing the result at `c` (its rows `ldc` apart).
+///
+/// # Safety
+///
+/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be initialised elements that nothing else reads
+/// or writes during the call, apart from `a` and `b`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn packed_gemm_into<T: Packed>(
+    (m, k, n): (usize, usize, usize),
+    alpha: T,
     (a, am): (&[T], Matrix),
     (b, bm): (&[T], Matrix),
     beta: T,
-    c: &mut [T],
+    c: *mut T,
     ldc: usize,
 ) {
     if m == 0 || n == 0 {
@@ -48,17 +73,16 @@ pub(crate) fn packed_gemm<T: Packed>(
     let last = |x: Matrix, r: usize, s: usize| x.offset + (r.max(1) - 1) * x.rows + (s.max(1) - 1) * x.columns;
     // Callers derive the extents from checked shapes: a miss is a bug here, not bad input.
     assert!(k == 0 || (last(am, m, k) < a.len() && last(bm, k, n) < b.len()), "gemm operands out of bounds");
-    assert!((m - 1) * ldc + n <= c.len(), "gemm result out of bounds");
     // SAFETY: every element the product reads, `a(i, p)` for `i < m, p < k` and `b(p, j)`, lies at
-    // or before the last one checked above, and every element it writes, `c[i * ldc + j]`, within
-    // `c`; the exclusive borrow of `c` keeps it apart from `a` and `b`. (The crate's `alpha` scales
-    // what `c` held, read only when `read_dst`; its `beta` scales the product.)
+    // or before the last one checked above, and every element it writes is the caller's to give
+    // (the contract). (The crate's `alpha` scales what `c` held, read only when `read_dst`; its
+    // `beta` scales the product.)
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
+            c,
             1,
             ldc as isize,
             beta != T::ZERO,

@@ -146,6 +146,7 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             })
         })?;
     }
+    out.buffer().seal();
     frame.emplace_result(0, out)
 }
 
@@ -170,18 +171,22 @@ fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     dims[axis] = tensors.iter().map(|t| t.shape().dims()[axis]).sum();
     let outer = dims[..axis].iter().product::<i64>() as usize;
     let out = DenseHostTensor::new_zeroed(frame.host(), first.dtype(), TensorShape::new(dims)?)?;
-    // Each operand gives one run of bytes per index along the axes before `axis`.
-    let runs: Vec<Vec<u8>> = tensors.iter().map(|t| t.buffer().to_vec()).collect();
+    // Each operand gives one run of bytes per index along the axes before `axis`, at its offset
+    // in each of the result's rows of `row` bytes.
     out.buffer().with_bytes_mut(|bytes| {
-        let mut at = 0;
-        for i in 0..outer {
-            for run in &runs {
-                let len = run.len() / outer.max(1);
-                bytes[at..at + len].copy_from_slice(&run[i * len..(i + 1) * len]);
-                at += len;
-            }
+        let row = bytes.len() / outer.max(1);
+        let mut offset = 0;
+        for tensor in &tensors {
+            tensor.with_bytes(|source| {
+                let len = source.len() / outer.max(1);
+                for (i, run) in source.chunks_exact(len.max(1)).take(outer).enumerate() {
+                    bytes[i * row + offset..][..len].copy_from_slice(run);
+                }
+                offset += len;
+            });
         }
     })?;
+    out.buffer().seal();
     frame.emplace_result(0, out)
 }
 

@@ -50,8 +50,9 @@ pub(crate) struct Floats {
 }
 
 /// The elements of an operand: a copy, taken under the buffer's lock, or — for a read-only
-/// buffer (a constant in the BEF file: the weights), which nothing writes — the buffer's own
-/// elements, so that a layer does not copy its weights on every call.
+/// buffer, which nothing writes (a constant in the BEF file, such as the weights, or a sealed
+/// layer's result) — the buffer's own elements, so that a layer copies neither its weights nor
+/// the activations it reads.
 pub(crate) enum Elements {
     Copied(Vec<f32>),
     /// The tensor's elements at `start` (`len` of them), read on every access of a layer's

@@ -4,11 +4,17 @@
 //! tasks (as `tfrt.parallel_for` deals blocks), each writing its own runs of the new tensor,
 //! and its result becomes available when the last task ends. Tasks never wait for each other,
 //! so no worker blocks; a small kernel runs on the calling thread.
+//!
+//! The tensor is not zeroed up front: each task zeroes its own runs just before writing them,
+//! in parallel and while they are in its cache. Published, the tensor is sealed (read-only), so
+//! the layers that read it next share its elements rather than copy them.
 
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::gemm::{packed_gemm_into, Matrix};
 use crate::dtype::DType;
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame};
@@ -50,11 +56,55 @@ pub(crate) fn compute_in_runs<W>(
 where
     W: Fn(Range<usize>, &mut [f32]) + Send + Sync + 'static,
 {
+    let out = unfilled(frame, dims)?;
+    let unit_len = out.num_elements().checked_div(units).unwrap_or(0);
+    // Callers derive `units` from the dimensions: a miss is a bug here, not bad input.
+    assert_eq!(unit_len * units, out.num_elements(), "{}: units do not tile the tensor", frame.kernel_name());
+    spread(frame, out, units, unit_cost, min_run, Runs { unit_len, work })
+}
+
+/// Sets result 0 of `frame` to a new f32 tensor of `dims`, `[n, rows, ...]`: `n` matrices of
+/// `rows x width` (a convolution's channels by its output pixels), whose columns are dealt to
+/// tasks — each writes its columns of every row, through a [`Band`] per matrix it reaches, by
+/// `work(image, band)`. For work whose operands are made per column (an im2col matrix), which the
+/// tasks then make in parallel, each only its own. `column_cost` is the work of one column;
+/// each task takes at least `min_columns`.
+pub(crate) fn compute_in_bands<W>(
+    frame: &mut KernelFrame<'_>,
+    dims: &[usize],
+    column_cost: usize,
+    min_columns: usize,
+    work: W,
+) -> Result<(), KernelError>
+where
+    W: Fn(usize, Band<'_>) + Send + Sync + 'static,
+{
+    let out = unfilled(frame, dims)?;
+    let (n, rows) = (dims.first().copied().unwrap_or(0), dims.get(1).copied().unwrap_or(0));
+    let width = dims[2..].iter().product::<usize>();
+    assert_eq!(n * rows * width, out.num_elements(), "{}: bands do not tile the tensor", frame.kernel_name());
+    spread(frame, out, n * width, column_cost, min_columns, Bands { rows, width, work })
+}
+
+/// A new f32 tensor of `dims` whose elements are not yet written.
+fn unfilled(frame: &KernelFrame<'_>, dims: &[usize]) -> Result<DenseHostTensor, KernelError> {
     let shape = TensorShape::new(dims.iter().map(|&d| d as i64).collect())?;
-    let out = DenseHostTensor::new_zeroed(frame.host(), DType::F32, shape)?;
-    let len = out.num_elements();
-    let unit_len = len.checked_div(units).unwrap_or(0);
-    debug_assert_eq!(unit_len * units, len, "units tile the tensor");
+    // SAFETY: the callers check that their units tile the tensor before anything is written, and
+    // each `Writer` zeroes its units before the work sees them: every byte is written before the
+    // tensor is published, and only then read.
+    Ok(unsafe { DenseHostTensor::new_unfilled(frame.host(), DType::F32, shape)? })
+}
+
+/// Deals the `units` of `out` to tasks that write them with `writer`, and publishes `out` as
+/// result 0 when the last one ends.
+fn spread<R: Writer + 'static>(
+    frame: &mut KernelFrame<'_>,
+    out: DenseHostTensor,
+    units: usize,
+    unit_cost: usize,
+    min_run: usize,
+    writer: R,
+) -> Result<(), KernelError> {
     let workers = frame.host().parallelism_level().max(1);
     let tasks = units
         .min(workers * TASKS_PER_WORKER)
@@ -62,53 +112,153 @@ where
         .min(units / min_run.max(1))
         .max(1);
     if tasks == 1 || units == 0 {
-        let split = Split { out, unit_len, work, remaining: AtomicUsize::new(1), done: None };
+        let split = Split { out, writer, remaining: AtomicUsize::new(1), done: None };
         split.write(0..units);
-        return frame.emplace_result(0, split.out);
+        // The work, and the operands it holds, go before the result is published.
+        let Split { out, writer, .. } = split;
+        drop(writer);
+        out.buffer().seal();
+        return frame.emplace_result(0, out);
     }
     let done = frame.allocate_result::<DenseHostTensor>(0)?;
-    let split = Arc::new(Split { out, unit_len, work, remaining: AtomicUsize::new(tasks), done: Some(done) });
+    let split = Arc::new(Split { out, writer, remaining: AtomicUsize::new(tasks), done: Some(done) });
     // Task `t` writes units `[t * units / tasks, (t + 1) * units / tasks)`.
     let first = move |t: usize| t * units / tasks;
     for t in 1..tasks {
         let split = Arc::clone(&split);
-        frame.host().work_queue().add_task(Box::new(move || split.run(first(t)..first(t + 1))));
+        frame.host().work_queue().add_task(Box::new(move || Split::run(split, first(t)..first(t + 1))));
     }
-    split.run(0..first(1));
+    Split::run(split, 0..first(1));
     Ok(())
 }
 
-/// One kernel's new tensor while its tasks write it.
-struct Split<W> {
-    /// Made for this kernel and published only when every task is done: no one else sees it.
-    out: DenseHostTensor,
+/// How a task's units lie in the tensor, and the work that writes them.
+trait Writer: Send + Sync {
+    /// Zeroes units `units` of the tensor whose elements start at `base`, then writes them.
+    ///
+    /// # Safety
+    ///
+    /// `base` is the first of the tensor's elements, which the units tile; no other call is given
+    /// any of `units`, and nothing else reaches the tensor until every call has returned.
+    unsafe fn write(&self, base: *mut f32, units: Range<usize>);
+}
+
+/// Units that are contiguous runs of `unit_len` elements.
+struct Runs<W> {
     unit_len: usize,
     work: W,
+}
+
+impl<W: Fn(Range<usize>, &mut [f32]) + Send + Sync> Writer for Runs<W> {
+    unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
+        let (start, len) = (units.start * self.unit_len, units.len() * self.unit_len);
+        // SAFETY: `units` lie within the tensor and are this call's alone (the contract); they
+        // are zeroed (written) before the slice over them is made.
+        let elements = unsafe {
+            let first = base.add(start);
+            first.write_bytes(0, len);
+            std::slice::from_raw_parts_mut(first, len)
+        };
+        (self.work)(units, elements);
+    }
+}
+
+/// Units that are the columns of `n` matrices of `rows x width`, one after the other.
+struct Bands<W> {
+    rows: usize,
+    width: usize,
+    work: W,
+}
+
+impl<W: Fn(usize, Band<'_>) + Send + Sync> Writer for Bands<W> {
+    unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
+        let mut unit = units.start;
+        while unit < units.end {
+            let image = unit / self.width;
+            let columns = unit % self.width..(units.end - image * self.width).min(self.width);
+            // SAFETY: the image's matrix lies within the tensor; this call is given its columns
+            // `columns` of every row alone (the contract).
+            let matrix = unsafe { base.add(image * self.rows * self.width) };
+            for row in 0..self.rows {
+                // SAFETY: row `row`'s `columns` lie within the matrix and are this call's alone.
+                unsafe { matrix.add(row * self.width + columns.start).write_bytes(0, columns.len()) };
+            }
+            unit = image * self.width + columns.end;
+            let band = Band { matrix, rows: self.rows, width: self.width, columns, _elements: PhantomData };
+            (self.work)(image, band);
+        }
+    }
+}
+
+/// A task's columns of every row of one `rows x width` matrix of the result: its only way to
+/// reach them, since the rows between belong to other tasks.
+pub(crate) struct Band<'a> {
+    matrix: *mut f32,
+    rows: usize,
+    width: usize,
+    columns: Range<usize>,
+    _elements: PhantomData<&'a mut [f32]>,
+}
+
+impl Band<'_> {
+    /// The columns of the matrix this band holds.
+    pub(crate) fn columns(&self) -> Range<usize> {
+        self.columns.clone()
+    }
+
+    /// Row `row`'s elements in this band.
+    pub(crate) fn row(&mut self, row: usize) -> &mut [f32] {
+        assert!(row < self.rows, "row {row} of a band of {} rows", self.rows);
+        // SAFETY: the band's columns of each row are initialised (zeroed before the band was made)
+        // and this band's alone; the exclusive borrow of the band keeps the slice unique.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.matrix.add(row * self.width + self.columns.start), self.columns.len())
+        }
+    }
+
+    /// Rows `rows` of the band become `a * b`: `a` is `rows.len() x k`, `b` is `k x` the band's
+    /// width in columns (as [`packed_gemm`](super::gemm::packed_gemm) reads them).
+    pub(crate) fn multiply(&mut self, rows: Range<usize>, k: usize, a: (&[f32], Matrix), b: (&[f32], Matrix)) {
+        assert!(rows.start <= rows.end && rows.end <= self.rows, "rows {rows:?} of a band of {} rows", self.rows);
+        let (m, n) = (rows.len(), self.columns.len());
+        // SAFETY: rows `rows` of the band's columns, `width` apart, are the band's alone and
+        // initialised; `packed_gemm_into` checks `a` and `b` and writes only those elements.
+        unsafe {
+            let first = self.matrix.add(rows.start * self.width + self.columns.start);
+            packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, self.width);
+        }
+    }
+}
+
+/// One kernel's new tensor while its tasks write it.
+struct Split<R> {
+    /// Made for this kernel and published only when every task is done: no one else sees it.
+    out: DenseHostTensor,
+    writer: R,
     remaining: AtomicUsize,
     done: Option<AsyncValueRef<DenseHostTensor>>,
 }
 
-impl<W: Fn(Range<usize>, &mut [f32])> Split<W> {
+impl<R: Writer> Split<R> {
     /// Writes units `units` of the tensor.
     fn write(&self, units: Range<usize>) {
-        let (start, len) = (units.start * self.unit_len, units.len() * self.unit_len);
-        // SAFETY: the tensor's buffer is a new block of `num_elements` f32s aligned to
-        // TENSOR_ALIGNMENT; `units` lies within it (the units tile the tensor) and no other task
-        // is given any of them; the tensor is not published until every task has ended
-        // (`remaining`), so this is the only view of these elements.
-        let elements = unsafe {
-            std::slice::from_raw_parts_mut(self.out.buffer().as_ptr().cast_mut().cast::<f32>().add(start), len)
-        };
-        (self.work)(units, elements);
+        // SAFETY: the tensor's buffer is a new block of its f32s aligned to TENSOR_ALIGNMENT,
+        // which the units tile; no other task is given any of `units`; the tensor is not
+        // published until every task has ended (`remaining`).
+        unsafe { self.writer.write(self.out.buffer().as_ptr().cast_mut().cast::<f32>(), units) }
     }
 
     /// Writes `units`, then publishes the tensor if this was the last task.
-    fn run(&self, units: Range<usize>) {
-        self.write(units);
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if let Some(done) = &self.done {
-                // Only this task reaches here, once; the value was allocated unset.
-                let _ = done.emplace(self.out.clone());
+    fn run(split: Arc<Self>, units: Range<usize>) {
+        split.write(units);
+        if split.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // Only this task reaches here, once; the value was allocated unset. The task lets go
+            // of the work (and the operands it holds) first: what the result wakes may run here.
+            let (done, out) = (split.done.clone(), split.out.clone());
+            drop(split);
+            out.buffer().seal();
+            if let Some(done) = done {
+                let _ = done.emplace(out);
             }
         }
     }
