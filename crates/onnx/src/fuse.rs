@@ -1,8 +1,9 @@
 //! A convolution fused with the nodes after it that only rescale, shift, add to or clamp its
 //! result, as onnxruntime's graph optimizer fuses them: BatchNormalization at inference and
 //! Mul, Div, Add or Sub by a per-channel constant fold into the filters and bias at import;
-//! an Add (or two-input Sum) of a tensor of the result's shape, then Relu, LeakyRelu or Clip,
-//! become the kernel's epilogue (`nn.conv2d.f32`'s residual operand and `activation`).
+//! an Add (or two-input Sum) of a tensor of the result's shape, then Relu, LeakyRelu, Clip or
+//! Sigmoid — or the Swish that a Sigmoid and a Mul of the result by it make — become the
+//! kernel's epilogue (`nn.conv2d.f32`'s residual operand and `activation`).
 //!
 //! A 2-D Conv is held as a [`PendingConv`] until something reads it that does not fuse (or it
 //! is a graph output), and only then written as its kernel. A node fuses only as the
@@ -49,6 +50,9 @@ pub enum Activation {
     Relu,
     LeakyRelu(f32),
     Clip(Option<f32>, Option<f32>),
+    Sigmoid,
+    /// `x * sigmoid(x)`.
+    Swish,
 }
 
 /// What one fused node does to the pending convolution.
@@ -117,6 +121,9 @@ impl Lowering {
     /// names the fused convolution, still pending.
     pub fn fuse(&mut self, node: &Node<'_>) -> Result<bool, ImportError> {
         let inputs: Vec<&str> = node.inputs().collect();
+        if self.swish(node, &inputs)? {
+            return Ok(true);
+        }
         let Some(k) =
             inputs.iter().position(|name| self.pending.contains_key(*name) && self.uses.get(*name) == Some(&1))
         else {
@@ -141,6 +148,34 @@ impl Lowering {
         }
         self.pending.insert(node.output()?.to_owned(), conv);
         Ok(true)
+    }
+
+    /// The two halves of a Swish on a pending convolution that nothing else reads: a Sigmoid of
+    /// it, held back (in `sigmoids`) until its one reader is known, and the Mul of the
+    /// convolution by that Sigmoid, which makes the Swish the convolution's activation.
+    fn swish(&mut self, node: &Node<'_>, inputs: &[&str]) -> Result<bool, ImportError> {
+        let open = |lowering: &Lowering, name: &str| {
+            lowering.pending.get(name).is_some_and(|conv| conv.activation.is_none())
+                && lowering.uses.get(name) == Some(&2)
+        };
+        match (node.op, inputs) {
+            ("Sigmoid", [x]) if open(self, x) && self.uses.get(node.output()?) == Some(&1) => {
+                self.sigmoids.insert(node.output()?.to_owned(), (*x).to_owned());
+                Ok(true)
+            }
+            ("Mul", [a, b]) => {
+                let halves = [(*a, *b), (*b, *a)].into_iter().find(|(x, sigmoid)| {
+                    self.sigmoids.get(*sigmoid).is_some_and(|of| of == x) && self.pending.contains_key(*x)
+                });
+                let Some((x, sigmoid)) = halves else { return Ok(false) };
+                self.sigmoids.remove(sigmoid);
+                let mut conv = self.pending.remove(x).expect("found above");
+                conv.activation = Some(Activation::Swish);
+                self.pending.insert(node.output()?.to_owned(), conv);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// What `node`, reading the pending convolution as input `k`, would fuse as; `None` when it
@@ -181,6 +216,7 @@ impl Lowering {
             }
             "Add" | "Sum" => self.residual(inputs, k),
             "Relu" if conv.activation.is_none() => Some(Step::Activation(Activation::Relu)),
+            "Sigmoid" if conv.activation.is_none() => Some(Step::Activation(Activation::Sigmoid)),
             "LeakyRelu" if conv.activation.is_none() => {
                 Some(Step::Activation(Activation::LeakyRelu(node.float("alpha", 0.01))))
             }
@@ -243,6 +279,15 @@ impl Lowering {
     /// Writes the pending convolution `name`, if it is one, as its kernel: from here on `name` is
     /// that kernel's tensor.
     pub fn settle(&mut self, name: &str) {
+        if let Some(x) = self.sigmoids.remove(name) {
+            // A held-back Sigmoid whose reader is not the Mul of a Swish.
+            self.settle(&x);
+            if let Some(Val::Tensor { id, shape, .. }) = self.values.get(&x).cloned() {
+                let id = self.emit.kernel("nn.sigmoid.f32", name, &[id], vec![]);
+                self.values.insert(name.to_owned(), Val::Tensor { id, shape, elem: Some(Elem::F32) });
+            }
+            return;
+        }
         let Some(conv) = self.pending.remove(name) else { return };
         let mut operands = vec![conv.x, self.operand(conv.weights, &conv.node)];
         let bias = match (conv.bias, conv.residual, &conv.shape) {
@@ -271,6 +316,8 @@ impl Lowering {
                 attrs.extend(min.map(|min| ("min", self.emit.float(min))));
                 attrs.extend(max.map(|max| ("max", self.emit.float(max))));
             }
+            Some(Activation::Sigmoid) => attrs.push(("activation", self.emit.string("sigmoid"))),
+            Some(Activation::Swish) => attrs.push(("activation", self.emit.string("swish"))),
         }
         let id = self.emit.kernel("nn.conv2d.f32", &conv.node, &operands, attrs);
         self.values.insert(name.to_owned(), Val::Tensor { id, shape: conv.shape, elem: Some(Elem::F32) });

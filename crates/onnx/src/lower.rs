@@ -40,6 +40,8 @@ pub struct Lowering {
     materialized: HashMap<String, ValueId>,
     /// Convolutions not yet written, by the name of their (fused) result (see [`super::fuse`]).
     pub pending: HashMap<String, PendingConv>,
+    /// Sigmoids of pending convolutions held back, by their result's name: the convolution's.
+    pub sigmoids: HashMap<String, String>,
     /// The default domain's opset version (0 when the model imports none).
     opset: i64,
     /// The `ai.onnx.ml` domain's opset version.
@@ -130,6 +132,7 @@ impl Lowering {
             values: HashMap::new(),
             materialized,
             pending,
+            sigmoids: HashMap::new(),
             opset,
             ml_opset,
             uses,
@@ -637,7 +640,7 @@ impl Lowering {
         }
         let outer_values = std::mem::replace(&mut self.values, inner);
         let outer_materialized = std::mem::take(&mut self.materialized);
-        let outer_pending = std::mem::take(&mut self.pending);
+        let outer_pending = (std::mem::take(&mut self.pending), std::mem::take(&mut self.sigmoids));
         count_uses(graph, &mut self.uses);
         let lowered = graph.node.iter().try_for_each(|proto| self.node(&Node::new(proto)));
         let results = lowered.and_then(|()| {
@@ -645,7 +648,7 @@ impl Lowering {
         });
         self.values = outer_values;
         self.materialized = outer_materialized;
-        self.pending = outer_pending;
+        (self.pending, self.sigmoids) = outer_pending;
         self.emit.close(outer, &name, &results?);
         Ok(self.emit.symbol(&name))
     }

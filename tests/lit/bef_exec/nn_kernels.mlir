@@ -142,11 +142,11 @@ func.func @a_residual_of_another_shape() -> !tfrt_tensor.tensor {
 func.func @an_unknown_activation() -> !tfrt_tensor.tensor {
   %x = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 3 : i64, 3 : i64]
   %w = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 2 : i64, 2 : i64]
-  // expected-error @+1 {{runtime error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu and clip}}
+  // expected-error @+1 {{runtime error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu, clip, sigmoid and swish}}
   %y = "nn.conv2d.f32"(%x, %w) {activation = "gelu"} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
   tfrt.return %y : !tfrt_tensor.tensor
 }
-// CHECK: 'an_unknown_activation' returned <<error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu and clip>>
+// CHECK: 'an_unknown_activation' returned <<error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu, clip, sigmoid and swish>>
 
 // A dense attribute as a tensor, over the file's own bytes: read-only, so a kernel that would
 // write into it fails.

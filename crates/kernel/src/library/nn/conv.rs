@@ -13,6 +13,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use multiversion::multiversion;
+
 use super::epilogue::{finish, Activation};
 use super::gemm::{packed_gemm, Matrix};
 use super::split::{compute, compute_in_bands, compute_in_runs};
@@ -111,12 +113,13 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         // Depthwise: each output plane reads one input plane, which a GEMM of one row per group
         // would multiply at a fraction of its speed; the window slides over the plane instead.
         return compute(frame, &[n, m, oh, ow], n * m, depth * plane, move |planes, out| {
+            let mut scratch = Depthwise::default();
             for (unit, result) in planes.zip(out.chunks_exact_mut(plane)) {
                 let (image, channel) = (unit / m, unit % m);
                 let input = &x.data[(image * c + channel / mg) * h * iw..][..h * iw];
                 let filter = &w.data[channel * depth..][..depth];
                 let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
-                depthwise_plane(input, [h, iw], filter, &window, [oh, ow], bias, result);
+                scratch.plane(input, [h, iw], filter, &window, [oh, ow], bias, result);
                 if fused {
                     finish(result, 0.0, residual(&z, unit, plane), activation);
                 }
@@ -197,47 +200,99 @@ fn residual(z: &Option<Arc<Floats>>, unit: usize, plane: usize) -> Option<&[f32]
     z.as_deref().map(|z| &z.data[unit * plane..(unit + 1) * plane])
 }
 
-/// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of the
-/// `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
-/// padding. Each output row is summed tap by tap over the span of columns whose taps fall inside
-/// the input: at stride 1 a run of contiguous multiply-adds, which the compiler vectorizes.
-fn depthwise_plane(
-    input: &[f32],
-    [h, w]: [usize; 2],
-    filter: &[f32],
-    window: &Window,
-    [oh, ow]: [usize; 2],
-    bias: f32,
-    out: &mut [f32],
-) {
-    let [kh, kw] = window.kernel;
-    let ([sy, sx], [dy, dx]) = (window.strides, window.dilations);
-    let (top, left) = (window.pads[0], window.pads[1]);
-    for (y, row) in out.chunks_exact_mut(ow).enumerate().take(oh) {
-        row.fill(bias);
-        for i in 0..kh {
-            let Some(iy) = (y * sy + i * dy).checked_sub(top).filter(|&iy| iy < h) else { continue };
+/// Elements a depthwise tap adds at a time: sums that stay in L1 across all the taps.
+const DEPTHWISE_CHUNK: usize = 1024;
+
+/// A task's scratch for depthwise planes, kept across the planes it convolves.
+#[derive(Default)]
+struct Depthwise {
+    /// The padded input plane, split by phase: for strides `[sy, sx]`, padded element `(r, q)`
+    /// lies in phase `(r % sy) * sx + q % sx` at `(r / sy) * cols + q / sx`, so that every tap
+    /// reads a contiguous run at any stride.
+    phases: Vec<f32>,
+    /// The output rows, `cols` wide (the columns past `ow` are not outputs).
+    sums: Vec<f32>,
+    /// Each tap's run's start in `phases`, and its weight.
+    taps: Vec<(usize, f32)>,
+}
+
+/// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
+/// time so that it stays in L1 across the taps; compiled for the CPU's widest vectors.
+#[multiversion(targets = "simd")]
+fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
+    for (chunk, sums) in sums.chunks_mut(DEPTHWISE_CHUNK).enumerate() {
+        let offset = chunk * DEPTHWISE_CHUNK;
+        for &(start, weight) in taps {
+            let run = &phases[start + offset..start + offset + sums.len()];
+            for (sum, &value) in sums.iter_mut().zip(run) {
+                *sum += weight * value;
+            }
+        }
+    }
+}
+
+impl Depthwise {
+    /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of
+    /// the `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
+    /// padding. The input is laid out padded and split by phase once; then each tap is one
+    /// multiply-add over a contiguous run of all the output rows together (each row computed
+    /// `cols` wide), which the compiler vectorizes whatever the stride, dilation or width.
+    #[allow(clippy::too_many_arguments)]
+    fn plane(
+        &mut self,
+        input: &[f32],
+        [h, w]: [usize; 2],
+        filter: &[f32],
+        window: &Window,
+        [oh, ow]: [usize; 2],
+        bias: f32,
+        out: &mut [f32],
+    ) {
+        let [kh, kw] = window.kernel;
+        let ([sy, sx], [dy, dx]) = (window.strides, window.dilations);
+        let (top, left) = (window.pads[0], window.pads[1]);
+        // The padded extent the windows reach, and each phase's rows and columns.
+        let (ph, pw) = ((oh - 1) * sy + window.span(0), (ow - 1) * sx + window.span(1));
+        let (rows, cols) = (ph.div_ceil(sy), pw.div_ceil(sx));
+        let phase_len = rows * cols;
+        // A tap's run for the last row's columns past `ow` may reach this far past a phase.
+        let slack = (kw - 1) * dx / sx + 1;
+        self.phases.clear();
+        self.phases.resize(sy * sx * phase_len + slack, 0.0);
+        for r in 0..ph {
+            let Some(iy) = r.checked_sub(top).filter(|&iy| iy < h) else { continue };
             let source = &input[iy * w..(iy + 1) * w];
-            for j in 0..kw {
-                let weight = filter[i * kw + j];
-                // Output columns x whose input column x * sx + j * dx - left is in 0..w.
-                let offset = j * dx;
-                let first = left.saturating_sub(offset).div_ceil(sx);
-                let end = (w + left).checked_sub(offset).map_or(0, |room| room.div_ceil(sx)).min(ow);
-                if first >= end {
+            let row = (r % sy) * sx * phase_len + (r / sy) * cols;
+            // Padded columns `left..left + w` hold the input row (as far as the windows reach).
+            let (first, end) = (left.min(pw), (left + w).min(pw));
+            if sx == 1 {
+                self.phases[row + first..row + end].copy_from_slice(&source[..end - first]);
+                continue;
+            }
+            // Phase `p` holds the padded columns `q` with `q % sx == p`, in order.
+            for p in 0..sx {
+                let q = first + (p + sx - first % sx) % sx;
+                if q >= end {
                     continue;
                 }
-                let start = first * sx + offset - left;
-                if sx == 1 {
-                    for (value, input) in row[first..end].iter_mut().zip(&source[start..start + (end - first)]) {
-                        *value += weight * input;
-                    }
-                } else {
-                    for (value, input) in row[first..end].iter_mut().zip(source[start..].iter().step_by(sx)) {
-                        *value += weight * input;
-                    }
+                let target = &mut self.phases[row + p * phase_len + q / sx..];
+                for (value, &input) in target.iter_mut().zip(source[q - left..end - left].iter().step_by(sx)) {
+                    *value = input;
                 }
             }
+        }
+        self.sums.clear();
+        self.sums.resize(oh * cols, bias);
+        // Where each tap's run starts in `phases`.
+        let taps = (0..kh * kw).map(|t| {
+            let (a, b) = ((t / kw) * dy, (t % kw) * dx);
+            (((a % sy) * sx + b % sx) * phase_len + (a / sy) * cols + b / sx, filter[t])
+        });
+        self.taps.clear();
+        self.taps.extend(taps);
+        add_taps(&mut self.sums, &self.phases, &self.taps);
+        for (row, sums) in out.chunks_exact_mut(ow).zip(self.sums.chunks_exact(cols)) {
+            row.copy_from_slice(&sums[..ow]);
         }
     }
 }
@@ -373,7 +428,8 @@ mod tests {
             let input: Vec<f32> = (0..h * w).map(|k| ((k * 37 % 17) as f32 - 8.0) / 4.0).collect();
             let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
             let mut out = vec![f32::NAN; oh * ow];
-            depthwise_plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut out);
+            let mut scratch = Depthwise::default();
+            scratch.plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut out);
             let expected: Vec<f32> =
                 naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
             for (k, (a, e)) in out.iter().zip(&expected).enumerate() {

@@ -16,6 +16,7 @@
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod epilogue;
+mod exp;
 pub(crate) mod gemm;
 pub(crate) mod layout;
 pub(crate) mod normalize;

@@ -2,6 +2,7 @@
 //! default -1; older models' flattening is the converter's to express with `nn.reshape.f32`)
 //! and `nn.lrn.f32` (ONNX LRN across channels: `size`, `alpha`, `beta`, `bias`).
 
+use super::exp::exp;
 use super::split::compute;
 use super::{float, floats, int, shape_error};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -27,11 +28,19 @@ fn softmax(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     compute(frame, &dims, units, length.saturating_mul(inner).saturating_mul(3), move |blocks, out| {
         for (block, values) in blocks.zip(out.chunks_exact_mut((length * inner).max(1))) {
             let input = &x.data[block * length * inner..(block + 1) * length * inner];
+            if inner == 1 {
+                // Along the last axis: loops over contiguous elements, which vectorize.
+                let max = input.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                values.iter_mut().zip(input).for_each(|(value, &x)| *value = exp(x - max));
+                let scale = 1.0 / values.iter().sum::<f32>();
+                values.iter_mut().for_each(|value| *value *= scale);
+                continue;
+            }
             for k in 0..inner {
                 let max = (0..length).map(|i| input[i * inner + k]).fold(f32::NEG_INFINITY, f32::max);
                 let mut sum = 0.0;
                 for i in 0..length {
-                    let e = (input[i * inner + k] - max).exp();
+                    let e = exp(input[i * inner + k] - max);
                     values[i * inner + k] = e;
                     sum += e;
                 }

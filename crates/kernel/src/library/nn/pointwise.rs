@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::exp::sigmoid;
 use super::split::compute;
 use super::{float, floats, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -133,7 +134,7 @@ fn batch_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.relu.f32", |f| unary(f, |x| x.max(0.0)));
-    registry.add_kernel("nn.sigmoid.f32", |f| unary(f, |x| 1.0 / (1.0 + (-x).exp())));
+    registry.add_kernel("nn.sigmoid.f32", |f| unary(f, sigmoid));
     registry.add_kernel("nn.tanh.f32", |f| unary(f, f32::tanh));
     registry.add_kernel("nn.clip.f32", |f| {
         let (min, max) = (float(f, "min", f32::NEG_INFINITY)?, float(f, "max", f32::INFINITY)?);
