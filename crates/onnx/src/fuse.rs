@@ -1,15 +1,17 @@
-//! A convolution fused with the nodes after it that only rescale, shift, add to or clamp its
-//! result, as onnxruntime's graph optimizer fuses them: BatchNormalization at inference and
-//! Mul, Div, Add or Sub by a per-channel constant fold into the filters and bias at import;
-//! an Add (or two-input Sum) of a tensor of the result's shape, then Relu, LeakyRelu, Clip or
-//! Sigmoid — or the Swish that a Sigmoid and a Mul of the result by it make — become the
-//! kernel's epilogue (`nn.conv2d.f32`'s residual operand and `activation`).
+//! A convolution or matrix product fused with the nodes after it that only rescale, shift, add
+//! to or activate its result, as onnxruntime's graph optimizer fuses them. Into a convolution,
+//! BatchNormalization at inference and Mul, Div, Add or Sub by a per-channel constant fold into
+//! the filters and bias at import; into a MatMul, an Add of a per-column constant becomes its
+//! bias (the Linear layers of transformers). Then an Add (or two-input Sum) of a tensor of the
+//! result's shape, and Relu, LeakyRelu, Clip, Sigmoid, GELU — or the Swish that a Sigmoid and a
+//! Mul of the result by it make — become the kernel's epilogue (`nn.conv2d.f32`'s and
+//! `nn.matmul.f32`'s residual operand and `activation`).
 //!
-//! A 2-D Conv is held as a [`PendingConv`] until something reads it that does not fuse (or it
-//! is a graph output), and only then written as its kernel. A node fuses only as the
-//! convolution's one reader — counted over the whole graph, subgraphs and outputs included — so
-//! no other reader sees the changed value. Each fusion step holds only in its place in the
-//! chain: scales and shifts before the residual and activation, the residual before the
+//! A 2-D Conv or a MatMul is held as a [`PendingLayer`] until something reads it that does not
+//! fuse (or it is a graph output), and only then written as its kernel. A node fuses only as the
+//! layer's one reader — counted over the whole graph, subgraphs and outputs included — so no
+//! other reader sees the changed value. Each fusion step holds only in its place in the chain:
+//! scales, shifts and biases before the residual and activation, the residual before the
 //! activation, one activation last.
 
 use super::constant::{Constant, Elem};
@@ -18,7 +20,7 @@ use super::node::Node;
 use super::ImportError;
 use rtx_mlir::ir::{AttrId, Blob, ValueId};
 
-/// A filter or bias operand of a pending convolution.
+/// A filter or bias operand of a pending layer.
 #[derive(Clone)]
 pub enum Operand {
     /// A constant: `name` while it is the model's own (made a tensor once, shared with its other
@@ -30,21 +32,31 @@ pub enum Operand {
     Tensor(ValueId),
 }
 
-/// A convolution not yet written, and what has been fused into it.
-pub struct PendingConv {
-    /// The Conv node's name: where the kernel's errors point.
+/// The kernels a pending layer becomes.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Layer {
+    /// `nn.conv2d.f32`: X, filters, bias of one value per output channel.
+    Conv,
+    /// `nn.matmul.f32`: A, B, bias of one value per column.
+    MatMul,
+}
+
+/// A convolution or matrix product not yet written, and what has been fused into it.
+pub struct PendingLayer {
+    pub layer: Layer,
+    /// The node's name: where the kernel's errors point.
     pub node: String,
     pub x: ValueId,
     pub weights: Operand,
     pub bias: Option<Operand>,
-    /// The window and group attributes.
+    /// A convolution's window and group attributes.
     pub attrs: Vec<(&'static str, AttrId)>,
     pub shape: Option<Vec<i64>>,
     pub residual: Option<ValueId>,
     pub activation: Option<Activation>,
 }
 
-/// The function a fused Relu, LeakyRelu or Clip applies last.
+/// The function a fused activation node applies last.
 #[derive(Clone, Copy)]
 pub enum Activation {
     Relu,
@@ -53,21 +65,27 @@ pub enum Activation {
     Sigmoid,
     /// `x * sigmoid(x)`.
     Swish,
+    /// GELU, exact or (`tanh`) its tanh approximation.
+    Gelu {
+        tanh: bool,
+    },
 }
 
-/// What one fused node does to the pending convolution.
+/// What one fused node does to the pending layer.
 enum Step {
     /// Multiplies output channel `o` by `scale[o]` and then adds `shift[o]`.
     Affine {
         scale: Option<Vec<f32>>,
         shift: Option<Vec<f32>>,
     },
+    /// A matrix product's bias: one value per column.
+    Bias(Operand),
     Residual(String),
     Activation(Activation),
 }
 
-impl PendingConv {
-    /// The output channels, when the filters are constant (what folding needs).
+impl PendingLayer {
+    /// A convolution's output channels, when its filters are constant (what folding needs).
     fn channels(&self) -> Option<usize> {
         match &self.weights {
             Operand::Const { value, .. } => value.dims.first().and_then(|&m| usize::try_from(m).ok()),
@@ -75,10 +93,11 @@ impl PendingConv {
         }
     }
 
-    /// Whether a scale or shift still folds: nothing after it has been fused, and the filters
-    /// and bias are constants.
+    /// Whether a scale or shift still folds: a convolution that nothing after it has been fused
+    /// into, whose filters and bias are constants.
     fn folds(&self) -> bool {
-        self.residual.is_none()
+        self.layer == Layer::Conv
+            && self.residual.is_none()
             && self.activation.is_none()
             && matches!(self.weights, Operand::Const { .. })
             && matches!(self.bias, None | Some(Operand::Const { .. }))
@@ -117,8 +136,8 @@ fn f32_constant(dims: Vec<i64>, values: &[f32]) -> Result<Constant, String> {
 }
 
 impl Lowering {
-    /// Fuses `node` into the pending convolution it reads, if it can: then the node's output
-    /// names the fused convolution, still pending.
+    /// Fuses `node` into the pending layer it reads, if it can: then the node's output names
+    /// the fused layer, still pending.
     pub fn fuse(&mut self, node: &Node<'_>) -> Result<bool, ImportError> {
         let inputs: Vec<&str> = node.inputs().collect();
         if self.swish(node, &inputs)? {
@@ -140,6 +159,7 @@ impl Lowering {
             Step::Affine { scale, shift } => {
                 conv.fold(scale.as_deref(), shift.as_deref()).map_err(|e| node.error(e))?
             }
+            Step::Bias(bias) => conv.bias = Some(bias),
             Step::Residual(other) => {
                 let (id, _) = self.tensor(&other, node)?;
                 conv.residual = Some(id);
@@ -150,9 +170,9 @@ impl Lowering {
         Ok(true)
     }
 
-    /// The two halves of a Swish on a pending convolution that nothing else reads: a Sigmoid of
-    /// it, held back (in `sigmoids`) until its one reader is known, and the Mul of the
-    /// convolution by that Sigmoid, which makes the Swish the convolution's activation.
+    /// The two halves of a Swish on a pending layer that nothing else reads: a Sigmoid of it,
+    /// held back (in `sigmoids`) until its one reader is known, and the Mul of the layer by that
+    /// Sigmoid, which makes the Swish the layer's activation.
     fn swish(&mut self, node: &Node<'_>, inputs: &[&str]) -> Result<bool, ImportError> {
         let open = |lowering: &Lowering, name: &str| {
             lowering.pending.get(name).is_some_and(|conv| conv.activation.is_none())
@@ -178,8 +198,8 @@ impl Lowering {
         }
     }
 
-    /// What `node`, reading the pending convolution as input `k`, would fuse as; `None` when it
-    /// does not fuse.
+    /// What `node`, reading the pending layer as input `k`, would fuse as; `None` when it does
+    /// not fuse.
     fn step(&mut self, node: &Node<'_>, inputs: &[&str], k: usize) -> Result<Option<Step>, ImportError> {
         let conv = &self.pending[inputs[k]];
         let other = inputs.get(1 - k.min(1)).copied().filter(|_| inputs.len() == 2);
@@ -214,9 +234,25 @@ impl Lowering {
                     _ => None,
                 }
             }
+            "Add"
+                if conv.layer == Layer::MatMul
+                    && conv.bias.is_none()
+                    && conv.residual.is_none()
+                    && conv.activation.is_none() =>
+            {
+                match other.and_then(|name| self.column_constant(name, conv.shape.as_deref())) {
+                    Some(bias) => Some(Step::Bias(bias)),
+                    None => self.residual(inputs, k),
+                }
+            }
             "Add" | "Sum" => self.residual(inputs, k),
             "Relu" if conv.activation.is_none() => Some(Step::Activation(Activation::Relu)),
             "Sigmoid" if conv.activation.is_none() => Some(Step::Activation(Activation::Sigmoid)),
+            "Gelu" if conv.activation.is_none() => match node.string("approximate").as_deref() {
+                None | Some("none") => Some(Step::Activation(Activation::Gelu { tanh: false })),
+                Some("tanh") => Some(Step::Activation(Activation::Gelu { tanh: true })),
+                Some(_) => None,
+            },
             "LeakyRelu" if conv.activation.is_none() => {
                 Some(Step::Activation(Activation::LeakyRelu(node.float("alpha", 0.01))))
             }
@@ -231,8 +267,8 @@ impl Lowering {
         })
     }
 
-    /// The residual step of an Add or Sum of the pending convolution (input `k`) and one other
-    /// f32 tensor of the same, known shape.
+    /// The residual step of an Add or Sum of the pending layer (input `k`) and one other f32
+    /// tensor of the same, known shape.
     fn residual(&mut self, inputs: &[&str], k: usize) -> Option<Step> {
         let conv = &self.pending[inputs[k]];
         if inputs.len() != 2 || conv.residual.is_some() || conv.activation.is_some() {
@@ -243,7 +279,7 @@ impl Lowering {
         if other == inputs[k] {
             return None;
         }
-        // The other operand may itself be a pending convolution (the shortcut of a residual block).
+        // The other operand may itself be a pending layer (the shortcut of a residual block).
         self.settle(other);
         let fits = self.elem_of(other) == Some(Elem::F32) && self.shape_of(other).as_ref() == Some(&shape);
         fits.then(|| Step::Residual(other.to_owned()))
@@ -276,8 +312,28 @@ impl Lowering {
         }
     }
 
-    /// Writes the pending convolution `name`, if it is one, as its kernel: from here on `name` is
-    /// that kernel's tensor.
+    /// The constant `name` as a pending matrix product's bias: one f32 per column of its known
+    /// `[.., n]` result, of a shape that broadcasts to the result without widening it (`[n]`,
+    /// `[1, n]`, ...).
+    fn column_constant(&self, name: &str, result: Option<&[i64]>) -> Option<Operand> {
+        let (Some(Val::Const(constant)), Some(&n)) = (self.values.get(name), result?.last()) else { return None };
+        let dims = &constant.dims;
+        let fits = constant.elem == Elem::F32
+            && dims.len() <= result?.len()
+            && dims.last() == Some(&n)
+            && dims[..dims.len() - 1].iter().all(|&d| d == 1);
+        if !fits {
+            return None;
+        }
+        Some(if dims.len() == 1 {
+            Operand::Const { name: Some(name.to_owned()), value: constant.clone() }
+        } else {
+            Operand::Const { name: None, value: constant.reshaped(vec![n]).ok()? }
+        })
+    }
+
+    /// Writes the pending layer `name`, if it is one, as its kernel: from here on `name` is that
+    /// kernel's tensor.
     pub fn settle(&mut self, name: &str) {
         if let Some(x) = self.sigmoids.remove(name) {
             // A held-back Sigmoid whose reader is not the Mul of a Swish.
@@ -292,9 +348,14 @@ impl Lowering {
         let mut operands = vec![conv.x, self.operand(conv.weights, &conv.node)];
         let bias = match (conv.bias, conv.residual, &conv.shape) {
             (Some(bias), _, _) => Some(bias),
-            // The residual is the fourth operand: a missing bias is made zeros.
+            // The residual is the fourth operand: a missing bias is made zeros, one per output
+            // channel or column.
             (None, Some(_), Some(shape)) => {
-                let zeros = f32_constant(vec![shape[1]], &vec![0.0; shape[1] as usize]).expect("m zeros");
+                let count = match conv.layer {
+                    Layer::Conv => shape[1],
+                    Layer::MatMul => shape[shape.len() - 1],
+                };
+                let zeros = f32_constant(vec![count], &vec![0.0; count as usize]).expect("zeros");
                 Some(Operand::Const { name: None, value: zeros })
             }
             (None, _, _) => None,
@@ -318,8 +379,15 @@ impl Lowering {
             }
             Some(Activation::Sigmoid) => attrs.push(("activation", self.emit.string("sigmoid"))),
             Some(Activation::Swish) => attrs.push(("activation", self.emit.string("swish"))),
+            Some(Activation::Gelu { tanh }) => {
+                attrs.push(("activation", self.emit.string(if tanh { "gelu_tanh" } else { "gelu" })))
+            }
         }
-        let id = self.emit.kernel("nn.conv2d.f32", &conv.node, &operands, attrs);
+        let kernel = match conv.layer {
+            Layer::Conv => "nn.conv2d.f32",
+            Layer::MatMul => "nn.matmul.f32",
+        };
+        let id = self.emit.kernel(kernel, &conv.node, &operands, attrs);
         self.values.insert(name.to_owned(), Val::Tensor { id, shape: conv.shape, elem: Some(Elem::F32) });
     }
 

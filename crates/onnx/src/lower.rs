@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::constant::{self, element_count, Constant, Elem};
 use super::emit::Emitter;
-use super::fuse::{Operand, PendingConv};
+use super::fuse::{Layer, Operand, PendingLayer};
 use super::node::Node;
 use super::proto::attribute_proto::AttributeType;
 use super::proto::tensor_proto::DataType;
@@ -38,9 +38,10 @@ pub struct Lowering {
     pub values: HashMap<String, Val>,
     /// Constants already made into tensors by `nn.constant`.
     materialized: HashMap<String, ValueId>,
-    /// Convolutions not yet written, by the name of their (fused) result (see [`super::fuse`]).
-    pub pending: HashMap<String, PendingConv>,
-    /// Sigmoids of pending convolutions held back, by their result's name: the convolution's.
+    /// Convolutions and matrix products not yet written, by the name of their (fused) result
+    /// (see [`super::fuse`]).
+    pub pending: HashMap<String, PendingLayer>,
+    /// Sigmoids of pending layers held back, by their result's name: the layer's.
     pub sigmoids: HashMap<String, String>,
     /// The default domain's opset version (0 when the model imports none).
     opset: i64,
@@ -262,7 +263,7 @@ impl Lowering {
         if default_domain && self.opset > 0 && self.fuse(node)? {
             return Ok(());
         }
-        // Every pending convolution the node reads, itself or in a subgraph, is written now.
+        // Every pending layer the node reads, itself or in a subgraph, is written now.
         let mut read: Vec<String> = node.inputs().map(str::to_owned).collect();
         for graph in subgraphs(node.proto) {
             free_names(graph, &mut read);
@@ -374,7 +375,20 @@ impl Lowering {
                     }
                     _ => None,
                 };
-                self.kernel(node, "nn.matmul.f32", &[a, b], vec![], out)
+                // Pending: a bias, residual and activation after it may fuse (see `fuse`).
+                let product = PendingLayer {
+                    layer: Layer::MatMul,
+                    node: node.name.clone(),
+                    x: a,
+                    weights: Operand::Tensor(b),
+                    bias: None,
+                    attrs: vec![],
+                    shape: out,
+                    residual: None,
+                    activation: None,
+                };
+                self.pending.insert(node.output()?.to_owned(), product);
+                Ok(())
             }
             "Relu" | "Sigmoid" | "Tanh" => {
                 let (x, shape) = self.tensor(node.required(0)?, node)?;
@@ -422,6 +436,24 @@ impl Lowering {
                 self.kernel(node, "nn.batch_norm.f32", &operands, vec![("epsilon", epsilon)], shape)
             }
             "Softmax" => self.softmax(node),
+            "LayerNormalization" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                let mut operands = vec![x];
+                for name in node.inputs().skip(1) {
+                    operands.push(self.tensor(name, node)?.0);
+                }
+                let attrs = vec![
+                    ("axis", self.emit.int(node.int("axis", -1))),
+                    ("epsilon", self.emit.float(node.float("epsilon", 1e-5))),
+                ];
+                self.kernel(node, "nn.layer_norm.f32", &operands, attrs, shape)
+            }
+            "Gelu" => {
+                let (x, shape) = self.tensor(node.required(0)?, node)?;
+                let approximate = node.string("approximate").unwrap_or_else(|| "none".to_owned());
+                let attrs = vec![("approximate", self.emit.string(&approximate))];
+                self.kernel(node, "nn.gelu.f32", &[x], attrs, shape)
+            }
             "LRN" => {
                 let (x, shape) = self.tensor(node.required(0)?, node)?;
                 if !node.has("size") {
@@ -510,6 +542,20 @@ impl Lowering {
                 _ => true,
             },
             "Gemm" => shape(2).is_none_or(|c| c.len() <= 2),
+            // nn.layer_norm computes Y alone, in f32, with Scale and B of the normalized shape.
+            "LayerNormalization" => {
+                let normalized = shape(0).and_then(|x| {
+                    let axis = node.int("axis", -1);
+                    let axis = if axis < 0 { axis + x.len() as i64 } else { axis };
+                    usize::try_from(axis).ok().filter(|&a| a < x.len()).map(|a| x[a..].iter().product::<i64>())
+                });
+                let fits = |i: usize| shape(i).is_some_and(|s| Some(s.iter().product::<i64>()) == normalized);
+                normalized.is_some()
+                    && fits(1)
+                    && (node.input(2).is_none() || fits(2))
+                    && node.int("stash_type", 1) == 1
+                    && node.proto.output.iter().skip(1).all(|name| name.is_empty() || !self.uses.contains_key(name))
+            }
             // nn.clip takes its bounds as attributes: constants.
             "Clip" => (1..3).all(|i| node.input(i).is_none_or(|name| self.is_const(name))),
             // Dropout as the identity: neither the mask nor training.
@@ -898,7 +944,8 @@ impl Lowering {
         };
         let mut attrs = window.attrs(&mut self.emit);
         attrs.push(("group", self.emit.int(group)));
-        let conv = PendingConv {
+        let conv = PendingLayer {
+            layer: Layer::Conv,
             node: node.name.clone(),
             x,
             weights,

@@ -142,11 +142,30 @@ func.func @a_residual_of_another_shape() -> !tfrt_tensor.tensor {
 func.func @an_unknown_activation() -> !tfrt_tensor.tensor {
   %x = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 3 : i64, 3 : i64]
   %w = tfrt_dht.create_uninitialized_tensor.f32.4 [1 : i64, 1 : i64, 2 : i64, 2 : i64]
-  // expected-error @+1 {{runtime error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu, clip, sigmoid and swish}}
-  %y = "nn.conv2d.f32"(%x, %w) {activation = "gelu"} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  // expected-error @+1 {{runtime error: nn.conv2d.f32: activation `mish` is none of relu, leaky_relu, clip, sigmoid, swish, gelu and gelu_tanh}}
+  %y = "nn.conv2d.f32"(%x, %w) {activation = "mish"} : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
   tfrt.return %y : !tfrt_tensor.tensor
 }
-// CHECK: 'an_unknown_activation' returned <<error: nn.conv2d.f32: activation `gelu` is none of relu, leaky_relu, clip, sigmoid and swish>>
+// CHECK: 'an_unknown_activation' returned <<error: nn.conv2d.f32: activation `mish` is none of relu, leaky_relu, clip, sigmoid, swish, gelu and gelu_tanh>>
+
+// CHECK-LABEL: --- Running 'a_scale_for_another_length'
+func.func @a_scale_for_another_length() -> !tfrt_tensor.tensor {
+  %x = tfrt_dht.create_uninitialized_tensor.f32.2 [2 : i64, 3 : i64]
+  %s = tfrt_dht.create_uninitialized_tensor.f32.1 [2 : i64]
+  // expected-error @+1 {{runtime error: nn.layer_norm.f32: Scale [2] does not hold the 3 elements that X [2, 3] normalizes}}
+  %y = "nn.layer_norm.f32"(%x, %s) : (!tfrt_tensor.tensor, !tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  tfrt.return %y : !tfrt_tensor.tensor
+}
+// CHECK: 'a_scale_for_another_length' returned <<error: nn.layer_norm.f32: Scale [2] does not hold the 3 elements that X [2, 3] normalizes>>
+
+// CHECK-LABEL: --- Running 'an_unknown_gelu_form'
+func.func @an_unknown_gelu_form() -> !tfrt_tensor.tensor {
+  %x = tfrt_dht.create_uninitialized_tensor.f32.2 [2 : i64, 3 : i64]
+  // expected-error @+1 {{runtime error: nn.gelu.f32: approximate `erf` is neither none nor tanh}}
+  %y = "nn.gelu.f32"(%x) {approximate = "erf"} : (!tfrt_tensor.tensor) -> !tfrt_tensor.tensor
+  tfrt.return %y : !tfrt_tensor.tensor
+}
+// CHECK: 'an_unknown_gelu_form' returned <<error: nn.gelu.f32: approximate `erf` is neither none nor tanh>>
 
 // A dense attribute as a tensor, over the file's own bytes: read-only, so a kernel that would
 // write into it fails.

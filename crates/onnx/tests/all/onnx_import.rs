@@ -114,3 +114,21 @@ fn convolutions_absorb_the_nodes_that_only_rescale_shift_add_or_clamp_them() {
         assert!(text.contains(activation), "no {activation} epilogue");
     }
 }
+
+/// What fuses into a MatMul and what does not, and which layer normalisations run as
+/// `nn.layer_norm.f32` (results: crates/runtime's `tiny_models_match_onnx_reference_evaluator`).
+#[test]
+fn matrix_products_absorb_their_bias_residual_and_activation() {
+    let text = imported_text("tiny/linear_fusion.onnx");
+    let count = |needle: &str| text.matches(needle).count();
+    assert_eq!(count("\"nn.matmul.f32\""), 7, "{text}");
+    // Left alone: the Add of the product read twice, the Add of a bias that is not per column,
+    // the bias Add after a residual.
+    assert_eq!(count("\"nn.add.f32\""), 3, "{text}");
+    for fused in ["\"gelu\"", "\"gelu_tanh\"", "\"relu\""] {
+        assert_eq!(count(fused), 1, "{fused}: {text}");
+    }
+    assert_eq!(count("onnx.Gelu"), 0, "{text}");
+    assert_eq!(count("\"nn.layer_norm.f32\""), 2, "{text}");
+    assert_eq!(count("\"onnx.LayerNormalization\""), 1, "{text}");
+}

@@ -13,8 +13,6 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use multiversion::multiversion;
-
 use super::epilogue::{finish, Activation};
 use super::gemm::{packed_gemm, Matrix};
 use super::split::{compute, compute_in_bands, compute_in_runs};
@@ -216,16 +214,17 @@ struct Depthwise {
     taps: Vec<(usize, f32)>,
 }
 
-/// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
-/// time so that it stays in L1 across the taps; compiled for the CPU's widest vectors.
-#[multiversion(targets = "simd")]
-fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
-    for (chunk, sums) in sums.chunks_mut(DEPTHWISE_CHUNK).enumerate() {
-        let offset = chunk * DEPTHWISE_CHUNK;
-        for &(start, weight) in taps {
-            let run = &phases[start + offset..start + offset + sums.len()];
-            for (sum, &value) in sums.iter_mut().zip(run) {
-                *sum += weight * value;
+vectorized! {
+    /// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
+    /// time so that it stays in L1 across the taps; compiled for the CPU's widest vectors.
+    fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
+        for (chunk, sums) in sums.chunks_mut(DEPTHWISE_CHUNK).enumerate() {
+            let offset = chunk * DEPTHWISE_CHUNK;
+            for &(start, weight) in taps {
+                let run = &phases[start + offset..start + offset + sums.len()];
+                for (sum, &value) in sums.iter_mut().zip(run) {
+                    *sum += weight * value;
+                }
             }
         }
     }

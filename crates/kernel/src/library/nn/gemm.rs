@@ -1,12 +1,14 @@
 //! `nn.gemm.f32` (ONNX Gemm: `alpha * A' B' + beta * C`, `A'` and `B'` transposed when `transA`,
 //! `transB` are non-zero, `C` optional and broadcast to the result) and `nn.matmul.f32` (ONNX
-//! MatMul on matrices, or stacks of them sharing the right-hand matrix or one per stack entry).
+//! MatMul on matrices, or stacks of them sharing the right-hand matrix or one per stack entry, with
+//! an optional fused bias, residual and activation).
 //! The inner loop is the `gemm` crate's packed GEMM (AVX-512, AVX2 or NEON micro-kernels chosen at
 //! run time); the result's rows are split over tasks.
 
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::epilogue::{finish_row, Activation};
 use super::split::compute;
 use super::{float, floats, int, operands, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -178,7 +180,9 @@ fn bias_strides(dims: &[usize], m: usize, n: usize) -> Option<(usize, usize)> {
 }
 
 /// ONNX MatMul on `[.., m, k] x [.., k, n]`: both of rank 2, or the left of higher rank with a
-/// matrix on the right, or both with the same leading dimensions.
+/// matrix on the right, or both with the same leading dimensions. A fused epilogue may follow:
+/// a bias `C` of `[n]` (third operand), a residual `Z` of the result's shape (fourth; `C` is
+/// then required) and an `activation` (see [`Activation`]).
 fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (a, b) = (floats(frame, 0)?, floats(frame, 1)?);
     let mismatch =
@@ -194,6 +198,17 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     }
     let mut dims = a.dims[..ra - 2].to_vec();
     dims.extend([m, n]);
+    let count = operands(frame);
+    let bias = if count > 2 { Some(floats(frame, 2)?) } else { None };
+    let z = if count > 3 { Some(floats(frame, 3)?) } else { None };
+    if let Some(bias) = bias.as_ref().filter(|c| c.dims != [n]) {
+        return Err(shape_error(frame, format_args!("C {} is not one bias per column, [{n}]", bias.shape())));
+    }
+    if let Some(z) = z.as_ref().filter(|z| z.dims != dims) {
+        return Err(shape_error(frame, format_args!("Z {} is not the result's {dims:?}", z.shape())));
+    }
+    let activation = Activation::read(frame)?;
+    let fused = bias.is_some() || z.is_some() || activation != Activation::Identity;
     let stacks: usize = a.dims[..ra - 2].iter().product();
     let b = Arc::clone(&b);
     if stacks * m == 1 {
@@ -203,6 +218,10 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             let (am, bm) =
                 (Matrix { offset: 0, rows: k, columns: 1 }, Matrix { offset: columns.start, rows: n, columns: 1 });
             packed_gemm((1, k, columns.len()), 1.0, (&a.data, am), (&b.data, bm), 0.0, out, columns.len());
+            if fused {
+                let bias = bias.as_ref().map(|c| &c.data[columns.clone()]);
+                finish_row(out, bias, z.as_ref().map(|z| &z.data[columns]), activation);
+            }
         });
     }
     // Units are result rows of every stack entry together; a task's rows may cross entries.
@@ -216,6 +235,12 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             let at = (row - rows.start) * n;
             packed_gemm((count, k, n), 1.0, (&a.data, am), (&b.data, bm), 0.0, &mut out[at..at + count * n], n);
             row += count;
+        }
+        if fused {
+            for (row, values) in rows.zip(out.chunks_exact_mut(n.max(1))) {
+                let residual = z.as_ref().map(|z| &z.data[row * n..(row + 1) * n]);
+                finish_row(values, bias.as_ref().map(|c| &c.data[..]), residual, activation);
+            }
         }
     })
 }

@@ -3,7 +3,7 @@
 //! ONNX node to one kernel: [`gemm`] (`nn.gemm.f32`, `nn.matmul.f32`), [`conv`] (`nn.conv2d.f32`),
 //! [`pool`] (`nn.max_pool2d.f32`, `nn.average_pool2d.f32`, `nn.global_average_pool.f32`),
 //! [`pointwise`] (activations, broadcasting arithmetic, `nn.batch_norm.f32`), [`normalize`]
-//! (`nn.softmax.f32`, `nn.lrn.f32`), [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
+//! (`nn.softmax.f32`, `nn.layer_norm.f32`, `nn.lrn.f32`), [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
 //! `nn.transpose`, for any element type) and [`reduce`] (`nn.argmax.f32`).
 //!
 //! Unlike TFRT's test kernels, which write into an output tensor their caller made, these return
@@ -13,10 +13,27 @@
 //! one takes ONNX's default. Operand shapes are checked before any work starts: a mismatch is
 //! a kernel error that names the kernel and the shapes.
 
+/// A loop-heavy function compiled once per vector width the CPU may have — AVX-512, AVX2 with
+/// FMA, SSE4.1, NEON — the widest chosen at run time: the library's baseline is SSE2's four
+/// lanes, and the `multiversion` crate's own `"simd"` set stops at AVX2.
+macro_rules! vectorized {
+    ($(#[$meta:meta])* $vis:vis fn $($rest:tt)*) => {
+        $(#[$meta])*
+        #[multiversion::multiversion(targets(
+            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+            "x86_64+avx2+fma",
+            "x86_64+sse4.1",
+            "aarch64+neon",
+        ))]
+        $vis fn $($rest)*
+    };
+}
+
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod epilogue;
 mod exp;
+mod gelu;
 pub(crate) mod gemm;
 pub(crate) mod layout;
 pub(crate) mod normalize;

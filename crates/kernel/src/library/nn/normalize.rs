@@ -1,10 +1,12 @@
 //! Normalising along one axis: `nn.softmax.f32` (ONNX Softmax from opset 13: along `axis`,
-//! default -1; older models' flattening is the converter's to express with `nn.reshape.f32`)
+//! default -1; older models' flattening is the converter's to express with `nn.reshape.f32`),
+//! `nn.layer_norm.f32` (ONNX LayerNormalization's `Y`: `X, Scale[, B]`, over the axes from
+//! `axis`, default -1, with `epsilon`; `Scale` and `B` hold one value per normalized element)
 //! and `nn.lrn.f32` (ONNX LRN across channels: `size`, `alpha`, `beta`, `bias`).
 
 use super::exp::exp;
 use super::split::compute;
-use super::{float, floats, int, shape_error};
+use super::{float, floats, int, operands, shape_error};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
 /// `axis` (negative from the end) as an index below `rank`.
@@ -50,6 +52,69 @@ fn softmax(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     })
 }
 
+fn layer_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let x = floats(frame, 0)?;
+    let scale = floats(frame, 1)?;
+    let bias = if operands(frame) > 2 { Some(floats(frame, 2)?) } else { None };
+    let axis = axis_index(frame, int(frame, "axis", -1)?, x.dims.len())?;
+    let epsilon = float(frame, "epsilon", 1e-5)?;
+    let length = x.dims[axis..].iter().product::<usize>();
+    for (what, operand) in [("Scale", Some(&scale)), ("B", bias.as_ref())] {
+        if let Some(operand) = operand.filter(|o| o.data.len() != length) {
+            return Err(shape_error(
+                frame,
+                format_args!(
+                    "{what} {} does not hold the {length} elements that X {} normalizes",
+                    operand.shape(),
+                    x.shape()
+                ),
+            ));
+        }
+    }
+    let rows = x.data.len().checked_div(length).unwrap_or(0);
+    let dims = x.dims.clone();
+    compute(frame, &dims, rows, length.saturating_mul(4), move |rows, out| {
+        for (row, values) in rows.zip(out.chunks_exact_mut(length)) {
+            let input = &x.data[row * length..(row + 1) * length];
+            standardize(values, input, &scale.data, bias.as_ref().map(|b| &b.data[..]), epsilon);
+        }
+    })
+}
+
+vectorized! {
+    /// `(input - mean) / sqrt(variance + epsilon) * scale + bias` into `out`. The sums run in
+    /// sixteen lanes, so that they vectorize (in one running sum they could not be reordered).
+    fn standardize(out: &mut [f32], input: &[f32], scale: &[f32], bias: Option<&[f32]>, epsilon: f32) {
+        fn lanes(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+            let mut lanes = [0.0f32; 16];
+            let chunks = values.chunks_exact(16);
+            let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
+            for chunk in chunks {
+                for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                    *lane += f(v);
+                }
+            }
+            lanes.iter().sum::<f32>() + tail
+        }
+        let n = input.len() as f32;
+        let mean = lanes(input, |v| v) / n;
+        let variance = lanes(input, |v| (v - mean) * (v - mean)) / n;
+        let factor = 1.0 / (variance + epsilon).sqrt();
+        match bias {
+            Some(bias) => {
+                for (((value, &v), &s), &b) in out.iter_mut().zip(input).zip(scale).zip(bias) {
+                    *value = (v - mean) * factor * s + b;
+                }
+            }
+            None => {
+                for ((value, &v), &s) in out.iter_mut().zip(input).zip(scale) {
+                    *value = (v - mean) * factor * s;
+                }
+            }
+        }
+    }
+}
+
 fn lrn(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let x = floats(frame, 0)?;
     let size = usize::try_from(int(frame, "size", 0)?).unwrap_or(0);
@@ -81,5 +146,6 @@ fn lrn(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.softmax.f32", softmax);
+    registry.add_kernel("nn.layer_norm.f32", layer_norm);
     registry.add_kernel("nn.lrn.f32", lrn);
 }

@@ -1,5 +1,6 @@
-//! Element by element: `nn.relu.f32`, `nn.sigmoid.f32`, `nn.tanh.f32`, `nn.clip.f32` (`min`,
-//! `max` attributes: ONNX Clip's optional inputs, made attributes by the converter);
+//! Element by element: `nn.relu.f32`, `nn.sigmoid.f32`, `nn.tanh.f32`, `nn.gelu.f32`
+//! (`approximate`: `"none"`, the default, or `"tanh"`), `nn.clip.f32` (`min`, `max` attributes:
+//! ONNX Clip's optional inputs, made attributes by the converter);
 //! `nn.add.f32`, `nn.sub.f32`, `nn.mul.f32`, `nn.div.f32` with numpy broadcasting; and
 //! `nn.batch_norm.f32` (ONNX BatchNormalization at inference: `X, scale, B, mean, var` and
 //! `epsilon`). Elements or rows are split over tasks.
@@ -7,6 +8,7 @@
 use std::sync::Arc;
 
 use super::exp::sigmoid;
+use super::gelu::{gelu, gelu_tanh};
 use super::split::compute;
 use super::{float, floats, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -19,6 +21,37 @@ fn unary(frame: &mut KernelFrame<'_>, op: impl Fn(f32) -> f32 + Send + Sync + 's
             *value = op(input);
         }
     })
+}
+
+/// `nn.gelu.f32`: the exact form unless `approximate` is `"tanh"`.
+fn gelu_layer(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let tanh = match frame.find_attribute("approximate")? {
+        None => false,
+        Some(attribute) => match attribute.string()? {
+            "none" => false,
+            "tanh" => true,
+            other => return Err(shape_error(frame, format_args!("approximate `{other}` is neither none nor tanh"))),
+        },
+    };
+    let x = floats(frame, 0)?;
+    let dims = x.dims.clone();
+    compute(frame, &dims, x.data.len(), 16, move |range, out| gelu_slice(out, &x.data[range], tanh))
+}
+
+vectorized! {
+    /// GELU of each of `input` into `out`, compiled for the CPU's widest vectors.
+    fn gelu_slice(out: &mut [f32], input: &[f32], tanh: bool) {
+        // Two loops, each with its function inlined (through a pointer it would be a call).
+        if tanh {
+            for (value, &x) in out.iter_mut().zip(input) {
+                *value = gelu_tanh(x);
+            }
+        } else {
+            for (value, &x) in out.iter_mut().zip(input) {
+                *value = gelu(x);
+            }
+        }
+    }
 }
 
 /// The broadcast of `a` and `b` (numpy's rule: dimensions aligned at the right, each pair equal
@@ -136,6 +169,7 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.relu.f32", |f| unary(f, |x| x.max(0.0)));
     registry.add_kernel("nn.sigmoid.f32", |f| unary(f, sigmoid));
     registry.add_kernel("nn.tanh.f32", |f| unary(f, f32::tanh));
+    registry.add_kernel("nn.gelu.f32", gelu_layer);
     registry.add_kernel("nn.clip.f32", |f| {
         let (min, max) = (float(f, "min", f32::NEG_INFINITY)?, float(f, "max", f32::INFINITY)?);
         unary(f, move |x| x.max(min).min(max))
