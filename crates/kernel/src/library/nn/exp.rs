@@ -45,6 +45,39 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp(-x))
 }
 
+/// `tanh(x)`: `1 - 2 / (e^2x + 1)`, and near zero (where that difference cancels) its Taylor
+/// polynomial to `x^9`; both are computed and one picked, so that a loop stays branch-free.
+/// Within about 1e-6 relative of `tanh` everywhere; ±1 beyond ±44.
+#[inline(always)]
+pub(crate) fn tanh(x: f32) -> f32 {
+    let far = 1.0 - 2.0 / (exp(2.0 * x) + 1.0);
+    let x2 = x * x;
+    let near = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0)))));
+    if x.abs() < 0.25 {
+        near
+    } else {
+        far
+    }
+}
+
+vectorized! {
+    /// [`sigmoid`] of each of `values`, in place.
+    pub(crate) fn sigmoid_all(values: &mut [f32]) {
+        for value in values {
+            *value = sigmoid(*value);
+        }
+    }
+}
+
+vectorized! {
+    /// [`tanh`] of each of `values`, in place.
+    pub(crate) fn tanh_all(values: &mut [f32]) {
+        for value in values {
+            *value = tanh(*value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +109,17 @@ mod tests {
         assert!(sigmoid(-1000.0) < 1e-37);
         assert_eq!(sigmoid(1000.0), 1.0);
         assert!((sigmoid(0.3) - 1.0 / (1.0 + (-0.3f32).exp())).abs() <= 2.0 * f32::EPSILON);
+    }
+
+    #[test]
+    fn tanh_within_a_millionth_relative() {
+        let mut x = -20.0f32;
+        while x < 20.0 {
+            let (ours, truth) = (f64::from(tanh(x)), f64::from(x).tanh());
+            assert!((ours - truth).abs() <= 1e-6 * truth.abs() + 1e-30, "tanh({x}) = {ours}, not {truth}");
+            x += 0.000_37;
+        }
+        assert_eq!((tanh(100.0), tanh(-100.0), tanh(0.0)), (1.0, -1.0, 0.0));
+        assert!(tanh(f32::NAN).is_nan());
     }
 }

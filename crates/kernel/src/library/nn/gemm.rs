@@ -104,6 +104,36 @@ pub(crate) unsafe fn packed_gemm_into<T: Packed>(
     }
 }
 
+vectorized! {
+    /// `out += Σ_p coefficients[p] · rows[p * stride ..][.. out.len()]`: a vector times a matrix
+    /// a row at a time, for products of a few rows, where a packed GEMM's packing costs more
+    /// than the product. The result is built in blocks of 64 columns, which stay in registers
+    /// across the rows.
+    pub(crate) fn add_rows(out: &mut [f32], coefficients: &[f32], rows: &[f32], stride: usize) {
+        const BLOCK: usize = 64;
+        for (block, values) in out.chunks_mut(BLOCK).enumerate() {
+            let start = block * BLOCK;
+            if values.len() == BLOCK {
+                let mut sums = [0.0f32; BLOCK];
+                sums.copy_from_slice(values);
+                for (p, &c) in coefficients.iter().enumerate() {
+                    let row = &rows[p * stride + start..][..BLOCK];
+                    for k in 0..BLOCK {
+                        sums[k] += c * row[k];
+                    }
+                }
+                values.copy_from_slice(&sums);
+            } else {
+                for (p, &c) in coefficients.iter().enumerate() {
+                    for (value, &r) in values.iter_mut().zip(&rows[p * stride + start..]) {
+                        *value += c * r;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `a` (`rows x columns` as stored), read transposed when `transposed`.
 fn operand(columns: usize, transposed: bool) -> Matrix {
     if transposed {

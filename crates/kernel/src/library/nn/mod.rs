@@ -32,7 +32,7 @@ macro_rules! vectorized {
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod epilogue;
-mod exp;
+pub(crate) mod exp;
 mod gelu;
 pub(crate) mod gemm;
 pub(crate) mod layout;

@@ -2,12 +2,20 @@
 //! activations (and their `activation_alpha`/`activation_beta`), `clip`, `sequence_lens`,
 //! initial states, LSTM's peepholes and `input_forget`, GRU's `linear_before_reset`, and both
 //! layouts (`layout` 0: `[seq, batch, ...]`; 1: `[batch, seq, ...]`). Every output is made: `Y`,
-//! `Y_h` and LSTM's `Y_c`. The float types compute in f64.
+//! `Y_h` and LSTM's `Y_c`. f32 layers compute in f32, as onnxruntime does (at twice the vector
+//! width, with branch-free sigmoid and tanh), the other float types in f64. Each time step is
+//! one matrix product of every batch entry's state with `R`, then the gates, a slice at a time.
 
-use super::tensors::{element_count, error, filled, floats, integers, read_floats, string, strings, Inputs, Typed};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use super::tensors::{
+    element_count, error, filled, floats, integers, read_floats, string, strings, unsupported, Inputs, Typed, Value,
+};
 use crate::dtype::DType;
-use crate::library::nn::gemm::{packed_gemm, Matrix};
+use crate::library::nn::exp;
+use crate::library::nn::gemm::{self, packed_gemm, Matrix, Packed};
 use crate::library::nn::{float as float_attribute, int};
+use crate::tensor::DenseHostTensor;
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
 
 pub(super) const OPERATORS: &[&str] = &["GRU", "LSTM", "RNN"];
@@ -36,6 +44,128 @@ impl Cell {
             Cell::Gru => &["Sigmoid", "Tanh"],
             Cell::Lstm => &["Sigmoid", "Tanh", "Tanh"],
         }
+    }
+}
+
+/// The element type a layer computes in: f32 for f32 tensors, f64 for the other float types.
+trait Real:
+    Value + Packed + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
+{
+    const ONE: Self;
+    fn exp(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sigmoid(self) -> Self;
+    fn abs(self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn min(self, other: Self) -> Self;
+    /// `out += Σ_p coefficients[p] · rows[p * stride ..][.. out.len()]`.
+    fn add_rows(out: &mut [Self], coefficients: &[Self], rows: &[Self], stride: usize) {
+        let width = out.len();
+        for (p, &c) in coefficients.iter().enumerate() {
+            for (value, &r) in out.iter_mut().zip(&rows[p * stride..][..width]) {
+                *value = *value + c * r;
+            }
+        }
+    }
+    /// The logistic function and tanh of each of `values`, in place.
+    fn sigmoid_all(values: &mut [Self]);
+    fn tanh_all(values: &mut [Self]);
+    /// The elements of the float tensor `tensor` in this type.
+    fn read(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<Self>, KernelError>;
+    /// A tensor of the float type `dtype` holding `typed`.
+    fn write(typed: Typed<Self>, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError>;
+}
+
+impl Real for f32 {
+    const ONE: f32 = 1.0;
+    fn exp(self) -> f32 {
+        f32::exp(self)
+    }
+    fn exp_m1(self) -> f32 {
+        f32::exp_m1(self)
+    }
+    fn ln_1p(self) -> f32 {
+        f32::ln_1p(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> f32 {
+        exp::tanh(self)
+    }
+    #[inline(always)]
+    fn sigmoid(self) -> f32 {
+        exp::sigmoid(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline(always)]
+    fn max(self, other: f32) -> f32 {
+        f32::max(self, other)
+    }
+    #[inline(always)]
+    fn min(self, other: f32) -> f32 {
+        f32::min(self, other)
+    }
+    fn add_rows(out: &mut [f32], coefficients: &[f32], rows: &[f32], stride: usize) {
+        gemm::add_rows(out, coefficients, rows, stride);
+    }
+    fn sigmoid_all(values: &mut [f32]) {
+        exp::sigmoid_all(values);
+    }
+    fn tanh_all(values: &mut [f32]) {
+        exp::tanh_all(values);
+    }
+    fn read(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f32>, KernelError> {
+        match tensor.dtype() {
+            DType::F32 => Ok(Typed::read(tensor)),
+            dtype => Err(unsupported(site, dtype)),
+        }
+    }
+    fn write(typed: Typed<f32>, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        typed.into_tensor(frame, dtype)
+    }
+}
+
+impl Real for f64 {
+    const ONE: f64 = 1.0;
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    fn exp_m1(self) -> f64 {
+        f64::exp_m1(self)
+    }
+    fn ln_1p(self) -> f64 {
+        f64::ln_1p(self)
+    }
+    fn tanh(self) -> f64 {
+        f64::tanh(self)
+    }
+    fn sigmoid(self) -> f64 {
+        1.0 / (1.0 + (-self).exp())
+    }
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    fn max(self, other: f64) -> f64 {
+        f64::max(self, other)
+    }
+    fn min(self, other: f64) -> f64 {
+        f64::min(self, other)
+    }
+    fn sigmoid_all(values: &mut [f64]) {
+        values.iter_mut().for_each(|value| *value = value.sigmoid());
+    }
+    fn tanh_all(values: &mut [f64]) {
+        values.iter_mut().for_each(|value| *value = value.tanh());
+    }
+    fn read(site: &KernelSite<'_>, tensor: &DenseHostTensor) -> Result<Typed<f64>, KernelError> {
+        read_floats(site, tensor)
+    }
+    fn write(typed: Typed<f64>, frame: &KernelFrame<'_>, dtype: DType) -> Result<DenseHostTensor, KernelError> {
+        typed.into_floats(frame, dtype)
     }
 }
 
@@ -76,41 +206,57 @@ impl Activation {
         })
     }
 
-    fn apply(self, x: f64) -> f64 {
+    #[inline(always)]
+    fn apply<T: Real>(self, x: T) -> T {
+        let (zero, one, of) = (T::ZERO, T::ONE, T::from_f64);
         match self {
-            Activation::Relu => x.max(0.0),
+            Activation::Relu => x.max(zero),
             Activation::Tanh => x.tanh(),
-            Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            Activation::Affine(alpha, beta) => alpha * x + beta,
+            Activation::Sigmoid => x.sigmoid(),
+            Activation::Affine(alpha, beta) => of(alpha) * x + of(beta),
             Activation::LeakyRelu(alpha) => {
-                if x < 0.0 {
-                    alpha * x
+                if x < zero {
+                    of(alpha) * x
                 } else {
                     x
                 }
             }
             Activation::ThresholdedRelu(alpha) => {
-                if x > alpha {
+                if x > of(alpha) {
                     x
                 } else {
-                    0.0
+                    zero
                 }
             }
-            Activation::ScaledTanh(alpha, beta) => alpha * (beta * x).tanh(),
-            Activation::HardSigmoid(alpha, beta) => (alpha * x + beta).clamp(0.0, 1.0),
+            Activation::ScaledTanh(alpha, beta) => of(alpha) * (of(beta) * x).tanh(),
+            Activation::HardSigmoid(alpha, beta) => (of(alpha) * x + of(beta)).max(zero).min(one),
             Activation::Elu(alpha) => {
-                if x < 0.0 {
-                    alpha * x.exp_m1()
+                if x < zero {
+                    of(alpha) * x.exp_m1()
                 } else {
                     x
                 }
             }
-            Activation::Softsign => x / (1.0 + x.abs()),
+            Activation::Softsign => x / (one + x.abs()),
             Activation::Softplus => {
-                if x > 30.0 {
+                if x > of(30.0) {
                     x
                 } else {
                     x.exp().ln_1p()
+                }
+            }
+        }
+    }
+
+    /// The activation of each of `values`, the function chosen once outside the loop (the
+    /// common gates' loops then vectorize).
+    fn apply_all<T: Real>(self, values: &mut [T]) {
+        match self {
+            Activation::Sigmoid => T::sigmoid_all(values),
+            Activation::Tanh => T::tanh_all(values),
+            other => {
+                for value in values {
+                    *value = other.apply(*value);
                 }
             }
         }
@@ -119,7 +265,7 @@ impl Activation {
 
 /// A recurrent layer's operands and attributes, with the sequence in `[seq, batch, ...]` order
 /// (layout 0) whatever the node's layout.
-struct Layer {
+struct Layer<T> {
     cell: Cell,
     seq: usize,
     batch: usize,
@@ -128,20 +274,20 @@ struct Layer {
     /// One entry per direction: whether it runs from the sequence's end.
     reverse: Vec<bool>,
     /// `[seq, batch, input]`.
-    x: Vec<f64>,
+    x: Vec<T>,
     /// `[dirs, gates * hidden, input]`.
-    w: Vec<f64>,
+    w: Vec<T>,
     /// `[dirs, gates * hidden, hidden]`.
-    r: Vec<f64>,
+    r: Vec<T>,
     /// `[dirs, 2 * gates * hidden]`: `W`'s biases, then `R`'s.
-    b: Vec<f64>,
+    b: Vec<T>,
     /// Each batch entry's sequence length.
     lens: Vec<usize>,
     /// `[dirs, batch, hidden]`.
-    h0: Vec<f64>,
-    c0: Vec<f64>,
+    h0: Vec<T>,
+    c0: Vec<T>,
     /// `[dirs, 3 * hidden]`: the input, output and forget gates' peepholes.
-    p: Vec<f64>,
+    p: Vec<T>,
     clip: Option<f64>,
     linear_before_reset: bool,
     input_forget: bool,
@@ -151,35 +297,80 @@ struct Layer {
 
 /// What a layer computes: `Y` `[seq, dirs, batch, hidden]`, `Y_h` and `Y_c` `[dirs, batch,
 /// hidden]`.
-struct States {
-    y: Vec<f64>,
-    h: Vec<f64>,
-    c: Vec<f64>,
+struct States<T> {
+    y: Vec<T>,
+    h: Vec<T>,
+    c: Vec<T>,
 }
 
-/// `row · v` for each row of the `rows × v.len()` matrix `m`, added to `out`. Four partial sums
-/// per row, so that the compiler keeps them in vector lanes.
-fn multiply_add(m: &[f64], v: &[f64], out: &mut [f64]) {
-    for (o, row) in out.iter_mut().zip(m.chunks_exact(v.len().max(1))) {
-        let mut lanes = [0.0f64; 4];
-        let (rows, vs) = (row.chunks_exact(4), v.chunks_exact(4));
-        let tail: f64 = rows.remainder().iter().zip(vs.remainder()).map(|(a, b)| a * b).sum();
-        for (a, b) in rows.zip(vs) {
-            for k in 0..4 {
-                lanes[k] += a[k] * b[k];
-            }
-        }
-        *o += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail;
+/// `out[i] = a[i] + b[i]`.
+fn sum_into<T: Real>(out: &mut [T], a: &[T], b: &[T]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = x + y;
     }
 }
 
-impl Layer {
-    fn run(&self) -> Result<States, String> {
+/// `out[i] += p[i] * c[i]`: a peephole.
+fn add_product<T: Real>(out: &mut [T], p: &[T], c: &[T]) {
+    for ((o, &x), &y) in out.iter_mut().zip(p).zip(c) {
+        *o = *o + x * y;
+    }
+}
+
+/// `rows x columns` of `out` (rows `columns` apart) each set to `bias` plus the row of `states`
+/// (`[rows, inner]`) times the matrix `m` (element `(p, j)` at `m.1`): `states · m + bias`. A few
+/// rows (a time step of a small batch) are sums of `m`'s rows, which a packed GEMM would first
+/// copy; they need `m` stored by rows (`m.1.columns` 1).
+fn product<T: Real>(
+    out: &mut [T],
+    bias: &[T],
+    states: &[T],
+    (m, layout): (&[T], Matrix),
+    (rows, inner, columns): (usize, usize, usize),
+) {
+    for row in out.chunks_exact_mut(columns.max(1)) {
+        row.copy_from_slice(bias);
+    }
+    if rows < 4 && layout.columns == 1 {
+        for (row, state) in out.chunks_exact_mut(columns.max(1)).zip(states.chunks_exact(inner.max(1))) {
+            T::add_rows(row, state, &m[layout.offset..], layout.rows);
+        }
+        return;
+    }
+    let a = Matrix { offset: 0, rows: inner, columns: 1 };
+    packed_gemm((rows, inner, columns), T::ONE, (states, a), (m, layout), T::ONE, out, columns);
+}
+
+/// `m` (`[rows, columns]`) stored as `[columns, rows]`, copied in tiles that stay in cache.
+fn transposed<T: Real>(m: &[T], rows: usize, columns: usize) -> Vec<T> {
+    const TILE: usize = 16;
+    let mut out = vec![T::ZERO; rows * columns];
+    for i0 in (0..rows).step_by(TILE) {
+        for j0 in (0..columns).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(rows) {
+                for j in j0..(j0 + TILE).min(columns) {
+                    out[j * rows + i] = m[i * columns + j];
+                }
+            }
+        }
+    }
+    out
+}
+
+impl<T: Real> Layer<T> {
+    fn run(&self) -> Result<States<T>, String> {
         let (h, batch, dirs) = (self.hidden, self.batch, self.reverse.len());
         let g = self.cell.gates() * h;
-        let mut y = filled(super::tensors::count(&[self.seq, dirs, batch, h])?, 0.0)?;
+        let mut y = filled(super::tensors::count(&[self.seq, dirs, batch, h])?, T::ZERO)?;
+        // Each direction's states start as the initial ones and end as Y_h and Y_c.
         let mut final_h = self.h0.clone();
         let mut final_c = self.c0.clone();
+        let steps = self.lens.iter().copied().max().unwrap_or(0);
+        // `R·h + Rb` of every batch entry, and a GRU's reset state and its product.
+        let mut hr = filled(batch * g, T::ZERO)?;
+        let mut reset = filled(batch * h, T::ZERO)?;
+        let mut reset_product = filled(batch * h, T::ZERO)?;
+        let mut gates = vec![T::ZERO; g];
         for (d, &reverse) in self.reverse.iter().enumerate() {
             let w = &self.w[d * g * self.input..][..g * self.input];
             let r = &self.r[d * g * h..][..g * h];
@@ -188,86 +379,132 @@ impl Layer {
             let act = &self.activations[d];
             // `W·x + Wb` of every time step and batch entry at once: one GEMM, `[seq * batch, g]`.
             let rows = self.seq * batch;
-            let mut xw_all = filled(super::tensors::count(&[rows, g])?, 0.0)?;
-            for row in xw_all.chunks_exact_mut(g.max(1)) {
-                row.copy_from_slice(wb);
-            }
-            let xs = Matrix { offset: 0, rows: self.input, columns: 1 };
-            let ws = Matrix { offset: 0, rows: 1, columns: self.input };
-            packed_gemm((rows, self.input, g), 1.0, (&self.x, xs), (w, ws), 1.0, &mut xw_all, g);
-            for n in 0..batch {
-                let state = (d * batch + n) * h..(d * batch + n + 1) * h;
-                let mut hs = self.h0[state.clone()].to_vec();
-                let mut cs = self.c0[state.clone()].to_vec();
-                let len = self.lens[n];
-                for step in 0..len {
-                    let t = if reverse { len - 1 - step } else { step };
-                    let xw = &xw_all[(t * batch + n) * g..][..g];
-                    let mut hr = rb.to_vec();
-                    multiply_add(r, &hs, &mut hr);
-                    hs = self.step(act, p, r, rb, xw, &hr, &hs, &mut cs);
-                    y[((t * dirs + d) * batch + n) * h..][..h].copy_from_slice(&hs);
+            let mut xw_all = filled(super::tensors::count(&[rows, g])?, T::ZERO)?;
+            let wt = Matrix { offset: 0, rows: 1, columns: self.input };
+            product(&mut xw_all, wb, &self.x, (w, wt), (rows, self.input, g));
+            // Rᵀ, `[h, g]`, whose rows the recurrent products sum.
+            let rt = transposed(r, g, h);
+            let (all, candidate) =
+                (Matrix { offset: 0, rows: g, columns: 1 }, Matrix { offset: 2 * h, rows: g, columns: 1 });
+            let hs = &mut final_h[d * batch * h..][..batch * h];
+            let cs = &mut final_c[d * batch * h..][..batch * h];
+            for step in 0..steps {
+                product(&mut hr, rb, hs, (&rt, all), (batch, h, g));
+                let live =
+                    |n: usize| (step < self.lens[n]).then(|| if reverse { self.lens[n] - 1 - step } else { step });
+                if self.cell == Cell::Gru && !self.linear_before_reset {
+                    // The candidate multiplies R_h by the reset state `r ⊙ h`, known only now.
+                    for n in 0..batch {
+                        let Some(t) = live(n) else { continue };
+                        let at = (t * batch + n) * g;
+                        let r_gate = &mut reset[n * h..][..h];
+                        sum_into(r_gate, &xw_all[at + h..at + 2 * h], &hr[n * g + h..n * g + 2 * h]);
+                        self.clip_all(r_gate);
+                        act[0].apply_all(r_gate);
+                        for (v, &state) in r_gate.iter_mut().zip(&hs[n * h..(n + 1) * h]) {
+                            *v = *v * state;
+                        }
+                    }
+                    product(&mut reset_product, &rb[2 * h..], &reset, (&rt, candidate), (batch, h, h));
                 }
-                final_h[state.clone()].copy_from_slice(&hs);
-                final_c[state].copy_from_slice(&cs);
+                for n in 0..batch {
+                    let Some(t) = live(n) else { continue };
+                    let xw = &xw_all[(t * batch + n) * g..][..g];
+                    let hr = &hr[n * g..][..g];
+                    let (hs, cs) = (&mut hs[n * h..][..h], &mut cs[n * h..][..h]);
+                    match self.cell {
+                        Cell::Rnn => {
+                            sum_into(hs, xw, hr);
+                            self.clip_all(hs);
+                            act[0].apply_all(hs);
+                        }
+                        Cell::Gru => self.gru(act, xw, hr, &reset_product[n * h..][..h], &mut gates, hs),
+                        Cell::Lstm => self.lstm(act, p, xw, hr, &mut gates, hs, cs),
+                    }
+                    y[((t * dirs + d) * batch + n) * h..][..h].copy_from_slice(hs);
+                }
             }
         }
         Ok(States { y, h: final_h, c: final_c })
     }
 
-    /// One step of one batch entry: the new hidden state from `xw` (`W·x + Wb`), `hr` (`R·h +
-    /// Rb`) and the previous state `hs`; an LSTM's cell state `cs` is updated in place.
-    #[allow(clippy::too_many_arguments)]
-    fn step(
-        &self,
-        act: &[Activation],
-        p: &[f64],
-        r: &[f64],
-        rb: &[f64],
-        xw: &[f64],
-        hr: &[f64],
-        hs: &[f64],
-        cs: &mut [f64],
-    ) -> Vec<f64> {
+    /// `clip` applied to each of `values`, when the layer has one.
+    fn clip_all(&self, values: &mut [T]) {
+        if let Some(clip) = self.clip {
+            let (low, high) = (T::from_f64(-clip), T::from_f64(clip));
+            for value in values {
+                *value = value.max(low).min(high);
+            }
+        }
+    }
+
+    /// A GRU step of one batch entry: `hs` from `xw` (`W·x + Wb`), `hr` (`R·h + Rb`) and, when
+    /// the reset comes first, `reset_product` (`R_h·(r ⊙ h) + Rb_h`). Gates z, r, h.
+    fn gru(&self, act: &[Activation], xw: &[T], hr: &[T], reset_product: &[T], gates: &mut [T], hs: &mut [T]) {
         let h = self.hidden;
-        let clip = |v: f64| self.clip.map_or(v, |c| v.clamp(-c, c));
-        let gate = |f: Activation, k: usize, j: usize| f.apply(clip(xw[k * h + j] + hr[k * h + j]));
-        match self.cell {
-            Cell::Rnn => (0..h).map(|j| gate(act[0], 0, j)).collect(),
-            Cell::Gru => {
-                let z: Vec<f64> = (0..h).map(|j| gate(act[0], 0, j)).collect();
-                let reset: Vec<f64> = (0..h).map(|j| gate(act[0], 1, j)).collect();
-                let candidate: Vec<f64> = if self.linear_before_reset {
-                    (0..h).map(|j| act[1].apply(clip(xw[2 * h + j] + reset[j] * hr[2 * h + j]))).collect()
-                } else {
-                    let rh: Vec<f64> = reset.iter().zip(hs).map(|(a, b)| a * b).collect();
-                    let mut n = rb[2 * h..3 * h].to_vec();
-                    multiply_add(&r[2 * h * h..3 * h * h], &rh, &mut n);
-                    (0..h).map(|j| act[1].apply(clip(xw[2 * h + j] + n[j]))).collect()
-                };
-                (0..h).map(|j| (1.0 - z[j]) * candidate[j] + z[j] * hs[j]).collect()
+        let (z, rest) = gates.split_at_mut(h);
+        let (r, candidate) = rest.split_at_mut(h);
+        sum_into(z, &xw[..h], &hr[..h]);
+        self.clip_all(z);
+        act[0].apply_all(z);
+        if self.linear_before_reset {
+            sum_into(r, &xw[h..2 * h], &hr[h..2 * h]);
+            self.clip_all(r);
+            act[0].apply_all(r);
+            for ((c, &x), (&gate, &recurrent)) in candidate.iter_mut().zip(&xw[2 * h..]).zip(r.iter().zip(&hr[2 * h..]))
+            {
+                *c = x + gate * recurrent;
             }
-            Cell::Lstm => {
-                // Gates in W: input, output, forget, cell; peepholes: input, output, forget.
-                let pre = |k: usize, j: usize| xw[k * h + j] + hr[k * h + j];
-                let mut out = vec![0.0; h];
-                for j in 0..h {
-                    let i = act[0].apply(clip(pre(0, j) + p[j] * cs[j]));
-                    let f =
-                        if self.input_forget { 1.0 - i } else { act[0].apply(clip(pre(2, j) + p[2 * h + j] * cs[j])) };
-                    let c = act[1].apply(clip(pre(3, j)));
-                    cs[j] = f * cs[j] + i * c;
-                    let o = act[0].apply(clip(pre(1, j) + p[h + j] * cs[j]));
-                    out[j] = o * act[2].apply(cs[j]);
-                }
-                out
+        } else {
+            sum_into(candidate, &xw[2 * h..], reset_product);
+        }
+        self.clip_all(candidate);
+        act[1].apply_all(candidate);
+        for ((state, &z), &c) in hs.iter_mut().zip(z.iter()).zip(candidate.iter()) {
+            *state = (T::ONE - z) * c + z * *state;
+        }
+    }
+
+    /// An LSTM step of one batch entry: `hs` and the cell state `cs` from `xw` and `hr`. Gates
+    /// in W: input, output, forget, cell; peepholes: input, output, forget.
+    #[allow(clippy::too_many_arguments)]
+    fn lstm(&self, act: &[Activation], p: &[T], xw: &[T], hr: &[T], gates: &mut [T], hs: &mut [T], cs: &mut [T]) {
+        let h = self.hidden;
+        sum_into(gates, xw, hr);
+        let (i, rest) = gates.split_at_mut(h);
+        let (o, rest) = rest.split_at_mut(h);
+        let (f, c) = rest.split_at_mut(h);
+        add_product(i, &p[..h], cs);
+        self.clip_all(i);
+        act[0].apply_all(i);
+        if self.input_forget {
+            for (f, &i) in f.iter_mut().zip(i.iter()) {
+                *f = T::ONE - i;
             }
+        } else {
+            add_product(f, &p[2 * h..], cs);
+            self.clip_all(f);
+            act[0].apply_all(f);
+        }
+        self.clip_all(c);
+        act[1].apply_all(c);
+        for (((state, &f), &i), &c) in cs.iter_mut().zip(f.iter()).zip(i.iter()).zip(c.iter()) {
+            *state = f * *state + i * c;
+        }
+        add_product(o, &p[h..2 * h], cs);
+        self.clip_all(o);
+        act[0].apply_all(o);
+        // The cell gate's values are spent: they take h(C).
+        c.copy_from_slice(cs);
+        act[2].apply_all(c);
+        for ((state, &o), &c) in hs.iter_mut().zip(o.iter()).zip(c.iter()) {
+            *state = o * c;
         }
     }
 }
 
 /// `values` of a tensor `[a, b, rest]` with its first two axes swapped.
-fn swap_leading(values: &[f64], a: usize, b: usize, rest: usize) -> Vec<f64> {
+fn swap_leading<T: Copy>(values: &[T], a: usize, b: usize, rest: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(values.len());
     for j in 0..b {
         for i in 0..a {
@@ -278,27 +515,25 @@ fn swap_leading(values: &[f64], a: usize, b: usize, rest: usize) -> Vec<f64> {
 }
 
 /// Input `index` when the node has it, checked to be of `dims` (`what` names it in errors).
-fn optional_input(
+fn optional_input<T: Real>(
     site: &KernelSite<'_>,
     inputs: &Inputs,
     index: usize,
     what: &str,
     dims: &[usize],
-) -> Result<Option<Vec<f64>>, KernelError> {
+) -> Result<Option<Vec<T>>, KernelError> {
     let Some(tensor) = inputs.optional(index) else { return Ok(None) };
-    let typed = read_floats(site, tensor)?;
+    let typed = T::read(site, tensor)?;
     if typed.dims != dims {
         return Err(error(site, format_args!("{what} has the shape {:?}, not {dims:?}", typed.dims)));
     }
     Ok(Some(typed.values))
 }
 
-fn layer(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<(Layer, DType, bool), KernelError> {
-    let x = inputs.required(0)?;
-    let dtype = x.dtype();
-    let x = read_floats(site, x)?;
-    let w = read_floats(site, inputs.required(1)?)?;
-    let r = read_floats(site, inputs.required(2)?)?;
+fn layer<T: Real>(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<(Layer<T>, bool), KernelError> {
+    let x = T::read(site, inputs.required(0)?)?;
+    let w = T::read(site, inputs.required(1)?)?;
+    let r = T::read(site, inputs.required(2)?)?;
     for (what, t) in [("X", &x), ("W", &w), ("R", &r)] {
         if t.dims.len() != 3 {
             return Err(error(site, format_args!("{what} has the shape {:?}, not three dimensions", t.dims)));
@@ -353,7 +588,7 @@ fn layer(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<(Layer, D
                 .ok_or_else(|| error(site, format_args!("sequence_lens {lens:?} is outside 0 to {seq}")))?
         }
     };
-    let from_layout = |values: Vec<f64>| if batch_first { swap_leading(&values, batch, dirs, hidden) } else { values };
+    let from_layout = |values: Vec<T>| if batch_first { swap_leading(&values, batch, dirs, hidden) } else { values };
     let h0 = optional_input(site, inputs, 5, "initial_h", &state_dims)?.map(from_layout);
     let c0 = optional_input(site, inputs, 6, "initial_c", &state_dims)?.map(from_layout);
     let p = optional_input(site, inputs, 7, "P", &[dirs, 3 * hidden])?;
@@ -394,57 +629,66 @@ fn layer(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<(Layer, D
         x,
         w: w.values,
         r: r.values,
-        b: b.map_or_else(|| filled(dirs * 2 * g, 0.0), Ok).map_err(|e| error(site, e))?,
+        b: b.map_or_else(|| filled(dirs * 2 * g, T::ZERO), Ok).map_err(|e| error(site, e))?,
         lens,
-        h0: h0.map_or_else(|| filled(state, 0.0), Ok).map_err(|e| error(site, e))?,
-        c0: c0.map_or_else(|| filled(state, 0.0), Ok).map_err(|e| error(site, e))?,
-        p: p.unwrap_or_else(|| vec![0.0; dirs * 3 * hidden]),
+        h0: h0.map_or_else(|| filled(state, T::ZERO), Ok).map_err(|e| error(site, e))?,
+        c0: c0.map_or_else(|| filled(state, T::ZERO), Ok).map_err(|e| error(site, e))?,
+        p: p.unwrap_or_else(|| vec![T::ZERO; dirs * 3 * hidden]),
         clip,
         linear_before_reset: int(site, "linear_before_reset", 0)? != 0,
         input_forget: int(site, "input_forget", 0)? != 0,
         activations,
         reverse,
     };
-    Ok((layer, dtype, batch_first))
+    Ok((layer, batch_first))
 }
 
 fn register_layer(registry: &mut KernelRegistry, name: &str, cell: Cell) {
     registry.add_kernel(&format!("onnx.{name}"), move |frame: &mut KernelFrame<'_>| {
         let inputs = Inputs::new(frame)?;
-        let (layer, dtype, batch_first) = layer(frame, cell, &inputs)?;
-        let States { y, h, c } = layer.run().map_err(|e| error(frame, e))?;
-        let (seq, batch, dirs, hidden) = (layer.seq, layer.batch, layer.reverse.len(), layer.hidden);
-        let (y, y_dims) = if batch_first {
-            // [seq, dirs, batch, hidden] to [batch, seq, dirs, hidden].
-            let mut out = Vec::with_capacity(y.len());
-            for n in 0..batch {
-                for t in 0..seq {
-                    for d in 0..dirs {
-                        out.extend_from_slice(&y[((t * dirs + d) * batch + n) * hidden..][..hidden]);
-                    }
+        match inputs.required(0)?.dtype() {
+            DType::F32 => compute::<f32>(frame, cell, &inputs),
+            _ => compute::<f64>(frame, cell, &inputs),
+        }
+    });
+}
+
+/// Runs the layer in `T` and emplaces its results, of X's element type.
+fn compute<T: Real>(frame: &mut KernelFrame<'_>, cell: Cell, inputs: &Inputs) -> Result<(), KernelError> {
+    let dtype = inputs.required(0)?.dtype();
+    let (layer, batch_first) = layer::<T>(frame, cell, inputs)?;
+    let States { y, h, c } = layer.run().map_err(|e| error(frame, e))?;
+    let (seq, batch, dirs, hidden) = (layer.seq, layer.batch, layer.reverse.len(), layer.hidden);
+    let (y, y_dims) = if batch_first {
+        // [seq, dirs, batch, hidden] to [batch, seq, dirs, hidden].
+        let mut out = Vec::with_capacity(y.len());
+        for n in 0..batch {
+            for t in 0..seq {
+                for d in 0..dirs {
+                    out.extend_from_slice(&y[((t * dirs + d) * batch + n) * hidden..][..hidden]);
                 }
             }
-            (out, vec![batch, seq, dirs, hidden])
+        }
+        (out, vec![batch, seq, dirs, hidden])
+    } else {
+        (y, vec![seq, dirs, batch, hidden])
+    };
+    let state = |values: Vec<T>| {
+        if batch_first {
+            Typed { dims: vec![batch, dirs, hidden], values: swap_leading(&values, dirs, batch, hidden) }
         } else {
-            (y, vec![seq, dirs, batch, hidden])
-        };
-        let state = |values: Vec<f64>| {
-            if batch_first {
-                Typed { dims: vec![batch, dirs, hidden], values: swap_leading(&values, dirs, batch, hidden) }
-            } else {
-                Typed { dims: vec![dirs, batch, hidden], values }
-            }
-        };
-        let mut outputs = vec![Typed { dims: y_dims, values: y }, state(h)];
-        if cell == Cell::Lstm {
-            outputs.push(state(c));
+            Typed { dims: vec![dirs, batch, hidden], values }
         }
-        for (i, output) in outputs.into_iter().enumerate().take(frame.num_results()) {
-            let tensor = output.into_floats(frame, dtype)?;
-            frame.emplace_result(i, tensor)?;
-        }
-        Ok(())
-    });
+    };
+    let mut outputs = vec![Typed { dims: y_dims, values: y }, state(h)];
+    if cell == Cell::Lstm {
+        outputs.push(state(c));
+    }
+    for (i, output) in outputs.into_iter().enumerate().take(frame.num_results()) {
+        let tensor = T::write(output, frame, dtype)?;
+        frame.emplace_result(i, tensor)?;
+    }
+    Ok(())
 }
 
 pub(super) fn register(registry: &mut KernelRegistry) {
@@ -459,7 +703,7 @@ mod tests {
 
     /// A layer of one input feature and one hidden unit over `x` (one batch entry unless
     /// `lens` says otherwise), forward.
-    fn layer(cell: Cell, x: Vec<f64>, w: Vec<f64>, r: Vec<f64>) -> Layer {
+    fn layer(cell: Cell, x: Vec<f64>, w: Vec<f64>, r: Vec<f64>) -> Layer<f64> {
         let gates = cell.gates();
         let mut alphas = std::iter::empty();
         let mut betas = std::iter::empty();
@@ -579,8 +823,69 @@ mod tests {
             (affine, leaky, hard),
             (Activation::Affine(2.0, 3.0), Activation::LeakyRelu(0.1), Activation::HardSigmoid(0.2, 0.5))
         );
-        assert_eq!(affine.apply(1.0), 5.0);
-        assert_eq!(leaky.apply(-2.0), -0.2);
+        assert_eq!(affine.apply(1.0f64), 5.0);
+        assert_eq!(leaky.apply(-2.0f64), -0.2);
         assert!(Activation::new("Gelu", &mut alphas, &mut betas).is_none());
+    }
+
+    /// A layer of `batch` entries over 3 steps, 4 inputs and 70 hidden units (a block of 64
+    /// columns and a tail), with weights from a fixed sequence, in `T`.
+    fn wide<T: Real>(cell: Cell, batch: usize, linear_before_reset: bool) -> Layer<T> {
+        let (seq, input, hidden) = (3, 4, 70);
+        let g = cell.gates() * hidden;
+        let values = |count: usize, seed: usize| -> Vec<T> {
+            (0..count)
+                .map(|i| T::from_f64((((i * 7919 + seed * 104_729) % 1000) as f64 / 1000.0 - 0.5) * 0.6))
+                .collect()
+        };
+        let activations = cell
+            .default_activations()
+            .iter()
+            .map(|n| Activation::new(n, &mut std::iter::empty(), &mut std::iter::empty()).unwrap());
+        Layer {
+            cell,
+            seq,
+            batch,
+            input,
+            hidden,
+            reverse: vec![true],
+            x: values(seq * batch * input, 1),
+            w: values(g * input, 2),
+            r: values(g * hidden, 3),
+            b: values(2 * g, 4),
+            lens: (0..batch).map(|n| seq - n % 2).collect(),
+            h0: values(batch * hidden, 5),
+            c0: values(batch * hidden, 6),
+            p: values(3 * hidden, 7),
+            clip: Some(0.9),
+            linear_before_reset,
+            input_forget: false,
+            activations: vec![activations.collect()],
+        }
+    }
+
+    /// The f32 layers (dot products of a few rows, a packed GEMM of more, branch-free sigmoid
+    /// and tanh) agree with the f64 ones.
+    #[test]
+    fn f32_layers_agree_with_f64_for_few_and_many_rows() {
+        for (cell, linear_before_reset) in
+            [(Cell::Lstm, false), (Cell::Gru, false), (Cell::Gru, true), (Cell::Rnn, false)]
+        {
+            for batch in [1, 5] {
+                let narrow = wide::<f32>(cell, batch, linear_before_reset).run().unwrap();
+                let exact = wide::<f64>(cell, batch, linear_before_reset).run().unwrap();
+                for (name, ours, truth) in
+                    [("Y", &narrow.y, &exact.y), ("Y_h", &narrow.h, &exact.h), ("Y_c", &narrow.c, &exact.c)]
+                {
+                    assert_eq!(ours.len(), truth.len());
+                    for (k, (&a, &b)) in ours.iter().zip(truth.iter()).enumerate() {
+                        assert!(
+                            (f64::from(a) - b).abs() <= 2e-5,
+                            "{cell:?} batch {batch} {name}[{k}]: {a} against {b}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
