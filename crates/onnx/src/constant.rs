@@ -94,6 +94,11 @@ impl Constant {
         Constant { elem: Elem::I64, dims: vec![values.len() as i64], data: Blob::from_vec(bytes) }
     }
 
+    /// An f32 constant of `dims`, which must hold exactly `values`.
+    pub fn from_f32s(dims: Vec<i64>, values: &[f32]) -> Result<Constant, String> {
+        Constant::new(Elem::F32, dims, Blob::from_vec(values.iter().flat_map(|v| v.to_le_bytes()).collect()))
+    }
+
     /// The same elements under other dimensions (their count must match; the bytes are shared).
     pub fn reshaped(&self, dims: Vec<i64>) -> Result<Constant, String> {
         Constant::new(self.elem, dims, self.data.clone())

@@ -18,10 +18,9 @@ use super::constant::{Constant, Elem};
 use super::lower::{Lowering, Val};
 use super::node::Node;
 use super::ImportError;
-use rtx_mlir::ir::{AttrId, Blob, ValueId};
+use rtx_mlir::ir::{AttrId, ValueId};
 
 /// A filter or bias operand of a pending layer.
-#[derive(Clone)]
 pub enum Operand {
     /// A constant: `name` while it is the model's own (made a tensor once, shared with its other
     /// readers), `None` once folding changed it.
@@ -111,7 +110,7 @@ impl PendingLayer {
             let per_channel = weights.len() / m.max(1);
             let scaled: Vec<f32> =
                 weights.iter().enumerate().map(|(i, &w)| w * scale[i / per_channel.max(1)]).collect();
-            *value = f32_constant(value.dims.clone(), &scaled)?;
+            *value = Constant::from_f32s(value.dims.clone(), &scaled)?;
             *name = None;
         }
         let mut bias = match &self.bias {
@@ -126,13 +125,9 @@ impl PendingLayer {
         if let Some(shift) = shift {
             bias.iter_mut().zip(shift).for_each(|(b, t)| *b += t);
         }
-        self.bias = Some(Operand::Const { name: None, value: f32_constant(vec![m as i64], &bias)? });
+        self.bias = Some(Operand::Const { name: None, value: Constant::from_f32s(vec![m as i64], &bias)? });
         Ok(())
     }
-}
-
-fn f32_constant(dims: Vec<i64>, values: &[f32]) -> Result<Constant, String> {
-    Constant::new(Elem::F32, dims, Blob::from_vec(values.iter().flat_map(|v| v.to_le_bytes()).collect()))
 }
 
 impl Lowering {
@@ -355,7 +350,7 @@ impl Lowering {
                     Layer::Conv => shape[1],
                     Layer::MatMul => shape[shape.len() - 1],
                 };
-                let zeros = f32_constant(vec![count], &vec![0.0; count as usize]).expect("zeros");
+                let zeros = Constant::from_f32s(vec![count], &vec![0.0; count as usize]).expect("zeros");
                 Some(Operand::Const { name: None, value: zeros })
             }
             (None, _, _) => None,

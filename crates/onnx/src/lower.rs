@@ -294,9 +294,7 @@ impl Lowering {
                 let dims = self.constant(node.required(0)?, node, "shape")?.to_i64s().map_err(|e| node.error(e))?;
                 let value = match node.tensor("value") {
                     Some(tensor) => constant::from_proto(tensor, &self.source).map_err(|e| node.error(e))?,
-                    None => {
-                        Constant::new(Elem::F32, vec![1], Blob::from_vec(0f32.to_le_bytes().to_vec())).expect("one f32")
-                    }
+                    None => Constant::from_f32s(vec![1], &[0.0]).expect("one f32"),
                 };
                 let filled = Constant::filled(&value, dims).map_err(|e| node.error(e))?;
                 self.define(node, Val::Const(filled))
@@ -770,8 +768,7 @@ impl Lowering {
         let value = if let Some(tensor) = node.tensor("value") {
             constant::from_proto(tensor, &self.source).map_err(|e| node.error(e))?
         } else if node.has("value_float") {
-            let bytes = node.float("value_float", 0.0).to_le_bytes().to_vec();
-            Constant::new(Elem::F32, vec![], Blob::from_vec(bytes)).expect("one f32")
+            Constant::from_f32s(vec![], &[node.float("value_float", 0.0)]).expect("one f32")
         } else if node.has("value_int") {
             Constant::from_i64s(&[node.int("value_int", 0)]).reshaped(vec![]).expect("one i64")
         } else if let Some(ints) = node.ints("value_ints") {
