@@ -16,8 +16,9 @@ use std::sync::Arc;
 use super::epilogue::{finish, Activation};
 use super::gemm::{packed_gemm, Matrix};
 use super::split::{compute, compute_in_bands, compute_in_runs};
-use super::{floats, int, ints, operands, shape_error, sizes, Floats};
-use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
+use super::window::{add_taps, Phases, Window};
+use super::{floats, int, operands, shape_error, Floats};
+use crate::{KernelError, KernelFrame, KernelRegistry};
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
 const MIN_CHANNELS_PER_TASK: usize = 32;
@@ -25,53 +26,6 @@ const MIN_CHANNELS_PER_TASK: usize = 32;
 /// The fewest output pixels a task computes when the pixels are split (see `conv2d`): each task
 /// packs all the filters once, which this many pixels' multiplications outweigh.
 const MIN_PIXELS_PER_TASK: usize = 128;
-
-/// A pooling or convolution window along the two spatial axes.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Window {
-    pub kernel: [usize; 2],
-    pub strides: [usize; 2],
-    /// Before (top, left) and after (bottom, right).
-    pub pads: [usize; 4],
-    pub dilations: [usize; 2],
-}
-
-impl Window {
-    /// Reads `strides`, `pads` and `dilations` (ONNX's defaults: 1, 0 and 1) for `kernel`.
-    pub(crate) fn read(site: &KernelSite<'_>, kernel: [usize; 2]) -> Result<Window, KernelError> {
-        let pair = |name: &str, default: i64| -> Result<[usize; 2], KernelError> {
-            match sizes(site, name, &ints(site, name, &[default; 2])?)?[..] {
-                [a, b] if a > 0 && b > 0 => Ok([a, b]),
-                _ => Err(shape_error(site, format_args!("{name} must be two positive numbers"))),
-            }
-        };
-        let (strides, dilations) = (pair("strides", 1)?, pair("dilations", 1)?);
-        let pads = match sizes(site, "pads", &ints(site, "pads", &[0; 4])?)?[..] {
-            [t, l, b, r] => [t, l, b, r],
-            _ => return Err(shape_error(site, "pads must be four numbers: top, left, bottom, right")),
-        };
-        Ok(Window { kernel, strides, pads, dilations })
-    }
-
-    /// The extent of the dilated window along `axis`.
-    pub(crate) fn span(&self, axis: usize) -> usize {
-        self.dilations[axis] * (self.kernel[axis] - 1) + 1
-    }
-
-    /// The output size along `axis` for an input of `size`, rounding down (or up when `ceil`,
-    /// dropping a last window that would start in the padding after the input, as ONNX does);
-    /// `None` when no window fits.
-    pub(crate) fn output(&self, axis: usize, size: usize, ceil: bool) -> Option<usize> {
-        let padded = size + self.pads[axis] + self.pads[axis + 2];
-        let room = padded.checked_sub(self.span(axis))?;
-        let stride = self.strides[axis];
-        let mut count = if ceil { room.div_ceil(stride) } else { room / stride } + 1;
-        if ceil && (count - 1) * stride >= size + self.pads[axis] {
-            count -= 1;
-        }
-        Some(count)
-    }
-}
 
 fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (x, w) = (floats(frame, 0)?, floats(frame, 1)?);
@@ -198,44 +152,21 @@ fn residual(z: &Option<Arc<Floats>>, unit: usize, plane: usize) -> Option<&[f32]
     z.as_deref().map(|z| &z.data[unit * plane..(unit + 1) * plane])
 }
 
-/// Elements a depthwise tap adds at a time: sums that stay in L1 across all the taps.
-const DEPTHWISE_CHUNK: usize = 1024;
-
 /// A task's scratch for depthwise planes, kept across the planes it convolves.
 #[derive(Default)]
 struct Depthwise {
-    /// The padded input plane, split by phase: for strides `[sy, sx]`, padded element `(r, q)`
-    /// lies in phase `(r % sy) * sx + q % sx` at `(r / sy) * cols + q / sx`, so that every tap
-    /// reads a contiguous run at any stride.
-    phases: Vec<f32>,
-    /// The output rows, `cols` wide (the columns past `ow` are not outputs).
+    phases: Phases,
+    /// The output rows, `phases.cols()` wide.
     sums: Vec<f32>,
     /// Each tap's run's start in `phases`, and its weight.
     taps: Vec<(usize, f32)>,
 }
 
-vectorized! {
-    /// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
-    /// time so that it stays in L1 across the taps; compiled for the CPU's widest vectors.
-    fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
-        for (chunk, sums) in sums.chunks_mut(DEPTHWISE_CHUNK).enumerate() {
-            let offset = chunk * DEPTHWISE_CHUNK;
-            for &(start, weight) in taps {
-                let run = &phases[start + offset..start + offset + sums.len()];
-                for (sum, &value) in sums.iter_mut().zip(run) {
-                    *sum += weight * value;
-                }
-            }
-        }
-    }
-}
-
 impl Depthwise {
     /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of
     /// the `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
-    /// padding. The input is laid out padded and split by phase once; then each tap is one
-    /// multiply-add over a contiguous run of all the output rows together (each row computed
-    /// `cols` wide), which the compiler vectorizes whatever the stride, dilation or width.
+    /// padding. The input is laid out by phase once (see [`Phases`]); then each tap is one
+    /// multiply-add over a contiguous run of all the output rows together.
     #[allow(clippy::too_many_arguments)]
     fn plane(
         &mut self,
@@ -247,49 +178,13 @@ impl Depthwise {
         bias: f32,
         out: &mut [f32],
     ) {
-        let [kh, kw] = window.kernel;
-        let ([sy, sx], [dy, dx]) = (window.strides, window.dilations);
-        let (top, left) = (window.pads[0], window.pads[1]);
-        // The padded extent the windows reach, and each phase's rows and columns.
-        let (ph, pw) = ((oh - 1) * sy + window.span(0), (ow - 1) * sx + window.span(1));
-        let (rows, cols) = (ph.div_ceil(sy), pw.div_ceil(sx));
-        let phase_len = rows * cols;
-        // A tap's run for the last row's columns past `ow` may reach this far past a phase.
-        let slack = (kw - 1) * dx / sx + 1;
-        self.phases.clear();
-        self.phases.resize(sy * sx * phase_len + slack, 0.0);
-        for r in 0..ph {
-            let Some(iy) = r.checked_sub(top).filter(|&iy| iy < h) else { continue };
-            let source = &input[iy * w..(iy + 1) * w];
-            let row = (r % sy) * sx * phase_len + (r / sy) * cols;
-            // Padded columns `left..left + w` hold the input row (as far as the windows reach).
-            let (first, end) = (left.min(pw), (left + w).min(pw));
-            if sx == 1 {
-                self.phases[row + first..row + end].copy_from_slice(&source[..end - first]);
-                continue;
-            }
-            // Phase `p` holds the padded columns `q` with `q % sx == p`, in order.
-            for p in 0..sx {
-                let q = first + (p + sx - first % sx) % sx;
-                if q >= end {
-                    continue;
-                }
-                let target = &mut self.phases[row + p * phase_len + q / sx..];
-                for (value, &input) in target.iter_mut().zip(source[q - left..end - left].iter().step_by(sx)) {
-                    *value = input;
-                }
-            }
-        }
+        self.phases.lay_out(input, [h, w], window, [oh, ow], 0.0);
+        let cols = self.phases.cols();
         self.sums.clear();
         self.sums.resize(oh * cols, bias);
-        // Where each tap's run starts in `phases`.
-        let taps = (0..kh * kw).map(|t| {
-            let (a, b) = ((t / kw) * dy, (t % kw) * dx);
-            (((a % sy) * sx + b % sx) * phase_len + (a / sy) * cols + b / sx, filter[t])
-        });
         self.taps.clear();
-        self.taps.extend(taps);
-        add_taps(&mut self.sums, &self.phases, &self.taps);
+        self.taps.extend(filter.iter().enumerate().map(|(t, &weight)| (self.phases.tap(t), weight)));
+        add_taps(&mut self.sums, self.phases.values(), &self.taps);
         for (row, sums) in out.chunks_exact_mut(ow).zip(self.sums.chunks_exact(cols)) {
             row.copy_from_slice(&sums[..ow]);
         }

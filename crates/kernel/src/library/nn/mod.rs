@@ -41,6 +41,7 @@ pub(crate) mod pointwise;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 mod split;
+pub(crate) mod window;
 
 use std::sync::Arc;
 
@@ -108,6 +109,21 @@ impl Floats {
     pub fn shape(&self) -> String {
         format!("{:?}", self.dims)
     }
+}
+
+/// The sum of `f` over `values`, in sixteen lanes so that it vectorizes (one running sum could
+/// not be reordered); inlined into the vectorized loop that calls it.
+#[inline(always)]
+pub(crate) fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    let chunks = values.chunks_exact(16);
+    let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += f(v);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// How many tensor operands `frame` has: its arguments less a last chain.

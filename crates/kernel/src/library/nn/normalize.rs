@@ -6,7 +6,7 @@
 
 use super::exp::exp;
 use super::split::compute;
-use super::{float, floats, int, operands, shape_error};
+use super::{float, floats, int, lane_sum, operands, shape_error};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
 /// `axis` (negative from the end) as an index below `rank`.
@@ -82,23 +82,11 @@ fn layer_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 }
 
 vectorized! {
-    /// `(input - mean) / sqrt(variance + epsilon) * scale + bias` into `out`. The sums run in
-    /// sixteen lanes, so that they vectorize (in one running sum they could not be reordered).
+    /// `(input - mean) / sqrt(variance + epsilon) * scale + bias` into `out`.
     fn standardize(out: &mut [f32], input: &[f32], scale: &[f32], bias: Option<&[f32]>, epsilon: f32) {
-        fn lanes(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-            let mut lanes = [0.0f32; 16];
-            let chunks = values.chunks_exact(16);
-            let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
-            for chunk in chunks {
-                for (lane, &v) in lanes.iter_mut().zip(chunk) {
-                    *lane += f(v);
-                }
-            }
-            lanes.iter().sum::<f32>() + tail
-        }
         let n = input.len() as f32;
-        let mean = lanes(input, |v| v) / n;
-        let variance = lanes(input, |v| (v - mean) * (v - mean)) / n;
+        let mean = lane_sum(input, |v| v) / n;
+        let variance = lane_sum(input, |v| (v - mean) * (v - mean)) / n;
         let factor = 1.0 / (variance + epsilon).sqrt();
         match bias {
             Some(bias) => {

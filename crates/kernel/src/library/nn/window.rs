@@ -1,0 +1,168 @@
+//! The window of a convolution or pooling layer along the two spatial axes, and [`Phases`]: a
+//! plane laid out so that each tap of the window reads one contiguous run for every output
+//! pixel at once, which turns a sliding window (depthwise convolution, pooling) into a few
+//! long vectorizable loops whatever its stride or dilation.
+
+use super::{ints, shape_error, sizes};
+use crate::{KernelError, KernelSite};
+
+/// Elements of the output a tap loop takes at a time: sums that stay in L1 across all the taps.
+const TAP_CHUNK: usize = 1024;
+
+/// A pooling or convolution window along the two spatial axes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    /// Before (top, left) and after (bottom, right).
+    pub pads: [usize; 4],
+    pub dilations: [usize; 2],
+}
+
+impl Window {
+    /// Reads `strides`, `pads` and `dilations` (ONNX's defaults: 1, 0 and 1) for `kernel`.
+    pub(crate) fn read(site: &KernelSite<'_>, kernel: [usize; 2]) -> Result<Window, KernelError> {
+        let pair = |name: &str, default: i64| -> Result<[usize; 2], KernelError> {
+            match sizes(site, name, &ints(site, name, &[default; 2])?)?[..] {
+                [a, b] if a > 0 && b > 0 => Ok([a, b]),
+                _ => Err(shape_error(site, format_args!("{name} must be two positive numbers"))),
+            }
+        };
+        let (strides, dilations) = (pair("strides", 1)?, pair("dilations", 1)?);
+        let pads = match sizes(site, "pads", &ints(site, "pads", &[0; 4])?)?[..] {
+            [t, l, b, r] => [t, l, b, r],
+            _ => return Err(shape_error(site, "pads must be four numbers: top, left, bottom, right")),
+        };
+        Ok(Window { kernel, strides, pads, dilations })
+    }
+
+    /// The extent of the dilated window along `axis`.
+    pub(crate) fn span(&self, axis: usize) -> usize {
+        self.dilations[axis] * (self.kernel[axis] - 1) + 1
+    }
+
+    /// The output size along `axis` for an input of `size`, rounding down (or up when `ceil`,
+    /// dropping a last window that would start in the padding after the input, as ONNX does);
+    /// `None` when no window fits.
+    pub(crate) fn output(&self, axis: usize, size: usize, ceil: bool) -> Option<usize> {
+        let padded = size + self.pads[axis] + self.pads[axis + 2];
+        let room = padded.checked_sub(self.span(axis))?;
+        let stride = self.strides[axis];
+        let mut count = if ceil { room.div_ceil(stride) } else { room / stride } + 1;
+        if ceil && (count - 1) * stride >= size + self.pads[axis] {
+            count -= 1;
+        }
+        Some(count)
+    }
+}
+
+/// A plane padded and split by stride phase: for strides `[sy, sx]`, padded element `(r, q)` lies
+/// in phase `(r % sy) * sx + q % sx` at `(r / sy) * cols + q / sx`. Tap `(i, j)`'s inputs for
+/// output pixels `(y, x)` then lie at one start plus `y * cols + x`: a run over all output rows,
+/// each computed `cols` wide (the columns past the output's width are not outputs).
+#[derive(Default)]
+pub(crate) struct Phases {
+    values: Vec<f32>,
+    cols: usize,
+    phase_len: usize,
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    kw: usize,
+}
+
+impl Phases {
+    /// Lays out `input` (`[h, w]`) for `window`'s `[oh, ow]` outputs, `pad` in the padding and
+    /// wherever a window reaches past it.
+    pub(crate) fn lay_out(
+        &mut self,
+        input: &[f32],
+        [h, w]: [usize; 2],
+        window: &Window,
+        [oh, ow]: [usize; 2],
+        pad: f32,
+    ) {
+        let [sy, sx] = window.strides;
+        let (top, left) = (window.pads[0], window.pads[1]);
+        // The padded extent the windows reach, and each phase's rows and columns.
+        let (ph, pw) = ((oh - 1) * sy + window.span(0), (ow - 1) * sx + window.span(1));
+        let (rows, cols) = (ph.div_ceil(sy), pw.div_ceil(sx));
+        let phase_len = rows * cols;
+        (self.cols, self.phase_len) = (cols, phase_len);
+        (self.strides, self.dilations, self.kw) = (window.strides, window.dilations, window.kernel[1]);
+        // A tap's run for the last row's columns past `ow` may reach this far past a phase.
+        let slack = (window.kernel[1] - 1) * window.dilations[1] / sx + 1;
+        self.values.clear();
+        self.values.resize(sy * sx * phase_len + slack, pad);
+        for r in 0..ph {
+            let Some(iy) = r.checked_sub(top).filter(|&iy| iy < h) else { continue };
+            let source = &input[iy * w..(iy + 1) * w];
+            let row = (r % sy) * sx * phase_len + (r / sy) * cols;
+            // Padded columns `left..left + w` hold the input row (as far as the windows reach).
+            let (first, end) = (left.min(pw), (left + w).min(pw));
+            if sx == 1 {
+                self.values[row + first..row + end].copy_from_slice(&source[..end - first]);
+                continue;
+            }
+            // Phase `p` holds the padded columns `q` with `q % sx == p`, in order.
+            for p in 0..sx {
+                let q = first + (p + sx - first % sx) % sx;
+                if q >= end {
+                    continue;
+                }
+                let target = &mut self.values[row + p * phase_len + q / sx..];
+                for (value, &input) in target.iter_mut().zip(source[q - left..end - left].iter().step_by(sx)) {
+                    *value = input;
+                }
+            }
+        }
+    }
+
+    /// The laid-out plane.
+    pub(crate) fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    /// How wide each output row is computed: the output's width and a few columns more.
+    pub(crate) fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Where the run of tap `t` (the window's taps in row-major order) starts.
+    pub(crate) fn tap(&self, t: usize) -> usize {
+        let ([sy, sx], [dy, dx]) = (self.strides, self.dilations);
+        let (a, b) = ((t / self.kw) * dy, (t % self.kw) * dx);
+        ((a % sy) * sx + b % sx) * self.phase_len + (a / sy) * self.cols + b / sx
+    }
+}
+
+vectorized! {
+    /// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
+    /// time so that it stays in L1 across the taps.
+    pub(crate) fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
+        for (chunk, sums) in sums.chunks_mut(TAP_CHUNK).enumerate() {
+            let offset = chunk * TAP_CHUNK;
+            for &(start, weight) in taps {
+                let run = &phases[start + offset..start + offset + sums.len()];
+                for (sum, &value) in sums.iter_mut().zip(run) {
+                    *sum += weight * value;
+                }
+            }
+        }
+    }
+}
+
+vectorized! {
+    /// `maxima[k] = max(maxima[k], phases[start + k])` for each tap's `start`, a chunk at a time
+    /// as in [`add_taps`]. A NaN input loses, as in `f32::max`.
+    pub(crate) fn max_taps(maxima: &mut [f32], phases: &[f32], starts: &[usize]) {
+        for (chunk, maxima) in maxima.chunks_mut(TAP_CHUNK).enumerate() {
+            let offset = chunk * TAP_CHUNK;
+            for &start in starts {
+                let run = &phases[start + offset..start + offset + maxima.len()];
+                for (max, &value) in maxima.iter_mut().zip(run) {
+                    *max = max.max(value);
+                }
+            }
+        }
+    }
+}
