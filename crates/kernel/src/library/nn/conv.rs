@@ -14,8 +14,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::epilogue::{finish, Activation};
-use super::gemm::{packed_gemm, Matrix};
-use super::split::{compute, compute_in_bands, compute_in_runs};
+use super::gemm::Matrix;
+use super::split::{compute_fresh, compute_in_bands, Fresh};
 use super::window::{add_taps, Phases, Window};
 use super::{floats, int, operands, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -64,16 +64,16 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     if cg == 1 {
         // Depthwise: each output plane reads one input plane, which a GEMM of one row per group
         // would multiply at a fraction of its speed; the window slides over the plane instead.
-        return compute(frame, &[n, m, oh, ow], n * m, depth * plane, move |planes, out| {
+        return compute_fresh(frame, &[n, m, oh, ow], n * m, depth * plane, 1, move |planes, out| {
             let mut scratch = Depthwise::default();
-            for (unit, result) in planes.zip(out.chunks_exact_mut(plane)) {
+            for unit in planes {
                 let (image, channel) = (unit / m, unit % m);
                 let input = &x.data[(image * c + channel / mg) * h * iw..][..h * iw];
                 let filter = &w.data[channel * depth..][..depth];
                 let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
-                scratch.plane(input, [h, iw], filter, &window, [oh, ow], bias, result);
+                scratch.plane(input, [h, iw], filter, &window, [oh, ow], bias, out);
                 if fused {
-                    finish(result, 0.0, residual(&z, unit, plane), activation);
+                    finish(out.last(plane), 0.0, residual(&z, unit, plane), activation);
                 }
             }
         });
@@ -119,7 +119,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     };
     // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
     // output channels, so that packing stays small beside the multiplications.
-    compute_in_runs(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
+    compute_fresh(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
         let mut unit = planes.start;
         // One run of output planes per (image, group): the same im2col matrix for all of them.
         while unit < planes.end {
@@ -131,13 +131,11 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             } else {
                 (&columns[image * group + g][..], 0)
             };
-            let at = (unit - planes.start) * plane;
-            let result = &mut out[at..at + count * plane];
             let filters = Matrix { offset: channel * depth, rows: depth, columns: 1 };
             let image_matrix = Matrix { offset: source_offset, rows: plane, columns: 1 };
-            packed_gemm((count, depth, plane), 1.0, (&w.data, filters), (source, image_matrix), 0.0, result, plane);
+            out.multiply((count, depth, plane), (&w.data, filters), (source, image_matrix));
             if b.is_some() || fused {
-                for (k, values) in result.chunks_exact_mut(plane).enumerate() {
+                for (k, values) in out.last(count * plane).chunks_exact_mut(plane).enumerate() {
                     let bias = b.as_ref().map_or(0.0, |b| b.data[channel + k]);
                     finish(values, bias, residual(&z, unit + k, plane), activation);
                 }
@@ -165,8 +163,8 @@ struct Depthwise {
 impl Depthwise {
     /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of
     /// the `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
-    /// padding. The input is laid out by phase once (see [`Phases`]); then each tap is one
-    /// multiply-add over a contiguous run of all the output rows together.
+    /// padding, written next in `out`. The input is laid out by phase once (see [`Phases`]);
+    /// then each tap is one multiply-add over a contiguous run of all the output rows together.
     #[allow(clippy::too_many_arguments)]
     fn plane(
         &mut self,
@@ -176,7 +174,7 @@ impl Depthwise {
         window: &Window,
         [oh, ow]: [usize; 2],
         bias: f32,
-        out: &mut [f32],
+        out: &mut Fresh<'_>,
     ) {
         self.phases.lay_out(input, [h, w], window, [oh, ow], 0.0);
         let cols = self.phases.cols();
@@ -185,8 +183,8 @@ impl Depthwise {
         self.taps.clear();
         self.taps.extend(filter.iter().enumerate().map(|(t, &weight)| (self.phases.tap(t), weight)));
         add_taps(&mut self.sums, self.phases.values(), &self.taps);
-        for (row, sums) in out.chunks_exact_mut(ow).zip(self.sums.chunks_exact(cols)) {
-            row.copy_from_slice(&sums[..ow]);
+        for sums in self.sums.chunks_exact(cols) {
+            out.copy(&sums[..ow]);
         }
     }
 }
@@ -323,7 +321,7 @@ mod tests {
             let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
             let mut out = vec![f32::NAN; oh * ow];
             let mut scratch = Depthwise::default();
-            scratch.plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut out);
+            scratch.plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut Fresh::over(&mut out));
             let expected: Vec<f32> =
                 naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
             for (k, (a, e)) in out.iter().zip(&expected).enumerate() {

@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::epilogue::{finish_row, Activation};
-use super::split::compute;
+use super::split::{compute, compute_fresh};
 use super::{float, floats, int, operands, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
@@ -57,8 +57,9 @@ pub(crate) fn packed_gemm<T: Packed>(
 ///
 /// # Safety
 ///
-/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be initialised elements that nothing else reads
-/// or writes during the call, apart from `a` and `b`.
+/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be elements that are the caller's to write,
+/// which nothing else reads or writes during the call, apart from `a` and `b`; initialised when
+/// `beta` is non-zero (only then are they read).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn packed_gemm_into<T: Packed>(
     (m, k, n): (usize, usize, usize),
@@ -244,30 +245,29 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     if stacks * m == 1 {
         // One row (a batch of one) is dealt by columns, so that every worker streams its share
         // of the right-hand matrix.
-        return compute(frame, &dims, n, k, move |columns, out| {
+        return compute_fresh(frame, &dims, n, k, 1, move |columns, out| {
             let (am, bm) =
                 (Matrix { offset: 0, rows: k, columns: 1 }, Matrix { offset: columns.start, rows: n, columns: 1 });
-            packed_gemm((1, k, columns.len()), 1.0, (&a.data, am), (&b.data, bm), 0.0, out, columns.len());
+            out.multiply((1, k, columns.len()), (&a.data, am), (&b.data, bm));
             if fused {
                 let bias = bias.as_ref().map(|c| &c.data[columns.clone()]);
-                finish_row(out, bias, z.as_ref().map(|z| &z.data[columns]), activation);
+                finish_row(out.last(columns.len()), bias, z.as_ref().map(|z| &z.data[columns]), activation);
             }
         });
     }
     // Units are result rows of every stack entry together; a task's rows may cross entries.
-    compute(frame, &dims, stacks * m, k * n, move |rows, out| {
+    compute_fresh(frame, &dims, stacks * m, k * n, 1, move |rows, out| {
         let mut row = rows.start;
         while row < rows.end {
             let (entry, first) = (row / m.max(1), row % m.max(1));
             let count = (m - first).min(rows.end - row);
             let am = Matrix { offset: (entry * m + first) * k, rows: k, columns: 1 };
             let bm = Matrix { offset: if shared { 0 } else { entry * k * n }, rows: n, columns: 1 };
-            let at = (row - rows.start) * n;
-            packed_gemm((count, k, n), 1.0, (&a.data, am), (&b.data, bm), 0.0, &mut out[at..at + count * n], n);
+            out.multiply((count, k, n), (&a.data, am), (&b.data, bm));
             row += count;
         }
         if fused {
-            for (row, values) in rows.zip(out.chunks_exact_mut(n.max(1))) {
+            for (row, values) in rows.clone().zip(out.last(rows.len() * n).chunks_exact_mut(n.max(1))) {
                 let residual = z.as_ref().map(|z| &z.data[row * n..(row + 1) * n]);
                 finish_row(values, bias.as_ref().map(|c| &c.data[..]), residual, activation);
             }

@@ -4,7 +4,7 @@
 //! maximum; an average counts it only under `count_include_pad`, and then only the declared
 //! padding, not the room a ceil-mode window reaches past it. Channel planes are split over tasks.
 
-use super::split::compute;
+use super::split::{compute, compute_fresh, Fresh};
 use super::window::{add_taps, max_taps, Phases, Window};
 use super::{floats, int, ints, lane_sum, shape_error, sizes, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -38,11 +38,11 @@ fn pool(frame: &mut KernelFrame<'_>, reduce: Reduce) -> Result<(), KernelError> 
     };
     // What an average divides by is a product: the window's rows it counts times its columns.
     let counts = [counts(&window, 0, h, oh, reduce), counts(&window, 1, w, ow, reduce)];
-    compute(frame, &[n, c, oh, ow], n * c, oh * ow * kernel[0] * kernel[1], move |planes, out| {
+    compute_fresh(frame, &[n, c, oh, ow], n * c, oh * ow * kernel[0] * kernel[1], 1, move |planes, out| {
         let mut scratch = Pooling::default();
-        for (plane, result) in planes.zip(out.chunks_exact_mut(oh * ow)) {
+        for plane in planes {
             let image = &x.data[plane * h * w..(plane + 1) * h * w];
-            scratch.plane(image, [h, w], &window, [oh, ow], reduce, &counts, result);
+            scratch.plane(image, [h, w], &window, [oh, ow], reduce, &counts, out);
         }
     })
 }
@@ -79,7 +79,7 @@ impl Pooling {
     /// One output plane (`[oh, ow]`) of `image` (`[h, w]`): the input is laid out by phase once
     /// (see [`Phases`]), padded with what never wins (−∞ for a maximum, 0 for a sum); then each
     /// tap is one pass over a contiguous run of all the output rows together. Averages divide
-    /// by `counts[0][y] * counts[1][x]`.
+    /// by `counts[0][y] * counts[1][x]`. The plane is written next in `out`.
     #[allow(clippy::too_many_arguments)]
     fn plane(
         &mut self,
@@ -89,7 +89,7 @@ impl Pooling {
         [oh, ow]: [usize; 2],
         reduce: Reduce,
         counts: &[Vec<usize>; 2],
-        out: &mut [f32],
+        out: &mut Fresh<'_>,
     ) {
         let pad = if reduce == Reduce::Max { f32::NEG_INFINITY } else { 0.0 };
         self.phases.lay_out(image, [h, w], window, [oh, ow], pad);
@@ -100,19 +100,18 @@ impl Pooling {
             self.starts.clear();
             self.starts.extend((0..taps).map(|t| self.phases.tap(t)));
             max_taps(&mut self.values, self.phases.values(), &self.starts);
-            for (row, values) in out.chunks_exact_mut(ow).zip(self.values.chunks_exact(cols)) {
-                row.copy_from_slice(&values[..ow]);
+        } else {
+            self.taps.clear();
+            self.taps.extend((0..taps).map(|t| (self.phases.tap(t), 1.0)));
+            add_taps(&mut self.values, self.phases.values(), &self.taps);
+            for (sums, &height) in self.values.chunks_exact_mut(cols).zip(&counts[0]) {
+                for (sum, &width) in sums.iter_mut().zip(&counts[1]) {
+                    *sum /= (height * width).max(1) as f32;
+                }
             }
-            return;
         }
-        self.taps.clear();
-        self.taps.extend((0..taps).map(|t| (self.phases.tap(t), 1.0)));
-        add_taps(&mut self.values, self.phases.values(), &self.taps);
-        let rows = out.chunks_exact_mut(ow).zip(self.values.chunks_exact(cols));
-        for ((row, sums), &height) in rows.zip(&counts[0]) {
-            for ((value, &sum), &width) in row.iter_mut().zip(sums).zip(&counts[1]) {
-                *value = sum / (height * width).max(1) as f32;
-            }
+        for values in self.values.chunks_exact(cols) {
+            out.copy(&values[..ow]);
         }
     }
 }
@@ -195,7 +194,8 @@ mod tests {
             for reduce in [Reduce::Max, Reduce::Average(false), Reduce::Average(true)] {
                 let counts = [counts(&window, 0, h, oh, reduce), counts(&window, 1, w, ow, reduce)];
                 let mut out = vec![f32::NAN; oh * ow];
-                Pooling::default().plane(&image, [h, w], &window, [oh, ow], reduce, &counts, &mut out);
+                let mut fresh = Fresh::over(&mut out);
+                Pooling::default().plane(&image, [h, w], &window, [oh, ow], reduce, &counts, &mut fresh);
                 for (k, &value) in out.iter().enumerate() {
                     let expected = naive(&image, [h, w], &window, [k / ow, k % ow], reduce);
                     assert!(

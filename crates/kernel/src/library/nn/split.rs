@@ -6,8 +6,9 @@
 //! so no worker blocks; a small kernel runs on the calling thread.
 //!
 //! The tensor is not zeroed up front: each task zeroes its own runs just before writing them,
-//! in parallel and while they are in its cache. Published, the tensor is sealed (read-only), so
-//! the layers that read it next share its elements rather than copy them.
+//! in parallel and while they are in its cache — or, for work that writes its runs front to back
+//! through a [`Fresh`] (a GEMM's result), not at all. Published, the tensor is sealed
+//! (read-only), so the layers that read it next share its elements rather than copy them.
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -39,13 +40,18 @@ pub(crate) fn compute<W>(
 where
     W: Fn(Range<usize>, &mut [f32]) + Send + Sync + 'static,
 {
-    compute_in_runs(frame, dims, units, unit_cost, 1, work)
+    let out = unfilled(frame, dims)?;
+    let unit_len = out.num_elements().checked_div(units).unwrap_or(0);
+    // Callers derive `units` from the dimensions: a miss is a bug here, not bad input.
+    assert_eq!(unit_len * units, out.num_elements(), "{}: units do not tile the tensor", frame.kernel_name());
+    spread(frame, out, units, unit_cost, 1, Runs { unit_len, work })
 }
 
-/// As [`compute`], giving each task at least `min_run` units: for work that each task repeats
-/// once whatever its share (a GEMM packing the operand all its rows multiply), so that the
-/// repetition stays small beside the task's share.
-pub(crate) fn compute_in_runs<W>(
+/// As [`compute`], for work that writes its runs front to back through a [`Fresh`] (a GEMM's
+/// result, a plane copied out of scratch): what it writes is not zeroed first. Each task takes
+/// at least `min_run` units: for work that each task repeats once whatever its share (a GEMM
+/// packing the operand all its rows multiply), so that the repetition stays small beside it.
+pub(crate) fn compute_fresh<W>(
     frame: &mut KernelFrame<'_>,
     dims: &[usize],
     units: usize,
@@ -54,13 +60,13 @@ pub(crate) fn compute_in_runs<W>(
     work: W,
 ) -> Result<(), KernelError>
 where
-    W: Fn(Range<usize>, &mut [f32]) + Send + Sync + 'static,
+    W: Fn(Range<usize>, &mut Fresh<'_>) + Send + Sync + 'static,
 {
     let out = unfilled(frame, dims)?;
     let unit_len = out.num_elements().checked_div(units).unwrap_or(0);
     // Callers derive `units` from the dimensions: a miss is a bug here, not bad input.
     assert_eq!(unit_len * units, out.num_elements(), "{}: units do not tile the tensor", frame.kernel_name());
-    spread(frame, out, units, unit_cost, min_run, Runs { unit_len, work })
+    spread(frame, out, units, unit_cost, min_run, FreshRuns { unit_len, work })
 }
 
 /// Sets result 0 of `frame` to a new f32 tensor of `dims`, `[n, rows, ...]`: `n` matrices of
@@ -160,6 +166,84 @@ impl<W: Fn(Range<usize>, &mut [f32]) + Send + Sync> Writer for Runs<W> {
             std::slice::from_raw_parts_mut(first, len)
         };
         (self.work)(units, elements);
+    }
+}
+
+/// Units that are contiguous runs of `unit_len` elements, which the work writes front to back.
+struct FreshRuns<W> {
+    unit_len: usize,
+    work: W,
+}
+
+impl<W: Fn(Range<usize>, &mut Fresh<'_>) + Send + Sync> Writer for FreshRuns<W> {
+    unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
+        let (start, len) = (units.start * self.unit_len, units.len() * self.unit_len);
+        // SAFETY: `units` lie within the tensor and are this call's alone (the contract).
+        let mut fresh = Fresh { next: unsafe { base.add(start) }, left: len, written: 0, _elements: PhantomData };
+        (self.work)(units, &mut fresh);
+        // Whatever the work left unwritten is zeroed, so that every element is written.
+        // SAFETY: the `left` elements after `next` are the rest of this call's runs.
+        unsafe { fresh.next.write_bytes(0, fresh.left) };
+    }
+}
+
+/// A task's runs of a new tensor, written front to back: each call writes the elements after
+/// the last ones written, and only written elements can be read.
+pub(crate) struct Fresh<'a> {
+    /// The first element not yet written, and how many follow it in the task's runs.
+    next: *mut f32,
+    left: usize,
+    /// How many elements before `next` are written.
+    written: usize,
+    _elements: PhantomData<&'a mut [f32]>,
+}
+
+impl<'a> Fresh<'a> {
+    /// A writer over `elements`, for tests of the work.
+    #[cfg(test)]
+    pub(crate) fn over(elements: &'a mut [f32]) -> Fresh<'a> {
+        Fresh { next: elements.as_mut_ptr(), left: elements.len(), written: 0, _elements: PhantomData }
+    }
+
+    /// Claims the next `len` elements: a pointer to the first of them, which the caller must
+    /// write (all of them) before it reads them or claims more.
+    fn claim(&mut self, len: usize) -> *mut f32 {
+        assert!(len <= self.left, "writing {len} elements where {} are left", self.left);
+        let first = self.next;
+        // SAFETY: `len` elements are left after `next`.
+        self.next = unsafe { self.next.add(len) };
+        (self.left, self.written) = (self.left - len, self.written + len);
+        first
+    }
+
+    /// The next `values.len()` elements become `values`.
+    pub(crate) fn copy(&mut self, values: &[f32]) {
+        let first = self.claim(values.len());
+        // SAFETY: `first` starts `values.len()` elements that are this writer's alone; `values`
+        // is a shared borrow, so it cannot overlap them.
+        unsafe { first.copy_from_nonoverlapping(values.as_ptr(), values.len()) }
+    }
+
+    /// The next `m x n` elements (row-major) become `a * b`: `a` is `m x k`, `b` is `k x n`, as
+    /// [`packed_gemm`](super::gemm::packed_gemm) reads them.
+    pub(crate) fn multiply(&mut self, (m, k, n): (usize, usize, usize), a: (&[f32], Matrix), b: (&[f32], Matrix)) {
+        let first = self.claim(m * n);
+        if k == 0 {
+            // SAFETY: `first` starts `m * n` elements that are this writer's alone.
+            unsafe { first.write_bytes(0, m * n) };
+            return;
+        }
+        // SAFETY: the `m x n` elements at `first`, `n` apart, are this writer's alone; with a zero
+        // `beta` the product writes them without reading them.
+        unsafe { packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, n) }
+    }
+
+    /// The last `len` elements written.
+    pub(crate) fn last(&mut self, len: usize) -> &mut [f32] {
+        assert!(len <= self.written, "reading {len} elements where {} are written", self.written);
+        // SAFETY: the `len` elements before `next` are written and this writer's alone; the
+        // exclusive borrow of the writer keeps the slice unique.
+        unsafe { std::slice::from_raw_parts_mut(self.next.sub(len), len) }
     }
 }
 
