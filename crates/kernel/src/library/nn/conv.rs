@@ -83,7 +83,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     if !direct && n * plane >= workers * MIN_PIXELS_PER_TASK {
         // Many output pixels (an early layer): each task lays out the im2col columns of its own
         // pixels, in parallel and into its cache, and multiplies every group's filters by them.
-        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, MIN_PIXELS_PER_TASK, move |image, mut band| {
+        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, MIN_PIXELS_PER_TASK, move |image, band| {
             let pixels = band.columns();
             let mut columns = Vec::new();
             for g in 0..group {
@@ -91,7 +91,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 im2col(input, [cg, h, iw], &window, [oh, ow], pixels.clone(), &mut columns);
                 let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
                 let image_matrix = Matrix { offset: 0, rows: pixels.len(), columns: 1 };
-                band.multiply(g * mg..(g + 1) * mg, depth, (&w.data, filters), (&columns, image_matrix));
+                band.multiply(mg, depth, (&w.data, filters), (&columns, image_matrix));
             }
             if b.is_some() || fused {
                 for channel in 0..m {

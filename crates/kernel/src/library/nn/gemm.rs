@@ -57,9 +57,8 @@ pub(crate) fn packed_gemm<T: Packed>(
 ///
 /// # Safety
 ///
-/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be elements that are the caller's to write,
-/// which nothing else reads or writes during the call, apart from `a` and `b`; initialised when
-/// `beta` is non-zero (only then are they read).
+/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be initialised elements that nothing else reads
+/// or writes during the call, apart from `a` and `b`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn packed_gemm_into<T: Packed>(
     (m, k, n): (usize, usize, usize),

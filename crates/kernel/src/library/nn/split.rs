@@ -7,7 +7,7 @@
 //!
 //! The tensor is not zeroed up front: each task zeroes its own runs just before writing them,
 //! in parallel and while they are in its cache — or, for work that writes its runs front to back
-//! through a [`Fresh`] (a GEMM's result), not at all. Published, the tensor is sealed
+//! through a [`Fresh`] (a plane copied out of scratch), not at all. Published, the tensor is sealed
 //! (read-only), so the layers that read it next share its elements rather than copy them.
 
 use std::marker::PhantomData;
@@ -48,7 +48,7 @@ where
 }
 
 /// As [`compute`], for work that writes its runs front to back through a [`Fresh`] (a GEMM's
-/// result, a plane copied out of scratch): what it writes is not zeroed first. Each task takes
+/// result, a plane copied out of scratch): what it copies is not zeroed first. Each task takes
 /// at least `min_run` units: for work that each task repeats once whatever its share (a GEMM
 /// packing the operand all its rows multiply), so that the repetition stays small beside it.
 pub(crate) fn compute_fresh<W>(
@@ -72,7 +72,8 @@ where
 /// Sets result 0 of `frame` to a new f32 tensor of `dims`, `[n, rows, ...]`: `n` matrices of
 /// `rows x width` (a convolution's channels by its output pixels), whose columns are dealt to
 /// tasks — each writes its columns of every row, through a [`Band`] per matrix it reaches, by
-/// `work(image, band)`. For work whose operands are made per column (an im2col matrix), which the
+/// `work(image, band)`; the band's rows are written top down by its products, and rows the
+/// work leaves unwritten are zeroed after it. For work whose operands are made per column (an im2col matrix), which the
 /// tasks then make in parallel, each only its own. `column_cost` is the work of one column;
 /// each task takes at least `min_columns`.
 pub(crate) fn compute_in_bands<W>(
@@ -83,7 +84,7 @@ pub(crate) fn compute_in_bands<W>(
     work: W,
 ) -> Result<(), KernelError>
 where
-    W: Fn(usize, Band<'_>) + Send + Sync + 'static,
+    W: Fn(usize, &mut Band<'_>) + Send + Sync + 'static,
 {
     let out = unfilled(frame, dims)?;
     let (n, rows) = (dims.first().copied().unwrap_or(0), dims.get(1).copied().unwrap_or(0));
@@ -228,14 +229,13 @@ impl<'a> Fresh<'a> {
     /// [`packed_gemm`](super::gemm::packed_gemm) reads them.
     pub(crate) fn multiply(&mut self, (m, k, n): (usize, usize, usize), a: (&[f32], Matrix), b: (&[f32], Matrix)) {
         let first = self.claim(m * n);
-        if k == 0 {
-            // SAFETY: `first` starts `m * n` elements that are this writer's alone.
-            unsafe { first.write_bytes(0, m * n) };
-            return;
+        // SAFETY: the `m x n` elements at `first`, `n` apart, are this writer's alone. They are
+        // zeroed first: the product's edge tiles copy the destination even where they do not use
+        // it, so it must be initialised.
+        unsafe {
+            first.write_bytes(0, m * n);
+            packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, n);
         }
-        // SAFETY: the `m x n` elements at `first`, `n` apart, are this writer's alone; with a zero
-        // `beta` the product writes them without reading them.
-        unsafe { packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, n) }
     }
 
     /// The last `len` elements written.
@@ -254,7 +254,7 @@ struct Bands<W> {
     work: W,
 }
 
-impl<W: Fn(usize, Band<'_>) + Send + Sync> Writer for Bands<W> {
+impl<W: Fn(usize, &mut Band<'_>) + Send + Sync> Writer for Bands<W> {
     unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
         let mut unit = units.start;
         while unit < units.end {
@@ -263,24 +263,29 @@ impl<W: Fn(usize, Band<'_>) + Send + Sync> Writer for Bands<W> {
             // SAFETY: the image's matrix lies within the tensor; this call is given its columns
             // `columns` of every row alone (the contract).
             let matrix = unsafe { base.add(image * self.rows * self.width) };
-            for row in 0..self.rows {
-                // SAFETY: row `row`'s `columns` lie within the matrix and are this call's alone.
-                unsafe { matrix.add(row * self.width + columns.start).write_bytes(0, columns.len()) };
-            }
             unit = image * self.width + columns.end;
-            let band = Band { matrix, rows: self.rows, width: self.width, columns, _elements: PhantomData };
-            (self.work)(image, band);
+            let (start, len) = (columns.start, columns.len());
+            let mut band =
+                Band { matrix, rows: self.rows, width: self.width, columns, written: 0, _elements: PhantomData };
+            (self.work)(image, &mut band);
+            for row in band.written..self.rows {
+                // SAFETY: row `row`'s band columns lie within the matrix and are this call's alone.
+                unsafe { matrix.add(row * self.width + start).write_bytes(0, len) };
+            }
         }
     }
 }
 
 /// A task's columns of every row of one `rows x width` matrix of the result: its only way to
-/// reach them, since the rows between belong to other tasks.
+/// reach them, since the rows between belong to other tasks. Rows are written top down, by
+/// products; only written rows can be read.
 pub(crate) struct Band<'a> {
     matrix: *mut f32,
     rows: usize,
     width: usize,
     columns: Range<usize>,
+    /// Rows `0..written` are written.
+    written: usize,
     _elements: PhantomData<&'a mut [f32]>,
 }
 
@@ -290,27 +295,32 @@ impl Band<'_> {
         self.columns.clone()
     }
 
-    /// Row `row`'s elements in this band.
+    /// Row `row`'s elements in this band, once written.
     pub(crate) fn row(&mut self, row: usize) -> &mut [f32] {
-        assert!(row < self.rows, "row {row} of a band of {} rows", self.rows);
-        // SAFETY: the band's columns of each row are initialised (zeroed before the band was made)
-        // and this band's alone; the exclusive borrow of the band keeps the slice unique.
+        assert!(row < self.written, "row {row} of a band of {} rows written", self.written);
+        // SAFETY: the band's columns of each written row are initialised and this band's alone;
+        // the exclusive borrow of the band keeps the slice unique.
         unsafe {
             std::slice::from_raw_parts_mut(self.matrix.add(row * self.width + self.columns.start), self.columns.len())
         }
     }
 
-    /// Rows `rows` of the band become `a * b`: `a` is `rows.len() x k`, `b` is `k x` the band's
-    /// width in columns (as [`packed_gemm`](super::gemm::packed_gemm) reads them).
-    pub(crate) fn multiply(&mut self, rows: Range<usize>, k: usize, a: (&[f32], Matrix), b: (&[f32], Matrix)) {
-        assert!(rows.start <= rows.end && rows.end <= self.rows, "rows {rows:?} of a band of {} rows", self.rows);
-        let (m, n) = (rows.len(), self.columns.len());
-        // SAFETY: rows `rows` of the band's columns, `width` apart, are the band's alone and
-        // initialised; `packed_gemm_into` checks `a` and `b` and writes only those elements.
+    /// The next `count` rows of the band become `a * b`: `a` is `count x k`, `b` is `k x` the
+    /// band's width in columns (as [`packed_gemm`](super::gemm::packed_gemm) reads them).
+    pub(crate) fn multiply(&mut self, count: usize, k: usize, a: (&[f32], Matrix), b: (&[f32], Matrix)) {
+        let first_row = self.written;
+        assert!(count <= self.rows - first_row, "{count} rows after {first_row} of a band of {} rows", self.rows);
+        let (n, first) = (self.columns.len(), self.columns.start);
+        // SAFETY: the band's columns of rows `first_row..first_row + count`, `width` apart, are the
+        // band's alone, zeroed first (see `Fresh::multiply`); `packed_gemm_into` checks `a` and `b`.
         unsafe {
-            let first = self.matrix.add(rows.start * self.width + self.columns.start);
-            packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, self.width);
+            let at = self.matrix.add(first_row * self.width + first);
+            for row in 0..count {
+                at.add(row * self.width).write_bytes(0, n);
+            }
+            packed_gemm_into((count, k, n), 1.0, a, b, 0.0, at, self.width);
         }
+        self.written += count;
     }
 }
 
