@@ -91,30 +91,35 @@ impl Phases {
         (self.strides, self.dilations, self.kw) = (window.strides, window.dilations, window.kernel[1]);
         // A tap's run for the last row's columns past `ow` may reach this far past a phase.
         let slack = (window.kernel[1] - 1) * window.dilations[1] / sx + 1;
-        self.values.clear();
-        self.values.resize(sy * sx * phase_len + slack, pad);
-        for r in 0..ph {
-            let Some(iy) = r.checked_sub(top).filter(|&iy| iy < h) else { continue };
-            let source = &input[iy * w..(iy + 1) * w];
-            let row = (r % sy) * sx * phase_len + (r / sy) * cols;
-            // Padded columns `left..left + w` hold the input row (as far as the windows reach).
-            let (first, end) = (left.min(pw), (left + w).min(pw));
-            if sx == 1 {
-                self.values[row + first..row + end].copy_from_slice(&source[..end - first]);
-                continue;
-            }
-            // Phase `p` holds the padded columns `q` with `q % sx == p`, in order.
-            for p in 0..sx {
-                let q = first + (p + sx - first % sx) % sx;
-                if q >= end {
+        // Each element is written once, in order: phase by phase, row by row, the padding before
+        // the input, the input's columns of the phase, the padding after.
+        let (first, end) = (left.min(pw), (left + w).min(pw));
+        let values = &mut self.values;
+        values.clear();
+        values.reserve(sy * sx * phase_len + slack);
+        for (py, px) in (0..sy).flat_map(|py| (0..sx).map(move |px| (py, px))) {
+            // The phase's columns `q' ` whose padded column `q' * sx + px` is in `first..end`.
+            let (from, to) = ((first.saturating_sub(px)).div_ceil(sx), (end.saturating_sub(px)).div_ceil(sx));
+            let (from, to) = (from.min(cols), to.clamp(from.min(cols), cols));
+            for r in (0..rows).map(|row| row * sy + py) {
+                let inside = r.checked_sub(top).filter(|&iy| r < ph && iy < h && from < to);
+                let Some(iy) = inside else {
+                    values.resize(values.len() + cols, pad);
                     continue;
+                };
+                values.resize(values.len() + from, pad);
+                let source = &input[iy * w + from * sx + px - left..];
+                if sx == 1 {
+                    values.extend_from_slice(&source[..to - from]);
+                } else {
+                    let start = values.len();
+                    values.resize(start + to - from, pad);
+                    every(&mut values[start..], source, sx);
                 }
-                let target = &mut self.values[row + p * phase_len + q / sx..];
-                for (value, &input) in target.iter_mut().zip(source[q - left..end - left].iter().step_by(sx)) {
-                    *value = input;
-                }
+                values.resize(values.len() + cols - to, pad);
             }
         }
+        values.resize(values.len() + slack, pad);
     }
 
     /// The laid-out plane.
@@ -162,6 +167,23 @@ vectorized! {
                 for (max, &value) in maxima.iter_mut().zip(run) {
                     *max = max.max(value);
                 }
+            }
+        }
+    }
+}
+
+vectorized! {
+    /// `target[k] = source[k * stride]`: a row's columns of one stride phase. Stride 2 (the
+    /// common one) has its own loop, which the compiler vectorizes as de-interleaving loads.
+    fn every(target: &mut [f32], source: &[f32], stride: usize) {
+        let source = &source[..(target.len().max(1) - 1) * stride + 1];
+        if stride == 2 {
+            for (value, pair) in target.iter_mut().zip(source.chunks(2)) {
+                *value = pair[0];
+            }
+        } else {
+            for (k, value) in target.iter_mut().enumerate() {
+                *value = source[k * stride];
             }
         }
     }
