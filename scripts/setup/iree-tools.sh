@@ -7,12 +7,15 @@
 # If RTX_IREE_TOOLS names a directory that already has the tools, that directory is used as is.
 # Otherwise the tools live in a virtual environment at target/iree-venv (under CARGO_TARGET_DIR when
 # set), created on first use with exactly iree-base-compiler==3.13.0 and iree-base-runtime==3.13.0
-# from PyPI. Running it again is a no-op once those versions are installed. Quiet on success; on
-# failure it prints what went wrong on stderr and exits non-zero.
+# from PyPI (and onnx==1.23.2, which iree-import-onnx needs). Running it again is a no-op once those
+# versions are installed. Quiet on success; on failure it prints what went wrong on stderr and exits
+# non-zero.
 set -euo pipefail
 
 compiler_version=3.13.0
 runtime_version=3.13.0
+# iree-import-onnx (scripts/models/onnx-models.py) imports the `onnx` package from the same venv.
+onnx_version=1.23.2
 tools=(iree-compile iree-run-module iree-dump-module iree-benchmark-module)
 
 die() {
@@ -50,7 +53,8 @@ except m.PackageNotFoundError:
 up_to_date() {
     [[ -x "$bin/python" ]] && has_tools "$bin" &&
         [[ "$(installed_version iree-base-compiler)" == "$compiler_version" ]] &&
-        [[ "$(installed_version iree-base-runtime)" == "$runtime_version" ]]
+        [[ "$(installed_version iree-base-runtime)" == "$runtime_version" ]] &&
+        [[ "$(installed_version onnx)" == "$onnx_version" ]]
 }
 
 if ! up_to_date; then
@@ -63,7 +67,7 @@ if ! up_to_date; then
             die "python3 -m venv $venv failed (is python3-venv installed?):$(printf '\n')$(cat "$log")"
     fi
     "$bin/python" -m pip install --disable-pip-version-check --quiet \
-        "iree-base-compiler==$compiler_version" "iree-base-runtime==$runtime_version" >"$log" 2>&1 ||
+        "iree-base-compiler==$compiler_version" "iree-base-runtime==$runtime_version" "onnx==$onnx_version" >"$log" 2>&1 ||
         die "pip install of the IREE $compiler_version tools into $venv failed:$(printf '\n')$(cat "$log")"
     up_to_date || die "$venv still lacks the IREE $compiler_version tools after pip install"
 fi
