@@ -9,18 +9,14 @@ use std::sync::Arc;
 
 use super::exp::sigmoid;
 use super::gelu::{gelu, gelu_tanh};
-use super::split::compute;
+use super::split::{compute, compute_fresh};
 use super::{float, floats, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
 fn unary(frame: &mut KernelFrame<'_>, op: impl Fn(f32) -> f32 + Send + Sync + 'static) -> Result<(), KernelError> {
     let x = floats(frame, 0)?;
     let dims = x.dims.clone();
-    compute(frame, &dims, x.data.len(), 1, move |range, out| {
-        for (value, &input) in out.iter_mut().zip(&x.data[range]) {
-            *value = op(input);
-        }
-    })
+    compute_fresh(frame, &dims, x.data.len(), 1, 1, move |range, out| out.map(&x.data[range], &op))
 }
 
 /// `nn.gelu.f32`: the exact form unless `approximate` is `"tanh"`.
@@ -93,8 +89,8 @@ fn binary(
     let rows = dims.iter().product::<usize>() / last.max(1);
     let outer = dims[..rank.saturating_sub(1)].to_vec();
     let (la, lb) = (sa.last().copied().unwrap_or(0), sb.last().copied().unwrap_or(0));
-    compute(frame, &dims, if last == 0 { 0 } else { rows }, last, move |range, out| {
-        for (row, values) in range.zip(out.chunks_exact_mut(last)) {
+    compute_fresh(frame, &dims, if last == 0 { 0 } else { rows }, last, 1, move |range, out| {
+        for row in range {
             // The row's offsets in each operand, from its index along the outer dimensions.
             let (mut oa, mut ob, mut rest) = (0, 0, row);
             for i in (0..outer.len()).rev() {
@@ -107,28 +103,16 @@ fn binary(
             // (a per-channel scale or bias), are plain loops over slices.
             let (xa, xb) = (&a.data[..], &b.data[..]);
             match (la, lb) {
-                (1, 1) => {
-                    for ((value, &x), &y) in values.iter_mut().zip(&xa[oa..oa + last]).zip(&xb[ob..ob + last]) {
-                        *value = op(x, y);
-                    }
-                }
+                (1, 1) => out.map2(&xa[oa..oa + last], &xb[ob..ob + last], &op),
                 (1, 0) => {
                     let y = xb[ob];
-                    for (value, &x) in values.iter_mut().zip(&xa[oa..oa + last]) {
-                        *value = op(x, y);
-                    }
+                    out.map(&xa[oa..oa + last], |x| op(x, y))
                 }
                 (0, 1) => {
                     let x = xa[oa];
-                    for (value, &y) in values.iter_mut().zip(&xb[ob..ob + last]) {
-                        *value = op(x, y);
-                    }
+                    out.map(&xb[ob..ob + last], |y| op(x, y))
                 }
-                _ => {
-                    for (j, value) in values.iter_mut().enumerate() {
-                        *value = op(xa[oa + j * la], xb[ob + j * lb]);
-                    }
-                }
+                _ => out.fill(last, |j| op(xa[oa + j * la], xb[ob + j * lb])),
             }
         }
     })
@@ -155,12 +139,10 @@ fn batch_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         .unzip();
     let plane = x.dims[2..].iter().product::<usize>();
     let dims = x.dims.clone();
-    compute(frame, &dims, if plane == 0 { 0 } else { n * c }, plane, move |planes, out| {
-        for (i, values) in planes.zip(out.chunks_exact_mut(plane)) {
+    compute_fresh(frame, &dims, if plane == 0 { 0 } else { n * c }, plane, 1, move |planes, out| {
+        for i in planes {
             let (s, b) = (scale[i % c], bias[i % c]);
-            for (value, &input) in values.iter_mut().zip(&x.data[i * plane..(i + 1) * plane]) {
-                *value = input * s + b;
-            }
+            out.map(&x.data[i * plane..(i + 1) * plane], |input| input * s + b);
         }
     })
 }

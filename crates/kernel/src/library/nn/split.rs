@@ -11,6 +11,7 @@
 //! (read-only), so the layers that read it next share its elements rather than copy them.
 
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -215,6 +216,39 @@ impl<'a> Fresh<'a> {
         self.next = unsafe { self.next.add(len) };
         (self.left, self.written) = (self.left - len, self.written + len);
         first
+    }
+
+    /// The next `len` elements, to be written (all of them) before anything reads them.
+    fn slots(&mut self, len: usize) -> &mut [MaybeUninit<f32>] {
+        let first = self.claim(len);
+        // SAFETY: `first` starts `len` elements that are this writer's alone, which no slice
+        // reaches yet; `MaybeUninit` asks nothing of what they hold.
+        unsafe { std::slice::from_raw_parts_mut(first.cast::<MaybeUninit<f32>>(), len) }
+    }
+
+    /// The next `input.len()` elements become `f` of `input`'s.
+    #[inline(always)]
+    pub(crate) fn map(&mut self, input: &[f32], f: impl Fn(f32) -> f32) {
+        for (slot, &x) in self.slots(input.len()).iter_mut().zip(input) {
+            slot.write(f(x));
+        }
+    }
+
+    /// The next `a.len()` elements become `f` of `a`'s and `b`'s, pairwise (`b` as long as `a`).
+    #[inline(always)]
+    pub(crate) fn map2(&mut self, a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+        assert_eq!(a.len(), b.len(), "operands of different lengths");
+        for ((slot, &x), &y) in self.slots(a.len()).iter_mut().zip(a).zip(b) {
+            slot.write(f(x, y));
+        }
+    }
+
+    /// The next `len` elements become `f(0)`, `f(1)`, ...
+    #[inline(always)]
+    pub(crate) fn fill(&mut self, len: usize, mut f: impl FnMut(usize) -> f32) {
+        for (k, slot) in self.slots(len).iter_mut().enumerate() {
+            slot.write(f(k));
+        }
     }
 
     /// The next `values.len()` elements become `values`.
