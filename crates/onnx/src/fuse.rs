@@ -5,7 +5,9 @@
 //! bias (the Linear layers of transformers). Then an Add (or two-input Sum) of a tensor of the
 //! result's shape, and Relu, LeakyRelu, Clip, Sigmoid, GELU — or the Swish that a Sigmoid and a
 //! Mul of the result by it make — become the kernel's epilogue (`nn.conv2d.f32`'s and
-//! `nn.matmul.f32`'s residual operand and `activation`).
+//! `nn.matmul.f32`'s residual operand and `activation`). A BatchNormalization at inference that
+//! follows no convolution (a DenseNet's pre-activation) starts a per-channel affine layer
+//! (`nn.channel_affine.f32`) into which the same nodes fuse.
 //!
 //! A 2-D Conv or a MatMul is held as a [`PendingLayer`] until something reads it that does not
 //! fuse (or it is a graph output), and only then written as its kernel. A node fuses only as the
@@ -38,6 +40,9 @@ pub enum Layer {
     Conv,
     /// `nn.matmul.f32`: A, B, bias of one value per column.
     MatMul,
+    /// `nn.channel_affine.f32`: X, a scale and a shift per channel — a BatchNormalization at
+    /// inference whose input is no pending convolution (a DenseNet's pre-activation).
+    Affine,
 }
 
 /// A convolution or matrix product not yet written, and what has been fused into it.
@@ -92,10 +97,10 @@ impl PendingLayer {
         }
     }
 
-    /// Whether a scale or shift still folds: a convolution that nothing after it has been fused
-    /// into, whose filters and bias are constants.
+    /// Whether a scale or shift still folds: a convolution or affine layer that nothing after it
+    /// has been fused into, whose filters (scales) and bias are constants.
     fn folds(&self) -> bool {
-        self.layer == Layer::Conv
+        matches!(self.layer, Layer::Conv | Layer::Affine)
             && self.residual.is_none()
             && self.activation.is_none()
             && matches!(self.weights, Operand::Const { .. })
@@ -202,21 +207,7 @@ impl Lowering {
         Ok(match node.op {
             "BatchNormalization" if k == 0 && conv.folds() && node.int("training_mode", 0) == 0 => {
                 let m = conv.channels().unwrap_or(0);
-                let parameters: Option<Vec<Vec<f32>>> =
-                    inputs[1..].iter().map(|name| self.channel_constant(name, m, true)).collect();
-                match parameters.as_deref() {
-                    Some([scale, bias, mean, var]) => {
-                        let epsilon = f64::from(node.float("epsilon", 1e-5));
-                        let factor: Vec<f32> = scale
-                            .iter()
-                            .zip(var)
-                            .map(|(&s, &v)| (f64::from(s) / (f64::from(v) + epsilon).sqrt()) as f32)
-                            .collect();
-                        let shift = bias.iter().zip(mean).zip(&factor).map(|((&b, &mean), &f)| b - mean * f).collect();
-                        affine(Some(factor), Some(shift))
-                    }
-                    _ => None,
-                }
+                self.batch_norm(node, inputs, m).and_then(|(factor, shift)| affine(Some(factor), Some(shift)))
             }
             "Mul" | "Add" | "Sub" | "Div" if conv.folds() && (k == 0 || matches!(node.op, "Mul" | "Add")) => {
                 let m = conv.channels().unwrap_or(0);
@@ -260,6 +251,49 @@ impl Lowering {
             }
             _ => None,
         })
+    }
+
+    /// A BatchNormalization at inference's scale and shift per channel (of `m`), when its
+    /// parameters are constants of one value per channel.
+    fn batch_norm(&self, node: &Node<'_>, inputs: &[&str], m: usize) -> Option<(Vec<f32>, Vec<f32>)> {
+        let parameters: Option<Vec<Vec<f32>>> =
+            inputs.get(1..5)?.iter().map(|name| self.channel_constant(name, m, true)).collect();
+        let [scale, bias, mean, var] = parameters.as_deref()? else { return None };
+        let epsilon = f64::from(node.float("epsilon", 1e-5));
+        let factor: Vec<f32> =
+            scale.iter().zip(var).map(|(&s, &v)| (f64::from(s) / (f64::from(v) + epsilon).sqrt()) as f32).collect();
+        let shift = bias.iter().zip(mean).zip(&factor).map(|((&b, &mean), &f)| b - mean * f).collect();
+        Some((factor, shift))
+    }
+
+    /// Holds a BatchNormalization at inference of an f32 NCHW tensor of known shape, with
+    /// constant parameters, as a pending affine layer, into which the per-channel Mul and Add,
+    /// the residual and the activation after it fuse; `false` when it is not one.
+    pub fn start_affine(&mut self, node: &Node<'_>) -> Result<bool, ImportError> {
+        let inputs: Vec<&str> = node.inputs().collect();
+        let Some(&x) = inputs.first() else { return Ok(false) };
+        self.settle(x);
+        let shape = self.shape_of(x).filter(|shape| shape.len() == 4 && shape.iter().all(|&d| d > 0));
+        let Some(shape) = shape.filter(|_| self.elem_of(x) == Some(Elem::F32) && !self.is_const(x)) else {
+            return Ok(false);
+        };
+        let c = shape[1];
+        let Some((factor, shift)) = self.batch_norm(node, &inputs, c as usize) else { return Ok(false) };
+        let (x, _) = self.tensor(x, node)?;
+        let [scale, shift] = [factor, shift].map(|values| Constant::from_f32s(vec![c], &values));
+        let layer = PendingLayer {
+            layer: Layer::Affine,
+            node: node.name.clone(),
+            x,
+            weights: Operand::Const { name: None, value: scale.map_err(|e| node.error(e))? },
+            bias: Some(Operand::Const { name: None, value: shift.map_err(|e| node.error(e))? }),
+            attrs: vec![],
+            shape: Some(shape),
+            residual: None,
+            activation: None,
+        };
+        self.pending.insert(node.output()?.to_owned(), layer);
+        Ok(true)
     }
 
     /// The residual step of an Add or Sum of the pending layer (input `k`) and one other f32
@@ -347,7 +381,7 @@ impl Lowering {
             // channel or column.
             (None, Some(_), Some(shape)) => {
                 let count = match conv.layer {
-                    Layer::Conv => shape[1],
+                    Layer::Conv | Layer::Affine => shape[1],
                     Layer::MatMul => shape[shape.len() - 1],
                 };
                 let zeros = Constant::from_f32s(vec![count], &vec![0.0; count as usize]).expect("zeros");
@@ -381,6 +415,7 @@ impl Lowering {
         let kernel = match conv.layer {
             Layer::Conv => "nn.conv2d.f32",
             Layer::MatMul => "nn.matmul.f32",
+            Layer::Affine => "nn.channel_affine.f32",
         };
         let id = self.emit.kernel(kernel, &conv.node, &operands, attrs);
         self.values.insert(name.to_owned(), Val::Tensor { id, shape: conv.shape, elem: Some(Elem::F32) });

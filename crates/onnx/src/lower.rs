@@ -421,6 +421,9 @@ impl Lowering {
             "BatchNormalization" if node.int("training_mode", 0) != 0 => self.generic(node),
             "BatchNormalization" => {
                 self.only_first_output(node)?;
+                if self.start_affine(node)? {
+                    return Ok(());
+                }
                 let mut operands = Vec::with_capacity(5);
                 let mut shape = None;
                 for i in 0..5 {

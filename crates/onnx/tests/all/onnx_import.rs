@@ -115,6 +115,23 @@ fn convolutions_absorb_the_nodes_that_only_rescale_shift_add_or_clamp_them() {
     }
 }
 
+/// Batch norms that follow no convolution become per-channel affine layers with what fuses after
+/// them (results: crates/runtime's `tiny_models_match_onnx_reference_evaluator`).
+#[test]
+fn batch_norms_after_no_convolution_absorb_their_scale_shift_residual_and_activation() {
+    let text = imported_text("tiny/affine_fusion.onnx");
+    let count = |needle: &str| text.matches(needle).count();
+    assert_eq!(count("\"nn.channel_affine.f32\""), 3, "{text}");
+    // Mul, Add and Relu fold into the first; the residual Add and Clip into the second; the
+    // Relu of a result read twice stays; a batch norm of a matrix stays one.
+    for gone in ["\"nn.mul.f32\"", "\"nn.add.f32\"", "\"nn.clip.f32\""] {
+        assert_eq!(count(gone), 0, "{gone}: {text}");
+    }
+    assert_eq!(count("\"nn.relu.f32\""), 1, "{text}");
+    assert_eq!(count("\"nn.batch_norm.f32\""), 1, "{text}");
+    assert_eq!([count("\"relu\""), count("\"clip\"")], [1, 1], "{text}");
+}
+
 /// What fuses into a MatMul and what does not, and which layer normalisations run as
 /// `nn.layer_norm.f32` (results: crates/runtime's `tiny_models_match_onnx_reference_evaluator`).
 #[test]

@@ -146,7 +146,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 }
 
 /// Plane `unit` (image * m + channel) of the residual `z`, when there is one.
-fn residual(z: &Option<Arc<Floats>>, unit: usize, plane: usize) -> Option<&[f32]> {
+pub(crate) fn residual(z: &Option<Arc<Floats>>, unit: usize, plane: usize) -> Option<&[f32]> {
     z.as_deref().map(|z| &z.data[unit * plane..(unit + 1) * plane])
 }
 

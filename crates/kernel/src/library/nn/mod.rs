@@ -2,7 +2,8 @@
 //! semantics (NCHW layouts, ONNX's attribute names and defaults) so that a converter maps each
 //! ONNX node to one kernel: [`gemm`] (`nn.gemm.f32`, `nn.matmul.f32`), [`conv`] (`nn.conv2d.f32`),
 //! [`pool`] (`nn.max_pool2d.f32`, `nn.average_pool2d.f32`, `nn.global_average_pool.f32`),
-//! [`pointwise`] (activations, broadcasting arithmetic, `nn.batch_norm.f32`), [`normalize`]
+//! [`pointwise`] (activations, broadcasting arithmetic, `nn.batch_norm.f32`,
+//! `nn.channel_affine.f32`), [`normalize`]
 //! (`nn.softmax.f32`, `nn.layer_norm.f32`, `nn.lrn.f32`), [`layout`] (`nn.concat`, `nn.reshape`, `nn.flatten`,
 //! `nn.transpose`, for any element type) and [`reduce`] (`nn.argmax.f32`).
 //!

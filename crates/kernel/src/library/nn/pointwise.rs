@@ -3,14 +3,20 @@
 //! ONNX Clip's optional inputs, made attributes by the converter);
 //! `nn.add.f32`, `nn.sub.f32`, `nn.mul.f32`, `nn.div.f32` with numpy broadcasting; and
 //! `nn.batch_norm.f32` (ONNX BatchNormalization at inference: `X, scale, B, mean, var` and
-//! `epsilon`). Elements or rows are split over tasks.
+//! `epsilon`); and `nn.channel_affine.f32`, `X [n, c, ...]` times a scale and plus a shift per
+//! channel, then a residual `Z` and an `activation` (see [`epilogue`](super::epilogue)): what an
+//! importer makes of a batch norm and the per-channel Mul, Add and activation after it (a
+//! DenseNet's pre-activation), one pass where there were four. Elements or rows are split over
+//! tasks.
 
 use std::sync::Arc;
 
+use super::conv::residual;
+use super::epilogue::{finish, Activation};
 use super::exp::sigmoid;
 use super::gelu::{gelu, gelu_tanh};
 use super::split::{compute, compute_fresh};
-use super::{float, floats, shape_error, Floats};
+use super::{float, floats, operands, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
 fn unary(frame: &mut KernelFrame<'_>, op: impl Fn(f32) -> f32 + Send + Sync + 'static) -> Result<(), KernelError> {
@@ -147,6 +153,31 @@ fn batch_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     })
 }
 
+fn channel_affine(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let (x, scale, shift) = (floats(frame, 0)?, floats(frame, 1)?, floats(frame, 2)?);
+    let z = if operands(frame) > 3 { Some(floats(frame, 3)?) } else { None };
+    let activation = Activation::read(frame)?;
+    let (n, c) = match x.dims[..] {
+        [n, c, ..] => (n, c),
+        _ => return Err(shape_error(frame, format_args!("X {} has no channel dimension", x.shape()))),
+    };
+    if let Some(p) = [&scale, &shift].into_iter().find(|p| p.dims != [c]) {
+        return Err(shape_error(frame, format_args!("{} is not one value per channel of X {}", p.shape(), x.shape())));
+    }
+    if let Some(z) = z.as_ref().filter(|z| z.dims != x.dims) {
+        return Err(shape_error(frame, format_args!("Z {} is not X's shape {}", z.shape(), x.shape())));
+    }
+    let plane = x.dims[2..].iter().product::<usize>();
+    let dims = x.dims.clone();
+    compute_fresh(frame, &dims, if plane == 0 { 0 } else { n * c }, plane, 1, move |planes, out| {
+        for i in planes {
+            let s = scale.data[i % c];
+            out.map(&x.data[i * plane..(i + 1) * plane], |input| input * s);
+            finish(out.last(plane), shift.data[i % c], residual(&z, i, plane), activation);
+        }
+    })
+}
+
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.relu.f32", |f| unary(f, |x| x.max(0.0)));
     registry.add_kernel("nn.sigmoid.f32", |f| unary(f, sigmoid));
@@ -161,4 +192,5 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.mul.f32", |f| binary(f, |x, y| x * y));
     registry.add_kernel("nn.div.f32", |f| binary(f, |x, y| x / y));
     registry.add_kernel("nn.batch_norm.f32", batch_norm);
+    registry.add_kernel("nn.channel_affine.f32", channel_affine);
 }
