@@ -119,6 +119,9 @@ fn spread<R: Writer + 'static>(
         .min(units.saturating_mul(unit_cost) / MIN_TASK_COST)
         .min(units / min_run.max(1))
         .max(1);
+    // A multiple of the workers past one round: three equal tasks on two workers would leave one
+    // worker a task behind the other, two tasks of half the units each do not.
+    let tasks = if tasks > workers { tasks - tasks % workers } else { tasks };
     if tasks == 1 || units == 0 {
         let split = Split { out, writer, remaining: AtomicUsize::new(1), done: None };
         split.write(0..units);
