@@ -73,10 +73,10 @@ where
 /// Sets result 0 of `frame` to a new f32 tensor of `dims`, `[n, rows, ...]`: `n` matrices of
 /// `rows x width` (a convolution's channels by its output pixels), whose columns are dealt to
 /// tasks — each writes its columns of every row, through a [`Band`] per matrix it reaches, by
-/// `work(image, band)`; the band's rows are written top down by its products, and rows the
-/// work leaves unwritten are zeroed after it. For work whose operands are made per column (an im2col matrix), which the
-/// tasks then make in parallel, each only its own. `column_cost` is the work of one column;
-/// each task takes at least `min_columns`.
+/// `work(image, band)`; the band's rows are written top down by its products, and rows the work
+/// leaves unwritten are zeroed after it. For work whose operands are made per column (an im2col
+/// matrix), which the tasks then make in parallel, each only its own. `column_cost` is the work
+/// of one column; each task takes at least `min_columns`.
 pub(crate) fn compute_in_bands<W>(
     frame: &mut KernelFrame<'_>,
     dims: &[usize],
