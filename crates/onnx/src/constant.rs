@@ -96,7 +96,9 @@ impl Constant {
 
     /// An f32 constant of `dims`, which must hold exactly `values`.
     pub fn from_f32s(dims: Vec<i64>, values: &[f32]) -> Result<Constant, String> {
-        Constant::new(Elem::F32, dims, Blob::from_vec(values.iter().flat_map(|v| v.to_le_bytes()).collect()))
+        let mut bytes = Vec::with_capacity(std::mem::size_of_val(values));
+        values.iter().for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
+        Constant::new(Elem::F32, dims, Blob::from_vec(bytes))
     }
 
     /// The same elements under other dimensions (their count must match; the bytes are shared).

@@ -111,11 +111,12 @@ impl PendingLayer {
     fn fold(&mut self, scale: Option<&[f32]>, shift: Option<&[f32]>) -> Result<(), String> {
         let m = self.channels().ok_or("the filters are not constant")?;
         if let (Some(scale), Operand::Const { name, value }) = (scale, &mut self.weights) {
-            let weights = value.to_f32s()?;
-            let per_channel = weights.len() / m.max(1);
-            let scaled: Vec<f32> =
-                weights.iter().enumerate().map(|(i, &w)| w * scale[i / per_channel.max(1)]).collect();
-            *value = Constant::from_f32s(value.dims.clone(), &scaled)?;
+            let mut weights = value.to_f32s()?;
+            let per_channel = (weights.len() / m.max(1)).max(1);
+            for (filter, &s) in weights.chunks_mut(per_channel).zip(scale) {
+                filter.iter_mut().for_each(|w| *w *= s);
+            }
+            *value = Constant::from_f32s(value.dims.clone(), &weights)?;
             *name = None;
         }
         let mut bias = match &self.bias {

@@ -192,8 +192,9 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
             )))
         }
     };
-    let bytes = read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?;
-    let module = import_from(bytes, input.parent())?;
+    let file = ModelFile::read(input).map_err(|e| ImportError::Model(format!("reading `{}`: {e}", input.display())))?;
+    let module = import_from(file.bytes.clone(), input.parent())?;
+    file.release_pages();
     let written = match format {
         Format::Text => rtx_mlir::print_asm(&module, rtx_mlir::AsmOptions::default())
             .map(String::into_bytes)
@@ -216,20 +217,49 @@ pub fn import_bef(bytes: ModelBytes, folder: Option<&Path>) -> Result<Vec<u8>, I
     rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
 }
 
-/// The file at `path`, mapped (a large model is not copied onto the heap) or, when it cannot be
-/// (a pipe, an empty file), read.
-pub fn read(path: &Path) -> std::io::Result<ModelBytes> {
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
-        // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely on
-        // the file not being truncated or rewritten by another process while we read it.
-        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(Arc::new(map));
+/// A model file's bytes: mapped (a large model is not copied onto the heap) or, when it cannot
+/// be (a pipe, an empty file), read.
+pub struct ModelFile {
+    bytes: ModelBytes,
+    map: Option<Arc<memmap2::Mmap>>,
+}
+
+impl ModelFile {
+    pub fn read(path: &Path) -> std::io::Result<ModelFile> {
+        let file = std::fs::File::open(path)?;
+        if file.metadata()?.is_file() && file.metadata()?.len() > 0 {
+            // SAFETY: the mapping is read-only and private; like every mmap-based loader we rely
+            // on the file not being truncated or rewritten by another process while we read it.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                let map = Arc::new(map);
+                return Ok(ModelFile { bytes: map.clone(), map: Some(map) });
+            }
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+        Ok(ModelFile { bytes: Arc::new(bytes), map: None })
+    }
+
+    /// The file's pages taken out of this process's memory once the import has read them:
+    /// weights that were folded (batch norms into filters) are copies by then, so the pages
+    /// would only add to the peak while the output is written. Pages still referenced fault
+    /// back in from the page cache.
+    fn release_pages(&self) {
+        #[cfg(unix)]
+        if let Some(map) = &self.map {
+            // SAFETY: the mapping is private and read-only, so discarding its pages loses
+            // nothing: a later read maps the file's bytes again.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
         }
     }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut &file, &mut bytes)?;
-    Ok(Arc::new(bytes))
+}
+
+/// The model in `file` (in `folder`, where its external data is) as a BEF file, as
+/// [`import_bef`], with the file's pages released once imported (a lower peak of memory).
+pub fn import_bef_file(file: ModelFile, folder: Option<&Path>) -> Result<Vec<u8>, ImportError> {
+    let module = import_from(file.bytes.clone(), folder)?;
+    file.release_pages();
+    rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
 }
 
 enum Format {

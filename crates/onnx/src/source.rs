@@ -68,7 +68,7 @@ impl Source {
         if let Some(bytes) = opened.get(&resolved) {
             return Ok(Arc::clone(bytes));
         }
-        let bytes = super::read(&resolved).map_err(cannot)?;
+        let bytes = super::ModelFile::read(&resolved).map_err(cannot)?.bytes;
         opened.insert(resolved, Arc::clone(&bytes));
         Ok(bytes)
     }

@@ -90,8 +90,9 @@ fn onnx_file(path: &Path) -> Result<Module, Diagnostic> {
     let what = format!("`{}`", path.display());
     #[cfg(feature = "onnx")]
     {
-        let bytes = rtx_onnx::read(path).map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
-        import_onnx(stem_or(path, ONNX_MEMORY_MODULE_NAME), bytes, path.parent(), &what)
+        let file = rtx_onnx::ModelFile::read(path).map_err(|e| Diagnostic::from(vm::LoadError::io(path, &e)))?;
+        let bef = rtx_onnx::import_bef_file(file, path.parent());
+        onnx_module(stem_or(path, ONNX_MEMORY_MODULE_NAME), bef, &what)
     }
     #[cfg(not(feature = "onnx"))]
     Err(left_out("onnx", format_args!("{what}, an ONNX model,")))
@@ -100,7 +101,11 @@ fn onnx_file(path: &Path) -> Result<Module, Diagnostic> {
 /// The ONNX model in `bytes`, copied (the caller may free them when the load returns).
 fn onnx_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
     #[cfg(feature = "onnx")]
-    return import_onnx(ONNX_MEMORY_MODULE_NAME.into(), Arc::new(bytes.to_vec()), None, "the module");
+    return onnx_module(
+        ONNX_MEMORY_MODULE_NAME.into(),
+        rtx_onnx::import_bef(Arc::new(bytes.to_vec()), None),
+        "the module",
+    );
     #[cfg(not(feature = "onnx"))]
     {
         let _ = bytes;
@@ -108,18 +113,11 @@ fn onnx_memory(bytes: &[u8]) -> Result<Module, Diagnostic> {
     }
 }
 
-/// An ONNX model (of a file in `folder`, where its external data is) imported to a BEF module
-/// named `name`; `what` names it in errors.
+/// An ONNX model's import, `bef`, as a BEF module named `name`; `what` names the model in errors.
 #[cfg(feature = "onnx")]
-fn import_onnx(
-    name: Arc<str>,
-    bytes: rtx_onnx::ModelBytes,
-    folder: Option<&Path>,
-    what: &str,
-) -> Result<Module, Diagnostic> {
-    let bef = rtx_onnx::import_bef(bytes, folder)
-        .map_err(|e| Diagnostic::new(e.status_code(), format!("{what}, an ONNX model: {e}")))?;
-    Ok(Module::Bef { name, image: Arc::new(BefImage::from_bytes(&bef)?) })
+fn onnx_module(name: Arc<str>, bef: Result<Vec<u8>, rtx_onnx::ImportError>, what: &str) -> Result<Module, Diagnostic> {
+    let bef = bef.map_err(|e| Diagnostic::new(e.status_code(), format!("{what}, an ONNX model: {e}")))?;
+    Ok(Module::Bef { name, image: Arc::new(BefImage::from_vec(bef)?) })
 }
 
 /// One function a module exports, described for hosts that call it.

@@ -208,8 +208,9 @@ fn link(flags: &Flags, check: Option<&CheckModule>) -> Result<(Context, Arc<rtx:
 fn prepare(flags: &Flags) -> Result<Prepared, String> {
     #[cfg(feature = "tfrt")]
     if let [path] = flags.all("module").as_slice() {
-        if let Module::Bef { .. } = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))? {
-            return prepare_bef(flags, path);
+        let module = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?;
+        if let Module::Bef { .. } = module {
+            return prepare_bef(flags, path, &module);
         }
     }
     if flags.has("work_queue_type") {
@@ -239,16 +240,15 @@ fn prepare(flags: &Flags) -> Result<Prepared, String> {
     Ok(Prepared { context, call, name, declaration, result_kinds })
 }
 
-/// A BEF module (a kernel graph, `rtx import-onnx`'s output) in a context on the
+/// The BEF `module` loaded from `path` (a kernel graph, `rtx import-onnx`'s output) in a context on the
 /// `--work_queue_type` (default `mstd`), its function's arguments parsed as IREE's tools parse
 /// tensors, with strings, sequences and empty optionals besides (`run_io::parse_graph_inputs`).
 #[cfg(feature = "tfrt")]
-fn prepare_bef(flags: &Flags, path: &str) -> Result<Prepared, String> {
+fn prepare_bef(flags: &Flags, path: &str, module: &Module) -> Result<Prepared, String> {
     let spec = flags.last("work_queue_type").unwrap_or("mstd");
     let options = ContextOptions::from_spec(spec).map_err(|e| format!("--work_queue_type: {e}"))?;
     let context = Runtime::new().context_with(options).map_err(|e| e.to_string())?;
-    let module = Module::load_file(path).map_err(|e| format!("loading `{path}`: {e}"))?;
-    context.add_module(&module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
+    context.add_module(module).map_err(|e| format!("adding `{path}` to the context: {e}"))?;
     let name = match flags.last("function") {
         Some(name) => name.to_owned(),
         None => module.entry_function().ok_or("the module has more than one function: --function= must name one")?,

@@ -76,6 +76,12 @@ impl BefImage {
         BefImage::read(Storage::copy(bytes))
     }
 
+    /// Reads and verifies a BEF file handed over in `bytes`, kept in place where they are aligned
+    /// (a loader's own output: no second copy of the weights at load).
+    pub fn from_vec(bytes: Vec<u8>) -> Result<BefImage, BefError> {
+        BefImage::read(Storage::take(bytes))
+    }
+
     pub(super) fn read(storage: Storage) -> Result<BefImage, BefError> {
         if cfg!(target_endian = "big") {
             return Err(BefError::BigEndianHost);

@@ -9,6 +9,9 @@ pub(crate) enum Storage {
     Mapped(memmap2::Mmap),
     /// Held in `u64`s, whose alignment is the format's.
     Copied { words: Box<[u64]>, len: usize },
+    /// A buffer handed over whose address happened to be aligned (the system allocator's
+    /// usually are), kept rather than copied.
+    Owned(Vec<u8>),
 }
 
 const _: () = assert!(std::mem::align_of::<u64>() == FILE_ALIGNMENT);
@@ -25,9 +28,20 @@ impl Storage {
         Storage::Copied { words, len: bytes.len() }
     }
 
+    /// `bytes` kept where they are aligned, else copied.
+    pub(crate) fn take(mut bytes: Vec<u8>) -> Storage {
+        bytes.shrink_to_fit();
+        if bytes.as_ptr() as usize % FILE_ALIGNMENT == 0 {
+            Storage::Owned(bytes)
+        } else {
+            Storage::copy(&bytes)
+        }
+    }
+
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Storage::Mapped(map) => map,
+            Storage::Owned(bytes) => bytes,
             Storage::Copied { words, len } => {
                 // SAFETY: `words` owns `words.len() * 8 >= len` initialised bytes; any byte
                 // pattern is a valid `u8`, and the borrow is tied to `self`.
@@ -50,5 +64,18 @@ mod tests {
             assert_eq!(storage.bytes().as_ptr() as usize % FILE_ALIGNMENT, 0);
         }
         assert!(Storage::copy(&[]).bytes().is_empty());
+    }
+
+    #[test]
+    fn a_taken_buffer_is_kept_when_aligned_and_copied_when_not() {
+        let source: Vec<u8> = (0..64).collect();
+        for start in 0..4 {
+            let bytes = source[start..].to_vec();
+            let address = bytes.as_ptr() as usize;
+            let storage = Storage::take(bytes);
+            assert_eq!(storage.bytes(), &source[start..]);
+            assert_eq!(storage.bytes().as_ptr() as usize % FILE_ALIGNMENT, 0);
+            assert_eq!(matches!(storage, Storage::Owned(_)), address % FILE_ALIGNMENT == 0);
+        }
     }
 }
