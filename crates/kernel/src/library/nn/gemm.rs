@@ -57,8 +57,10 @@ pub(crate) fn packed_gemm<T: Packed>(
 ///
 /// # Safety
 ///
-/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be initialised elements that nothing else reads
-/// or writes during the call, apart from `a` and `b`.
+/// `c.add(i * ldc + j)` for `i < m`, `j < n` must be elements that nothing else reads or writes
+/// during the call, apart from `a` and `b`; initialised where `beta` is not zero (when it is, the
+/// crate writes them without reading them: `read_dst` is false, and every path of its f32 and f64
+/// products, edge tiles included, then only stores).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn packed_gemm_into<T: Packed>(
     (m, k, n): (usize, usize, usize),
@@ -277,4 +279,28 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.gemm.f32", gemm);
     registry.add_kernel("nn.matmul.f32", matmul);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The products with `beta = 0` that the kernels write into fresh (uninitialised) memory must
+    /// not read it: NaNs left in the destination would survive any read (`0 * NaN` is NaN).
+    #[test]
+    fn a_product_without_beta_never_reads_the_destination() {
+        for (m, k, n) in [(1, 1, 1), (3, 2, 5), (7, 3, 1), (1, 9, 17), (13, 17, 19), (33, 70, 47), (48, 600, 5)] {
+            let a: Vec<f32> = (0..m * k).map(|v| (v % 7) as f32 - 3.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|v| (v % 5) as f32 * 0.5).collect();
+            let mut c = vec![f32::NAN; m * n];
+            let row_major = |columns| Matrix { offset: 0, rows: columns, columns: 1 };
+            packed_gemm((m, k, n), 1.0, (&a, row_major(k)), (&b, row_major(n)), 0.0, &mut c, n);
+            for i in 0..m {
+                for j in 0..n {
+                    let expected: f32 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+                    assert_eq!(c[i * n + j], expected, "({i}, {j}) of {m}x{k}x{n}");
+                }
+            }
+        }
+    }
 }

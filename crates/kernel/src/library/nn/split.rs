@@ -266,13 +266,9 @@ impl<'a> Fresh<'a> {
     /// [`packed_gemm`](super::gemm::packed_gemm) reads them.
     pub(crate) fn multiply(&mut self, (m, k, n): (usize, usize, usize), a: (&[f32], Matrix), b: (&[f32], Matrix)) {
         let first = self.claim(m * n);
-        // SAFETY: the `m x n` elements at `first`, `n` apart, are this writer's alone. They are
-        // zeroed first: the product's edge tiles copy the destination even where they do not use
-        // it, so it must be initialised.
-        unsafe {
-            first.write_bytes(0, m * n);
-            packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, n);
-        }
+        // SAFETY: the `m x n` elements at `first`, `n` apart, are this writer's alone; with a zero
+        // `beta` the product only writes them.
+        unsafe { packed_gemm_into((m, k, n), 1.0, a, b, 0.0, first, n) }
     }
 
     /// The last `len` elements written.
@@ -349,13 +345,10 @@ impl Band<'_> {
         assert!(count <= self.rows - first_row, "{count} rows after {first_row} of a band of {} rows", self.rows);
         let (n, first) = (self.columns.len(), self.columns.start);
         // SAFETY: the band's columns of rows `first_row..first_row + count`, `width` apart, are the
-        // band's alone, zeroed first (see `Fresh::multiply`); `packed_gemm_into` checks `a` and `b`.
+        // band's alone, and with a zero `beta` the product only writes them; `packed_gemm_into`
+        // checks `a` and `b`.
         unsafe {
-            let at = self.matrix.add(first_row * self.width + first);
-            for row in 0..count {
-                at.add(row * self.width).write_bytes(0, n);
-            }
-            packed_gemm_into((count, k, n), 1.0, a, b, 0.0, at, self.width);
+            packed_gemm_into((count, k, n), 1.0, a, b, 0.0, self.matrix.add(first_row * self.width + first), self.width)
         }
         self.written += count;
     }
