@@ -28,8 +28,11 @@ pub enum ScalarType {
 }
 
 /// What a pure kernel computes: its argument slots (unused ones are zero) and its immediate (the
-/// decoded attribute, zero without one) to its result slots.
-pub type PureFn = fn(arguments: [u64; 2], immediate: u64) -> Result<[u64; 2], KernelError>;
+/// decoded attribute, zero without one) to its result slots, or its failure into `error` (the
+/// slots returned are then meaningless). The slots come back in registers, where a `Result`
+/// would come back through memory: in a plan's chain of dependent kernels that round trip was a
+/// tenth of each kernel's time.
+pub type PureFn = fn(arguments: [u64; 2], immediate: u64, error: &mut Option<KernelError>) -> [u64; 2];
 
 /// Decodes a pure kernel's attributes into its immediate, once per kernel record in a plan.
 pub type ImmediateFn = fn(&KernelSite<'_>) -> Result<u64, KernelError>;
@@ -63,8 +66,8 @@ impl PureKernel {
     /// A kernel that takes any number of values of any type, reads none, and makes a chain
     /// (`tfrt.merge.chains`, `tfrt.new.chain`): it only orders.
     pub const fn ordering() -> PureKernel {
-        fn chain(_: [u64; 2], _: u64) -> Result<[u64; 2], KernelError> {
-            Ok([0; 2])
+        fn chain(_: [u64; 2], _: u64, _: &mut Option<KernelError>) -> [u64; 2] {
+            [0; 2]
         }
         PureKernel { arguments: None, results: &[ScalarType::Chain], immediate: None, run: chain }
     }
@@ -86,13 +89,20 @@ impl PureKernel {
         self.run
     }
 
+    /// The result slots of `arguments`, or the kernel's error.
+    fn call(&self, arguments: [u64; 2], immediate: u64) -> Result<[u64; 2], KernelError> {
+        let mut error = None;
+        let results = (self.run)(arguments, immediate, &mut error);
+        error.map_or(Ok(results), Err)
+    }
+
     /// Runs as an async kernel: the frame's (available) arguments in, available results out.
     pub fn run_async(&self, frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         let mut slots = [0; MAX_SLOTS];
         for (i, ty) in self.arguments.unwrap_or_default().iter().enumerate() {
             slots[i] = ty.slot_of_async(frame.argument(i)?)?;
         }
-        let results = (self.run)(slots, self.immediate(frame)?)?;
+        let results = self.call(slots, self.immediate(frame)?)?;
         for (i, ty) in self.results.iter().enumerate() {
             frame.set_result(i, ty.async_of_slot(results[i]))?;
         }
@@ -105,7 +115,7 @@ impl PureKernel {
         for (i, ty) in self.arguments.unwrap_or_default().iter().enumerate() {
             slots[i] = ty.slot_of_value(frame.argument(i)?).map_err(|error| error.at_argument(i))?;
         }
-        let results = (self.run)(slots, self.immediate(frame)?)?;
+        let results = self.call(slots, self.immediate(frame)?)?;
         for (i, ty) in self.results.iter().enumerate() {
             frame.set_result(i, ty.value_of_slot(results[i]))?;
         }
@@ -304,12 +314,18 @@ macro_rules! pure_kernel {
     };
     ($registry:expr, $name:expr, $immediate:expr, |$imm:ident $(, $arg:ident: $t:ty)*| -> $r:ty $body:block) => {{
         #[allow(unused_variables, unused_mut)]
-        fn run(arguments: [u64; 2], $imm: u64) -> Result<[u64; 2], $crate::KernelError> {
+        fn run(arguments: [u64; 2], $imm: u64, error: &mut Option<$crate::KernelError>) -> [u64; 2] {
             use $crate::pure::Slot;
             let mut slots = arguments.into_iter();
             $(let $arg = <$t as Slot>::from_slot(slots.next().unwrap_or_default());)*
             let result: Result<$r, $crate::KernelError> = $body;
-            Ok([Slot::into_slot(result?), 0])
+            match result {
+                Ok(value) => [Slot::into_slot(value), 0],
+                Err(failure) => {
+                    *error = Some(failure);
+                    [0, 0]
+                }
+            }
         }
         const KERNEL: $crate::pure::PureKernel = $crate::pure::PureKernel::new(
             &[$(<$t as $crate::pure::Slot>::TYPE),*],

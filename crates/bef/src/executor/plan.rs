@@ -18,6 +18,9 @@ use rtx_host::RcAsyncValue;
 use rtx_kernel::pure::{PureFn, MAX_SLOTS};
 use rtx_kernel::{ExecutionContext, Kernel, KernelSite, Program, ScalarType};
 
+/// Slots a plan's call keeps on the stack (beyond, on the heap).
+const STACK_SLOTS: usize = 128;
+
 /// A compiled pure function.
 pub(crate) struct Plan {
     steps: Box<[Step]>,
@@ -117,19 +120,35 @@ impl Plan {
         if context.is_cancelled() {
             return None;
         }
-        let mut slots = vec![0u64; self.slots];
+        // Small functions' slots live on the stack: a call then allocates only its results.
+        let (mut stack, mut heap) = ([0u64; STACK_SLOTS], Vec::new());
+        let slots = if self.slots <= STACK_SLOTS {
+            &mut stack[..self.slots]
+        } else {
+            heap.resize(self.slots, 0);
+            &mut heap[..]
+        };
         for (&(register, ty), value) in self.arguments.iter().zip(arguments) {
             if !value.is_concrete() {
                 return None;
             }
             slots[register as usize] = ty.slot_of_async(value).ok()?;
         }
+        let mut error = None;
         for step in self.steps.iter() {
-            let [a, b] = step.arguments;
-            let outputs = (step.run)([slots[a as usize], slots[b as usize]], step.immediate).ok()?;
-            let [r, s] = step.results;
-            slots[r as usize] = outputs[0];
-            slots[s as usize] = outputs[1];
+            // SAFETY: `build` made every slot index a register of the body or the scratch slot,
+            // all below `self.slots`, the length of `slots`.
+            unsafe {
+                let [a, b] = step.arguments;
+                let inputs = [*slots.get_unchecked(a as usize), *slots.get_unchecked(b as usize)];
+                let outputs = (step.run)(inputs, step.immediate, &mut error);
+                if error.is_some() {
+                    return None;
+                }
+                let [r, s] = step.results;
+                *slots.get_unchecked_mut(r as usize) = outputs[0];
+                *slots.get_unchecked_mut(s as usize) = outputs[1];
+            }
         }
         Some(self.results.iter().map(|&(register, ty)| ty.async_of_slot(slots[register as usize])).collect())
     }

@@ -70,12 +70,13 @@ macro_rules! integer_kernels {
         pure_kernel!($registry, concat!("tfrt.equal.", $suffix), |a: $t, b: $t| -> bool { Ok(a == b) });
         pure_kernel!($registry, concat!("tfrt.lessequal.", $suffix), |a: $t, b: $t| -> bool { Ok(a <= b) });
         /// Quotient and remainder.
-        fn divide(arguments: [u64; 2], _: u64) -> Result<[u64; 2], KernelError> {
+        fn divide(arguments: [u64; 2], _: u64, error: &mut Option<KernelError>) -> [u64; 2] {
             let (a, b) = (<$t>::from_slot(arguments[0]), <$t>::from_slot(arguments[1]));
             if b == 0 {
-                return Err(divide_by_zero());
+                *error = Some(divide_by_zero());
+                return [0, 0];
             }
-            Ok([a.wrapping_div(b).into_slot(), a.wrapping_rem(b).into_slot()])
+            [a.wrapping_div(b).into_slot(), a.wrapping_rem(b).into_slot()]
         }
         const DIVIDE: PureKernel = PureKernel::new(&[<$t>::TYPE, <$t>::TYPE], &[<$t>::TYPE, <$t>::TYPE], None, divide);
         $registry.add_pure_kernel(concat!("tfrt.div.", $suffix), DIVIDE);
