@@ -40,6 +40,18 @@ impl<'a> KernelSite<'a> {
         self.program
     }
 
+    /// `make()`, the data named `what` this kernel derives from `sources` (weights in the layout
+    /// it wants): kept with the program and shared by later calls when the sources are the
+    /// program's constants, made afresh otherwise (see [`crate::derived`]).
+    pub fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        sources: &[&crate::tensor::DenseHostTensor],
+        what: &'static str,
+        make: impl FnOnce() -> Result<T, KernelError>,
+    ) -> Result<Arc<T>, KernelError> {
+        self.program.derived().get_or_make(self.program.attributes_section(), sources, what, make)
+    }
+
     /// Attribute `i` (attributes come in the order of their names), to read as the kernel expects.
     pub fn attribute(&self, i: usize) -> Result<Attribute<'a>, KernelError> {
         let attributes = self.record.attributes();

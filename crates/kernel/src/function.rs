@@ -21,6 +21,9 @@ pub trait Program: Send + Sync + 'static {
     /// What keeps the attributes section alive, for tensors that borrow its bytes.
     fn attributes_owner(&self) -> Arc<dyn Send + Sync>;
 
+    /// What kernels derived from the program's constants, kept for later calls.
+    fn derived(&self) -> &crate::derived::DerivedCache;
+
     /// The position among `record`'s attributes of the one named `name`.
     fn attribute_position(&self, record: KernelRecord<'_>, name: &str) -> Result<Option<usize>, AttributeError>;
 

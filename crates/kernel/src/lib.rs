@@ -19,6 +19,8 @@
 //!   ([`attribute`] views over the program's attributes section, in [`DType`]s), locations,
 //!   and the [`ProgramFunction`]s it refers to. `rtx-bef` implements [`Program`] for a BEF file.
 //! - [`tensor`] holds the host tensor and shape types the tensor kernels pass around.
+//! - [`derived`] keeps what kernels derive from a program's constants (weights in another
+//!   layout) from one call to the next.
 //!
 //! A kernel that adds one to an `i32`:
 //!
@@ -34,6 +36,7 @@
 
 pub mod attribute;
 pub mod context;
+pub mod derived;
 pub mod dtype;
 pub(crate) mod error;
 pub(crate) mod frame;

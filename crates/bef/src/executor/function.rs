@@ -9,6 +9,7 @@ use super::{dataflow, interpreter, Plan};
 use crate::format::FunctionKind;
 use crate::reader::{BefFile, FunctionInfo};
 use rtx_host::{Diagnostic, Location, RcAsyncValue, StatusCode};
+use rtx_kernel::derived::DerivedCache;
 use rtx_kernel::{AttributeError, ExecutionContext, KernelRecord, Program, ProgramFunction, Value};
 
 impl BefFile {
@@ -58,6 +59,10 @@ impl Program for BefFile {
 
     fn attributes_owner(&self) -> Arc<dyn Send + Sync> {
         Arc::clone(self.image()) as Arc<dyn Send + Sync>
+    }
+
+    fn derived(&self) -> &DerivedCache {
+        &self.derived
     }
 
     fn attribute_position(&self, record: KernelRecord<'_>, name: &str) -> Result<Option<usize>, AttributeError> {

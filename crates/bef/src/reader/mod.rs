@@ -29,6 +29,7 @@ pub use optional::OptionalSections;
 
 use crate::executor::Plan;
 use crate::format::FunctionKind;
+use rtx_kernel::derived::DerivedCache;
 use rtx_kernel::{Kernel, KernelRegistry, NativeFn};
 
 /// A BEF file bound to a kernel registry: its kernels and native functions resolved. Immutable
@@ -42,6 +43,8 @@ pub struct BefFile {
     natives: Box<[Option<NativeFn>]>,
     /// By function index: the function's plan, built on its first call (`None` when it has none).
     plans: Box<[OnceLock<Option<Plan>>]>,
+    /// What kernels derived from the file's constants.
+    pub(crate) derived: DerivedCache,
 }
 
 impl BefFile {
@@ -81,7 +84,13 @@ impl BefFile {
             kernels.push(kernel.clone());
         }
         let plans = image.functions.iter().map(|_| OnceLock::new()).collect();
-        Ok(Arc::new(BefFile { image: Arc::clone(image), kernels: kernels.into_boxed_slice(), natives, plans }))
+        Ok(Arc::new(BefFile {
+            image: Arc::clone(image),
+            kernels: kernels.into_boxed_slice(),
+            natives,
+            plans,
+            derived: DerivedCache::default(),
+        }))
     }
 
     /// The verified image this file binds.

@@ -62,21 +62,32 @@ fn run_module(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) ->
     try_run(module, name, inputs, spec).unwrap_or_else(|error| panic!("{name} on {spec}: {error}"))
 }
 
-/// As [`run_module`], the first result's error if a result is one.
+/// As [`run_module`], the first result's error if a result is one. The function is called twice
+/// in one context, and the second call (which reuses what kernels derived from the model's
+/// weights on the first) must give the same results.
 fn try_run(module: &Module, name: &str, inputs: &[HostTensor], spec: &str) -> Result<Vec<HostTensor>, Diagnostic> {
     let context: Context = Runtime::new().context_with(ContextOptions::from_spec(spec).unwrap()).unwrap();
     context.add_module(module).unwrap();
-    let arguments: Vec<RcAsyncValue> =
-        inputs.iter().map(|input| AsyncValueRef::available(dense_tensor(&context, input)).into()).collect();
-    let results = context.invoke(&context.function(name).unwrap(), &arguments).unwrap();
-    context.await_values(&results).unwrap();
-    results
-        .iter()
-        .map(|r| match r.get_error() {
-            Some(error) => Err(error.clone()),
-            None => Ok(host_tensor(r.try_get::<DenseHostTensor>().unwrap())),
-        })
-        .collect()
+    let call = || -> Result<Vec<HostTensor>, Diagnostic> {
+        let arguments: Vec<RcAsyncValue> =
+            inputs.iter().map(|input| AsyncValueRef::available(dense_tensor(&context, input)).into()).collect();
+        let results = context.invoke(&context.function(name).unwrap(), &arguments).unwrap();
+        context.await_values(&results).unwrap();
+        results
+            .iter()
+            .map(|r| match r.get_error() {
+                Some(error) => Err(error.clone()),
+                None => Ok(host_tensor(r.try_get::<DenseHostTensor>().unwrap())),
+            })
+            .collect()
+    };
+    let first = call()?;
+    let second = call()?;
+    assert!(
+        first.len() == second.len() && first.iter().zip(&second).all(|(a, b)| a.shape == b.shape && a.data == b.data),
+        "{name} on {spec}: a second call gave other results than the first"
+    );
+    Ok(second)
 }
 
 /// `ours` must have `expected`'s shape and values within 1e-4 of its largest magnitude.

@@ -7,6 +7,7 @@
 //! one matrix product of every batch entry's state with `R`, then the gates, a slice at a time.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::sync::Arc;
 
 use super::tensors::{
     element_count, error, filled, floats, integers, read_floats, string, strings, unsupported, Inputs, Typed, Value,
@@ -275,10 +276,8 @@ struct Layer<T> {
     reverse: Vec<bool>,
     /// `[seq, batch, input]`.
     x: Vec<T>,
-    /// `[dirs, gates * hidden, input]`.
-    w: Vec<T>,
-    /// `[dirs, gates * hidden, hidden]`.
-    r: Vec<T>,
+    /// `W` and `Rᵀ`, derived once from constant weights.
+    weights: Arc<Weights<T>>,
     /// `[dirs, 2 * gates * hidden]`: `W`'s biases, then `R`'s.
     b: Vec<T>,
     /// Each batch entry's sequence length.
@@ -293,6 +292,16 @@ struct Layer<T> {
     input_forget: bool,
     /// Each direction's activations (`f`, `g`, `h` as the cell has them).
     activations: Vec<Vec<Activation>>,
+}
+
+/// A layer's weights as its steps read them, kept from call to call when they are the program's
+/// constants: each direction's `R` transposed, whose rows the recurrent products sum (transposing
+/// it on every call was a tenth of a small LSTM's time), and `W` in the layer's element type.
+struct Weights<T> {
+    /// `[dirs, gates * hidden, input]`.
+    w: Vec<T>,
+    /// `[dirs, hidden, gates * hidden]`.
+    rt: Vec<T>,
 }
 
 /// What a layer computes: `Y` `[seq, dirs, batch, hidden]`, `Y_h` and `Y_c` `[dirs, batch,
@@ -372,8 +381,8 @@ impl<T: Real> Layer<T> {
         let mut reset_product = filled(batch * h, T::ZERO)?;
         let mut gates = vec![T::ZERO; g];
         for (d, &reverse) in self.reverse.iter().enumerate() {
-            let w = &self.w[d * g * self.input..][..g * self.input];
-            let r = &self.r[d * g * h..][..g * h];
+            let w = &self.weights.w[d * g * self.input..][..g * self.input];
+            let rt = &self.weights.rt[d * g * h..][..g * h];
             let (wb, rb) = self.b[d * 2 * g..][..2 * g].split_at(g);
             let p = &self.p[d * 3 * h..][..3 * h];
             let act = &self.activations[d];
@@ -382,14 +391,12 @@ impl<T: Real> Layer<T> {
             let mut xw_all = filled(super::tensors::count(&[rows, g])?, T::ZERO)?;
             let wt = Matrix { offset: 0, rows: 1, columns: self.input };
             product(&mut xw_all, wb, &self.x, (w, wt), (rows, self.input, g));
-            // Rᵀ, `[h, g]`, whose rows the recurrent products sum.
-            let rt = transposed(r, g, h);
             let (all, candidate) =
                 (Matrix { offset: 0, rows: g, columns: 1 }, Matrix { offset: 2 * h, rows: g, columns: 1 });
             let hs = &mut final_h[d * batch * h..][..batch * h];
             let cs = &mut final_c[d * batch * h..][..batch * h];
             for step in 0..steps {
-                product(&mut hr, rb, hs, (&rt, all), (batch, h, g));
+                product(&mut hr, rb, hs, (rt, all), (batch, h, g));
                 let live =
                     |n: usize| (step < self.lens[n]).then(|| if reverse { self.lens[n] - 1 - step } else { step });
                 if self.cell == Cell::Gru && !self.linear_before_reset {
@@ -405,7 +412,7 @@ impl<T: Real> Layer<T> {
                             *v = *v * state;
                         }
                     }
-                    product(&mut reset_product, &rb[2 * h..], &reset, (&rt, candidate), (batch, h, h));
+                    product(&mut reset_product, &rb[2 * h..], &reset, (rt, candidate), (batch, h, h));
                 }
                 for n in 0..batch {
                     let Some(t) = live(n) else { continue };
@@ -532,11 +539,14 @@ fn optional_input<T: Real>(
 
 fn layer<T: Real>(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<(Layer<T>, bool), KernelError> {
     let x = T::read(site, inputs.required(0)?)?;
-    let w = T::read(site, inputs.required(1)?)?;
-    let r = T::read(site, inputs.required(2)?)?;
-    for (what, t) in [("X", &x), ("W", &w), ("R", &r)] {
-        if t.dims.len() != 3 {
-            return Err(error(site, format_args!("{what} has the shape {:?}, not three dimensions", t.dims)));
+    let (w_tensor, r_tensor) = (inputs.required(1)?, inputs.required(2)?);
+    let dims_of = |tensor: &DenseHostTensor| -> Vec<usize> {
+        tensor.shape().dims().iter().map(|&d| usize::try_from(d).unwrap_or(0)).collect()
+    };
+    let (w_dims, r_dims) = (dims_of(w_tensor), dims_of(r_tensor));
+    for (what, dims) in [("X", &x.dims), ("W", &w_dims), ("R", &r_dims)] {
+        if dims.len() != 3 {
+            return Err(error(site, format_args!("{what} has the shape {dims:?}, not three dimensions")));
         }
     }
     let layout = int(site, "layout", 0)?;
@@ -556,19 +566,24 @@ fn layer<T: Real>(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<
     };
     let dirs = reverse.len();
     let hidden = match int(site, "hidden_size", -1)? {
-        -1 => r.dims[2],
+        -1 => r_dims[2],
         h => usize::try_from(h).map_err(|_| error(site, format_args!("hidden_size {h} is negative")))?,
     };
     let g = cell
         .gates()
         .checked_mul(hidden)
         .ok_or_else(|| error(site, format_args!("hidden_size {hidden} is too large")))?;
-    if w.dims != [dirs, g, input] {
-        return Err(error(site, format_args!("W has the shape {:?}, not {:?}", w.dims, [dirs, g, input])));
+    if w_dims != [dirs, g, input] {
+        return Err(error(site, format_args!("W has the shape {w_dims:?}, not {:?}", [dirs, g, input])));
     }
-    if r.dims != [dirs, g, hidden] {
-        return Err(error(site, format_args!("R has the shape {:?}, not {:?}", r.dims, [dirs, g, hidden])));
+    if r_dims != [dirs, g, hidden] {
+        return Err(error(site, format_args!("R has the shape {r_dims:?}, not {:?}", [dirs, g, hidden])));
     }
+    let weights = site.derived(&[w_tensor, r_tensor], "recurrent weights", || {
+        let r = T::read(site, r_tensor)?.values;
+        let rt = r.chunks_exact(g * hidden).flat_map(|direction| transposed(direction, g, hidden)).collect();
+        Ok(Weights { w: T::read(site, w_tensor)?.values, rt })
+    })?;
     let state = element_count(site, &[dirs, batch, hidden])?;
     let state_dims = if batch_first { [batch, dirs, hidden] } else { [dirs, batch, hidden] };
     let b = optional_input(site, inputs, 3, "B", &[dirs, 2 * g])?;
@@ -627,8 +642,7 @@ fn layer<T: Real>(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<
         input,
         hidden,
         x,
-        w: w.values,
-        r: r.values,
+        weights,
         b: b.map_or_else(|| filled(dirs * 2 * g, T::ZERO), Ok).map_err(|e| error(site, e))?,
         lens,
         h0: h0.map_or_else(|| filled(state, T::ZERO), Ok).map_err(|e| error(site, e))?,
@@ -716,8 +730,8 @@ mod tests {
             hidden: 1,
             reverse: vec![false],
             x,
-            w,
-            r,
+            // One hidden unit: R and Rᵀ hold the same elements.
+            weights: Arc::new(Weights { w, rt: r }),
             b: vec![0.0; 2 * gates],
             lens: vec![2],
             h0: vec![0.0],
@@ -850,8 +864,7 @@ mod tests {
             hidden,
             reverse: vec![true],
             x: values(seq * batch * input, 1),
-            w: values(g * input, 2),
-            r: values(g * hidden, 3),
+            weights: Arc::new(Weights { w: values(g * input, 2), rt: transposed(&values(g * hidden, 3), g, hidden) }),
             b: values(2 * g, 4),
             lens: (0..batch).map(|n| seq - n % 2).collect(),
             h0: values(batch * hidden, 5),
