@@ -91,35 +91,32 @@ impl Phases {
         (self.strides, self.dilations, self.kw) = (window.strides, window.dilations, window.kernel[1]);
         // A tap's run for the last row's columns past `ow` may reach this far past a phase.
         let slack = (window.kernel[1] - 1) * window.dilations[1] / sx + 1;
-        // Each element is written once, in order: phase by phase, row by row, the padding before
-        // the input, the input's columns of the phase, the padding after.
+        // The whole plane is filled with `pad` in one pass, then each row's inside is copied over
+        // it: planes are small (a few rows of a few dozen columns), and growing the vector piece
+        // by piece cost more than writing the padding twice.
         let (first, end) = (left.min(pw), (left + w).min(pw));
         let values = &mut self.values;
         values.clear();
-        values.reserve(sy * sx * phase_len + slack);
-        for (py, px) in (0..sy).flat_map(|py| (0..sx).map(move |px| (py, px))) {
+        values.resize(sy * sx * phase_len + slack, pad);
+        for (phase, (py, px)) in (0..sy).flat_map(|py| (0..sx).map(move |px| (py, px))).enumerate() {
             // The phase's columns `q' ` whose padded column `q' * sx + px` is in `first..end`.
             let (from, to) = ((first.saturating_sub(px)).div_ceil(sx), (end.saturating_sub(px)).div_ceil(sx));
             let (from, to) = (from.min(cols), to.clamp(from.min(cols), cols));
-            for r in (0..rows).map(|row| row * sy + py) {
-                let inside = r.checked_sub(top).filter(|&iy| r < ph && iy < h && from < to);
-                let Some(iy) = inside else {
-                    values.resize(values.len() + cols, pad);
-                    continue;
-                };
-                values.resize(values.len() + from, pad);
+            if from == to {
+                continue;
+            }
+            let plane = &mut values[phase * phase_len..][..phase_len];
+            for (row, out) in plane.chunks_exact_mut(cols).enumerate() {
+                let r = row * sy + py;
+                let Some(iy) = r.checked_sub(top).filter(|&iy| r < ph && iy < h) else { continue };
                 let source = &input[iy * w + from * sx + px - left..];
                 if sx == 1 {
-                    values.extend_from_slice(&source[..to - from]);
+                    out[from..to].copy_from_slice(&source[..to - from]);
                 } else {
-                    let start = values.len();
-                    values.resize(start + to - from, pad);
-                    every(&mut values[start..], source, sx);
+                    every(&mut out[from..to], source, sx);
                 }
-                values.resize(values.len() + cols - to, pad);
             }
         }
-        values.resize(values.len() + slack, pad);
     }
 
     /// The laid-out plane.
