@@ -11,12 +11,22 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::tensor::DenseHostTensor;
 
-/// What identifies derived data: the byte ranges (offsets into the attributes section) of the
-/// constants it comes from, what the kernel made of them, and the type it made.
-type Key = (Box<[(usize, usize)]>, &'static str, TypeId);
+/// What identifies derived data: the constants it comes from — each one's byte range (offset
+/// into the attributes section and length), element type and dimensions, since one range may be
+/// read under several shapes (a reshaped constant shares its bytes) —, what the kernel made of
+/// them, and the type it made.
+type Key = (Box<[Source]>, &'static str, TypeId);
+
+#[derive(Hash, PartialEq, Eq)]
+struct Source {
+    range: (usize, usize),
+    dtype: DType,
+    dims: Box<[i64]>,
+}
 
 /// A program's derived data (see the module documentation).
 #[derive(Default)]
@@ -42,11 +52,17 @@ impl DerivedCache {
         what: &'static str,
         make: impl FnOnce() -> Result<T, KernelError>,
     ) -> Result<Arc<T>, KernelError> {
-        let Some(ranges) = sources.iter().map(|tensor| constant_range(section, tensor)).collect::<Option<Box<[_]>>>()
-        else {
+        let constants = sources.iter().map(|&tensor| {
+            constant_range(section, tensor).map(|range| Source {
+                range,
+                dtype: tensor.dtype(),
+                dims: tensor.shape().dims().into(),
+            })
+        });
+        let Some(constants) = constants.collect::<Option<Box<[Source]>>>() else {
             return make().map(Arc::new);
         };
-        let key = (ranges, what, TypeId::of::<T>());
+        let key = (constants, what, TypeId::of::<T>());
         if let Some(kept) = self.lookup(&key) {
             return Ok(kept);
         }
@@ -74,7 +90,6 @@ fn constant_range(section: &[u8], tensor: &DenseHostTensor) -> Option<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
     use crate::tensor::TensorShape;
     use rtx_host::{HostBuffer, HostContext};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -99,16 +114,20 @@ mod tests {
             Ok(made.load(Ordering::Relaxed))
         };
         let (a, b) = (over(&host, &section, 0, 16), over(&host, &section, 16, 16));
+        let a_matrix =
+            DenseHostTensor::from_buffer(DType::F32, TensorShape::new(vec![2, 2]).unwrap(), a.buffer().clone())
+                .unwrap();
         assert_eq!(*cache.get_or_make(&section, &[&a], "sum", make).unwrap(), 1);
         assert_eq!(*cache.get_or_make(&section, &[&a], "sum", make).unwrap(), 1, "kept");
         assert_eq!(*cache.get_or_make(&section, &[&a, &b], "sum", make).unwrap(), 2, "other sources");
         assert_eq!(*cache.get_or_make(&section, &[&a], "product", make).unwrap(), 3, "another derivation");
+        assert_eq!(*cache.get_or_make(&section, &[&a_matrix], "sum", make).unwrap(), 4, "the bytes in another shape");
         let elsewhere = Arc::new(vec![0u8; 64]);
         let outside = over(&host, &elsewhere, 0, 16);
-        assert_eq!(*cache.get_or_make(&section, &[&outside], "sum", make).unwrap(), 4);
-        assert_eq!(*cache.get_or_make(&section, &[&outside], "sum", make).unwrap(), 5, "not a constant: made again");
+        assert_eq!(*cache.get_or_make(&section, &[&outside], "sum", make).unwrap(), 5);
+        assert_eq!(*cache.get_or_make(&section, &[&outside], "sum", make).unwrap(), 6, "not a constant: made again");
         let failing = || -> Result<usize, KernelError> { Err("no".into()) };
         assert!(cache.get_or_make(&section, &[&b], "sum", failing).is_err());
-        assert_eq!(*cache.get_or_make(&section, &[&b], "sum", make).unwrap(), 6, "a failure is not kept");
+        assert_eq!(*cache.get_or_make(&section, &[&b], "sum", make).unwrap(), 7, "a failure is not kept");
     }
 }

@@ -213,8 +213,11 @@ pub fn import_file(input: &Path, output: &Path) -> Result<(), ImportError> {
 /// `rtx import-onnx` writes, for loaders that run it in memory (a runtime's `Module::load` of a
 /// `.onnx`).
 pub fn import_bef(bytes: ModelBytes, folder: Option<&Path>) -> Result<Vec<u8>, ImportError> {
-    let module = import_from(bytes, folder)?;
-    rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
+    bef_of(&import_from(bytes, folder)?)
+}
+
+fn bef_of(module: &rtx_mlir::Module) -> Result<Vec<u8>, ImportError> {
+    rtx_bef::mlir_to_bef(module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
 }
 
 /// A model file's bytes: mapped (a large model is not copied onto the heap) or, when it cannot
@@ -259,7 +262,7 @@ impl ModelFile {
 pub fn import_bef_file(file: ModelFile, folder: Option<&Path>) -> Result<Vec<u8>, ImportError> {
     let module = import_from(file.bytes.clone(), folder)?;
     file.release_pages();
-    rtx_bef::mlir_to_bef(&module, &rtx_bef::WriteOptions::default()).map_err(|e| ImportError::Write(e.to_string()))
+    bef_of(&module)
 }
 
 enum Format {
