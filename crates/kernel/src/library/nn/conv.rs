@@ -3,7 +3,8 @@
 //! them), `dilations` and `group` (depthwise when `group == c`). ONNX's `auto_pad` is the
 //! converter's to resolve into `pads`. A residual `Z` is added to the result and an `activation`
 //! applied last (see [`epilogue`](super::epilogue)): the nodes an importer fuses into the layer.
-//! Each group is an im2col matrix multiplied by its filters; a 1x1 filter at stride 1 without
+//! Each group is an im2col matrix multiplied by its filters — or, at stride 1 over wide rows, a
+//! product per filter tap over the padded input ([`taps`](super::taps)); a 1x1 filter at stride 1 without
 //! padding multiplies the image itself; a depthwise filter (one input channel per group) slides
 //! over its plane directly. Where there are many output pixels, each task takes a share of them
 //! and lays out their im2col columns itself; otherwise the im2col matrix is made once and the
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use super::epilogue::{finish, Activation};
 use super::gemm::Matrix;
 use super::split::{compute_fresh, compute_in_bands, Fresh};
+use super::taps::{self, Taps};
 use super::window::{add_taps, Phases, Window};
 use super::{floats, int, operands, shape_error, Floats};
 use crate::{KernelError, KernelFrame, KernelRegistry};
@@ -82,12 +84,23 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let workers = frame.host().parallelism_level().max(1);
     if !direct && n * plane >= workers * MIN_PIXELS_PER_TASK {
         // Many output pixels (an early layer): each task lays out the im2col columns of its own
-        // pixels, in parallel and into its cache, and multiplies every group's filters by them.
+        // pixels, in parallel and into its cache, and multiplies every group's filters by them —
+        // or, at stride 1 over wide rows, multiplies each tap's filter weights by the padded
+        // input itself (see `taps`).
+        let by_taps = taps::suits(&window, ow, cg);
         return compute_in_bands(frame, &[n, m, oh, ow], m * depth, MIN_PIXELS_PER_TASK, move |image, band| {
             let pixels = band.columns();
-            let mut columns = Vec::new();
+            let (mut columns, mut taps) = (Vec::new(), Taps::default());
             for g in 0..group {
                 let input = &x.data[(image * c + g * cg) * h * iw..][..cg * h * iw];
+                if by_taps {
+                    let filters = &w.data[g * mg * depth..][..mg * depth];
+                    taps.convolve(input, [cg, h, iw], &window, ow, pixels.clone(), filters, mg);
+                    for k in 0..mg {
+                        band.copy_row(taps.filter(k));
+                    }
+                    continue;
+                }
                 im2col(input, [cg, h, iw], &window, [oh, ow], pixels.clone(), &mut columns);
                 let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
                 let image_matrix = Matrix { offset: 0, rows: pixels.len(), columns: 1 };

@@ -42,6 +42,7 @@ pub(crate) mod pointwise;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 mod split;
+mod taps;
 pub(crate) mod window;
 
 use std::sync::Arc;

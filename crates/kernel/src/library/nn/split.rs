@@ -338,6 +338,25 @@ impl Band<'_> {
         }
     }
 
+    /// The next row of the band becomes `pieces`, one after the other (the band's width together).
+    pub(crate) fn copy_row<'s>(&mut self, pieces: impl IntoIterator<Item = &'s [f32]>) {
+        let row = self.written;
+        assert!(row < self.rows, "row {row} of a band of {} rows", self.rows);
+        let len = self.columns.len();
+        // SAFETY: the band's columns of row `row` lie within the matrix and are the band's alone.
+        let first = unsafe { self.matrix.add(row * self.width + self.columns.start) };
+        let mut at = 0;
+        for piece in pieces {
+            assert!(at + piece.len() <= len, "pieces longer than a band of {len} columns");
+            // SAFETY: elements `at..at + piece.len()` of the row's band are within it (checked) and
+            // the band's alone; `piece` is a shared borrow, so it cannot overlap them.
+            unsafe { first.add(at).copy_from_nonoverlapping(piece.as_ptr(), piece.len()) };
+            at += piece.len();
+        }
+        assert_eq!(at, len, "pieces shorter than a band of {len} columns");
+        self.written += 1;
+    }
+
     /// The next `count` rows of the band become `a * b`: `a` is `count x k`, `b` is `k x` the
     /// band's width in columns (as [`packed_gemm`](super::gemm::packed_gemm) reads them).
     pub(crate) fn multiply(&mut self, count: usize, k: usize, a: (&[f32], Matrix), b: (&[f32], Matrix)) {
