@@ -29,6 +29,15 @@ const MIN_CHANNELS_PER_TASK: usize = 32;
 /// packs all the filters once, which this many pixels' multiplications outweigh.
 const MIN_PIXELS_PER_TASK: usize = 128;
 
+/// The fewest output channels of one group a task computes where [`MIN_CHANNELS_PER_TASK`] would
+/// leave workers idle.
+const MIN_CHANNELS_FEW: usize = 8;
+
+/// As [`MIN_PIXELS_PER_TASK`], for a layer whose output channels are too few to be split over the
+/// workers (a DenseNet layer's 32 on a 14x14 plane): each task still multiplies all the filters,
+/// over a share of the pixels smaller than otherwise, rather than one task doing it all.
+const MIN_PIXELS_FEW_CHANNELS: usize = 96;
+
 fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (x, w) = (floats(frame, 0)?, floats(frame, 1)?);
     let b = if operands(frame) > 2 { Some(floats(frame, 2)?) } else { None };
@@ -82,13 +91,17 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     }
     let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
     let workers = frame.host().parallelism_level().max(1);
-    if !direct && n * plane >= workers * MIN_PIXELS_PER_TASK {
+    // Output channels too few to give every worker a task (below) are split by pixels instead,
+    // in shares down to MIN_PIXELS_FEW_CHANNELS.
+    let few_channels = n * m / mg.min(MIN_CHANNELS_PER_TASK) < workers;
+    let min_pixels = if few_channels { MIN_PIXELS_FEW_CHANNELS } else { MIN_PIXELS_PER_TASK };
+    if !direct && n * plane >= workers * min_pixels {
         // Many output pixels (an early layer): each task lays out the im2col columns of its own
         // pixels, in parallel and into its cache, and multiplies every group's filters by them —
         // or, at stride 1 over wide rows, multiplies each tap's filter weights by the padded
         // input itself (see `taps`).
         let by_taps = taps::suits(&window, ow, cg);
-        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, MIN_PIXELS_PER_TASK, move |image, band| {
+        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, min_pixels, move |image, band| {
             let pixels = band.columns();
             let (mut columns, mut taps) = (Vec::new(), Taps::default());
             for g in 0..group {
@@ -131,8 +144,11 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             .collect()
     };
     // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
-    // output channels, so that packing stays small beside the multiplications.
-    compute_fresh(frame, &[n, m, oh, ow], n * m, depth * plane, mg.min(MIN_CHANNELS_PER_TASK), move |planes, out| {
+    // output channels, so that packing stays small beside the multiplications — or, where that
+    // leaves a worker without a task, a worker's share down to MIN_CHANNELS_FEW.
+    let min_channels =
+        if few_channels { mg.div_ceil(workers).max(MIN_CHANNELS_FEW).min(mg) } else { mg.min(MIN_CHANNELS_PER_TASK) };
+    compute_fresh(frame, &[n, m, oh, ow], n * m, depth * plane, min_channels, move |planes, out| {
         let mut unit = planes.start;
         // One run of output planes per (image, group): the same im2col matrix for all of them.
         while unit < planes.end {
