@@ -6,10 +6,11 @@
 //! Each group is an im2col matrix multiplied by its filters — or, at stride 1 over wide rows, a
 //! product per filter tap over the padded input ([`taps`](super::taps)); a 1x1 filter at stride 1 without
 //! padding multiplies the image itself; a depthwise filter (one input channel per group) slides
-//! over its plane directly. Where there are many output pixels, each task takes a share of them
-//! and lays out their im2col columns itself; otherwise the im2col matrix is made once and the
-//! result's channel planes are split over tasks. Each task finishes what it computed (bias,
-//! residual, activation) right after computing it.
+//! over its plane directly. Where there are many output pixels, or too few output channels to
+//! keep every worker busy, each task takes a share of the pixels and lays out their im2col
+//! columns itself; otherwise the im2col matrix is made once and the result's channel planes are
+//! split over tasks. Each task finishes what it computed (bias, residual, activation) right after
+//! computing it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -95,17 +96,24 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     // in shares down to MIN_PIXELS_FEW_CHANNELS.
     let few_channels = n * m / mg.min(MIN_CHANNELS_PER_TASK) < workers;
     let min_pixels = if few_channels { MIN_PIXELS_FEW_CHANNELS } else { MIN_PIXELS_PER_TASK };
-    if !direct && n * plane >= workers * min_pixels {
+    if (!direct || few_channels) && n * plane >= workers * min_pixels {
         // Many output pixels (an early layer): each task lays out the im2col columns of its own
         // pixels, in parallel and into its cache, and multiplies every group's filters by them —
         // or, at stride 1 over wide rows, multiplies each tap's filter weights by the padded
-        // input itself (see `taps`).
+        // input itself (see `taps`). A 1x1 filter takes this way only when its output channels
+        // are too few to split: split by channels, each task multiplies the image in place.
         let by_taps = taps::suits(&window, ow, cg);
         return compute_in_bands(frame, &[n, m, oh, ow], m * depth, min_pixels, move |image, band| {
             let pixels = band.columns();
             let (mut columns, mut taps) = (Vec::new(), Taps::default());
             for g in 0..group {
                 let input = &x.data[(image * c + g * cg) * h * iw..][..cg * h * iw];
+                let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
+                if direct {
+                    let image_matrix = Matrix { offset: pixels.start, rows: plane, columns: 1 };
+                    band.multiply(mg, depth, (&w.data, filters), (input, image_matrix));
+                    continue;
+                }
                 if by_taps {
                     let filters = &w.data[g * mg * depth..][..mg * depth];
                     taps.convolve(input, [cg, h, iw], &window, ow, pixels.clone(), filters, mg);
@@ -115,7 +123,6 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                     continue;
                 }
                 im2col(input, [cg, h, iw], &window, [oh, ow], pixels.clone(), &mut columns);
-                let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
                 let image_matrix = Matrix { offset: 0, rows: pixels.len(), columns: 1 };
                 band.multiply(mg, depth, (&w.data, filters), (&columns, image_matrix));
             }
