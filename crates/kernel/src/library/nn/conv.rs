@@ -94,7 +94,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let workers = frame.host().parallelism_level().max(1);
     // Output channels too few to give every worker a task (below) are split by pixels instead,
     // in shares down to MIN_PIXELS_FEW_CHANNELS.
-    let few_channels = n * m / mg.min(MIN_CHANNELS_PER_TASK) < workers;
+    let few_channels = n * m / mg.clamp(1, MIN_CHANNELS_PER_TASK) < workers;
     let min_pixels = if few_channels { MIN_PIXELS_FEW_CHANNELS } else { MIN_PIXELS_PER_TASK };
     if (!direct || few_channels) && n * plane >= workers * min_pixels {
         // Many output pixels (an early layer): each task lays out the im2col columns of its own
