@@ -6,7 +6,7 @@
 //! `"leaky_relu"` with `alpha`, `"clip"` with `min`/`max`, `"sigmoid"`, `"swish"`: `x *
 //! sigmoid(x)`, `"gelu"`, `"gelu_tanh"`; absent, none).
 
-use super::exp::sigmoid;
+use super::exp::{sigmoid, swish};
 use super::float;
 use super::gelu::{gelu, gelu_tanh};
 use crate::{KernelError, KernelSite};
@@ -60,17 +60,18 @@ trait Pass {
 }
 
 impl Activation {
+    /// `FMA`: whether the caller is compiled with fused multiply-add (see `fma!`).
     #[inline(always)]
-    fn run(self, pass: impl Pass) {
+    fn run<const FMA: bool>(self, pass: impl Pass) {
         match self {
             Activation::Identity => pass.run(|x| x),
             Activation::Relu => pass.run(|x| x.max(0.0)),
             Activation::LeakyRelu(alpha) => pass.run(move |x| if x < 0.0 { alpha * x } else { x }),
             Activation::Clip(min, max) => pass.run(move |x| x.max(min).min(max)),
-            Activation::Sigmoid => pass.run(sigmoid),
-            Activation::Swish => pass.run(|x| x * sigmoid(x)),
-            Activation::Gelu => pass.run(gelu),
-            Activation::GeluTanh => pass.run(gelu_tanh),
+            Activation::Sigmoid => pass.run(sigmoid::<FMA>),
+            Activation::Swish => pass.run(swish::<FMA>),
+            Activation::Gelu => pass.run(gelu::<FMA>),
+            Activation::GeluTanh => pass.run(gelu_tanh::<FMA>),
         }
     }
 }
@@ -140,7 +141,7 @@ vectorized! {
     /// `values` (one channel's run of a result) plus `bias`, plus `residual` (as long) when given,
     /// through `activation`.
     pub(crate) fn finish(values: &mut [f32], bias: f32, residual: Option<&[f32]>, activation: Activation) {
-        activation.run(Plane { values, bias, residual });
+        activation.run::<{ fma!() }>(Plane { values, bias, residual });
     }
 }
 
@@ -148,7 +149,7 @@ vectorized! {
     /// `values` (one row of a product) plus `bias` (one per column) and `residual` (as long),
     /// each when given, through `activation`.
     pub(crate) fn finish_row(values: &mut [f32], bias: Option<&[f32]>, residual: Option<&[f32]>, activation: Activation) {
-        activation.run(Row { values, bias, residual });
+        activation.run::<{ fma!() }>(Row { values, bias, residual });
     }
 }
 

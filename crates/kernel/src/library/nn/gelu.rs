@@ -7,7 +7,7 @@
 //! fit of Numerical Recipes' `erfcc` (fractional error below 1.2e-7 for every `z >= 0`). The
 //! tanh form `x/2 (1 + tanh(y))` is `x sigmoid(2y)`, since `1 + tanh(y) = 2 sigmoid(2y)`.
 
-use super::exp::{exp, sigmoid};
+use super::exp::{exp, mul_add, sigmoid};
 
 /// The coefficients of `erfcc`'s polynomial in `t = 1 / (1 + z/2)`, highest power first.
 const ERFC: [f32; 10] = [
@@ -25,27 +25,27 @@ const ERFC: [f32; 10] = [
 
 /// `erfc(z)` for `z >= 0`.
 #[inline(always)]
-fn erfc(z: f32) -> f32 {
+fn erfc<const FMA: bool>(z: f32) -> f32 {
     let t = 1.0 / (1.0 + 0.5 * z);
-    let polynomial = ERFC.iter().fold(0.0, |acc, &c| acc * t + c);
-    t * exp(polynomial - z * z)
+    let polynomial = ERFC[1..].iter().fold(ERFC[0], |acc, &c| mul_add::<FMA>(acc, t, c));
+    t * exp::<FMA>(mul_add::<FMA>(-z, z, polynomial))
 }
 
 /// `x Φ(x)`.
 #[inline(always)]
-pub(crate) fn gelu(x: f32) -> f32 {
+pub(crate) fn gelu<const FMA: bool>(x: f32) -> f32 {
     let u = x * std::f32::consts::FRAC_1_SQRT_2;
-    let tail = erfc(u.abs());
+    let tail = erfc::<FMA>(u.abs());
     let one_plus_erf = if u >= 0.0 { 2.0 - tail } else { tail };
     0.5 * x * one_plus_erf
 }
 
 /// GELU's tanh approximation, `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
 #[inline(always)]
-pub(crate) fn gelu_tanh(x: f32) -> f32 {
+pub(crate) fn gelu_tanh<const FMA: bool>(x: f32) -> f32 {
     // √(2/π), doubled: the argument of the sigmoid is 2y.
     const TWO_SQRT_2_OVER_PI: f32 = 1.595_769;
-    x * sigmoid(TWO_SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x))
+    x * sigmoid::<FMA>(TWO_SQRT_2_OVER_PI * mul_add::<FMA>(0.044_715 * x, x * x, x))
 }
 
 #[cfg(test)]
@@ -65,13 +65,13 @@ mod tests {
         (6e-7 + 3e-7 * exponent.abs()) * truth.abs() + 1e-36
     }
 
-    #[test]
-    fn exact_form_within_a_few_ulp_relative() {
+    fn exact_form_within_a_few_ulp_relative<const FMA: bool>() {
+        let gelu = gelu::<FMA>;
         let mut x = -12.0f32;
         while x < 12.0 {
             let (ours, truth) = (f64::from(gelu(x)), exact(f64::from(x)));
             let tolerance = tolerance(truth, f64::from(x * x) / 2.0);
-            assert!((ours - truth).abs() <= tolerance, "gelu({x}) = {ours}, not {truth}");
+            assert!((ours - truth).abs() <= tolerance, "gelu({x}) = {ours}, not {truth} (FMA {FMA})");
             x += 0.001_37;
         }
         assert_eq!(gelu(0.0), 0.0);
@@ -81,16 +81,30 @@ mod tests {
     }
 
     #[test]
-    fn tanh_form_matches_its_definition() {
+    fn exact_form_fused_or_not_within_a_few_ulp_relative() {
+        exact_form_within_a_few_ulp_relative::<false>();
+        exact_form_within_a_few_ulp_relative::<true>();
+    }
+
+    fn tanh_form_matches_its_definition<const FMA: bool>() {
         let mut x = -12.0f32;
         while x < 12.0 {
             let xd = f64::from(x);
             // x/2 (1 + tanh y) = x / (1 + e^-2y), which keeps the tiny negative side in f64.
             let y = (2.0 / std::f64::consts::PI).sqrt() * (xd + 0.044_715 * xd.powi(3));
             let truth = xd / (1.0 + (-2.0 * y).exp());
-            let ours = f64::from(gelu_tanh(x));
-            assert!((ours - truth).abs() <= tolerance(truth, 2.0 * y), "gelu_tanh({x}) = {ours}, not {truth}");
+            let ours = f64::from(gelu_tanh::<FMA>(x));
+            assert!(
+                (ours - truth).abs() <= tolerance(truth, 2.0 * y),
+                "gelu_tanh({x}) = {ours}, not {truth} (FMA {FMA})"
+            );
             x += 0.001_37;
         }
+    }
+
+    #[test]
+    fn tanh_form_fused_or_not_matches_its_definition() {
+        tanh_form_matches_its_definition::<false>();
+        tanh_form_matches_its_definition::<true>();
     }
 }

@@ -30,6 +30,15 @@ macro_rules! vectorized {
     };
 }
 
+/// Inside a [`vectorized!`] function: whether the version being compiled has fused
+/// multiply-add (x86's FMA; every AArch64 CPU), the `FMA` argument of [`exp::mul_add`] and of
+/// the functions built on it.
+macro_rules! fma {
+    () => {
+        multiversion::target::target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64"))
+    };
+}
+
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod epilogue;

@@ -31,18 +31,14 @@ fn softmax(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         for (block, values) in blocks.zip(out.chunks_exact_mut((length * inner).max(1))) {
             let input = &x.data[block * length * inner..(block + 1) * length * inner];
             if inner == 1 {
-                // Along the last axis: loops over contiguous elements, which vectorize.
-                let max = input.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                values.iter_mut().zip(input).for_each(|(value, &x)| *value = exp(x - max));
-                let scale = 1.0 / values.iter().sum::<f32>();
-                values.iter_mut().for_each(|value| *value *= scale);
+                softmax_row(values, input);
                 continue;
             }
             for k in 0..inner {
                 let max = (0..length).map(|i| input[i * inner + k]).fold(f32::NEG_INFINITY, f32::max);
                 let mut sum = 0.0;
                 for i in 0..length {
-                    let e = exp(input[i * inner + k] - max);
+                    let e = exp::<false>(input[i * inner + k] - max);
                     values[i * inner + k] = e;
                     sum += e;
                 }
@@ -79,6 +75,20 @@ fn layer_norm(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             standardize(values, input, &scale.data, bias.as_ref().map(|b| &b.data[..]), epsilon);
         }
     })
+}
+
+vectorized! {
+    /// The softmax of `input`, a run of contiguous elements, into `values`: loops that vectorize.
+    fn softmax_row(values: &mut [f32], input: &[f32]) {
+        let max = input.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for (value, &x) in values.iter_mut().zip(input) {
+            *value = exp::<{ fma!() }>(x - max);
+        }
+        let scale = 1.0 / lane_sum(values, |v| v);
+        for value in values.iter_mut() {
+            *value *= scale;
+        }
+    }
 }
 
 vectorized! {

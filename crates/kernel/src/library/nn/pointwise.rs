@@ -46,11 +46,11 @@ vectorized! {
         // Two loops, each with its function inlined (through a pointer it would be a call).
         if tanh {
             for (value, &x) in out.iter_mut().zip(input) {
-                *value = gelu_tanh(x);
+                *value = gelu_tanh::<{ fma!() }>(x);
             }
         } else {
             for (value, &x) in out.iter_mut().zip(input) {
-                *value = gelu(x);
+                *value = gelu::<{ fma!() }>(x);
             }
         }
     }
@@ -180,7 +180,7 @@ fn channel_affine(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
 
 pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("nn.relu.f32", |f| unary(f, |x| x.max(0.0)));
-    registry.add_kernel("nn.sigmoid.f32", |f| unary(f, sigmoid));
+    registry.add_kernel("nn.sigmoid.f32", |f| unary(f, sigmoid::<false>));
     registry.add_kernel("nn.tanh.f32", |f| unary(f, f32::tanh));
     registry.add_kernel("nn.gelu.f32", gelu_layer);
     registry.add_kernel("nn.clip.f32", |f| {

@@ -3,11 +3,13 @@
 //! pixel at once, which turns a sliding window (depthwise convolution, pooling) into a few
 //! long vectorizable loops whatever its stride or dilation.
 
+use super::exp::mul_add;
 use super::{ints, shape_error, sizes};
 use crate::{KernelError, KernelSite};
 
-/// Elements of the output a tap loop takes at a time: sums that stay in L1 across all the taps.
-const TAP_CHUNK: usize = 1024;
+/// Outputs a tap loop takes at a time, held in registers across all the taps: four AVX2
+/// vectors, two AVX-512 ones.
+const STRIP: usize = 32;
 
 /// A pooling or convolution window along the two spatial axes.
 #[derive(Clone, Copy, Debug)]
@@ -137,35 +139,52 @@ impl Phases {
     }
 }
 
-vectorized! {
-    /// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`, a chunk of `sums` at a
-    /// time so that it stays in L1 across the taps.
-    pub(crate) fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
-        for (chunk, sums) in sums.chunks_mut(TAP_CHUNK).enumerate() {
-            let offset = chunk * TAP_CHUNK;
-            for &(start, weight) in taps {
-                let run = &phases[start + offset..start + offset + sums.len()];
-                for (sum, &value) in sums.iter_mut().zip(run) {
-                    *sum += weight * value;
-                }
+/// `values[k] = combine(values[k], phases[start(tap) + k], tap)` for each tap in turn. A strip
+/// of [`STRIP`] values at a time stays in registers across all the taps, so that a tap costs a
+/// load and one operation per element, not the value's load and store besides.
+#[inline(always)]
+fn over_taps<T: Copy>(
+    values: &mut [f32],
+    phases: &[f32],
+    taps: &[T],
+    start: impl Fn(T) -> usize,
+    combine: impl Fn(f32, f32, T) -> f32,
+) {
+    let full = values.len() / STRIP * STRIP;
+    let (strips, rest) = values.split_at_mut(full);
+    for (strip, values) in strips.chunks_exact_mut(STRIP).enumerate() {
+        let offset = strip * STRIP;
+        let mut held = [0.0f32; STRIP];
+        held.copy_from_slice(values);
+        for &tap in taps {
+            let run = &phases[start(tap) + offset..][..STRIP];
+            for (value, &x) in held.iter_mut().zip(run) {
+                *value = combine(*value, x, tap);
             }
+        }
+        values.copy_from_slice(&held);
+    }
+    for &tap in taps {
+        let run = &phases[start(tap) + full..][..rest.len()];
+        for (value, &x) in rest.iter_mut().zip(run) {
+            *value = combine(*value, x, tap);
         }
     }
 }
 
 vectorized! {
-    /// `maxima[k] = max(maxima[k], phases[start + k])` for each tap's `start`, a chunk at a time
-    /// as in [`add_taps`]. A NaN input loses, as in `f32::max`.
+    /// `sums[k] += weight * phases[start + k]` for each tap `(start, weight)`.
+    pub(crate) fn add_taps(sums: &mut [f32], phases: &[f32], taps: &[(usize, f32)]) {
+        let fma = mul_add::<{ fma!() }>;
+        over_taps(sums, phases, taps, |(start, _)| start, |sum, x, (_, weight)| fma(weight, x, sum));
+    }
+}
+
+vectorized! {
+    /// `maxima[k] = max(maxima[k], phases[start + k])` for each tap's `start`. A NaN input loses,
+    /// as in `f32::max`.
     pub(crate) fn max_taps(maxima: &mut [f32], phases: &[f32], starts: &[usize]) {
-        for (chunk, maxima) in maxima.chunks_mut(TAP_CHUNK).enumerate() {
-            let offset = chunk * TAP_CHUNK;
-            for &start in starts {
-                let run = &phases[start + offset..start + offset + maxima.len()];
-                for (max, &value) in maxima.iter_mut().zip(run) {
-                    *max = max.max(value);
-                }
-            }
-        }
+        over_taps(maxima, phases, starts, |start| start, |max, x, _| max.max(x));
     }
 }
 
@@ -181,6 +200,32 @@ vectorized! {
         } else {
             for (k, value) in target.iter_mut().enumerate() {
                 *value = source[k * stride];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs of every length around the strip's, from taps that start anywhere in the phases.
+    #[test]
+    fn tap_loops_match_one_element_at_a_time() {
+        let phases: Vec<f32> = (0..400).map(|k| ((k * 29 % 23) as f32 - 11.0) / 8.0).collect();
+        let taps = [(0, 0.5), (7, -1.25), (33, 2.0), (64, 0.125)];
+        for len in [0, 1, STRIP - 1, STRIP, STRIP + 1, 3 * STRIP + 5, 300] {
+            let start: Vec<f32> = (0..len).map(|k| k as f32 * 0.01 - 1.0).collect();
+            let mut sums = start.clone();
+            add_taps(&mut sums, &phases, &taps);
+            let mut maxima = start.clone();
+            let starts: Vec<usize> = taps.iter().map(|t| t.0).collect();
+            max_taps(&mut maxima, &phases, &starts);
+            for k in 0..len {
+                let sum = taps.iter().fold(start[k], |s, &(at, w)| s + w * phases[at + k]);
+                let max = taps.iter().fold(start[k], |m, &(at, _)| m.max(phases[at + k]));
+                assert!((sums[k] - sum).abs() <= 1e-5, "length {len}, sum {k}: {} against {sum}", sums[k]);
+                assert_eq!(maxima[k], max, "length {len}, maximum {k}");
             }
         }
     }

@@ -92,11 +92,11 @@ impl Real for f32 {
     }
     #[inline(always)]
     fn tanh(self) -> f32 {
-        exp::tanh(self)
+        exp::tanh::<false>(self)
     }
     #[inline(always)]
     fn sigmoid(self) -> f32 {
-        exp::sigmoid(self)
+        exp::sigmoid::<false>(self)
     }
     #[inline(always)]
     fn abs(self) -> f32 {
