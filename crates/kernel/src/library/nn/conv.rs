@@ -152,9 +152,12 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     };
     // Each task packs the image matrix of its groups once: a task takes at least 32 of a group's
     // output channels, so that packing stays small beside the multiplications — or, where that
-    // leaves a worker without a task, a worker's share down to MIN_CHANNELS_FEW.
+    // leaves a worker without a task, a worker's share down to MIN_CHANNELS_FEW. And the planes
+    // go in one round, a task per worker: more tasks packed the image more often (ResNet-50
+    // 0.95x, DenseNet-121 0.95x the time in one round).
     let min_channels =
         if few_channels { mg.div_ceil(workers).max(MIN_CHANNELS_FEW).min(mg) } else { mg.min(MIN_CHANNELS_PER_TASK) };
+    let min_channels = min_channels.max(n * m / workers);
     compute_fresh(frame, &[n, m, oh, ow], n * m, depth * plane, min_channels, move |planes, out| {
         let mut unit = planes.start;
         // One run of output planes per (image, group): the same im2col matrix for all of them.

@@ -261,7 +261,7 @@ fn matmul(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     // in one round, a task per worker: in eight tasks of 16 rows, an encoder's 256x1024
     // feed-forward matrix was packed eight times, and the layer took 1.45x as long.
     let workers = frame.host().parallelism_level().max(1);
-    let min_rows = if shared { (stacks * m).div_ceil(workers) } else { 1 };
+    let min_rows = if shared { (stacks * m / workers).max(1) } else { 1 };
     compute_fresh(frame, &dims, stacks * m, k * n, min_rows, move |rows, out| {
         let mut row = rows.start;
         while row < rows.end {
