@@ -128,12 +128,30 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     if run > 0 {
         tensor.with_bytes(|input| {
             out.buffer().with_bytes_mut(|bytes| {
-                let mut index = vec![0usize; outer];
+                let Some(last) = outer.checked_sub(1) else {
+                    bytes.copy_from_slice(input);
+                    return;
+                };
+                // A row of the output's last outer axis: `count` runs, `step` bytes apart in the
+                // input. Runs of one small element (a matrix transposed) are gathered with
+                // fixed-size copies; the odometer walks the axes before the row.
+                let (count, step) = (out_dims[last], walk[last]);
+                let mut index = vec![0usize; last];
                 let mut from = 0usize;
-                for target in bytes.chunks_exact_mut(run) {
-                    target.copy_from_slice(&input[from..from + run]);
-                    // Next outer output index, odometer style, keeping `from` in step.
-                    for axis in (0..outer).rev() {
+                for target in bytes.chunks_exact_mut(run * count) {
+                    match run {
+                        4 => gather::<4>(target, input, from, step),
+                        8 => gather::<8>(target, input, from, step),
+                        2 => gather::<2>(target, input, from, step),
+                        1 => gather::<1>(target, input, from, step),
+                        _ => {
+                            for (k, target) in target.chunks_exact_mut(run).enumerate() {
+                                target.copy_from_slice(&input[from + k * step..][..run]);
+                            }
+                        }
+                    }
+                    // Next row, odometer style, keeping `from` in step.
+                    for axis in (0..last).rev() {
                         index[axis] += 1;
                         from += walk[axis];
                         if index[axis] < out_dims[axis] {
@@ -148,6 +166,14 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     }
     out.buffer().seal();
     frame.emplace_result(0, out)
+}
+
+/// `target`'s elements of `N` bytes each from `input`, the first at `from`, `step` bytes apart.
+fn gather<const N: usize>(target: &mut [u8], input: &[u8], from: usize, step: usize) {
+    for (k, target) in target.chunks_exact_mut(N).enumerate() {
+        let at = from + k * step;
+        target.copy_from_slice(&input[at..at + N]);
+    }
 }
 
 fn concat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
