@@ -128,30 +128,40 @@ fn extent(kernel: usize, dilation: usize) -> Option<usize> {
     dilation.checked_mul(kernel.checked_sub(1)?)?.checked_add(1)
 }
 
-/// For each index of the grid whose dimensions are the lengths of `maps`, in row-major order,
-/// its flat position and the sum of the offsets `maps` gives each of its coordinates (`None`
-/// when a coordinate maps to nothing: padding).
-fn for_each_mapped(maps: &[Vec<Option<usize>>], f: &mut dyn FnMut(usize, Option<usize>)) {
+/// What [`for_each_row`] calls with each row: its first flat position, its base offset and the
+/// last axis's map.
+type Row<'a> = dyn FnMut(usize, Option<usize>, &[Option<usize>]) + 'a;
+
+/// For each row of the grid whose dimensions are the lengths of `maps` (its last axis), in
+/// row-major order: the row's first flat position, the sum of the offsets `maps` gives its other
+/// coordinates (`None` when one maps to nothing: padding) and the last axis's map, whose offsets
+/// add to that sum. The loop along a row is the caller's, so that it is compiled inline rather
+/// than called per element. A grid of no axes is one row of one element at offset 0.
+fn for_each_row(maps: &[Vec<Option<usize>>], f: &mut Row<'_>) {
     fn visit(
         maps: &[Vec<Option<usize>>],
+        last: &[Option<usize>],
         base: Option<usize>,
         flat: &mut usize,
-        f: &mut dyn FnMut(usize, Option<usize>),
+        f: &mut Row<'_>,
     ) {
         match maps.split_first() {
             None => {
-                f(*flat, base);
-                *flat += 1;
+                f(*flat, base, last);
+                *flat += last.len();
             }
             Some((map, rest)) => {
                 for offset in map {
-                    visit(rest, base.zip(*offset).map(|(b, o)| b + o), flat, f);
+                    visit(rest, last, base.zip(*offset).map(|(b, o)| b + o), flat, f);
                 }
             }
         }
     }
     let mut flat = 0;
-    visit(maps, Some(0), &mut flat, f);
+    match maps.split_last() {
+        Some((last, rest)) => visit(rest, last, Some(0), &mut flat, f),
+        None => f(0, Some(0), &[Some(0)]),
+    }
 }
 
 /// The multi-indices of `dims` in row-major order.
@@ -250,7 +260,11 @@ pub(super) fn convolve<T: Ring>(
                 let input = &source[channel * image..(channel + 1) * image];
                 for (t, maps) in tap_maps.iter().enumerate() {
                     let row = &mut columns[(channel * taps + t) * plane..][..plane];
-                    for_each_mapped(maps, &mut |p, offset| row[p] = offset.map_or(T::default(), |o| input[o]));
+                    for_each_row(maps, &mut |first, base, last| {
+                        for (value, offset) in row[first..first + last.len()].iter_mut().zip(last) {
+                            *value = base.zip(*offset).map_or(T::default(), |(b, o)| input[b + o]);
+                        }
+                    });
                 }
             }
             let filters = Matrix { offset: g * mg * depth, rows: depth, columns: 1 };
@@ -425,9 +439,12 @@ fn add_columns<T: Ring>(columns: &[T], tap_maps: &[Vec<Vec<Option<usize>>>], out
     for (channel, output) in output.chunks_exact_mut(plane.max(1)).enumerate().take(channels) {
         for (t, maps) in tap_maps.iter().enumerate() {
             let row = &columns[(channel * taps + t) * image..][..image];
-            for_each_mapped(maps, &mut |i, offset| {
-                if let Some(o) = offset {
-                    output[o] = output[o].add(row[i]);
+            for_each_row(maps, &mut |first, base, last| {
+                let Some(base) = base else { return };
+                for (&value, offset) in row[first..first + last.len()].iter().zip(last) {
+                    if let Some(o) = offset {
+                        output[base + o] = output[base + o].add(value);
+                    }
                 }
             });
         }
