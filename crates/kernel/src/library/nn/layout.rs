@@ -125,7 +125,7 @@ fn transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let walk: Vec<usize> = perm[..outer].iter().map(|&p| input_strides[p] * size).collect();
     let shape = TensorShape::new(out_dims.iter().map(|&d| d as i64).collect())?;
     let out = DenseHostTensor::new_zeroed(frame.host(), tensor.dtype(), shape)?;
-    if run > 0 {
+    if run > 0 && out.num_elements() > 0 {
         tensor.with_bytes(|input| {
             out.buffer().with_bytes_mut(|bytes| {
                 let Some(last) = outer.checked_sub(1) else {
