@@ -350,7 +350,9 @@ typedef struct rtx_context_options_t {
    */
   const struct rtx_work_queue_callbacks_t *custom_work_queue;
   /**
-   * A host-provided allocator for the runtime's bulk memory; NULL means the system allocator.
+   * A host-provided allocator for the runtime's bulk memory; NULL means the system allocator,
+   * behind a cache that keeps up to 256 MiB of freed blocks of 64 KiB and more for reuse
+   * (a model's calls allocate the same sizes each time), freed with the context.
    * Copied; its `destroy` runs when the last memory from it is returned.
    */
   const struct rtx_allocator_callbacks_t *allocator;
@@ -942,7 +944,8 @@ rtx_error_t *rtx_buffer_view_info(const rtx_buffer_view_t *view,
 rtx_error_t *rtx_buffer_view_copy_data(const rtx_buffer_view_t *view, void *out, size_t capacity);
 
 /**
- * Fills `options` with the defaults (multi-threaded queue, system allocator). NULL does nothing.
+ * Fills `options` with the defaults (multi-threaded queue, the cached system allocator). NULL
+ * does nothing.
  */
 void rtx_context_options_init(struct rtx_context_options_t *options);
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::allocator::{HostAllocator, SystemAllocator};
+use super::allocator::{CachingAllocator, HostAllocator};
 use super::async_value::{AsyncValueRef, RcAsyncValue};
 use super::buffer::HostBuffer;
 use super::chain::Chain;
@@ -40,9 +40,9 @@ impl HostContext {
     }
 
     /// A context with the queue a config string names (`s`, `mstd`, `mstd:N,M`) and the system
-    /// allocator.
+    /// allocator behind a cache of the large blocks freed (see [`CachingAllocator`]).
     pub fn with_work_queue_spec(spec: &str) -> Result<HostContext, Diagnostic> {
-        Ok(HostContext::new(create_work_queue(spec)?, Arc::new(SystemAllocator)))
+        Ok(HostContext::new(create_work_queue(spec)?, Arc::new(CachingAllocator::default())))
     }
 
     pub fn work_queue(&self) -> &Arc<dyn WorkQueue> {

@@ -13,7 +13,7 @@ pub(crate) mod diagnostic;
 pub mod join;
 pub mod work_queue;
 
-pub use allocator::{CountingAllocator, FixedCapacityAllocator, HostAllocator, SystemAllocator};
+pub use allocator::{CachingAllocator, CountingAllocator, FixedCapacityAllocator, HostAllocator, SystemAllocator};
 pub use async_value::{AsyncValueRef, IndirectAsyncValue, RcAsyncValue, State};
 pub use buffer::HostBuffer;
 pub use chain::Chain;

@@ -25,7 +25,7 @@ use rtx_hal::device::{Allocator, Device};
 use rtx_hal::fence::Fence;
 use rtx_hal::module::HalModule;
 use rtx_host::work_queue::{refuse_on_own_thread, WorkQueueSpec};
-use rtx_host::{Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, SystemAllocator, WorkQueue};
+use rtx_host::{CachingAllocator, Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, WorkQueue};
 #[cfg(feature = "tfrt")]
 use rtx_kernel::KernelRegistry;
 use rtx_kernel::{KernelError, KernelFrame};
@@ -62,10 +62,11 @@ impl ContextOptions {
 }
 
 impl Default for ContextOptions {
-    /// The runtime's multi-threaded queue with one worker per core, and the system allocator.
+    /// The runtime's multi-threaded queue with one worker per core, and the system allocator
+    /// behind a cache of the large blocks freed (see [`CachingAllocator`]).
     fn default() -> ContextOptions {
         let spec = WorkQueueSpec::parse("mstd").unwrap_or(WorkQueueSpec::SingleThreaded);
-        ContextOptions { work_queue: QueueChoice::Spec(spec), allocator: Arc::new(SystemAllocator) }
+        ContextOptions { work_queue: QueueChoice::Spec(spec), allocator: Arc::new(CachingAllocator::default()) }
     }
 }
 
