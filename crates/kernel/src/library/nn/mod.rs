@@ -50,7 +50,7 @@ pub(crate) mod normalize;
 pub(crate) mod pointwise;
 pub(crate) mod pool;
 pub(crate) mod reduce;
-mod split;
+pub(crate) mod split;
 mod taps;
 pub(crate) mod window;
 
@@ -152,6 +152,12 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
     if tensor.dtype() != DType::F32 {
         return Err(format!("{}: operand {i} holds {:?} elements, not f32", frame.kernel_name(), tensor.dtype()).into());
     }
+    Ok(shared_floats(tensor))
+}
+
+/// The elements of `tensor`, which holds f32s, shared so that tasks can read them: in place
+/// when its buffer is read-only, else a copy.
+pub(crate) fn shared_floats(tensor: &DenseHostTensor) -> Arc<Floats> {
     // Shapes hold no negative dimensions (`TensorShape::new` refuses them).
     let dims = tensor.shape().dims().iter().map(|&d| d as usize).collect();
     let buffer = tensor.buffer();
@@ -163,7 +169,7 @@ pub(crate) fn floats(frame: &KernelFrame<'_>, i: usize) -> Result<Arc<Floats>, K
     } else {
         Elements::Copied(tensor.with_bytes(|bytes| bytes.chunks_exact(4).map(f32::read).collect()))
     };
-    Ok(Arc::new(Floats { dims, data }))
+    Arc::new(Floats { dims, data })
 }
 
 /// The i64 array attribute `name`, `default` when absent.

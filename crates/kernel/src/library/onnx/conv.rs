@@ -13,8 +13,10 @@ use super::tensors::{
     count, dims, error, filled, has_attribute, integers, register_one, sizes, string, unsupported, wide, Inputs, Typed,
 };
 use crate::dtype::DType;
-use crate::library::nn::gemm::Matrix;
+use crate::library::nn::gemm::{packed_gemm, Matrix};
 use crate::library::nn::layout::strides;
+use crate::library::nn::shared_floats;
+use crate::library::nn::split::compute;
 use crate::library::nn::{int, ints};
 use crate::tensor::DenseHostTensor;
 use crate::{KernelError, KernelFrame, KernelRegistry, KernelSite};
@@ -479,6 +481,72 @@ fn float_conv(frame: &KernelFrame<'_>, inputs: &Inputs, transposed: bool) -> Res
     }, Err(unsupported(frame, dtype)))
 }
 
+/// ConvTranspose: on f32s, its output channels dealt to tasks on the context's queue (see
+/// [`conv_transpose_f32`]); other types, and what that path leaves out, on the calling thread.
+fn conv_transpose(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
+    let inputs = Inputs::new(frame)?;
+    if conv_transpose_f32(frame, &inputs)? {
+        return Ok(());
+    }
+    let result = float_conv(frame, &inputs, true)?;
+    frame.emplace_result(0, result)
+}
+
+/// A transposed convolution is, per image and group, the transposed filters times the image
+/// (`[mg * taps, cg] x [cg, image]`) added back into the output (col2im); each output channel
+/// takes its own rows of that product, so the channels are split over tasks, each multiplying
+/// and scattering its own (a U-Net's upsampling ran on one core while the other waited).
+/// Returns whether it took the node: not where the operands are not all f32, or the product is
+/// empty, or the bias of the wrong length (the general path handles or reports those).
+fn conv_transpose_f32(frame: &mut KernelFrame<'_>, inputs: &Inputs) -> Result<bool, KernelError> {
+    let (x, w, b) = (inputs.required(0)?, inputs.required(1)?, inputs.optional(2));
+    if [Some(x), Some(w), b].into_iter().flatten().any(|t| t.dtype() != DType::F32) {
+        return Ok(false);
+    }
+    let (x, w, b) = (shared_floats(x), shared_floats(w), b.map(shared_floats));
+    let group = group(frame)?;
+    let shapes = shapes(&x.dims, &w.dims, group, true).map_err(|e| error(frame, e))?;
+    kernel_shape(frame, &shapes.kernel)?;
+    let layout = transposed_layout(frame, &shapes.spatial, &shapes.kernel)?;
+    let (cg, mg) = (shapes.c / group, shapes.m / group);
+    let sizes = [&shapes.spatial[..], &shapes.kernel, &layout.out].map(count);
+    let [Ok(image), Ok(taps), Ok(plane)] = sizes else { return Ok(false) };
+    let bias_fits = b.as_ref().is_none_or(|b| b.data.len() == shapes.m);
+    if image == 0 || taps == 0 || cg == 0 || plane == 0 || shapes.n * shapes.m == 0 || !bias_fits {
+        return Ok(false);
+    }
+    let (n, c, m) = (shapes.n, shapes.c, shapes.m);
+    let mut dims = vec![n, m];
+    dims.extend(&layout.out);
+    let tap_maps = scatter_maps(&shapes.kernel, &shapes.spatial, &layout);
+    compute(frame, &dims, n * m, cg * taps * image, move |planes, out| {
+        let mut columns = Vec::new();
+        let mut unit = planes.start;
+        // One run of output channels per (image, group): rows of one product.
+        while unit < planes.end {
+            let (at, channel) = (unit / m, unit % m);
+            let g = channel / mg;
+            let count = ((g + 1) * mg - channel).min(planes.end - unit);
+            let rows = count * taps;
+            columns.clear();
+            columns.resize(rows * image, 0.0);
+            // Rows `(channel - g mg) taps ..` of W_g^T, which is `[mg * taps, cg]`.
+            let filters = Matrix { offset: (g * cg * mg + channel - g * mg) * taps, rows: 1, columns: mg * taps };
+            let images = Matrix { offset: (at * c + g * cg) * image, rows: image, columns: 1 };
+            packed_gemm((rows, cg, image), 1.0, (&w.data, filters), (&x.data, images), 0.0, &mut columns, image);
+            let output = &mut out[(unit - planes.start) * plane..][..count * plane];
+            add_columns(&columns, &tap_maps, output);
+            if let Some(b) = &b {
+                for (values, &bias) in output.chunks_exact_mut(plane).zip(&b.data[channel..]) {
+                    values.iter_mut().for_each(|v| *v += bias);
+                }
+            }
+            unit += count;
+        }
+    })?;
+    Ok(true)
+}
+
 /// ConvInteger and QLinearConv: the i32 convolution of `x` and `w` less their zero points.
 fn integer_conv(
     frame: &KernelFrame<'_>,
@@ -548,7 +616,7 @@ fn col2im(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor, K
 pub(super) fn register(registry: &mut KernelRegistry) {
     register_one(registry, "Col2Im", col2im);
     register_one(registry, "Conv", |frame, inputs| float_conv(frame, inputs, false));
-    register_one(registry, "ConvTranspose", |frame, inputs| float_conv(frame, inputs, true));
+    registry.add_kernel("onnx.ConvTranspose", conv_transpose);
     register_one(registry, "ConvInteger", |frame, inputs| {
         let x = (inputs.required(0)?, inputs.optional(2));
         integer_conv(frame, x, (inputs.required(1)?, inputs.optional(3)))?.into_tensor(frame, DType::I32)
