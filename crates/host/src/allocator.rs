@@ -140,7 +140,7 @@ unsafe impl HostAllocator for CountingAllocator {
 /// Keeps the large blocks given back to it, up to a budget, and hands them out again for
 /// requests of the same size and alignment. A model's call allocates and frees the same tensor
 /// sizes every time, and a large block fresh from malloc is fresh pages from the kernel: a fault
-/// and a page zeroed on the first touch of each 4 KiB (5-8% of a U-Net or ResNet-50 call went
+/// and a page zeroed on the first touch of each 4 KiB (4-8% of a ResNet-50 or U-Net call went
 /// to the kernel's side of that). Blocks below [`CachingAllocator::MIN_BLOCK`] go straight to
 /// the inner allocator, which keeps such blocks itself; a block that would take the cache past
 /// its budget is returned to the inner allocator. What is cached goes back when the allocator
@@ -166,7 +166,8 @@ struct Block(NonNull<u8>);
 unsafe impl Send for Block {}
 
 impl CachingAllocator {
-    /// The smallest block kept: 64 KiB, where glibc's malloc starts to map blocks of their own.
+    /// The smallest block kept: 64 KiB. Smaller ones come from malloc's own free lists, which
+    /// reuse them already.
     pub const MIN_BLOCK: usize = 64 << 10;
 
     /// The budget of the contexts' default allocator: 256 MiB of freed blocks.
