@@ -31,7 +31,11 @@ fn dense(host: &HostContext, tensor: &HostTensor) -> Result<DenseHostTensor, Dia
             ),
         ));
     }
-    DenseHostTensor::from_bytes(host, dtype(tensor.element_type)?, shape(&tensor.shape)?, &tensor.data)
+    let dense = DenseHostTensor::from_bytes(host, dtype(tensor.element_type)?, shape(&tensor.shape)?, &tensor.data)?;
+    // The copy is the graph's alone and nothing writes an argument: sealed, the kernels that
+    // read it share its elements instead of copying them again on every call.
+    dense.buffer().seal();
+    Ok(dense)
 }
 
 /// A tensor's elements on the host, signed integers typed as signed (`si64`, as numpy's `<i8`
@@ -52,7 +56,7 @@ fn host_tensor(tensor: &DenseHostTensor) -> Result<HostTensor, Diagnostic> {
 }
 
 /// An available async value holding `value` for a graph's argument: a tensor (its bytes copied
-/// into memory from `host`'s allocator), a tensor of strings, a sequence (an empty one of `f32`,
+/// into memory from `host`'s allocator, read-only), a tensor of strings, a sequence (an empty one of `f32`,
 /// as an empty sequence from the C API), or an empty optional ([`ResultValue::Empty`]).
 pub fn to_async_value(host: &HostContext, value: &ResultValue) -> Result<RcAsyncValue, Diagnostic> {
     Ok(match value {
