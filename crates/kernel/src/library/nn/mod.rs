@@ -41,6 +41,7 @@ macro_rules! fma {
 
 pub(crate) mod constant;
 pub(crate) mod conv;
+mod depthwise;
 mod epilogue;
 pub(crate) mod exp;
 mod gelu;

@@ -221,8 +221,14 @@ impl<'a> Fresh<'a> {
         first
     }
 
-    /// The next `len` elements, to be written (all of them) before anything reads them.
-    fn slots(&mut self, len: usize) -> &mut [MaybeUninit<f32>] {
+    /// The next `len` elements, for work that writes them out of order (a plane's rows from a
+    /// strip of registers).
+    ///
+    /// # Safety
+    ///
+    /// The caller writes every one of them before it reads written elements ([`Fresh::last`]) or
+    /// the task ends: until then they are claimed but hold nothing.
+    pub(crate) unsafe fn slots(&mut self, len: usize) -> &mut [MaybeUninit<f32>] {
         let first = self.claim(len);
         // SAFETY: `first` starts `len` elements that are this writer's alone, which no slice
         // reaches yet; `MaybeUninit` asks nothing of what they hold.
@@ -232,7 +238,9 @@ impl<'a> Fresh<'a> {
     /// The next `input.len()` elements become `f` of `input`'s.
     #[inline(always)]
     pub(crate) fn map(&mut self, input: &[f32], f: impl Fn(f32) -> f32) {
-        for (slot, &x) in self.slots(input.len()).iter_mut().zip(input) {
+        // SAFETY: the loop writes every slot.
+        let slots = unsafe { self.slots(input.len()) };
+        for (slot, &x) in slots.iter_mut().zip(input) {
             slot.write(f(x));
         }
     }
@@ -241,7 +249,9 @@ impl<'a> Fresh<'a> {
     #[inline(always)]
     pub(crate) fn map2(&mut self, a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
         assert_eq!(a.len(), b.len(), "operands of different lengths");
-        for ((slot, &x), &y) in self.slots(a.len()).iter_mut().zip(a).zip(b) {
+        // SAFETY: the loop writes every slot.
+        let slots = unsafe { self.slots(a.len()) };
+        for ((slot, &x), &y) in slots.iter_mut().zip(a).zip(b) {
             slot.write(f(x, y));
         }
     }
@@ -249,7 +259,9 @@ impl<'a> Fresh<'a> {
     /// The next `len` elements become `f(0)`, `f(1)`, ...
     #[inline(always)]
     pub(crate) fn fill(&mut self, len: usize, mut f: impl FnMut(usize) -> f32) {
-        for (k, slot) in self.slots(len).iter_mut().enumerate() {
+        // SAFETY: the loop writes every slot.
+        let slots = unsafe { self.slots(len) };
+        for (k, slot) in slots.iter_mut().enumerate() {
             slot.write(f(k));
         }
     }

@@ -1,0 +1,302 @@
+//! Depthwise convolution — one input channel per output channel: MobileNet's and EfficientNet's
+//! 3x3 and 5x5 layers — a plane at a time ([`Depthwise`]), or, where planes are small, a block of
+//! channels at a time ([`Blocked`]).
+
+use super::epilogue::{finish, Activation};
+use super::exp::mul_add;
+use super::split::Fresh;
+use super::window::{add_taps, Phases, Window};
+
+/// A task's scratch for depthwise planes, kept across the planes it convolves.
+#[derive(Default)]
+pub(crate) struct Depthwise {
+    phases: Phases,
+    /// The output rows, `phases.cols()` wide.
+    sums: Vec<f32>,
+    /// Each tap's run's start in `phases`, and its weight.
+    taps: Vec<(usize, f32)>,
+}
+
+impl Depthwise {
+    /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of
+    /// the `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
+    /// padding, written next in `out`. The input is laid out by phase once (see [`Phases`]);
+    /// then each tap is one multiply-add over a contiguous run of all the output rows together.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn plane(
+        &mut self,
+        input: &[f32],
+        [h, w]: [usize; 2],
+        filter: &[f32],
+        window: &Window,
+        [oh, ow]: [usize; 2],
+        bias: f32,
+        out: &mut Fresh<'_>,
+    ) {
+        self.phases.lay_out(input, [h, w], window, [oh, ow], 0.0);
+        let cols = self.phases.cols();
+        self.sums.clear();
+        self.sums.resize(oh * cols, bias);
+        self.taps.clear();
+        self.taps.extend(filter.iter().enumerate().map(|(t, &weight)| (self.phases.tap(t), weight)));
+        add_taps(&mut self.sums, self.phases.values(), &self.taps);
+        for sums in self.sums.chunks_exact(cols) {
+            out.copy(&sums[..ow]);
+        }
+    }
+}
+
+/// Channels a [`Blocked`] pass convolves at once: one AVX2 vector of f32s.
+pub(crate) const LANES: usize = 8;
+
+/// Output pixels a blocked pass holds in registers at once, each a vector of [`LANES`] channels.
+const PIXELS: usize = 4;
+
+/// A task's scratch for convolving [`LANES`] channels at once, kept across its blocks. On a
+/// small plane (a 7x7 or 14x14 late layer) a plane's runs are too short to fill vectors: with
+/// each pixel's channels side by side in one vector instead, every tap is a vector multiply-add
+/// whatever the plane's size or the stride, at the price of moving the channels into and out of
+/// that layout.
+#[derive(Default)]
+pub(crate) struct Blocked {
+    /// The padded input, one vector of the channels' values per pixel.
+    padded: Vec<[f32; LANES]>,
+    /// Each tap's weights, one per channel.
+    weights: Vec<[f32; LANES]>,
+    /// Each tap's offset in `padded` from its window's first pixel.
+    offsets: Vec<usize>,
+    /// The output planes, a vector of the channels' sums per pixel.
+    sums: Vec<[f32; LANES]>,
+}
+
+impl Blocked {
+    /// The output planes (`[oh, ow]` each) of up to [`LANES`] consecutive channels, written
+    /// next in `out`: as [`Depthwise::plane`] for each, from `inputs` (their `[h, w]` planes),
+    /// `filters` (their `[kh, kw]` filters), `biases` (one per channel: how many there are) and
+    /// `residuals` (their output planes).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn planes(
+        &mut self,
+        inputs: &[f32],
+        [h, w]: [usize; 2],
+        filters: &[f32],
+        window: &Window,
+        [oh, ow]: [usize; 2],
+        biases: &[f32],
+        (residuals, activation): (Option<&[f32]>, Activation),
+        out: &mut Fresh<'_>,
+    ) {
+        let channels = biases.len();
+        let taps = window.kernel[0] * window.kernel[1];
+        let (top, left) = (window.pads[0], window.pads[1]);
+        let (ph, pw) = ((oh - 1) * window.strides[0] + window.span(0), (ow - 1) * window.strides[1] + window.span(1));
+        self.padded.clear();
+        self.padded.resize(ph * pw, [0.0; LANES]);
+        // The input columns that land inside the padded width.
+        let columns = left.min(pw)..(left + w).min(pw);
+        for (c, input) in inputs.chunks_exact(h * w).take(channels).enumerate() {
+            for (row, values) in input.chunks_exact(w).enumerate().take(ph.saturating_sub(top)) {
+                let target = &mut self.padded[(row + top) * pw..][columns.clone()];
+                for (pixel, &value) in target.iter_mut().zip(values) {
+                    pixel[c] = value;
+                }
+            }
+        }
+        self.weights.clear();
+        self.weights.resize(taps, [0.0; LANES]);
+        for (c, filter) in filters.chunks_exact(taps).take(channels).enumerate() {
+            for (weights, &weight) in self.weights.iter_mut().zip(filter) {
+                weights[c] = weight;
+            }
+        }
+        let mut bias = [0.0; LANES];
+        bias[..channels].copy_from_slice(biases);
+        let [sy, sx] = window.strides;
+        let (kw, [dy, dx]) = (window.kernel[1], window.dilations);
+        self.offsets.clear();
+        self.offsets.extend((0..taps).map(|t| (t / kw) * dy * pw + (t % kw) * dx));
+        let plane = oh * ow;
+        self.sums.resize(plane, [0.0; LANES]);
+        for (y, row) in self.sums.chunks_exact_mut(ow).enumerate() {
+            row_sums(row, &self.padded, &self.weights, &self.offsets, bias, y * sy * pw, sx);
+        }
+        // A residual comes before the activation: both are applied to the planes below.
+        if residuals.is_none() {
+            finish(self.sums.as_flattened_mut(), 0.0, None, activation);
+        }
+        // SAFETY: the loop writes each of the `channels * plane` slots: every pixel of every
+        // channel's plane.
+        let slots = unsafe { out.slots(channels * plane) };
+        for (c, plane_slots) in slots.chunks_exact_mut(plane).enumerate() {
+            for (slot, sums) in plane_slots.iter_mut().zip(&self.sums) {
+                slot.write(sums[c]);
+            }
+        }
+        if let Some(residuals) = residuals {
+            let planes = out.last(channels * plane);
+            for (values, residual) in planes.chunks_exact_mut(plane).zip(residuals.chunks_exact(plane)) {
+                finish(values, 0.0, Some(residual), activation);
+            }
+        }
+    }
+}
+
+vectorized! {
+    /// An output row's sums into `row`: `bias` plus each tap's `weights` times its input in
+    /// `padded`, the tap `offsets` on from the row's first window at `first`, windows `sx`
+    /// apart. [`PIXELS`] pixels at a time in registers, then one at a time.
+    fn row_sums(
+        row: &mut [[f32; LANES]],
+        padded: &[[f32; LANES]],
+        weights: &[[f32; LANES]],
+        offsets: &[usize],
+        bias: [f32; LANES],
+        first: usize,
+        sx: usize,
+    ) {
+        let mut x = 0;
+        while x + PIXELS <= row.len() {
+            let held = pixel_sums::<PIXELS, { fma!() }>(padded, weights, offsets, bias, first + x * sx, sx);
+            row[x..x + PIXELS].copy_from_slice(&held);
+            x += PIXELS;
+        }
+        while x < row.len() {
+            let [held] = pixel_sums::<1, { fma!() }>(padded, weights, offsets, bias, first + x * sx, sx);
+            row[x] = held;
+            x += 1;
+        }
+    }
+}
+
+/// The sums of `N` output pixels `sx` apart whose windows start at `first` in `padded`.
+#[inline(always)]
+fn pixel_sums<const N: usize, const FMA: bool>(
+    padded: &[[f32; LANES]],
+    weights: &[[f32; LANES]],
+    offsets: &[usize],
+    bias: [f32; LANES],
+    first: usize,
+    sx: usize,
+) -> [[f32; LANES]; N] {
+    let fma = mul_add::<FMA>;
+    let mut held = [bias; N];
+    for (&offset, weights) in offsets.iter().zip(weights) {
+        for (p, sums) in held.iter_mut().enumerate() {
+            let inputs = &padded[first + offset + p * sx];
+            for ((sum, &x), &weight) in sums.iter_mut().zip(inputs).zip(weights) {
+                *sum = fma(weight, x, *sum);
+            }
+        }
+    }
+    held
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The convolution sum as ONNX defines it, one output at a time.
+    fn naive(input: &[f32], [h, w]: [usize; 2], filter: &[f32], window: &Window, [oh, ow]: [usize; 2]) -> Vec<f32> {
+        let [kh, kw] = window.kernel;
+        let mut out = vec![0.0; oh * ow];
+        for y in 0..oh {
+            for x in 0..ow {
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let iy = (y * window.strides[0] + i * window.dilations[0]) as isize - window.pads[0] as isize;
+                        let ix = (x * window.strides[1] + j * window.dilations[1]) as isize - window.pads[1] as isize;
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            out[y * ow + x] += filter[i * kw + j] * input[iy as usize * w + ix as usize];
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Input planes and windows: strides, dilations and uneven padding, and padding wider
+    /// than the plane.
+    fn configs() -> Vec<([usize; 2], Window)> {
+        [
+            ([7, 9], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+            ([8, 8], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+            ([9, 6], [5, 3], [2, 1], [2, 0, 2, 1], [1, 2]),
+            ([5, 5], [3, 3], [3, 3], [0, 0, 0, 0], [2, 2]),
+            ([4, 6], [7, 7], [1, 1], [3, 3, 3, 3], [1, 1]),
+            ([3, 3], [1, 1], [2, 2], [0, 4, 0, 4], [1, 1]),
+            ([3, 2], [1, 1], [1, 1], [0, 0, 5, 0], [1, 1]),
+        ]
+        .into_iter()
+        .map(|(size, kernel, strides, pads, dilations)| (size, Window { kernel, strides, pads, dilations }))
+        .collect()
+    }
+
+    #[test]
+    fn planes_sum_every_tap_inside_the_input() {
+        for ([h, w], window) in configs() {
+            let kernel = window.kernel;
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let input: Vec<f32> = (0..h * w).map(|k| ((k * 37 % 17) as f32 - 8.0) / 4.0).collect();
+            let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
+            let mut out = vec![f32::NAN; oh * ow];
+            let mut scratch = Depthwise::default();
+            scratch.plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut Fresh::over(&mut out));
+            let expected: Vec<f32> =
+                naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
+            for (k, (a, e)) in out.iter().zip(&expected).enumerate() {
+                assert!((a - e).abs() <= 1e-5 * e.abs().max(1.0), "{window:?} at {k}: {a} against {e}");
+            }
+        }
+    }
+
+    /// Blocks of one channel to a full vector, each channel with its own input, filter and
+    /// bias; with and without a residual, through activations that are and are not cheap.
+    #[test]
+    fn blocks_match_each_channels_plane_and_finish_it() {
+        for ([h, w], window) in configs() {
+            let kernel = window.kernel;
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let taps = kernel[0] * kernel[1];
+            for channels in [1, 3, LANES] {
+                let inputs: Vec<f32> = (0..channels * h * w).map(|k| ((k * 37 % 17) as f32 - 8.0) / 4.0).collect();
+                let filters: Vec<f32> = (0..channels * taps).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
+                let biases: Vec<f32> = (0..channels).map(|c| c as f32 / 4.0 - 0.5).collect();
+                let residuals: Vec<f32> = (0..channels * oh * ow).map(|k| ((k * 13 % 5) as f32 - 2.0) / 2.0).collect();
+                for activation in [Activation::Identity, Activation::Clip(0.0, 6.0), Activation::Swish] {
+                    for residual in [None, Some(&residuals[..])] {
+                        let mut out = vec![f32::NAN; channels * oh * ow + 1];
+                        let mut fresh = Fresh::over(&mut out);
+                        fresh.copy(&[-1.0]);
+                        let epilogue = (residual, activation);
+                        let geometry = ([h, w], &window, [oh, ow]);
+                        Blocked::default().planes(
+                            &inputs, geometry.0, &filters, geometry.1, geometry.2, &biases, epilogue, &mut fresh,
+                        );
+                        assert_eq!(out[0], -1.0, "what was written before stays");
+                        for c in 0..channels {
+                            let sums = naive(
+                                &inputs[c * h * w..][..h * w],
+                                [h, w],
+                                &filters[c * taps..][..taps],
+                                &window,
+                                [oh, ow],
+                            );
+                            for (k, sum) in sums.into_iter().enumerate() {
+                                let at = c * oh * ow + k;
+                                let mut expected = [sum + biases[c] + residual.map_or(0.0, |r| r[at])];
+                                finish(&mut expected, 0.0, None, activation);
+                                let (value, expected) = (out[1 + at], expected[0]);
+                                assert!(
+                                    (value - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                                    "{window:?} {activation:?} {channels} channels, residual {}: channel {c} at {k}: {value} against {expected}",
+                                    residual.is_some()
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
