@@ -28,11 +28,14 @@ use crate::{KernelError, KernelFrame, KernelRegistry};
 /// The fewest output channels of one group a task computes (see `conv2d`).
 const MIN_CHANNELS_PER_TASK: usize = 32;
 
-/// The widest output a depthwise layer computes a block of channels at a time (see `Blocked`),
-/// and the widest at a stride past 1, where laying a plane out by phase also moves four inputs
-/// per output. Measured per output against a plane at a time: 0.5x on 7x7 planes, 0.6-0.7x on
-/// strided 14x14 and 28x28 ones, no gain on 14x14 at stride 1 and a loss on wider planes.
+/// The widest output a depthwise layer computes a block of channels at a time (see `Blocked`).
+/// Measured per output against a plane at a time: 0.5x on 7x7 planes; no gain on 14x14 planes at
+/// stride 1, and a loss on wider ones.
 const BLOCKED_MAX_WIDTH: usize = 7;
+
+/// As [`BLOCKED_MAX_WIDTH`], at a stride past 1, where laying a plane out by phase also moves
+/// four inputs per output: 0.5-0.7x on 14x14 inputs at stride 2, 0.8x on 28x28 ones, a loss on
+/// 56x56 ones.
 const BLOCKED_MAX_WIDTH_STRIDED: usize = 14;
 
 /// The fewest output pixels a task computes when the pixels are split (see `conv2d`): each task
