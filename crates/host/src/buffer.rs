@@ -278,7 +278,7 @@ impl HostBuffer {
         if self.header().sealed.load(Ordering::Acquire) {
             return Err(Diagnostic::new(
                 StatusCode::FailedPrecondition,
-                "the buffer is read-only: it holds a kernel's result, which does not change once made",
+                "the buffer is read-only: it holds a kernel's result or a call's argument, which do not change once made",
             ));
         }
         // SAFETY: as in `with_bytes`, and the exclusive lock makes this the only view of the

@@ -56,8 +56,8 @@ fn host_tensor(tensor: &DenseHostTensor) -> Result<HostTensor, Diagnostic> {
 }
 
 /// An available async value holding `value` for a graph's argument: a tensor (its bytes copied
-/// into memory from `host`'s allocator, read-only), a tensor of strings, a sequence (an empty one of `f32`,
-/// as an empty sequence from the C API), or an empty optional ([`ResultValue::Empty`]).
+/// into memory from `host`'s allocator, read-only), a tensor of strings, a sequence (an empty one
+/// of `f32`, as an empty sequence from the C API), or an empty optional ([`ResultValue::Empty`]).
 pub fn to_async_value(host: &HostContext, value: &ResultValue) -> Result<RcAsyncValue, Diagnostic> {
     Ok(match value {
         ResultValue::Tensor(tensor) => AsyncValueRef::available(dense(host, tensor)?).into(),

@@ -221,8 +221,8 @@ impl<'a> Fresh<'a> {
         first
     }
 
-    /// The next `len` elements, for work that writes them out of order (a plane's rows from a
-    /// strip of registers).
+    /// The next `len` elements, for work that writes them in an order of its own (the planes of
+    /// a block of channels, from sums laid out pixel by pixel).
     ///
     /// # Safety
     ///
