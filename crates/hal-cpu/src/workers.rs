@@ -795,7 +795,7 @@ mod tests {
             for submitter in 0..6u64 {
                 let workers = &workers;
                 scope.spawn(move || {
-                    for round in 0..40u64 {
+                    for round in 0..if cfg!(miri) { 6 } else { 40 } {
                         let count = 1 + (submitter * 97 + round * 31) % 300;
                         let runs: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
                         workers
@@ -830,7 +830,7 @@ mod tests {
         let workers = Workers::new(2).unwrap();
         let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         // Back-to-back jobs: a worker that has just finished one is awake when the next is queued.
-        for _ in 0..300 {
+        for _ in 0..if cfg!(miri) { 30 } else { 300 } {
             workers
                 .run(8, 0, &|_, _, _| {
                     most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
@@ -849,7 +849,7 @@ mod tests {
     #[test]
     fn a_job_queued_as_a_worker_gives_up_looking_still_gets_a_helper() {
         let workers = Workers::new(2).unwrap();
-        for round in 0..300u64 {
+        for round in 0..if cfg!(miri) { 30 } else { 300u64 } {
             std::thread::sleep(SPIN * (round % 30) as u32 / 15);
             let arrived = AtomicUsize::new(0);
             workers
