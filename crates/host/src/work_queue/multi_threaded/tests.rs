@@ -204,6 +204,26 @@ fn a_task_added_while_every_worker_sleeps_is_run() {
     }
 }
 
+/// The worker that went to sleep last wakes first: with every worker asleep between tasks, the
+/// one that ran a task is the one woken for the next, every time. (Asleep, not only announced: a
+/// worker still taking its last look may find the task before the one woken for it.)
+#[test]
+fn the_last_worker_to_sleep_is_the_first_woken() {
+    let workers = 3;
+    let queue = MultiThreadedWorkQueue::new(workers, 1);
+    let rounds = if cfg!(miri) { 3 } else { 50 };
+    let ran_on = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..rounds {
+        wait_for(|| queue.shared.non_blocking.waiting() == workers);
+        let ran_on = Arc::clone(&ran_on);
+        queue.add_task(Box::new(move || ran_on.lock().unwrap().push(thread::current().id())));
+        queue.quiesce().unwrap();
+    }
+    let ran_on = ran_on.lock().unwrap();
+    assert_eq!(ran_on.len(), rounds);
+    assert!(ran_on.iter().all(|&id| id == ran_on[0]), "tasks moved between workers: {ran_on:?}");
+}
+
 #[test]
 fn a_panicking_task_leaves_workers_and_accounting_intact() {
     let queue = MultiThreadedWorkQueue::new(1, 1);
