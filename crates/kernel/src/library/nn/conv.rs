@@ -42,6 +42,13 @@ const BLOCKED_MAX_WIDTH_STRIDED: usize = 14;
 /// packs all the filters once, which this many pixels' multiplications outweigh.
 const MIN_PIXELS_PER_TASK: usize = 128;
 
+/// The most bytes of im2col columns a task lays out at once, where it splits its share of the
+/// pixels into bands: the columns stay in its cache for the product that reads them.
+const BAND_COLUMNS_BYTES: usize = 128 << 10;
+
+/// The fewest pixels of such a band (and what its width is a multiple of).
+const MIN_BAND: usize = 64;
+
 /// The fewest output channels of one group a task computes where [`MIN_CHANNELS_PER_TASK`] would
 /// leave workers idle.
 const MIN_CHANNELS_FEW: usize = 8;
@@ -136,7 +143,13 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         // input itself (see `taps`). A 1x1 filter takes this way only when its output channels
         // are too few to split: split by channels, each task multiplies the image in place.
         let by_taps = taps::suits(&window, ow, cg);
-        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, min_pixels, move |image, band| {
+        // An im2col band's columns in cache for its product: bands of at most BAND_COLUMNS_BYTES.
+        let max_band = if direct || by_taps {
+            usize::MAX
+        } else {
+            (BAND_COLUMNS_BYTES / (depth * size_of::<f32>())).max(MIN_BAND).next_multiple_of(MIN_BAND)
+        };
+        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, [min_pixels, max_band], move |image, band| {
             let pixels = band.columns();
             let (mut columns, mut taps) = (Vec::new(), Taps::default());
             for g in 0..group {

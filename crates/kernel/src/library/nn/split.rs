@@ -76,12 +76,13 @@ where
 /// `work(image, band)`; the band's rows are written top down by its products, and rows the work
 /// leaves unwritten are zeroed after it. For work whose operands are made per column (an im2col
 /// matrix), which the tasks then make in parallel, each only its own. `column_cost` is the work
-/// of one column; each task takes at least `min_columns`.
+/// of one column; each task takes at least `min_columns`, and gives `work` bands of at most
+/// `max_band` columns (operands made per column then stay in cache).
 pub(crate) fn compute_in_bands<W>(
     frame: &mut KernelFrame<'_>,
     dims: &[usize],
     column_cost: usize,
-    min_columns: usize,
+    [min_columns, max_band]: [usize; 2],
     work: W,
 ) -> Result<(), KernelError>
 where
@@ -91,7 +92,7 @@ where
     let (n, rows) = (dims.first().copied().unwrap_or(0), dims.get(1).copied().unwrap_or(0));
     let width = dims[2..].iter().product::<usize>();
     assert_eq!(n * rows * width, out.num_elements(), "{}: bands do not tile the tensor", frame.kernel_name());
-    spread(frame, out, n * width, column_cost, min_columns, Bands { rows, width, work })
+    spread(frame, out, n * width, column_cost, min_columns, Bands { rows, width, max_band: max_band.max(1), work })
 }
 
 /// A new f32 tensor of `dims` whose elements are not yet written.
@@ -296,6 +297,8 @@ impl<'a> Fresh<'a> {
 struct Bands<W> {
     rows: usize,
     width: usize,
+    /// The most columns of one band.
+    max_band: usize,
     work: W,
 }
 
@@ -304,7 +307,9 @@ impl<W: Fn(usize, &mut Band<'_>) + Send + Sync> Writer for Bands<W> {
         let mut unit = units.start;
         while unit < units.end {
             let image = unit / self.width;
-            let columns = unit % self.width..(units.end - image * self.width).min(self.width);
+            let start = unit % self.width;
+            let columns =
+                start..(units.end - image * self.width).min(self.width).min(start.saturating_add(self.max_band));
             // SAFETY: the image's matrix lies within the tensor; this call is given its columns
             // `columns` of every row alone (the contract).
             let matrix = unsafe { base.add(image * self.rows * self.width) };
