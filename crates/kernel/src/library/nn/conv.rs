@@ -9,9 +9,9 @@
 //! slides over its plane directly, or over a block of small planes at once
 //! ([`depthwise`](super::depthwise)). Where there are many output pixels, or too few output
 //! channels to keep every worker busy, each task takes a share of the pixels and lays out their
-//! im2col columns itself; otherwise the im2col matrix is made once and the result's channel planes
-//! are split over tasks. Each task finishes what it computed (bias, residual, activation) right
-//! after computing it.
+//! im2col columns itself, a band that fits its cache at a time; otherwise the im2col matrix is
+//! made once and the result's channel planes are split over tasks. Each task finishes what it
+//! computed (bias, residual, activation) right after computing it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -43,7 +43,9 @@ const BLOCKED_MAX_WIDTH_STRIDED: usize = 14;
 const MIN_PIXELS_PER_TASK: usize = 128;
 
 /// The most bytes of im2col columns a task lays out at once, where it splits its share of the
-/// pixels into bands: the columns stay in its cache for the product that reads them.
+/// pixels into bands: the columns stay in its cache for the product that reads them. Against a
+/// share's columns all at once (up to 1.2 MiB): U-Net's 3x3 layers on 16x16 to 64x64 planes
+/// 0.65-0.75x the time, ResNet-50's on 56x56 ones unchanged.
 const BAND_COLUMNS_BYTES: usize = 128 << 10;
 
 /// The fewest pixels of such a band (and what its width is a multiple of).
@@ -143,7 +145,6 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         // input itself (see `taps`). A 1x1 filter takes this way only when its output channels
         // are too few to split: split by channels, each task multiplies the image in place.
         let by_taps = taps::suits(&window, ow, cg);
-        // An im2col band's columns in cache for its product: bands of at most BAND_COLUMNS_BYTES.
         let max_band = if direct || by_taps {
             usize::MAX
         } else {
