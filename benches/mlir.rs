@@ -9,7 +9,7 @@
 //!   same file: the `Parser` phase that `iree-opt --allow-unregistered-dialect --mlir-timing`
 //!   reports (wall time of `parseSourceFile`, i.e. bytecode reading into upstream's IR, without
 //!   process start, context setup, verification or printing). Each anchor round runs iree-opt once.
-//!   Found through `RTX_IREE_TOOLS` or `target/iree-venv/bin`; without it the row is skipped.
+//!   Found through `RTX_IREE_TOOLS` or `target/iree-tools`; without it the row is skipped.
 //! - `write_bytecode`: rtx writes the module back, anchored on rtx's own read (no upstream writer
 //!   timing is reported separately by iree-opt), so the ratio says how writing compares to reading.
 //!
@@ -115,7 +115,7 @@ fn registered_text() -> String {
 fn iree_tools() -> Option<PathBuf> {
     let dir = std::env::var_os("RTX_IREE_TOOLS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/iree-venv/bin"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/iree-tools"));
     dir.join("iree-opt").is_file().then_some(dir)
 }
 

@@ -1,8 +1,9 @@
 """Builds the wheel of `rtx`: compiles librtx with cargo and bundles it as package data.
 
 ``pip install ./python``, ``pip wheel ./python`` and ``python -m build --wheel python`` (from a
-clone of the repository) run ``cargo rustc --release --lib --crate-type cdylib`` in the repository root (this
-file's parent directory) and put the library it builds, ``librtx.so`` (SONAME
+clone of the repository) run the release build of scripts/setup/install.sh, ``cargo rustc --release --lib
+--crate-type cdylib,staticlib -- --print native-static-libs``, in the repository root (this file's parent
+directory) and put the library it builds, ``librtx.so`` (SONAME
 ``librtx.so.<ABI>``), next to ``rtx/__init__.py`` in the wheel, where ``rtx/_library.py`` loads
 it. Cargo puts it under ``CARGO_TARGET_DIR`` (a relative one is taken from the repository
 root), by default ``<repo>/target``; setuptools' build files go to ``<that>/python/build``.
@@ -82,8 +83,10 @@ def check_versions() -> None:
 
 
 def cargo_build() -> Path:
-    """Builds librtx.so in the repository, as scripts/setup/install.sh does (the shared library alone,
-    so the release profile's link-time optimization applies to it); the file it built."""
+    """Builds librtx.so in the repository with scripts/setup/install.sh's command, the same rustc
+    arguments included, so that after one of the two the other finds the build up to date (any other
+    arguments would link the whole library again, minutes with the release profile's link-time
+    optimization); the file it built."""
     cargo = os.environ.get("CARGO") or shutil.which("cargo")
     if cargo is None and (Path.home() / ".cargo" / "bin" / "cargo").is_file():
         cargo = str(Path.home() / ".cargo" / "bin" / "cargo")  # rustup's, when PATH lacks it
@@ -95,12 +98,13 @@ def cargo_build() -> Path:
             f"{PREBUILT} to a librtx.so built before (scripts/setup/install.sh)."
         )
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
-    command = [cargo, "rustc", "--release", "--lib", "--crate-type", "cdylib", "--manifest-path", str(MANIFEST)]
-    print("rtx: " + " ".join(command), file=sys.stderr, flush=True)
+    command = [cargo, "rustc", "--release", "--lib", "--crate-type", "cdylib,staticlib", "--manifest-path", str(MANIFEST)]
+    rustc_arguments = ["--", "--print", "native-static-libs"]
+    print("rtx: " + " ".join(command + rustc_arguments), file=sys.stderr, flush=True)
     # Diagnostics go to stderr as cargo prints them; stdout carries the artifacts as JSON.
     try:
         done = subprocess.run(
-            [*command, "--message-format=json-render-diagnostics"],
+            [*command, "--message-format=json-render-diagnostics", *rustc_arguments],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@
 #    1. system packages and rustup components
 #    2. cargo fmt --check
 #    3. cargo clippy --workspace --all-targets -D warnings
-#    4. the IREE 3.13 tools in target/iree-venv (pip), used by the VM fixture check
+#    4. the IREE 3.13 tools in target/iree-venv (pip), linked into target/iree-tools, used by the fixture checks
 #    5. cargo test --workspace (unit and integration tests, including the include/rtx.h freshness check, the ISA
 #       table's freshness against isa.json, and the VM fixtures against a fresh regeneration), and
 #       a model run (models/digits/graphs.mlir through the debug `rtx`) under valgrind
@@ -15,8 +15,8 @@
 #       when RTX_REQUIRE_MIRI=1)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
 #    8. release build + scripts/setup/install.sh into target/rtx-prefix
-# 9-10. c-examples built against the installed package, linked shared and then static: ctest, then
-#       every example binary under valgrind (0 errors, 0 leaks)
+# 9-10. c-examples built against the installed package, linked shared and then static: ctest, and
+#       against the shared library every example binary under valgrind (0 errors, 0 leaks)
 #  10b. the library without default features (the VM and the CPU devices) installed into
 #       target/rtx-prefix-minimal, its stripped size printed beside the default one, and the C
 #       examples that apply run against it, with left_out (the parts left out say UNIMPLEMENTED)
@@ -45,6 +45,13 @@ jobs=$(nproc 2>/dev/null || echo 2)
 started=$SECONDS
 step_started=$SECONDS
 step_number=0
+
+# A fresh clone (CI) builds everything once: incremental compilation only costs there, and full
+# debug info makes the debug build a quarter slower than line tables (which backtraces need).
+# Elsewhere these stay as they are, so that this script and a plain `cargo test` share one build.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+fi
 
 step() {
   if [ "$step_number" -gt 0 ]; then
@@ -136,12 +143,12 @@ else
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
   cargo +nightly miri test -p rtx-vm --lib interpreter::tests::
-  # local-task's worker pool: a workgroup closure's lifetime erased, jobs published to the
-  # workers as raw pointers and set up anew once nobody holds them.
-  cargo +nightly miri test -p rtx-hal-cpu --lib workers::
-  # Groups of commands laid out in the pool's arena, which keeps its memory between groups (the
-  # fills' tests move megabytes, which takes Miri a quarter of an hour: left out).
-  cargo +nightly miri test -p rtx-hal-cpu --lib -- command_buffer::tests::dispatches_without \
+  # local-task's worker pool (workers::): a workgroup closure's lifetime erased, jobs published to
+  # the workers as raw pointers and set up anew once nobody holds them. Groups of commands laid
+  # out in the pool's arena, which keeps its memory between groups (the fills' tests move
+  # megabytes, which takes Miri a quarter of an hour: left out). One run: each costs Miri seconds
+  # to start.
+  cargo +nightly miri test -p rtx-hal-cpu --lib -- workers:: command_buffer::tests::dispatches_without \
     command_buffer::tests::a_group_runs
 fi
 
@@ -153,14 +160,18 @@ scripts/setup/install.sh "$prefix"
 version=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/rtx.pc")
 find "$prefix" -type f -o -type l | sed "s|^$prefix/|   |" | sort
 
+# Both linkages build and run every example; valgrind runs them against the shared library only,
+# since the static one links the same objects (a second valgrind pass took 90 s and found what the
+# first one does).
 for linkage in shared static; do
-  step "c-examples against the $linkage library: build, ctest, valgrind"
+  step "c-examples against the $linkage library: build, ctest$([ "$linkage" = shared ] && echo ', valgrind')"
   build=$target/c-examples-$linkage
-  if [ "$linkage" = static ]; then static_flag=ON; else static_flag=OFF; fi
-  cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DRTX_LINK_STATIC=$static_flag -DRTX_VALGRIND=ON \
+  if [ "$linkage" = static ]; then static_flag=ON valgrind=OFF; else static_flag=OFF valgrind=ON; fi
+  cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DRTX_LINK_STATIC=$static_flag -DRTX_VALGRIND=$valgrind \
     -DRTX_EXPECTED_VERSION="$version" --log-level=WARNING >/dev/null
   cmake --build "$build" --parallel "$jobs" -- --no-print-directory
   ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-exclude valgrind
+  [ "$valgrind" = ON ] || continue
   # Under valgrind the Vulkan validation layers (checked by the runs above) would only triple the
   # time; valgrind checks the host memory.
   RTX_VULKAN_VALIDATION=0 ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-regex valgrind

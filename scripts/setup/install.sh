@@ -42,10 +42,20 @@ release_dir=$target_dir/release
 # 1. Build. One rustc invocation makes both libraries, so librtx.so and librtx.a always come from the
 #    same sources (two cargo commands could straddle an edit), and it is the only way to have rustc
 #    print the static library's native dependencies; cargo replays that note when nothing changed.
+#    python/setup.py runs the same command so that a wheel built after an install, or an install
+#    after a wheel, links nothing again; the default features are therefore asked for as cargo's
+#    default (naming them instead is another build for cargo).
 build_log=$target_dir/rtx-install-build.log
 mkdir -p "$target_dir"
-features=${RTX_FEATURES-vulkan,tfrt,onnx}
-build=(cargo rustc --release --lib --crate-type "cdylib,staticlib" --no-default-features --features "$features"
+if [ -n "${RTX_FEATURES+set}" ]; then
+  features=$RTX_FEATURES
+  feature_flags=(--no-default-features --features "$features")
+else
+  features=$(sed -n 's/^default = \[\(.*\)\]$/\1/p' "$repo/Cargo.toml" | tr -d '" ')
+  [ -n "$features" ] || die "cannot read the default features from Cargo.toml"
+  feature_flags=()
+fi
+build=(cargo rustc --release --lib --crate-type "cdylib,staticlib" "${feature_flags[@]}"
   -- --print native-static-libs)
 if ! "${build[@]}" >"$build_log" 2>&1; then
   cat "$build_log" >&2

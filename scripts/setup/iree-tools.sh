@@ -5,11 +5,15 @@
 #     tools=$(scripts/setup/iree-tools.sh)
 #
 # If RTX_IREE_TOOLS names a directory that already has the tools, that directory is used as is.
-# Otherwise the tools live in a virtual environment at target/iree-venv (under CARGO_TARGET_DIR when
+# Otherwise the tools come from a virtual environment at target/iree-venv (under CARGO_TARGET_DIR when
 # set), created on first use with exactly iree-base-compiler==3.13.0 and iree-base-runtime==3.13.0
-# from PyPI (and onnx==1.23.2, which iree-import-onnx needs). Running it again is a no-op once those
-# versions are installed. Quiet on success; on failure it prints what went wrong on stderr and exits
-# non-zero.
+# from PyPI (and onnx==1.23.2, which iree-import-onnx needs), and the printed directory is
+# target/iree-tools: links to the native executables the packages ship. The venv's own bin/iree-*
+# are Python scripts that start an interpreter and import iree before running the same executable,
+# 0.3 s per run against 0.02 s, and the tests run iree-opt and iree-run-module hundreds of times.
+# target/iree-tools also holds `python` (the venv's interpreter, for scripts that import onnx or
+# iree) and iree-import-onnx, which is Python. Running it again is a no-op once those versions are
+# installed. Quiet on success; on failure it prints what went wrong on stderr and exits non-zero.
 set -euo pipefail
 
 compiler_version=3.13.0
@@ -72,4 +76,30 @@ if ! up_to_date; then
     up_to_date || die "$venv still lacks the IREE $compiler_version tools after pip install"
 fi
 
-echo "$bin"
+# The native executables, found as the packages' own launchers find them.
+links=$target/iree-tools
+if ! has_tools "$links" || [[ ! -x "$links/iree-opt" || ! -x "$links/python" ]]; then
+    rm -rf "$links"
+    mkdir -p "$links"
+    "$bin/python" - "$links" <<'EOF' || die "cannot link the IREE executables into $links"
+import os, sys
+from iree._runtime import libs
+from iree.compiler.tools import binaries
+
+links = sys.argv[1]
+natives = [binaries.find_tool(name) for name in ("iree-compile", "iree-opt")]
+natives += [os.path.join(libs.library_path, name) for name in sorted(os.listdir(libs.library_path))
+            if name.startswith("iree-")]
+for native in natives:
+    if os.path.isfile(native) and os.access(native, os.X_OK):
+        os.symlink(os.path.realpath(native), os.path.join(links, os.path.basename(native)))
+EOF
+    ln -s "$bin/iree-import-onnx" "$links/iree-import-onnx"
+    # A link to the venv's interpreter would not find the venv (it looks for pyvenv.cfg beside the
+    # path it was started by), so `python` is a script that starts it by its own path.
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$bin/python" >"$links/python"
+    chmod +x "$links/python"
+    has_tools "$links" || die "$links lacks one of: ${tools[*]}"
+fi
+
+echo "$links"

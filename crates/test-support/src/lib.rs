@@ -9,6 +9,7 @@ pub mod vulkan;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The repository: the workspace root, two folders above this crate's manifest.
 pub fn repo_root() -> &'static Path {
@@ -81,31 +82,29 @@ pub fn invocations_in(dir: &Path) -> Vec<Invocation> {
 /// Why a fixture regeneration check cannot run here, or `None` when it can: it needs
 /// `RTX_CHECK_FIXTURES=1` and the IREE tools (`RTX_IREE_TOOLS`, or scripts/setup/iree-tools.sh).
 pub fn regeneration_skip_reason() -> Option<String> {
-    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
-        return Some("RTX_CHECK_FIXTURES is not 1".to_owned());
-    }
-    if std::env::var_os("RTX_IREE_TOOLS").is_some() {
-        return None;
-    }
-    let script = repo_root().join("scripts/setup/iree-tools.sh");
-    match Command::new(script).output() {
-        Ok(output) if output.status.success() => None,
-        Ok(output) => {
-            Some(format!("scripts/setup/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim()))
-        }
-        Err(error) => Some(format!("cannot run scripts/setup/iree-tools.sh: {error}")),
-    }
+    iree_tools().err()
 }
 
 /// The folder holding the IREE 3.13 tools, when a check against them may run here (see
-/// [`regeneration_skip_reason`]); otherwise why not.
+/// [`regeneration_skip_reason`]); otherwise why not. Found once per test binary: the script
+/// checks the installed versions with Python (0.4 s).
 pub fn iree_tools() -> Result<PathBuf, String> {
-    if let Some(reason) = regeneration_skip_reason() {
-        return Err(reason);
+    static TOOLS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    TOOLS.get_or_init(find_iree_tools).clone()
+}
+
+fn find_iree_tools() -> Result<PathBuf, String> {
+    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
+        return Err("RTX_CHECK_FIXTURES is not 1".to_owned());
     }
     let script = repo_root().join("scripts/setup/iree-tools.sh");
-    let output = Command::new(script).output().map_err(|e| format!("cannot run scripts/setup/iree-tools.sh: {e}"))?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+    match Command::new(script).output() {
+        Ok(output) if output.status.success() => Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())),
+        Ok(output) => {
+            Err(format!("scripts/setup/iree-tools.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim()))
+        }
+        Err(error) => Err(format!("cannot run scripts/setup/iree-tools.sh: {error}")),
+    }
 }
 
 /// [`iree_tools`], or `None` after printing why the comparison is skipped.

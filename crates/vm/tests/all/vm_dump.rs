@@ -81,10 +81,10 @@ fn function_filter_takes_a_header_name_or_an_ordinal() {
 }
 
 /// The directory holding the IREE 3.13 tools, if they are installed: `RTX_IREE_TOOLS`, or the
-/// virtual environment `scripts/setup/iree-tools.sh` creates. Tests never install them.
+/// links `scripts/setup/iree-tools.sh` makes to the executables of its virtual environment. Tests never install them.
 fn iree_tools() -> Option<PathBuf> {
     let candidates =
-        [std::env::var_os("RTX_IREE_TOOLS").map(PathBuf::from), Some(repo_root().join("target/iree-venv/bin"))];
+        [std::env::var_os("RTX_IREE_TOOLS").map(PathBuf::from), Some(repo_root().join("target/iree-tools"))];
     candidates.into_iter().flatten().find(|dir| dir.join("iree-dump-module").is_file())
 }
 
