@@ -3,8 +3,11 @@
 //! them), `dilations` and `group` (depthwise when `group == c`). ONNX's `auto_pad` is the
 //! converter's to resolve into `pads`. A residual `Z` is added to the result and an `activation`
 //! applied last (see [`epilogue`](super::epilogue)): the nodes an importer fuses into the layer.
-//! Each group is an im2col matrix multiplied by its filters — or, at stride 1 over wide rows, a
-//! product per filter tap over the padded input ([`taps`](super::taps)); a 1x1 filter at stride 1
+//! A 3x3 filter at stride 1 of one group, with 16 channels or more in and out, over an output of
+//! 7x7 or more, goes by Winograd's minimal filtering ([`winograd`](super::winograd)), its
+//! filters transformed once for the program. Otherwise each group is an im2col matrix multiplied
+//! by its filters — or, at stride 1 over wide rows, a product per filter tap over the padded
+//! input ([`taps`](super::taps)); a 1x1 filter at stride 1
 //! without padding multiplies the image itself; a depthwise filter (one input channel per group)
 //! slides over its plane directly, or over a block of small planes at once
 //! ([`depthwise`](super::depthwise)). Where there are many output pixels, or too few output
@@ -22,7 +25,9 @@ use super::gemm::Matrix;
 use super::split::{compute_fresh, compute_in_bands};
 use super::taps::{self, Taps};
 use super::window::Window;
+use super::winograd::{self, Convolution, Filters};
 use super::{floats, int, operands, shape_error, Floats};
+use crate::tensor::DenseHostTensor;
 use crate::{KernelError, KernelFrame, KernelRegistry};
 
 /// The fewest output channels of one group a task computes (see `conv2d`).
@@ -132,6 +137,14 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
             }
         });
     }
+    if group == 1 && winograd::suits(&window, [cg, mg], [oh, ow]) {
+        // The filters transformed once for the program when they are its constants.
+        let weights = frame.get::<DenseHostTensor>(1)?;
+        let filters = frame.derived(&[weights], "winograd filters", || Ok(Filters::new(&w.data, [m, c])))?;
+        let (dims, pads) = ([n, c, h, iw], [window.pads[0], window.pads[1]]);
+        let convolution = Convolution { x, b, z, activation, dims, m, out: [oh, ow], pads };
+        return winograd::conv2d(frame, filters, convolution);
+    }
     let direct = kh == 1 && kw == 1 && window.strides == [1, 1] && window.pads == [0; 4];
     let workers = frame.host().parallelism_level().max(1);
     // Output channels too few to give every worker a task (below) are split by pixels instead,
@@ -150,7 +163,7 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         } else {
             (BAND_COLUMNS_BYTES / (depth * size_of::<f32>())).max(MIN_BAND).next_multiple_of(MIN_BAND)
         };
-        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, [min_pixels, max_band], move |image, band| {
+        return compute_in_bands(frame, &[n, m, oh, ow], m * depth, [1, min_pixels, max_band], move |image, band| {
             let pixels = band.columns();
             let (mut columns, mut taps) = (Vec::new(), Taps::default());
             for g in 0..group {

@@ -54,6 +54,7 @@ pub(crate) mod reduce;
 pub(crate) mod split;
 mod taps;
 pub(crate) mod window;
+mod winograd;
 
 use std::sync::Arc;
 

@@ -77,12 +77,14 @@ where
 /// leaves unwritten are zeroed after it. For work whose operands are made per column (an im2col
 /// matrix), which the tasks then make in parallel, each only its own. `column_cost` is the work
 /// of one column; each task takes at least `min_columns`, and gives `work` bands of at most
-/// `max_band` columns (operands made per column then stay in cache).
+/// `max_band` columns (operands made per column then stay in cache). Columns are dealt in blocks
+/// of `block` (whole output rows, for work that makes several rows at once), a band starting at
+/// a block's first column; a band's last block may be cut short by the end of its matrix.
 pub(crate) fn compute_in_bands<W>(
     frame: &mut KernelFrame<'_>,
     dims: &[usize],
     column_cost: usize,
-    [min_columns, max_band]: [usize; 2],
+    [block, min_columns, max_band]: [usize; 3],
     work: W,
 ) -> Result<(), KernelError>
 where
@@ -92,7 +94,10 @@ where
     let (n, rows) = (dims.first().copied().unwrap_or(0), dims.get(1).copied().unwrap_or(0));
     let width = dims[2..].iter().product::<usize>();
     assert_eq!(n * rows * width, out.num_elements(), "{}: bands do not tile the tensor", frame.kernel_name());
-    spread(frame, out, n * width, column_cost, min_columns, Bands { rows, width, max_band: max_band.max(1), work })
+    let block = block.max(1);
+    let (per_matrix, max_band) = (width.div_ceil(block), (max_band / block).max(1));
+    let bands = Bands { rows, width, block, per_matrix, max_band, work };
+    spread(frame, out, n * per_matrix, column_cost.saturating_mul(block), min_columns.div_ceil(block), bands)
 }
 
 /// A new f32 tensor of `dims` whose elements are not yet written.
@@ -293,11 +298,14 @@ impl<'a> Fresh<'a> {
     }
 }
 
-/// Units that are the columns of `n` matrices of `rows x width`, one after the other.
+/// Units that are blocks of `block` columns of `n` matrices of `rows x width`, one after the
+/// other: `per_matrix` blocks each, the last one cut short by the matrix's end.
 struct Bands<W> {
     rows: usize,
     width: usize,
-    /// The most columns of one band.
+    block: usize,
+    per_matrix: usize,
+    /// The most blocks of one band.
     max_band: usize,
     work: W,
 }
@@ -306,14 +314,15 @@ impl<W: Fn(usize, &mut Band<'_>) + Send + Sync> Writer for Bands<W> {
     unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
         let mut unit = units.start;
         while unit < units.end {
-            let image = unit / self.width;
-            let start = unit % self.width;
-            let columns =
-                start..(units.end - image * self.width).min(self.width).min(start.saturating_add(self.max_band));
+            let image = unit / self.per_matrix;
+            let first = unit % self.per_matrix;
+            let end =
+                (units.end - image * self.per_matrix).min(self.per_matrix).min(first.saturating_add(self.max_band));
+            let columns = first * self.block..(end * self.block).min(self.width);
             // SAFETY: the image's matrix lies within the tensor; this call is given its columns
             // `columns` of every row alone (the contract).
             let matrix = unsafe { base.add(image * self.rows * self.width) };
-            unit = image * self.width + columns.end;
+            unit = image * self.per_matrix + end;
             let (start, len) = (columns.start, columns.len());
             let mut band =
                 Band { matrix, rows: self.rows, width: self.width, columns, written: 0, _elements: PhantomData };
