@@ -100,22 +100,48 @@ impl Phases {
         let values = &mut self.values;
         values.clear();
         values.resize(sy * sx * phase_len + slack, pad);
-        for (phase, (py, px)) in (0..sy).flat_map(|py| (0..sx).map(move |px| (py, px))).enumerate() {
-            // The phase's columns `q' ` whose padded column `q' * sx + px` is in `first..end`.
-            let (from, to) = ((first.saturating_sub(px)).div_ceil(sx), (end.saturating_sub(px)).div_ceil(sx));
-            let (from, to) = (from.min(cols), to.clamp(from.min(cols), cols));
-            if from == to {
-                continue;
-            }
-            let plane = &mut values[phase * phase_len..][..phase_len];
-            for (row, out) in plane.chunks_exact_mut(cols).enumerate() {
+        if first == end {
+            return;
+        }
+        for py in 0..sy {
+            for row in 0..rows {
                 let r = row * sy + py;
                 let Some(iy) = r.checked_sub(top).filter(|&iy| r < ph && iy < h) else { continue };
-                let source = &input[iy * w + from * sx + px - left..];
-                if sx == 1 {
-                    out[from..to].copy_from_slice(&source[..to - from]);
-                } else {
-                    every(&mut out[from..to], source, sx);
+                // Padded columns `first..end` of the row hold `source`.
+                let source = &input[iy * w..][..end - first];
+                let at = |px: usize| (py * sx + px) * phase_len + row * cols;
+                if sx == 2 {
+                    // Both phases from one pass over the row: columns in pairs, the even one to
+                    // phase 0 and the odd one to phase 1 (a lone column at either end alone).
+                    let (evens, odds) = values.split_at_mut(at(1));
+                    let (even, odd) = (&mut evens[at(0)..][..cols], &mut odds[..cols]);
+                    let (pairs_from, pairs_to) = (first.div_ceil(2), end / 2);
+                    if first % 2 == 1 {
+                        odd[first / 2] = source[0];
+                    }
+                    if pairs_from < pairs_to {
+                        let pairs = &source[2 * pairs_from - first..2 * pairs_to - first];
+                        deinterleave(&mut even[pairs_from..pairs_to], &mut odd[pairs_from..pairs_to], pairs);
+                    }
+                    if end % 2 == 1 && end > first {
+                        even[end / 2] = source[end - 1 - first];
+                    }
+                    continue;
+                }
+                for px in 0..sx {
+                    // The phase's columns `q` whose padded column `q * sx + px` is in `first..end`.
+                    let (from, to) = ((first.saturating_sub(px)).div_ceil(sx), (end.saturating_sub(px)).div_ceil(sx));
+                    let (from, to) = (from.min(cols), to.clamp(from.min(cols), cols));
+                    if from == to {
+                        continue;
+                    }
+                    let out = &mut values[at(px)..][..cols];
+                    let source = &source[from * sx + px - first..];
+                    if sx == 1 {
+                        out[from..to].copy_from_slice(&source[..to - from]);
+                    } else {
+                        every(&mut out[from..to], source, sx);
+                    }
                 }
             }
         }
@@ -189,18 +215,21 @@ vectorized! {
 }
 
 vectorized! {
-    /// `target[k] = source[k * stride]`: a row's columns of one stride phase. Stride 2 (the
-    /// common one) has its own loop, which the compiler vectorizes as de-interleaving loads.
+    /// `target[k] = source[k * stride]`: a row's columns of one stride phase.
     fn every(target: &mut [f32], source: &[f32], stride: usize) {
-        let source = &source[..(target.len().max(1) - 1) * stride + 1];
-        if stride == 2 {
-            for (value, pair) in target.iter_mut().zip(source.chunks(2)) {
-                *value = pair[0];
-            }
-        } else {
-            for (k, value) in target.iter_mut().enumerate() {
-                *value = source[k * stride];
-            }
+        for (k, value) in target.iter_mut().enumerate() {
+            *value = source[k * stride];
+        }
+    }
+}
+
+vectorized! {
+    /// `even[k] = pairs[2 * k]`, `odd[k] = pairs[2 * k + 1]`: a row's two phases at stride 2, in
+    /// one pass that the compiler vectorizes as de-interleaving loads.
+    fn deinterleave(even: &mut [f32], odd: &mut [f32], pairs: &[f32]) {
+        for ((even, odd), pair) in even.iter_mut().zip(odd.iter_mut()).zip(pairs.chunks_exact(2)) {
+            *even = pair[0];
+            *odd = pair[1];
         }
     }
 }
@@ -226,6 +255,40 @@ mod tests {
                 let max = taps.iter().fold(start[k], |m, &(at, _)| m.max(phases[at + k]));
                 assert!((sums[k] - sum).abs() <= 1e-5, "length {len}, sum {k}: {} against {sum}", sums[k]);
                 assert_eq!(maxima[k], max, "length {len}, maximum {k}");
+            }
+        }
+    }
+
+    /// Every tap's run holds, for each output pixel, the input its window reads there, or the pad:
+    /// strides 1 to 3 (stride 2 has its own pass), padding on either side odd and even, dilation.
+    #[test]
+    fn laid_out_runs_hold_each_taps_inputs() {
+        let configs = [
+            ([5, 7], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+            ([8, 8], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+            ([9, 9], [3, 3], [2, 2], [0, 0, 0, 0], [1, 1]),
+            ([7, 10], [5, 5], [2, 2], [2, 1, 2, 2], [1, 1]),
+            ([6, 11], [3, 3], [2, 2], [0, 2, 1, 0], [1, 2]),
+            ([9, 13], [3, 2], [3, 3], [1, 3, 0, 1], [1, 1]),
+            ([2, 2], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+            ([4, 1], [1, 3], [1, 2], [0, 3, 0, 3], [1, 1]),
+        ];
+        for ([h, w], kernel, strides, pads, dilations) in configs {
+            let window = Window { kernel, strides, pads, dilations };
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let input: Vec<f32> = (0..h * w).map(|k| k as f32 + 1.0).collect();
+            let mut phases = Phases::default();
+            phases.lay_out(&input, [h, w], &window, [oh, ow], -7.0);
+            let cols = phases.cols();
+            for t in 0..kernel[0] * kernel[1] {
+                let (i, j) = (t / kernel[1], t % kernel[1]);
+                for (y, x) in (0..oh).flat_map(|y| (0..ow).map(move |x| (y, x))) {
+                    let iy = (y * strides[0] + i * dilations[0]).checked_sub(pads[0]).filter(|&iy| iy < h);
+                    let ix = (x * strides[1] + j * dilations[1]).checked_sub(pads[1]).filter(|&ix| ix < w);
+                    let expected = iy.zip(ix).map_or(-7.0, |(iy, ix)| input[iy * w + ix]);
+                    let value = phases.values()[phases.tap(t) + y * cols + x];
+                    assert_eq!(value, expected, "{window:?} on {h}x{w}: tap {t}, output ({y}, {x})");
+                }
             }
         }
     }
