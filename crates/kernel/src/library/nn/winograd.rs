@@ -221,7 +221,8 @@ impl Scratch {
             }
         }
         self.inputs.resize(TAPS * c * blocks, 0.0);
-        self.lines.resize(4 * width.max(2 * blocks_across), 0.0);
+        // Four lines of the padded width: more than the eight of `blocks_across` the sums need.
+        self.lines.resize(4 * width, 0.0);
         for (channel, padded) in self.padded.chunks_exact(height * width).enumerate() {
             let inputs = &mut self.inputs[channel * blocks..];
             transform_inputs(padded, width, [block_rows, blocks_across], &mut self.lines, inputs, c * blocks);
