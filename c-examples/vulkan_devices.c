@@ -4,14 +4,13 @@
  * the first by index and again by its UUID, gives it to two contexts (a context takes one device;
  * a second one is refused with ALREADY_EXISTS), runs a program compiled for vulkan-spirv on it
  * (argv[1]: an elementwise `add` of two 4-element f32 vectors, checked against sums computed here),
- * and releases everything. With no Vulkan the list is empty and the program says so; with
- * RTX_REQUIRE_VULKAN=1 (CI) that is a failure. The exit status is 0 only if every step behaved as
- * documented. */
+ * and releases everything. With no Vulkan the list is empty and the program says so in a skip line
+ * (`SKIP [vulkan-device] ...`, which the test command collects, and under CI=true fails). The exit
+ * status is 0 only if every step behaved as documented. */
 #include <rtx.h>
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -99,12 +98,7 @@ int main(int argc, char** argv) {
   expect(rtx_vulkan_device_info(count, &past), RTX_STATUS_CODE_OUT_OF_RANGE, "info past the last device");
 
   if (count == 0) {
-    const char* required = getenv("RTX_REQUIRE_VULKAN");
-    if (required && strcmp(required, "1") == 0) {
-      fprintf(stderr, "RTX_REQUIRE_VULKAN=1 but there is no Vulkan device\n");
-      return 1;
-    }
-    printf("no Vulkan device: nothing to open\n");
+    printf("SKIP [vulkan-device] c-examples vulkan_devices: no Vulkan device, nothing to open\n");
     return failures ? 1 : 0;
   }
 

@@ -11,8 +11,7 @@
 #    5. cargo test --workspace (unit and integration tests, including the include/rtx.h freshness check, the ISA
 #       table's freshness against isa.json, and the VM fixtures against a fresh regeneration), and
 #       a model run (models/digits/graphs.mlir through the debug `rtx`) under valgrind
-#    6. miri on the unsafe host core, the interpreter and the worker pool (a loud SKIP if nightly/miri cannot be had, a failure instead
-#       when RTX_REQUIRE_MIRI=1)
+#    6. miri on the unsafe host core, the interpreter and the worker pool (a skip if nightly/miri cannot be had)
 #    7. loom model checks of the AsyncValue state machine (--cfg loom, its own target dir)
 #    8. release build + scripts/setup/install.sh into target/rtx-prefix
 # 9-10. c-examples built against the installed package, linked shared and then static: ctest, and
@@ -34,6 +33,14 @@
 #       reusing step 5's build; a release build links each benchmark with whole-program LTO, which took
 #       9 minutes here)
 #
+# Skips: a test that cannot check what it is for on this machine (no Vulkan device, no IREE tools,
+# no miri...) says so in a line `SKIP [need] where: why` — the Rust tests through
+# rtx_test_support::skip, the Python tests through conftest.py's `skip`, the C examples on their
+# stdout (collected from ctest's log), this script through `skip` — appended to target/skips.log
+# (RTX_SKIP_LOG). The run ends with the list of them ("N skipped: ..."). Under CI=true every skip is
+# a failure, unless RTX_ALLOWED_SKIPS='need=why[;need=why...]' says up front why that need cannot
+# be met on this machine (the run prints it first).
+#
 # Everything it builds goes under target/. Fails at the first failing step.
 set -euo pipefail
 
@@ -54,6 +61,7 @@ if [ "${CI:-}" = true ]; then
 fi
 
 step() {
+  check_skips
   if [ "$step_number" -gt 0 ]; then
     echo "   (step took $((SECONDS - step_started)) s)"
   fi
@@ -67,6 +75,67 @@ die() {
   echo "test.sh: $*" >&2
   exit 1
 }
+
+skip_log=$target/skips.log
+mkdir -p "$target"
+: >"$skip_log"
+export RTX_SKIP_LOG=$skip_log
+declare -A allowed_skips=()
+if [ -n "${RTX_ALLOWED_SKIPS:-}" ]; then
+  IFS=';' read -ra entries <<<"$RTX_ALLOWED_SKIPS"
+  for entry in "${entries[@]}"; do
+    need=${entry%%=*} why=${entry#*=}
+    [ "$need" != "$entry" ] && [ -n "$need" ] && [ -n "$why" ] ||
+      die "RTX_ALLOWED_SKIPS: '$entry' is not need=why (why the need cannot be met on this machine)"
+    allowed_skips[$need]=$why
+    echo "skips of [$need] allowed on this machine: $why"
+  done
+fi
+skips_checked=0
+
+# Runs a `cargo test` with a name filter and fails when the filter matched no test: a test renamed
+# must not leave a step that passes having run nothing.
+run_tests() {
+  local log=$target/filtered-tests.log ran
+  "$@" 2>&1 | tee "$log"
+  ran=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
+  [ "$ran" -gt 0 ] || die "'$*' ran no test: its filter matches none"
+}
+
+# Records a skip of this script's own: `skip NEED WHY`.
+skip() {
+  echo "SKIP [$1] scripts/test.sh step $step_number: $2" | tee -a "$skip_log"
+  check_skips
+}
+
+# Under CI=true, fails on a skip recorded since the last check whose need RTX_ALLOWED_SKIPS does
+# not allow.
+check_skips() {
+  local lines refused=() line need
+  mapfile -t lines < <(tail -n +"$((skips_checked + 1))" "$skip_log")
+  skips_checked=$((skips_checked + ${#lines[@]}))
+  [ "${CI:-}" = true ] || return 0
+  for line in "${lines[@]}"; do
+    need=${line#SKIP [} need=${need%%]*}
+    [ -n "${allowed_skips[$need]+set}" ] || refused+=("$line")
+  done
+  [ ${#refused[@]} -eq 0 ] ||
+    die "under CI=true a skip is a failure (RTX_ALLOWED_SKIPS='need=why' allows one where the machine cannot meet the need):$(printf '\n   %s' "${refused[@]}")"
+}
+
+# The run's last lines: every skip, however the run ended.
+report_skips() {
+  local count
+  count=$(grep -c '^SKIP \[' "$skip_log" || true)
+  echo
+  if [ "$count" -eq 0 ]; then
+    echo "0 skipped"
+  else
+    echo "$count skipped:"
+    sort "$skip_log" | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); print "   " $0 (n > 1 ? " (x" n ")" : "") }'
+  fi
+}
+trap report_skips EXIT
 
 step "system packages and rustup components (scripts/setup/prereqs.sh test)"
 scripts/setup/prereqs.sh test
@@ -92,11 +161,8 @@ export RTX_CHECK_FIXTURES=1
 echo "   $("$RTX_IREE_TOOLS/iree-compile" --version | head -n 1)"
 
 step "cargo test (unit, integration, header freshness, VM fixtures)"
-# In CI a missing Vulkan device fails the Vulkan tests instead of skipping them.
-if [ "${CI:-}" = true ]; then
-  export RTX_REQUIRE_VULKAN=1
-fi
-# Every Vulkan test runs under the Khronos validation layers; what they report fails the test.
+# Every Vulkan test runs under the Khronos validation layers; what they report fails the test (and
+# where they are not installed, opening a device is an error that says so).
 export RTX_VULKAN_VALIDATION="${RTX_VULKAN_VALIDATION:-1}"
 cargo test --workspace
 # The runtime without its features: the parts left out answer UNIMPLEMENTED, naming the feature.
@@ -130,35 +196,35 @@ if [ -z "$miri_skip" ] && ! cargo +nightly miri setup >"$miri_log" 2>&1; then
   miri_skip="'cargo +nightly miri setup' failed (log: $miri_log)"
 fi
 if [ -n "$miri_skip" ]; then
-  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-  echo "!!! SKIP miri: $miri_skip"
-  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-  if [ "${RTX_REQUIRE_MIRI:-0}" = 1 ]; then
-    die "RTX_REQUIRE_MIRI=1 but miri is unavailable: $miri_skip"
-  fi
+  skip miri "$miri_skip"
 else
-  cargo +nightly miri test -p rtx-host --lib
+  run_tests cargo +nightly miri test -p rtx-host --lib
   # The BEF executor's registers and ready counts (raw reference handoff between kernels) and plans.
-  cargo +nightly miri test -p rtx-bef --lib executor::
+  run_tests cargo +nightly miri test -p rtx-bef --lib executor::
   # Real compiled programs through the interpreter (embedded fixtures; the libm-calling scalar
   # unit tests are left out because Miri cannot call foreign functions).
-  cargo +nightly miri test -p rtx-vm --lib interpreter::tests::
+  run_tests cargo +nightly miri test -p rtx-vm --lib interpreter::tests::
   # local-task's worker pool (workers::): a workgroup closure's lifetime erased, jobs published to
   # the workers as raw pointers and set up anew once nobody holds them. Groups of commands laid
   # out in the pool's arena, which keeps its memory between groups (the fills' tests move
   # megabytes, which takes Miri a quarter of an hour: left out). One run: each costs Miri seconds
   # to start.
-  cargo +nightly miri test -p rtx-hal-cpu --lib -- workers:: command_buffer::tests::dispatches_without \
+  run_tests cargo +nightly miri test -p rtx-hal-cpu --lib -- workers:: command_buffer::tests::dispatches_without \
     command_buffer::tests::a_group_runs
 fi
 
 step "loom: every interleaving of and_then/set/forward/drop (RUSTFLAGS=--cfg loom)"
-RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" cargo test --release -p rtx-host --lib loom
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR="$target/loom" run_tests cargo test --release -p rtx-host --lib loom
 
 step "release build and install into ${prefix#"$repo"/}"
 scripts/setup/install.sh "$prefix"
 version=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/rtx.pc")
 find "$prefix" -type f -o -type l | sed "s|^$prefix/|   |" | sort
+
+# The skip lines the examples printed in the last ctest run of `$1` (ctest keeps what each printed).
+collect_example_skips() {
+  grep -h '^SKIP \[' "$1/Testing/Temporary/LastTest.log" >>"$skip_log" || true
+}
 
 # Both linkages build and run every example; valgrind runs them against the shared library only,
 # since the static one links the same objects (a second valgrind pass took 90 s and found what the
@@ -170,11 +236,12 @@ for linkage in shared static; do
   cmake -S c-examples -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DRTX_LINK_STATIC=$static_flag -DRTX_VALGRIND=$valgrind \
     -DRTX_EXPECTED_VERSION="$version" --log-level=WARNING >/dev/null
   cmake --build "$build" --parallel "$jobs" -- --no-print-directory
-  ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-exclude valgrind
+  ctest --no-tests=error --test-dir "$build" --output-on-failure --parallel "$jobs" --label-exclude valgrind
+  collect_example_skips "$build"
   [ "$valgrind" = ON ] || continue
   # Under valgrind the Vulkan validation layers (checked by the runs above) would only triple the
   # time; valgrind checks the host memory.
-  RTX_VULKAN_VALIDATION=0 ctest --test-dir "$build" --output-on-failure --parallel "$jobs" --label-regex valgrind
+  RTX_VULKAN_VALIDATION=0 ctest --no-tests=error --test-dir "$build" --output-on-failure --parallel "$jobs" --label-regex valgrind
   # Each valgrind run's verdict, from ctest's log of the run.
   grep -E '^[0-9]+/[0-9]+ Testing: |ERROR SUMMARY|in use at exit|definitely lost|indirectly lost|possibly lost|All heap blocks' \
     "$build/Testing/Temporary/LastTest.log" | sed -e 's/^==[0-9]*== /     /' -e 's/^[0-9]*\/[0-9]* Testing: /   /'
@@ -191,7 +258,8 @@ minimal_build=$target/c-examples-minimal
 cmake -S c-examples -B "$minimal_build" -DCMAKE_PREFIX_PATH="$minimal" -DRTX_EXPECTED_VERSION="$version" \
   --log-level=WARNING >/dev/null
 cmake --build "$minimal_build" --parallel "$jobs" -- --no-print-directory
-ctest --test-dir "$minimal_build" --output-on-failure --parallel "$jobs"
+ctest --no-tests=error --test-dir "$minimal_build" --output-on-failure --parallel "$jobs"
+collect_example_skips "$minimal_build"
 grep -q '^left_out' <(ctest --test-dir "$minimal_build" -N | sed -n 's/^ *Test *#[0-9]*: //p') ||
   die "the C examples against the build without default features did not include left_out"
 
@@ -265,7 +333,7 @@ echo "   pkg-config: includedir follows the moved rtx.pc"
 step "Python package: wheel with librtx.so, virtualenv, pytest python/tests (against iree.runtime)"
 python=$(scripts/setup/python-package.sh "$(readlink -f "$prefix/lib/librtx.so")")
 ls "$target"/python/dist/*.whl | sed "s|^$repo/|   |"
-PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q python/tests
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -rs python/tests
 # The plain install a user does: pip builds the wheel (cargo build --release --lib) and installs
 # it with numpy; the package must work with nothing but what the wheel carries.
 fresh=$target/python-fresh-venv
@@ -301,5 +369,6 @@ step "cargo build --benches (the benchmarks keep compiling and linking; dev prof
 cargo build --workspace --benches
 
 echo "   (step took $((SECONDS - step_started)) s)"
+check_skips
 echo
 echo "==> all tests passed in $((SECONDS - started)) s"

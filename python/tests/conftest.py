@@ -1,9 +1,11 @@
-"""Shared fixtures: the repository's compiled programs and iree.runtime as the reference."""
+"""Shared fixtures: the repository's compiled programs and iree.runtime as the reference; skips
+said where the test command counts them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, NoReturn
 
 import iree.runtime as ireert
 import numpy as np
@@ -14,6 +16,28 @@ import rtx
 REPO = Path(__file__).resolve().parents[2]
 DIGITS = REPO / "models" / "digits"
 FIXTURES = REPO / "tests" / "fixtures"
+
+
+def skip(need: str, why: str) -> NoReturn:
+    """Skips the running test because this machine lacks ``need`` (``vulkan-device``, say: the
+    needs the Rust tests name). scripts/test.sh lists every skip of its run and decides whether
+    it is allowed there."""
+    pytest.skip(f"[{need}] {why}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Appends each skip to ``RTX_SKIP_LOG`` as ``SKIP [need] where: why``, the form of the Rust
+    tests' skips (pytest's ``-rs`` prints them in its summary). Expected failures (the ONNX node
+    suite's) ran, and are not skips."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    need, _, why = reason.partition("] ") if reason.startswith("[") else ("[unnamed", "", reason)
+    log = os.environ.get("RTX_SKIP_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"SKIP {need}] python {report.nodeid}: {why}\n")
 
 
 def digit(n: int) -> np.ndarray:

@@ -4,9 +4,10 @@
   compare-outputs.py NAME LABEL REFERENCE.npy [--note TEXT] QUEUE=OURS.npy...
 
 LABEL names the reference in the report (ONNX, IREE); each QUEUE=OURS.npy is rtx's output on that
-work queue. Prints one line: the worst max |rtx - reference| / max |reference| over the queues, and
-exits 1 when a shape differs or the worst exceeds 1e-4 (scripts/check/onnx-light.sh and
-scripts/check/onnx-models.sh use it).
+work queue. Prints one line: the worst max |rtx - reference| / max |reference| over the queues (the
+absolute difference where the reference is all zeros), and exits 1 when a shape differs, a NaN of
+one side is not a NaN of the other, or the worst exceeds 1e-4; 2 without a QUEUE=OURS.npy
+(scripts/check/onnx-light.sh and scripts/check/onnx-models.sh use it).
 """
 import sys
 
@@ -20,7 +21,12 @@ def main(argv):
     note = ""
     if rest[:1] == ["--note"]:
         note, rest = rest[1] + "  ", rest[2:]
+    if not rest:
+        print(f"{name}: no QUEUE=OURS.npy to compare with {label}'s output")
+        return 2
     reference = np.load(reference_path)
+    nans = np.isnan(reference)
+    scale = float(np.abs(np.where(nans, 0, reference)).max(initial=0))
     worst = 0.0
     queues = []
     for pair in rest:
@@ -29,7 +35,11 @@ def main(argv):
         if ours.shape != reference.shape:
             print(f"{name}: {queue} output shape {ours.shape}, {label} {reference.shape}")
             return 1
-        worst = max(worst, float(np.abs(ours - reference).max() / np.abs(reference).max()))
+        if (np.isnan(ours) != nans).any():
+            print(f"{name}: {queue} output has NaNs where {label}'s has none, or the other way round")
+            return 1
+        difference = float(np.abs(np.where(nans, 0, ours - reference)).max(initial=0))
+        worst = max(worst, difference / scale if scale > 0 else difference)
         queues.append(queue)
     verdict = "ok" if worst <= TOLERANCE else "FAILED"
     print(f"{name:14s} {note}output {'x'.join(map(str, reference.shape))}  "

@@ -189,8 +189,7 @@ fn files_under(root: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn checked_in_fixtures_match_a_fresh_regeneration() {
-    if std::env::var("RTX_CHECK_FIXTURES").as_deref() != Ok("1") {
-        println!("skipped the tensor I/O fixture regeneration check: RTX_CHECK_FIXTURES is not 1");
+    if rtx_test_support::iree_tools_or_skip().is_none() {
         return;
     }
     let scratch = std::env::temp_dir().join(format!("rtx-hal-io-fixtures-{}", std::process::id()));

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rtx::vm::native::NativeModule;
-use rtx_test_support::{iree_tools_or_skip, regeneration_skip_reason};
+use rtx_test_support::iree_tools_or_skip;
 
 const DEVICES: [&str; 2] = ["local-sync", "local-task"];
 
@@ -166,8 +166,7 @@ fn the_fixture_calls_every_kernel_but_shru() {
 
 #[test]
 fn fixture_is_what_the_compiler_makes_of_its_source() {
-    if let Some(reason) = regeneration_skip_reason() {
-        eprintln!("SKIP: {reason}");
+    if iree_tools_or_skip().is_none() {
         return;
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -11,10 +11,12 @@
 //! `RTX_LIT_SUITE=DIR[:DIR...]` also runs the `.mlir` files of other folders — a checkout of
 //! TFRT's `mlir_tests`, say — with TFRT's tool names standing for ours (`bef_executor[_lite]` is
 //! `rtx bef-exec`, `tfrt_translate` is `rtx translate`, `tfrt_opt` is `rtx opt`). Files whose RUN
-//! lines ask for `-verify-diagnostics` are skipped and counted. Those files are not ours and are
+//! lines ask for `-verify-diagnostics`, which this runner does not implement, are skipped
+//! (`rtx_test_support::skip`). A file without a RUN line fails, as it is unresolved for lit. Those files are not ours and are
 //! never copied here; the variable is for checking rtx against them locally.
 
 use rtx_test_support::mlir_files;
+use rtx_test_support::skip::{skip, Need};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +27,7 @@ const LLVM_BIN: &str = "/usr/lib/llvm-15/bin";
 /// How one test file ended.
 enum Outcome {
     Passed,
-    Skipped(&'static str),
+    Skipped(Need, &'static str),
     Failed(String),
 }
 
@@ -55,10 +57,10 @@ impl Runner {
         };
         let commands = run_lines(&text);
         if commands.is_empty() {
-            return Outcome::Skipped("no RUN line");
+            return Outcome::Failed("no RUN line: nothing to run (lit reports such a file as unresolved)".to_owned());
         }
         if commands.iter().any(|c| c.contains("-verify-diagnostics")) {
-            return Outcome::Skipped("-verify-diagnostics");
+            return Outcome::Skipped(Need::VerifyDiagnostics, "a RUN line asks for -verify-diagnostics");
         }
         let scratch = self.scratch.join(format!("{index}"));
         if let Err(e) = std::fs::create_dir_all(&scratch) {
@@ -170,13 +172,34 @@ fn lit_files_pass() {
     for (file, outcome) in &outcomes {
         match outcome {
             Outcome::Passed => passed += 1,
-            Outcome::Skipped(why) => {
+            Outcome::Skipped(need, why) => {
                 skipped += 1;
-                eprintln!("SKIPPED {} ({why})", file.display());
+                skip(*need, format_args!("{}: {why}", file.display()));
             }
             Outcome::Failed(report) => failures.push(format!("FAILED {}\n{report}", file.display())),
         }
     }
     eprintln!("lit: {passed} passed, {skipped} skipped, {} failed", failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(passed > 0, "no lit file ran: all {skipped} were skipped");
+}
+
+/// A file without a RUN line fails rather than passing unrun; one that asks for
+/// `-verify-diagnostics` is a skip, and everything else is run.
+#[test]
+fn a_file_without_a_run_line_fails_the_runner() {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lit-runner");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let runner = Runner { rtx: PathBuf::from(env!("CARGO_BIN_EXE_rtx")), scratch: scratch.join("runs") };
+    let file = |name: &str, text: &str| {
+        let path = scratch.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let unrun = file("no_run.mlir", "// CHECK: anything\nfunc.func @f() { return }\n");
+    assert!(matches!(runner.run_file(&unrun, 0), Outcome::Failed(report) if report.contains("no RUN line")));
+    let verify = file("verify.mlir", "// RUN: rtx opt %s -verify-diagnostics\n");
+    assert!(matches!(runner.run_file(&verify, 1), Outcome::Skipped(Need::VerifyDiagnostics, _)));
+    let runs = file("runs.mlir", "// RUN: true\n");
+    assert!(matches!(runner.run_file(&runs, 2), Outcome::Passed));
 }

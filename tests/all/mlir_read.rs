@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use rtx::mlir::{mlirbc_to_mlir, print_generic, read_bytecode, PrintOptions};
-use rtx_test_support::{fixtures_dir, iree_tools, upstream_generic};
+use rtx_test_support::{fixtures_dir, iree_tools_or_skip, upstream_generic};
 
 fn fixture_dir() -> PathBuf {
     fixtures_dir().join("mlir")
@@ -53,7 +53,7 @@ fn rtx_translate_writes_the_generic_text() {
 /// exactly as it printed the original.
 #[test]
 fn rtx_translate_writes_bytecode_from_text() {
-    let tools = iree_tools().ok();
+    let tools = iree_tools_or_skip();
     for name in ["locations", "attributes", "unregistered"] {
         let input = fixture_dir().join(format!("{name}.generic.mlir"));
         let expected = std::fs::read_to_string(&input).expect("fixture");

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rtx::vm::Module;
-use rtx_test_support::{iree_tools_or_skip, regeneration_skip_reason};
+use rtx_test_support::iree_tools_or_skip;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -146,8 +146,7 @@ fn the_recorded_cases_cover_every_failure_class_and_most_fail() {
 
 #[test]
 fn recorded_cases_are_what_iree_run_module_prints_now() {
-    if let Some(reason) = regeneration_skip_reason() {
-        eprintln!("SKIP: {reason}");
+    if iree_tools_or_skip().is_none() {
         return;
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -6,8 +6,7 @@
 //! when the device goes is one of their reports) and through `rtx run --device=vulkan`, whose
 //! stderr must be as empty as IREE's was.
 //!
-//! Without a Vulkan device each test skips loudly, unless `RTX_REQUIRE_VULKAN=1` makes that a
-//! failure.
+//! Without a Vulkan device each test skips (`rtx_test_support::skip`; a failure under `CI=true`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,8 +21,7 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan")
 }
 
-/// Whether a Vulkan device opens (a loud skip, or a failure under `RTX_REQUIRE_VULKAN=1`, where
-/// none does).
+/// Whether a Vulkan device opens (a skip where none does).
 fn have_vulkan() -> bool {
     rtx_test_support::vulkan::device(DeviceOptions::default()).is_some()
 }
@@ -91,21 +89,54 @@ fn every_invocation_run_by_the_runtime_on_vulkan_prints_what_iree_printed() {
     }
 }
 
+/// `rtx run --device=vulkan` of an invocation, from the fixtures' folder.
+fn rtx_run_on_vulkan(invocation: &Invocation) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rtx"));
+    command
+        .current_dir(fixtures())
+        .arg("run")
+        .arg("--device=vulkan")
+        .arg(format!("--module={}.vmfb", invocation.module))
+        .arg(format!("--function={}", invocation.function))
+        .args(&invocation.flags);
+    command
+}
+
+/// Validation asked for where the layers are not installed fails the device's opening with an
+/// error that names them, rather than running unchecked: the layers are hidden from the loader
+/// by an empty `VK_LAYER_PATH`, which replaces its search folders for them.
+#[test]
+fn validation_asked_for_without_the_layers_is_an_error() {
+    if !have_vulkan() {
+        return;
+    }
+    let no_layers = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-vulkan-layers");
+    std::fs::create_dir_all(&no_layers).unwrap();
+    let invocation = &invocations_in(&fixtures())[0];
+    let run = |validation: &str| {
+        rtx_run_on_vulkan(invocation)
+            .env("RTX_VULKAN_VALIDATION", validation)
+            .env("VK_LAYER_PATH", &no_layers)
+            .output()
+            .unwrap()
+    };
+    let asked = run("1");
+    let stderr = String::from_utf8_lossy(&asked.stderr);
+    assert!(!asked.status.success(), "ran without the layers it asked for: {stderr}");
+    assert!(stderr.contains("asks for the Khronos validation layers (VK_LAYER_KHRONOS_validation)"), "{stderr}");
+    let unasked = run("0");
+    assert!(unasked.status.success(), "{}", String::from_utf8_lossy(&unasked.stderr));
+}
+
 #[test]
 fn rtx_run_on_vulkan_prints_what_iree_run_module_printed() {
     if !have_vulkan() {
         return;
     }
-    for invocation in invocations_in(&fixtures()) {
-        let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
-            .current_dir(fixtures())
-            .arg("run")
-            .arg("--device=vulkan")
-            .arg(format!("--module={}.vmfb", invocation.module))
-            .arg(format!("--function={}", invocation.function))
-            .args(&invocation.flags)
-            .output()
-            .unwrap();
+    let invocations = invocations_in(&fixtures());
+    assert!(invocations.len() >= 7, "expected the fixture invocations, found {}", invocations.len());
+    for invocation in invocations {
+        let output = rtx_run_on_vulkan(&invocation).output().unwrap();
         let (stdout, stderr) = expected(&invocation.expected);
         let line = invocation.line;
         assert_eq!(String::from_utf8_lossy(&output.stdout), stdout, "invocations.txt:{line}");

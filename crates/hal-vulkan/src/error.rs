@@ -16,6 +16,13 @@ pub enum VulkanError {
     /// The loader, driver or device lacks something rtx needs.
     #[error("{0}")]
     Unsupported(String),
+    /// `RTX_VULKAN_VALIDATION` asks for the validation layers and the loader does not list them:
+    /// checks asked for never silently go missing.
+    #[error(
+        "RTX_VULKAN_VALIDATION asks for the Khronos validation layers (VK_LAYER_KHRONOS_validation), which the \
+         Vulkan loader does not list: install them (Debian: vulkan-validationlayers) or set RTX_VULKAN_VALIDATION=0"
+    )]
+    NoValidationLayers,
     /// No physical device matches what was asked for.
     #[error("{0}")]
     NoDevice(String),
@@ -57,6 +64,7 @@ impl VulkanError {
                 _ => StatusCode::Internal,
             },
             VulkanError::Unsupported(_) => StatusCode::Unavailable,
+            VulkanError::NoValidationLayers => StatusCode::FailedPrecondition,
             VulkanError::NoDevice(_) => StatusCode::NotFound,
             VulkanError::Allocation { source, .. } => match source {
                 gpu_allocator::AllocationError::OutOfMemory => StatusCode::ResourceExhausted,

@@ -1,8 +1,9 @@
 //! The Vulkan instance: the loader opened at run time (so librtx runs where there is no Vulkan
 //! and says so), API 1.3 where the loader offers it and 1.2 otherwise, and, when
-//! `RTX_VULKAN_VALIDATION` asks for them and they are installed, the Khronos validation layers
-//! with a messenger feeding [`super::validation`]. Off by default, as in IREE's tools: the layers
-//! cost several times the time of a small call.
+//! `RTX_VULKAN_VALIDATION` asks for them, the Khronos validation layers with a messenger feeding
+//! [`super::validation`] — an error where they are not installed, so that checks asked for never
+//! go missing unseen. Off by default, as in IREE's tools: the layers cost several times the time
+//! of a small call.
 //!
 //! One instance serves every device of the process while any of them lives
 //! ([`Instance::shared`]); it is destroyed with the last.
@@ -100,7 +101,10 @@ impl Instance {
             )));
         };
         let level = ValidationLevel::from_env();
-        let validation = level != ValidationLevel::Off && has_validation_layer(&entry)?;
+        let validation = level != ValidationLevel::Off;
+        if validation && !has_validation_layer(&entry)? {
+            return Err(VulkanError::NoValidationLayers);
+        }
         let layers: Vec<*const c_char> = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { vec![] };
         let extensions: Vec<*const c_char> = if validation {
             vec![ash::ext::debug_utils::NAME.as_ptr(), ash::ext::validation_features::NAME.as_ptr()]

@@ -462,12 +462,12 @@ mod tests {
         context.add_native_module(Arc::new(module)).unwrap();
         let function = context.function("later.value").unwrap();
         let results = context.invoke(&function, &[]).unwrap();
-        let promise = loop {
-            if let Some(promise) = pending.lock().unwrap().take() {
-                break promise;
-            }
-            std::thread::yield_now();
-        };
+        let mut promise = None;
+        rtx_test_support::deadline::wait_until("the native function's pending result", || {
+            promise = pending.lock().unwrap().take();
+            promise.is_some()
+        });
+        let promise = promise.unwrap();
         context.host().quiesce().unwrap();
         assert!(!results[0].is_available(), "the call waits for the native result without a worker");
         promise.emplace(vec![Value::I32(42)]).unwrap();

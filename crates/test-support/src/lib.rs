@@ -1,9 +1,12 @@
 //! Helpers the integration tests of the rtx crates share (a dev-dependency only, never
 //! published): where the repository and its fixtures are, the IREE-compiled VM fixtures and their
 //! invocations, the IREE tools (`RTX_IREE_TOOLS`) and the fixture regeneration checks
-//! (`RTX_CHECK_FIXTURES=1`), upstream MLIR's prints, the `.mlir` files of a folder, and, with the
-//! feature `vulkan`, the Vulkan tests' device and validation checks (`RTX_REQUIRE_VULKAN`).
+//! (`RTX_CHECK_FIXTURES=1`), upstream MLIR's prints, the `.mlir` files of a folder, skips said
+//! where the test command counts them, deadlines for waits on other threads, and, with the feature `vulkan`, the Vulkan tests' device
+//! and validation checks.
 
+pub mod deadline;
+pub mod skip;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
 
@@ -79,15 +82,10 @@ pub fn invocations_in(dir: &Path) -> Vec<Invocation> {
     invocations
 }
 
-/// Why a fixture regeneration check cannot run here, or `None` when it can: it needs
-/// `RTX_CHECK_FIXTURES=1` and the IREE tools (`RTX_IREE_TOOLS`, or scripts/setup/iree-tools.sh).
-pub fn regeneration_skip_reason() -> Option<String> {
-    iree_tools().err()
-}
-
-/// The folder holding the IREE 3.13 tools, when a check against them may run here (see
-/// [`regeneration_skip_reason`]); otherwise why not. Found once per test binary: the script
-/// checks the installed versions with Python (0.4 s).
+/// The folder holding the IREE 3.13 tools, when a check against them may run here; otherwise why
+/// not. The checks need `RTX_CHECK_FIXTURES=1` and the tools (`RTX_IREE_TOOLS`, or
+/// scripts/setup/iree-tools.sh). Found once per test binary: the script checks the installed
+/// versions with Python (0.4 s).
 pub fn iree_tools() -> Result<PathBuf, String> {
     static TOOLS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     TOOLS.get_or_init(find_iree_tools).clone()
@@ -107,9 +105,9 @@ fn find_iree_tools() -> Result<PathBuf, String> {
     }
 }
 
-/// [`iree_tools`], or `None` after printing why the comparison is skipped.
+/// [`iree_tools`], or `None` after a skip saying why the comparison cannot run.
 pub fn iree_tools_or_skip() -> Option<PathBuf> {
-    iree_tools().map_err(|reason| eprintln!("SKIP: {reason}")).ok()
+    iree_tools().map_err(|reason| skip::skip(skip::Need::IreeTools, reason)).ok()
 }
 
 /// Upstream MLIR's generic print of `input` (text or bytecode), locations included, or its
@@ -188,10 +186,10 @@ fn files_under(root: &Path, subdirs: &[&str]) -> std::collections::BTreeMap<Stri
 
 /// Runs `scripts/<script> --out <scratch>` and asserts that it generates exactly the files checked in
 /// under `fixtures` (directly and in `subdirs`), byte for byte, apart from the hand-written `inputs`.
-/// Skipped, saying why, where [`regeneration_skip_reason`] says so.
+/// Skipped, saying why, where [`iree_tools`] finds no tools.
 pub fn assert_fixtures_fresh(script: &str, fixtures: &Path, subdirs: &[&str], inputs: &[&str]) {
-    if let Some(reason) = regeneration_skip_reason() {
-        println!("skipped the {script} regeneration check: {reason}");
+    if let Err(reason) = iree_tools() {
+        skip::skip(skip::Need::IreeTools, format_args!("the {script} regeneration check: {reason}"));
         return;
     }
     let scratch = std::env::temp_dir().join(format!("rtx-{script}-{}", std::process::id()));

@@ -19,11 +19,13 @@ fn hostile_files_end() {
     let dir = fixtures_dir().join("bef/hostile");
     let mut files: Vec<_> = std::fs::read_dir(&dir).expect("the hostile folder").map(|e| e.unwrap().path()).collect();
     files.sort();
-    assert!(!files.is_empty());
+    assert!(!files.is_empty(), "no files in {}", dir.display());
     let registry = KernelRegistry::with_core_kernels();
-    for path in files {
-        let bytes = std::fs::read(&path).unwrap();
+    let mut ran = 0;
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
         let Ok(file) = BefFile::from_bytes(&bytes, &registry) else { continue };
+        ran += 1;
         let host = Arc::new(HostContext::with_work_queue_spec("s").unwrap());
         let discard = Arc::new(|_: &str| {});
         let driver = Driver::new(Arc::clone(&host), discard.clone(), discard);
@@ -39,4 +41,7 @@ fn hostile_files_end() {
         drop(done);
         watchdog.join().unwrap();
     }
+    // A file the reader now refuses never reaches the executor: had every one stopped parsing,
+    // this test would pass while checking nothing.
+    assert!(ran > 0, "none of the {} files in {} opens: the executor ran none of them", files.len(), dir.display());
 }

@@ -4,8 +4,7 @@
 //! layers (on with `RTX_VULKAN_VALIDATION=1`, as the test command sets) reporting nothing. Devices
 //! opened by name through the runtime are crates/runtime/tests/all/vulkan_device.rs's.
 //!
-//! Without a Vulkan device each test skips loudly, unless `RTX_REQUIRE_VULKAN=1` (CI) makes that
-//! a failure.
+//! Without a Vulkan device each test skips (`rtx_test_support::skip`; a failure under `CI=true`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! any warning or error they report fails the test, and they check that every object is destroyed.
 //!
 //! The instance and device here are the test's own minimal ones. Without a Vulkan loader or device
-//! the tests say so loudly and pass, unless `RTX_REQUIRE_VULKAN=1`.
+//! the tests skip (`rtx_test_support::skip`), as do the layers' checks where they are missing.
 
 use std::ffi::{c_void, CStr};
 use std::sync::Mutex;
@@ -12,6 +12,7 @@ use ash::vk;
 use rtx_hal_vulkan::executable_def::{ExecutableDef, IDENTIFIER};
 use rtx_hal_vulkan::pipeline::{PipelineError, PipelineSupport, Pipelines};
 use rtx_test_support::fixtures_dir;
+use rtx_test_support::skip::{skip, Need};
 use rtx_vm::Module;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -42,21 +43,18 @@ struct TestDevice {
 }
 
 impl TestDevice {
-    /// The first device with a compute queue; `None` (after saying why) where there is none and
-    /// `RTX_REQUIRE_VULKAN` is not 1. `push_descriptors` enables `VK_KHR_push_descriptor` when the
-    /// device has it.
+    /// The first device with a compute queue; `None` after a skip where there is none.
+    /// `push_descriptors` enables `VK_KHR_push_descriptor` when the device has it. Without the
+    /// validation layers the device is still made, and that their checks are missing is a skip.
     fn open(push_descriptors: bool) -> Option<TestDevice> {
-        let skip = |why: String| {
-            if std::env::var("RTX_REQUIRE_VULKAN").as_deref() == Ok("1") {
-                panic!("RTX_REQUIRE_VULKAN=1 but {why}");
-            }
-            eprintln!("SKIPPED: no Vulkan device for this test: {why}");
+        let no_device = |why: String| {
+            skip(Need::VulkanDevice, why);
             None
         };
         // SAFETY: loading the system's Vulkan loader runs its initialisers, which is what it is for.
         let entry = match unsafe { ash::Entry::load() } {
             Ok(entry) => entry,
-            Err(error) => return skip(format!("the Vulkan loader cannot be loaded: {error}")),
+            Err(error) => return no_device(format!("the Vulkan loader cannot be loaded: {error}")),
         };
         // SAFETY: plain queries and object creation on a loaded entry; every object made is owned
         // by the returned value and destroyed by its drop in reverse order.
@@ -64,7 +62,10 @@ impl TestDevice {
             let layers = entry.enumerate_instance_layer_properties().unwrap_or_default();
             let validation = layers.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
             if !validation {
-                eprintln!("note: the Khronos validation layers are not installed; pipelines are made unchecked");
+                skip(
+                    Need::VulkanValidation,
+                    "the Khronos validation layers are not installed: pipelines made unchecked",
+                );
             }
             let layer_names = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { Vec::new() };
             let extensions = if validation { vec![ash::ext::debug_utils::NAME.as_ptr()] } else { Vec::new() };
@@ -75,7 +76,7 @@ impl TestDevice {
                 .enabled_extension_names(&extensions);
             let instance = match entry.create_instance(&info, None) {
                 Ok(instance) => instance,
-                Err(result) => return skip(format!("vkCreateInstance failed: {result}")),
+                Err(result) => return no_device(format!("vkCreateInstance failed: {result}")),
             };
             let messenger = validation.then(|| {
                 let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
@@ -99,7 +100,7 @@ impl TestDevice {
             });
             let Some((physical, family)) = physical else {
                 TestDevice::destroy_instance(&instance, messenger);
-                return skip("no physical device has a compute queue".to_owned());
+                return no_device("no physical device has a compute queue".to_owned());
             };
             let has_push = instance
                 .enumerate_device_extension_properties(physical)
@@ -261,11 +262,8 @@ fn the_validation_layers_report_a_leaked_pipeline() {
         let (_, def) = fixture_executables().remove(0);
         std::mem::forget(device.pipelines(&def, &[]).expect("pipelines"));
     });
-    match report {
-        Some((messages, true)) => {
-            assert!(messages.iter().any(|m| m.contains("VkPipeline ")), "no leak reported: {messages:?}")
-        }
-        Some((_, false)) => eprintln!("SKIPPED: the validation layers are not installed"),
-        None => {}
+    // Without the layers or a device, opening the device said so (a skip).
+    if let Some((messages, true)) = report {
+        assert!(messages.iter().any(|m| m.contains("VkPipeline ")), "no leak reported: {messages:?}")
     }
 }

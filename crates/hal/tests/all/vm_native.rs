@@ -148,12 +148,14 @@ fn blocking_invoke_waits_for_a_result_set_on_another_thread() {
     host.immediate = false;
     let pending = host.pending.clone();
     let (context, _) = context_with(host);
-    let setter = std::thread::spawn(move || loop {
-        if let Some((argument, promise)) = pending.lock().unwrap().pop() {
-            promise.emplace(vec![Value::I32(argument * 2)]).unwrap();
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+    let setter = std::thread::spawn(move || {
+        let mut call = None;
+        rtx_test_support::deadline::wait_until("the host call's pending result", || {
+            call = pending.lock().unwrap().pop();
+            call.is_some()
+        });
+        let (argument, promise) = call.unwrap();
+        promise.emplace(vec![Value::I32(argument * 2)]).unwrap();
     });
     assert_eq!(call(&context, "add_then_later", vec![Value::I32(4), Value::I32(5)]).unwrap(), vec![Value::I32(18)]);
     setter.join().unwrap();

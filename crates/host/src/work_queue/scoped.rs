@@ -95,33 +95,36 @@ impl WorkQueue for ScopedWorkQueue {
 mod tests {
     use super::*;
     use crate::work_queue::create_work_queue;
+    use rtx_test_support::deadline::within_deadline;
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
     #[test]
     fn quiesce_waits_for_the_views_own_tasks_and_not_for_other_views() {
-        let shared = create_work_queue("mstd:2,2").unwrap();
-        let ours = ScopedWorkQueue::new(Arc::clone(&shared));
-        let theirs = ScopedWorkQueue::new(Arc::clone(&shared));
-        let release = Arc::new(AtomicBool::new(false));
-        // A task of the other view that runs until the test lets it go.
-        let gate = Arc::clone(&release);
-        theirs.add_task(Box::new(move || {
-            while !gate.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }));
-        let done = Arc::new(AtomicUsize::new(0));
-        for _ in 0..50 {
-            let done = Arc::clone(&done);
-            ours.add_task(Box::new(move || {
-                done.fetch_add(1, Ordering::SeqCst);
+        within_deadline("quiesce_waits_for_the_views_own_tasks_and_not_for_other_views", || {
+            let shared = create_work_queue("mstd:2,2").unwrap();
+            let ours = ScopedWorkQueue::new(Arc::clone(&shared));
+            let theirs = ScopedWorkQueue::new(Arc::clone(&shared));
+            let release = Arc::new(AtomicBool::new(false));
+            // A task of the other view that runs until the test lets it go.
+            let gate = Arc::clone(&release);
+            theirs.add_task(Box::new(move || {
+                while !gate.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
             }));
-        }
-        ours.quiesce().unwrap();
-        assert_eq!(done.load(Ordering::SeqCst), 50);
-        release.store(true, Ordering::Release);
-        theirs.quiesce().unwrap();
+            let done = Arc::new(AtomicUsize::new(0));
+            for _ in 0..50 {
+                let done = Arc::clone(&done);
+                ours.add_task(Box::new(move || {
+                    done.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+            ours.quiesce().unwrap();
+            assert_eq!(done.load(Ordering::SeqCst), 50);
+            release.store(true, Ordering::Release);
+            theirs.quiesce().unwrap();
+        });
     }
 
     #[test]

@@ -198,6 +198,7 @@ mod tests {
     use super::*;
     use crate::async_value::AsyncValueRef;
     use crate::StatusCode;
+    use rtx_test_support::deadline::within_deadline;
     use std::sync::atomic::AtomicBool;
     use std::thread;
 
@@ -269,42 +270,46 @@ mod tests {
 
     #[test]
     fn await_blocks_on_the_condvar_for_a_value_set_by_another_os_thread() {
-        let queue = SingleThreadedWorkQueue::new();
-        let value = AsyncValueRef::<u64>::unconstructed();
-        let setter = {
-            let value = value.clone();
-            let shared = Arc::clone(&queue.shared);
-            thread::spawn(move || {
-                // Set the value only once the awaiting thread sleeps on the condvar: if it spun
-                // instead, this would never happen and the test would hang.
-                while shared.lock().waiting == 0 {
-                    thread::yield_now();
-                }
-                value.emplace(11).unwrap();
-            })
-        };
-        queue.await_values(&[value.clone().into_untyped()]).unwrap();
-        assert_eq!(*value.get(), 11);
-        setter.join().unwrap();
+        within_deadline("await_blocks_on_the_condvar_for_a_value_set_by_another_os_thread", || {
+            let queue = SingleThreadedWorkQueue::new();
+            let value = AsyncValueRef::<u64>::unconstructed();
+            let setter = {
+                let value = value.clone();
+                let shared = Arc::clone(&queue.shared);
+                thread::spawn(move || {
+                    // Set the value only once the awaiting thread sleeps on the condvar: if it spun
+                    // instead, this would never happen and the test would hang.
+                    while shared.lock().waiting == 0 {
+                        thread::yield_now();
+                    }
+                    value.emplace(11).unwrap();
+                })
+            };
+            queue.await_values(&[value.clone().into_untyped()]).unwrap();
+            assert_eq!(*value.get(), 11);
+            setter.join().unwrap();
+        });
     }
 
     #[test]
     fn a_task_added_from_another_thread_wakes_an_awaiting_thread() {
-        let queue = Arc::new(SingleThreadedWorkQueue::new());
-        let value = AsyncValueRef::<u32>::unconstructed();
-        let adder = {
-            let queue = Arc::clone(&queue);
-            let value = value.clone();
-            thread::spawn(move || {
-                while queue.shared.lock().waiting == 0 {
-                    thread::yield_now();
-                }
-                queue.add_task(Box::new(move || value.emplace(5).unwrap()));
-            })
-        };
-        queue.await_values(&[value.clone().into_untyped()]).unwrap();
-        assert_eq!(*value.get(), 5);
-        adder.join().unwrap();
+        within_deadline("a_task_added_from_another_thread_wakes_an_awaiting_thread", || {
+            let queue = Arc::new(SingleThreadedWorkQueue::new());
+            let value = AsyncValueRef::<u32>::unconstructed();
+            let adder = {
+                let queue = Arc::clone(&queue);
+                let value = value.clone();
+                thread::spawn(move || {
+                    while queue.shared.lock().waiting == 0 {
+                        thread::yield_now();
+                    }
+                    queue.add_task(Box::new(move || value.emplace(5).unwrap()));
+                })
+            };
+            queue.await_values(&[value.clone().into_untyped()]).unwrap();
+            assert_eq!(*value.get(), 5);
+            adder.join().unwrap();
+        });
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use rtx_hal::buffer_view::{self, BufferView};
 use rtx_runtime::{Context, ContextOptions, Module, Runtime};
-use rtx_test_support::{fixtures_dir, regeneration_skip_reason, repo_root};
+use rtx_test_support::{fixtures_dir, iree_tools_or_skip, repo_root};
 use rtx_vm::value::Value;
 
 const F32: u32 = 0x2100_0020;
@@ -229,8 +229,7 @@ fn wrong_inputs_fail_with_the_programs_message() {
 
 #[test]
 fn fixtures_are_what_the_compiler_makes_of_their_source() {
-    if let Some(reason) = regeneration_skip_reason() {
-        eprintln!("SKIP: {reason}");
+    if iree_tools_or_skip().is_none() {
         return;
     }
     let repo = repo_root();

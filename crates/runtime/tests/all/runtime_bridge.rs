@@ -196,12 +196,12 @@ func.func @later(%k: f32) -> !tfrt_tensor.tensor {
 "#;
     context.add_module(&bef_module("graph", graph)).unwrap();
     let results = context.invoke(&context.function("graph.later").unwrap(), &[value(1.0f32)]).unwrap();
-    let later = loop {
-        if let Some(later) = pending.lock().unwrap().take() {
-            break later;
-        }
-        std::thread::yield_now();
-    };
+    let mut later = None;
+    rtx_test_support::deadline::wait_until("test.later's pending result", || {
+        later = pending.lock().unwrap().take();
+        later.is_some()
+    });
+    let later = later.unwrap();
     context.host().cancel();
     later.emplace(tensor(&context, &[4], &[1.0; 4])).unwrap();
     context.await_values(&results).unwrap();

@@ -2,8 +2,7 @@
 //! (on with `RTX_VULKAN_VALIDATION=1`) reporting nothing. The devices' own tests are
 //! crates/hal-vulkan/tests/all/vulkan_device.rs.
 //!
-//! Without a Vulkan device the test skips loudly, unless `RTX_REQUIRE_VULKAN=1` (CI) makes that a
-//! failure.
+//! Without a Vulkan device the test skips (`rtx_test_support::skip`; a failure under `CI=true`).
 
 use rtx_hal::backend::DeviceBackend;
 use rtx_hal_vulkan::DeviceOptions;

@@ -797,7 +797,8 @@ mod tests {
         {
             Ok(output) => output,
             Err(error) => {
-                println!("skipped the isa_table.rs freshness check: cannot run python3 ({error})");
+                let why = format_args!("the isa_table.rs freshness check: cannot run python3 ({error})");
+                rtx_test_support::skip::skip(rtx_test_support::skip::Need::Python3, why);
                 return;
             }
         };

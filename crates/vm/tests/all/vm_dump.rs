@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rtx_test_support::{fixture_dir, fixtures, repo_root};
+use rtx_test_support::{fixture_dir, fixtures, iree_tools_or_skip};
 use rtx_vm::dump::{dump_to_string, DumpOptions, DumpOutput};
 use rtx_vm::Module;
 
@@ -80,14 +80,6 @@ fn function_filter_takes_a_header_name_or_an_ordinal() {
     assert_eq!(only("nonexistent").matches("vm.func").count(), 0);
 }
 
-/// The directory holding the IREE 3.13 tools, if they are installed: `RTX_IREE_TOOLS`, or the
-/// links `scripts/setup/iree-tools.sh` makes to the executables of its virtual environment. Tests never install them.
-fn iree_tools() -> Option<PathBuf> {
-    let candidates =
-        [std::env::var_os("RTX_IREE_TOOLS").map(PathBuf::from), Some(repo_root().join("target/iree-tools"))];
-    candidates.into_iter().flatten().find(|dir| dir.join("iree-dump-module").is_file())
-}
-
 fn run_tool(tool: &Path, args: &[&str], input: &Path) -> String {
     let output =
         Command::new(tool).args(args).arg(input).output().unwrap_or_else(|e| panic!("running {}: {e}", tool.display()));
@@ -125,10 +117,7 @@ fn compare_with_tool(tools: &Path, module: &Path) {
 
 #[test]
 fn every_fixture_and_mode_matches_the_installed_tool() {
-    let Some(tools) = iree_tools() else {
-        println!("skipped: iree-dump-module is not installed (run scripts/setup/iree-tools.sh)");
-        return;
-    };
+    let Some(tools) = iree_tools_or_skip() else { return };
     for path in fixtures() {
         compare_with_tool(&tools, &path);
     }
@@ -281,10 +270,7 @@ vm.module @all_ops {
 
 #[test]
 fn instructions_beyond_the_fixtures_match_the_installed_tool() {
-    let Some(tools) = iree_tools() else {
-        println!("skipped: iree-compile is not installed (run scripts/setup/iree-tools.sh)");
-        return;
-    };
+    let Some(tools) = iree_tools_or_skip() else { return };
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vm_dump");
     std::fs::create_dir_all(&dir).expect("creating the test's scratch folder");
     let source = dir.join("all_ops.mlir");

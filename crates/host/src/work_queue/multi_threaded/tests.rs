@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 
+use rtx_test_support::deadline::wait_until;
+
 use super::*;
 use crate::async_value::AsyncValueRef;
 
@@ -17,13 +19,6 @@ fn bump(count: &Arc<AtomicUsize>) -> Task {
     Box::new(move || {
         count.fetch_add(1, Ordering::Relaxed);
     })
-}
-
-/// Yields until `condition` holds: for tests that wait on the pool's internal state.
-fn wait_for(mut condition: impl FnMut() -> bool) {
-    while !condition() {
-        thread::yield_now();
-    }
 }
 
 #[test]
@@ -178,7 +173,7 @@ fn blocking_pool_runs_at_most_m_tasks_at_once_and_reaches_m() {
                 reached.store(true, Ordering::SeqCst);
             }
             // The first m tasks can only get past this together, on m threads at once.
-            wait_for(|| reached.load(Ordering::SeqCst));
+            wait_until("the task reached its gate", || reached.load(Ordering::SeqCst));
             running.fetch_sub(1, Ordering::SeqCst);
             done.fetch_add(1, Ordering::SeqCst);
         });
@@ -197,7 +192,7 @@ fn a_task_added_while_every_worker_sleeps_is_run() {
     let count = counter();
     for round in 0..rounds {
         // Parked, not spinning: every worker has announced itself as a sleeper.
-        wait_for(|| queue.shared.non_blocking.sleepers.load(Ordering::SeqCst) == workers);
+        wait_until("every worker asleep", || queue.shared.non_blocking.sleepers.load(Ordering::SeqCst) == workers);
         queue.add_task(bump(&count));
         queue.quiesce().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), round + 1);
@@ -214,7 +209,7 @@ fn the_last_worker_to_sleep_is_the_first_woken() {
     let rounds = if cfg!(miri) { 3 } else { 50 };
     let ran_on = Arc::new(Mutex::new(Vec::new()));
     for _ in 0..rounds {
-        wait_for(|| queue.shared.non_blocking.waiting() == workers);
+        wait_until("every worker waiting", || queue.shared.non_blocking.waiting() == workers);
         let ran_on = Arc::clone(&ran_on);
         queue.add_task(Box::new(move || ran_on.lock().unwrap().push(thread::current().id())));
         queue.quiesce().unwrap();
@@ -282,7 +277,7 @@ fn dropping_the_queue_from_its_own_worker_does_not_deadlock() {
         drop(queue);
         go.send(()).unwrap();
         assert!(done.recv().unwrap());
-        wait_for(|| count.load(Ordering::SeqCst) == 3);
+        wait_until("the three tasks run", || count.load(Ordering::SeqCst) == 3);
     }
 }
 
