@@ -214,6 +214,9 @@ def main():
             if re.search(args.only, f"{folder.name}/{suite}/{source}"):
                 jobs.append((folder, suite, source, flags))
 
+    if not jobs:
+        print(f"no test file of {args.backend}/{args.driver} matches under {args.iree}/tests/e2e")
+        return 2
     if args.compare_iree:
         return compare(jobs, args)
     results = []
@@ -232,13 +235,16 @@ def main():
     passed = sum(len(r["passed"]) for r in results)
     failed = sum(len(r["failed"]) for r in results)
     compiled = sum(1 for r in results if not r["status"].startswith("compile"))
-    print(f"\n{len(results)} files, {compiled} compiled; functions: {passed} passed, {failed} failed")
+    # A file that did not compile, timed out or crashed rtx checked nothing: not a pass.
+    unrun = [f"{r['suite']}/{r['source']} ({r['status']})" for r in results if r["status"] != "ran"]
+    print(f"\n{len(results)} files, {compiled} compiled; functions: {passed} passed, {failed} failed;"
+          f" {len(unrun)} files not run to the end{': ' + ', '.join(unrun) if unrun else ''}")
     for suite in skipped:
         print(f"skipped suite {suite}")
     with open(Path(args.out) / "summary.json", "w") as f:
         json.dump({"results": results, "skipped_suites": skipped, "passed": passed, "failed": failed}, f, indent=1,
                   default=str)
-    return 0 if failed == 0 else 1
+    return 0 if failed == 0 and not unrun else 1
 
 
 def compare(jobs, args):

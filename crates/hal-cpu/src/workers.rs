@@ -766,18 +766,20 @@ fn panicked(index: u64, payload: &(dyn Any + Send)) -> Diagnostic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Barrier, Weak};
+    use rtx_test_support::deadline::Meeting;
+    use std::sync::Weak;
 
     /// Runs a job of as many workgroups as the pool has threads, which all block until every one
-    /// of them has started: so that many threads run it at once (the submitter and the workers it
+    /// of them has started (a [`Meeting`]: within a deadline, so a thread that never joins fails
+    /// the job instead of hanging it): so that many threads run it at once (the submitter and the workers it
     /// wakes, one fewer than the pool has, or any worker awake anyway).
     fn all_at_once(workers: &Workers, each: impl Fn(u32) + Sync) {
         let count = workers.threads();
-        let barrier = Barrier::new(count);
+        let meeting = Meeting::new(count);
         workers
             .run(count as u64, 0, &|_, processor, _| {
                 each(processor);
-                barrier.wait();
+                meeting.wait();
                 Ok(())
             })
             .unwrap();
@@ -874,14 +876,14 @@ mod tests {
     #[test]
     fn each_thread_has_its_own_local_memory() {
         let workers = Workers::new(3).unwrap();
-        let barrier = Barrier::new(workers.threads());
+        let meeting = Meeting::new(workers.threads());
         let sizes = Mutex::new(Vec::new());
         workers
             .run(workers.threads() as u64, 4, &|index, _, memory| {
                 sizes.lock().unwrap().push(memory.len());
                 memory.copy_from_slice(&(index as u32).to_le_bytes());
                 // Every thread has written its own memory before any reads it back.
-                barrier.wait();
+                meeting.wait();
                 assert_eq!(memory, (index as u32).to_le_bytes(), "workgroup {index}'s memory was overwritten");
                 Ok(())
             })
@@ -1129,10 +1131,10 @@ mod tests {
         for panicking in 0..workers.threads() as u64 {
             // Workgroups wait for each other, so the panicking one runs on a worker or the
             // submitter while others are running.
-            let barrier = Barrier::new(workers.threads());
+            let meeting = Meeting::new(workers.threads());
             let error = workers
                 .run(workers.threads() as u64, 0, &|index, _, _| {
-                    barrier.wait();
+                    meeting.wait();
                     if index == panicking {
                         panic!("kernel bug in {index}");
                     }

@@ -11,6 +11,7 @@ use rtx_hal::command_buffer::{BufferRange, BufferSource, MODE_ONE_SHOT};
 use rtx_hal::fence::Fence;
 use rtx_hal_vulkan::instance::Instance;
 use rtx_hal_vulkan::{validation, DeviceOptions, VulkanDevice};
+use rtx_test_support::deadline::within_deadline;
 
 fn range(buffer: &Buffer) -> BufferRange {
     BufferRange { source: BufferSource::Direct(buffer.clone()), offset: 0, length: -1 }
@@ -36,20 +37,22 @@ fn fill_then_copy(device: &VulkanDevice, with_barrier: bool) -> Vec<u8> {
 
 #[test]
 fn a_barrier_orders_a_fill_before_the_copy_that_reads_it() {
-    // The only test of this process, so nothing else reads the environment meanwhile.
-    std::env::set_var("RTX_VULKAN_VALIDATION", "sync");
-    let Some(device) = rtx_test_support::vulkan::device(DeviceOptions::default()) else { return };
-    let filled: Vec<u8> = [0x02, 0x01, 0xA5, 0xA5].repeat(4);
-    assert_eq!(fill_then_copy(&device, true), filled);
-    let (messages, _) = validation::messages();
-    assert!(messages.is_empty(), "with a barrier the layers report nothing:\n{}", messages.join("\n"));
-    fill_then_copy(&device, false);
-    // Asked for, the layers are on, or no device would have opened.
-    assert!(Instance::shared().unwrap().validation(), "a device opened without the validation layers asked for");
-    let (messages, _) = validation::messages();
-    assert!(
-        messages.iter().any(|m| m.contains("SYNC-HAZARD-READ-AFTER-WRITE")),
-        "without a barrier the copy's read of the fill's write is a hazard:\n{}",
-        messages.join("\n")
-    );
+    within_deadline("a_barrier_orders_a_fill_before_the_copy_that_reads_it", || {
+        // The only test of this process, so nothing else reads the environment meanwhile.
+        std::env::set_var("RTX_VULKAN_VALIDATION", "sync");
+        let Some(device) = rtx_test_support::vulkan::device(DeviceOptions::default()) else { return };
+        let filled: Vec<u8> = [0x02, 0x01, 0xA5, 0xA5].repeat(4);
+        assert_eq!(fill_then_copy(&device, true), filled);
+        let (messages, _) = validation::messages();
+        assert!(messages.is_empty(), "with a barrier the layers report nothing:\n{}", messages.join("\n"));
+        fill_then_copy(&device, false);
+        // Asked for, the layers are on, or no device would have opened.
+        assert!(Instance::shared().unwrap().validation(), "a device opened without the validation layers asked for");
+        let (messages, _) = validation::messages();
+        assert!(
+            messages.iter().any(|m| m.contains("SYNC-HAZARD-READ-AFTER-WRITE")),
+            "without a barrier the copy's read of the fill's write is a hazard:\n{}",
+            messages.join("\n")
+        );
+    });
 }

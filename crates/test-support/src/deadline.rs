@@ -2,7 +2,7 @@
 //! the test with a message saying what did not finish, instead of hanging the run until CI's
 //! time runs out with nothing said.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long a wait may take before it counts as a hang: far beyond what any of these tests needs
@@ -40,6 +40,32 @@ pub fn within_deadline<T: Send + 'static>(what: &str, body: impl FnOnce() -> T +
     }
 }
 
+/// A `std::sync::Barrier` for one meeting of `count` threads, with the deadline: a thread that
+/// never arrives fails the others' waits instead of hanging them.
+pub struct Meeting {
+    count: usize,
+    arrived: Mutex<usize>,
+    all_here: Condvar,
+}
+
+impl Meeting {
+    pub fn new(count: usize) -> Meeting {
+        Meeting { count, arrived: Mutex::new(0), all_here: Condvar::new() }
+    }
+
+    /// Arrives, and waits until all `count` have.
+    pub fn wait(&self) {
+        let mut arrived = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
+        *arrived += 1;
+        self.all_here.notify_all();
+        let (arrived, waited) = self
+            .all_here
+            .wait_timeout_while(arrived, DEADLINE, |arrived| *arrived < self.count)
+            .unwrap_or_else(PoisonError::into_inner);
+        assert!(!waited.timed_out(), "only {} of {} threads met within {DEADLINE:?} (a hang)", *arrived, self.count);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +81,19 @@ mod tests {
             polls == 3
         });
         assert_eq!(polls, 3);
+    }
+
+    #[test]
+    fn a_meeting_lets_everyone_go_once_all_have_arrived() {
+        let meeting = std::sync::Arc::new(Meeting::new(3));
+        let others: Vec<_> = (0..2)
+            .map(|_| {
+                let meeting = std::sync::Arc::clone(&meeting);
+                std::thread::spawn(move || meeting.wait())
+            })
+            .collect();
+        meeting.wait();
+        others.into_iter().for_each(|thread| thread.join().unwrap());
+        assert_eq!(*meeting.arrived.lock().unwrap(), 3);
     }
 }

@@ -145,10 +145,10 @@ pub fn mlir_fixtures(dir: &std::path::Path, min: usize) -> Vec<(String, u32, Pat
     out
 }
 
-/// Appends the `.mlir` files under `folder` (recursively, each folder in name order) to `out`; a
-/// folder that cannot be read adds nothing.
+/// Appends the `.mlir` files under `folder` (recursively, each folder in name order) to `out`. A
+/// folder that cannot be read fails: a suite named by a mistyped path must not pass empty.
 pub fn mlir_files(folder: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    let entries = std::fs::read_dir(folder).unwrap_or_else(|error| panic!("cannot read {}: {error}", folder.display()));
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for path in entries {
