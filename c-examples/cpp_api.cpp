@@ -9,7 +9,8 @@
 // results, a Result error, a thrown rtx::Error) and which is freed with its last context; a
 // bytecode module whose imports are lambdas with a per-context state; a BEF
 // program running a kernel registered from a lambda; tensor programs called with BufferViews made
-// from std::array and std::vector (an i32 add, a matmul, a rank-0 sum, a dynamic shape); the
+// from std::array and std::vector (an i32 add, traced with rtx::Tracing, a matmul, a rank-0 sum,
+// a dynamic shape); the
 // Vulkan devices listed, opened by index and UUID and running an add. Every result is compared
 // with the value computed here; every error with the code the C API documents. Exit status 0 only
 // if all hold.
@@ -18,6 +19,8 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -291,7 +294,19 @@ void tensors(const std::string& path) {
   ctx.add_device("local-sync");
   ctx.add_module(module);
 
-  auto sum = ctx.invoke_sync("add", {rtx::AsyncValue(va), rtx::AsyncValue(rtx::BufferView::from(b, {2, 3}))});
+  std::vector<rtx::AsyncValue> sum;
+  {
+    // The call traced: the file holds its dispatch as a complete event of category "dispatch".
+    rtx::Tracing tracing{"cpp_api_trace.json"};
+    check_throws(RTX_STATUS_CODE_FAILED_PRECONDITION, "already active", "a second tracing session: FAILED_PRECONDITION",
+                 [] { rtx::Tracing again{"cpp_api_trace_2.json"}; });
+    sum = ctx.invoke_sync("add", {rtx::AsyncValue(va), rtx::AsyncValue(rtx::BufferView::from(b, {2, 3}))});
+    tracing.end();
+  }
+  std::ifstream trace("cpp_api_trace.json");
+  const std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  check(text.find("\"traceEvents\"") != std::string::npos && text.find("\"cat\":\"dispatch\"") != std::string::npos,
+        "rtx::Tracing wrote the call's dispatch to cpp_api_trace.json");
   check(sum[0].get<rtx::BufferView>().to_vector<std::int32_t>() == std::vector<std::int32_t>{11, 22, 33, 44, 55, 66},
         "add(2x3 i32, 2x3 i32) element by element");
 

@@ -1371,6 +1371,21 @@ void rtx_native_module_release(rtx_native_module_t *module);
 rtx_error_t *rtx_context_add_native_module(rtx_context_t *context, rtx_native_module_t *module);
 
 /**
+ * Starts recording spans of what the runtime does in this process — BEF kernels, VM function
+ * calls (native ones included), the CPU devices' dispatches — to be written to `path` by
+ * `rtx_tracing_end`. The file is created now. Errors: FAILED_PRECONDITION while a session is
+ * active; INVALID_ARGUMENT for a NULL `path` or one that cannot be written.
+ */
+rtx_error_t *rtx_tracing_begin(const char *path);
+
+/**
+ * Stops recording and writes the trace. Spans still open then (work in flight on other
+ * threads) are not in it. Errors: FAILED_PRECONDITION when no session is active; INTERNAL when
+ * the file cannot be written.
+ */
+rtx_error_t *rtx_tracing_end(void);
+
+/**
  * The library's version, `"MAJOR.MINOR.PATCH"` (equals `RTX_VERSION` of a matching header).
  * Static storage: never freed.
  */

@@ -1746,6 +1746,32 @@ inline Outcome<void> await(const Context& context, const std::vector<AsyncValue>
 }
 inline Outcome<void> await(const Context& context, const AsyncValue& value) { return context.await(value); }
 
+// A tracing session for the object's lifetime: spans of BEF kernels, VM calls and dispatches in
+// this process, written to `path` as Chrome trace-event JSON (for Perfetto or `rtx profile`) when
+// it ends. One session per process at a time: a second fails with FAILED_PRECONDITION, as does a
+// path that cannot be written (INVALID_ARGUMENT).
+class Tracing {
+ public:
+  explicit Tracing(const std::string& path) { detail::check_constructed(rtx_tracing_begin(path.c_str())); }
+  Tracing(const Tracing&) = delete;
+  Tracing& operator=(const Tracing&) = delete;
+  // Ends the session and writes the file now, reporting a failure to write it; the destructor
+  // then does nothing.
+  Outcome<void> end() {
+    active_ = false;
+    return detail::complete(rtx_tracing_end());
+  }
+  // Ends the session if end() has not (a failure to write the file is dropped here).
+  ~Tracing() {
+    if (active_) {
+      rtx_error_delete(rtx_tracing_end());
+    }
+  }
+
+ private:
+  bool active_ = true;
+};
+
 // The library's version ("MAJOR.MINOR.PATCH") and whether its ABI is the one this header was made for.
 inline std::string version() { return rtx_version(); }
 inline bool abi_matches() noexcept { return rtx_abi_version() == RTX_ABI_VERSION; }

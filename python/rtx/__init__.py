@@ -7,6 +7,8 @@
     [y] = ctx.invoke("predict", np.ones((1, 64), np.float32))
     fut = ctx.invoke_async("predict", x)          # concurrent.futures.Future
     y = await ctx.invoke_awaitable("predict", x)  # asyncio, woken by the result's AsyncValue
+    with rtx.tracing("trace.json"):               # Chrome trace-event JSON of what ran
+        ctx.invoke("predict", x)
 
 A thin layer over the C API of librtx (include/rtx.h) through ctypes; the wheel carries the
 library. Every failure is an :class:`Error` subclass carrying the status code and message.
@@ -39,6 +41,7 @@ from .errors import (
     UnknownError,
 )
 from .module import Module, Signature, ValueKind
+from .tracing import tracing
 
 #: The version of the rtx library in use (``rtx_version()``).
 __version__: str = _lib.rtx_version().decode()
@@ -72,4 +75,5 @@ __all__ = [
     "ValueKind",
     "dtype",
     "element_type",
+    "tracing",
 ]

@@ -73,6 +73,8 @@ _u32 = ctypes.c_uint32
 _size = ctypes.c_size_t
 _SIGNATURES = {
     "rtx_version": (ctypes.c_char_p, []),
+    "rtx_tracing_begin": (_p, [ctypes.c_char_p]),
+    "rtx_tracing_end": (_p, []),
     "rtx_abi_version": (_u32, []),
     "rtx_status_code_name": (ctypes.c_char_p, [_u32]),
     "rtx_error_code": (_u32, [_p]),

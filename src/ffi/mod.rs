@@ -29,6 +29,7 @@ pub mod invocation;
 pub mod kernel;
 pub mod module;
 pub mod native_module;
+pub mod tracing;
 pub mod version;
 pub mod vulkan;
 pub mod work_queue;

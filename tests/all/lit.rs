@@ -9,10 +9,11 @@
 //! `bash -o pipefail`, as lit runs them.
 //!
 //! `RTX_LIT_SUITE=DIR[:DIR...]` also runs the `.mlir` files of other folders — a checkout of
-//! TFRT's `mlir_tests`, say — with TFRT's tool names standing for ours (`bef_executor[_lite]` is
-//! `rtx bef-exec`, `tfrt_translate` is `rtx translate`, `tfrt_opt` is `rtx opt`). Files whose RUN
-//! lines ask for `-verify-diagnostics`, which this runner does not implement, are skipped
-//! (`rtx_test_support::skip`). A file without a RUN line fails, as it is unresolved for lit. Those files are not ours and are
+//! TFRT's `mlir_tests`, say — with TFRT's tool names standing for ours (`bef_executor[_lite]` and
+//! `bef_executor_debug_tracing` are `rtx bef-exec`, `tfrt_translate` is `rtx translate`,
+//! `tfrt_opt` is `rtx opt`). Files whose RUN lines ask for `-verify-diagnostics`, which this
+//! runner does not implement, are skipped (`rtx_test_support::skip`). A file without a RUN line
+//! fails, as it is unresolved for lit. Those files are not ours and are
 //! never copied here; the variable is for checking rtx against them locally.
 
 use rtx_test_support::mlir_files;
@@ -42,7 +43,7 @@ impl Runner {
         let rtx = self.rtx.display();
         Some(match word {
             "rtx" => format!("{rtx}"),
-            "bef_executor" | "bef_executor_lite" => format!("{rtx} bef-exec"),
+            "bef_executor" | "bef_executor_lite" | "bef_executor_debug_tracing" => format!("{rtx} bef-exec"),
             "tfrt_translate" => format!("{rtx} translate"),
             "tfrt_opt" => format!("{rtx} opt"),
             "FileCheck" | "not" => format!("{LLVM_BIN}/{word}"),

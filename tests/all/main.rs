@@ -18,5 +18,6 @@ mod onnx_import;
 mod run_failures;
 mod runtime_bef;
 mod tfrt_syntax;
+mod trace;
 mod vm_run;
 mod vulkan_run;

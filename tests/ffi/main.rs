@@ -5,6 +5,7 @@ mod ffi_bef;
 mod ffi_bridge;
 mod ffi_contract;
 mod ffi_tensor;
+mod ffi_tracing;
 mod ffi_vm;
 mod ffi_vulkan;
 mod header;

@@ -14,7 +14,7 @@ use super::fpu::FlushDenormals;
 use super::workers::{with_local_memory, Phase, Workers};
 use rtx_hal::backend::ExecutableBackend;
 use rtx_hal::byte_range::{self, OutOfRange};
-use rtx_host::Diagnostic;
+use rtx_host::{tracing, Diagnostic};
 use rtx_vm::buffer::ByteBuffer;
 
 /// One dispatch: the grid, the push constants and the bound memory, in binding order.
@@ -195,6 +195,21 @@ impl LocalExecutable {
     /// Runs a dispatch (its export ordinal checked by the caller).
     pub fn dispatch(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
         let _mode = FlushDenormals::enter();
+        let _span = tracing::span(
+            tracing::Category::Dispatch,
+            || {
+                self.code
+                    .export_names()
+                    .get(dispatch.export)
+                    .cloned()
+                    .unwrap_or_else(|| format!("export {}", dispatch.export))
+            },
+            || {
+                let [x, y, z] = dispatch.workgroup_count;
+                let bytes: usize = dispatch.bindings.iter().map(|binding| binding.length).sum();
+                vec![("workgroups", format!("{x}x{y}x{z}")), ("bytes bound", bytes.to_string())]
+            },
+        );
         if !dispatch_times::enabled() {
             return self.code.dispatch(dispatch);
         }
@@ -207,15 +222,15 @@ impl LocalExecutable {
     }
 
     /// The dispatch ready in `arena` to run beside others on `workers`; `None` where its code
-    /// runs its workgroups only itself, and while dispatches are timed (one by one, so that each
-    /// time is its own).
+    /// runs its workgroups only itself, and while dispatches are timed or traced (one by one, so
+    /// that each time is its own).
     pub fn ready<'a>(
         &'a self,
         dispatch: &Dispatch<'_>,
         workers: &Workers,
         arena: &'a Bump,
     ) -> Result<Option<&'a dyn ReadyWork>, Diagnostic> {
-        if dispatch_times::enabled() {
+        if dispatch_times::enabled() || tracing::is_on() {
             return Ok(None);
         }
         self.code.ready(dispatch, workers.concurrency(), arena)

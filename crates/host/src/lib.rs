@@ -11,6 +11,7 @@ pub(crate) mod chain;
 pub(crate) mod context;
 pub(crate) mod diagnostic;
 pub mod join;
+pub mod tracing;
 pub mod work_queue;
 
 pub use allocator::{CachingAllocator, CountingAllocator, FixedCapacityAllocator, HostAllocator, SystemAllocator};

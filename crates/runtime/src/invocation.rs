@@ -116,7 +116,9 @@ enum Fences {
     Explicit { wait: RcAsyncValue, signal: RcAsyncValue },
 }
 
-/// Where a call is.
+/// Where a call is. Unboxed though `Running` is much the largest: a call spends its life in it,
+/// and boxing it would allocate once more per call.
+#[allow(clippy::large_enum_variant)]
 enum Stage {
     /// Waiting for (or about to read) the host's argument values.
     Arguments(Vec<RcAsyncValue>),

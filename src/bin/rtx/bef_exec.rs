@@ -7,16 +7,25 @@ use std::sync::Arc;
 
 use rtx::bef::driver::{Driver, DriverOptions};
 use rtx::bef::reader::{BefError, BefFile};
+use rtx::host::tracing::{self, Level};
 use rtx::host::work_queue::WorkQueueSpec;
 use rtx::host::{CountingAllocator, Diagnostic, FixedCapacityAllocator, HostAllocator, SystemAllocator};
 use rtx::kernel::KernelRegistry;
 use rtx::runtime::{Context, ContextOptions, Module, QueueChoice, Runtime};
 
 /// Flags that take a value (after `=` or as the next argument).
-const VALUED: &[&str] =
-    &["work_queue_type", "host_allocator_type", "functions", "test_init_function", "vm_module", "device"];
+const VALUED: &[&str] = &[
+    "work_queue_type",
+    "host_allocator_type",
+    "functions",
+    "test_init_function",
+    "vm_module",
+    "device",
+    "trace",
+    "tracing_level",
+];
 /// Flags that take none.
-const SWITCHES: &[&str] = &["print_error_code"];
+const SWITCHES: &[&str] = &["print_error_code", "enable_tracing"];
 
 struct Options {
     files: Vec<String>,
@@ -27,6 +36,12 @@ struct Options {
     vm_modules: Vec<String>,
     /// The device those modules run on (`--device`; local-task when not given).
     device: Option<String>,
+    /// `--trace=FILE.json`: where the run's trace goes.
+    trace: Option<String>,
+    /// `--enable_tracing`: TFRT's scope lines of this level and below, printed at the end.
+    scopes: Option<Level>,
+    /// `--tracing_level`: the level `--enable_tracing` shows (default: `default`).
+    tracing_level: Level,
 }
 
 /// TFRT's `--host_allocator_type` choices.
@@ -103,13 +118,27 @@ pub fn bef_exec(arguments: &[String]) -> Result<ExitCode, String> {
         println!("{}", crate::usage::BEF_EXEC);
         return Ok(ExitCode::SUCCESS);
     };
+    if let Some(level) = options.scopes {
+        tracing::begin_scopes(level);
+    }
+    let result = crate::traced(options.trace.as_deref(), || execute(&options));
+    if options.scopes.is_some() {
+        // TFRT's debug sink writes through a buffered stream flushed at exit: after the run's
+        // own output.
+        print!("{}", tracing::end_scopes());
+    }
+    result
+}
+
+/// Runs the files as `options` say.
+fn execute(options: &Options) -> Result<ExitCode, String> {
     let (allocator, counting) = options.allocator.create();
     let queue = WorkQueueSpec::parse(&options.work_queue)
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
     let context = Runtime::new()
         .context_with(ContextOptions { work_queue: QueueChoice::Spec(queue), allocator })
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
-    add_vm_modules(&context, &options)?;
+    add_vm_modules(&context, options)?;
     let host = Arc::clone(context.host());
     let out = |text: &str| {
         let mut stdout = std::io::stdout().lock();
@@ -162,6 +191,9 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
         driver: DriverOptions::default(),
         vm_modules: Vec::new(),
         device: None,
+        trace: None,
+        scopes: None,
+        tracing_level: Level::Default,
     };
     let mut rest = arguments.iter();
     while let Some(argument) = rest.next() {
@@ -181,7 +213,10 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
             if inline.is_some() {
                 return Err(format!("`--{name}` takes no value"));
             }
-            options.driver.print_error_code = true;
+            match name.as_str() {
+                "enable_tracing" => options.scopes = Some(Level::Default),
+                _ => options.driver.print_error_code = true,
+            }
             continue;
         }
         if !VALUED.contains(&name.as_str()) {
@@ -200,9 +235,15 @@ fn parse(arguments: &[String]) -> Result<Option<Options>, String> {
             "test_init_function" => options.driver.test_init_function = Some(value).filter(|v| !v.is_empty()),
             "vm_module" => options.vm_modules.push(value),
             "device" => options.device = Some(value),
+            "trace" => options.trace = Some(value),
+            "tracing_level" => {
+                options.tracing_level = Level::parse(&value)
+                    .ok_or_else(|| format!("`--tracing_level={value}`: one of default, verbose and debug"))?
+            }
             _ => unreachable!("every valued flag is matched"),
         }
     }
+    options.scopes = options.scopes.map(|_| options.tracing_level);
     if options.device.is_some() && options.vm_modules.is_empty() {
         return Err("`--device` is the device of the `--vm_module` modules, and none is given".to_owned());
     }

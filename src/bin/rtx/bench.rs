@@ -21,6 +21,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "no_iree",
         "work_queue_type",
         "dispatch_times",
+        "trace",
     ])?;
     let min_time = match flags.last("benchmark_min_time") {
         Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,

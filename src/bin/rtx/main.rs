@@ -1,7 +1,7 @@
 //! The `rtx` command: `run` (a drop-in for `iree-run-module`), `bench` (timed in-process calls),
 //! `check` (like `iree-check-module`), `dump` (like `iree-dump-module`), `translate` (MLIR
-//! bytecode and text), `opt` (MLIR text as `tfrt_opt` prints it), `bef-exec` (like `bef_executor`)
-//! and `import-onnx` (ONNX models as BEF kernel graphs). A thin user of the library: each command parses its flags, calls into
+//! bytecode and text), `opt` (MLIR text as `tfrt_opt` prints it), `bef-exec` (like `bef_executor`),
+//! `import-onnx` (ONNX models as BEF kernel graphs) and `profile` (a trace summed up by kernel). A thin user of the library: each command parses its flags, calls into
 //! `rtx`, and prints what the IREE tool would.
 
 #[cfg(feature = "tfrt")]
@@ -12,6 +12,7 @@ mod flags;
 #[cfg(feature = "onnx")]
 mod import_onnx;
 mod opt;
+mod profile;
 mod translate;
 mod usage;
 
@@ -58,8 +59,8 @@ fn main() -> ExitCode {
         return show(text);
     }
     let result = match command.as_str() {
-        "run" => run(&flags),
-        "bench" => bench::bench(&flags),
+        "run" => traced(flags.last("trace"), || run(&flags)),
+        "bench" => traced(flags.last("trace"), || bench::bench(&flags)),
         "check" => check(&flags),
         "dump" => dump::dump(&flags),
         "translate" => translate::translate(&flags),
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         "bef-exec" => Err(left_out("tfrt", "running BEF kernel graphs")),
         #[cfg(feature = "onnx")]
         "import-onnx" => import_onnx::import_onnx(&flags),
+        "profile" => profile::profile(&flags),
         #[cfg(not(feature = "onnx"))]
         "import-onnx" => Err(left_out("onnx", "importing ONNX models")),
         "help" | "--help" | "-h" => help(&flags),
@@ -86,6 +88,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs `command` with tracing on when `path` is given (`--trace=FILE.json`): the trace is
+/// written when the command ends, whether it succeeded or not.
+fn traced(path: Option<&str>, command: impl FnOnce() -> Result<ExitCode, String>) -> Result<ExitCode, String> {
+    let Some(path) = path else { return command() };
+    rtx::host::tracing::begin(path).map_err(|error| error.message)?;
+    let result = command();
+    let written = rtx::host::tracing::end().map_err(|error| error.message)?;
+    if written.dropped > 0 {
+        eprintln!("rtx: {} holds {} events; {} more did not fit", path, written.events, written.dropped);
+    }
+    result
 }
 
 /// What a command says when it needs a part this build of rtx leaves out.
@@ -337,6 +352,7 @@ fn run(flags: &Flags) -> Result<ExitCode, String> {
         "expected_rtol",
         "equality_mode",
         "work_queue_type",
+        "trace",
     ])?;
     let options = output_options(flags);
     let prepared = prepare(flags)?;

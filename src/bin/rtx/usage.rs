@@ -12,6 +12,7 @@ commands:
   opt        parse MLIR and print it in custom op syntax (like tfrt_opt)
   bef-exec   run the functions of a BEF file (or TFRT MLIR) and print what they do (like bef_executor)
   import-onnx  turn an ONNX model into a BEF kernel graph (like iree-import-onnx, then mlir_to_bef)
+  profile    sum up a trace (`--trace=FILE.json`) by kernel, VM call and dispatch
 
   rtx help <command>, rtx <command> --help   that command's flags
   rtx --version                              the version of rtx";
@@ -42,7 +43,9 @@ iree-run-module 3.13 does; a failing call gives the same stdout and exit status 
   --expected_f16_threshold=T, --expected_bf16_threshold=T, --expected_f32_threshold=T,
   --expected_f64_threshold=T        absolute tolerance per float type
   --expected_rtol=R                 relative tolerance
-  --equality_mode=approximate|exact how floats are compared (default approximate)";
+  --equality_mode=approximate|exact how floats are compared (default approximate)
+  --trace=FILE.json                 write a trace of the run (kernels, VM calls, dispatches) as
+                                    Chrome trace-event JSON, for Perfetto or `rtx profile`";
 
 pub const BENCH: &str = "usage: rtx bench --module=X.vmfb --function=F [--input=V ...] [flags...]
 
@@ -57,7 +60,8 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --no_iree                         time rtx alone
   --dispatch_times                  also time each dispatch on the CPU devices and print the time
                                     per call by export (for IREE's: its tool's host-execution
-                                    profiling mode, then `iree-profile statistics`)";
+                                    profiling mode, then `iree-profile statistics`)
+  --trace=FILE.json                 write a trace of every call (as for `rtx run`)";
 
 pub const CHECK: &str =
     "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
@@ -142,7 +146,21 @@ two, and their value after `=` or as the next argument.
   --vm_module=FILE                   add an IREE VM module (.vmfb) to the context, whose
                                      functions `rtx.vm.call` kernels call (repeatable, in order)
   --device=URI                       the device those modules run on (default local-task; only
-                                     with --vm_module)";
+                                     with --vm_module)
+  --trace=FILE.json                  write a trace of the run (as for `rtx run`)
+  --enable_tracing                   print TFRT's tracing scopes after the run's output, as its
+                                     bef_executor_debug_tracing does: `Scope:Bef Executor`,
+                                     `Scope:Function: f`, each closed by `End Scope`
+  --tracing_level=default|verbose|debug   which scopes (default: default); debug adds one per
+                                     kernel run, VM call and dispatch";
+
+pub const PROFILE: &str = "usage: rtx profile FILE.json
+
+Sums up a Chrome trace-event file (what `rtx run|bench|bef-exec --trace=FILE.json` write, or any
+other tool's): for each category of span (kernel: BEF kernels; vm: VM function calls, native ones
+included; dispatch: the CPU devices' dispatches), the 20 names with the most total time, with
+their count, total and mean time, and share of the category's total. A span inside another of
+its category counts in both.";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {
@@ -155,6 +173,7 @@ pub fn of(command: &str) -> Option<&'static str> {
         "bef-exec" => BEF_EXEC,
         "opt" => OPT,
         "import-onnx" => IMPORT_ONNX,
+        "profile" => PROFILE,
         _ => return None,
     })
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::format::FunctionKind;
 use super::reader::BefFile;
 use expected::ExpectedDiagnostics;
+use rtx_host::tracing::{self, Category};
 use rtx_host::{Diagnostic, HostContext, RcAsyncValue};
 use rtx_kernel::library::print::c_exponent;
 use rtx_kernel::ProgramFunction;
@@ -58,6 +59,7 @@ impl Driver {
     /// Runs the chosen functions of `file`. Fails, running nothing, when a named function does
     /// not exist.
     pub fn run(&self, file: &Arc<BefFile>, options: &DriverOptions) -> Result<(), String> {
+        let _executor = tracing::span(Category::Driver, || "Bef Executor".to_owned(), Vec::new);
         let find = |name: &str| file.function_named(name).ok_or_else(|| format!("couldn't find function {name}"));
         let chosen = if options.functions.is_empty() {
             file.functions()
@@ -92,6 +94,7 @@ impl Driver {
             return;
         }
         (self.output)(&format!("--- Running '{name}':\n"));
+        let _function = tracing::span(Category::Driver, || format!("Function: {name}"), Vec::new);
         // A request per function: `tfrt.once` and cancellation do not carry over.
         let expected = Arc::clone(&self.expected);
         let errors = Arc::clone(&self.errors);

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use crate::reader::{BefFile, FunctionBody};
 
-use rtx_host::{Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
+use rtx_host::{tracing, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
 use rtx_kernel::record::{KernelRecord, Words};
 use rtx_kernel::{ExecutionContext, Kernel, KernelError, KernelFrame, KernelSite, Program};
 
@@ -206,6 +206,7 @@ impl Execution {
 
     /// Calls the kernel; a failure is reported and fills the results it left unset.
     fn call(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
+        let _span = kernel_span(&self.file, record);
         let mut frame = KernelFrame::new(KernelSite::new(record, &self.program, &self.context), arguments, results);
         let outcome = match self.file.kernel(record.code()) {
             Kernel::Async(kernel) => kernel(&mut frame),
@@ -357,4 +358,14 @@ impl<'a> UserCursor<'a> {
         self.next += count;
         users
     }
+}
+
+/// A tracing span of the kernel `record` calls (its synchronous part: what an async kernel
+/// starts runs later, in spans of its own), with its source location.
+pub(super) fn kernel_span(file: &BefFile, record: KernelRecord<'_>) -> tracing::Span {
+    tracing::span(
+        tracing::Category::Kernel,
+        || file.kernel_name(record.code()).to_owned(),
+        || vec![("location", file.image().location(record.location()).to_location().to_string())],
+    )
 }

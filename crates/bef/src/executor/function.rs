@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{dataflow, interpreter, Plan};
 use crate::format::FunctionKind;
 use crate::reader::{BefFile, FunctionInfo};
-use rtx_host::{Diagnostic, Location, RcAsyncValue, StatusCode};
+use rtx_host::{tracing, Diagnostic, Location, RcAsyncValue, StatusCode};
 use rtx_kernel::derived::DerivedCache;
 use rtx_kernel::{AttributeError, ExecutionContext, KernelRecord, Program, ProgramFunction, Value};
 
@@ -113,7 +113,10 @@ impl Program for BefFile {
         }
         match (info.kind, &info.body, self.native_function(index)) {
             (FunctionKind::Async, Some(body), _) => {
-                match self.plan(index, context).and_then(|plan| plan.run(context, arguments)) {
+                // A plan runs its kernels as straight-line code with no kernel of its own to
+                // show: traced, the function runs on the dataflow executor, kernel by kernel.
+                let plan = if tracing::is_on() { None } else { self.plan(index, context) };
+                match plan.and_then(|plan| plan.run(context, arguments)) {
                     Some(results) => results,
                     None => dataflow::execute(&self, body, context, arguments),
                 }

@@ -38,6 +38,7 @@ impl Invocation {
         if let Err(e) = self.push_frame(instance, function, callee) {
             return Err(self.locate(instances, e));
         }
+        self.trace_frame(instances, instance, function);
         let new = *self.frames.last().expect("just pushed");
         for (source, destination) in call.arguments.iter().zip(callee.arguments.iter()) {
             self.copy_slot(&caller, *source, &new, *destination);
@@ -81,6 +82,9 @@ impl Invocation {
     #[inline(always)]
     fn pop_frame(&mut self, frame: Frame) {
         self.frames.pop();
+        while self.spans.last().is_some_and(|(depth, _)| *depth > self.frames.len()) {
+            self.spans.pop();
+        }
         self.i32s.truncate(frame.i32_base as usize);
         self.refs.truncate(frame.ref_base as usize);
     }

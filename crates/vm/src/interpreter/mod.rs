@@ -26,7 +26,7 @@ use super::module::Module;
 use super::native::{Arguments, NativeOutcome};
 use super::refs::Ref;
 use super::value::Value;
-use rtx_host::{block_until_ready, AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
+use rtx_host::{block_until_ready, tracing, AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
 
 /// Most frames one invocation may stack before it fails with `RESOURCE_EXHAUSTED` (unbounded
 /// recursion in a program must not take the host process down).
@@ -96,6 +96,9 @@ pub struct Invocation {
     /// dozens per invocation).
     native_results: Vec<Value>,
     pending: Option<Pending>,
+    /// The tracing spans of the frames entered while tracing was on, each with the depth of its
+    /// frame: it is recorded when that frame returns.
+    spans: Vec<(usize, tracing::Span)>,
     /// Backward branches and calls left before the invocation fails with `DEADLINE_EXCEEDED`
     /// ([`UNLIMITED`]: never).
     budget: u64,
@@ -158,6 +161,7 @@ impl Invocation {
             returned: Vec::new(),
             native_results: stack.native_results,
             pending: None,
+            spans: Vec::new(),
             budget: linked.budget,
             #[cfg(rtx_jit)]
             jit_stack: stack.jit_stack,
@@ -185,6 +189,7 @@ impl Invocation {
                     ));
                 }
                 invocation.push_frame(instance, function, callee)?;
+                invocation.trace_frame(instances, instance, function);
                 for (index, (slot, value)) in callee.arguments.iter().zip(arguments.iter_mut()).enumerate() {
                     invocation.write_value(0, 0, *slot, value).map_err(|got| {
                         Diagnostic::new(
@@ -232,6 +237,7 @@ impl Invocation {
     /// for the next invocation.
     fn recycle(&mut self, linked: &mut Linked) {
         self.frames.clear();
+        self.spans.clear();
         self.i32s.clear();
         self.refs.clear();
         if linked.spare_stacks.len() < MAX_SPARE_STACKS {
@@ -333,6 +339,18 @@ impl Invocation {
         let next = call.resume.unwrap_or(frame.pc + 1);
         self.frames.last_mut().expect("checked above").pc = next;
         Ok(())
+    }
+
+    /// While tracing, opens the span of the frame just pushed for `function` of `instance`,
+    /// named `module.function`.
+    #[inline(always)]
+    fn trace_frame(&mut self, instances: &[Instance], instance: u32, function: u32) {
+        if !tracing::is_on() {
+            return;
+        }
+        let Ok(module) = bytecode_module(instances, instance) else { return };
+        let name = || format!("{}.{}", module.name(), module.function_name(function as usize));
+        self.spans.push((self.frames.len(), tracing::span(tracing::Category::Vm, name, Vec::new)));
     }
 
     #[inline]
@@ -538,5 +556,10 @@ fn call_native(
     else {
         return Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not native")));
     };
+    let _span = tracing::span(
+        tracing::Category::Vm,
+        || format!("{}.{}", native.name(), native.functions().get(function as usize).map_or("?", |f| &f.name)),
+        Vec::new,
+    );
     native.call(state, function as usize, arguments, results)
 }

@@ -1,0 +1,277 @@
+//! Tracing: spans of what the runtime does (kernels, VM calls, dispatches), recorded per thread
+//! and written as Chrome trace-event JSON when the session ends — what Perfetto and
+//! `chrome://tracing` open, and what `rtx profile` sums up.
+//!
+//! Off, an instrumented point costs one relaxed atomic load ([`is_on`]). On, a span takes the
+//! time at its start and end and appends one event to its thread's buffer without a lock (see
+//! `buffer`); a thread's first event of a session registers its buffer, the only locked step.
+//! One session at a time per process ([`begin`], [`end`]).
+//!
+//! The same spans also feed TFRT's debug tracing sink, when asked ([`begin_scopes`]): a
+//! `Scope:NAME` line as a span of an active [`Level`] opens and `End Scope` as it closes, kept
+//! until [`end_scopes`] hands them over (`rtx bef-exec --enable_tracing`).
+
+mod buffer;
+mod chrome;
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
+
+use crate::{Diagnostic, StatusCode};
+use buffer::ThreadBuffer;
+
+/// What is recording: [`CHROME`] and the TFRT scope level (0: none) in the bits above it; the
+/// one load every instrumented point pays.
+static ON: AtomicU32 = AtomicU32::new(0);
+
+/// The bit of [`ON`] that a Chrome trace session sets.
+const CHROME: u32 = 1;
+
+/// TFRT's scope lines while they are asked for.
+static SCOPES: Mutex<String> = Mutex::new(String::new());
+
+/// The current session's number (0 before the first): a span of an ended session is not kept.
+static SESSION: AtomicU64 = AtomicU64::new(0);
+
+/// The session being recorded, and the buffers of the threads that recorded in it.
+static ACTIVE: Mutex<Option<Session>> = Mutex::new(None);
+
+struct Session {
+    path: PathBuf,
+    number: u64,
+    start: u64,
+    buffers: Vec<Arc<ThreadBuffer>>,
+}
+
+thread_local! {
+    /// This thread's buffer for the session it last recorded in.
+    static LOCAL: RefCell<Option<Arc<ThreadBuffer>>> = const { RefCell::new(None) };
+    /// This thread's track in every trace: threads numbered from 1 as they first record.
+    static TID: u64 = {
+        static THREADS: AtomicU64 = AtomicU64::new(0);
+        THREADS.fetch_add(1, Ordering::Relaxed) + 1
+    };
+}
+
+/// One finished span.
+pub(crate) struct Event {
+    pub(crate) name: String,
+    pub(crate) category: &'static str,
+    /// Nanoseconds since the process's tracing epoch.
+    pub(crate) start: u64,
+    pub(crate) duration: u64,
+    pub(crate) args: Vec<(&'static str, String)>,
+}
+
+/// What a span is of: its name in a trace (`cat`), and the TFRT tracing level that shows it as
+/// a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// What a driver runs: TFRT's `Bef Executor` and `Function: NAME` scopes.
+    Driver,
+    /// A BEF kernel.
+    Kernel,
+    /// A VM function call, bytecode or native (the HAL's included).
+    Vm,
+    /// A dispatch of the CPU devices.
+    Dispatch,
+}
+
+impl Category {
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Driver => "driver",
+            Category::Kernel => "kernel",
+            Category::Vm => "vm",
+            Category::Dispatch => "dispatch",
+        }
+    }
+
+    /// The level from which TFRT's scope lines show it: the driver's scopes by default, kernels
+    /// at `debug` (as TFRT's executor traces them), and what TFRT does not trace at `debug` too.
+    fn level(self) -> Level {
+        match self {
+            Category::Driver => Level::Default,
+            Category::Kernel | Category::Vm | Category::Dispatch => Level::Debug,
+        }
+    }
+}
+
+/// TFRT's tracing levels: what `--tracing_level` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Default = 1,
+    Verbose = 2,
+    Debug = 3,
+}
+
+impl Level {
+    /// `default`, `verbose` or `debug`, as TFRT's flag spells them.
+    pub fn parse(name: &str) -> Option<Level> {
+        match name {
+            "default" => Some(Level::Default),
+            "verbose" => Some(Level::Verbose),
+            "debug" => Some(Level::Debug),
+            _ => None,
+        }
+    }
+}
+
+/// Whether spans are being recorded now.
+#[inline]
+pub fn is_on() -> bool {
+    ON.load(Ordering::Relaxed) != 0
+}
+
+/// Starts keeping TFRT's scope lines of the spans of `level` and below.
+pub fn begin_scopes(level: Level) {
+    SCOPES.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    ON.fetch_or((level as u32) << 1, Ordering::Release);
+}
+
+/// Stops keeping scope lines, and returns those kept.
+pub fn end_scopes() -> String {
+    ON.fetch_and(CHROME, Ordering::Release);
+    std::mem::take(&mut *SCOPES.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Appends a scope line when spans of `level` are shown now; whether it did.
+fn scope_line(level: Level, line: impl FnOnce() -> String) -> bool {
+    if ON.load(Ordering::Relaxed) >> 1 < level as u32 {
+        return false;
+    }
+    let mut scopes = SCOPES.lock().unwrap_or_else(PoisonError::into_inner);
+    scopes.push_str(&line());
+    scopes.push('\n');
+    true
+}
+
+/// Nanoseconds since the first time anything asked.
+fn now() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Starts recording, to be written to `path` by [`end`]; `FAILED_PRECONDITION` while a session
+/// is active. The file is created now, so that a path that cannot be written fails here.
+pub fn begin(path: impl Into<PathBuf>) -> Result<(), Diagnostic> {
+    let path = path.into();
+    let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(session) = active.as_ref() {
+        return Err(Diagnostic::new(
+            StatusCode::FailedPrecondition,
+            format!("tracing is already active (to {}); end it first", session.path.display()),
+        ));
+    }
+    std::fs::File::create(&path).map_err(|error| {
+        Diagnostic::new(StatusCode::InvalidArgument, format!("cannot write the trace {}: {error}", path.display()))
+    })?;
+    let number = SESSION.fetch_add(1, Ordering::Relaxed) + 1;
+    *active = Some(Session { path, number, start: now(), buffers: Vec::new() });
+    ON.fetch_or(CHROME, Ordering::Release);
+    Ok(())
+}
+
+/// What [`end`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub path: PathBuf,
+    pub events: usize,
+    /// Events that did not fit a thread's bounded buffer.
+    pub dropped: u64,
+}
+
+/// Stops recording and writes the session's events; `FAILED_PRECONDITION` when none is active.
+/// Spans still open on other threads when it ends are not in the file.
+pub fn end() -> Result<Written, Diagnostic> {
+    let session = {
+        let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        let session = active
+            .take()
+            .ok_or_else(|| Diagnostic::new(StatusCode::FailedPrecondition, "tracing is not active: nothing to end"))?;
+        ON.fetch_and(!CHROME, Ordering::Release);
+        session
+    };
+    let written = chrome::write(&session.path, session.start, &session.buffers).map_err(|error| {
+        Diagnostic::new(StatusCode::Internal, format!("writing the trace {}: {error}", session.path.display()))
+    })?;
+    Ok(Written { path: session.path, events: written.0, dropped: written.1 })
+}
+
+/// An open span: recorded when dropped, if the session it began in is still active. Made by
+/// [`span`]; a no-op (and nothing computed) while tracing is off.
+#[must_use = "a span records the time until it is dropped"]
+pub struct Span(Option<Open>);
+
+struct Open {
+    /// The Chrome session the span began in (0: none).
+    session: u64,
+    /// Whether it opened a TFRT scope line, which its end closes.
+    scope: bool,
+    start: u64,
+    name: String,
+    category: Category,
+    args: Vec<(&'static str, String)>,
+}
+
+/// A span of `category` named by `name`, with `args` shown beside it; both closures run only
+/// while tracing is on.
+#[inline]
+pub fn span(
+    category: Category,
+    name: impl FnOnce() -> String,
+    args: impl FnOnce() -> Vec<(&'static str, String)>,
+) -> Span {
+    let on = ON.load(Ordering::Relaxed);
+    if on == 0 {
+        return Span(None);
+    }
+    let name = name();
+    let scope = scope_line(category.level(), || format!("Scope:{name}"));
+    let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Vec::new()) };
+    Span(Some(Open { session, scope, start: now(), name, category, args }))
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some(open) = self.0.take() {
+            let duration = now().saturating_sub(open.start);
+            if open.scope {
+                scope_line(Level::Default, || "End Scope".to_owned());
+            }
+            if open.session != 0 {
+                let category = open.category.name();
+                let event = Event { name: open.name, category, start: open.start, duration, args: open.args };
+                record(open.session, event);
+            }
+        }
+    }
+}
+
+/// Appends `event` to this thread's buffer for `session`, registering a buffer on the thread's
+/// first event of the session; dropped when the session has ended.
+fn record(session: u64, event: Event) {
+    LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        if local.as_ref().is_none_or(|buffer| buffer.session != session) {
+            let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(current) = active.as_mut().filter(|current| current.number == session) else {
+                return;
+            };
+            let thread = std::thread::current();
+            let name = thread.name().map_or_else(|| format!("{:?}", thread.id()), str::to_owned);
+            let buffer = Arc::new(ThreadBuffer::new(TID.with(|tid| *tid), name, session));
+            current.buffers.push(Arc::clone(&buffer));
+            *local = Some(buffer);
+        }
+        if let Some(buffer) = local.as_ref() {
+            buffer.push(event);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests;

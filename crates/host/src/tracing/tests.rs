@@ -1,0 +1,126 @@
+use super::*;
+
+/// Sessions are process-wide: the tests that begin one take turns.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("rtx-tracing-{}-{name}.json", std::process::id()))
+}
+
+/// The complete events of a written trace: (thread, name, start, end) in microseconds.
+fn spans(text: &str) -> Vec<(u64, String, f64, f64)> {
+    let field = |line: &str, key: &str| -> String {
+        let at = line.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("no {key} in {line}")) + key.len() + 3;
+        let rest = &line[at..];
+        let end = if let Some(quoted) = rest.strip_prefix('"') {
+            quoted.find('"').unwrap() + 2
+        } else {
+            rest.find([',', '}']).unwrap()
+        };
+        rest[..end].trim_matches('"').to_owned()
+    };
+    text.lines()
+        .filter(|line| line.contains("\"ph\":\"X\""))
+        .map(|line| {
+            let (ts, dur): (f64, f64) = (field(line, "ts").parse().unwrap(), field(line, "dur").parse().unwrap());
+            (field(line, "tid").parse().unwrap(), field(line, "name"), ts, ts + dur)
+        })
+        .collect()
+}
+
+#[test]
+fn off_a_span_costs_nothing_and_records_nothing() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    assert!(!is_on());
+    let _span = span(Category::Driver, || unreachable!("named while off"), || unreachable!("args while off"));
+    assert_eq!(end().unwrap_err().code, StatusCode::FailedPrecondition);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri's isolation forbids writing files")]
+fn spans_of_each_thread_nest_in_the_written_file() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let path = scratch("nest");
+    begin(&path).unwrap();
+    assert_eq!(begin(scratch("second")).unwrap_err().code, StatusCode::FailedPrecondition);
+    {
+        let _outer = span(Category::Driver, || "outer \"quoted\"".to_owned(), || vec![("detail", "a\\b".to_owned())]);
+        for i in 0..3 {
+            let _inner = span(Category::Driver, || format!("inner {i}"), Vec::new);
+        }
+    }
+    std::thread::Builder::new()
+        .name("other".into())
+        .spawn(|| drop(span(Category::Driver, || "elsewhere".to_owned(), Vec::new)))
+        .unwrap()
+        .join()
+        .unwrap();
+    let written = end().unwrap();
+    assert_eq!((written.events, written.dropped), (5, 0));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(text.contains("\"args\":{\"detail\":\"a\\\\b\"}"), "{text}");
+    assert!(text.contains("\"thread_name\"") && text.contains("\"name\":\"other\""), "{text}");
+    let spans = spans(&text);
+    assert_eq!(spans.len(), 5, "{text}");
+    let outer = spans.iter().find(|s| s.1.starts_with("outer")).unwrap();
+    for inner in spans.iter().filter(|s| s.1.starts_with("inner")) {
+        assert_eq!(inner.0, outer.0, "on the thread of the outer span");
+        assert!(outer.2 <= inner.2 && inner.3 <= outer.3, "{inner:?} within {outer:?}");
+    }
+    let elsewhere = spans.iter().find(|s| s.1 == "elsewhere").unwrap();
+    assert_ne!(elsewhere.0, outer.0, "another thread, another track");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri's isolation forbids writing files")]
+fn a_span_of_an_ended_session_is_not_kept_in_the_next() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let (first, second) = (scratch("first"), scratch("next"));
+    begin(&first).unwrap();
+    let late = span(Category::Driver, || "late".to_owned(), Vec::new);
+    assert_eq!(end().unwrap().events, 0);
+    begin(&second).unwrap();
+    drop(late);
+    drop(span(Category::Driver, || "kept".to_owned(), Vec::new));
+    assert_eq!(end().unwrap().events, 1);
+    let text = std::fs::read_to_string(&second).unwrap();
+    for path in [first, second] {
+        let _ = std::fs::remove_file(path);
+    }
+    assert!(text.contains("\"kept\"") && !text.contains("\"late\""), "{text}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri's isolation forbids writing files")]
+fn a_trace_that_cannot_be_written_is_refused_at_the_start() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let error = begin("/nonexistent-folder/trace.json").unwrap_err();
+    assert_eq!(error.code, StatusCode::InvalidArgument);
+    assert!(error.message.contains("/nonexistent-folder/trace.json"), "{}", error.message);
+    assert!(!is_on());
+}
+
+/// TFRT's scope lines: a span of a shown level opens a scope and closes it; the others print
+/// nothing. No file is written, so this runs under Miri too.
+#[test]
+fn scopes_of_the_shown_levels_print_as_tfrt_prints_them() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let run = || {
+        let _executor = span(Category::Driver, || "Bef Executor".to_owned(), Vec::new);
+        let _function = span(Category::Driver, || "Function: f".to_owned(), Vec::new);
+        drop(span(Category::Kernel, || "tfrt.new.chain".to_owned(), Vec::new));
+    };
+    begin_scopes(Level::Default);
+    run();
+    assert_eq!(end_scopes(), "Scope:Bef Executor\nScope:Function: f\nEnd Scope\nEnd Scope\n");
+    begin_scopes(Level::Debug);
+    run();
+    assert_eq!(
+        end_scopes(),
+        "Scope:Bef Executor\nScope:Function: f\nScope:tfrt.new.chain\nEnd Scope\nEnd Scope\nEnd Scope\n"
+    );
+    assert!(!is_on());
+    assert_eq!(Level::parse("verbose"), Some(Level::Verbose));
+    assert_eq!(Level::parse("loud"), None);
+}

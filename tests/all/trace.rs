@@ -1,0 +1,150 @@
+//! `--trace=FILE.json` and `rtx profile`: the trace of a run is trace-event JSON whose spans are
+//! well formed, nest on each thread, and count what the program did — dispatches against those
+//! the compiled model issues, kernels against what the run printed — and `rtx profile` sums it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn digits() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/digits")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn rtx(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_rtx")).current_dir(digits()).args(args).output().unwrap();
+    assert!(output.status.success(), "rtx {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// A complete event: category, name, thread, start and end (microseconds).
+#[derive(Debug)]
+struct Span {
+    category: String,
+    name: String,
+    tid: u64,
+    start: f64,
+    end: f64,
+}
+
+/// The trace's spans, after checking every event's fields and that the spans of each thread
+/// nest (each within the last one still open, or after it).
+fn spans(path: &Path) -> Vec<Span> {
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the trace is JSON");
+    let events = json["traceEvents"].as_array().expect("a traceEvents array");
+    let named: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["tid"].as_u64().expect("a thread's id"))
+        .collect();
+    let mut spans = Vec::new();
+    for event in events.iter().filter(|e| e["ph"] == "X") {
+        let number = |key: &str| event[key].as_f64().unwrap_or_else(|| panic!("{key} of {event}"));
+        let text = |key: &str| event[key].as_str().unwrap_or_else(|| panic!("{key} of {event}")).to_owned();
+        assert!(number("dur") >= 0.0 && number("ts") >= 0.0, "{event}");
+        let tid = event["tid"].as_u64().unwrap_or_else(|| panic!("tid of {event}"));
+        assert!(named.contains(&tid), "thread {tid} has no name: {event}");
+        assert!(event["pid"].as_u64().is_some(), "pid of {event}");
+        spans.push(Span {
+            category: text("cat"),
+            name: text("name"),
+            tid,
+            start: number("ts"),
+            end: number("ts") + number("dur"),
+        });
+    }
+    let mut by_thread: BTreeMap<u64, Vec<&Span>> = BTreeMap::new();
+    for span in &spans {
+        by_thread.entry(span.tid).or_default().push(span);
+    }
+    for (tid, mut thread) in by_thread {
+        thread.sort_by(|a, b| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)));
+        let mut open: Vec<&Span> = Vec::new();
+        for span in thread {
+            while open.last().is_some_and(|parent| parent.end <= span.start) {
+                open.pop();
+            }
+            if let Some(parent) = open.last() {
+                assert!(span.end <= parent.end + 1e-6, "thread {tid}: {span:?} overlaps {parent:?} without nesting");
+            }
+            open.push(span);
+        }
+    }
+    spans
+}
+
+fn count(spans: &[Span], category: &str, name: &str) -> usize {
+    spans.iter().filter(|s| s.category == category && s.name == name).count()
+}
+
+/// The compiled MLP issues three dispatches per call (two matmuls and the softmax: the
+/// `vm.call.variadic @hal.command_buffer.dispatch` of its disassembly, recorded once by its
+/// `__init`): the trace holds each once, and `rtx profile` sums them.
+#[test]
+fn a_traced_run_holds_the_dispatches_the_program_issues() {
+    let trace = scratch("run.json");
+    let output = rtx(&[
+        "run",
+        "--module=mlp.vmfb",
+        "--function=predict",
+        "--input=@digit_7.npy",
+        "--device=local-task",
+        &format!("--trace={}", trace.display()),
+    ]);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("EXEC @predict\n"), "stdout stays iree-run-module's");
+    let spans = spans(&trace);
+    let dispatches: Vec<&Span> = spans.iter().filter(|s| s.category == "dispatch").collect();
+    let disassembly = rtx(&["dump", "--output=disassembly", "mlp.vmfb"]).stdout;
+    let issued =
+        String::from_utf8(disassembly).unwrap().matches("vm.call.variadic @hal.command_buffer.dispatch").count();
+    assert_eq!(dispatches.len(), 3, "{dispatches:?}");
+    assert_eq!(dispatches.len(), issued, "the dispatches mlp.mlir makes");
+    assert_eq!(count(&spans, "vm", "module.predict"), 1);
+    assert_eq!(count(&spans, "vm", "hal.command_buffer.dispatch"), 3, "recorded once, by __init");
+
+    let profile = rtx(&["profile", trace.to_str().unwrap()]);
+    let profile = String::from_utf8(profile.stdout).unwrap();
+    assert!(profile.contains("dispatch: 3 spans of 3 names"), "{profile}");
+    assert!(profile.contains("predict_dispatch_0_matmul_1x32x64_f32"), "{profile}");
+}
+
+/// A BEF run on `mstd` traced: a span per kernel run, on the threads that ran them — one
+/// `tfrt_dht.print_tensor` per tensor printed, one `rtx.vm.call` per digit classified by the
+/// compiled model.
+#[test]
+fn a_traced_bef_run_holds_a_span_per_kernel() {
+    let trace = scratch("bef.json");
+    let output = rtx(&[
+        "bef-exec",
+        "--work_queue_type=mstd",
+        "--vm_module=mlp.vmfb",
+        "graphs.mlir",
+        &format!("--trace={}", trace.display()),
+    ]);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let spans = spans(&trace);
+    assert_eq!(count(&spans, "kernel", "tfrt_dht.print_tensor"), stdout.matches("DenseHostTensor dtype").count());
+    assert_eq!(count(&spans, "kernel", "rtx.vm.call"), stdout.matches("--- Running 'digit_").count());
+    assert_eq!(count(&spans, "vm", "module.predict"), 10, "the compiled model's call, inside each rtx.vm.call");
+}
+
+#[test]
+fn profile_refuses_what_is_not_a_trace() {
+    let not_json = scratch("not.json");
+    std::fs::write(&not_json, "{").unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_rtx")).args(["profile", not_json.to_str().unwrap()]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("not JSON"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
