@@ -206,7 +206,22 @@ impl Execution {
 
     /// Calls the kernel; a failure is reported and fills the results it left unset.
     fn call(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
+        if tracing::is_on() {
+            return self.call_traced(record, arguments, results);
+        }
+        self.call_kernel(record, arguments, results);
+    }
+
+    /// [`Self::call`] in the kernel's span: out of line, so that the span's drop glue is no cost
+    /// of the untraced call.
+    #[cold]
+    #[inline(never)]
+    fn call_traced(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
         let _span = kernel_span(&self.file, record);
+        self.call_kernel(record, arguments, results);
+    }
+
+    fn call_kernel(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
         let mut frame = KernelFrame::new(KernelSite::new(record, &self.program, &self.context), arguments, results);
         let outcome = match self.file.kernel(record.code()) {
             Kernel::Async(kernel) => kernel(&mut frame),

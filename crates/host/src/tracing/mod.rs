@@ -149,6 +149,11 @@ fn scope_line(level: Level, line: impl FnOnce() -> String) -> bool {
     true
 }
 
+/// This thread's track (0 once its locals are being destroyed).
+fn tid() -> u64 {
+    TID.try_with(|tid| *tid).unwrap_or(0)
+}
+
 /// Nanoseconds since the first time anything asked.
 fn now() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -202,13 +207,16 @@ pub fn end() -> Result<Written, Diagnostic> {
 }
 
 /// An open span: recorded when dropped, if the session it began in is still active. Made by
-/// [`span`]; a no-op (and nothing computed) while tracing is off.
+/// [`span`]; while tracing is off, a null pointer that nothing is computed for, so that an
+/// instrumented point costs a load and a test.
 #[must_use = "a span records the time until it is dropped"]
-pub struct Span(Option<Open>);
+pub struct Span(Option<Box<Open>>);
 
 struct Open {
     /// The Chrome session the span began in (0: none).
     session: u64,
+    /// The track of the thread it began on.
+    tid: u64,
     /// Whether it opened a TFRT scope line, which its end closes.
     scope: bool,
     start: u64,
@@ -219,7 +227,7 @@ struct Open {
 
 /// A span of `category` named by `name`, with `args` shown beside it; both closures run only
 /// while tracing is on.
-#[inline]
+#[inline(always)]
 pub fn span(
     category: Category,
     name: impl FnOnce() -> String,
@@ -229,32 +237,52 @@ pub fn span(
     if on == 0 {
         return Span(None);
     }
+    open(on, category, name, args)
+}
+
+#[cold]
+#[inline(never)]
+fn open(
+    on: u32,
+    category: Category,
+    name: impl FnOnce() -> String,
+    args: impl FnOnce() -> Vec<(&'static str, String)>,
+) -> Span {
     let name = name();
     let scope = scope_line(category.level(), || format!("Scope:{name}"));
     let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Vec::new()) };
-    Span(Some(Open { session, scope, start: now(), name, category, args }))
+    Span(Some(Box::new(Open { session, tid: tid(), scope, start: now(), name, category, args })))
 }
 
 impl Drop for Span {
+    #[inline(always)]
     fn drop(&mut self) {
         if let Some(open) = self.0.take() {
-            let duration = now().saturating_sub(open.start);
-            if open.scope {
-                scope_line(Level::Default, || "End Scope".to_owned());
-            }
-            if open.session != 0 {
-                let category = open.category.name();
-                let event = Event { name: open.name, category, start: open.start, duration, args: open.args };
-                record(open.session, event);
-            }
+            close(*open);
         }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn close(open: Open) {
+    let duration = now().saturating_sub(open.start);
+    if open.scope {
+        scope_line(Level::Default, || "End Scope".to_owned());
+    }
+    // A span that ends on another thread than it began on (a VM call resumed by another worker
+    // after a wait) fits neither thread's track of nested spans: it is left out.
+    if open.session != 0 && open.tid == tid() {
+        let Open { session, name, category, start, args, .. } = open;
+        record(session, Event { name, category: category.name(), start, duration, args });
     }
 }
 
 /// Appends `event` to this thread's buffer for `session`, registering a buffer on the thread's
 /// first event of the session; dropped when the session has ended.
 fn record(session: u64, event: Event) {
-    LOCAL.with(|local| {
+    // A span dropped while the thread's locals are being destroyed has no buffer to go to.
+    let _ = LOCAL.try_with(|local| {
         let mut local = local.borrow_mut();
         if local.as_ref().is_none_or(|buffer| buffer.session != session) {
             let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
@@ -263,7 +291,7 @@ fn record(session: u64, event: Event) {
             };
             let thread = std::thread::current();
             let name = thread.name().map_or_else(|| format!("{:?}", thread.id()), str::to_owned);
-            let buffer = Arc::new(ThreadBuffer::new(TID.with(|tid| *tid), name, session));
+            let buffer = Arc::new(ThreadBuffer::new(tid(), name, session));
             current.buffers.push(Arc::clone(&buffer));
             *local = Some(buffer);
         }

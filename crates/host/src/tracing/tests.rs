@@ -55,12 +55,16 @@ fn spans_of_each_thread_nest_in_the_written_file() {
         .unwrap()
         .join()
         .unwrap();
+    // A span that ends on another thread fits no track: left out.
+    let moved = span(Category::Driver, || "moved".to_owned(), Vec::new);
+    std::thread::spawn(move || drop(moved)).join().unwrap();
     let written = end().unwrap();
     assert_eq!((written.events, written.dropped), (5, 0));
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     assert!(text.contains("\"args\":{\"detail\":\"a\\\\b\"}"), "{text}");
     assert!(text.contains("\"thread_name\"") && text.contains("\"name\":\"other\""), "{text}");
+    assert!(!text.contains("moved"), "{text}");
     let spans = spans(&text);
     assert_eq!(spans.len(), 5, "{text}");
     let outer = spans.iter().find(|s| s.1.starts_with("outer")).unwrap();

@@ -82,8 +82,8 @@ impl Invocation {
     #[inline(always)]
     fn pop_frame(&mut self, frame: Frame) {
         self.frames.pop();
-        while self.spans.last().is_some_and(|(depth, _)| *depth > self.frames.len()) {
-            self.spans.pop();
+        if !self.spans.is_empty() {
+            self.close_frame_spans();
         }
         self.i32s.truncate(frame.i32_base as usize);
         self.refs.truncate(frame.ref_base as usize);
