@@ -126,10 +126,11 @@ pub fn is_on() -> bool {
     ON.load(Ordering::Relaxed) != 0
 }
 
-/// Starts keeping TFRT's scope lines of the spans of `level` and below.
+/// Starts keeping TFRT's scope lines of the spans of `level` and below (instead of any kept
+/// until now).
 pub fn begin_scopes(level: Level) {
     SCOPES.lock().unwrap_or_else(PoisonError::into_inner).clear();
-    ON.fetch_or((level as u32) << 1, Ordering::Release);
+    let _ = ON.fetch_update(Ordering::Release, Ordering::Relaxed, |on| Some(on & CHROME | (level as u32) << 1));
 }
 
 /// Stops keeping scope lines, and returns those kept.
