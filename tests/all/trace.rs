@@ -135,6 +135,29 @@ fn a_traced_bef_run_holds_a_span_per_kernel() {
     assert_eq!(count(&spans, "vm", "module.predict"), 10, "the compiled model's call, inside each rtx.vm.call");
 }
 
+/// `rtx bench --profile` ends with the table of its calls: the three dispatches of each call.
+#[test]
+fn bench_profile_sums_the_dispatches_of_every_call() {
+    let output = rtx(&[
+        "bench",
+        "--module=mlp.vmfb",
+        "--function=predict",
+        "--input=@digit_7.npy",
+        "--no_iree",
+        "--benchmark_min_time=4x",
+        "--rounds=1",
+        "--profile",
+    ]);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let (_, profile) = stdout.split_once("profile of the run").unwrap_or_else(|| panic!("no profile: {stdout}"));
+    let line = profile.lines().find(|l| l.starts_with("dispatch: ")).unwrap_or_else(|| panic!("{profile}"));
+    let spans: usize = line["dispatch: ".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(spans >= 3 * 4 && spans % 3 == 0 && line.contains("of 3 names"), "{line}");
+    let calls = profile.lines().find(|l| l.ends_with("  module.predict")).unwrap_or_else(|| panic!("{profile}"));
+    let count: usize = calls.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(spans, 3 * count, "three dispatches per call of predict: {profile}");
+}
+
 #[test]
 fn profile_refuses_what_is_not_a_trace() {
     let not_json = scratch("not.json");

@@ -1,5 +1,6 @@
 //! `rtx bench`: repeated in-process calls, timed beside `iree-benchmark-module`.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -8,6 +9,30 @@ use rtx::vm::iree_benchmark::{self, MinTime};
 
 use crate::flags::Flags;
 use crate::prepare;
+
+/// `rtx bench`, traced with `--trace=FILE.json`; with `--profile`, traced (to that file, or to
+/// a file of its own removed afterwards) and followed by the trace's `rtx profile` table.
+pub fn profiled(flags: &Flags) -> Result<ExitCode, String> {
+    if !flags.has("profile") {
+        return crate::traced(flags.last("trace"), || bench(flags));
+    }
+    let kept = flags.last("trace").map(std::path::PathBuf::from);
+    let path =
+        kept.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("rtx-bench-{}.json", std::process::id())));
+    let code = crate::traced(path.to_str(), || bench(flags));
+    let summary = crate::profile::summary(&path);
+    if kept.is_none() {
+        let _ = std::fs::remove_file(&path);
+    }
+    let code = code?;
+    // A reader that went away early (`| head`) is not a failure of the command.
+    let _ = writeln!(
+        std::io::stdout(),
+        "\nprofile of the run (module load, warm-up and every timed call):\n{}",
+        summary?.trim_end()
+    );
+    Ok(code)
+}
 
 pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     flags.only(&[
@@ -22,6 +47,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "work_queue_type",
         "dispatch_times",
         "trace",
+        "profile",
     ])?;
     let min_time = match flags.last("benchmark_min_time") {
         Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,

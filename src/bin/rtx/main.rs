@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     }
     let result = match command.as_str() {
         "run" => traced(flags.last("trace"), || run(&flags)),
-        "bench" => traced(flags.last("trace"), || bench::bench(&flags)),
+        "bench" => bench::profiled(&flags),
         "check" => check(&flags),
         "dump" => dump::dump(&flags),
         "translate" => translate::translate(&flags),

@@ -4,6 +4,8 @@
 //! `X` events, and `B`/`E` pairs per thread), not only rtx's.
 
 use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::Value;
@@ -18,10 +20,16 @@ pub fn profile(flags: &Flags) -> Result<ExitCode, String> {
     let [path] = flags.positional.as_slice() else {
         return Err(format!("expected one trace file\n{}", crate::usage::PROFILE));
     };
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
-    let spans = spans(&text).map_err(|error| format!("{path}: {error}"))?;
-    print!("{}", table(&spans));
+    // A reader that went away early (`| head`) is not a failure of the command.
+    let _ = write!(std::io::stdout(), "{}", summary(Path::new(path))?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The table of the trace in the file at `path`.
+pub fn summary(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {shown}: {error}"))?;
+    Ok(table(&spans(&text).map_err(|error| format!("{shown}: {error}"))?))
 }
 
 /// A span: category, name, duration in microseconds.

@@ -61,7 +61,10 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --dispatch_times                  also time each dispatch on the CPU devices and print the time
                                     per call by export (for IREE's: its tool's host-execution
                                     profiling mode, then `iree-profile statistics`)
-  --trace=FILE.json                 write a trace of every call (as for `rtx run`)";
+  --trace=FILE.json                 write a trace of every call (as for `rtx run`)
+  --profile                         trace the calls and print the trace's `rtx profile` table
+                                    after the timing: the kernels, VM calls and dispatches that
+                                    took the time";
 
 pub const CHECK: &str =
     "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
