@@ -17,7 +17,7 @@ mod chrome;
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use crate::{Diagnostic, StatusCode};
@@ -47,8 +47,9 @@ struct Session {
 }
 
 thread_local! {
-    /// This thread's buffer for the session it last recorded in.
-    static LOCAL: RefCell<Option<Arc<ThreadBuffer>>> = const { RefCell::new(None) };
+    /// This thread's buffer for the session it last recorded in, which the session owns: it is
+    /// freed when the session ends, whatever the thread does afterwards.
+    static LOCAL: RefCell<Weak<ThreadBuffer>> = const { RefCell::new(Weak::new()) };
     /// This thread's track in every trace: threads numbered from 1 as they first record.
     static TID: u64 = {
         static THREADS: AtomicU64 = AtomicU64::new(0);
@@ -285,21 +286,41 @@ fn record(session: u64, event: Event) {
     // A span dropped while the thread's locals are being destroyed has no buffer to go to.
     let _ = LOCAL.try_with(|local| {
         let mut local = local.borrow_mut();
-        if local.as_ref().is_none_or(|buffer| buffer.session != session) {
-            let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(current) = active.as_mut().filter(|current| current.number == session) else {
-                return;
-            };
-            let thread = std::thread::current();
-            let name = thread.name().map_or_else(|| format!("{:?}", thread.id()), str::to_owned);
-            let buffer = Arc::new(ThreadBuffer::new(tid(), name, session));
-            current.buffers.push(Arc::clone(&buffer));
-            *local = Some(buffer);
-        }
-        if let Some(buffer) = local.as_ref() {
-            buffer.push(event);
-        }
+        let buffer = match local.upgrade().filter(|buffer| buffer.session == session) {
+            Some(buffer) => buffer,
+            None => {
+                let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(current) = active.as_mut().filter(|current| current.number == session) else {
+                    return;
+                };
+                let buffer = Arc::new(ThreadBuffer::new(tid(), thread_name(), session));
+                current.buffers.push(Arc::clone(&buffer));
+                *local = Arc::downgrade(&buffer);
+                buffer
+            }
+        };
+        buffer.push(event);
     });
+}
+
+/// The system's name of the calling thread (what `std::thread::Builder::name` set, or the
+/// process's name for its first thread), or its track number.
+fn thread_name() -> String {
+    #[cfg(unix)]
+    {
+        let mut name = [0 as libc::c_char; 64];
+        // SAFETY: the buffer is writable for its length, which is passed; the name written is
+        // NUL-terminated within it on success.
+        let got = unsafe { libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr(), name.len()) };
+        if got == 0 {
+            // SAFETY: on success the buffer holds a NUL-terminated string.
+            let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+            if !name.is_empty() {
+                return name.to_string_lossy().into_owned();
+            }
+        }
+    }
+    format!("thread {}", tid())
 }
 
 #[cfg(test)]
