@@ -158,6 +158,49 @@ fn bench_profile_sums_the_dispatches_of_every_call() {
     assert_eq!(spans, 3 * count, "three dispatches per call of predict: {profile}");
 }
 
+/// On `s` the call's thread runs everything: the spans of the kernels, and of the tasks they
+/// queue, cover the traced call's time (within 10%: what is left is the executor's own work).
+/// On `mstd` the kernels run on the workers' tracks.
+#[test]
+fn kernel_and_task_spans_cover_a_call_on_one_thread() {
+    let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/architectures");
+    for queue in ["s", "mstd"] {
+        let trace = scratch(&format!("mobilenet-{queue}.json"));
+        let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
+            .current_dir(&models)
+            .args(["run", "--module=mobilenet.onnx", "--input=@mobilenet.input_0.npy"])
+            .arg(format!("--work_queue_type={queue}"))
+            .arg(format!("--trace={}", trace.display()))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let spans = spans(&trace);
+        let calls: Vec<&Span> = spans.iter().filter(|s| s.category == "call").collect();
+        let [call] = calls.as_slice() else { panic!("one call span: {calls:?}") };
+        let work = |s: &&Span| s.category == "kernel" || s.category == "task";
+        let mut on_call_thread: Vec<(f64, f64)> = spans
+            .iter()
+            .filter(work)
+            .filter(|s| s.tid == call.tid && s.start >= call.start && s.end <= call.end)
+            .map(|s| (s.start, s.end))
+            .collect();
+        on_call_thread.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (mut covered, mut reached) = (0.0, f64::MIN);
+        for (start, end) in on_call_thread {
+            if end > reached {
+                covered += end - start.max(reached);
+                reached = end;
+            }
+        }
+        let share = covered / (call.end - call.start);
+        if queue == "s" {
+            assert!(share >= 0.9, "on s, kernels and tasks cover {share:.3} of the call");
+        } else {
+            assert!(spans.iter().filter(work).any(|s| s.tid != call.tid), "on mstd the workers run the kernels");
+        }
+    }
+}
+
 #[test]
 fn profile_refuses_what_is_not_a_trace() {
     let not_json = scratch("not.json");

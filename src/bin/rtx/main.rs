@@ -161,6 +161,7 @@ enum Results {
 impl Prepared {
     /// Calls the function and waits for its results; a BEF function's first error is the call's.
     fn call(&self) -> Result<Results, Diagnostic> {
+        let _span = rtx::host::tracing::span(rtx::host::tracing::Category::Call, || self.name.clone(), Vec::new);
         match &self.call {
             Call::Vm { function, arguments } => self.context.call(function, arguments.clone()).map(Results::Vm),
             #[cfg(feature = "tfrt")]

@@ -73,8 +73,14 @@ pub(crate) struct Event {
 pub enum Category {
     /// What a driver runs: TFRT's `Bef Executor` and `Function: NAME` scopes.
     Driver,
+    /// A call a host makes and waits for (`rtx run`'s and `rtx bench`'s), from its start to its
+    /// results.
+    Call,
     /// A BEF kernel.
     Kernel,
+    /// Work a kernel queued to run beside it (a share of a convolution's output, say), named
+    /// after the kernel.
+    Task,
     /// A VM function call, bytecode or native (the HAL's included).
     Vm,
     /// A dispatch of the CPU devices.
@@ -85,18 +91,21 @@ impl Category {
     pub fn name(self) -> &'static str {
         match self {
             Category::Driver => "driver",
+            Category::Call => "call",
             Category::Kernel => "kernel",
+            Category::Task => "task",
             Category::Vm => "vm",
             Category::Dispatch => "dispatch",
         }
     }
 
     /// The level from which TFRT's scope lines show it: the driver's scopes by default, kernels
-    /// at `debug` (as TFRT's executor traces them), and what TFRT does not trace at `debug` too.
-    fn level(self) -> Level {
+    /// at `debug`, as TFRT's executor traces them; what TFRT does not trace, never.
+    fn level(self) -> Option<Level> {
         match self {
-            Category::Driver => Level::Default,
-            Category::Kernel | Category::Vm | Category::Dispatch => Level::Debug,
+            Category::Driver => Some(Level::Default),
+            Category::Kernel => Some(Level::Debug),
+            Category::Call | Category::Task | Category::Vm | Category::Dispatch => None,
         }
     }
 }
@@ -251,7 +260,7 @@ fn open(
     args: impl FnOnce() -> Vec<(&'static str, String)>,
 ) -> Span {
     let name = name();
-    let scope = scope_line(category.level(), || format!("Scope:{name}"));
+    let scope = category.level().is_some_and(|level| scope_line(level, || format!("Scope:{name}")));
     let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Vec::new()) };
     Span(Some(Box::new(Open { session, tid: tid(), scope, start: now(), name, category, args })))
 }

@@ -20,7 +20,7 @@ use super::gemm::{packed_gemm_into, Matrix};
 use crate::dtype::DType;
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame};
-use rtx_host::AsyncValueRef;
+use rtx_host::{tracing, AsyncValueRef};
 
 /// Tasks per worker of the queue a kernel's units are dealt to.
 const TASKS_PER_WORKER: usize = 4;
@@ -141,9 +141,15 @@ fn spread<R: Writer + 'static>(
     let split = Arc::new(Split { out, writer, remaining: AtomicUsize::new(tasks), done: Some(done) });
     // Task `t` writes units `[t * units / tasks, (t + 1) * units / tasks)`.
     let first = move |t: usize| t * units / tasks;
+    // Traced, each task is a span named after the kernel, wherever and whenever it runs.
+    let traced = tracing::is_on().then(|| frame.kernel_name().to_owned());
     for t in 1..tasks {
         let split = Arc::clone(&split);
-        frame.host().work_queue().add_task(Box::new(move || Split::run(split, first(t)..first(t + 1))));
+        let name = traced.clone();
+        frame.host().work_queue().add_task(Box::new(move || {
+            let _span = name.map(|name| tracing::span(tracing::Category::Task, move || name, Vec::new));
+            Split::run(split, first(t)..first(t + 1))
+        }));
     }
     Split::run(split, 0..first(1));
     Ok(())
