@@ -19,7 +19,12 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn rtx(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_rtx")).current_dir(digits()).args(args).output().unwrap();
+    rtx_in(&digits(), args)
+}
+
+/// `rtx` run in `folder`, which must succeed.
+fn rtx_in(folder: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_rtx")).current_dir(folder).args(args).output().unwrap();
     assert!(output.status.success(), "rtx {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     output
 }
@@ -166,14 +171,11 @@ fn kernel_and_task_spans_cover_a_call_on_one_thread() {
     let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/architectures");
     for queue in ["s", "mstd"] {
         let trace = scratch(&format!("mobilenet-{queue}.json"));
-        let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
-            .current_dir(&models)
-            .args(["run", "--module=mobilenet.onnx", "--input=@mobilenet.input_0.npy"])
-            .arg(format!("--work_queue_type={queue}"))
-            .arg(format!("--trace={}", trace.display()))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let (queue_flag, trace_flag) = (format!("--work_queue_type={queue}"), format!("--trace={}", trace.display()));
+        rtx_in(
+            &models,
+            &["run", "--module=mobilenet.onnx", "--input=@mobilenet.input_0.npy", &queue_flag, &trace_flag],
+        );
         let spans = spans(&trace);
         let calls: Vec<&Span> = spans.iter().filter(|s| s.category == "call").collect();
         let [call] = calls.as_slice() else { panic!("one call span: {calls:?}") };

@@ -104,7 +104,13 @@ mod tests {
     use std::sync::Arc;
 
     fn event(n: u64) -> Event {
-        Event { name: format!("e{n}"), category: "test", start: n, duration: 1, args: Vec::new() }
+        Event {
+            name: format!("e{n}"),
+            category: crate::tracing::Category::Kernel,
+            start: n,
+            duration: 1,
+            args: Vec::new(),
+        }
     }
 
     /// What a reader sees while the owner appends is a prefix of what was appended, across

@@ -25,13 +25,13 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
             Quoted(&buffer.thread_name)
         );
         let mut spans: Vec<&Event> = buffer.events().collect();
+        events += spans.len();
         // Parents before the spans they hold: by start, the longer first.
         spans.sort_by_key(|event| (event.start, std::cmp::Reverse(event.duration)));
         for event in spans {
             out.push_str(",\n");
             complete_event(&mut out, pid, buffer.tid, start, event);
         }
-        events += buffer.events().count();
         dropped += buffer.dropped();
     }
     let _ = write!(
@@ -47,7 +47,7 @@ fn complete_event(out: &mut String, pid: u32, tid: u64, session_start: u64, even
     let _ = write!(
         out,
         "{{\"ph\":\"X\",\"cat\":{},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03},\"dur\":{}.{:03}",
-        Quoted(event.category),
+        Quoted(event.category.name()),
         Quoted(&event.name),
         ts / 1000,
         ts % 1000,

@@ -60,7 +60,7 @@ thread_local! {
 /// One finished span.
 pub(crate) struct Event {
     pub(crate) name: String,
-    pub(crate) category: &'static str,
+    pub(crate) category: Category,
     /// Nanoseconds since the process's tracing epoch.
     pub(crate) start: u64,
     pub(crate) duration: u64,
@@ -194,7 +194,6 @@ pub fn begin(path: impl Into<PathBuf>) -> Result<(), Diagnostic> {
 /// What [`end`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
-    pub path: PathBuf,
     pub events: usize,
     /// Events that did not fit a thread's bounded buffer.
     pub dropped: u64,
@@ -214,7 +213,7 @@ pub fn end() -> Result<Written, Diagnostic> {
     let written = chrome::write(&session.path, session.start, &session.buffers).map_err(|error| {
         Diagnostic::new(StatusCode::Internal, format!("writing the trace {}: {error}", session.path.display()))
     })?;
-    Ok(Written { path: session.path, events: written.0, dropped: written.1 })
+    Ok(Written { events: written.0, dropped: written.1 })
 }
 
 /// An open span: recorded when dropped, if the session it began in is still active. Made by
@@ -285,7 +284,7 @@ fn close(open: Open) {
     // after a wait) fits neither thread's track of nested spans: it is left out.
     if open.session != 0 && open.tid == tid() {
         let Open { session, name, category, start, args, .. } = open;
-        record(session, Event { name, category: category.name(), start, duration, args });
+        record(session, Event { name, category, start, duration, args });
     }
 }
 
