@@ -37,6 +37,7 @@ struct Span {
     tid: u64,
     start: f64,
     end: f64,
+    args: Value,
 }
 
 /// The trace's spans, after checking every event's fields and that the spans of each thread
@@ -63,6 +64,7 @@ fn spans(path: &Path) -> Vec<Span> {
             tid,
             start: number("ts"),
             end: number("ts") + number("dur"),
+            args: event["args"].clone(),
         });
     }
     let mut by_thread: BTreeMap<u64, Vec<&Span>> = BTreeMap::new();
@@ -112,12 +114,61 @@ fn a_traced_run_holds_the_dispatches_the_program_issues() {
     assert_eq!(dispatches.len(), 3, "{dispatches:?}");
     assert_eq!(dispatches.len(), issued, "the dispatches mlp.mlir makes");
     assert_eq!(count(&spans, "vm", "module.predict"), 1);
-    assert_eq!(count(&spans, "vm", "hal.command_buffer.dispatch"), 3, "recorded once, by __init");
+    assert_eq!(count(&spans, "vm", "hal.device.queue.execute.indirect"), 1, "the call's one submission");
+    assert_eq!(count(&spans, "vm", "hal.command_buffer.dispatch"), 0, "recording takes no span");
 
     let profile = rtx(&["profile", trace.to_str().unwrap()]);
     let profile = String::from_utf8(profile.stdout).unwrap();
     assert!(profile.contains("dispatch: 3 spans of 3 names"), "{profile}");
     assert!(profile.contains("predict_dispatch_0_matmul_1x32x64_f32"), "{profile}");
+}
+
+/// On `local-task` a dispatch's workgroups are spans on the threads that ran them, the pool's
+/// workers among them, named after the dispatch: each workgroup of its grid once, and those on
+/// the calling thread within the dispatch's span.
+#[test]
+fn local_task_workgroups_are_spans_on_the_workers_tracks() {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_run");
+    let trace = scratch("workgroups.json");
+    rtx_in(
+        &folder,
+        &[
+            "run",
+            "--module=programs_embedded.vmfb",
+            "--function=scale_dynamic",
+            "--input=8000000xf32=1",
+            "--input=2",
+            "--device=local-task",
+            "--task_topology_group_count=2",
+            &format!("--trace={}", trace.display()),
+        ],
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let names: BTreeMap<u64, String> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_owned()))
+        .collect();
+    let spans = spans(&trace);
+    let dispatches: Vec<&Span> = spans.iter().filter(|s| s.category == "dispatch").collect();
+    let [dispatch] = dispatches.as_slice() else { panic!("one dispatch: {dispatches:?}") };
+    let grid = dispatch.args["workgroups"].as_str().unwrap();
+    let count: usize = grid.strip_suffix("x1x1").unwrap_or_else(|| panic!("{grid}")).parse().unwrap();
+    assert!(count > 1, "{grid}");
+    let workgroups: Vec<&Span> = spans.iter().filter(|s| s.category == "task" && s.name == dispatch.name).collect();
+    let mut indices: Vec<u64> = workgroups.iter().map(|s| s.args["workgroup"].as_u64().unwrap()).collect();
+    indices.sort();
+    assert_eq!(indices, (0..count as u64).collect::<Vec<_>>(), "each workgroup once");
+    for span in workgroups.iter().filter(|s| s.tid == dispatch.tid) {
+        assert!(dispatch.start <= span.start && span.end <= dispatch.end, "{span:?} within {dispatch:?}");
+    }
+    assert!(
+        workgroups.iter().any(|s| names[&s.tid].starts_with("local-task-")),
+        "a worker ran some: {:?}",
+        workgroups.iter().map(|s| &names[&s.tid]).collect::<std::collections::BTreeSet<_>>()
+    );
 }
 
 /// A BEF run on `mstd` traced: a span per kernel run, on the threads that ran them — one
@@ -200,6 +251,30 @@ fn kernel_and_task_spans_cover_a_call_on_one_thread() {
         } else {
             assert!(spans.iter().filter(work).any(|s| s.tid != call.tid), "on mstd the workers run the kernels");
         }
+    }
+}
+
+/// A kernel of an imported ONNX model is named after the ONNX node it came from, with its
+/// kernel beside: conv_1d.onnx's three named Conv nodes are each a 2-D convolution between
+/// reshapes (of the input and weights to 2-D, and of the result back).
+#[test]
+fn onnx_kernels_are_named_after_their_nodes() {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/tiny");
+    let trace = scratch("conv_1d.json");
+    rtx_in(
+        &folder,
+        &["run", "--module=conv_1d.onnx", "--input=@conv_1d.input_0.npy", &format!("--trace={}", trace.display())],
+    );
+    let spans = spans(&trace);
+    for node in ["dilated", "grouped", "same"] {
+        let kernels: Vec<&str> = spans
+            .iter()
+            .filter(|s| s.category == "kernel" && s.name == node)
+            .map(|s| s.args["kernel"].as_str().unwrap_or_else(|| panic!("{s:?} names its kernel")))
+            .collect();
+        let convolutions = kernels.iter().filter(|k| **k == "nn.conv2d.f32").count();
+        let reshapes = kernels.iter().filter(|k| **k == "nn.reshape").count();
+        assert!(convolutions == 1 && reshapes >= 2 && reshapes + 1 == kernels.len(), "{node}: {kernels:?}");
     }
 }
 

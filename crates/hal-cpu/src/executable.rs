@@ -185,11 +185,14 @@ pub fn run_phases(parts: &[&dyn ReadyWork], ends: &[usize], workers: &Workers, a
 #[derive(Debug)]
 pub struct LocalExecutable {
     code: Box<dyn ExecutableCode>,
+    /// The exports' names, shared by the spans of their dispatches.
+    span_names: Box<[Arc<str>]>,
 }
 
 impl LocalExecutable {
     pub fn new(code: Box<dyn ExecutableCode>) -> LocalExecutable {
-        LocalExecutable { code }
+        let span_names = code.export_names().iter().map(|name| Arc::from(name.as_str())).collect();
+        LocalExecutable { code, span_names }
     }
 
     /// Runs a dispatch (its export ordinal checked by the caller).
@@ -218,14 +221,15 @@ impl LocalExecutable {
     #[cold]
     #[inline(never)]
     fn dispatch_traced(&self, dispatch: &Dispatch<'_>) -> Result<(), Diagnostic> {
-        let name = || {
-            let names = self.code.export_names();
-            names.get(dispatch.export).cloned().unwrap_or_else(|| format!("export {}", dispatch.export))
+        let name = || match self.span_names.get(dispatch.export) {
+            Some(name) => tracing::Text::from(name),
+            None => format!("export {}", dispatch.export).into(),
         };
         let args = || {
-            let [x, y, z] = dispatch.workgroup_count;
             let bytes: usize = dispatch.bindings.iter().map(|binding| binding.length).sum();
-            vec![("workgroups", format!("{x}x{y}x{z}")), ("bytes bound", bytes.to_string())]
+            tracing::Args::none()
+                .with("workgroups", tracing::Value::Grid(dispatch.workgroup_count))
+                .with("bytes bound", bytes as u64)
         };
         let _span = tracing::span(tracing::Category::Dispatch, name, args);
         self.run(dispatch)

@@ -103,9 +103,9 @@ impl ExecutableCode for NativeExecutable {
             Some(workers) if ready.workgroups() > 1 => {
                 ready.dispatch.set_max_concurrency(workers.concurrency().min(255) as u8);
                 let ready = &*ready;
-                workers.run(ready.workgroups(), ready.local_memory(), &|index, processor, memory| {
-                    ready.run(index, processor, memory)
-                })
+                let run = |index, processor, memory: &mut [u8]| ready.run(index, processor, memory);
+                let name = self.names.get(dispatch.export).map_or("", String::as_str);
+                workers.run(ready.workgroups(), ready.local_memory(), &run, name)
             }
             // No pool (`local-sync`), or one workgroup or none: here, untimed.
             _ => with_local_memory(ready.local_memory(), |memory| {

@@ -45,6 +45,7 @@ use std::thread::JoinHandle;
 
 use bumpalo::Bump;
 use crossbeam_utils::CachePadded;
+use rtx_host::tracing;
 
 use super::fpu;
 use rtx_host::work_queue::panic_message;
@@ -166,8 +167,9 @@ impl Workers {
             let shared = workers.shared.clone();
             let processor = index as u32;
             // On failure `workers` drops on return, joining the threads already started.
+            // Within the 15 bytes Linux keeps of a thread's name: what debuggers and traces show.
             let spawned = std::thread::Builder::new()
-                .name(format!("rtx-local-task-{index}"))
+                .name(format!("local-task-{index}"))
                 .spawn(move || work(&shared, processor))
                 .ok()?;
             workers.threads.push(spawned);
@@ -201,8 +203,24 @@ impl Workers {
     /// each thread with its own `local_memory` bytes. Returns once every workgroup has finished,
     /// or the first error: a workgroup's error (or panic, as INTERNAL) stops the job, and
     /// workgroups not yet started are skipped.
-    pub fn run(&self, count: u64, local_memory: usize, workgroup: &Workgroup<'_>) -> Result<(), Diagnostic> {
-        self.run_phases(&[Phase { end: count, alone: false }], local_memory, workgroup)
+    /// While tracing, each workgroup is a span named `name` on the thread that ran it.
+    pub fn run(
+        &self,
+        count: u64,
+        local_memory: usize,
+        workgroup: &Workgroup<'_>,
+        name: &str,
+    ) -> Result<(), Diagnostic> {
+        let phases = [Phase { end: count, alone: false }];
+        if !tracing::is_on() {
+            return self.run_phases(&phases, local_memory, workgroup);
+        }
+        let name: Arc<str> = Arc::from(name);
+        self.run_phases(&phases, local_memory, &|index, processor, memory| {
+            let _span =
+                tracing::span(tracing::Category::Task, || &name, || tracing::Args::none().with("workgroup", index));
+            workgroup(index, processor, memory)
+        })
     }
 
     /// As [`Workers::run`] over `0..` the last phase's end, a phase at a time: each phase's
@@ -777,11 +795,16 @@ mod tests {
         let count = workers.threads();
         let meeting = Meeting::new(count);
         workers
-            .run(count as u64, 0, &|_, processor, _| {
-                each(processor);
-                meeting.wait();
-                Ok(())
-            })
+            .run(
+                count as u64,
+                0,
+                &|_, processor, _| {
+                    each(processor);
+                    meeting.wait();
+                    Ok(())
+                },
+                "test",
+            )
             .unwrap();
     }
 
@@ -801,10 +824,15 @@ mod tests {
                         let count = 1 + (submitter * 97 + round * 31) % 300;
                         let runs: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
                         workers
-                            .run(count, 16, &|index, _, _| {
-                                runs[index as usize].fetch_add(1, Ordering::Relaxed);
-                                Ok(())
-                            })
+                            .run(
+                                count,
+                                16,
+                                &|index, _, _| {
+                                    runs[index as usize].fetch_add(1, Ordering::Relaxed);
+                                    Ok(())
+                                },
+                                "test",
+                            )
                             .unwrap();
                         assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "job {submitter}/{round}");
                     }
@@ -834,12 +862,17 @@ mod tests {
         // Back-to-back jobs: a worker that has just finished one is awake when the next is queued.
         for _ in 0..if cfg!(miri) { 30 } else { 300 } {
             workers
-                .run(8, 0, &|_, _, _| {
-                    most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-                    std::thread::sleep(std::time::Duration::from_micros(20));
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    Ok(())
-                })
+                .run(
+                    8,
+                    0,
+                    &|_, _, _| {
+                        most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_micros(20));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        Ok(())
+                    },
+                    "test",
+                )
                 .unwrap();
         }
         assert_eq!(most.into_inner(), 2);
@@ -855,20 +888,25 @@ mod tests {
             std::thread::sleep(SPIN * (round % 30) as u32 / 15);
             let arrived = AtomicUsize::new(0);
             workers
-                .run(2, 0, &|index, _, _| {
-                    arrived.fetch_add(1, Ordering::SeqCst);
-                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                    while arrived.load(Ordering::SeqCst) < 2 {
-                        if std::time::Instant::now() > deadline {
-                            return Err(Diagnostic::new(
-                                StatusCode::Internal,
-                                format!("round {round}: no helper for {index}"),
-                            ));
+                .run(
+                    2,
+                    0,
+                    &|index, _, _| {
+                        arrived.fetch_add(1, Ordering::SeqCst);
+                        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                        while arrived.load(Ordering::SeqCst) < 2 {
+                            if std::time::Instant::now() > deadline {
+                                return Err(Diagnostic::new(
+                                    StatusCode::Internal,
+                                    format!("round {round}: no helper for {index}"),
+                                ));
+                            }
+                            std::thread::yield_now();
                         }
-                        std::thread::yield_now();
-                    }
-                    Ok(())
-                })
+                        Ok(())
+                    },
+                    "test",
+                )
                 .unwrap();
         }
     }
@@ -879,14 +917,19 @@ mod tests {
         let meeting = Meeting::new(workers.threads());
         let sizes = Mutex::new(Vec::new());
         workers
-            .run(workers.threads() as u64, 4, &|index, _, memory| {
-                sizes.lock().unwrap().push(memory.len());
-                memory.copy_from_slice(&(index as u32).to_le_bytes());
-                // Every thread has written its own memory before any reads it back.
-                meeting.wait();
-                assert_eq!(memory, (index as u32).to_le_bytes(), "workgroup {index}'s memory was overwritten");
-                Ok(())
-            })
+            .run(
+                workers.threads() as u64,
+                4,
+                &|index, _, memory| {
+                    sizes.lock().unwrap().push(memory.len());
+                    memory.copy_from_slice(&(index as u32).to_le_bytes());
+                    // Every thread has written its own memory before any reads it back.
+                    meeting.wait();
+                    assert_eq!(memory, (index as u32).to_le_bytes(), "workgroup {index}'s memory was overwritten");
+                    Ok(())
+                },
+                "test",
+            )
             .unwrap();
         assert_eq!(sizes.into_inner().unwrap(), [4, 4, 4]);
     }
@@ -900,13 +943,18 @@ mod tests {
         let seen = Mutex::new(Vec::new());
         for (count, length) in [(1, 64), (1, 64), (5, 32), (0, 64), (3, 128), (1, 16)] {
             workers
-                .run(count, length, &|_, processor, memory| {
-                    assert_eq!(memory.len(), length);
-                    if processor == submitter {
-                        seen.lock().unwrap().push((memory.as_ptr() as usize, length));
-                    }
-                    Ok(())
-                })
+                .run(
+                    count,
+                    length,
+                    &|_, processor, memory| {
+                        assert_eq!(memory.len(), length);
+                        if processor == submitter {
+                            seen.lock().unwrap().push((memory.as_ptr() as usize, length));
+                        }
+                        Ok(())
+                    },
+                    "test",
+                )
                 .unwrap();
         }
         // The memory moves only when it grows.
@@ -932,18 +980,26 @@ mod tests {
         let submitter = workers.threads() as u32;
         let ran = Mutex::new((Vec::new(), Vec::new()));
         workers
-            .run(count, 0, &|index, processor, _| {
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                while index == 0 && !release(&ran.lock().unwrap().1) {
-                    if std::time::Instant::now() > deadline {
-                        return Err(Diagnostic::new(StatusCode::Internal, "the helper never did what was waited for"));
+            .run(
+                count,
+                0,
+                &|index, processor, _| {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while index == 0 && !release(&ran.lock().unwrap().1) {
+                        if std::time::Instant::now() > deadline {
+                            return Err(Diagnostic::new(
+                                StatusCode::Internal,
+                                "the helper never did what was waited for",
+                            ));
+                        }
+                        std::thread::yield_now();
                     }
-                    std::thread::yield_now();
-                }
-                let mut ran = ran.lock().unwrap();
-                if processor == submitter { &mut ran.0 } else { &mut ran.1 }.push(index);
-                Ok(())
-            })
+                    let mut ran = ran.lock().unwrap();
+                    if processor == submitter { &mut ran.0 } else { &mut ran.1 }.push(index);
+                    Ok(())
+                },
+                "test",
+            )
             .unwrap();
         ran.into_inner().unwrap()
     }
@@ -1103,24 +1159,34 @@ mod tests {
         let workers = Workers::new(2).unwrap();
         let ran = AtomicUsize::new(0);
         let error = workers
-            .run(10_000, 0, &|index, _, _| {
-                ran.fetch_add(1, Ordering::Relaxed);
-                if index == 5 {
-                    return Err(Diagnostic::new(StatusCode::OutOfRange, "workgroup 5 read past its binding"));
-                }
-                std::thread::sleep(std::time::Duration::from_micros(20));
-                Ok(())
-            })
+            .run(
+                10_000,
+                0,
+                &|index, _, _| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    if index == 5 {
+                        return Err(Diagnostic::new(StatusCode::OutOfRange, "workgroup 5 read past its binding"));
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                    Ok(())
+                },
+                "test",
+            )
             .unwrap_err();
         assert_eq!((error.code, error.message.as_str()), (StatusCode::OutOfRange, "workgroup 5 read past its binding"));
         assert!(ran.load(Ordering::Relaxed) < 10_000, "the workgroups after the failure were skipped");
         // The jobs after it (the failed one among them, once it is reused) run every workgroup.
         for _ in 0..20 {
             let ran = AtomicUsize::new(0);
-            let run = workers.run(100, 0, &|_, _, _| {
-                ran.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            });
+            let run = workers.run(
+                100,
+                0,
+                &|_, _, _| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                },
+                "count",
+            );
             assert_eq!((run.map_err(|e| e.message), ran.into_inner()), (Ok(()), 100), "the pool goes on");
         }
     }
@@ -1133,13 +1199,18 @@ mod tests {
             // submitter while others are running.
             let meeting = Meeting::new(workers.threads());
             let error = workers
-                .run(workers.threads() as u64, 0, &|index, _, _| {
-                    meeting.wait();
-                    if index == panicking {
-                        panic!("kernel bug in {index}");
-                    }
-                    Ok(())
-                })
+                .run(
+                    workers.threads() as u64,
+                    0,
+                    &|index, _, _| {
+                        meeting.wait();
+                        if index == panicking {
+                            panic!("kernel bug in {index}");
+                        }
+                        Ok(())
+                    },
+                    "test",
+                )
                 .unwrap_err();
             assert_eq!(error.code, StatusCode::Internal);
             assert_eq!(error.message, format!("workgroup {panicking} panicked: kernel bug in {panicking}"));
@@ -1177,7 +1248,7 @@ mod tests {
         let on_workers = on_workers.into_inner().unwrap();
         assert!(!on_workers.is_empty(), "a worker ran a workgroup");
         for (name, product) in on_workers {
-            assert!(name.as_deref().is_some_and(|n| n.starts_with("rtx-local-task-")), "{name:?}");
+            assert!(name.as_deref().is_some_and(|n| n.starts_with("local-task-")), "{name:?}");
             assert_eq!(product, 0.0);
         }
     }

@@ -160,6 +160,15 @@ impl NativeModule for HalModule {
         &self.functions
     }
 
+    /// The queue operations, the waits, and what allocates or loads: where a program's time
+    /// goes. Recording a command or asking about a buffer takes less than its span would.
+    fn traced(&self, ordinal: usize) -> bool {
+        FUNCTIONS.get(ordinal).is_some_and(|(name, ..)| {
+            name.starts_with("device.queue.")
+                || matches!(*name, "fence.await" | "executable.create" | "allocator.allocate" | "allocator.import")
+        })
+    }
+
     fn create_state(&self) -> Result<NativeState, Diagnostic> {
         Ok(Box::new(HalState { devices: self.devices.clone(), fences: fence::Pool::default() }))
     }

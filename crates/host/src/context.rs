@@ -11,6 +11,7 @@ use super::async_value::{AsyncValueRef, RcAsyncValue};
 use super::buffer::HostBuffer;
 use super::chain::Chain;
 use super::diagnostic::Diagnostic;
+use super::tracing;
 use super::work_queue::{create_work_queue, Task, WorkQueue};
 
 /// The host side of an execution: shared by every kernel, VM call and device of one rtx context.
@@ -152,11 +153,17 @@ impl HostContext {
 
     /// Blocks a host thread until every value is available (see [`WorkQueue::await_values`]).
     pub fn await_values(&self, values: &[RcAsyncValue]) -> Result<(), Diagnostic> {
+        let _span = tracing::span(
+            tracing::Category::Wait,
+            || "await values",
+            || tracing::Args::none().with("values", values.len() as u64),
+        );
         self.work_queue.await_values(values)
     }
 
     /// Blocks until no work is pending (see [`WorkQueue::quiesce`]).
     pub fn quiesce(&self) -> Result<(), Diagnostic> {
+        let _span = tracing::span(tracing::Category::Wait, || "quiesce", tracing::Args::none);
         self.work_queue.quiesce()
     }
 

@@ -18,7 +18,7 @@ use super::abi::AbiModel;
 use super::buffer::ByteBuffer;
 use super::interpreter::{self, Invocation, Stack};
 use super::module::Module;
-use super::native::{NativeModule, NativeState};
+use super::native::{NativeInstance, NativeModule, NativeState};
 use super::refs::Ref;
 use super::value::Value;
 use rtx_host::{Diagnostic, StatusCode};
@@ -33,7 +33,7 @@ pub(crate) enum Resolved {
 /// A module as added to a context.
 pub(crate) enum Instance {
     Bytecode { module: Arc<Module>, imports: Box<[Option<Resolved>]> },
-    Native(Arc<dyn NativeModule>),
+    Native(NativeInstance),
 }
 
 impl Instance {
@@ -180,7 +180,7 @@ impl VmContext {
             ));
         }
         let state = module.create_state()?;
-        linked.instances.push(Instance::Native(module));
+        linked.instances.push(Instance::Native(NativeInstance::new(module)));
         linked.states.push(State::Native(state));
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! contexts and threads with `Arc<Module>`.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use super::bytecode::verify::{verify_function, ModuleContext};
 use super::container::SEGMENT_ALIGNMENT;
@@ -54,6 +55,9 @@ pub struct Module {
     def: ModuleDef,
     /// Every internal function, lowered for the interpreter (1:1 with the descriptors).
     functions: Vec<LoweredFunction>,
+    /// The names of the functions' tracing spans (`module.function`), made at the first traced
+    /// call.
+    span_names: OnceLock<Box<[Arc<str>]>>,
 }
 
 impl std::fmt::Debug for Module {
@@ -108,7 +112,7 @@ impl Module {
                 .map_err(|error| LoadError { offset: start + error.offset, ..error })?;
         }
         let functions = lower_module(&def, storage.bytes())?;
-        Ok(Module { storage, def, functions })
+        Ok(Module { storage, def, functions, span_names: OnceLock::new() })
     }
 
     /// The internal functions, lowered and checked; indexed by internal ordinal.
@@ -123,6 +127,15 @@ impl Module {
             return export.local_name.clone();
         }
         format!("function#{ordinal}")
+    }
+
+    /// The name of function `ordinal`'s tracing spans: `module.function`.
+    pub(crate) fn span_name(&self, ordinal: usize) -> Arc<str> {
+        let names = self.span_names.get_or_init(|| {
+            let name = |ordinal| Arc::from(format!("{}.{}", self.name(), self.function_name(ordinal)));
+            (0..self.functions.len()).map(name).collect()
+        });
+        names.get(ordinal).cloned().unwrap_or_else(|| Arc::from(format!("{}.function#{ordinal}", self.name())))
     }
 
     /// The whole file, as loaded.

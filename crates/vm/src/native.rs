@@ -6,6 +6,8 @@
 //! context that adds the module gets its own state from [`NativeModule::create_state`].
 
 use std::any::Any;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use super::abi::ValueKind;
 use super::interpreter::op::Passed;
@@ -53,6 +55,12 @@ pub trait NativeModule: Send + Sync {
 
     /// The exported functions; a function's index here is its ordinal in [`NativeModule::call`].
     fn functions(&self) -> &[NativeFunction];
+
+    /// Whether calls of function `ordinal` get a tracing span: one that only looks something up
+    /// or makes a handle takes less time than its span costs, and is better left out.
+    fn traced(&self, _ordinal: usize) -> bool {
+        true
+    }
 
     /// Creates this module's state for one context.
     fn create_state(&self) -> Result<NativeState, Diagnostic> {
@@ -187,5 +195,39 @@ impl<'a> Arguments<'a> {
     /// The arguments as owned values (refs cloned), for callees that keep them or match on them.
     pub fn to_values(&self) -> Vec<Value> {
         self.iter().map(Arg::to_value).collect()
+    }
+}
+
+/// A native module as a context holds it, with the names of its calls' tracing spans
+/// (`module.function`, `None` where [`NativeModule::traced`] says no), made at the first traced
+/// call.
+pub(crate) struct NativeInstance {
+    module: Arc<dyn NativeModule>,
+    span_names: OnceLock<Box<[Option<Arc<str>>]>>,
+}
+
+impl NativeInstance {
+    pub(crate) fn new(module: Arc<dyn NativeModule>) -> NativeInstance {
+        NativeInstance { module, span_names: OnceLock::new() }
+    }
+
+    /// The name of function `ordinal`'s spans, if its calls are traced.
+    pub(crate) fn span_name(&self, ordinal: usize) -> Option<&Arc<str>> {
+        let names = self.span_names.get_or_init(|| {
+            let module = self.module.as_ref();
+            let traced = |(ordinal, function): (usize, &NativeFunction)| {
+                module.traced(ordinal).then(|| Arc::from(format!("{}.{}", module.name(), function.name)))
+            };
+            module.functions().iter().enumerate().map(traced).collect()
+        });
+        names.get(ordinal)?.as_ref()
+    }
+}
+
+impl Deref for NativeInstance {
+    type Target = dyn NativeModule;
+
+    fn deref(&self) -> &(dyn NativeModule + 'static) {
+        self.module.as_ref()
     }
 }

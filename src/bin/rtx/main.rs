@@ -161,7 +161,11 @@ enum Results {
 impl Prepared {
     /// Calls the function and waits for its results; a BEF function's first error is the call's.
     fn call(&self) -> Result<Results, Diagnostic> {
-        let _span = rtx::host::tracing::span(rtx::host::tracing::Category::Call, || self.name.clone(), Vec::new);
+        let _span = rtx::host::tracing::span(
+            rtx::host::tracing::Category::Call,
+            || self.name.clone(),
+            rtx::host::tracing::Args::none,
+        );
         match &self.call {
             Call::Vm { function, arguments } => self.context.call(function, arguments.clone()).map(Results::Vm),
             #[cfg(feature = "tfrt")]

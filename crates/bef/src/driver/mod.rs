@@ -59,7 +59,7 @@ impl Driver {
     /// Runs the chosen functions of `file`. Fails, running nothing, when a named function does
     /// not exist.
     pub fn run(&self, file: &Arc<BefFile>, options: &DriverOptions) -> Result<(), String> {
-        let _executor = tracing::span(Category::Driver, || "Bef Executor".to_owned(), Vec::new);
+        let _executor = tracing::span(Category::Driver, || "Bef Executor", tracing::Args::none);
         let find = |name: &str| file.function_named(name).ok_or_else(|| format!("couldn't find function {name}"));
         let chosen = if options.functions.is_empty() {
             file.functions()
@@ -94,7 +94,7 @@ impl Driver {
             return;
         }
         (self.output)(&format!("--- Running '{name}':\n"));
-        let _function = tracing::span(Category::Driver, || format!("Function: {name}"), Vec::new);
+        let _function = tracing::span(Category::Driver, || format!("Function: {name}"), tracing::Args::none);
         // A request per function: `tfrt.once` and cancellation do not carry over.
         let expected = Arc::clone(&self.expected);
         let errors = Arc::clone(&self.errors);

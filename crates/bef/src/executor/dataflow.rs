@@ -376,11 +376,23 @@ impl<'a> UserCursor<'a> {
 }
 
 /// A tracing span of the kernel `record` calls (its synchronous part: what an async kernel
-/// starts runs later, in spans of its own), with its source location.
+/// starts runs later, in spans of its own). A kernel at a name location (what `import-onnx`
+/// gives each kernel: its ONNX node's name) is named after it, with the kernel beside; any other
+/// is named after its kernel, with its source location beside.
 pub(super) fn kernel_span(file: &BefFile, record: KernelRecord<'_>) -> tracing::Span {
-    tracing::span(
-        tracing::Category::Kernel,
-        || file.kernel_name(record.code()).to_owned(),
-        || vec![("location", file.image().location(record.location()).to_location().to_string())],
-    )
+    let kernel = file.kernel_name(record.code());
+    let image = file.image();
+    match image.debug_name(record.location()).filter(|node| !node.is_empty()) {
+        Some(node) => tracing::span_as(
+            tracing::Category::Kernel,
+            kernel,
+            || node,
+            || tracing::Args::none().with("kernel", kernel.to_owned()),
+        ),
+        None => tracing::span(
+            tracing::Category::Kernel,
+            || kernel.to_owned(),
+            || tracing::Args::none().with("location", image.location(record.location()).to_location().to_string()),
+        ),
+    }
 }

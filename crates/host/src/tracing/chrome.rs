@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::buffer::ThreadBuffer;
-use super::Event;
+use super::{Event, Value};
 
 /// Writes the file; returns the events written and the events dropped.
 pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> std::io::Result<(usize, u64)> {
@@ -27,7 +27,7 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
         let mut spans: Vec<&Event> = buffer.events().collect();
         events += spans.len();
         // Parents before the spans they hold: by start, the longer first.
-        spans.sort_by_key(|event| (event.start, std::cmp::Reverse(event.duration)));
+        spans.sort_by_key(|event| (event.start, std::cmp::Reverse(event.end)));
         for event in spans {
             out.push_str(",\n");
             complete_event(&mut out, pid, buffer.tid, start, event);
@@ -44,20 +44,26 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
 
 fn complete_event(out: &mut String, pid: u32, tid: u64, session_start: u64, event: &Event) {
     let ts = event.start.saturating_sub(session_start);
+    let duration = event.end.saturating_sub(event.start);
     let _ = write!(
         out,
         "{{\"ph\":\"X\",\"cat\":{},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03},\"dur\":{}.{:03}",
         Quoted(event.category.name()),
-        Quoted(&event.name),
+        Quoted(event.name.as_str()),
         ts / 1000,
         ts % 1000,
-        event.duration / 1000,
-        event.duration % 1000
+        duration / 1000,
+        duration % 1000
     );
     if !event.args.is_empty() {
         out.push_str(",\"args\":{");
         for (i, (key, value)) in event.args.iter().enumerate() {
-            let _ = write!(out, "{}{}:{}", if i > 0 { "," } else { "" }, Quoted(key), Quoted(value));
+            let _ = write!(out, "{}{}:", if i > 0 { "," } else { "" }, Quoted(key));
+            let _ = match value {
+                Value::Text(text) => write!(out, "{}", Quoted(text.as_str())),
+                Value::Count(count) => write!(out, "{count}"),
+                Value::Grid([x, y, z]) => write!(out, "\"{x}x{y}x{z}\""),
+            };
         }
         out.push('}');
     }

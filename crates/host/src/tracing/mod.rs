@@ -13,15 +13,19 @@
 
 mod buffer;
 mod chrome;
+mod clock;
+mod event;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::{Diagnostic, StatusCode};
 use buffer::ThreadBuffer;
+use clock::now;
+use event::Event;
+pub use event::{Args, Text, Value};
 
 /// What is recording: [`CHROME`] and the TFRT scope level (0: none) in the bits above it; the
 /// one load every instrumented point pays.
@@ -57,16 +61,6 @@ thread_local! {
     };
 }
 
-/// One finished span.
-pub(crate) struct Event {
-    pub(crate) name: String,
-    pub(crate) category: Category,
-    /// Nanoseconds since the process's tracing epoch.
-    pub(crate) start: u64,
-    pub(crate) duration: u64,
-    pub(crate) args: Vec<(&'static str, String)>,
-}
-
 /// What a span is of: its name in a trace (`cat`), and the TFRT tracing level that shows it as
 /// a scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +79,9 @@ pub enum Category {
     Vm,
     /// A dispatch of the CPU devices.
     Dispatch,
+    /// A host thread blocked until values are available or work is done (on a queue that runs
+    /// work on the waiting thread, `s`, the work's spans nest in it).
+    Wait,
 }
 
 impl Category {
@@ -96,6 +93,7 @@ impl Category {
             Category::Task => "task",
             Category::Vm => "vm",
             Category::Dispatch => "dispatch",
+            Category::Wait => "wait",
         }
     }
 
@@ -105,7 +103,7 @@ impl Category {
         match self {
             Category::Driver => Some(Level::Default),
             Category::Kernel => Some(Level::Debug),
-            Category::Call | Category::Task | Category::Vm | Category::Dispatch => None,
+            Category::Call | Category::Task | Category::Vm | Category::Dispatch | Category::Wait => None,
         }
     }
 }
@@ -165,12 +163,6 @@ fn tid() -> u64 {
     TID.try_with(|tid| *tid).unwrap_or(0)
 }
 
-/// Nanoseconds since the first time anything asked.
-fn now() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
-
 /// Starts recording, to be written to `path` by [`end`]; `FAILED_PRECONDITION` while a session
 /// is active. The file is created now, so that a path that cannot be written fails here.
 pub fn begin(path: impl Into<PathBuf>) -> Result<(), Diagnostic> {
@@ -185,6 +177,7 @@ pub fn begin(path: impl Into<PathBuf>) -> Result<(), Diagnostic> {
     std::fs::File::create(&path).map_err(|error| {
         Diagnostic::new(StatusCode::InvalidArgument, format!("cannot write the trace {}: {error}", path.display()))
     })?;
+    clock::calibrate();
     let number = SESSION.fetch_add(1, Ordering::Relaxed) + 1;
     *active = Some(Session { path, number, start: now(), buffers: Vec::new() });
     ON.fetch_or(CHROME, Ordering::Release);
@@ -217,10 +210,10 @@ pub fn end() -> Result<Written, Diagnostic> {
 }
 
 /// An open span: recorded when dropped, if the session it began in is still active. Made by
-/// [`span`]; while tracing is off, a null pointer that nothing is computed for, so that an
-/// instrumented point costs a load and a test.
+/// [`span`]; while tracing is off, empty and nothing computed for it, so that an instrumented
+/// point costs a load and a test. Held inline: a span allocates nothing.
 #[must_use = "a span records the time until it is dropped"]
-pub struct Span(Option<Box<Open>>);
+pub struct Span(Option<Open>);
 
 struct Open {
     /// The Chrome session the span began in (0: none).
@@ -230,45 +223,59 @@ struct Open {
     /// Whether it opened a TFRT scope line, which its end closes.
     scope: bool,
     start: u64,
-    name: String,
+    name: Text,
     category: Category,
-    args: Vec<(&'static str, String)>,
+    args: Args,
 }
 
 /// A span of `category` named by `name`, with `args` shown beside it; both closures run only
 /// while tracing is on.
 #[inline(always)]
-pub fn span(
+pub fn span<N: Into<Text>>(category: Category, name: impl FnOnce() -> N, args: impl FnOnce() -> Args) -> Span {
+    let on = ON.load(Ordering::Relaxed);
+    if on == 0 {
+        return Span(None);
+    }
+    open(on, category, |name: &Text| name.as_str().to_owned(), name, args)
+}
+
+/// As [`span`], for a span that TFRT's scope lines call `scope` rather than by its name: a BEF
+/// kernel named in the trace after the ONNX node it came from is its kernel in those lines, as
+/// TFRT's executor names it.
+#[inline(always)]
+pub fn span_as<N: Into<Text>>(
     category: Category,
-    name: impl FnOnce() -> String,
-    args: impl FnOnce() -> Vec<(&'static str, String)>,
+    scope: &str,
+    name: impl FnOnce() -> N,
+    args: impl FnOnce() -> Args,
 ) -> Span {
     let on = ON.load(Ordering::Relaxed);
     if on == 0 {
         return Span(None);
     }
-    open(on, category, name, args)
+    open(on, category, |_: &Text| scope.to_owned(), name, args)
 }
 
 #[cold]
 #[inline(never)]
-fn open(
+fn open<N: Into<Text>>(
     on: u32,
     category: Category,
-    name: impl FnOnce() -> String,
-    args: impl FnOnce() -> Vec<(&'static str, String)>,
+    scope: impl FnOnce(&Text) -> String,
+    name: impl FnOnce() -> N,
+    args: impl FnOnce() -> Args,
 ) -> Span {
-    let name = name();
-    let scope = category.level().is_some_and(|level| scope_line(level, || format!("Scope:{name}")));
-    let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Vec::new()) };
-    Span(Some(Box::new(Open { session, tid: tid(), scope, start: now(), name, category, args })))
+    let name = name().into();
+    let scope = category.level().is_some_and(|level| scope_line(level, || format!("Scope:{}", scope(&name))));
+    let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Args::none()) };
+    Span(Some(Open { session, tid: tid(), scope, start: now(), name, category, args }))
 }
 
 impl Drop for Span {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(open) = self.0.take() {
-            close(*open);
+            close(open);
         }
     }
 }
@@ -276,7 +283,7 @@ impl Drop for Span {
 #[cold]
 #[inline(never)]
 fn close(open: Open) {
-    let duration = now().saturating_sub(open.start);
+    let end = now();
     if open.scope {
         scope_line(Level::Default, || "End Scope".to_owned());
     }
@@ -284,7 +291,7 @@ fn close(open: Open) {
     // after a wait) fits neither thread's track of nested spans: it is left out.
     if open.session != 0 && open.tid == tid() {
         let Open { session, name, category, start, args, .. } = open;
-        record(session, Event { name, category, start, duration, args });
+        record(session, Event { name, category, start, end, args });
     }
 }
 

@@ -32,7 +32,8 @@ fn spans(text: &str) -> Vec<(u64, String, f64, f64)> {
 fn off_a_span_costs_nothing_and_records_nothing() {
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     assert!(!is_on());
-    let _span = span(Category::Driver, || unreachable!("named while off"), || unreachable!("args while off"));
+    let _span =
+        span(Category::Driver, || -> String { unreachable!("named while off") }, || unreachable!("args while off"));
     assert_eq!(end().unwrap_err().code, StatusCode::FailedPrecondition);
 }
 
@@ -44,25 +45,29 @@ fn spans_of_each_thread_nest_in_the_written_file() {
     begin(&path).unwrap();
     assert_eq!(begin(scratch("second")).unwrap_err().code, StatusCode::FailedPrecondition);
     {
-        let _outer = span(Category::Driver, || "outer \"quoted\"".to_owned(), || vec![("detail", "a\\b".to_owned())]);
+        let _outer = span(
+            Category::Driver,
+            || "outer \"quoted\"".to_owned(),
+            || Args::none().with("detail", "a\\b").with("count", 7u64).with("grid", Value::Grid([1, 2, 3])),
+        );
         for i in 0..3 {
-            let _inner = span(Category::Driver, || format!("inner {i}"), Vec::new);
+            let _inner = span(Category::Driver, || format!("inner {i}"), Args::none);
         }
     }
     std::thread::Builder::new()
         .name("other".into())
-        .spawn(|| drop(span(Category::Driver, || "elsewhere".to_owned(), Vec::new)))
+        .spawn(|| drop(span(Category::Driver, || "elsewhere".to_owned(), Args::none)))
         .unwrap()
         .join()
         .unwrap();
     // A span that ends on another thread fits no track: left out.
-    let moved = span(Category::Driver, || "moved".to_owned(), Vec::new);
+    let moved = span(Category::Driver, || "moved".to_owned(), Args::none);
     std::thread::spawn(move || drop(moved)).join().unwrap();
     let written = end().unwrap();
     assert_eq!((written.events, written.dropped), (5, 0));
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_file(&path);
-    assert!(text.contains("\"args\":{\"detail\":\"a\\\\b\"}"), "{text}");
+    assert!(text.contains("\"args\":{\"detail\":\"a\\\\b\",\"count\":7,\"grid\":\"1x2x3\"}"), "{text}");
     assert!(text.contains("\"thread_name\"") && text.contains("\"name\":\"other\""), "{text}");
     assert!(!text.contains("moved"), "{text}");
     let spans = spans(&text);
@@ -82,11 +87,11 @@ fn a_span_of_an_ended_session_is_not_kept_in_the_next() {
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     let (first, second) = (scratch("first"), scratch("next"));
     begin(&first).unwrap();
-    let late = span(Category::Driver, || "late".to_owned(), Vec::new);
+    let late = span(Category::Driver, || "late".to_owned(), Args::none);
     assert_eq!(end().unwrap().events, 0);
     begin(&second).unwrap();
     drop(late);
-    drop(span(Category::Driver, || "kept".to_owned(), Vec::new));
+    drop(span(Category::Driver, || "kept".to_owned(), Args::none));
     assert_eq!(end().unwrap().events, 1);
     let text = std::fs::read_to_string(&second).unwrap();
     for path in [first, second] {
@@ -111,9 +116,10 @@ fn a_trace_that_cannot_be_written_is_refused_at_the_start() {
 fn scopes_of_the_shown_levels_print_as_tfrt_prints_them() {
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     let run = || {
-        let _executor = span(Category::Driver, || "Bef Executor".to_owned(), Vec::new);
-        let _function = span(Category::Driver, || "Function: f".to_owned(), Vec::new);
-        drop(span(Category::Kernel, || "tfrt.new.chain".to_owned(), Vec::new));
+        let _executor = span(Category::Driver, || "Bef Executor".to_owned(), Args::none);
+        let _function = span(Category::Driver, || "Function: f".to_owned(), Args::none);
+        drop(span(Category::Kernel, || "tfrt.new.chain".to_owned(), Args::none));
+        drop(span_as(Category::Kernel, "nn.relu.f32", || "node", Args::none));
     };
     begin_scopes(Level::Default);
     run();
@@ -122,7 +128,8 @@ fn scopes_of_the_shown_levels_print_as_tfrt_prints_them() {
     run();
     assert_eq!(
         end_scopes(),
-        "Scope:Bef Executor\nScope:Function: f\nScope:tfrt.new.chain\nEnd Scope\nEnd Scope\nEnd Scope\n"
+        "Scope:Bef Executor\nScope:Function: f\nScope:tfrt.new.chain\nEnd Scope\nScope:nn.relu.f32\nEnd Scope\nEnd \
+         Scope\nEnd Scope\n"
     );
     assert!(!is_on());
     assert_eq!(Level::parse("verbose"), Some(Level::Verbose));

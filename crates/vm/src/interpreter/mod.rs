@@ -23,7 +23,7 @@ use self::op::Slot;
 use super::abi::{CallingConvention, CconvItem, ValueKind};
 use super::context::{Instance, Linked, Resolved, State, VmContext};
 use super::module::Module;
-use super::native::{Arguments, NativeModule, NativeOutcome, NativeState};
+use super::native::{Arguments, NativeInstance, NativeOutcome, NativeState};
 use super::refs::Ref;
 use super::value::Value;
 use rtx_host::{block_until_ready, tracing, AsyncValueRef, Diagnostic, Location, RcAsyncValue, StatusCode};
@@ -354,8 +354,8 @@ impl Invocation {
     #[inline(never)]
     fn open_frame_span(&mut self, instances: &[Instance], instance: u32, function: u32) {
         let Ok(module) = bytecode_module(instances, instance) else { return };
-        let name = || format!("{}.{}", module.name(), module.function_name(function as usize));
-        self.spans.push((self.frames.len(), tracing::span(tracing::Category::Vm, name, Vec::new)));
+        let name = || module.span_name(function as usize);
+        self.spans.push((self.frames.len(), tracing::span(tracing::Category::Vm, name, tracing::Args::none)));
     }
 
     /// Records the spans of the frames that have returned.
@@ -571,26 +571,24 @@ fn call_native(
         return Err(Diagnostic::new(StatusCode::Internal, format!("module {instance} of the context is not native")));
     };
     if tracing::is_on() {
-        return call_native_traced(native.as_ref(), state, function, arguments, results);
+        return call_native_traced(native, state, function, arguments, results);
     }
     native.call(state, function as usize, arguments, results)
 }
 
-/// [`call_native`] in a span: out of line, so that the span's drop glue is no cost of the
-/// untraced call.
+/// [`call_native`] in a span, if its calls are traced: out of line, so that the span's drop glue
+/// is no cost of the untraced call.
 #[cold]
 #[inline(never)]
 fn call_native_traced(
-    native: &dyn NativeModule,
+    native: &NativeInstance,
     state: &mut NativeState,
     function: u32,
     arguments: Arguments<'_>,
     results: &mut Vec<Value>,
 ) -> Result<NativeOutcome, Diagnostic> {
-    let _span = tracing::span(
-        tracing::Category::Vm,
-        || format!("{}.{}", native.name(), native.functions().get(function as usize).map_or("?", |f| &f.name)),
-        Vec::new,
-    );
+    let _span = native
+        .span_name(function as usize)
+        .map(|name| tracing::span(tracing::Category::Vm, || name, tracing::Args::none));
     native.call(state, function as usize, arguments, results)
 }

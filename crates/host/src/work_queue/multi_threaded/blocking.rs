@@ -76,7 +76,7 @@ impl Pool {
             state.handles.retain(|handle| !handle.is_finished());
             let thread_shared = Arc::clone(shared);
             match std::thread::Builder::new()
-                .name("rtx-mstd-blocking".to_owned())
+                .name("rtx-mstd-block".to_owned())
                 .spawn(move || thread_main(thread_shared))
             {
                 Ok(handle) => {

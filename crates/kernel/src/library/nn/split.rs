@@ -147,7 +147,7 @@ fn spread<R: Writer + 'static>(
         let split = Arc::clone(&split);
         let name = traced.clone();
         frame.host().work_queue().add_task(Box::new(move || {
-            let _span = name.map(|name| tracing::span(tracing::Category::Task, move || name, Vec::new));
+            let _span = name.map(|name| tracing::span(tracing::Category::Task, move || name, tracing::Args::none));
             Split::run(split, first(t)..first(t + 1))
         }));
     }
