@@ -171,6 +171,51 @@ fn local_task_workgroups_are_spans_on_the_workers_tracks() {
     );
 }
 
+/// On a Vulkan device (lavapipe in CI) the device times what it runs: the trace holds, on the
+/// queue's own track, each submission with its dispatches in it, as many as the program issues
+/// (the `add_negate` executables IREE compiled for dynamic.mlir, listed beside the fixture). The
+/// validation layers, on where the test command turns them on, say nothing of the queries.
+#[test]
+fn a_vulkan_trace_holds_the_dispatches_the_device_ran() {
+    if rtx_test_support::vulkan::device(rtx::hal::vulkan::DeviceOptions::default()).is_none() {
+        return;
+    }
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan");
+    let trace = scratch("vulkan.json");
+    let output = rtx_in(
+        &folder,
+        &[
+            "run",
+            "--module=dynamic.vmfb",
+            "--function=add_negate",
+            "--input=3xi32=1,-2,2147483647",
+            "--input=3xi32=10,20,1",
+            "--device=vulkan",
+            &format!("--trace={}", trace.display()),
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let executables = std::fs::read_to_string(folder.join("dynamic.executables.txt")).unwrap();
+    let issued = executables.lines().filter(|line| line.contains("add_negate_dispatch_")).count();
+    assert_eq!(issued, 2);
+    let spans = spans(&trace);
+    let submissions: Vec<&Span> = spans.iter().filter(|s| s.category == "submission").collect();
+    let dispatches: Vec<&Span> = spans.iter().filter(|s| s.category == "dispatch").collect();
+    assert_eq!(dispatches.len(), issued, "{dispatches:?}");
+    let in_submissions: u64 = submissions.iter().map(|s| s.args["dispatches"].as_u64().unwrap()).sum();
+    assert_eq!(in_submissions, issued as u64);
+    for dispatch in &dispatches {
+        assert!(dispatch.name.starts_with("add_negate_dispatch_"), "{dispatch:?}");
+        assert_eq!(dispatch.args["workgroups"], "1x1x1");
+        assert!(
+            submissions.iter().any(|s| s.tid == dispatch.tid && s.start <= dispatch.start && dispatch.end <= s.end),
+            "{dispatch:?} in a submission: {submissions:?}"
+        );
+    }
+    let call = spans.iter().find(|s| s.category == "call").expect("the call's span");
+    assert!(dispatches.iter().all(|d| d.tid != call.tid), "the queue's track, not the host thread's");
+}
+
 /// A BEF run on `mstd` traced: a span per kernel run, on the threads that ran them — one
 /// `tfrt_dht.print_tensor` per tensor printed, one `rtx.vm.call` per digit classified by the
 /// compiled model.

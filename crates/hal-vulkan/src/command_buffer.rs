@@ -15,6 +15,7 @@ use super::executable::{vulkan_executable, VulkanExecutable};
 use super::executable_def::DescriptorType;
 use super::logical_device::LogicalDevice;
 use super::queue::Recording;
+use super::timestamps::Timestamps;
 use super::transfer::{self, resolve, same_device, Bound};
 use rtx_hal::command_buffer::{BufferRange, Command, CommandList, ExecutableCheck, SpareLists, TableEntry, Workgroups};
 use rtx_hal::executable::Executable;
@@ -43,12 +44,19 @@ pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableE
     list.with_commands(|recorded| {
         let commands = recorded.commands();
         let pool = DescriptorPool::for_commands(recording.device(), commands)?;
+        let mut timestamps = Timestamps::start(recording, commands)?;
         for command in commands {
             match command {
                 Command::Dispatch { executable, export, workgroups, constants, bindings } => {
                     let (constants, bindings) = (recorded.constants(*constants), recorded.bindings(*bindings));
                     let command = DispatchCommand { executable, export: *export, workgroups, constants, bindings };
-                    dispatch(recording, pool.as_ref(), &command, table)?
+                    if let Some(timestamps) = &timestamps {
+                        timestamps.before(recording);
+                    }
+                    let name = dispatch(recording, pool.as_ref(), &command, table)?;
+                    if let Some(timestamps) = &mut timestamps {
+                        timestamps.after(recording, name, workgroups);
+                    }
                 }
                 Command::Transfer(transfer) => transfer::record(recording, transfer, table)?,
                 Command::Barrier => recording.barrier(
@@ -66,16 +74,21 @@ pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableE
         if let Some(pool) = pool {
             recording.keep(pool);
         }
+        if let Some(timestamps) = timestamps {
+            timestamps.end(recording);
+            recording.time(timestamps);
+        }
         Ok(())
     })
 }
 
-fn dispatch(
+/// Records the dispatch; the name of the pipeline it runs.
+fn dispatch<'c>(
     recording: &mut Recording<'_>,
     pool: Option<&DescriptorPool>,
-    command: &DispatchCommand<'_>,
+    command: &DispatchCommand<'c>,
     table: &[TableEntry],
-) -> Result<(), Diagnostic> {
+) -> Result<&'c str, Diagnostic> {
     let loaded = loaded_by(command.executable, recording.device())?;
     let pipeline = loaded.pipeline(command.executable.check_export(command.export)?);
     let name = &pipeline.name;
@@ -205,7 +218,7 @@ fn dispatch(
             _ => {}
         }
     }
-    Ok(())
+    Ok(name)
 }
 
 /// One recorded dispatch's parts.

@@ -20,6 +20,7 @@ pub(crate) mod physical_device;
 pub mod pipeline;
 pub(crate) mod queue;
 pub(crate) mod spirv;
+pub(crate) mod timestamps;
 pub(crate) mod transfer;
 pub mod validation;
 

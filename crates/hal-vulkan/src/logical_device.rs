@@ -12,6 +12,7 @@ use super::instance::Instance;
 use super::physical_device::{self, parse_uuid, PhysicalDeviceInfo};
 use super::pipeline::PipelineSupport;
 use super::queue::Queue;
+use super::timestamps::DeviceClock;
 use rtx_host::{Diagnostic, StatusCode};
 
 /// Which physical device to open.
@@ -113,7 +114,7 @@ impl LogicalDevice {
         if let Some(reason) = info.unusable_reason() {
             return Err(VulkanError::Unsupported(reason));
         }
-        let family = compute_queue_family(&instance, *physical).ok_or_else(|| {
+        let (family, timestamp_bits) = compute_queue_family(&instance, *physical).ok_or_else(|| {
             VulkanError::Unsupported(format!("Vulkan device {} '{}' has no compute queue", info.index, info.name))
         })?;
         let max_push_descriptors =
@@ -137,7 +138,9 @@ impl LogicalDevice {
                 return Err(VulkanError::Allocation { size: 0, source });
             }
         };
-        let queue = match Queue::new(&device, family) {
+        // SAFETY: the physical device was enumerated from the live instance.
+        let limits = unsafe { instance.handle().get_physical_device_properties(*physical) }.limits;
+        let queue = match Queue::new(&device, family, DeviceClock::new(timestamp_bits, limits.timestamp_period)) {
             Ok(queue) => queue,
             Err(error) => {
                 drop(allocator);
@@ -148,8 +151,7 @@ impl LogicalDevice {
         };
         Ok(Arc::new(LogicalDevice {
             info: info.clone(),
-            // SAFETY: the physical device was enumerated from the live instance.
-            limits: unsafe { instance.handle().get_physical_device_properties(*physical) }.limits,
+            limits,
             device,
             push_descriptors,
             allocator: Mutex::new(Some(allocator)),
@@ -202,8 +204,8 @@ impl LogicalDevice {
 }
 
 /// A queue family with compute: one without graphics where there is one (a dedicated compute
-/// queue), the first with compute otherwise.
-fn compute_queue_family(instance: &Instance, physical: vk::PhysicalDevice) -> Option<u32> {
+/// queue), the first with compute otherwise; with its timestamps' valid bits.
+fn compute_queue_family(instance: &Instance, physical: vk::PhysicalDevice) -> Option<(u32, u32)> {
     // SAFETY: `physical` was enumerated from this live instance.
     let families = unsafe { instance.handle().get_physical_device_queue_family_properties(physical) };
     let has = |flags: vk::QueueFlags| {
@@ -216,7 +218,9 @@ fn compute_queue_family(instance: &Instance, physical: vk::PhysicalDevice) -> Op
         .enumerate()
         .filter(has(vk::QueueFlags::COMPUTE))
         .find(|(_, family)| !family.queue_flags.contains(vk::QueueFlags::GRAPHICS));
-    dedicated.or_else(|| families.iter().enumerate().find(has(vk::QueueFlags::COMPUTE))).map(|(index, _)| index as u32)
+    dedicated
+        .or_else(|| families.iter().enumerate().find(has(vk::QueueFlags::COMPUTE)))
+        .map(|(index, family)| (index as u32, family.timestamp_valid_bits))
 }
 
 /// `maxPushDescriptors` where the device offers `VK_KHR_push_descriptor`.

@@ -16,7 +16,9 @@ use std::thread::JoinHandle;
 use ash::vk;
 
 use super::error::VulkanError;
+use super::timestamps::{DeviceClock, Timestamps};
 use rtx_hal::fence::Fence;
+use rtx_host::tracing::{self, Track};
 use rtx_host::Diagnostic;
 
 /// What runs on the host once a submission's device work is done (copying read-back bytes out).
@@ -35,6 +37,8 @@ struct Pending {
     /// The fences the submission reaches: its own, and those of queue work that only waited
     /// for it.
     signals: Vec<Fence>,
+    /// The device's times of its commands, while tracing.
+    timestamps: Option<Timestamps>,
 }
 
 #[derive(Default)]
@@ -60,6 +64,10 @@ struct Shared {
     wake: Condvar,
     /// Signalled when the waiter sees the timeline move (or the device lost).
     moved: Condvar,
+    /// How the queue's timestamps count; `None` where it has none.
+    clock: Option<DeviceClock>,
+    /// Where traced submissions go.
+    track: Track,
 }
 
 thread_local! {
@@ -92,8 +100,9 @@ impl Shared {
 }
 
 impl Queue {
-    /// The queue `family`'s first queue of `device`, with a new timeline and command pool.
-    pub fn new(device: &ash::Device, family: u32) -> Result<Queue, VulkanError> {
+    /// The queue `family`'s first queue of `device`, with a new timeline and command pool;
+    /// `clock` says how the family's timestamps count, if it has them.
+    pub fn new(device: &ash::Device, family: u32, clock: Option<DeviceClock>) -> Result<Queue, VulkanError> {
         // SAFETY: the device is live and created with a queue of `family`.
         let queue = unsafe { device.get_device_queue(family, 0) };
         let mut timeline_info =
@@ -122,6 +131,8 @@ impl Queue {
             state: Mutex::default(),
             wake: Condvar::new(),
             moved: Condvar::new(),
+            clock,
+            track: Track::new("Vulkan queue"),
         });
         let waiter_shared = shared.clone();
         let waiter = std::thread::Builder::new()
@@ -151,7 +162,7 @@ impl Queue {
         // SAFETY: the pool is live and locked.
         let commands = unsafe { device.allocate_command_buffers(&info) }
             .map_err(VulkanError::call("vkAllocateCommandBuffers"))?[0];
-        let recording = Recording { queue: self, pool, commands: Some(commands), keep: Vec::new() };
+        let recording = Recording { queue: self, pool, commands: Some(commands), keep: Vec::new(), timestamps: None };
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: a fresh command buffer of the locked pool.
         unsafe { device.begin_command_buffer(commands, &begin) }.map_err(VulkanError::call("vkBeginCommandBuffer"))?;
@@ -188,7 +199,7 @@ impl Queue {
         then: Option<HostStep>,
         signal: Option<Fence>,
     ) -> Result<u64, Diagnostic> {
-        let (commands, keep) = recording.end()?;
+        let (commands, keep, timestamps) = recording.end()?;
         let queue = self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let (value, lost) = {
             let state = self.shared.lock_state();
@@ -216,7 +227,8 @@ impl Queue {
         }
         let mut state = self.shared.lock_state();
         state.submitted = value;
-        state.pending.push_back(Pending { value, commands, _keep: keep, then, signals: signal.into_iter().collect() });
+        let signals = signal.into_iter().collect();
+        state.pending.push_back(Pending { value, commands, _keep: keep, then, signals, timestamps });
         drop(state);
         drop(queue);
         self.shared.wake.notify_one();
@@ -276,9 +288,20 @@ pub struct Recording<'a> {
     pool: MutexGuard<'a, vk::CommandPool>,
     commands: Option<vk::CommandBuffer>,
     keep: Vec<Kept>,
+    timestamps: Option<Timestamps>,
 }
 
 impl Recording<'_> {
+    /// How the queue's timestamps count, if it has them.
+    pub fn clock(&self) -> Option<DeviceClock> {
+        self.queue.shared.clock
+    }
+
+    /// Reads `timestamps`, written by these commands, once the device is done with them.
+    pub fn time(&mut self, timestamps: Timestamps) {
+        self.timestamps = Some(timestamps);
+    }
+
     pub fn device(&self) -> &ash::Device {
         &self.queue.shared.device
     }
@@ -320,13 +343,13 @@ impl Recording<'_> {
         );
     }
 
-    fn end(mut self) -> Result<(vk::CommandBuffer, Vec<Kept>), Diagnostic> {
+    fn end(mut self) -> Result<(vk::CommandBuffer, Vec<Kept>, Option<Timestamps>), Diagnostic> {
         self.barrier(vk::AccessFlags::HOST_READ, vk::PipelineStageFlags::HOST);
         // SAFETY: as above.
         unsafe { self.device().end_command_buffer(self.commands()) }
             .map_err(VulkanError::call("vkEndCommandBuffer"))?;
         let commands = self.commands.take().expect("ended once");
-        Ok((commands, std::mem::take(&mut self.keep)))
+        Ok((commands, std::mem::take(&mut self.keep), self.timestamps.take()))
     }
 }
 
@@ -371,6 +394,7 @@ fn wait_loop(shared: &Shared) {
             // SAFETY: as above.
             .and_then(|()| unsafe { shared.device.get_semaphore_counter_value(shared.timeline) })
             .map_err(|result| Diagnostic::from(VulkanError::Call { call: "vkWaitSemaphores", result }));
+        let seen = tracing::timestamp();
         let mut state = shared.lock_state();
         let (done, failure): (Vec<Pending>, Option<Diagnostic>) = match reached {
             Ok(reached) => {
@@ -385,14 +409,18 @@ fn wait_loop(shared: &Shared) {
         };
         drop(state);
         shared.moved.notify_all();
-        finish(shared, done, failure.as_ref());
+        finish(shared, done, failure.as_ref(), seen);
     }
 }
 
-/// Frees the submissions' command buffers, then runs their host steps and signals their fences.
-fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>) {
+/// Frees the submissions' command buffers, records the device's times of those traced (seen
+/// done at `seen` on the trace's clock), then runs their host steps and signals their fences.
+fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>, seen: u64) {
     free_command_buffers(shared, done.iter().map(|p| p.commands).collect());
-    for Pending { then, signals, _keep: kept, .. } in done {
+    for Pending { then, signals, _keep: kept, timestamps, .. } in done {
+        if let (Some(timestamps), None) = (&timestamps, failure) {
+            timestamps.record(&shared.track, seen);
+        }
         let result = match failure {
             Some(error) => Err(error.clone()),
             None => then.map_or(Ok(()), |then| then()),
@@ -435,7 +463,7 @@ impl Drop for Queue {
         let idle = unsafe { self.shared.device.device_wait_idle() };
         let done: Vec<Pending> = self.shared.lock_state().pending.drain(..).collect();
         let failure = idle.err().map(|result| Diagnostic::from(VulkanError::Call { call: "vkDeviceWaitIdle", result }));
-        finish(&self.shared, done, failure.as_ref());
+        finish(&self.shared, done, failure.as_ref(), tracing::timestamp());
         destroy(&self.shared);
     }
 }

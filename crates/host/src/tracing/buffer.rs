@@ -6,7 +6,7 @@
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::Event;
 
@@ -20,30 +20,55 @@ const CHUNKS: usize = 256;
 #[repr(C, align(4096))]
 struct Chunk([UnsafeCell<MaybeUninit<Event>>; CHUNK]);
 
-/// One thread's events of one session.
+/// One thread's (or one [`Track`](super::Track)'s) events of one session.
 pub(crate) struct ThreadBuffer {
     pub(crate) tid: u64,
     pub(crate) thread_name: String,
     pub(crate) session: u64,
+    /// What to add to the events' times to place them on the trace's clock: 0 for a thread; for
+    /// a track of another clock the least bound given, `i64::MAX` before any.
+    offset: AtomicI64,
     chunks: Box<[AtomicPtr<Chunk>]>,
     /// Events written and published: slots below it are initialized and never written again.
     len: AtomicUsize,
     dropped: AtomicU64,
 }
 
-// SAFETY: the slots are written only by `push`, which only the buffer's own thread calls (the
-// buffer reaches other threads for reading only), each slot once, before `len` publishes it with
+// SAFETY: the slots are written only by `push`, which one writer at a time calls (the buffer's
+// own thread, or the holder of its track's lock; others only read), each slot once, before `len` publishes it with
 // Release; readers read only slots below `len` loaded with Acquire. Everything else is atomic.
 unsafe impl Sync for ThreadBuffer {}
 
 impl ThreadBuffer {
     pub(crate) fn new(tid: u64, thread_name: String, session: u64) -> ThreadBuffer {
-        let chunks = (0..CHUNKS).map(|_| AtomicPtr::new(ptr::null_mut())).collect();
-        ThreadBuffer { tid, thread_name, session, chunks, len: AtomicUsize::new(0), dropped: AtomicU64::new(0) }
+        ThreadBuffer::with_offset(tid, thread_name, session, 0)
     }
 
-    /// Appends `event`, or counts it dropped when the buffer is full. Called only on the thread
-    /// the buffer belongs to (see the `Sync` impl).
+    /// The buffer of a track of another clock: its offset is bounded as events come.
+    pub(crate) fn for_track(tid: u64, name: String, session: u64) -> ThreadBuffer {
+        ThreadBuffer::with_offset(tid, name, session, i64::MAX)
+    }
+
+    fn with_offset(tid: u64, thread_name: String, session: u64, offset: i64) -> ThreadBuffer {
+        let chunks = (0..CHUNKS).map(|_| AtomicPtr::new(ptr::null_mut())).collect();
+        let (offset, len, dropped) = (AtomicI64::new(offset), AtomicUsize::new(0), AtomicU64::new(0));
+        ThreadBuffer { tid, thread_name, session, offset, chunks, len, dropped }
+    }
+
+    pub(crate) fn bound_offset(&self, offset: i64) {
+        self.offset.fetch_min(offset, Ordering::Relaxed);
+    }
+
+    /// What places the events on the trace's clock (0 for a track given no bound).
+    pub(crate) fn offset(&self) -> i64 {
+        match self.offset.load(Ordering::Relaxed) {
+            i64::MAX => 0,
+            offset => offset,
+        }
+    }
+
+    /// Appends `event`, or counts it dropped when the buffer is full. Called by one writer at a
+    /// time (see the `Sync` impl).
     pub(crate) fn push(&self, event: Event) {
         let index = self.len.load(Ordering::Relaxed);
         if index >= CHUNK * CHUNKS {

@@ -28,9 +28,11 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
         events += spans.len();
         // Parents before the spans they hold: by start, the longer first.
         spans.sort_by_key(|event| (event.start, std::cmp::Reverse(event.end)));
+        // Where the session started, on the buffer's clock.
+        let origin = start as i64 - buffer.offset();
         for event in spans {
             out.push_str(",\n");
-            complete_event(&mut out, pid, buffer.tid, start, event);
+            complete_event(&mut out, pid, buffer.tid, origin, event);
         }
         dropped += buffer.dropped();
     }
@@ -42,8 +44,8 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
     Ok((events, dropped))
 }
 
-fn complete_event(out: &mut String, pid: u32, tid: u64, session_start: u64, event: &Event) {
-    let ts = event.start.saturating_sub(session_start);
+fn complete_event(out: &mut String, pid: u32, tid: u64, origin: i64, event: &Event) {
+    let ts = (event.start as i64).saturating_sub(origin).max(0) as u64;
     let duration = event.end.saturating_sub(event.start);
     let _ = write!(
         out,

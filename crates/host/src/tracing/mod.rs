@@ -15,6 +15,7 @@ mod buffer;
 mod chrome;
 mod clock;
 mod event;
+mod track;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use buffer::ThreadBuffer;
 use clock::now;
 use event::Event;
 pub use event::{Args, Text, Value};
+pub use track::Track;
 
 /// What is recording: [`CHROME`] and the TFRT scope level (0: none) in the bits above it; the
 /// one load every instrumented point pays.
@@ -55,10 +57,13 @@ thread_local! {
     /// freed when the session ends, whatever the thread does afterwards.
     static LOCAL: RefCell<Weak<ThreadBuffer>> = const { RefCell::new(Weak::new()) };
     /// This thread's track in every trace: threads numbered from 1 as they first record.
-    static TID: u64 = {
-        static THREADS: AtomicU64 = AtomicU64::new(0);
-        THREADS.fetch_add(1, Ordering::Relaxed) + 1
-    };
+    static TID: u64 = next_track();
+}
+
+/// A track's number, new to the process (threads' and [`Track`]s' alike).
+fn next_track() -> u64 {
+    static TRACKS: AtomicU64 = AtomicU64::new(0);
+    TRACKS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// What a span is of: its name in a trace (`cat`), and the TFRT tracing level that shows it as
@@ -82,6 +87,8 @@ pub enum Category {
     /// A host thread blocked until values are available or work is done (on a queue that runs
     /// work on the waiting thread, `s`, the work's spans nest in it).
     Wait,
+    /// A device's run of one submission, timed by the device: its dispatches nest in it.
+    Submission,
 }
 
 impl Category {
@@ -94,6 +101,7 @@ impl Category {
             Category::Vm => "vm",
             Category::Dispatch => "dispatch",
             Category::Wait => "wait",
+            Category::Submission => "submission",
         }
     }
 
@@ -103,7 +111,12 @@ impl Category {
         match self {
             Category::Driver => Some(Level::Default),
             Category::Kernel => Some(Level::Debug),
-            Category::Call | Category::Task | Category::Vm | Category::Dispatch | Category::Wait => None,
+            Category::Call
+            | Category::Task
+            | Category::Vm
+            | Category::Dispatch
+            | Category::Wait
+            | Category::Submission => None,
         }
     }
 }
@@ -161,6 +174,21 @@ fn scope_line(level: Level, line: impl FnOnce() -> String) -> bool {
 /// This thread's track (0 once its locals are being destroyed).
 fn tid() -> u64 {
     TID.try_with(|tid| *tid).unwrap_or(0)
+}
+
+/// The time on the trace's clock, in nanoseconds: what a [`Track`] of another clock is set
+/// against.
+pub fn timestamp() -> u64 {
+    now()
+}
+
+/// The Chrome session recording now (0: none), for what is recorded later on its behalf (a
+/// device's timestamps, read once the device is done).
+pub fn session() -> u64 {
+    if ON.load(Ordering::Relaxed) & CHROME == 0 {
+        return 0;
+    }
+    SESSION.load(Ordering::Relaxed)
 }
 
 /// Starts recording, to be written to `path` by [`end`]; `FAILED_PRECONDITION` while a session
@@ -304,18 +332,25 @@ fn record(session: u64, event: Event) {
         let buffer = match local.upgrade().filter(|buffer| buffer.session == session) {
             Some(buffer) => buffer,
             None => {
-                let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(current) = active.as_mut().filter(|current| current.number == session) else {
+                let Some(buffer) = register(session, || ThreadBuffer::new(tid(), thread_name(), session)) else {
                     return;
                 };
-                let buffer = Arc::new(ThreadBuffer::new(tid(), thread_name(), session));
-                current.buffers.push(Arc::clone(&buffer));
                 *local = Arc::downgrade(&buffer);
                 buffer
             }
         };
         buffer.push(event);
     });
+}
+
+/// A new buffer for `session`, made by `make` and owned by the session; `None` when the session
+/// has ended.
+fn register(session: u64, make: impl FnOnce() -> ThreadBuffer) -> Option<Arc<ThreadBuffer>> {
+    let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    let current = active.as_mut().filter(|current| current.number == session)?;
+    let buffer = Arc::new(make());
+    current.buffers.push(Arc::clone(&buffer));
+    Some(buffer)
 }
 
 /// The system's name of the calling thread (what `std::thread::Builder::name` set, or the

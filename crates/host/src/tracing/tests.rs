@@ -135,3 +135,38 @@ fn scopes_of_the_shown_levels_print_as_tfrt_prints_them() {
     assert_eq!(Level::parse("verbose"), Some(Level::Verbose));
     assert_eq!(Level::parse("loud"), None);
 }
+
+/// A track of another clock: its events keep their spacing and are placed by the least offset
+/// given, on a track of their own named as asked; a session that ended takes no more.
+#[test]
+#[cfg_attr(miri, ignore = "Miri's isolation forbids writing files")]
+fn a_track_of_another_clock_is_placed_by_its_least_offset() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let path = scratch("track");
+    let track = Track::new("device queue");
+    begin(&path).unwrap();
+    let session = session();
+    // The device ran a submission from 1 to 9 us on its clock, a dispatch from 2 to 5 us in it,
+    // and the host saw it done at `seen`, inside the span `marker` (later than 9 us into the
+    // session: a trace holds nothing from before it began).
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    let marker = span(Category::Driver, || "marker", Args::none);
+    let seen = timestamp();
+    drop(marker);
+    track.bound_offset(session, seen as i64 - 9_000 + 50_000);
+    track.record(session, Category::Submission, "submission".into(), Args::none(), 1_000, 9_000);
+    track.record(session, Category::Dispatch, "dispatch".into(), Args::none(), 2_000, 5_000);
+    track.bound_offset(session, seen as i64 - 9_000);
+    assert_eq!(end().unwrap().events, 3);
+    track.record(session, Category::Dispatch, "late".into(), Args::none(), 6_000, 7_000);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(text.contains("\"name\":\"device queue\""), "{text}");
+    let spans = spans(&text);
+    let find = |name: &str| spans.iter().find(|s| s.1 == name).unwrap_or_else(|| panic!("{name} in {text}"));
+    let (marker, submission, dispatch) = (find("marker"), find("submission"), find("dispatch"));
+    assert_eq!(submission.0, dispatch.0, "one track");
+    assert_ne!(submission.0, marker.0, "not the host thread's");
+    assert!((dispatch.2 - submission.2 - 1.0).abs() < 1e-3 && (submission.3 - dispatch.3 - 4.0).abs() < 1e-3, "{text}");
+    assert!(marker.2 <= submission.3 && submission.3 <= marker.3, "ends when seen done: {text}");
+}
