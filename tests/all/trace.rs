@@ -261,7 +261,8 @@ fn bench_profile_sums_the_dispatches_of_every_call() {
 
 /// On `s` the call's thread runs everything: the spans of the kernels, and of the tasks they
 /// queue, cover the traced call's time (within 10%: what is left is the executor's own work).
-/// On `mstd` the kernels run on the workers' tracks.
+/// On `mstd` the kernels run on the workers' tracks. On both, a counter samples the graph's
+/// values alive.
 #[test]
 fn kernel_and_task_spans_cover_a_call_on_one_thread() {
     let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/architectures");
@@ -291,6 +292,15 @@ fn kernel_and_task_spans_cover_a_call_on_one_thread() {
             }
         }
         let share = covered / (call.end - call.start);
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+        let alive: Vec<u64> = json["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == "async values")
+            .map(|e| e["args"]["alive"].as_u64().unwrap())
+            .collect();
+        assert!(alive.iter().any(|&alive| alive > 0), "a counter of the graph's values: {alive:?}");
         if queue == "s" {
             assert!(share >= 0.9, "on s, kernels and tasks cover {share:.3} of the call");
         } else {

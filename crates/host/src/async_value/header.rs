@@ -122,6 +122,8 @@ pub(crate) union Payload<T> {
 pub(crate) struct Header {
     pub(crate) refcount: AtomicU32,
     pub(crate) kind: Kind,
+    /// Made while tracing: counted in [`TRACED_ALIVE`] until freed (in the header's padding).
+    pub(crate) traced: bool,
     pub(crate) type_info: AtomicPtr<TypeInfo>,
     pub(crate) word: AtomicPtr<NodeHead>,
 }
@@ -343,6 +345,10 @@ impl AvPtr {
     }
 }
 
+/// Values made while tracing and not yet freed: a trace's counter of live values. Values made
+/// before tracing began are not among them, so that an untraced value costs no atomic write.
+pub(crate) static TRACED_ALIVE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
 /// Allocates a value with the given type, kind and initial state word; the payload is left
 /// uninitialised for the caller.
 pub(crate) fn allocate<T: 'static>(kind: Kind, state: State) -> AvPtr {
@@ -355,6 +361,10 @@ pub(crate) fn allocate<T: 'static>(kind: Kind, state: State) -> AvPtr {
     }
     .cast::<AvBox<T>>();
     let Some(raw) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+    let traced = crate::tracing::is_on();
+    if traced {
+        TRACED_ALIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     #[cfg(debug_assertions)]
     live::LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: `raw` is a fresh allocation with the layout of `AvBox<T>`; we initialise the header.
@@ -362,6 +372,7 @@ pub(crate) fn allocate<T: 'static>(kind: Kind, state: State) -> AvPtr {
         ptr::addr_of_mut!((*raw.as_ptr()).header).write(Header {
             refcount: AtomicU32::new(1),
             kind,
+            traced,
             type_info: AtomicPtr::new(&TypeInfoOf::<T>::INFO as *const TypeInfo as *mut TypeInfo),
             word: AtomicPtr::new(state_word(state)),
         });
@@ -395,6 +406,9 @@ unsafe fn destroy(this: AvPtr) {
         }
         #[cfg(debug_assertions)]
         live::LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        if this.header().traced {
+            TRACED_ALIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if is_small(info.box_layout) {
             free_list::release(this.0.as_ptr().cast());
         } else {

@@ -28,6 +28,7 @@ mod value;
 mod waiters;
 
 pub(crate) use free_list::cache_on_this_thread;
+pub(crate) use header::TRACED_ALIVE;
 pub use header::{State, HEADER_SIZE};
 pub use indirect::IndirectAsyncValue;
 pub use typed::AsyncValueRef;

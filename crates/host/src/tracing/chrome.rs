@@ -1,6 +1,6 @@
 //! The Chrome trace-event JSON of a session: a metadata event naming each thread's track, then
-//! each thread's spans as complete (`"ph":"X"`) events in start order, times in microseconds
-//! from the session's start.
+//! each thread's spans as complete (`"ph":"X"`) events and counter samples as counter (`"C"`)
+//! events, in start order, times in microseconds from the session's start.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -8,15 +8,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::buffer::ThreadBuffer;
-use super::{Event, Value};
+use super::{Category, Event, Value};
 
-/// Writes the file; returns the events written and the events dropped.
-pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> std::io::Result<(usize, u64)> {
+/// What a written file holds.
+pub(super) struct Counts {
+    pub(super) spans: usize,
+    pub(super) samples: usize,
+    pub(super) dropped: u64,
+}
+
+/// Writes the file.
+pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> std::io::Result<Counts> {
     let pid = std::process::id();
     let mut out = String::from("{\"traceEvents\":[\n");
     let _ =
         write!(out, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"rtx\"}}}}");
-    let (mut events, mut dropped) = (0, 0);
+    let mut counts = Counts { spans: 0, samples: 0, dropped: 0 };
     for buffer in buffers {
         let _ = write!(
             out,
@@ -25,7 +32,9 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
             Quoted(&buffer.thread_name)
         );
         let mut spans: Vec<&Event> = buffer.events().collect();
-        events += spans.len();
+        let samples = spans.iter().filter(|event| event.category == Category::Counter).count();
+        counts.samples += samples;
+        counts.spans += spans.len() - samples;
         // Parents before the spans they hold: by start, the longer first.
         spans.sort_by_key(|event| (event.start, std::cmp::Reverse(event.end)));
         // Where the session started, on the buffer's clock.
@@ -34,29 +43,33 @@ pub(super) fn write(path: &Path, start: u64, buffers: &[Arc<ThreadBuffer>]) -> s
             out.push_str(",\n");
             complete_event(&mut out, pid, buffer.tid, origin, event);
         }
-        dropped += buffer.dropped();
+        counts.dropped += buffer.dropped();
     }
     let _ = write!(
         out,
-        "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"producer\":\"rtx\",\"dropped_events\":{dropped}}}}}\n"
+        "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"producer\":\"rtx\",\"dropped_events\":{}}}}}\n",
+        counts.dropped
     );
     std::fs::File::create(path)?.write_all(out.as_bytes())?;
-    Ok((events, dropped))
+    Ok(counts)
 }
 
+/// A span as a complete event, a counter sample as a counter event.
 fn complete_event(out: &mut String, pid: u32, tid: u64, origin: i64, event: &Event) {
     let ts = (event.start as i64).saturating_sub(origin).max(0) as u64;
     let duration = event.end.saturating_sub(event.start);
     let _ = write!(
         out,
-        "{{\"ph\":\"X\",\"cat\":{},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03},\"dur\":{}.{:03}",
+        "{{\"ph\":\"{}\",\"cat\":{},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{}.{:03}",
+        if event.category == Category::Counter { "C" } else { "X" },
         Quoted(event.category.name()),
         Quoted(event.name.as_str()),
         ts / 1000,
         ts % 1000,
-        duration / 1000,
-        duration % 1000
     );
+    if event.category != Category::Counter {
+        let _ = write!(out, ",\"dur\":{}.{:03}", duration / 1000, duration % 1000);
+    }
     if !event.args.is_empty() {
         out.push_str(",\"args\":{");
         for (i, (key, value)) in event.args.iter().enumerate() {

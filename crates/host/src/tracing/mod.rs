@@ -15,6 +15,7 @@ mod buffer;
 mod chrome;
 mod clock;
 mod event;
+mod sampler;
 mod track;
 
 use std::cell::RefCell;
@@ -50,6 +51,7 @@ struct Session {
     number: u64,
     start: u64,
     buffers: Vec<Arc<ThreadBuffer>>,
+    sampler: Option<sampler::Sampler>,
 }
 
 thread_local! {
@@ -89,6 +91,8 @@ pub enum Category {
     Wait,
     /// A device's run of one submission, timed by the device: its dispatches nest in it.
     Submission,
+    /// A sample of counters (its arguments), not a span: a counter event in a trace.
+    Counter,
 }
 
 impl Category {
@@ -102,6 +106,7 @@ impl Category {
             Category::Dispatch => "dispatch",
             Category::Wait => "wait",
             Category::Submission => "submission",
+            Category::Counter => "counter",
         }
     }
 
@@ -116,7 +121,8 @@ impl Category {
             | Category::Vm
             | Category::Dispatch
             | Category::Wait
-            | Category::Submission => None,
+            | Category::Submission
+            | Category::Counter => None,
         }
     }
 }
@@ -207,15 +213,27 @@ pub fn begin(path: impl Into<PathBuf>) -> Result<(), Diagnostic> {
     })?;
     clock::calibrate();
     let number = SESSION.fetch_add(1, Ordering::Relaxed) + 1;
-    *active = Some(Session { path, number, start: now(), buffers: Vec::new() });
+    *active = Some(Session { path, number, start: now(), buffers: Vec::new(), sampler: None });
     ON.fetch_or(CHROME, Ordering::Release);
+    drop(active);
+    // Started once the session is active, so that its first sample is kept.
+    let sampler = sampler::Sampler::start(number);
+    // (Unless the session ended meanwhile: the sampler then stops as it drops.)
+    if let Some(session) = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+        if session.number == number {
+            session.sampler = sampler;
+        }
+    }
     Ok(())
 }
 
 /// What [`end`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
+    /// Spans.
     pub events: usize,
+    /// Counter samples.
+    pub samples: usize,
     /// Events that did not fit a thread's bounded buffer.
     pub dropped: u64,
 }
@@ -223,6 +241,9 @@ pub struct Written {
 /// Stops recording and writes the session's events; `FAILED_PRECONDITION` when none is active.
 /// Spans still open on other threads when it ends are not in the file.
 pub fn end() -> Result<Written, Diagnostic> {
+    // The counters' last sample is taken while the session is still active.
+    let sampler = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner).as_mut().and_then(|s| s.sampler.take());
+    drop(sampler);
     let session = {
         let mut active = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner);
         let session = active
@@ -234,7 +255,7 @@ pub fn end() -> Result<Written, Diagnostic> {
     let written = chrome::write(&session.path, session.start, &session.buffers).map_err(|error| {
         Diagnostic::new(StatusCode::Internal, format!("writing the trace {}: {error}", session.path.display()))
     })?;
-    Ok(Written { events: written.0, dropped: written.1 })
+    Ok(Written { events: written.spans, samples: written.samples, dropped: written.dropped })
 }
 
 /// An open span: recorded when dropped, if the session it began in is still active. Made by

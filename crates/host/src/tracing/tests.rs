@@ -170,3 +170,32 @@ fn a_track_of_another_clock_is_placed_by_its_least_offset() {
     assert!((dispatch.2 - submission.2 - 1.0).abs() < 1e-3 && (submission.3 - dispatch.3 - 4.0).abs() < 1e-3, "{text}");
     assert!(marker.2 <= submission.3 && submission.3 <= marker.3, "ends when seen done: {text}");
 }
+
+/// The counters: samples of the values made while tracing that are alive (those made before
+/// are not counted, so dropping them counts nothing down), and of the resident memory.
+#[test]
+#[cfg_attr(miri, ignore = "Miri's isolation forbids writing files")]
+fn counters_sample_the_values_made_while_tracing() {
+    let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let path = scratch("counters");
+    let before: Vec<crate::AsyncValueRef<i32>> = (0..50).map(crate::AsyncValueRef::available).collect();
+    begin(&path).unwrap();
+    drop(before);
+    let kept: Vec<crate::AsyncValueRef<i32>> = (0..100).map(crate::AsyncValueRef::available).collect();
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    let written = end().unwrap();
+    drop(kept);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let samples: Vec<&str> = text.lines().filter(|line| line.contains("\"ph\":\"C\"")).collect();
+    assert!(written.samples >= 4 && written.samples == samples.len(), "{text}");
+    let alive: Vec<i64> = samples
+        .iter()
+        .filter_map(|line| line.split("\"alive\":").nth(1))
+        .map(|rest| rest.trim_end_matches(['}', ',']).parse().unwrap())
+        .collect();
+    // Other tests of this process make values meanwhile: at least these are alive at the end.
+    assert!(alive.last().is_some_and(|&last| last >= 100), "{alive:?}");
+    #[cfg(target_os = "linux")]
+    assert!(samples.iter().any(|line| line.contains("\"memory\"") && line.contains("\"resident bytes\":")), "{text}");
+}
