@@ -203,7 +203,7 @@ impl Workers {
     /// each thread with its own `local_memory` bytes. Returns once every workgroup has finished,
     /// or the first error: a workgroup's error (or panic, as INTERNAL) stops the job, and
     /// workgroups not yet started are skipped.
-    /// While tracing, each workgroup is a span named `name` on the thread that ran it.
+    /// While tracing, each thread's share of the workgroups is a span named `name`.
     pub fn run(
         &self,
         count: u64,
@@ -211,16 +211,8 @@ impl Workers {
         workgroup: &Workgroup<'_>,
         name: &str,
     ) -> Result<(), Diagnostic> {
-        let phases = [Phase { end: count, alone: false }];
-        if !tracing::is_on() {
-            return self.run_phases(&phases, local_memory, workgroup);
-        }
-        let name: Arc<str> = Arc::from(name);
-        self.run_phases(&phases, local_memory, &|index, processor, memory| {
-            let _span =
-                tracing::span(tracing::Category::Task, || &name, || tracing::Args::none().with("workgroup", index));
-            workgroup(index, processor, memory)
-        })
+        let name = tracing::is_on().then(|| Arc::from(name));
+        self.run_job(&[Phase { end: count, alone: false }], local_memory, workgroup, name)
     }
 
     /// As [`Workers::run`] over `0..` the last phase's end, a phase at a time: each phase's
@@ -232,6 +224,17 @@ impl Workers {
         phases: &[Phase],
         local_memory: usize,
         workgroup: &Workgroup<'_>,
+    ) -> Result<(), Diagnostic> {
+        self.run_job(phases, local_memory, workgroup, None)
+    }
+
+    /// [`Workers::run_phases`], each thread's share a tracing span named `name` where given.
+    fn run_job(
+        &self,
+        phases: &[Phase],
+        local_memory: usize,
+        workgroup: &Workgroup<'_>,
+        name: Option<Arc<str>>,
     ) -> Result<(), Diagnostic> {
         let processor = self.threads.len() as u32;
         if !Phase::any_shared(phases) {
@@ -247,8 +250,8 @@ impl Workers {
         // nothing, and the job is set up anew (under the pool's lock, with no other holder) before
         // reuse.
         let erased = unsafe { std::mem::transmute::<*const Workgroup<'_>, *const Workgroup<'static>>(workgroup) };
-        let job = self.shared.submit(erased, phases, local_memory, self.threads.len());
-        with_local_memory(local_memory, |memory| job.work(processor, 0, memory));
+        let job = self.shared.submit(erased, phases, local_memory, self.threads.len(), name);
+        with_local_memory(local_memory, |memory| job.work_traced(processor, 0, memory));
         let error = job.error.lock().unwrap_or_else(PoisonError::into_inner).take();
         error.map_or(Ok(()), Err)
     }
@@ -317,6 +320,7 @@ impl Shared {
         phases: &[Phase],
         local_memory: usize,
         threads: usize,
+        name: Option<Arc<str>>,
     ) -> Arc<Job> {
         let mut state = self.lock();
         // Dropped here too, not only by workers that look under the lock: workers that find
@@ -324,7 +328,7 @@ impl Shared {
         while state.jobs.front().is_some_and(|job| job.exhausted()) {
             state.jobs.pop_front();
         }
-        let job = state.reuse_or_make(threads, |job| job.set_up(workgroup, phases, local_memory));
+        let job = state.reuse_or_make(threads, |job| job.set_up(workgroup, phases, local_memory, name));
         state.jobs.push_back(job.clone());
         self.publish(&mut state, &job);
         // Release: a worker that sees the count move finds the job in `latest`.
@@ -469,7 +473,7 @@ fn work(shared: &Shared, processor: u32) {
         if memory.len() < job.local_memory {
             memory.resize(job.local_memory, 0);
         }
-        job.work(processor, lane, &mut memory[..job.local_memory]);
+        job.work_traced(processor, lane, &mut memory[..job.local_memory]);
     }
 }
 
@@ -486,6 +490,8 @@ struct Job {
     /// Workers that may still join (see the module documentation).
     seats: AtomicIsize,
     local_memory: usize,
+    /// While tracing, the name of each thread's share of the job (a span).
+    name: Option<Arc<str>>,
     /// Per phase, per thread, the units `front..back` of its block not yet claimed, as
     /// [`pack`]ed: the submitter's first, then one per seat in the order they are taken. Each on
     /// a cache line of its own: its thread writes it at every claim. Each phase has lanes of its
@@ -551,6 +557,7 @@ impl Job {
             threads: threads as u64,
             seats: AtomicIsize::new(0),
             local_memory: 0,
+            name: None,
             lanes: Vec::new(),
             completed: AtomicUsize::new(0),
             finished: AtomicU64::new(0),
@@ -564,7 +571,14 @@ impl Job {
 
     /// Sets the job up for `phases` of `workgroup`, each lane of a phase a contiguous block
     /// (none for a phase that runs alone), with none claimed, no seat taken and no error.
-    fn set_up(&mut self, workgroup: *const Workgroup<'static>, phases: &[Phase], local_memory: usize) {
+    fn set_up(
+        &mut self,
+        workgroup: *const Workgroup<'static>,
+        phases: &[Phase],
+        local_memory: usize,
+        name: Option<Arc<str>>,
+    ) {
+        self.name = name;
         let threads = self.threads;
         let lanes = phases.len() * threads as usize;
         if self.lanes.len() < lanes {
@@ -637,6 +651,12 @@ impl Job {
     /// claims of a chunk of neighbours at a time until none are left, counted finished all at
     /// once (the shared counter moves once per thread and phase instead of once per workgroup);
     /// then, if that finished the phase, starts the next, else waits for it.
+    /// [`Job::work`] in a span named after the job, where it has a name.
+    fn work_traced(&self, processor: u32, lane: usize, memory: &mut [u8]) {
+        let _span = self.name.as_ref().map(|name| tracing::span(tracing::Category::Task, || name, tracing::Args::none));
+        self.work(processor, lane, memory);
+    }
+
     fn work(&self, processor: u32, lane: usize, memory: &mut [u8]) {
         let mut phase = self.completed.load(Ordering::Acquire);
         // The submitter starts the job (a worker cannot have taken a seat before it is queued).
@@ -1039,7 +1059,7 @@ mod tests {
         for count in [0, 1, 5, 100, 1 << 31, (1 << 31) + 1, 3 * u64::from(u32::MAX) + 7, u64::MAX] {
             for &threads in threads {
                 let mut job = Job::new(threads as usize);
-                job.set_up(workgroup, &[Phase { end: count, alone: false }], 0);
+                job.set_up(workgroup, &[Phase { end: count, alone: false }], 0, None);
                 let unit = job.phases[0].unit;
                 let mut end = 0;
                 for lane in job.lanes(0) {

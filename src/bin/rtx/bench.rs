@@ -48,7 +48,12 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         "dispatch_times",
         "trace",
         "profile",
+        "trace_cost",
     ])?;
+    let trace_cost = flags.has("trace_cost");
+    if trace_cost && (flags.has("trace") || flags.has("profile")) {
+        return Err("--trace_cost traces rounds of its own: it takes no --trace or --profile".to_owned());
+    }
     let min_time = match flags.last("benchmark_min_time") {
         Some(text) => MinTime::parse(text).ok_or_else(|| format!("bad --benchmark_min_time `{text}`"))?,
         None => MinTime::Seconds(1.0),
@@ -70,7 +75,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     #[cfg(not(feature = "tfrt"))]
     let bef = false;
     let iree = if flags.has("no_iree") || bef { None } else { iree_benchmark::find_iree_benchmark_module() };
-    let rounds = if iree.is_some() { rounds } else { 1 };
+    let rounds = if iree.is_some() || trace_cost { rounds } else { 1 };
     // Each round's share: a time is split between the rounds, a call count is made in each.
     let round = match min_time {
         MinTime::Seconds(seconds) => MinTime::Seconds(seconds / rounds as f64),
@@ -102,6 +107,7 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
     };
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
+    let mut traced = Vec::new();
     let mut total_calls = 0;
     for _ in 0..rounds {
         // Alternate with IREE's own benchmark on the same module and inputs, so both see the same
@@ -112,6 +118,9 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
         let (time, calls) = measure();
         ours.push(time);
         total_calls += calls;
+        if trace_cost {
+            traced.push(measure_traced(&measure)?);
+        }
     }
     let median = |samples: &mut Vec<f64>| {
         samples.sort_by(f64::total_cmp);
@@ -125,11 +134,26 @@ pub fn bench(flags: &Flags) -> Result<ExitCode, String> {
             our_median / their_median
         );
     }
+    if !traced.is_empty() {
+        let traced_median = median(&mut traced);
+        println!("traced: median {traced_median:.0} ns per call; traced/untraced = {:.3}", traced_median / our_median);
+    }
     println!("{}: median {:.0} ns per call ({total_calls} calls)", prepared.name, our_median);
     if flags.has("dispatch_times") {
         print_dispatch_times(total_calls);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A round of `measure` traced (to a file of its own, removed afterwards): its time per call.
+fn measure_traced(measure: &dyn Fn() -> (f64, u64)) -> Result<f64, String> {
+    let path = std::env::temp_dir().join(format!("rtx-trace-cost-{}.json", std::process::id()));
+    rtx::host::tracing::begin(&path).map_err(|error| error.message)?;
+    let (time, _) = measure();
+    let ended = rtx::host::tracing::end();
+    let _ = std::fs::remove_file(&path);
+    ended.map_err(|error| error.message)?;
+    Ok(time)
 }
 
 /// The CPU devices' time per export over the timed calls, most first: what each call spent in it

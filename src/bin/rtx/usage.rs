@@ -56,7 +56,8 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --module, --function, --input, --device, --task_topology_group_count   as for `rtx run`
   --benchmark_min_time=SECONDS      total measuring time (default 1; a trailing `s` is allowed)
   --benchmark_min_time=Nx           exactly N calls per round instead (after one warm-up call)
-  --rounds=N                        alternations with iree-benchmark-module (default 5)
+  --rounds=N                        alternations with iree-benchmark-module or traced rounds
+                                    (default 5)
   --no_iree                         time rtx alone
   --dispatch_times                  also time each dispatch on the CPU devices and print the time
                                     per call by export (for IREE's: its tool's host-execution
@@ -64,7 +65,10 @@ alternation (its rounds timed the same way) and prints the ratio of the two medi
   --trace=FILE.json                 write a trace of every call (as for `rtx run`)
   --profile                         trace the calls and print the trace's `rtx profile` table
                                     after the timing: the kernels, VM calls and dispatches that
-                                    took the time";
+                                    took the time
+  --trace_cost                      alternate each round with one traced (to a file removed
+                                    afterwards) and print the ratio of the medians
+                                    (traced/untraced): what tracing costs the call";
 
 pub const CHECK: &str =
     "usage: rtx check --module=X.vmfb [--module=Y.vmfb ...] [--device=local-sync|local-task|vulkan[://N]]
