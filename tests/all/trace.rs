@@ -236,6 +236,8 @@ fn a_vulkan_trace_holds_the_dispatches_the_device_ran() {
     for dispatch in &dispatches {
         assert!(dispatch.name.starts_with("add_negate_dispatch_"), "{dispatch:?}");
         assert_eq!(dispatch.args["workgroups"], "1x1x1");
+        let bytes = dispatch.args["bytes bound"].as_u64().unwrap();
+        assert!(bytes >= 2 * 3 * 4, "at least an input and an output of 3 i32s: {bytes}");
         assert!(
             submissions.iter().any(|s| s.tid == dispatch.tid && s.start <= dispatch.start && dispatch.end <= s.end),
             "{dispatch:?} in a submission: {submissions:?}"

@@ -53,9 +53,9 @@ pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableE
                     if let Some(timestamps) = &timestamps {
                         timestamps.before(recording);
                     }
-                    let name = dispatch(recording, pool.as_ref(), &command, table)?;
+                    let (name, bytes) = dispatch(recording, pool.as_ref(), &command, table)?;
                     if let Some(timestamps) = &mut timestamps {
-                        timestamps.after(recording, name, workgroups);
+                        timestamps.after(recording, name, workgroups, bytes);
                     }
                 }
                 Command::Transfer(transfer) => transfer::record(recording, transfer, table)?,
@@ -82,13 +82,13 @@ pub fn record(list: &CommandList, recording: &mut Recording<'_>, table: &[TableE
     })
 }
 
-/// Records the dispatch; the name of the pipeline it runs.
+/// Records the dispatch; the name of the pipeline it runs, and the bytes it binds.
 fn dispatch<'c>(
     recording: &mut Recording<'_>,
     pool: Option<&DescriptorPool>,
     command: &DispatchCommand<'c>,
     table: &[TableEntry],
-) -> Result<&'c str, Diagnostic> {
+) -> Result<(&'c str, u64), Diagnostic> {
     let loaded = loaded_by(command.executable, recording.device())?;
     let pipeline = loaded.pipeline(command.executable.check_export(command.export)?);
     let name = &pipeline.name;
@@ -218,7 +218,7 @@ fn dispatch<'c>(
             _ => {}
         }
     }
-    Ok(name)
+    Ok((name, bound.iter().map(|b| b.length).sum()))
 }
 
 /// One recorded dispatch's parts.

@@ -77,13 +77,14 @@ impl Timestamps {
         self.write(recording, vk::PipelineStageFlags::TOP_OF_PIPE, 1 + 2 * self.dispatches.len() as u32);
     }
 
-    /// After the dispatch of `name` with `workgroups`.
-    pub fn after(&mut self, recording: &Recording<'_>, name: &str, workgroups: &Workgroups) {
+    /// After the dispatch of `name` with `workgroups`, binding `bytes`.
+    pub fn after(&mut self, recording: &Recording<'_>, name: &str, workgroups: &Workgroups, bytes: u64) {
         self.write(recording, vk::PipelineStageFlags::BOTTOM_OF_PIPE, 2 + 2 * self.dispatches.len() as u32);
         let args = match workgroups {
             Workgroups::Fixed(counts) => Args::none().with("workgroups", Value::Grid(*counts)),
             Workgroups::Indirect(_) => Args::none().with("workgroups", "indirect"),
         };
+        let args = args.with("bytes bound", bytes);
         self.dispatches.push((name.to_owned().into(), args));
     }
 
