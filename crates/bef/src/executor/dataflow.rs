@@ -217,7 +217,7 @@ impl Execution {
     #[cold]
     #[inline(never)]
     fn call_traced(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
-        let _span = kernel_span(&self.file, record);
+        let _span = super::spans::kernel_span(&self.file, record);
         self.call_kernel(record, arguments, results);
     }
 
@@ -372,27 +372,5 @@ impl<'a> UserCursor<'a> {
         self.result += 1;
         self.next += count;
         users
-    }
-}
-
-/// A tracing span of the kernel `record` calls (its synchronous part: what an async kernel
-/// starts runs later, in spans of its own). A kernel at a name location (what `import-onnx`
-/// gives each kernel: its ONNX node's name) is named after it, with the kernel beside; any other
-/// is named after its kernel, with its source location beside.
-pub(super) fn kernel_span(file: &BefFile, record: KernelRecord<'_>) -> tracing::Span {
-    let kernel = file.kernel_name(record.code());
-    let image = file.image();
-    match image.debug_name(record.location()).filter(|node| !node.is_empty()) {
-        Some(node) => tracing::span_as(
-            tracing::Category::Kernel,
-            kernel,
-            || node,
-            || tracing::Args::none().with("kernel", kernel.to_owned()),
-        ),
-        None => tracing::span(
-            tracing::Category::Kernel,
-            || kernel.to_owned(),
-            || tracing::Args::none().with("location", image.location(record.location()).to_location().to_string()),
-        ),
     }
 }

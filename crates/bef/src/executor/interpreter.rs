@@ -26,7 +26,7 @@ pub(super) fn execute(
         let record = body.record(list, k);
         let located =
             |diagnostic: Diagnostic| diagnostic.with_location(file.image().location(record.location()).to_location());
-        let _span = super::dataflow::kernel_span(file, record);
+        let _span = super::spans::kernel_span(file, record);
         match file.kernel(record.code()) {
             Kernel::Sync(kernel) => {
                 let mut frame = SyncKernelFrame::new(KernelSite::new(record, &program, context), &mut registers);

@@ -8,8 +8,10 @@ mod dataflow;
 mod function;
 mod interpreter;
 mod plan;
+mod spans;
 
 pub(crate) use plan::Plan;
+pub(crate) use spans::KernelSpans;
 
 #[cfg(test)]
 mod tests;

@@ -27,7 +27,7 @@ pub use image::{BefImage, FunctionInfo};
 pub use location::{BefLocation, LocationEntry};
 pub use optional::OptionalSections;
 
-use crate::executor::Plan;
+use crate::executor::{KernelSpans, Plan};
 use crate::format::FunctionKind;
 use rtx_kernel::derived::DerivedCache;
 use rtx_kernel::{Kernel, KernelRegistry, NativeFn};
@@ -45,6 +45,8 @@ pub struct BefFile {
     plans: Box<[OnceLock<Option<Plan>>]>,
     /// What kernels derived from the file's constants.
     pub(crate) derived: DerivedCache,
+    /// Its kernels' tracing spans, decoded as they are first traced.
+    pub(crate) spans: KernelSpans,
 }
 
 impl BefFile {
@@ -90,6 +92,7 @@ impl BefFile {
             natives,
             plans,
             derived: DerivedCache::default(),
+            spans: KernelSpans::default(),
         }))
     }
 

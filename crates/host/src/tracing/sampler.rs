@@ -11,7 +11,7 @@ use super::{record, Args, Category, Event};
 use crate::async_value::TRACED_ALIVE;
 
 /// How often the counters are read.
-const PERIOD: Duration = Duration::from_millis(2);
+const PERIOD: Duration = Duration::from_millis(10);
 
 /// The sampling thread of a session.
 pub(super) struct Sampler {

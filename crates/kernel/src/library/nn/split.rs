@@ -142,7 +142,7 @@ fn spread<R: Writer + 'static>(
     // Task `t` writes units `[t * units / tasks, (t + 1) * units / tasks)`.
     let first = move |t: usize| t * units / tasks;
     // Traced, each task is a span named after the kernel, wherever and whenever it runs.
-    let traced = tracing::is_on().then(|| frame.kernel_name().to_owned());
+    let traced = tracing::is_on().then(|| Arc::<str>::from(frame.kernel_name()));
     for t in 1..tasks {
         let split = Arc::clone(&split);
         let name = traced.clone();
