@@ -95,7 +95,7 @@ impl WorkQueue for ScopedWorkQueue {
 mod tests {
     use super::*;
     use crate::work_queue::create_work_queue;
-    use rtx_test_support::deadline::within_deadline;
+    use rtx_test_support::deadline::{wait_until, within_deadline};
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
@@ -134,10 +134,13 @@ mod tests {
         view.add_task(Box::new(|| panic!("task panics on purpose")));
         view.quiesce().unwrap();
         // A refused blocking task comes back; dropping it unrun takes it off the account too.
-        let blocker = Arc::new(AtomicBool::new(false));
-        let gate = Arc::clone(&blocker);
+        // The pool's one blocking thread is held by a task that has started, so another task
+        // that may not queue is refused.
+        let (blocker, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (gate, running) = (Arc::clone(&blocker), Arc::clone(&started));
         view.add_blocking_task(
             Box::new(move || {
+                running.store(true, Ordering::Release);
                 while !gate.load(Ordering::Acquire) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
@@ -146,9 +149,10 @@ mod tests {
         )
         .ok()
         .unwrap();
-        if let Err(task) = view.add_blocking_task(Box::new(|| {}), false) {
-            drop(task);
-        }
+        wait_until("the blocking task starts", || started.load(Ordering::Acquire));
+        let refused = view.add_blocking_task(Box::new(|| {}), false);
+        assert!(refused.is_err(), "the pool's one blocking thread is busy");
+        drop(refused);
         blocker.store(true, Ordering::Release);
         view.quiesce().unwrap();
     }
