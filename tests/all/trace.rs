@@ -342,7 +342,8 @@ fn kernel_and_task_spans_cover_a_call_on_one_thread() {
 
 /// A kernel of an imported ONNX model is named after the ONNX node it came from, with its
 /// kernel beside: conv_1d.onnx's three named Conv nodes are each a 2-D convolution between
-/// reshapes (of the input and weights to 2-D, and of the result back).
+/// reshapes (of the input and weights to 2-D, and of the result back). `rtx profile` sums them
+/// by node and by kernel.
 #[test]
 fn onnx_kernels_are_named_after_their_nodes() {
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/tiny");
@@ -362,6 +363,15 @@ fn onnx_kernels_are_named_after_their_nodes() {
         let reshapes = kernels.iter().filter(|k| **k == "nn.reshape").count();
         assert!(convolutions == 1 && reshapes >= 2 && reshapes + 1 == kernels.len(), "{node}: {kernels:?}");
     }
+    // `rtx profile` lists the nodes, and the kernels they ran summed by kernel.
+    let profile = String::from_utf8(rtx_in(&folder, &["profile", trace.to_str().unwrap()]).stdout).unwrap();
+    let section = |header: &str| -> Vec<&str> {
+        let lines = profile.lines().skip_while(|line| !line.starts_with(header)).skip(1);
+        lines.take_while(|line| line.starts_with("  ")).collect()
+    };
+    let row = section("kernel (by kernel): ").into_iter().find(|line| line.ends_with("  nn.conv2d.f32"));
+    assert_eq!(row.and_then(|row| row.split_whitespace().next()), Some("3"), "the nodes' convolutions: {profile}");
+    assert!(section("kernel: ").iter().any(|line| line.ends_with("  dilated")), "{profile}");
 }
 
 #[test]

@@ -15,6 +15,9 @@ use crate::flags::Flags;
 /// Rows shown per category.
 const TOP: usize = 20;
 
+/// The section of the kernels named after ONNX nodes, summed by their kernel.
+const BY_KERNEL: &str = "kernel (by kernel)";
+
 pub fn profile(flags: &Flags) -> Result<ExitCode, String> {
     flags.only(&[])?;
     let [path] = flags.positional.as_slice() else {
@@ -61,6 +64,11 @@ fn spans(text: &str) -> Result<Vec<Span>, String> {
         match field("ph").and_then(Value::as_str) {
             Some("X") => {
                 let duration = number("dur").ok_or_else(|| format!("event {index}: a complete event without `dur`"))?;
+                // A kernel named after the ONNX node it came from counts for its kernel too.
+                let kernel = field("args").and_then(|args| args.get("kernel")).and_then(Value::as_str);
+                if let (Some(kernel), "kernel") = (kernel, text("cat").as_str()) {
+                    spans.push((BY_KERNEL.to_owned(), kernel.to_owned(), duration));
+                }
                 spans.push((text("cat"), text("name"), duration));
             }
             Some("B") => {

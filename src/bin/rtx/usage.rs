@@ -159,15 +159,18 @@ two, and their value after `=` or as the next argument.
                                      bef_executor_debug_tracing does: `Scope:Bef Executor`,
                                      `Scope:Function: f`, each closed by `End Scope`
   --tracing_level=default|verbose|debug   which scopes (default: default); debug adds one per
-                                     kernel run, VM call and dispatch";
+                                     kernel run";
 
 pub const PROFILE: &str = "usage: rtx profile FILE.json
 
 Sums up a Chrome trace-event file (what `rtx run|bench|bef-exec --trace=FILE.json` write, or any
-other tool's): for each category of span (kernel: BEF kernels; vm: VM function calls, native ones
-included; dispatch: the CPU devices' dispatches), the 20 names with the most total time, with
-their count, total and mean time, and share of the category's total. A span inside another of
-its category counts in both.";
+other tool's): for each category of span (kernel: BEF kernels, those of an imported ONNX model
+named after their node and summed by kernel too, in `kernel (by kernel)`; task: work kernels and
+dispatches share out; vm: VM function calls and the HAL's queue operations; dispatch: dispatches,
+the CPU's and those a Vulkan device timed; submission: a Vulkan device's submissions; wait: host
+waits; call: the calls made), the 20 names with the most total time, with their count, total and
+mean time, and share of the category's total. A span inside another of its category counts in
+both.";
 
 /// The usage of `command`, if it is one.
 pub fn of(command: &str) -> Option<&'static str> {
