@@ -144,3 +144,42 @@ fn rtx_run_on_vulkan_prints_what_iree_run_module_printed() {
         assert!(output.status.success(), "invocations.txt:{line}: {:?}", output.status);
     }
 }
+
+/// A grid past the device's limit (large_grid.mlir's 262,144 workgroups along x, past lavapipe's
+/// 65,535) runs in pieces, each offset by its base workgroup: every element of the result is
+/// twice the input's, and the validation layers (on where the test command turns them on) say
+/// nothing. The trace shows the one dispatch the program issued, with its whole grid.
+#[test]
+fn a_grid_past_the_device_limit_runs_in_pieces() {
+    let Some(device) = rtx_test_support::vulkan::device(DeviceOptions::default()) else {
+        return;
+    };
+    let limit = device.info().limits.max_workgroup_count[0];
+    drop(device);
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("large-grid");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (result, trace) = (scratch.join("result.npy"), scratch.join("trace.json"));
+    let output = Command::new(env!("CARGO_BIN_EXE_rtx"))
+        .current_dir(fixtures())
+        .args([
+            "run",
+            "--module=large_grid.vmfb",
+            "--function=scale",
+            "--input=16777216xf32=1.5",
+            "--device=vulkan",
+            &format!("--output=@{}", result.display()),
+            &format!("--trace={}", trace.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let grid = std::fs::read_to_string(&trace).unwrap();
+    let grid = grid.split("\"workgroups\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("");
+    let x: u32 = grid.strip_suffix("x1x1").and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("grid {grid}"));
+    assert!(x > limit, "{x} workgroups, past the device's {limit}");
+    let (tensor, _) = rtx::hal::npy::decode(&std::fs::read(&result).unwrap()).unwrap();
+    assert_eq!(tensor.shape, [16_777_216]);
+    let wrong = tensor.data.chunks_exact(4).position(|bytes| f32::from_le_bytes(bytes.try_into().unwrap()) != 3.0);
+    assert_eq!(wrong, None, "the first element not twice 1.5");
+}

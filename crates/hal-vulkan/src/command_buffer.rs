@@ -125,12 +125,15 @@ fn dispatch<'c>(
             Ok(bound)
         })
         .collect::<Result<Vec<Bound>, Diagnostic>>()?;
+    let max = loaded.device().limits().max_compute_work_group_count;
     if let Workgroups::Fixed(counts) = command.workgroups {
-        let max = loaded.device().limits().max_compute_work_group_count;
-        if counts.iter().zip(max).any(|(&count, max)| count > max) {
+        if pipeline.reads_workgroup_count && counts.iter().zip(max).any(|(&count, max)| count > max) {
             return Err(Diagnostic::new(
                 StatusCode::OutOfRange,
-                format!("dispatch of `{name}` asks for {counts:?} workgroups; the device runs at most {max:?}"),
+                format!(
+                    "dispatch of `{name}` asks for {counts:?} workgroups; the device runs at most {max:?} at once, \
+                     and its code reads the workgroup count, so it cannot run in pieces"
+                ),
             ));
         }
     }
@@ -211,14 +214,35 @@ fn dispatch<'c>(
             device.cmd_push_constants(commands, pipeline.layout, pipeline.push_constant_stages, 0, &push);
         }
         match (command.workgroups, indirect) {
-            (Workgroups::Fixed([x, y, z]), _) if *x > 0 && *y > 0 && *z > 0 => {
-                device.cmd_dispatch(commands, *x, *y, *z)
+            (Workgroups::Fixed(counts), _) if counts.iter().all(|&count| count > 0) => {
+                for (base, count) in pieces(*counts, max) {
+                    device.cmd_dispatch_base(commands, base[0], base[1], base[2], count[0], count[1], count[2]);
+                }
             }
             (_, Some(counts)) => device.cmd_dispatch_indirect(commands, counts.buffer.handle(), counts.offset),
             _ => {}
         }
     }
     Ok((name, bound.iter().map(|b| b.length).sum()))
+}
+
+/// The pieces of a grid of `counts` workgroups, each within `max` on every axis: its base and its
+/// counts. A grid within the limit is one piece; past it, the code sees each workgroup's id as in
+/// one dispatch (the base is added to the ids), which is the same unless it reads the count.
+fn pieces(counts: [u32; 3], max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
+    let max = max.map(|max| max.max(1));
+    let starts = |axis: usize| (0..counts[axis]).step_by(max[axis] as usize);
+    let mut pieces = Vec::new();
+    for z in starts(2) {
+        for y in starts(1) {
+            for x in starts(0) {
+                let base = [x, y, z];
+                let count: [u32; 3] = std::array::from_fn(|axis| (counts[axis] - base[axis]).min(max[axis]));
+                pieces.push((base, count));
+            }
+        }
+    }
+    pieces
 }
 
 /// One recorded dispatch's parts.
@@ -328,5 +352,34 @@ impl Drop for DescriptorPool {
         // SAFETY: the submission using its sets is finished (or was never submitted); the device
         // outlives every pending submission.
         unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    /// A grid within the limit is itself; past it, pieces within the limit cover every workgroup
+    /// once, on every axis.
+    #[test]
+    fn pieces_cover_the_grid_once_within_the_limit() {
+        assert_eq!(pieces([7, 2, 1], [65_535; 3]), [([0, 0, 0], [7, 2, 1])]);
+        let along_x = pieces([262_144, 1, 1], [65_535; 3]);
+        assert_eq!(along_x.len(), 5);
+        assert_eq!(along_x[4], ([262_140, 0, 0], [4, 1, 1]));
+        for (counts, max) in [([10, 7, 5], [3, 2, 4]), ([4, 4, 4], [4, 1, 3]), ([1, 1, 9], [1, 1, 1])] {
+            let mut seen = vec![0; (counts[0] * counts[1] * counts[2]) as usize];
+            for (base, count) in pieces(counts, max) {
+                assert!(count.iter().zip(max).all(|(&c, m)| c >= 1 && c <= m), "{count:?} within {max:?}");
+                for z in base[2]..base[2] + count[2] {
+                    for y in base[1]..base[1] + count[1] {
+                        for x in base[0]..base[0] + count[0] {
+                            seen[((z * counts[1] + y) * counts[0] + x) as usize] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{counts:?} in pieces of {max:?}: {seen:?}");
+        }
     }
 }

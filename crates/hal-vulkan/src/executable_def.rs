@@ -188,6 +188,8 @@ pub struct PipelineDef {
     pub subgroup_size: Option<u32>,
     /// The entry point's `LocalSize`, when the module declares one.
     pub workgroup_size: Option<[u32; 3]>,
+    /// Whether its module may read the dispatch's workgroup count (see `spirv`).
+    pub reads_workgroup_count: bool,
     pub debug_info: Option<ExportDebugInfo>,
 }
 
@@ -495,6 +497,7 @@ fn parse_pipeline(table: &Table<'_>, index: usize, context: &PipelineContext<'_>
         pipeline_layout,
         subgroup_size: (subgroup_size != 0).then_some(subgroup_size),
         workgroup_size: found.workgroup_size,
+        reads_workgroup_count: found.reads_workgroup_count,
         debug_info: table.table(PIPELINE_DEBUG_INFO, "ExportDef")?.map(|t| parse_debug_info(&t, &what)).transpose()?,
     })
 }

@@ -50,6 +50,9 @@ pub struct Pipeline {
     /// The stages of the push-constant ranges (a push names all of them).
     pub push_constant_stages: vk::ShaderStageFlags,
     pub workgroup_size: Option<[u32; 3]>,
+    /// Whether its code may read the dispatch's workgroup count: a grid past the device's limit
+    /// then cannot run in pieces.
+    pub reads_workgroup_count: bool,
 }
 
 /// The Vulkan objects of one executable.
@@ -217,7 +220,12 @@ impl Pipelines {
                 stage = stage.push_next(&mut subgroup);
             }
             let layout = self.pipeline_layouts[def_pipeline.pipeline_layout];
-            let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+            // Dispatchable with a base workgroup (`vkCmdDispatchBase`), so that a grid past the
+            // device's limit can run in pieces.
+            let info = vk::ComputePipelineCreateInfo::default()
+                .flags(vk::PipelineCreateFlags::DISPATCH_BASE)
+                .stage(stage)
+                .layout(layout);
             // SAFETY: a live device; module, layout and entry point were made or checked above.
             let made = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
                 .map_err(|(_, result)| vulkan(format!("creating {}", what()), result))?;
@@ -236,6 +244,7 @@ impl Pipelines {
                         stages | vk::ShaderStageFlags::from_raw(r.stage_flags)
                     }),
                 workgroup_size: def_pipeline.workgroup_size,
+                reads_workgroup_count: def_pipeline.reads_workgroup_count,
             });
         }
         Ok(())

@@ -1,8 +1,10 @@
 //! What the runtime needs to know from inside a SPIR-V module before handing it to a driver: that it
 //! is SPIR-V at all, that an entry point really is a compute entry point of the module (a driver given
-//! a name the module lacks may crash instead of failing), and that entry point's workgroup size (its
+//! a name the module lacks may crash instead of failing), that entry point's workgroup size (its
 //! `LocalSize` execution mode), which IREE reports per export and the command buffer uses to size
-//! dispatches. Only the instruction stream's framing is checked; the full SPIR-V rules are the
+//! dispatches, and whether the module reads the dispatch's workgroup count (the `NumWorkgroups`
+//! built-in): one that does not can run a grid larger than the device's limit in pieces, each
+//! offset by its base. Only the instruction stream's framing is checked; the full SPIR-V rules are the
 //! validation layers' business.
 
 use rtx_vm::error::LoadError;
@@ -15,6 +17,9 @@ const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
 const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 const EXECUTION_MODE_LOCAL_SIZE: u32 = 17;
+const OP_DECORATE: u32 = 71;
+const DECORATION_BUILT_IN: u32 = 11;
+const BUILT_IN_NUM_WORKGROUPS: u32 = 24;
 
 /// A compute entry point found in a module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +27,9 @@ pub struct ComputeEntryPoint {
     /// The workgroup size from `OpExecutionMode ... LocalSize x y z`, if the module declares one
     /// (a module may instead use `LocalSizeId` with specialization constants).
     pub workgroup_size: Option<[u32; 3]>,
+    /// Whether the module declares the `NumWorkgroups` built-in (any of its entry points may read
+    /// the dispatch's workgroup count).
+    pub reads_workgroup_count: bool,
 }
 
 /// Finds the compute entry point `name` in `words`. `offset` is where the words start in the file,
@@ -41,6 +49,7 @@ pub fn find_compute_entry_point(
     }
     let mut entry_id = None;
     let mut workgroup_size = None;
+    let mut reads_workgroup_count = false;
     let mut position = HEADER_WORDS;
     while let Some(&first) = words.get(position) {
         let (opcode, length) = (first & 0xffff, (first >> 16) as usize);
@@ -64,6 +73,9 @@ pub fn find_compute_entry_point(
                     }
                     entry_id = operands.get(1).copied();
                 }
+            }
+            OP_DECORATE if operands.get(1..3) == Some(&[DECORATION_BUILT_IN, BUILT_IN_NUM_WORKGROUPS]) => {
+                reads_workgroup_count = true;
             }
             OP_EXECUTION_MODE
                 if entry_id.is_some()
@@ -90,7 +102,7 @@ pub fn find_compute_entry_point(
         }
         position += length;
     }
-    Ok(entry_id.map(|_| ComputeEntryPoint { workgroup_size }))
+    Ok(entry_id.map(|_| ComputeEntryPoint { workgroup_size, reads_workgroup_count }))
 }
 
 /// The bytes of a SPIR-V literal string (NUL-terminated, packed little-endian into words), or
@@ -134,13 +146,26 @@ mod tests {
     fn finds_a_compute_entry_point_and_its_local_size() {
         let words = module("main_dispatch", Some([64, 2, 1]));
         let found = find_compute_entry_point(&words, "main_dispatch", 0, "m").unwrap();
-        assert_eq!(found, Some(ComputeEntryPoint { workgroup_size: Some([64, 2, 1]) }));
+        assert_eq!(found, Some(ComputeEntryPoint { workgroup_size: Some([64, 2, 1]), reads_workgroup_count: false }));
         assert_eq!(find_compute_entry_point(&words, "main", 0, "m").unwrap(), None);
         let without = module("main", None);
         assert_eq!(
             find_compute_entry_point(&without, "main", 0, "m").unwrap(),
-            Some(ComputeEntryPoint { workgroup_size: None })
+            Some(ComputeEntryPoint { workgroup_size: None, reads_workgroup_count: false })
         );
+    }
+
+    /// `OpDecorate %9 BuiltIn NumWorkgroups` anywhere says the count may be read; another
+    /// built-in (`WorkgroupId`) does not.
+    #[test]
+    fn finds_whether_the_module_reads_the_workgroup_count() {
+        let mut words = module("main", Some([64, 1, 1]));
+        words.extend(instruction(OP_DECORATE, &[9, DECORATION_BUILT_IN, 26]));
+        let found = find_compute_entry_point(&words, "main", 0, "m").unwrap().unwrap();
+        assert!(!found.reads_workgroup_count);
+        words.extend(instruction(OP_DECORATE, &[10, DECORATION_BUILT_IN, BUILT_IN_NUM_WORKGROUPS]));
+        let found = find_compute_entry_point(&words, "main", 0, "m").unwrap().unwrap();
+        assert!(found.reads_workgroup_count);
     }
 
     #[test]
