@@ -157,7 +157,7 @@ fn vm_spans_cover_a_call_on_local_sync() {
 /// dispatch's span; the workers' shares start while the dispatch runs.
 #[test]
 fn local_task_shares_are_spans_on_the_workers_tracks() {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hal_run");
+    let folder = rtx_test_support::fixtures_dir().join("hal_run");
     let trace = scratch("workgroups.json");
     rtx_in(
         &folder,
@@ -209,7 +209,7 @@ fn a_vulkan_trace_holds_the_dispatches_the_device_ran() {
     if rtx_test_support::vulkan::device(rtx::hal::vulkan::DeviceOptions::default()).is_none() {
         return;
     }
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan");
+    let folder = rtx_test_support::fixtures_dir().join("vulkan");
     let trace = scratch("vulkan.json");
     let output = rtx_in(
         &folder,
@@ -296,7 +296,7 @@ fn bench_profile_sums_the_dispatches_of_every_call() {
 /// values alive.
 #[test]
 fn kernel_and_task_spans_cover_a_call_on_one_thread() {
-    let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/architectures");
+    let models = rtx_test_support::fixtures_dir().join("onnx/architectures");
     for queue in ["s", "mstd"] {
         let trace = scratch(&format!("mobilenet-{queue}.json"));
         let (queue_flag, trace_flag) = (format!("--work_queue_type={queue}"), format!("--trace={}", trace.display()));
@@ -346,7 +346,7 @@ fn kernel_and_task_spans_cover_a_call_on_one_thread() {
 /// by node and by kernel.
 #[test]
 fn onnx_kernels_are_named_after_their_nodes() {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx/tiny");
+    let folder = rtx_test_support::fixtures_dir().join("onnx/tiny");
     let trace = scratch("conv_1d.json");
     rtx_in(
         &folder,

@@ -229,20 +229,17 @@ fn dispatch<'c>(
 /// The pieces of a grid of `counts` workgroups, each within `max` on every axis: its base and its
 /// counts. A grid within the limit is one piece; past it, the code sees each workgroup's id as in
 /// one dispatch (the base is added to the ids), which is the same unless it reads the count.
-fn pieces(counts: [u32; 3], max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
+fn pieces(counts: [u32; 3], max: [u32; 3]) -> impl Iterator<Item = ([u32; 3], [u32; 3])> {
     let max = max.map(|max| max.max(1));
-    let starts = |axis: usize| (0..counts[axis]).step_by(max[axis] as usize);
-    let mut pieces = Vec::new();
-    for z in starts(2) {
-        for y in starts(1) {
-            for x in starts(0) {
+    let starts = move |axis: usize| (0..counts[axis]).step_by(max[axis] as usize);
+    starts(2).flat_map(move |z| {
+        starts(1).flat_map(move |y| {
+            starts(0).map(move |x| {
                 let base = [x, y, z];
-                let count: [u32; 3] = std::array::from_fn(|axis| (counts[axis] - base[axis]).min(max[axis]));
-                pieces.push((base, count));
-            }
-        }
-    }
-    pieces
+                (base, std::array::from_fn(|axis| (counts[axis] - base[axis]).min(max[axis])))
+            })
+        })
+    })
 }
 
 /// One recorded dispatch's parts.
@@ -363,8 +360,8 @@ mod tests {
     /// once, on every axis.
     #[test]
     fn pieces_cover_the_grid_once_within_the_limit() {
-        assert_eq!(pieces([7, 2, 1], [65_535; 3]), [([0, 0, 0], [7, 2, 1])]);
-        let along_x = pieces([262_144, 1, 1], [65_535; 3]);
+        assert_eq!(pieces([7, 2, 1], [65_535; 3]).collect::<Vec<_>>(), [([0, 0, 0], [7, 2, 1])]);
+        let along_x: Vec<_> = pieces([262_144, 1, 1], [65_535; 3]).collect();
         assert_eq!(along_x.len(), 5);
         assert_eq!(along_x[4], ([262_140, 0, 0], [4, 1, 1]));
         for (counts, max) in [([10, 7, 5], [3, 2, 4]), ([4, 4, 4], [4, 1, 3]), ([1, 1, 9], [1, 1, 1])] {

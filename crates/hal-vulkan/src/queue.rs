@@ -394,7 +394,8 @@ fn wait_loop(shared: &Shared) {
             // SAFETY: as above.
             .and_then(|()| unsafe { shared.device.get_semaphore_counter_value(shared.timeline) })
             .map_err(|result| Diagnostic::from(VulkanError::Call { call: "vkWaitSemaphores", result }));
-        let seen = tracing::timestamp();
+        // Only while tracing: the trace's clock is calibrated when a session begins.
+        let seen = tracing::is_on().then(tracing::timestamp);
         let mut state = shared.lock_state();
         let (done, failure): (Vec<Pending>, Option<Diagnostic>) = match reached {
             Ok(reached) => {
@@ -414,11 +415,12 @@ fn wait_loop(shared: &Shared) {
 }
 
 /// Frees the submissions' command buffers, records the device's times of those traced (seen
-/// done at `seen` on the trace's clock), then runs their host steps and signals their fences.
-fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>, seen: u64) {
+/// done at `seen` on the trace's clock, while tracing), then runs their host steps and signals
+/// their fences.
+fn finish(shared: &Shared, done: Vec<Pending>, failure: Option<&Diagnostic>, seen: Option<u64>) {
     free_command_buffers(shared, done.iter().map(|p| p.commands).collect());
     for Pending { then, signals, _keep: kept, timestamps, .. } in done {
-        if let (Some(timestamps), None) = (&timestamps, failure) {
+        if let (Some(timestamps), None, Some(seen)) = (&timestamps, failure, seen) {
             timestamps.record(&shared.track, seen);
         }
         let result = match failure {
@@ -463,7 +465,7 @@ impl Drop for Queue {
         let idle = unsafe { self.shared.device.device_wait_idle() };
         let done: Vec<Pending> = self.shared.lock_state().pending.drain(..).collect();
         let failure = idle.err().map(|result| Diagnostic::from(VulkanError::Call { call: "vkDeviceWaitIdle", result }));
-        finish(&self.shared, done, failure.as_ref(), tracing::timestamp());
+        finish(&self.shared, done, failure.as_ref(), tracing::is_on().then(tracing::timestamp));
         destroy(&self.shared);
     }
 }

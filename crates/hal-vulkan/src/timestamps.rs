@@ -54,10 +54,13 @@ impl Timestamps {
     /// tracing, with dispatches to time, on a queue that has timestamps.
     pub fn start(recording: &Recording<'_>, commands: &[Command]) -> Result<Option<Timestamps>, Diagnostic> {
         let session = tracing::session();
-        let dispatches = commands.iter().filter(|command| matches!(command, Command::Dispatch { .. })).count();
-        let Some(clock) = recording.clock().filter(|_| session != 0 && dispatches > 0) else {
+        let Some(clock) = recording.clock().filter(|_| session != 0) else {
             return Ok(None);
         };
+        let dispatches = commands.iter().filter(|command| matches!(command, Command::Dispatch { .. })).count();
+        if dispatches == 0 {
+            return Ok(None);
+        }
         let queries = 2 * dispatches as u32 + 2;
         let device = recording.device().clone();
         let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(queries);

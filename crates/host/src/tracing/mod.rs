@@ -285,7 +285,7 @@ pub fn span<N: Into<Text>>(category: Category, name: impl FnOnce() -> N, args: i
     if on == 0 {
         return Span(None);
     }
-    open(on, category, |name: &Text| name.as_str().to_owned(), name, args)
+    open(on, category, None, name, args)
 }
 
 /// As [`span`], for a span that TFRT's scope lines call `scope` rather than by its name: a BEF
@@ -302,7 +302,7 @@ pub fn span_as<N: Into<Text>>(
     if on == 0 {
         return Span(None);
     }
-    open(on, category, |_: &Text| scope.to_owned(), name, args)
+    open(on, category, Some(scope), name, args)
 }
 
 #[cold]
@@ -310,12 +310,13 @@ pub fn span_as<N: Into<Text>>(
 fn open<N: Into<Text>>(
     on: u32,
     category: Category,
-    scope: impl FnOnce(&Text) -> String,
+    scope: Option<&str>,
     name: impl FnOnce() -> N,
     args: impl FnOnce() -> Args,
 ) -> Span {
     let name = name().into();
-    let scope = category.level().is_some_and(|level| scope_line(level, || format!("Scope:{}", scope(&name))));
+    let scoped = scope.unwrap_or(name.as_str());
+    let scope = category.level().is_some_and(|level| scope_line(level, || format!("Scope:{scoped}")));
     let (session, args) = if on & CHROME != 0 { (SESSION.load(Ordering::Relaxed), args()) } else { (0, Args::none()) };
     Span(Some(Open { session, tid: tid(), scope, start: now(), name, category, args }))
 }
