@@ -11,6 +11,8 @@
 
 #[cfg(feature = "tfrt")]
 pub use rtx_bef as bef;
+#[cfg(feature = "tfrt")]
+pub use rtx_corert as corert;
 pub use rtx_host as host;
 pub use rtx_kernel as kernel;
 pub use rtx_mlir as mlir;

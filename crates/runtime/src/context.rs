@@ -223,6 +223,15 @@ impl Function {
     }
 }
 
+/// The kernels a context's BEF modules resolve against before the host adds its own: the model
+/// kernels and Core Runtime's.
+#[cfg(feature = "tfrt")]
+fn model_kernels() -> KernelRegistry {
+    let mut registry = KernelRegistry::with_model_kernels();
+    rtx_corert::register_kernels(&mut registry);
+    registry
+}
+
 impl Context {
     pub(super) fn new(runtime: Runtime, host: HostContext) -> Context {
         let context = Context {
@@ -230,7 +239,7 @@ impl Context {
             #[cfg(feature = "tfrt")]
             bef: RwLock::default(),
             #[cfg(feature = "tfrt")]
-            kernels: RwLock::new(KernelRegistry::with_model_kernels()),
+            kernels: RwLock::new(model_kernels()),
             host: Arc::new(host),
             runtime,
             device_allocator: Arc::default(),

@@ -149,6 +149,7 @@ fn execute(options: &Options) -> Result<ExitCode, String> {
     out(&format!("Choosing {} work queue.\n", host.work_queue().name()));
     let driver = Driver::new(Arc::clone(&host), Arc::new(out), Arc::new(|text: &str| eprint!("{text}")));
     let mut registry = KernelRegistry::with_all_kernels();
+    rtx::corert::register_kernels(&mut registry);
     context.register_bridge_kernels(&mut registry);
     let inputs = if options.files.is_empty() { vec!["-".to_owned()] } else { options.files.clone() };
     for input in &inputs {

@@ -69,12 +69,12 @@ func.func @half_floats() -> !tfrt.chain {
   %h = "tfrt_dht.create_uninitialized_tensor.f16.1"() {shape = [2 : i64]} : () -> !tfrt_tensor.tensor
   // 1.0 in half precision is 0x3c00; in bfloat16, 0x3f80.
   %ch1 = "tfrt_dht.fill_tensor_with_constant.f16"(%h, %ch0) {value = 1.0 : f16} : (!tfrt_tensor.tensor, !tfrt.chain) -> !tfrt.chain
-  // CHECK-NEXT: DenseHostTensor dtype = f16, shape = [2], values = [15360, 15360]
+  // CHECK-NEXT: DenseHostTensor dtype = f16, shape = [2], values = [fp16(15360), fp16(15360)]
   %ch2 = tfrt_dht.print_tensor %h, %ch1
   %b = "tfrt_dht.create_uninitialized_tensor.bf16.1"() {shape = [3 : i64]} : () -> !tfrt_tensor.tensor
   %ch3 = "tfrt_dht.set_tensor_with_constant_values.bf16"(%b, %ch2) {values = [1.0 : bf16, 0.0 : bf16, 1.0 : bf16]}
       : (!tfrt_tensor.tensor, !tfrt.chain) -> !tfrt.chain
-  // CHECK-NEXT: DenseHostTensor dtype = bf16, shape = [3], values = [16256, 0, 16256]
+  // CHECK-NEXT: DenseHostTensor dtype = bf16, shape = [3], values = [bf16(16256), bf16(0), bf16(16256)]
   %ch4 = tfrt_dht.print_tensor %b, %ch3
   tfrt.return %ch4 : !tfrt.chain
 }

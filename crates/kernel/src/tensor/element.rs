@@ -106,18 +106,26 @@ pub fn dtype_name(dtype: DType) -> &'static str {
 }
 
 /// One element of type `dtype` stored in `bytes`, as TFRT prints it; `None` for types with no
-/// fixed layout or that TFRT does not print (half floats are shown by their bits' value).
+/// fixed layout. Half floats show their bits (`fp16(15360)` is 1.0), quantized types their
+/// stored integer (`qi8(-3)`).
 pub fn format_element(dtype: DType, bytes: &[u8]) -> Option<String> {
     use DType::*;
     Some(match dtype {
-        UI8 | QUI8 => u8::read(bytes).to_string(),
-        UI16 | QUI16 | F16 | BF16 => u16::read(bytes).to_string(),
+        UI8 => u8::read(bytes).to_string(),
+        UI16 => u16::read(bytes).to_string(),
+        F16 => format!("fp16({})", u16::read(bytes)),
+        BF16 => format!("bf16({})", u16::read(bytes)),
+        QUI8 => format!("qu8({})", u8::read(bytes)),
+        QUI16 => format!("qu16({})", u16::read(bytes)),
+        QI8 => format!("qi8({})", i8::read(bytes)),
+        QI16 => format!("qi16({})", i16::read(bytes)),
+        QI32 => format!("qi32({})", i32::read(bytes)),
         UI32 => u32::read(bytes).to_string(),
         UI64 => u64::read(bytes).to_string(),
         I1 => u8::from(bool::read(bytes)).to_string(),
-        I8 | QI8 => i8::read(bytes).to_string(),
-        I16 | QI16 => i16::read(bytes).to_string(),
-        I32 | QI32 => i32::read(bytes).to_string(),
+        I8 => i8::read(bytes).to_string(),
+        I16 => i16::read(bytes).to_string(),
+        I32 => i32::read(bytes).to_string(),
         I64 => i64::read(bytes).to_string(),
         F32 => c_exponent(f32::read(bytes).into()),
         F64 => c_exponent(f64::read(bytes)),
@@ -148,6 +156,9 @@ mod tests {
         Complex { re: 1.0f32, im: -2.0 }.write(&mut bytes);
         assert_eq!(format_element(DType::Complex64, &bytes).as_deref(), Some("(1.000000e+00,-2.000000e+00)"));
         assert_eq!(format_element(DType::I1, &[1]).as_deref(), Some("1"));
+        assert_eq!(format_element(DType::BF16, &16416u16.to_le_bytes()).as_deref(), Some("bf16(16416)"));
+        assert_eq!(format_element(DType::F16, &[0, 0]).as_deref(), Some("fp16(0)"));
+        assert_eq!(format_element(DType::QI8, &[0xFD]).as_deref(), Some("qi8(-3)"));
         assert_eq!(format_element(DType::String, &[]), None);
         assert_eq!(dtype_name(DType::UI8), "u8");
     }

@@ -10,7 +10,8 @@
 //! `-allow-unregistered-dialect`).
 //!
 //! The rows follow TFRT's op definitions (`basic_kernels.td`, `test_kernels.td`,
-//! `tensor_shape.td`, `dense_host_tensor.td`, `coo_host_tensor.td` at TFRT 4ecc3a44) and MLIR's
+//! `tensor_shape.td`, `dense_host_tensor.td`, `coo_host_tensor.td`, `core_runtime.td` at TFRT
+//! 4ecc3a44) and MLIR's
 //! `builtin.module`, `func.func` and `func.return`.
 
 /// `!tfrt.chain`, the type of TFRT's ordering tokens.
@@ -20,6 +21,10 @@ const BUFFER: &str = "!ht.host_buffer";
 const SHAPE: &str = "!ts.shape";
 const PARTIAL_SHAPE: &str = "!ts.partial_shape";
 const STRING: &str = "!tfrt.string";
+/// `!corert.tensorhandle`, the type of Core Runtime's tensors.
+pub const TENSOR_HANDLE: &str = "!corert.tensorhandle";
+/// `!corert.ophandler`, the type of Core Runtime's op handlers.
+pub const OP_HANDLER: &str = "!corert.ophandler";
 
 /// How an op's name may end.
 #[derive(Debug)]
@@ -66,6 +71,17 @@ pub enum Form {
     While,
     /// `@f(%a) {attrs} : (T) -> (R)`: `tfrt.once` (`function`).
     Once,
+    /// `(%handler[, %chain]) "op.name"(%a) {op attrs} {func attrs} : N`: `corert.executeop` and
+    /// `.seq` (with `chains` = 1). The op's own attributes are kept in written order as
+    /// `op_attrs` (an array of `[key, value]` pairs), its function attributes as
+    /// `op_func_attrs`, its name as `op_name`; `N` tensor handles come back (after the chains).
+    ExecuteOp { chains: u8 },
+    /// `%c @t @f(%chain, %a) {attrs} : (T) -> (R)`: `corert.cond` on a tensor handle
+    /// (`a_true_fn`, `b_false_fn`); a chain comes back before the results.
+    TensorCond,
+    /// `@cond @body(%chain, %a) {attrs} : (T) -> (R)`: `corert.while` (`a_cond_fn`,
+    /// `b_body_fn`); a chain comes back before the results.
+    TensorWhile,
     /// `%n, %a [attributes {attrs}] : T {body}`: `tfrt.repeat.i32`.
     Repeat,
     /// `%s to %e fixed %b, %a : T {body}`: `tfrt.parallel_for.i32`.
@@ -100,9 +116,23 @@ impl Form {
             Form::Cond => (&["a_true_fn", "b_false_fn"], false),
             Form::While => (&["body_fn"], false),
             Form::Case => (&["branches"], true),
+            Form::TensorCond => (&["a_true_fn", "b_false_fn"], false),
+            Form::TensorWhile => (&["a_cond_fn", "b_body_fn"], false),
             _ => return None,
         };
         Some(Callees { names, array })
+    }
+}
+
+/// Where each group of an op's results starts, for ops whose results upstream names in groups
+/// (`%ch, %r = corert.executeop.seq ...`: the chain, then the tensor handles); one group
+/// (`%4:3`) for every other op.
+pub fn result_groups(full: &str, results: usize) -> Vec<usize> {
+    match lookup(full).map(|m| &m.syntax.form) {
+        Some(Form::ExecuteOp { chains }) if results > usize::from(*chains) && *chains > 0 => {
+            (0..=usize::from(*chains)).collect()
+        }
+        _ => vec![0],
     }
 }
 
@@ -212,6 +242,23 @@ const INT_FLOAT: &[&str] = &["i32", "i64", "f32", "f64"];
 const INTS: &[&str] = &["i32", "i64"];
 const DHT_DTYPES: &[&str] = &["ui8", "ui16", "ui32", "ui64", "i32", "f32", "i64", "bool", "complex64", "complex128"];
 const COO_DTYPES: &[&str] = &["i32", "f32"];
+const CORERT_DTYPES: &[&str] = &[
+    "ui8",
+    "ui16",
+    "ui32",
+    "ui64",
+    "i1",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "bf16",
+    "f16",
+    "f32",
+    "f64",
+    "complex64",
+    "complex128",
+];
 
 const fn ops(operands: &'static [&'static str], results: &'static [&'static str]) -> Form {
     Form::Operands { operands, results }
@@ -319,6 +366,29 @@ static OPS: &[OpSyntax] = &[
     row("coo.convert_dht_to_coo.", Suffix::DtypeRank(COO_DTYPES, 3), ops(&[TENSOR, CHAIN], &[TENSOR, CHAIN])),
     row("coo.tensor_equal.", Suffix::DtypeRank(COO_DTYPES, 3), ops(&[TENSOR, TENSOR, CHAIN], &["i1", CHAIN])),
     exact("coo.print_tensor", ops(&[TENSOR, CHAIN], &[CHAIN])),
+    // core_runtime.td
+    exact("corert.executeop", Form::ExecuteOp { chains: 0 }),
+    exact("corert.executeop.seq", Form::ExecuteOp { chains: 1 }),
+    exact(
+        "corert.get_op_handler",
+        Form::OperandsAttr { operands: &[CHAIN], results: &[OP_HANDLER], attr: "op_handler_name", literal: None },
+    ),
+    exact(
+        "corert.register_op_handler",
+        Form::OperandsAttr { operands: &[OP_HANDLER], results: &[CHAIN], attr: "op_handler_name", literal: None },
+    ),
+    exact(
+        "corert.const_dense_tensor",
+        Form::OperandsAttr { operands: &[], results: &[TENSOR_HANDLE], attr: "value", literal: None },
+    ),
+    exact("corert.const_string_tensor", ops(&[], &[TENSOR_HANDLE])),
+    row("corert.create_dense_tensor.", Suffix::Dtype(CORERT_DTYPES), ops(&[], &[TENSOR_HANDLE])),
+    exact("corert.tensorhandle_to_int32", ops(&[TENSOR_HANDLE], &["i32"])),
+    exact("corert.get_dst_tensor_type", ops(&[TENSOR_HANDLE, "!tfrt.device"], &["!tfrt.tensor_type"])),
+    exact("corert.transfer", ops(&[TENSOR_HANDLE, "!tfrt.device", "!tfrt.tensor_type"], &[TENSOR_HANDLE])),
+    exact("corert.transfer_inferred_tensortype", ops(&[TENSOR_HANDLE, "!tfrt.device"], &[TENSOR_HANDLE])),
+    exact("corert.cond", Form::TensorCond),
+    exact("corert.while", Form::TensorWhile),
 ];
 
 #[cfg(test)]

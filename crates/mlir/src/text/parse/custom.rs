@@ -4,7 +4,7 @@
 
 use super::{EntryArg, LocRef, OpHead, Operand, PBlock, PDef, PRegion, Parser, R};
 use crate::ir::{AttrId, Attribute, Properties, Signedness, Type, TypeId};
-use crate::text::syntax::{self, Form, Matched, CHAIN};
+use crate::text::syntax::{self, Form, Matched, CHAIN, OP_HANDLER, TENSOR_HANDLE};
 
 /// What a custom form gives: operands with their types, result types, attributes by name and
 /// regions.
@@ -142,6 +142,31 @@ impl<'s> Parser<'s> {
                 p.operands.push(Operand { name, number, pos: upos, ty: first_ty });
                 p.operands.extend(self.typed_operands(uses, &inputs, pos)?);
                 p.results = results;
+            }
+            Form::ExecuteOp { chains } => self.execute_op(&mut p, chains, head.name_pos)?,
+            Form::TensorCond | Form::TensorWhile => {
+                let condition = match m.syntax.form {
+                    Form::TensorCond => Some(self.value_use()?),
+                    _ => None,
+                };
+                for &key in callee_names(m) {
+                    p.attrs.push((key.into(), self.symbol()?));
+                }
+                let mut uses = self.paren_operands()?;
+                self.optional_attr_dict(&mut p.attrs)?;
+                let (inputs, results, pos) = self.colon_function_type()?;
+                if uses.is_empty() {
+                    return self.err_at(pos, "expected the chain operand before the function operands");
+                }
+                let (name, number, upos) = uses.remove(0);
+                if let Some((name, number, cpos)) = condition {
+                    let ty = self.fixed_type(TENSOR_HANDLE)?;
+                    p.operands.push(Operand { name, number, pos: cpos, ty });
+                }
+                let chain = self.fixed_type(CHAIN)?;
+                p.operands.push(Operand { name, number, pos: upos, ty: chain });
+                p.operands.extend(self.typed_operands(uses, &inputs, pos)?);
+                p.results = std::iter::once(chain).chain(results).collect();
             }
             Form::If => {
                 let mut uses = self.bare_operands()?;
@@ -331,6 +356,78 @@ impl<'s> Parser<'s> {
         };
         p.regions.push(body);
         Ok(())
+    }
+
+    /// `(%handler[, %chain]) "op.name"(%a) {op attrs} {func attrs} : N` (see [`Form::ExecuteOp`]).
+    fn execute_op(&mut self, p: &mut Parts<'s>, chains: u8, pos: usize) -> R<()> {
+        let fixed = self.paren_operands()?;
+        if fixed.len() != 1 + usize::from(chains) {
+            let wanted = if chains == 0 { "the op handler" } else { "the op handler and the chain" };
+            return self.err_at(pos, format!("expected {wanted} in parentheses, found {} operands", fixed.len()));
+        }
+        self.ws();
+        let name_pos = self.pos;
+        let name = self.attr()?;
+        if !matches!(self.module.context.attr(name), Attribute::String { ty: None, .. }) {
+            return self.err_at(name_pos, "expected the op's name as a string");
+        }
+        p.attrs.push(("op_name".into(), name));
+        let uses = self.paren_operands()?;
+        let op_attrs = self.ordered_attr_pairs()?;
+        let func_attrs = self.ordered_attr_pairs()?;
+        p.attrs.push(("op_attrs".into(), op_attrs));
+        p.attrs.push(("op_func_attrs".into(), func_attrs));
+        let count = if self.eat(b':') {
+            self.ws();
+            let at = self.pos;
+            let digits = self.integer_token();
+            match digits.and_then(|d| std::str::from_utf8(d).ok()?.parse::<u32>().ok()) {
+                Some(count) => count,
+                None => return self.err_at(at, "expected the number of results after ':'"),
+            }
+        } else {
+            0
+        };
+        let chain = self.fixed_type(CHAIN)?;
+        let handler = self.fixed_type(OP_HANDLER)?;
+        let tensor = self.fixed_type(TENSOR_HANDLE)?;
+        let fixed_types: Vec<TypeId> = std::iter::once(handler).chain(vec![chain; usize::from(chains)]).collect();
+        p.operands = self.typed_operands(fixed, &fixed_types, pos)?;
+        let tensors = vec![tensor; uses.len()];
+        p.operands.extend(self.typed_operands(uses, &tensors, pos)?);
+        p.results = vec![chain; usize::from(chains)];
+        p.results.extend(std::iter::repeat_n(tensor, count as usize));
+        Ok(())
+    }
+
+    /// `{k = v, ...}` when one is next, as an array of `[k, v]` pairs in written order (a key
+    /// without a value is a unit attribute), else the empty array; a key given twice is an error.
+    fn ordered_attr_pairs(&mut self) -> R<AttrId> {
+        let mut pairs: Vec<AttrId> = Vec::new();
+        if !self.eat(b'{') {
+            return Ok(self.intern_attr(Attribute::Array(pairs.into())));
+        }
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        if !self.eat(b'}') {
+            loop {
+                self.ws();
+                let pos = self.pos;
+                let key = self.key("an attribute name")?.into_owned();
+                if keys.contains(&key) {
+                    let key = String::from_utf8_lossy(&key).into_owned();
+                    return self.err_at(pos, format!("attribute '{key}' occurs more than once in the attribute list"));
+                }
+                let value = if self.eat(b'=') { self.attr()? } else { self.intern_attr(Attribute::Unit) };
+                let name = self.name_attr(&String::from_utf8_lossy(&key));
+                pairs.push(self.intern_attr(Attribute::Array(vec![name, value].into())));
+                keys.push(key);
+                if !self.eat(b',') {
+                    break;
+                }
+            }
+            self.expect(b'}', "to end the attributes")?;
+        }
+        Ok(self.intern_attr(Attribute::Array(pairs.into())))
     }
 
     /// `"name"(%a : T, ...) key = N, ... {body}`: `tfrt_test.benchmark`.

@@ -69,8 +69,12 @@ fn value_names(m: &Module) -> Vec<String> {
                 };
             }
             for &op in &m.block(block).ops {
-                if let Some(first) = m.results(op).next() {
-                    names[first.0 as usize] = next_value.to_string();
+                let results = m.op(op).results;
+                if results.len == 0 {
+                    continue;
+                }
+                for start in syntax::result_groups(&m.op_name(op), results.len as usize) {
+                    names[results.start as usize + start] = next_value.to_string();
                     next_value += 1;
                 }
             }
@@ -86,6 +90,15 @@ fn value_names(m: &Module) -> Vec<String> {
     names
 }
 
+/// `(start, length)` of the group of `op`'s results that result `index` belongs to.
+fn result_group(m: &Module, op: OpId, index: usize) -> (usize, usize) {
+    let count = m.op(op).results.len as usize;
+    let groups = syntax::result_groups(&m.op_name(op), count);
+    let at = groups.iter().rposition(|&start| start <= index).unwrap_or(0);
+    let end = groups.get(at + 1).copied().unwrap_or(count);
+    (groups[at], end - groups[at])
+}
+
 impl Printer<'_> {
     pub(super) fn newline(&mut self, depth: usize) {
         self.out.push('\n');
@@ -98,8 +111,14 @@ impl Printer<'_> {
         self.out.push('%');
         match m.value(value).def {
             ValueDef::OpResult { op, index } if m.op(op).results.len > 1 => {
-                let first = m.op(op).results.start as usize;
-                let _ = write!(self.out, "{}#{index}", self.names[first]);
+                let results = m.op(op).results;
+                let (start, len) = result_group(m, op, index as usize);
+                let first = results.start as usize + start;
+                if len > 1 {
+                    let _ = write!(self.out, "{}#{}", self.names[first], index as usize - start);
+                } else {
+                    self.out.push_str(&self.names[first]);
+                }
             }
             _ => self.out.push_str(&self.names[value.0 as usize]),
         }
@@ -141,9 +160,16 @@ impl Printer<'_> {
         let m = self.module;
         let results = m.op(op).results;
         if results.len > 0 {
-            let _ = write!(self.out, "%{}", self.names[results.start as usize]);
-            if results.len > 1 {
-                let _ = write!(self.out, ":{}", results.len);
+            let groups = syntax::result_groups(&m.op_name(op), results.len as usize);
+            for (i, &start) in groups.iter().enumerate() {
+                let end = groups.get(i + 1).copied().unwrap_or(results.len as usize);
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                let _ = write!(self.out, "%{}", self.names[results.start as usize + start]);
+                if end - start > 1 {
+                    let _ = write!(self.out, ":{}", end - start);
+                }
             }
             self.out.push_str(" = ");
         }

@@ -5,7 +5,7 @@
 
 use super::Printer;
 use crate::ir::{AttrId, Attribute, OpId, Properties, RegionId, Type, TypeId, ValueId};
-use crate::text::syntax::{Form, Matched, CHAIN};
+use crate::text::syntax::{Form, Matched, CHAIN, OP_HANDLER, TENSOR_HANDLE};
 
 /// What the `fits` checks need of one attribute.
 enum Want {
@@ -73,6 +73,34 @@ impl Printer<'_> {
                     && first_is("i1")
                     && has("body_fn", Want::Symbol)
                     && has("parallel_iterations", Want::Literal("i64".into()))
+            }
+            Form::ExecuteOp { chains } => {
+                let chains = usize::from(chains);
+                let ins = types(operands);
+                let outs = types(&results);
+                no_regions
+                    && ins.len() > chains
+                    && ins[0] == OP_HANDLER
+                    && ins[1..=chains].iter().all(|t| t == CHAIN)
+                    && ins[chains + 1..].iter().all(|t| t == TENSOR_HANDLE)
+                    && outs.len() >= chains
+                    && outs[..chains].iter().all(|t| t == CHAIN)
+                    && outs[chains..].iter().all(|t| t == TENSOR_HANDLE)
+                    && names.len() == 3
+                    && has("op_name", Want::String)
+                    && self.attr_pairs(&attrs, "op_attrs").is_some()
+                    && self.attr_pairs(&attrs, "op_func_attrs").is_some()
+            }
+            Form::TensorCond | Form::TensorWhile => {
+                let ins = types(operands);
+                let chain_at = usize::from(matches!(m.syntax.form, Form::TensorCond));
+                let symbols = m.syntax.form.callees().map_or(&[][..], |callees| callees.names);
+                no_regions
+                    && ins.len() > chain_at
+                    && (chain_at == 0 || ins[0] == TENSOR_HANDLE)
+                    && ins[chain_at] == CHAIN
+                    && types(&results).first().is_some_and(|t| t == CHAIN)
+                    && symbols.iter().all(|&s| has(s, Want::Symbol))
             }
             Form::If => {
                 first_is("i1") && regions.len() == 2 && regions.iter().all(|&r| self.entry_args_are(r, &operands[1..]))
@@ -176,6 +204,23 @@ impl Printer<'_> {
             (Want::Any, _) => true,
             _ => false,
         }
+    }
+
+    /// The `[key, value]` pairs of the array attribute `name` (`corert.executeop`'s
+    /// `op_attrs`), or `None` when it is not such an array.
+    fn attr_pairs(&self, attrs: &[(AttrId, AttrId)], name: &str) -> Option<Vec<(String, AttrId)>> {
+        let ctx = &self.module.context;
+        let Attribute::Array(items) = ctx.attr(self.attr_named(attrs, name)?) else { return None };
+        items
+            .iter()
+            .map(|&item| match ctx.attr(item) {
+                Attribute::Array(pair) if pair.len() == 2 => match ctx.attr(pair[0]) {
+                    Attribute::String { value, ty: None } => Some((ctx.str(*value).into_owned(), pair[1])),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
     }
 
     fn key_text(&self, key: AttrId) -> String {
@@ -326,6 +371,58 @@ impl Printer<'_> {
                 }
                 self.out.push_str(" : ");
                 self.functional_type(rest, &results, true);
+            }
+            Form::ExecuteOp { chains } => {
+                let chains = usize::from(chains);
+                self.out.push('(');
+                self.asm_values(&operands[..=chains]);
+                self.out.push_str(") ");
+                if let Some(name) = value_of(self, "op_name") {
+                    self.attr(name);
+                }
+                self.out.push('(');
+                self.asm_values(&operands[chains + 1..]);
+                self.out.push(')');
+                for key in ["op_attrs", "op_func_attrs"] {
+                    let pairs = self.attr_pairs(&attrs, key).unwrap_or_default();
+                    if !pairs.is_empty() {
+                        self.out.push_str(" {");
+                        for (i, (name, value)) in pairs.into_iter().enumerate() {
+                            if i > 0 {
+                                self.out.push_str(", ");
+                            }
+                            self.out.push_str(&name);
+                            self.out.push_str(" = ");
+                            self.attr(value);
+                        }
+                        self.out.push('}');
+                    }
+                }
+                if results.len() > chains {
+                    self.out.push_str(&format!(" : {}", results.len() - chains));
+                }
+            }
+            Form::TensorCond | Form::TensorWhile => {
+                let symbols = m.syntax.form.callees().map_or(&[][..], |callees| callees.names);
+                let rest = if matches!(m.syntax.form, Form::TensorCond) {
+                    self.out.push(' ');
+                    self.asm_value(operands[0]);
+                    &operands[1..]
+                } else {
+                    operands
+                };
+                for &symbol in symbols {
+                    self.out.push(' ');
+                    if let Some(value) = value_of(self, symbol) {
+                        self.attr(value);
+                    }
+                }
+                self.out.push('(');
+                self.asm_values(rest);
+                self.out.push(')');
+                self.attr_dict(&attrs, symbols, false);
+                self.out.push_str(" : ");
+                self.functional_type(&rest[1..], &results[1..], true);
             }
             Form::If => {
                 self.out.push(' ');

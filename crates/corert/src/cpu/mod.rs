@@ -1,0 +1,247 @@
+//! The cpu op handler: ops on host tensors, each a metadata function (result element types and
+//! shapes from the arguments', run as soon as those are known, so a result's shape is known
+//! before its data) and a dispatch function (the data, once every argument tensor is there).
+//! Ops it does not have go to its fallback handler.
+
+mod number;
+mod test_ops;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rtx_host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, StatusCode};
+use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
+use rtx_kernel::ExecutionContext;
+
+use crate::attrs::OpAttrs;
+use crate::handle::{TensorHandle, HOST_DEVICE};
+use crate::handler::{CoreRuntimeOp, ErrorSink, OpHandler, OpInvocation, OpOutcome};
+use crate::metadata::TensorMetadata;
+use crate::scalar::ScalarHostTensor;
+
+/// What an op may do and take.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpFlags {
+    /// The op has effects beyond its results (printing): it waits for the invocation's chain
+    /// and makes a new one when done.
+    pub side_effects: bool,
+    /// Scalar tensors reach the op as they are (otherwise they are written out dense).
+    pub allows_scalar: bool,
+    /// String tensors reach the op (otherwise they are an error).
+    pub allows_string: bool,
+}
+
+/// Result metadata from the arguments' metadata and the attributes; the error message names what
+/// is wrong.
+pub type MetadataFn = fn(&[TensorMetadata], &OpAttrs) -> Result<Vec<TensorMetadata>, String>;
+
+/// What a dispatch function sees: available argument tensors (dense, or as the flags allow).
+pub struct Dispatch<'a> {
+    pub host: &'a Arc<HostContext>,
+    pub arguments: &'a [RcAsyncValue],
+    pub attrs: &'a OpAttrs,
+    /// The results' metadata, when the op has a metadata function.
+    pub results: &'a [TensorMetadata],
+    pub num_results: usize,
+    pub context: &'a ExecutionContext,
+}
+
+impl Dispatch<'_> {
+    /// Argument `i` as a dense tensor.
+    pub fn dense(&self, i: usize) -> Result<&DenseHostTensor, Diagnostic> {
+        self.arguments[i].try_get::<DenseHostTensor>().map_err(|_| {
+            Diagnostic::new(StatusCode::InvalidArgument, format!("argument {i} is a {}", self.arguments[i].type_name()))
+        })
+    }
+}
+
+/// Result tensors (possibly unavailable), one per result.
+pub type DispatchFn = fn(&Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic>;
+
+/// One op of the cpu handler.
+#[derive(Clone, Copy)]
+pub struct CpuOp {
+    pub flags: OpFlags,
+    pub metadata: Option<MetadataFn>,
+    pub dispatch: DispatchFn,
+}
+
+/// The cpu handler's ops by name.
+#[derive(Clone, Default)]
+pub struct CpuOpRegistry {
+    ops: HashMap<&'static str, CpuOp>,
+}
+
+impl CpuOpRegistry {
+    /// The ops rtx's cpu handler has: TFRT's `tfrt_test.*` ops.
+    pub fn with_builtin_ops() -> CpuOpRegistry {
+        let mut registry = CpuOpRegistry::default();
+        test_ops::register(&mut registry);
+        registry
+    }
+
+    pub fn add(&mut self, name: &'static str, op: CpuOp) {
+        self.ops.insert(name, op);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CpuOp> {
+        self.ops.get(name)
+    }
+}
+
+/// Runs the ops of its registry on the host; the rest go to `fallback`.
+pub struct CpuOpHandler {
+    fallback: Arc<dyn OpHandler>,
+    ops: Arc<CpuOpRegistry>,
+}
+
+impl CpuOpHandler {
+    pub fn new(fallback: Arc<dyn OpHandler>) -> CpuOpHandler {
+        CpuOpHandler { fallback, ops: Arc::new(CpuOpRegistry::with_builtin_ops()) }
+    }
+}
+
+impl OpHandler for CpuOpHandler {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn make_op(&self, name: &str) -> Result<CoreRuntimeOp, Diagnostic> {
+        let Some(&op) = self.ops.get(name) else { return self.fallback.make_op(name) };
+        let device: Arc<str> = Arc::from(HOST_DEVICE);
+        Ok(CoreRuntimeOp::new(name, move |invocation| run(op, &device, invocation)))
+    }
+}
+
+/// The first error among `values`, which are available.
+fn first_error(values: &[RcAsyncValue]) -> Option<Diagnostic> {
+    values.iter().find_map(|v| v.get_error().cloned())
+}
+
+fn run(op: CpuOp, device: &Arc<str>, invocation: &OpInvocation<'_>) -> OpOutcome {
+    let count = invocation.num_results;
+    let attrs = Arc::clone(invocation.attrs);
+    let errors = Arc::clone(invocation.errors);
+    let metadata: Option<Vec<AsyncValueRef<TensorMetadata>>> = op.metadata.map(|function| {
+        let slots: Vec<AsyncValueRef<TensorMetadata>> = (0..count).map(|_| AsyncValueRef::unconstructed()).collect();
+        let known: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.metadata().as_untyped().clone()).collect();
+        let (filled, attrs, errors) = (slots.clone(), Arc::clone(&attrs), Arc::clone(&errors));
+        join::run_when_ready(&known.clone(), move || {
+            let computed = match first_error(&known) {
+                Some(error) => Err(error),
+                None => {
+                    let arguments: Vec<TensorMetadata> = known
+                        .iter()
+                        .map(|m| m.try_get::<TensorMetadata>().cloned().expect("argument metadata is metadata"))
+                        .collect();
+                    function(&arguments, &attrs)
+                        .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
+                        .and_then(|results| check_count(results, count))
+                        .inspect_err(|error| errors(error))
+                }
+            };
+            match computed {
+                Ok(results) => filled.iter().zip(results).for_each(|(slot, m)| drop(slot.emplace(m))),
+                Err(error) => filled.iter().for_each(|slot| drop(slot.as_untyped().set_error(error.clone()))),
+            }
+        });
+        slots
+    });
+    let tensors: Vec<IndirectAsyncValue> = (0..count).map(|_| IndirectAsyncValue::new()).collect();
+    let done = op.flags.side_effects.then(AsyncValueRef::<Chain>::unconstructed);
+    let mut waits: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
+    let arguments = waits.len();
+    if let Some(slots) = &metadata {
+        waits.extend(slots.iter().map(|s| s.as_untyped().clone()));
+    }
+    if let (true, Some(chain)) = (op.flags.side_effects, &invocation.chain) {
+        waits.push(chain.clone());
+    }
+    let context = invocation.context.clone();
+    let (results, finished): (Vec<RcAsyncValue>, _) = (tensors.iter().map(|t| t.value()).collect(), done.clone());
+    join::run_when_ready(&waits.clone(), move || {
+        let outcome = first_error(&waits)
+            .map(Err)
+            .or_else(|| context.cancel_value().map(|c| Err(c.get_error().cloned().expect("cancellation is an error"))))
+            .unwrap_or_else(|| {
+                dispatch(op, &waits[..arguments], &waits[arguments..], &attrs, count, &context, &errors)
+            });
+        match outcome {
+            Ok(values) => {
+                for (slot, value) in results.iter().zip(values) {
+                    let _ = slot.forward_indirect(value);
+                }
+                if let Some(done) = finished {
+                    let _ = done.emplace(Chain);
+                }
+            }
+            Err(error) => {
+                for slot in &results {
+                    let _ = slot.set_error(error.clone());
+                }
+                if let Some(done) = finished {
+                    let _ = done.as_untyped().set_error(error);
+                }
+            }
+        }
+    });
+    let handles = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, tensor)| match &metadata {
+            Some(slots) => TensorHandle::new(Arc::clone(device), slots[i].clone(), tensor.value()),
+            None => TensorHandle::from_tensor(tensor.value()),
+        })
+        .collect();
+    let chain = match done {
+        Some(done) => Some(done.into_untyped()),
+        None => invocation.chain.clone(),
+    };
+    OpOutcome { results: handles, chain }
+}
+
+fn check_count<T>(results: Vec<T>, count: usize) -> Result<Vec<T>, Diagnostic> {
+    if results.len() != count {
+        return Err(Diagnostic::new(
+            StatusCode::InvalidArgument,
+            format!("the op makes {} results, but {count} are asked for", results.len()),
+        ));
+    }
+    Ok(results)
+}
+
+/// Converts the arguments as the op's flags ask and runs its dispatch function; errors it makes
+/// are reported.
+fn dispatch(
+    op: CpuOp,
+    arguments: &[RcAsyncValue],
+    metadata: &[RcAsyncValue],
+    attrs: &OpAttrs,
+    count: usize,
+    context: &ExecutionContext,
+    errors: &ErrorSink,
+) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+    let host = context.host();
+    let converted = arguments
+        .iter()
+        .map(|argument| convert_argument(argument, op.flags, host))
+        .collect::<Result<Vec<_>, _>>()
+        .inspect_err(|error| errors(error))?;
+    let results: Vec<TensorMetadata> =
+        metadata.iter().filter_map(|m| m.try_get::<TensorMetadata>().ok().cloned()).collect();
+    let dispatch = Dispatch { host, arguments: &converted, attrs, results: &results, num_results: count, context };
+    (op.dispatch)(&dispatch).and_then(|values| check_count(values, count)).inspect_err(|error| errors(error))
+}
+
+/// `argument` as the op takes it: a scalar written out dense unless the op allows scalars; a
+/// string tensor only when the op allows strings.
+fn convert_argument(argument: &RcAsyncValue, flags: OpFlags, host: &HostContext) -> Result<RcAsyncValue, Diagnostic> {
+    if let Ok(scalar) = argument.try_get::<ScalarHostTensor>() {
+        if !flags.allows_scalar {
+            return Ok(AsyncValueRef::available(scalar.to_dense(host)?).into_untyped());
+        }
+    } else if argument.is_type::<StringHostTensor>() && !flags.allows_string {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, "Cannot implicitly convert StringHost to DenseHost"));
+    }
+    Ok(argument.clone())
+}
