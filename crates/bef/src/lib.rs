@@ -15,4 +15,4 @@ pub(crate) mod test_file;
 pub(crate) mod writer;
 
 pub use disassembler::{bef_to_mlir, DisassembleError, Disassembly};
-pub use writer::{mlir_to_bef, Site, WriteError, WriteOptions};
+pub use writer::{mlir_text_to_bef, mlir_to_bef, Site, WriteError, WriteOptions};

@@ -78,6 +78,52 @@ impl OpAttr {
         }
     }
 
+    /// The attribute in MLIR's syntax, as a kernel's attribute would be written (floats in hex,
+    /// so that they are exact); `None` for a function name, which names nothing in MLIR alone.
+    pub fn mlir_text(&self) -> Option<String> {
+        Some(match self {
+            OpAttr::Bool(v) => v.to_string(),
+            OpAttr::I32(v) => format!("{v} : i32"),
+            OpAttr::I64(v) => format!("{v} : i64"),
+            OpAttr::F16(bits) => format!("0x{bits:04X} : f16"),
+            OpAttr::F32(v) => format!("0x{:08X} : f32", v.to_bits()),
+            OpAttr::F64(v) => format!("0x{:016X} : f64", v.to_bits()),
+            OpAttr::DType(dtype) => dtype.mlir_type().to_owned(),
+            OpAttr::String(text) => quoted(text),
+            OpAttr::Array { dtype, bytes } => {
+                let size = dtype.byte_size()?;
+                let items: Option<Vec<String>> = bytes.chunks_exact(size).map(|e| element_text(*dtype, e)).collect();
+                format!("[{}]", items?.join(", "))
+            }
+            OpAttr::DTypeArray(dtypes) => {
+                format!("[{}]", dtypes.iter().map(|d| d.mlir_type()).collect::<Vec<_>>().join(", "))
+            }
+            OpAttr::Shape(None) => "#corert.shape<*>".to_owned(),
+            OpAttr::Shape(Some(dims)) => {
+                let dims: Vec<String> =
+                    dims.iter().map(|&d| if d < 0 { "?".to_owned() } else { d.to_string() }).collect();
+                format!("#corert.shape<{}>", dims.join("x"))
+            }
+            OpAttr::Dense { dtype, shape, data } => {
+                let mut ty: String = shape.iter().map(|d| format!("{d}x")).collect();
+                ty.push_str(dtype.mlir_type());
+                let body = if *dtype == DType::I1 {
+                    let bits: Vec<&str> = data.iter().map(|&b| if b != 0 { "true" } else { "false" }).collect();
+                    format!("[{}]", bits.join(", "))
+                } else {
+                    let hex: String = data.iter().map(|b| format!("{b:02X}")).collect();
+                    format!("\"0x{hex}\"")
+                };
+                format!("dense<{body}> : tensor<{ty}>")
+            }
+            OpAttr::Aggregate(elements) => {
+                let items: Option<Vec<String>> = elements.iter().map(OpAttr::mlir_text).collect();
+                format!("[{}]", items?.join(", "))
+            }
+            OpAttr::Func(_) => return None,
+        })
+    }
+
     /// Decodes a BEF attribute of kind `kind`.
     pub fn from_bef(kind: AttributeType, attribute: Attribute<'_>) -> Result<OpAttr, AttributeError> {
         let unsupported = |what: String| AttributeError::Malformed { offset: attribute.offset(), what };
@@ -112,6 +158,36 @@ impl OpAttr {
             }
         })
     }
+}
+
+/// `text` as an MLIR string literal.
+fn quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for byte in text.bytes() {
+        match byte {
+            b'"' | b'\\' => out.push_str(&format!("\\{}", char::from(byte))),
+            0x20..=0x7E => out.push(char::from(byte)),
+            _ => out.push_str(&format!("\\{byte:02X}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One element of an array attribute in MLIR's syntax.
+fn element_text(dtype: DType, bytes: &[u8]) -> Option<String> {
+    use DType::*;
+    let ty = dtype.mlir_type();
+    Some(match dtype {
+        I1 => (bytes[0] != 0).to_string(),
+        F16 | BF16 => format!("0x{:04X} : {ty}", u16::from_le_bytes(bytes.try_into().ok()?)),
+        F32 => format!("0x{:08X} : {ty}", u32::from_le_bytes(bytes.try_into().ok()?)),
+        F64 => format!("0x{:016X} : {ty}", u64::from_le_bytes(bytes.try_into().ok()?)),
+        UI8 | UI16 | UI32 | UI64 | I8 | I16 | I32 | I64 => {
+            format!("{} : {ty}", format_element(dtype, bytes)?)
+        }
+        _ => return None,
+    })
 }
 
 /// TFRT's `OpAttrType` name of an element type.

@@ -81,7 +81,10 @@ pub struct Context {
     /// What BEF modules added from now on resolve their kernel names against: TFRT's core
     /// kernels, the tensor kernels, the `nn.*` layers and those the host registered.
     #[cfg(feature = "tfrt")]
-    kernels: RwLock<KernelRegistry>,
+    kernels: Arc<RwLock<KernelRegistry>>,
+    /// The request eager ops run in and the ops prepared for them.
+    #[cfg(feature = "tfrt")]
+    pub(super) eager: super::eager::Eager,
     /// Only this struct holds the `Arc` for good: queued work holds a `Weak` (see
     /// [`invocation`]), so the context, its queue and its threads go away on the thread that
     /// drops it.
@@ -239,13 +242,17 @@ impl Context {
             #[cfg(feature = "tfrt")]
             bef: RwLock::default(),
             #[cfg(feature = "tfrt")]
-            kernels: RwLock::new(model_kernels()),
+            kernels: Arc::new(RwLock::new(model_kernels())),
+            #[cfg(feature = "tfrt")]
+            eager: super::eager::Eager::default(),
             host: Arc::new(host),
             runtime,
             device_allocator: Arc::default(),
         };
         #[cfg(feature = "tfrt")]
         context.register_bridge_kernels(&mut write(&context.kernels));
+        #[cfg(feature = "tfrt")]
+        super::eager::register_cpu_handler(&context.host, &context.kernels);
         context
     }
 

@@ -56,6 +56,8 @@ mod bef_call;
 mod blocking_call;
 pub mod bridge;
 mod context;
+#[cfg(feature = "tfrt")]
+mod eager;
 mod feature;
 mod instance;
 pub mod invocation;

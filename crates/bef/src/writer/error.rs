@@ -17,6 +17,9 @@ impl std::fmt::Display for Site {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
+    /// The source text of [`super::mlir_text_to_bef`] is not MLIR.
+    #[error(transparent)]
+    Parse(#[from] rtx_mlir::ParseError),
     #[error("expected one top-level `builtin.module`")]
     NotOneModule,
     #[error("{0}: return op must be at the end of its block")]

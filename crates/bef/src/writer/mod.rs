@@ -33,6 +33,11 @@ pub struct WriteOptions {
     pub disable_optional_sections: bool,
 }
 
+/// Translates MLIR source text (TFRT's dialects in their generic or custom forms) to BEF.
+pub fn mlir_text_to_bef(source: &str, options: &WriteOptions) -> Result<Vec<u8>, WriteError> {
+    mlir_to_bef(&rtx_mlir::parse_text(source)?, options)
+}
+
 /// Translates `module` (one `builtin.module` holding `func.func`s of TFRT kernels) to BEF.
 pub fn mlir_to_bef(module: &Module, options: &WriteOptions) -> Result<Vec<u8>, WriteError> {
     let optional = !options.disable_optional_sections;

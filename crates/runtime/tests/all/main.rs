@@ -2,6 +2,8 @@
 //! out of a build without it (`--no-default-features`); the unit tests check what such a build
 //! answers instead.
 
+#[cfg(feature = "onnx")]
+mod eager_ops;
 mod hal_backend;
 mod hal_model;
 mod hal_run;

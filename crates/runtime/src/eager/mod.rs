@@ -1,0 +1,169 @@
+//! Eager ops: one op at a time by name on a context, through Core Runtime's op handlers, without
+//! blocking — what `rtx_context_execute_op`, C++'s `execute_op` and Python's `execute_op` call.
+//!
+//! Every context has the handler `cpu`: TFRT's cpu ops, then every kernel of the context (the
+//! `nn.*` layers, the `onnx.*` operators, the tensor kernels, those the host registered) run as a
+//! one-op function ([`kernel_ops`]), then nothing. Programs and hosts may register more. An op
+//! is prepared once per context ([`Context::make_op`]) and kept.
+
+mod kernel_ops;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+
+use rtx_corert::{
+    CoreRuntimeOp, CpuOpHandler, ErrorSink, NullOpHandler, OpAttrs, OpHandlers, OpInvocation, ScalarHostTensor,
+    TensorHandle,
+};
+use rtx_hal::buffer_view::BufferView;
+use rtx_host::{Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
+use rtx_kernel::context::print_output;
+use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
+use rtx_kernel::{ExecutionContext, KernelRegistry};
+
+use super::bridge::tensors::view_to_tensor;
+use super::context::Context;
+use super::invocation::held_type;
+
+/// What a context keeps for eager ops.
+#[derive(Default)]
+pub(crate) struct Eager {
+    /// The request eager ops run in (made on first use): its errors reach the results only.
+    request: OnceLock<ExecutionContext>,
+    /// Prepared ops by handler and op name.
+    ops: Mutex<HashMap<(String, String), CoreRuntimeOp>>,
+}
+
+/// Registers a context's `cpu` handler: TFRT's cpu ops, then the context's kernels.
+pub(crate) fn register_cpu_handler(host: &HostContext, kernels: &Arc<RwLock<KernelRegistry>>) {
+    let kernels = kernel_ops::KernelOpHandler::new(Arc::clone(kernels), Arc::new(NullOpHandler));
+    OpHandlers::of(host).register("cpu", Arc::new(CpuOpHandler::new(Arc::new(kernels))));
+}
+
+impl Context {
+    /// The op handlers of this context by name (`cpu` is always there).
+    pub fn op_handlers(&self) -> Arc<OpHandlers> {
+        OpHandlers::of(self.host())
+    }
+
+    /// `op` of the handler registered as `handler`, ready to run; kept for later calls.
+    pub fn make_op(&self, handler: &str, op: &str) -> Result<CoreRuntimeOp, Diagnostic> {
+        let key = (handler.to_owned(), op.to_owned());
+        if let Some(made) = self.eager().ops.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(made.clone());
+        }
+        let made = self
+            .op_handlers()
+            .get(handler)
+            .and_then(|h| h.make_op(op))
+            .with_context(|| format!("op `{op}` on handler `{handler}`"))?;
+        self.eager().ops.lock().unwrap_or_else(PoisonError::into_inner).insert(key, made.clone());
+        Ok(made)
+    }
+
+    /// Runs `op` on `arguments` with `attrs`; returns a handle per result at once. Errors of the
+    /// run (a wrong element type, an error argument) are the results' errors.
+    pub fn execute_op(
+        &self,
+        op: &CoreRuntimeOp,
+        arguments: &[TensorHandle],
+        attrs: &Arc<OpAttrs>,
+        num_results: usize,
+    ) -> Vec<TensorHandle> {
+        let errors: ErrorSink = Arc::new(|_: &Diagnostic| {});
+        let invocation =
+            OpInvocation { context: self.request(), arguments, attrs, num_results, chain: None, errors: &errors };
+        op.invoke(&invocation).results
+    }
+
+    /// [`Context::execute_op`] on async values, as C hosts pass tensors: each argument holds a
+    /// buffer view, a dense, scalar or string host tensor, or a tensor handle (possibly still
+    /// unavailable); each result becomes the result's tensor — a dense host tensor (a scalar one
+    /// written out) or a string host tensor — or its error.
+    pub fn execute_op_values(
+        &self,
+        handler: &str,
+        op: &str,
+        arguments: &[RcAsyncValue],
+        attrs: &Arc<OpAttrs>,
+        num_results: usize,
+    ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+        let made = self.make_op(handler, op)?;
+        let handles: Vec<TensorHandle> =
+            arguments.iter().enumerate().map(|(i, value)| self.handle_of(op, i, value)).collect();
+        let results = self.execute_op(&made, &handles, attrs, num_results);
+        Ok(results.iter().map(|handle| self.tensor_value(op, handle)).collect())
+    }
+
+    fn eager(&self) -> &Eager {
+        &self.eager
+    }
+
+    fn request(&self) -> &ExecutionContext {
+        self.eager().request.get_or_init(|| {
+            ExecutionContext::with_handlers(
+                Arc::clone(self.host()),
+                Arc::new(|_: &Diagnostic| {}),
+                Arc::new(print_output),
+            )
+        })
+    }
+
+    /// Argument `index` of `op` as a tensor handle.
+    fn handle_of(&self, op: &str, index: usize, value: &RcAsyncValue) -> TensorHandle {
+        if let Ok(handle) = value.try_get::<TensorHandle>() {
+            return handle.clone();
+        }
+        let tensor = IndirectAsyncValue::new();
+        let (slot, source, host, op) = (tensor.value(), value.clone(), Arc::clone(self.host()), op.to_owned());
+        value.and_then(move || {
+            let converted = match source.get_error() {
+                Some(error) => Err(error.clone()),
+                None => host_tensor(&host, &source).with_context(|| format!("argument {index} of op `{op}`")),
+            };
+            let _ = match converted {
+                Ok(tensor) => slot.forward_indirect(tensor),
+                Err(error) => slot.set_error(error),
+            };
+        });
+        TensorHandle::from_tensor(tensor.value())
+    }
+
+    /// A handle's tensor as C reads it: dense (scalars written out) or strings; an error names
+    /// the op.
+    fn tensor_value(&self, op: &str, handle: &TensorHandle) -> RcAsyncValue {
+        let result = IndirectAsyncValue::new();
+        let (slot, tensor, host) = (result.value(), handle.tensor().clone(), Arc::clone(self.host()));
+        let op = op.to_owned();
+        handle.tensor().and_then(move || {
+            if let Some(error) = tensor.get_error() {
+                let _ = slot.set_error(error.clone().context(format_args!("op `{op}`")));
+                return;
+            }
+            let _ = match tensor.try_get::<ScalarHostTensor>() {
+                Ok(scalar) => match scalar.to_dense(&host) {
+                    Ok(dense) => slot.forward_indirect(rtx_host::AsyncValueRef::available(dense).into_untyped()),
+                    Err(error) => slot.set_error(error),
+                },
+                Err(_) => slot.forward_indirect(tensor),
+            };
+        });
+        result.value()
+    }
+}
+
+/// An available value as a host tensor: a buffer view's elements in a dense tensor; host
+/// tensors as they are.
+fn host_tensor(host: &HostContext, value: &RcAsyncValue) -> Result<RcAsyncValue, Diagnostic> {
+    if let Ok(view) = value.try_get::<Arc<BufferView>>() {
+        return Ok(rtx_host::AsyncValueRef::available(view_to_tensor(host, view)?).into_untyped());
+    }
+    if value.is_type::<DenseHostTensor>() || value.is_type::<StringHostTensor>() || value.is_type::<ScalarHostTensor>()
+    {
+        return Ok(value.clone());
+    }
+    Err(Diagnostic::new(
+        StatusCode::InvalidArgument,
+        format!("the value holds {}, not a tensor (a buffer view or a host tensor)", held_type(value)),
+    ))
+}
