@@ -5,8 +5,8 @@
  * For each feature named (those the installed library was built without: rtx_FEATURES in its
  * CMake package), the C functions of that part must fail with RTX_STATUS_CODE_UNIMPLEMENTED and
  * a message naming the feature: `vulkan` (listing and opening Vulkan devices, a context on
- * `vulkan://0`), `tfrt` (registering a kernel, loading a BEF module), `onnx` (loading an ONNX
- * model). The exit status is 0 only if every answer is so. */
+ * `vulkan://0`), `tfrt` (registering a kernel, loading a BEF module, running an eager op),
+ * `onnx` (loading an ONNX model). The exit status is 0 only if every answer is so. */
 #include <rtx.h>
 
 #include <stdbool.h>
@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
                       rtx_context_register_kernel(context, "c.never", never_called, NULL), feature);
       rtx_module_t* module = NULL;
       expect_left_out("rtx_module_load_file(BEF)", rtx_module_load_file(argv[1], &module), feature);
+      rtx_async_value_t* result = NULL;
+      expect_left_out("rtx_context_execute_op", rtx_context_execute_op(context, NULL, "tfrt_test.add", NULL, 0, NULL,
+                                                                       &result, 1),
+                      feature);
     } else if (strcmp(feature, "onnx") == 0) {
       rtx_module_t* module = NULL;
       expect_left_out("rtx_module_load_file(ONNX)", rtx_module_load_file(argv[2], &module), feature);

@@ -192,6 +192,14 @@ typedef struct rtx_module rtx_module;
 typedef struct rtx_native_module rtx_native_module;
 
 /**
+ * Attributes of an op, by name. Create with `rtx_op_attrs_new`, set with `rtx_op_attrs_set_*`,
+ * pass to any number of `rtx_context_execute_op` calls (each keeps what the attributes were
+ * then), free with `rtx_op_attrs_release`. Setting a name that is set already keeps the first
+ * value, as TFRT's op attributes do. Not thread-safe while being set.
+ */
+typedef struct rtx_op_attrs rtx_op_attrs;
+
+/**
  * A unit of work handed to a host queue. Opaque; consumed by `rtx_task_run` or `rtx_task_delete`.
  */
 typedef struct rtx_task rtx_task;
@@ -357,6 +365,11 @@ typedef struct rtx_context_options_t {
    */
   const struct rtx_allocator_callbacks_t *allocator;
 } rtx_context_options_t;
+
+/**
+ * The handle type C sees.
+ */
+typedef struct rtx_op_attrs rtx_op_attrs_t;
 
 /**
  * The frame type C sees.
@@ -1060,6 +1073,110 @@ void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size
  * NULL arguments. On failure the context is left as it was. Thread-safe.
  */
 rtx_error_t *rtx_context_add_device(rtx_context_t *context, const char *device);
+
+/**
+ * Creates an empty set of attributes; `*out` receives it (free it with `rtx_op_attrs_release`).
+ */
+rtx_error_t *rtx_op_attrs_new(rtx_op_attrs_t **out);
+
+/**
+ * Frees `attrs`; calls already given them keep what they hold. NULL does nothing.
+ */
+void rtx_op_attrs_release(rtx_op_attrs_t *attrs);
+
+/**
+ * Sets `name` to a 64-bit integer (ONNX's integer attributes: `axis`, `transB`).
+ */
+rtx_error_t *rtx_op_attrs_set_i64(rtx_op_attrs_t *attrs, const char *name, int64_t value);
+
+/**
+ * Sets `name` to a 32-bit integer (TFRT's test ops: `axis`).
+ */
+rtx_error_t *rtx_op_attrs_set_i32(rtx_op_attrs_t *attrs, const char *name, int32_t value);
+
+/**
+ * Sets `name` to a 32-bit float (ONNX's float attributes: `alpha`, `epsilon`).
+ */
+rtx_error_t *rtx_op_attrs_set_f32(rtx_op_attrs_t *attrs, const char *name, float value);
+
+/**
+ * Sets `name` to a 64-bit float.
+ */
+rtx_error_t *rtx_op_attrs_set_f64(rtx_op_attrs_t *attrs, const char *name, double value);
+
+/**
+ * Sets `name` to a boolean.
+ */
+rtx_error_t *rtx_op_attrs_set_bool(rtx_op_attrs_t *attrs, const char *name, bool value);
+
+/**
+ * Sets `name` to a copy of the NUL-terminated UTF-8 string `value`.
+ */
+rtx_error_t *rtx_op_attrs_set_string(rtx_op_attrs_t *attrs, const char *name, const char *value);
+
+/**
+ * Sets `name` to an element type, given as an IREE HAL element type code (as
+ * `rtx_buffer_view_new` takes); INVALID_ARGUMENT for a code rtx's tensors do not hold.
+ */
+rtx_error_t *rtx_op_attrs_set_dtype(rtx_op_attrs_t *attrs, const char *name, uint32_t element_type);
+
+/**
+ * Sets `name` to a shape of `rank` dimensions at `dims` (-1 for one not known).
+ */
+rtx_error_t *rtx_op_attrs_set_shape(rtx_op_attrs_t *attrs,
+                                    const char *name,
+                                    const int64_t *dims,
+                                    size_t rank);
+
+/**
+ * Sets `name` to the `count` 64-bit integers at `values` (ONNX's `perm`, `pads`, `shape`).
+ */
+rtx_error_t *rtx_op_attrs_set_i64_array(rtx_op_attrs_t *attrs,
+                                        const char *name,
+                                        const int64_t *values,
+                                        size_t count);
+
+/**
+ * Sets `name` to the `count` 32-bit integers at `values`.
+ */
+rtx_error_t *rtx_op_attrs_set_i32_array(rtx_op_attrs_t *attrs,
+                                        const char *name,
+                                        const int32_t *values,
+                                        size_t count);
+
+/**
+ * Sets `name` to the `count` 32-bit floats at `values`.
+ */
+rtx_error_t *rtx_op_attrs_set_f32_array(rtx_op_attrs_t *attrs,
+                                        const char *name,
+                                        const float *values,
+                                        size_t count);
+
+/**
+ * Runs op `op_name` through the op handler registered as `op_handler` (NULL: `"cpu"`, which
+ * every context has: TFRT's cpu ops, then every kernel of the context — the `nn.*` layers, the
+ * `onnx.*` operators, the tensor kernels, the host's — run as a one-op function) on `num_args`
+ * tensors, with `attrs` (NULL: none). Does not block: on success `results[0..num_results]`
+ * receive new, unavailable values (owned by the caller; release each) that become the result
+ * tensors — read them with `rtx_async_value_get_buffer_view` (or the string-tensor getters) —
+ * or their errors, which name the op (a wrong element type or shape, an error argument).
+ *
+ * Each argument is an async value holding a buffer view (`rtx_async_value_new_buffer_view`), a
+ * string tensor, or a result of an earlier `rtx_context_execute_op` (possibly still
+ * unavailable: ops chain without waiting). Arguments are only read.
+ *
+ * Fails at once, writing nothing, when the handler or the op is unknown (NOT_FOUND,
+ * UNIMPLEMENTED, naming them), or for NULL arguments. UNIMPLEMENTED in a build without the
+ * `tfrt` feature. Thread-safe.
+ */
+rtx_error_t *rtx_context_execute_op(rtx_context_t *context,
+                                    const char *op_handler,
+                                    const char *op_name,
+                                    rtx_async_value_t *const *args,
+                                    size_t num_args,
+                                    const rtx_op_attrs_t *attrs,
+                                    rtx_async_value_t **results,
+                                    size_t num_results);
 
 /**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`

@@ -1507,6 +1507,72 @@ struct ContextState {
 
 }  // namespace detail
 
+// The attributes of an eager op (Context::execute_op), by name: integers are 64-bit (ONNX's
+// `axis`, `transB`; set_i32 for TFRT's 32-bit ones), floats 32-bit and doubles 64-bit, strings,
+// booleans, arrays of int64_t or float, element types and shapes. Setting a name twice keeps the
+// first value. A setter's failure is kept and returned by the execute_op call given these
+// attributes. Move-only.
+class OpAttrs {
+ public:
+  OpAttrs() { detail::check_constructed(rtx_op_attrs_new(&attrs_)); }
+  ~OpAttrs() { rtx_op_attrs_release(attrs_); }
+  OpAttrs(OpAttrs&& other) noexcept : attrs_(std::exchange(other.attrs_, nullptr)), status_(std::move(other.status_)) {}
+  OpAttrs& operator=(OpAttrs&& other) noexcept {
+    std::swap(attrs_, other.attrs_);
+    std::swap(status_, other.status_);
+    return *this;
+  }
+  OpAttrs(const OpAttrs&) = delete;
+  OpAttrs& operator=(const OpAttrs&) = delete;
+
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  OpAttrs& set(const std::string& name, T value) {
+    return record(rtx_op_attrs_set_i64(attrs_, name.c_str(), static_cast<std::int64_t>(value)));
+  }
+  OpAttrs& set(const std::string& name, bool value) { return record(rtx_op_attrs_set_bool(attrs_, name.c_str(), value)); }
+  OpAttrs& set(const std::string& name, float value) { return record(rtx_op_attrs_set_f32(attrs_, name.c_str(), value)); }
+  OpAttrs& set(const std::string& name, double value) { return record(rtx_op_attrs_set_f64(attrs_, name.c_str(), value)); }
+  OpAttrs& set(const std::string& name, const char* value) {
+    return record(rtx_op_attrs_set_string(attrs_, name.c_str(), value));
+  }
+  OpAttrs& set(const std::string& name, const std::string& value) { return set(name, value.c_str()); }
+  OpAttrs& set(const std::string& name, const std::vector<std::int64_t>& values) {
+    return record(rtx_op_attrs_set_i64_array(attrs_, name.c_str(), values.data(), values.size()));
+  }
+  OpAttrs& set(const std::string& name, const std::vector<float>& values) {
+    return record(rtx_op_attrs_set_f32_array(attrs_, name.c_str(), values.data(), values.size()));
+  }
+  OpAttrs& set_i32(const std::string& name, std::int32_t value) {
+    return record(rtx_op_attrs_set_i32(attrs_, name.c_str(), value));
+  }
+  OpAttrs& set_i32(const std::string& name, const std::vector<std::int32_t>& values) {
+    return record(rtx_op_attrs_set_i32_array(attrs_, name.c_str(), values.data(), values.size()));
+  }
+  OpAttrs& set_dtype(const std::string& name, ElementType type) {
+    return record(rtx_op_attrs_set_dtype(attrs_, name.c_str(), static_cast<std::uint32_t>(type)));
+  }
+  OpAttrs& set_shape(const std::string& name, const std::vector<std::int64_t>& dims) {
+    return record(rtx_op_attrs_set_shape(attrs_, name.c_str(), dims.data(), dims.size()));
+  }
+
+  const rtx_op_attrs_t* handle() const noexcept { return attrs_; }
+  // The first setter's failure (OK when every set succeeded).
+  const Status& status() const noexcept { return status_; }
+
+ private:
+  OpAttrs& record(rtx_error_t* error) {
+    if (error != nullptr && status_.ok()) {
+      status_ = Status::adopt(error);
+    } else if (error != nullptr) {
+      rtx_error_delete(error);
+    }
+    return *this;
+  }
+
+  rtx_op_attrs_t* attrs_ = nullptr;
+  Status status_;
+};
+
 // A context: a work queue, an allocator and cancellation, a device and the modules added to it.
 // Copies share it; thread-safe.
 class Context {
@@ -1576,6 +1642,25 @@ class Context {
     } else {
       return register_frame_kernel(name, detail::TypedKernel<F>{std::move(f), name});
     }
+  }
+
+  // Runs op `op` eagerly through the op handler `handler` (the context's "cpu" handler: TFRT's cpu
+  // ops, then every kernel — `nn.*`, `onnx.*`, the tensor kernels, the host's) on tensors
+  // (AsyncValues of BufferViews, or results of earlier execute_op calls, possibly unavailable),
+  // without blocking: the results are unavailable values that become the result tensors or their
+  // errors, which name the op. An unknown op or handler fails at once.
+  Outcome<std::vector<AsyncValue>> execute_op(const std::string& op, const std::vector<AsyncValue>& args,
+                                              const OpAttrs& attrs, std::size_t num_results = 1,
+                                              const std::string& handler = "cpu") const {
+    if (!attrs.status().ok()) {
+      return detail::unwrap(Result<std::vector<AsyncValue>>(attrs.status()));
+    }
+    return detail::unwrap(try_execute_op(op, args, attrs.handle(), num_results, handler));
+  }
+  // As execute_op(op, args, attrs, num_results), for an op without attributes.
+  Outcome<std::vector<AsyncValue>> execute_op(const std::string& op, const std::vector<AsyncValue>& args,
+                                              std::size_t num_results = 1) const {
+    return detail::unwrap(try_execute_op(op, args, nullptr, num_results, "cpu"));
   }
 
   // Calls `function` without blocking: the results are unavailable values that become the
@@ -1706,6 +1791,28 @@ class Context {
     }
     if (done != nullptr) {
       *done = AsyncValue::adopt(finished);
+    }
+    std::vector<AsyncValue> results;
+    results.reserve(out.size());
+    for (rtx_async_value_t* result : out) {
+      results.push_back(AsyncValue::adopt(result));
+    }
+    return results;
+  }
+
+  Result<std::vector<AsyncValue>> try_execute_op(const std::string& op, const std::vector<AsyncValue>& args,
+                                                 const rtx_op_attrs_t* attrs, std::size_t num_results,
+                                                 const std::string& handler) const {
+    std::vector<rtx_async_value_t*> handles;
+    handles.reserve(args.size());
+    for (const AsyncValue& arg : args) {
+      handles.push_back(arg.handle());
+    }
+    std::vector<rtx_async_value_t*> out(num_results, nullptr);
+    rtx_error_t* error = rtx_context_execute_op(handle(), handler.c_str(), op.c_str(), handles.data(), handles.size(),
+                                                attrs, out.data(), out.size());
+    if (error != nullptr) {
+      return Status::adopt(error);
     }
     std::vector<AsyncValue> results;
     results.reserve(out.size());

@@ -11,7 +11,9 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
-from . import _values
+import numpy as np
+
+from . import _values, dtypes
 from ._handle import Owned
 from ._library import READY_FN, ContextOptions, handle_p, lib, raw, written
 from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnimplementedError, check
@@ -265,6 +267,72 @@ class Context(Owned):
         return future
 
 
+    def execute_op(
+        self, op: str, *args: Any, num_results: int = 1, op_handler: str = "cpu", **attrs: Any
+    ) -> List[_values.Result]:
+        """Runs op ``op`` eagerly through the op handler ``op_handler`` and waits for it: numpy
+        arrays (or array-likes) in, numpy arrays out, one per result. The ``cpu`` handler runs
+        TFRT's cpu ops and every kernel of the context — ``onnx.<Op>`` (ONNX's operators, at the
+        latest opset), the ``nn.*`` layers, the tensor kernels — so
+        ``ctx.execute_op("onnx.Transpose", x, perm=[1, 0])`` is ONNX's Transpose. Attributes are
+        keyword arguments: ``bool``, ``int`` (64-bit), ``float`` (32-bit, as ONNX's float
+        attributes are; a ``numpy.float64`` stays 64-bit), ``str``, lists or tuples of ints or
+        of floats, and numpy dtypes.
+
+        Raises :class:`~rtx.UnimplementedError` naming an op no handler has,
+        :class:`~rtx.NotFoundError` for an unknown handler, and the op's own error (naming the
+        op) when it fails. The GIL is released while waiting.
+        """
+        call = self._start_op(op, args, num_results, op_handler, attrs)
+        try:
+            error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
+            if error:
+                check(error)
+            return call.read()
+        finally:
+            call.release()
+
+    def execute_op_async(
+        self, op: str, *args: Any, num_results: int = 1, op_handler: str = "cpu", **attrs: Any
+    ) -> "concurrent.futures.Future[List[_values.Result]]":
+        """Starts :meth:`execute_op` and returns at once a :class:`concurrent.futures.Future` of
+        its results, completed on an rtx worker thread."""
+        self._check_queue_runs_alone("execute_op_async")
+        call = self._start_op(op, args, num_results, op_handler, attrs)
+        future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+
+        def settle() -> None:
+            try:
+                future.set_result(call.read())
+            except BaseException as error:  # the caller sees it through the future
+                future.set_exception(error)
+            finally:
+                call.release()
+
+        call.when_ready(settle)
+        return future
+
+    def _start_op(self, op: str, args: Sequence[Any], num_results: int, op_handler: str, attrs: Dict[str, Any]) -> _Call:
+        """Starts an eager op with async values in and out."""
+        signature = Signature(op, "", None, (ValueKind.REF,) * len(args), (ValueKind.REF,) * num_results)
+        handles = (handle_p * len(args))()
+        built = _op_attrs(op, attrs)
+        try:
+            for i, value in enumerate(args):
+                handles[i] = _values.argument(ValueKind.REF, value, op, i)
+            call = _Call(signature)
+            error = lib.rtx_context_execute_op(
+                self.handle, op_handler.encode(), op.encode(), handles, len(args), built, call.results, num_results
+            )
+            if error:
+                check(error)
+            return call
+        finally:
+            for value in handles:
+                lib.rtx_async_value_release(value)
+            lib.rtx_op_attrs_release(built)
+
     def _check_queue_runs_alone(self, method: str) -> None:
         # A single-threaded queue runs work only inside a blocking wait: nothing would ever
         # complete the future.
@@ -356,6 +424,43 @@ class Context(Owned):
     def __repr__(self) -> str:
         modules = ", ".join(m.name for m in self._modules)
         return f"<rtx.Context device={self.device!r} work_queue={self.work_queue!r} modules=[{modules}]>"
+
+
+def _op_attrs(op: str, attrs: Dict[str, Any]) -> int:
+    """A new ``rtx_op_attrs_t`` holding ``attrs`` (the caller releases it)."""
+    built = handle_p()
+    check(lib.rtx_op_attrs_new(ctypes.byref(built)))
+    try:
+        for name, value in attrs.items():
+            key = name.encode()
+            if isinstance(value, (bool, np.bool_)):
+                error = lib.rtx_op_attrs_set_bool(built, key, bool(value))
+            elif isinstance(value, (int, np.integer)):
+                error = lib.rtx_op_attrs_set_i64(built, key, int(value))
+            elif isinstance(value, np.float64):
+                error = lib.rtx_op_attrs_set_f64(built, key, float(value))
+            elif isinstance(value, (float, np.floating)):
+                error = lib.rtx_op_attrs_set_f32(built, key, float(value))
+            elif isinstance(value, str):
+                error = lib.rtx_op_attrs_set_string(built, key, value.encode())
+            elif isinstance(value, (np.dtype, type)) and value is not bool:
+                error = lib.rtx_op_attrs_set_dtype(built, key, dtypes.element_type(np.dtype(value)))
+            elif isinstance(value, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in value):
+                ints = (ctypes.c_int64 * len(value))(*value)
+                error = lib.rtx_op_attrs_set_i64_array(built, key, ints, len(value))
+            elif isinstance(value, (list, tuple)) and all(isinstance(v, (int, float, np.number)) for v in value):
+                floats = (ctypes.c_float * len(value))(*value)
+                error = lib.rtx_op_attrs_set_f32_array(built, key, floats, len(value))
+            else:
+                raise InvalidArgumentError(
+                    f"{op}: attribute {name!r} is a {type(value).__name__}; attributes are bools, ints, floats, "
+                    "strings, numpy dtypes and lists of ints or of floats"
+                )
+            check(error, op)
+    except BaseException:
+        lib.rtx_op_attrs_release(built)
+        raise
+    return built
 
 
 def _settle_asyncio(

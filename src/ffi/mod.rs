@@ -23,6 +23,7 @@ pub mod async_value;
 pub mod buffer_view;
 pub mod context;
 pub mod device;
+pub mod eager;
 pub mod error;
 pub mod handle;
 pub mod invocation;

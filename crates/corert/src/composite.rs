@@ -1,12 +1,10 @@
 //! Composite ops: a BEF function run as an op (`corert.make_composite_op`). It takes a chain and
 //! tensor handles and returns a chain and tensor handles; its results become the op's.
 
-use std::sync::Arc;
-
 use rtx_host::{AsyncValueRef, Chain, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
 use rtx_kernel::ProgramFunction;
 
-use crate::handle::{TensorHandle, HOST_DEVICE};
+use crate::handle::TensorHandle;
 use crate::handler::{CoreRuntimeOp, OpOutcome};
 use crate::metadata::TensorMetadata;
 
@@ -86,5 +84,5 @@ fn handle_of(value: RcAsyncValue) -> TensorHandle {
             };
         });
     });
-    TensorHandle::new(Arc::from(HOST_DEVICE), metadata, tensor.value())
+    TensorHandle::host(metadata, tensor.value())
 }

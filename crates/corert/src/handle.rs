@@ -15,7 +15,8 @@ pub const HOST_DEVICE: &str = "CPU:0";
 /// Cheap to clone: two reference counts and a shared name.
 #[derive(Clone)]
 pub struct TensorHandle {
-    device: Arc<str>,
+    /// `None` for the host ([`HOST_DEVICE`]), which needs no name of its own.
+    device: Option<Arc<str>>,
     metadata: AsyncValueRef<TensorMetadata>,
     tensor: RcAsyncValue,
 }
@@ -23,12 +24,21 @@ pub struct TensorHandle {
 impl TensorHandle {
     /// A handle of `tensor` (a host tensor, possibly unavailable) whose metadata is `metadata`.
     pub fn new(device: Arc<str>, metadata: AsyncValueRef<TensorMetadata>, tensor: RcAsyncValue) -> TensorHandle {
-        TensorHandle { device, metadata, tensor }
+        TensorHandle { device: Some(device), metadata, tensor }
+    }
+
+    /// A handle of `tensor` (a host tensor, possibly unavailable) in host memory.
+    pub fn host(metadata: AsyncValueRef<TensorMetadata>, tensor: RcAsyncValue) -> TensorHandle {
+        TensorHandle { device: None, metadata, tensor }
     }
 
     /// A handle of `tensor` on the host whose metadata is taken from the tensor once it is
     /// available (an error tensor gives error metadata).
     pub fn from_tensor(tensor: RcAsyncValue) -> TensorHandle {
+        if let Some(known) = TensorMetadata::of_tensor(&tensor) {
+            // Available already: no continuation to wait for it.
+            return TensorHandle { device: None, metadata: AsyncValueRef::available(known), tensor };
+        }
         let metadata = AsyncValueRef::<TensorMetadata>::unconstructed();
         let (slot, source) = (metadata.clone(), tensor.clone());
         tensor.and_then(move || {
@@ -43,20 +53,16 @@ impl TensorHandle {
                 },
             };
         });
-        TensorHandle { device: Arc::from(HOST_DEVICE), metadata, tensor }
+        TensorHandle { device: None, metadata, tensor }
     }
 
     /// A handle whose metadata and tensor are both `error`.
     pub fn error(error: Diagnostic) -> TensorHandle {
-        TensorHandle {
-            device: Arc::from(HOST_DEVICE),
-            metadata: AsyncValueRef::error(error.clone()),
-            tensor: RcAsyncValue::error(error),
-        }
+        TensorHandle { device: None, metadata: AsyncValueRef::error(error.clone()), tensor: RcAsyncValue::error(error) }
     }
 
-    pub fn device(&self) -> &Arc<str> {
-        &self.device
+    pub fn device(&self) -> &str {
+        self.device.as_deref().unwrap_or(HOST_DEVICE)
     }
 
     pub fn metadata(&self) -> &AsyncValueRef<TensorMetadata> {

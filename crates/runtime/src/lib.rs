@@ -72,9 +72,12 @@ pub use module::{ExportedFunction, Module, ModuleFormat, BEF_MEMORY_MODULE_NAME,
 pub use scalar_module::{Scalar, ScalarFunctions, ScalarModule};
 
 // The types of the layers below that this API hands out and takes.
+pub use rtx_corert::{CoreRuntimeOp, OpAttr, OpAttrs, TensorHandle};
 pub use rtx_hal::buffer_view::BufferView;
+pub use rtx_hal::element_type::ElementType;
 pub use rtx_kernel::library::onnx::{NoValue, Sequence};
 pub use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor, TensorShape};
+pub use rtx_kernel::DType;
 pub use rtx_vm::abi::ValueKind;
 
 /// What a kernel registered with [`Context::register_kernel`] sees of its call (the kernel layer's

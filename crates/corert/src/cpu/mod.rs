@@ -14,7 +14,7 @@ use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
 use rtx_kernel::ExecutionContext;
 
 use crate::attrs::OpAttrs;
-use crate::handle::{TensorHandle, HOST_DEVICE};
+use crate::handle::TensorHandle;
 use crate::handler::{CoreRuntimeOp, ErrorSink, OpHandler, OpInvocation, OpOutcome};
 use crate::metadata::TensorMetadata;
 use crate::scalar::ScalarHostTensor;
@@ -108,8 +108,7 @@ impl OpHandler for CpuOpHandler {
 
     fn make_op(&self, name: &str) -> Result<CoreRuntimeOp, Diagnostic> {
         let Some(&op) = self.ops.get(name) else { return self.fallback.make_op(name) };
-        let device: Arc<str> = Arc::from(HOST_DEVICE);
-        Ok(CoreRuntimeOp::new(name, move |invocation| run(op, &device, invocation)))
+        Ok(CoreRuntimeOp::new(name, move |invocation| run(op, invocation)))
     }
 }
 
@@ -118,7 +117,75 @@ fn first_error(values: &[RcAsyncValue]) -> Option<Diagnostic> {
     values.iter().find_map(|v| v.get_error().cloned())
 }
 
-fn run(op: CpuOp, device: &Arc<str>, invocation: &OpInvocation<'_>) -> OpOutcome {
+/// Runs `op` at once when everything it waits for is there (the common case of an eager call),
+/// else when it is.
+fn run(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
+    let available = |v: &RcAsyncValue| v.is_available();
+    let ready = invocation.arguments.iter().all(|a| available(a.tensor()) && available(a.metadata().as_untyped()))
+        && !(op.flags.side_effects && invocation.chain.as_ref().is_some_and(|c| !available(c)));
+    if ready {
+        run_now(op, invocation)
+    } else {
+        run_later(op, invocation)
+    }
+}
+
+/// `op` on available arguments, on this thread.
+fn run_now(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
+    let count = invocation.num_results;
+    let tensors: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
+    let chain_error = invocation.chain.as_ref().filter(|_| op.flags.side_effects).and_then(|c| c.get_error().cloned());
+    let outcome = (|| {
+        let errors = invocation.arguments.iter().map(|a| a.metadata().as_untyped().get_error());
+        if let Some(error) = first_error(&tensors).or_else(|| errors.flatten().next().cloned()).or(chain_error) {
+            return Err(error);
+        }
+        let metadata = match op.metadata {
+            Some(function) => {
+                let arguments: Vec<TensorMetadata> =
+                    invocation.arguments.iter().map(|a| a.metadata().get().clone()).collect();
+                let results = function(&arguments, invocation.attrs)
+                    .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
+                    .and_then(|results| check_count(results, count))
+                    .inspect_err(|error| (invocation.errors)(error))?;
+                Some(results)
+            }
+            None => None,
+        };
+        if let Some(cancelled) = invocation.context.cancel_value() {
+            return Err(cancelled.get_error().cloned().expect("cancellation is an error"));
+        }
+        let results = metadata.as_deref().unwrap_or(&[]);
+        let values = dispatch(op, &tensors, results, invocation.attrs, count, invocation.context, invocation.errors)?;
+        Ok((metadata, values))
+    })();
+    match outcome {
+        Ok((metadata, values)) => {
+            let results = match metadata {
+                Some(metadata) => values
+                    .into_iter()
+                    .zip(metadata)
+                    .map(|(v, m)| TensorHandle::host(AsyncValueRef::available(m), v))
+                    .collect(),
+                None => values.into_iter().map(TensorHandle::from_tensor).collect(),
+            };
+            let chain =
+                if op.flags.side_effects { Some(Chain::ready().into_untyped()) } else { invocation.chain.clone() };
+            OpOutcome { results, chain }
+        }
+        Err(error) => {
+            let chain = match op.flags.side_effects {
+                true => Some(RcAsyncValue::error(error.clone())),
+                false => invocation.chain.clone(),
+            };
+            OpOutcome { results: vec![TensorHandle::error(error); count], chain }
+        }
+    }
+}
+
+/// `op` once its arguments (and the chain, for an op with side effects) are available: its
+/// results' metadata as soon as the arguments' is.
+fn run_later(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     let count = invocation.num_results;
     let attrs = Arc::clone(invocation.attrs);
     let errors = Arc::clone(invocation.errors);
@@ -164,7 +231,9 @@ fn run(op: CpuOp, device: &Arc<str>, invocation: &OpInvocation<'_>) -> OpOutcome
             .map(Err)
             .or_else(|| context.cancel_value().map(|c| Err(c.get_error().cloned().expect("cancellation is an error"))))
             .unwrap_or_else(|| {
-                dispatch(op, &waits[..arguments], &waits[arguments..], &attrs, count, &context, &errors)
+                let results: Vec<TensorMetadata> =
+                    waits[arguments..].iter().filter_map(|m| m.try_get::<TensorMetadata>().ok().cloned()).collect();
+                dispatch(op, &waits[..arguments], &results, &attrs, count, &context, &errors)
             });
         match outcome {
             Ok(values) => {
@@ -189,7 +258,7 @@ fn run(op: CpuOp, device: &Arc<str>, invocation: &OpInvocation<'_>) -> OpOutcome
         .iter()
         .enumerate()
         .map(|(i, tensor)| match &metadata {
-            Some(slots) => TensorHandle::new(Arc::clone(device), slots[i].clone(), tensor.value()),
+            Some(slots) => TensorHandle::host(slots[i].clone(), tensor.value()),
             None => TensorHandle::from_tensor(tensor.value()),
         })
         .collect();
@@ -215,7 +284,7 @@ fn check_count<T>(results: Vec<T>, count: usize) -> Result<Vec<T>, Diagnostic> {
 fn dispatch(
     op: CpuOp,
     arguments: &[RcAsyncValue],
-    metadata: &[RcAsyncValue],
+    results: &[TensorMetadata],
     attrs: &OpAttrs,
     count: usize,
     context: &ExecutionContext,
@@ -227,9 +296,7 @@ fn dispatch(
         .map(|argument| convert_argument(argument, op.flags, host))
         .collect::<Result<Vec<_>, _>>()
         .inspect_err(|error| errors(error))?;
-    let results: Vec<TensorMetadata> =
-        metadata.iter().filter_map(|m| m.try_get::<TensorMetadata>().ok().cloned()).collect();
-    let dispatch = Dispatch { host, arguments: &converted, attrs, results: &results, num_results: count, context };
+    let dispatch = Dispatch { host, arguments: &converted, attrs, results, num_results: count, context };
     (op.dispatch)(&dispatch).and_then(|values| check_count(values, count)).inspect_err(|error| errors(error))
 }
 

@@ -30,8 +30,8 @@ use super::invocation::held_type;
 pub(crate) struct Eager {
     /// The request eager ops run in (made on first use): its errors reach the results only.
     request: OnceLock<ExecutionContext>,
-    /// Prepared ops by handler and op name.
-    ops: Mutex<HashMap<(String, String), CoreRuntimeOp>>,
+    /// Prepared ops by handler, then op name.
+    ops: Mutex<HashMap<String, HashMap<String, CoreRuntimeOp>>>,
 }
 
 /// Registers a context's `cpu` handler: TFRT's cpu ops, then the context's kernels.
@@ -48,8 +48,8 @@ impl Context {
 
     /// `op` of the handler registered as `handler`, ready to run; kept for later calls.
     pub fn make_op(&self, handler: &str, op: &str) -> Result<CoreRuntimeOp, Diagnostic> {
-        let key = (handler.to_owned(), op.to_owned());
-        if let Some(made) = self.eager().ops.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        let ops = &self.eager().ops;
+        if let Some(made) = ops.lock().unwrap_or_else(PoisonError::into_inner).get(handler).and_then(|h| h.get(op)) {
             return Ok(made.clone());
         }
         let made = self
@@ -57,7 +57,8 @@ impl Context {
             .get(handler)
             .and_then(|h| h.make_op(op))
             .with_context(|| format!("op `{op}` on handler `{handler}`"))?;
-        self.eager().ops.lock().unwrap_or_else(PoisonError::into_inner).insert(key, made.clone());
+        let mut ops = ops.lock().unwrap_or_else(PoisonError::into_inner);
+        ops.entry(handler.to_owned()).or_default().insert(op.to_owned(), made.clone());
         Ok(made)
     }
 
@@ -114,6 +115,15 @@ impl Context {
         if let Ok(handle) = value.try_get::<TensorHandle>() {
             return handle.clone();
         }
+        if let Some(error) = value.get_error() {
+            return TensorHandle::error(error.clone());
+        }
+        if value.is_available() {
+            return match host_tensor(self.host(), value).with_context(|| format!("argument {index} of op `{op}`")) {
+                Ok(tensor) => TensorHandle::from_tensor(tensor),
+                Err(error) => TensorHandle::error(error),
+            };
+        }
         let tensor = IndirectAsyncValue::new();
         let (slot, source, host, op) = (tensor.value(), value.clone(), Arc::clone(self.host()), op.to_owned());
         value.and_then(move || {
@@ -132,6 +142,10 @@ impl Context {
     /// A handle's tensor as C reads it: dense (scalars written out) or strings; an error names
     /// the op.
     fn tensor_value(&self, op: &str, handle: &TensorHandle) -> RcAsyncValue {
+        let tensor = handle.tensor();
+        if tensor.is_concrete() && !tensor.is_type::<ScalarHostTensor>() {
+            return tensor.clone();
+        }
         let result = IndirectAsyncValue::new();
         let (slot, tensor, host) = (result.value(), handle.tensor().clone(), Arc::clone(self.host()));
         let op = op.to_owned();

@@ -94,7 +94,7 @@ fn ops_are_prepared_once_and_run_on_tensor_handles() {
     let x = TensorHandle::from_tensor(tensor(&context, &[2], &[1.0, 2.0]));
     // The result's shape is known before its data is.
     let pending = AsyncValueRef::<DenseHostTensor>::unconstructed();
-    let later = TensorHandle::new(Arc::clone(x.device()), x.metadata().clone(), pending.as_untyped().clone());
+    let later = TensorHandle::new(Arc::from(x.device()), x.metadata().clone(), pending.as_untyped().clone());
     let results = context.execute_op(&add, &[x.clone(), later], &Arc::default(), 1);
     assert_eq!(results[0].metadata().get().shape.dims(), &[2]);
     assert!(!results[0].tensor().is_available());
