@@ -4,8 +4,9 @@
  *
  * Adds two 2x2 f32 tensors with TFRT's `tfrt_test.add`, transposes the sum with ONNX's
  * `onnx.Transpose` (its `perm` attribute set through rtx_op_attrs_t) before the sum is awaited,
- * multiplies with `onnx.Gemm` (`alpha` and `transB`), then checks the errors: an unknown op, a
- * mismatched shape (an error result naming the op), NULL arguments. The exit status is 0 only if
+ * multiplies with `onnx.Gemm` (`alpha` and `transB`), runs `onnx.Neg` through the synchronous
+ * rtx_context_call_op on buffer views, then checks the errors: an unknown op, a mismatched shape
+ * (an error result naming the op), NULL arguments. The exit status is 0 only if
  * every result matches the values computed here by hand. */
 #include <rtx.h>
 
@@ -127,6 +128,25 @@ int main(void) {
   const int64_t product_shape[] = {1, 3};
   const float product_expected[] = {1.0f, 2.0f, 3.0f};
   report(holds(product, product_shape, 2, product_expected, 3), "onnx.Gemm {alpha = 0.5, transB = 1}");
+
+  /* The synchronous form: buffer views in, buffer views out. */
+  rtx_buffer_view_t* view = NULL;
+  rtx_buffer_view_t* negated = NULL;
+  if (succeeded("rtx_async_value_get_buffer_view", rtx_async_value_get_buffer_view(a, &view)) &&
+      succeeded("rtx_context_call_op", rtx_context_call_op(context, NULL, "onnx.Neg", &view, 1, NULL, &negated, 1))) {
+    float data[4] = {0};
+    succeeded("rtx_buffer_view_copy_data", rtx_buffer_view_copy_data(negated, data, sizeof data));
+    report(data[0] == -1.0f && data[3] == -4.0f && rtx_buffer_view_rank(negated) == 2,
+           "rtx_context_call_op(onnx.Neg) on a buffer view");
+    rtx_buffer_view_t* pair[] = {view, view};
+    rtx_buffer_view_t* none = NULL;
+    report(fails_with(rtx_context_call_op(context, NULL, "onnx.Neg", pair, 2, NULL, &none, 1),
+                      RTX_STATUS_CODE_INVALID_ARGUMENT, "onnx.Neg") &&
+               none == NULL,
+           "rtx_context_call_op: the op's error, naming it, and nothing written");
+    rtx_buffer_view_release(negated);
+  }
+  rtx_buffer_view_release(view);
 
   /* Errors name what was wrong. */
   rtx_async_value_t* unused = NULL;

@@ -1179,6 +1179,25 @@ rtx_error_t *rtx_context_execute_op(rtx_context_t *context,
                                     size_t num_results);
 
 /**
+ * Runs op `op_name` as `rtx_context_execute_op` does on `num_args` buffer views and waits for it:
+ * on success `results[0..num_results]` receive new buffer views (owned by the caller; release
+ * each). The synchronous form, one call instead of values made, run, awaited, read and
+ * released, for hosts that would block on the results anyway (the Python package's
+ * `execute_op`). Every result must be a tensor of numbers. On failure nothing is written: the
+ * error is the op's (naming it), or as `rtx_context_execute_op`'s. The arguments are only read.
+ * FAILED_PRECONDITION on one of the context's worker threads. UNIMPLEMENTED in a build without
+ * the `tfrt` feature. Thread-safe.
+ */
+rtx_error_t *rtx_context_call_op(rtx_context_t *context,
+                                 const char *op_handler,
+                                 const char *op_name,
+                                 rtx_buffer_view_t *const *args,
+                                 size_t num_args,
+                                 const rtx_op_attrs_t *attrs,
+                                 rtx_buffer_view_t **results,
+                                 size_t num_results);
+
+/**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
  * become `RTX_STATUS_CODE_UNKNOWN`) and `message` (copied; NULL = empty), for host callbacks
  * that report failure, such as native module functions. Owned by the caller until returned to

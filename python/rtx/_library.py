@@ -89,6 +89,7 @@ _SIGNATURES = {
     "rtx_context_invoke_with_done": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size, _pp]),
     "rtx_context_call": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
     "rtx_context_execute_op": (_p, [_p, ctypes.c_char_p, ctypes.c_char_p, _pp, _size, _p, _pp, _size]),
+    "rtx_context_call_op": (_p, [_p, ctypes.c_char_p, ctypes.c_char_p, _pp, _size, _p, _pp, _size]),
     "rtx_op_attrs_new": (_p, [_pp]),
     "rtx_op_attrs_release": (None, [_p]),
     "rtx_op_attrs_set_i64": (_p, [_p, ctypes.c_char_p, ctypes.c_int64]),
@@ -156,6 +157,7 @@ _SIGNATURES = {
 #: ``argtypes`` (see :data:`raw`).
 _RAW_SIGNATURES = {
     "rtx_context_call": _p,
+    "rtx_context_call_op": _p,
     "rtx_buffer_view_new": _p,
     "rtx_buffer_view_info": _p,
 }

@@ -227,20 +227,7 @@ class Context(Owned):
         :meth:`invoke` returns (or raises). The future completes on an rtx worker thread, so its
         done-callbacks run there."""
         self._check_queue_runs_alone("invoke_async")
-        call = self._start(self._plan(function), args)
-        future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
-        future.set_running_or_notify_cancel()
-
-        def settle() -> None:
-            try:
-                future.set_result(call.read())
-            except BaseException as error:  # the caller sees it through the future
-                future.set_exception(error)
-            finally:
-                call.release()
-
-        call.when_ready(settle)
-        return future
+        return _future_of(self._start(self._plan(function), args))
 
     def invoke_awaitable(self, function: str, *args: Any) -> "asyncio.Future[List[_values.Result]]":
         """Starts ``function`` and returns an :mod:`asyncio` future of the running loop, which
@@ -281,16 +268,45 @@ class Context(Owned):
 
         Raises :class:`~rtx.UnimplementedError` naming an op no handler has,
         :class:`~rtx.NotFoundError` for an unknown handler, and the op's own error (naming the
-        op) when it fails. The GIL is released while waiting.
+        op) when it fails. The GIL is released while waiting. Arrays of strings go through async
+        values; otherwise the op is one crossing of the C ABI (``rtx_context_call_op``).
         """
-        call = self._start_op(op, args, num_results, op_handler, attrs)
+        if any(_values.holds_strings(arg) for arg in args):
+            call = self._start_op(op, args, num_results, op_handler, attrs)
+            try:
+                error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
+                if error:
+                    check(error)
+                return call.read()
+            finally:
+                call.release()
+        handle = self._handle
+        if handle is None:
+            handle = self.handle  # raises: the context is closed
+        views = (handle_p * len(args))()
+        results = (handle_p * num_results)()
+        built = _op_attrs(op, attrs) if attrs else None
         try:
-            error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
-            if error:
-                check(error)
-            return call.read()
+            for i, value in enumerate(args):
+                views[i] = _values.buffer_view(value, op, i)
+            error = raw.rtx_context_call_op(
+                handle_p(handle),
+                op_handler.encode(),
+                op.encode(),
+                views,
+                ctypes.c_size_t(len(args)),
+                built,
+                results,
+                ctypes.c_size_t(num_results),
+            )
         finally:
-            call.release()
+            for view in views:
+                lib.rtx_buffer_view_release(view)
+            if built is not None:
+                lib.rtx_op_attrs_release(built)
+        if error:
+            check(error)
+        return _values.arrays(results)  # type: ignore[return-value]
 
     def execute_op_async(
         self, op: str, *args: Any, num_results: int = 1, op_handler: str = "cpu", **attrs: Any
@@ -298,20 +314,7 @@ class Context(Owned):
         """Starts :meth:`execute_op` and returns at once a :class:`concurrent.futures.Future` of
         its results, completed on an rtx worker thread."""
         self._check_queue_runs_alone("execute_op_async")
-        call = self._start_op(op, args, num_results, op_handler, attrs)
-        future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
-        future.set_running_or_notify_cancel()
-
-        def settle() -> None:
-            try:
-                future.set_result(call.read())
-            except BaseException as error:  # the caller sees it through the future
-                future.set_exception(error)
-            finally:
-                call.release()
-
-        call.when_ready(settle)
-        return future
+        return _future_of(self._start_op(op, args, num_results, op_handler, attrs))
 
     def _start_op(self, op: str, args: Sequence[Any], num_results: int, op_handler: str, attrs: Dict[str, Any]) -> _Call:
         """Starts an eager op with async values in and out."""
@@ -426,7 +429,25 @@ class Context(Owned):
         return f"<rtx.Context device={self.device!r} work_queue={self.work_queue!r} modules=[{modules}]>"
 
 
-def _op_attrs(op: str, attrs: Dict[str, Any]) -> int:
+def _future_of(call: _Call) -> "concurrent.futures.Future[List[_values.Result]]":
+    """A future of ``call``'s results (or error), completed on the rtx worker thread that makes
+    them available; the call is released then."""
+    future: "concurrent.futures.Future[List[_values.Result]]" = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+
+    def settle() -> None:
+        try:
+            future.set_result(call.read())
+        except BaseException as error:  # the caller sees it through the future
+            future.set_exception(error)
+        finally:
+            call.release()
+
+    call.when_ready(settle)
+    return future
+
+
+def _op_attrs(op: str, attrs: Dict[str, Any]) -> Any:
     """A new ``rtx_op_attrs_t`` holding ``attrs`` (the caller releases it)."""
     built = handle_p()
     check(lib.rtx_op_attrs_new(ctypes.byref(built)))

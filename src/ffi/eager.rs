@@ -6,6 +6,7 @@ use std::ffi::c_char;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::async_value::rtx_async_value_t;
+use super::buffer_view::rtx_buffer_view_t;
 use super::context::rtx_context_t;
 use super::error::rtx_error_t;
 use super::handle::{self, Handle, OwnershipBox};
@@ -293,14 +294,8 @@ pub unsafe extern "C" fn rtx_context_execute_op(
         const FUNCTION: &str = "rtx_context_execute_op";
         // SAFETY: forwarded from the caller.
         let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
-        let handler = if op_handler.is_null() {
-            "cpu"
-        } else {
-            // SAFETY: a non-null name is NUL-terminated by contract.
-            unsafe { c_str(op_handler, FUNCTION, "op_handler") }?
-        };
-        // SAFETY: a non-null name is NUL-terminated by contract.
-        let op = unsafe { c_str(op_name, FUNCTION, "op_name") }?;
+        // SAFETY: forwarded from the caller.
+        let (handler, op) = unsafe { names(op_handler, op_name, FUNCTION) }?;
         // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
         let arguments = unsafe { super::async_value::borrow_all(args, num_args, FUNCTION) }
             .map_err(|e| e.map_message(|message| message.replace("'values", "'args")))?;
@@ -312,11 +307,10 @@ pub unsafe extern "C" fn rtx_context_execute_op(
         #[cfg(feature = "tfrt")]
         {
             // SAFETY: a non-null `attrs` is live by contract.
-            let attrs = match unsafe { handle::borrow_opt(attrs) } {
-                Some(attrs) => Arc::clone(&attrs.attrs.lock().unwrap_or_else(PoisonError::into_inner)),
-                None => Arc::default(),
-            };
-            let values = context.execute_op_values(handler, op, &arguments, &attrs, num_results).context(FUNCTION)?;
+            let attrs = unsafe { handle::borrow_opt(attrs) }
+                .map(|attrs| Arc::clone(&attrs.attrs.lock().unwrap_or_else(PoisonError::into_inner)));
+            let values =
+                context.execute_op_values(handler, op, &arguments, attrs.as_ref(), num_results).context(FUNCTION)?;
             for (index, value) in values.into_iter().enumerate() {
                 // SAFETY: `results` has room for `num_results` handles by contract; each is a new
                 // reference for the caller, written once nothing can fail any more.
@@ -330,4 +324,77 @@ pub unsafe extern "C" fn rtx_context_execute_op(
             Err(crate::runtime::left_out("tfrt", format_args!("{FUNCTION} (eager ops run through Core Runtime)")))
         }
     })
+}
+
+/// Runs op `op_name` as `rtx_context_execute_op` does on `num_args` buffer views and waits for it:
+/// on success `results[0..num_results]` receive new buffer views (owned by the caller; release
+/// each). The synchronous form, one call instead of values made, run, awaited, read and
+/// released, for hosts that would block on the results anyway (the Python package's
+/// `execute_op`). Every result must be a tensor of numbers. On failure nothing is written: the
+/// error is the op's (naming it), or as `rtx_context_execute_op`'s. The arguments are only read.
+/// FAILED_PRECONDITION on one of the context's worker threads. UNIMPLEMENTED in a build without
+/// the `tfrt` feature. Thread-safe.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rtx_context_call_op(
+    context: *mut rtx_context_t,
+    op_handler: *const c_char,
+    op_name: *const c_char,
+    args: *const *mut rtx_buffer_view_t,
+    num_args: usize,
+    attrs: *const rtx_op_attrs_t,
+    results: *mut *mut rtx_buffer_view_t,
+    num_results: usize,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_call_op";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
+        // SAFETY: forwarded from the caller.
+        let (handler, op) = unsafe { names(op_handler, op_name, FUNCTION) }?;
+        // SAFETY: the caller guarantees `num_args` readable handles at a non-null `args`.
+        let arguments = unsafe { handle::clone_all(args, num_args, FUNCTION, "args") }?;
+        if results.is_null() && num_results != 0 {
+            return Err(super::invalid_argument(format!(
+                "{FUNCTION}: argument 'results' is NULL but num_results is {num_results}"
+            )));
+        }
+        #[cfg(feature = "tfrt")]
+        {
+            // SAFETY: a non-null `attrs` is live by contract.
+            let attrs = unsafe { handle::borrow_opt(attrs) }
+                .map(|attrs| Arc::clone(&attrs.attrs.lock().unwrap_or_else(PoisonError::into_inner)));
+            let views = context.call_op(handler, op, &arguments, attrs.as_ref(), num_results)?;
+            for (index, view) in views.into_iter().enumerate() {
+                // SAFETY: `results` has room for `num_results` handles by contract; each is a new
+                // reference for the caller, written once nothing can fail any more.
+                unsafe { results.add(index).write(handle::to_handle(view)) };
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "tfrt"))]
+        {
+            let _ = (context, handler, op, arguments, attrs);
+            Err(crate::runtime::left_out("tfrt", format_args!("{FUNCTION} (eager ops run through Core Runtime)")))
+        }
+    })
+}
+
+/// The op handler's name (NULL: `"cpu"`) and the op's.
+///
+/// # Safety
+/// Each non-null pointer is NUL-terminated.
+unsafe fn names<'a>(
+    op_handler: *const c_char,
+    op_name: *const c_char,
+    function: &str,
+) -> Result<(&'a str, &'a str), Diagnostic> {
+    let handler = if op_handler.is_null() {
+        "cpu"
+    } else {
+        // SAFETY: a non-null name is NUL-terminated by contract.
+        unsafe { c_str(op_handler, function, "op_handler") }?
+    };
+    // SAFETY: a non-null name is NUL-terminated by contract.
+    Ok((handler, unsafe { c_str(op_name, function, "op_name") }?))
 }

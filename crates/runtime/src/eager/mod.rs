@@ -16,22 +16,37 @@ use rtx_corert::{
     TensorHandle,
 };
 use rtx_hal::buffer_view::BufferView;
+use rtx_host::work_queue::refuse_on_own_thread;
 use rtx_host::{Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, ResultExt, StatusCode};
 use rtx_kernel::context::print_output;
 use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
 use rtx_kernel::{ExecutionContext, KernelRegistry};
 
-use super::bridge::tensors::view_to_tensor;
+use super::bridge::tensors::{tensor_to_view, view_to_tensor};
 use super::context::Context;
 use super::invocation::held_type;
 
 /// What a context keeps for eager ops.
-#[derive(Default)]
 pub(crate) struct Eager {
     /// The request eager ops run in (made on first use): its errors reach the results only.
     request: OnceLock<ExecutionContext>,
     /// Prepared ops by handler, then op name.
     ops: Mutex<HashMap<String, HashMap<String, CoreRuntimeOp>>>,
+    /// Where eager ops report errors: nowhere, the results carry them.
+    errors: ErrorSink,
+    /// The attributes of an op given none.
+    no_attrs: Arc<OpAttrs>,
+}
+
+impl Default for Eager {
+    fn default() -> Eager {
+        Eager {
+            request: OnceLock::new(),
+            ops: Mutex::default(),
+            errors: Arc::new(|_: &Diagnostic| {}),
+            no_attrs: Arc::default(),
+        }
+    }
 }
 
 /// Registers a context's `cpu` handler: TFRT's cpu ops, then the context's kernels.
@@ -71,29 +86,76 @@ impl Context {
         attrs: &Arc<OpAttrs>,
         num_results: usize,
     ) -> Vec<TensorHandle> {
-        let errors: ErrorSink = Arc::new(|_: &Diagnostic| {});
-        let invocation =
-            OpInvocation { context: self.request(), arguments, attrs, num_results, chain: None, errors: &errors };
+        let errors = &self.eager().errors;
+        let invocation = OpInvocation { context: self.request(), arguments, attrs, num_results, chain: None, errors };
         op.invoke(&invocation).results
     }
 
     /// [`Context::execute_op`] on async values, as C hosts pass tensors: each argument holds a
     /// buffer view, a dense, scalar or string host tensor, or a tensor handle (possibly still
     /// unavailable); each result becomes the result's tensor — a dense host tensor (a scalar one
-    /// written out) or a string host tensor — or its error.
+    /// written out) or a string host tensor — or its error. `attrs`: `None` for none.
     pub fn execute_op_values(
         &self,
         handler: &str,
         op: &str,
         arguments: &[RcAsyncValue],
-        attrs: &Arc<OpAttrs>,
+        attrs: Option<&Arc<OpAttrs>>,
         num_results: usize,
     ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         let made = self.make_op(handler, op)?;
+        let attrs = attrs.unwrap_or(&self.eager().no_attrs);
         let handles: Vec<TensorHandle> =
             arguments.iter().enumerate().map(|(i, value)| self.handle_of(op, i, value)).collect();
         let results = self.execute_op(&made, &handles, attrs, num_results);
         Ok(results.iter().map(|handle| self.tensor_value(op, handle)).collect())
+    }
+
+    /// [`Context::execute_op_values`] on buffer views, waited for: the synchronous form for hosts
+    /// that would wait anyway (Python's `execute_op`), one crossing of the C ABI. Each result
+    /// must be a tensor of numbers; an op's failure is the error. FAILED_PRECONDITION on a thread
+    /// of the context's queue, which must not block.
+    pub fn call_op(
+        &self,
+        handler: &str,
+        op: &str,
+        arguments: &[Arc<BufferView>],
+        attrs: Option<&Arc<OpAttrs>>,
+        num_results: usize,
+    ) -> Result<Vec<Arc<BufferView>>, Diagnostic> {
+        refuse_on_own_thread(&**self.host().work_queue(), "call_op")?;
+        let made = self.make_op(handler, op)?;
+        let handles = arguments
+            .iter()
+            .enumerate()
+            .map(|(i, view)| {
+                let tensor = view_to_tensor(self.host(), view).with_context(|| format!("argument {i} of op `{op}`"))?;
+                Ok(TensorHandle::from_tensor(rtx_host::AsyncValueRef::available(tensor).into_untyped()))
+            })
+            .collect::<Result<Vec<_>, Diagnostic>>()?;
+        let results = self.execute_op(&made, &handles, attrs.unwrap_or(&self.eager().no_attrs), num_results);
+        let tensors: Vec<RcAsyncValue> = results.iter().map(|r| self.tensor_value(op, r)).collect();
+        self.host().await_values(&tensors)?;
+        tensors
+            .iter()
+            .enumerate()
+            .map(|(index, tensor)| {
+                if let Some(error) = tensor.get_error() {
+                    return Err(error.clone());
+                }
+                let dense = tensor.try_get::<DenseHostTensor>().map_err(|_| {
+                    Diagnostic::new(
+                        StatusCode::InvalidArgument,
+                        format!(
+                            "result {index} of op `{op}` is {}, not a tensor of numbers; run the op with async values \
+                             (execute_op)",
+                            held_type(tensor)
+                        ),
+                    )
+                })?;
+                tensor_to_view(dense)
+            })
+            .collect()
     }
 
     fn eager(&self) -> &Eager {

@@ -49,11 +49,11 @@ fn a_cpu_op_runs_on_tensors_and_gives_them_back() {
     let context = context();
     let a = tensor(&context, &[2, 2], &[1.0, 2.0, 3.0, 4.0]);
     let b = tensor(&context, &[2, 2], &[0.5, -2.0, 0.25, 8.0]);
-    let sum = context.execute_op_values("cpu", "tfrt_test.add", &[a, b], &Arc::default(), 1).unwrap();
+    let sum = context.execute_op_values("cpu", "tfrt_test.add", &[a, b], None, 1).unwrap();
     assert_eq!(floats(&context, &sum), vec![(vec![2, 2], vec![1.5, 0.0, 3.25, 12.0])]);
     // A scalar tensor comes back written out.
     let shape = attrs(vec![("shape", i64s(&[3])), ("value", OpAttr::F32(2.5))]);
-    let scalar = context.execute_op_values("cpu", "tfrt_test.create_from_scalar", &[], &shape, 1).unwrap();
+    let scalar = context.execute_op_values("cpu", "tfrt_test.create_from_scalar", &[], Some(&shape), 1).unwrap();
     assert_eq!(floats(&context, &scalar), vec![(vec![3], vec![2.5; 3])]);
 }
 
@@ -63,7 +63,7 @@ fn a_kernel_op_gives_what_the_same_kernel_gives_in_a_graph() {
     let context = context();
     let x = || tensor(&context, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let perm = attrs(vec![("perm", i64s(&[1, 0]))]);
-    let eager = context.execute_op_values("cpu", "onnx.Transpose", &[x()], &perm, 1).unwrap();
+    let eager = context.execute_op_values("cpu", "onnx.Transpose", &[x()], Some(&perm), 1).unwrap();
     let expected = (vec![3, 2], vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
     assert_eq!(floats(&context, &eager), vec![expected.clone()]);
 
@@ -81,7 +81,7 @@ fn a_kernel_op_gives_what_the_same_kernel_gives_in_a_graph() {
     let gemm = attrs(vec![("alpha", OpAttr::F32(0.5)), ("transB", OpAttr::I64(1))]);
     let a = tensor(&context, &[1, 2], &[2.0, 4.0]);
     let b = tensor(&context, &[3, 2], &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
-    let product = context.execute_op_values("cpu", "onnx.Gemm", &[a, b], &gemm, 1).unwrap();
+    let product = context.execute_op_values("cpu", "onnx.Gemm", &[a, b], Some(&gemm), 1).unwrap();
     assert_eq!(floats(&context, &product), vec![(vec![1, 3], vec![1.0, 2.0, 3.0])]);
 }
 
@@ -106,38 +106,33 @@ fn ops_are_prepared_once_and_run_on_tensor_handles() {
 #[test]
 fn errors_name_the_op() {
     let context = context();
-    let unknown = context.execute_op_values("cpu", "my.nothing", &[], &Arc::default(), 1).unwrap_err();
+    let unknown = context.execute_op_values("cpu", "my.nothing", &[], None, 1).unwrap_err();
     assert_eq!(unknown.code, StatusCode::Unimplemented);
     assert!(unknown.message.contains("my.nothing was not supported by NullOpHandler"), "{}", unknown.message);
-    let handler = context.execute_op_values("gpu", "tfrt_test.add", &[], &Arc::default(), 1).unwrap_err();
+    let handler = context.execute_op_values("gpu", "tfrt_test.add", &[], None, 1).unwrap_err();
     assert!(handler.message.contains("op_handler not found: gpu"), "{}", handler.message);
 
     let a = tensor(&context, &[2], &[1.0, 2.0]);
     let b = tensor(&context, &[3], &[1.0, 2.0, 3.0]);
-    let mismatched = context.execute_op_values("cpu", "tfrt_test.add", &[a.clone(), b], &Arc::default(), 1).unwrap();
+    let mismatched = context.execute_op_values("cpu", "tfrt_test.add", &[a.clone(), b], None, 1).unwrap();
     context.await_values(&mismatched).unwrap();
     let error = mismatched[0].get_error().expect("an error");
     assert!(error.message.contains("tfrt_test.add") && error.message.contains("same shape"), "{}", error.message);
 
     let bad = attrs(vec![("perm", i64s(&[0, 5]))]);
-    let transposed = context.execute_op_values("cpu", "onnx.Transpose", std::slice::from_ref(&a), &bad, 1).unwrap();
+    let transposed =
+        context.execute_op_values("cpu", "onnx.Transpose", std::slice::from_ref(&a), Some(&bad), 1).unwrap();
     context.await_values(&transposed).unwrap();
     let error = transposed[0].get_error().expect("an error");
     assert!(error.message.contains("onnx.Transpose") && error.message.contains("perm"), "{}", error.message);
 
     let strings = attrs(vec![("to", OpAttr::Func("f".into()))]);
-    let function = context.execute_op_values("cpu", "onnx.Cast", std::slice::from_ref(&a), &strings, 1).unwrap();
+    let function = context.execute_op_values("cpu", "onnx.Cast", std::slice::from_ref(&a), Some(&strings), 1).unwrap();
     context.await_values(&function).unwrap();
     assert!(function[0].get_error().expect("an error").message.contains("is a function"));
 
     let not_a_tensor = context
-        .execute_op_values(
-            "cpu",
-            "tfrt_test.relu",
-            &[RcAsyncValue::from(AsyncValueRef::available(3i32))],
-            &Arc::default(),
-            1,
-        )
+        .execute_op_values("cpu", "tfrt_test.relu", &[RcAsyncValue::from(AsyncValueRef::available(3i32))], None, 1)
         .unwrap();
     context.await_values(&not_a_tensor).unwrap();
     let error = not_a_tensor[0].get_error().expect("an error");
