@@ -1198,6 +1198,19 @@ rtx_error_t *rtx_context_call_op(rtx_context_t *context,
                                  size_t num_results);
 
 /**
+ * Makes the BEF function `function` (named as for `rtx_context_invoke`, in a module added to the
+ * context) the op `op_name` of the context's `cpu` handler, which `rtx_context_execute_op` and
+ * BEF programs' `corert.executeop` then run: it takes a chain and tensor handles
+ * (`!corert.tensorhandle`) and returns a chain and tensor handles. NOT_FOUND for an unknown
+ * function; INVALID_ARGUMENT for a function of another signature or a VM function;
+ * ALREADY_EXISTS for a name taken by a composite op or a kernel. UNIMPLEMENTED in a build
+ * without the `tfrt` feature. Thread-safe.
+ */
+rtx_error_t *rtx_context_register_composite_op(rtx_context_t *context,
+                                               const char *op_name,
+                                               const char *function);
+
+/**
  * A new error with `code` (an `RTX_STATUS_CODE_*`; unknown numbers and `RTX_STATUS_CODE_OK`
  * become `RTX_STATUS_CODE_UNKNOWN`) and `message` (copied; NULL = empty), for host callbacks
  * that report failure, such as native module functions. Owned by the caller until returned to

@@ -1663,6 +1663,12 @@ class Context {
     return detail::unwrap(try_execute_op(op, args, nullptr, num_results, "cpu"));
   }
 
+  // Makes the BEF function `function` (a chain and tensor handles in and out) the op `op` of the
+  // context's "cpu" handler, for execute_op and BEF programs' corert.executeop.
+  Outcome<void> register_composite_op(const std::string& op, const std::string& function) const {
+    return detail::complete(rtx_context_register_composite_op(handle(), op.c_str(), function.c_str()));
+  }
+
   // Calls `function` without blocking: the results are unavailable values that become the
   // function's results or its error. The result count comes from the module's signature.
   Outcome<std::vector<AsyncValue>> invoke(const std::string& function, const std::vector<AsyncValue>& args) const {

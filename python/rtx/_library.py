@@ -90,6 +90,7 @@ _SIGNATURES = {
     "rtx_context_call": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),
     "rtx_context_execute_op": (_p, [_p, ctypes.c_char_p, ctypes.c_char_p, _pp, _size, _p, _pp, _size]),
     "rtx_context_call_op": (_p, [_p, ctypes.c_char_p, ctypes.c_char_p, _pp, _size, _p, _pp, _size]),
+    "rtx_context_register_composite_op": (_p, [_p, ctypes.c_char_p, ctypes.c_char_p]),
     "rtx_op_attrs_new": (_p, [_pp]),
     "rtx_op_attrs_release": (None, [_p]),
     "rtx_op_attrs_set_i64": (_p, [_p, ctypes.c_char_p, ctypes.c_int64]),

@@ -308,6 +308,12 @@ class Context(Owned):
             check(error)
         return _values.arrays(results)  # type: ignore[return-value]
 
+    def register_composite_op(self, op: str, function: str) -> None:
+        """Makes the BEF function ``function`` (a chain and tensor handles in and out, in a
+        module added to this context) the op ``op`` of the ``cpu`` handler, for
+        :meth:`execute_op` and BEF programs' ``corert.executeop``."""
+        check(lib.rtx_context_register_composite_op(self.handle, op.encode(), function.encode()))
+
     def execute_op_async(
         self, op: str, *args: Any, num_results: int = 1, op_handler: str = "cpu", **attrs: Any
     ) -> "concurrent.futures.Future[List[_values.Result]]":

@@ -398,3 +398,33 @@ unsafe fn names<'a>(
     // SAFETY: a non-null name is NUL-terminated by contract.
     Ok((handler, unsafe { c_str(op_name, function, "op_name") }?))
 }
+
+/// Makes the BEF function `function` (named as for `rtx_context_invoke`, in a module added to the
+/// context) the op `op_name` of the context's `cpu` handler, which `rtx_context_execute_op` and
+/// BEF programs' `corert.executeop` then run: it takes a chain and tensor handles
+/// (`!corert.tensorhandle`) and returns a chain and tensor handles. NOT_FOUND for an unknown
+/// function; INVALID_ARGUMENT for a function of another signature or a VM function;
+/// ALREADY_EXISTS for a name taken by a composite op or a kernel. UNIMPLEMENTED in a build
+/// without the `tfrt` feature. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_register_composite_op(
+    context: *mut rtx_context_t,
+    op_name: *const c_char,
+    function: *const c_char,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_register_composite_op";
+        // SAFETY: forwarded from the caller.
+        let context = unsafe { handle::borrow(context, FUNCTION, "context") }?;
+        // SAFETY: non-null names are NUL-terminated by contract.
+        let (name, function) =
+            unsafe { (c_str(op_name, FUNCTION, "op_name")?, c_str(function, FUNCTION, "function")?) };
+        #[cfg(feature = "tfrt")]
+        return context.register_composite_op(name, function).context(FUNCTION);
+        #[cfg(not(feature = "tfrt"))]
+        {
+            let _ = (context, name, function);
+            Err(crate::runtime::left_out("tfrt", format_args!("{FUNCTION} (composite ops are BEF functions)")))
+        }
+    })
+}

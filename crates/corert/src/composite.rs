@@ -13,23 +13,22 @@ const TENSOR_HANDLE: &str = "!corert.tensorhandle";
 /// `function` as an op; its every argument and result but the first (a chain) must be a tensor
 /// handle.
 pub fn composite_op(function: ProgramFunction) -> Result<CoreRuntimeOp, Diagnostic> {
+    // A chain first, then tensor handles, in and out.
     let wrong = |what: &str, types: Vec<&str>| {
-        types.iter().enumerate().skip(1).find(|(_, t)| **t != TENSOR_HANDLE).map(|(i, t)| {
-            Diagnostic::new(
-                StatusCode::InvalidArgument,
-                format!(
-                    "composite op @{}: its {what} {} is a {t}; after the leading chain, a composite op takes and \
-                     returns only {TENSOR_HANDLE}",
-                    function.name(),
-                    i - 1
-                ),
-            )
-        })
+        let chain = types.first().copied();
+        if chain != Some("!tfrt.chain") {
+            let found = chain.map_or_else(|| "nothing".to_owned(), |t| format!("a {t}"));
+            return Some(format!("its first {what} is {found}, not a !tfrt.chain"));
+        }
+        let (i, t) = types.iter().enumerate().skip(1).find(|(_, t)| **t != TENSOR_HANDLE)?;
+        Some(format!(
+            "its {what} {} is a {t}; after the leading chain, a composite op takes and returns only {TENSOR_HANDLE}",
+            i - 1
+        ))
     };
-    if let Some(error) =
-        wrong("argument", function.argument_types()).or_else(|| wrong("result", function.result_types()))
-    {
-        return Err(error);
+    let wrong = wrong("argument", function.argument_types()).or_else(|| wrong("result", function.result_types()));
+    if let Some(what) = wrong {
+        return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("composite op @{}: {what}", function.name())));
     }
     let name = function.name().to_owned();
     Ok(CoreRuntimeOp::new(&name, move |invocation| {

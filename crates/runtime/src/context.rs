@@ -81,7 +81,7 @@ pub struct Context {
     /// What BEF modules added from now on resolve their kernel names against: TFRT's core
     /// kernels, the tensor kernels, the `nn.*` layers and those the host registered.
     #[cfg(feature = "tfrt")]
-    kernels: Arc<RwLock<KernelRegistry>>,
+    pub(super) kernels: Arc<RwLock<KernelRegistry>>,
     /// The request eager ops run in and the ops prepared for them.
     #[cfg(feature = "tfrt")]
     pub(super) eager: super::eager::Eager,
@@ -144,6 +144,15 @@ pub(super) struct BefFunction {
 }
 
 impl Function {
+    /// The BEF function this is, if it is one.
+    #[cfg(feature = "tfrt")]
+    pub(super) fn bef(&self) -> Option<&rtx_kernel::ProgramFunction> {
+        match &self.target {
+            Target::Bef(bef) => Some(&bef.function),
+            Target::Vm(_) => None,
+        }
+    }
+
     /// The name, `module.function`.
     pub fn name(&self) -> &str {
         match &self.target {
@@ -252,7 +261,7 @@ impl Context {
         #[cfg(feature = "tfrt")]
         context.register_bridge_kernels(&mut write(&context.kernels));
         #[cfg(feature = "tfrt")]
-        super::eager::register_cpu_handler(&context.host, &context.kernels);
+        super::eager::register_cpu_handler(&context.host, &context.kernels, &context.eager);
         context
     }
 

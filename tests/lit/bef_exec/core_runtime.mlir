@@ -223,3 +223,15 @@ func.func @case_on_a_tensor() -> i32 {
   // CHECK-NEXT: 'case_on_a_tensor' returned 7
   tfrt.return %i : i32
 }
+
+// A context's cpu handler runs every kernel of the context as an op: ONNX's Transpose here.
+// CHECK-LABEL: --- Running 'kernels_as_ops'
+func.func @kernels_as_ops() -> !tfrt.chain {
+  %ch0 = tfrt.new.chain
+  %cpu = corert.get_op_handler %ch0 "cpu"
+  %x = corert.const_dense_tensor dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %y = corert.executeop(%cpu) "onnx.Transpose"(%x) {perm = [1, 0]} : 1
+  // CHECK-NEXT: DenseHostTensor dtype = i64, shape = [3, 2], values = [1, 4, 2, 5, 3, 6]
+  %ch1 = "corert.print_tensorhandle"(%y, %ch0) : (!corert.tensorhandle, !tfrt.chain) -> !tfrt.chain
+  tfrt.return %ch1 : !tfrt.chain
+}

@@ -1,7 +1,8 @@
-//! Every kernel of a context as an op: the kernel op handler runs a kernel (`nn.*`, `onnx.*`,
-//! the tensor kernels, those a host registered) on tensor handles as a one-op BEF function,
-//! written once per op name, attributes and arity and kept, so an eager op and the same op in a
-//! graph run one implementation and give one result.
+//! Every kernel of a context as an op: the kernel op handler runs the composite ops a host made
+//! of BEF functions, and any kernel (`nn.*`, `onnx.*`, the tensor kernels, those a host
+//! registered) on tensor handles as a one-op BEF function, written once per op name, attributes
+//! and arity and kept, so an eager op and the same op in a graph run one implementation and give
+//! one result.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -15,16 +16,24 @@ use rtx_kernel::{KernelRegistry, ProgramFunction};
 /// The type one-op functions give their tensors (BEF records it; kernels do not read it).
 const TENSOR: &str = "!t.tensor";
 
+/// Composite ops by name, shared by a context and its kernel op handler.
+pub(crate) type Composites = Arc<RwLock<HashMap<String, CoreRuntimeOp>>>;
+
 pub(crate) struct KernelOpHandler {
     kernels: Arc<RwLock<KernelRegistry>>,
+    composites: Composites,
     fallback: Arc<dyn OpHandler>,
     /// One-op functions by their source text.
     functions: Arc<Mutex<HashMap<String, ProgramFunction>>>,
 }
 
 impl KernelOpHandler {
-    pub(crate) fn new(kernels: Arc<RwLock<KernelRegistry>>, fallback: Arc<dyn OpHandler>) -> KernelOpHandler {
-        KernelOpHandler { kernels, fallback, functions: Arc::default() }
+    pub(crate) fn new(
+        kernels: Arc<RwLock<KernelRegistry>>,
+        composites: Composites,
+        fallback: Arc<dyn OpHandler>,
+    ) -> KernelOpHandler {
+        KernelOpHandler { kernels, composites, fallback, functions: Arc::default() }
     }
 }
 
@@ -34,6 +43,9 @@ impl OpHandler for KernelOpHandler {
     }
 
     fn make_op(&self, op: &str) -> Result<CoreRuntimeOp, Diagnostic> {
+        if let Some(composite) = self.composites.read().unwrap_or_else(PoisonError::into_inner).get(op) {
+            return Ok(composite.clone());
+        }
         if self.kernels.read().unwrap_or_else(PoisonError::into_inner).kernel(op).is_none() {
             return self.fallback.make_op(op);
         }

@@ -36,6 +36,8 @@ pub(crate) struct Eager {
     errors: ErrorSink,
     /// The attributes of an op given none.
     no_attrs: Arc<OpAttrs>,
+    /// Ops the host made of BEF functions, by name; the `cpu` handler runs them.
+    composites: kernel_ops::Composites,
 }
 
 impl Default for Eager {
@@ -45,13 +47,16 @@ impl Default for Eager {
             ops: Mutex::default(),
             errors: Arc::new(|_: &Diagnostic| {}),
             no_attrs: Arc::default(),
+            composites: Arc::default(),
         }
     }
 }
 
-/// Registers a context's `cpu` handler: TFRT's cpu ops, then the context's kernels.
-pub(crate) fn register_cpu_handler(host: &HostContext, kernels: &Arc<RwLock<KernelRegistry>>) {
-    let kernels = kernel_ops::KernelOpHandler::new(Arc::clone(kernels), Arc::new(NullOpHandler));
+/// Registers a context's `cpu` handler: TFRT's cpu ops, then the context's composite ops and
+/// kernels.
+pub(crate) fn register_cpu_handler(host: &HostContext, kernels: &Arc<RwLock<KernelRegistry>>, eager: &Eager) {
+    let kernels =
+        kernel_ops::KernelOpHandler::new(Arc::clone(kernels), Arc::clone(&eager.composites), Arc::new(NullOpHandler));
     OpHandlers::of(host).register("cpu", Arc::new(CpuOpHandler::new(Arc::new(kernels))));
 }
 
@@ -59,6 +64,31 @@ impl Context {
     /// The op handlers of this context by name (`cpu` is always there).
     pub fn op_handlers(&self) -> Arc<OpHandlers> {
         OpHandlers::of(self.host())
+    }
+
+    /// Makes the BEF function `function` (named as for [`Context::function`]) the op `name` of
+    /// the `cpu` handler: it takes a chain and tensor handles and returns a chain and tensor
+    /// handles, and its results are the op's. INVALID_ARGUMENT for a function of another
+    /// signature or a VM function, ALREADY_EXISTS for a name taken by a composite op or a kernel.
+    pub fn register_composite_op(&self, name: &str, function: &str) -> Result<(), Diagnostic> {
+        let found = self.function(function)?;
+        let bef = found.bef().ok_or_else(|| {
+            Diagnostic::new(
+                StatusCode::InvalidArgument,
+                format!("`{function}` is a VM function; a composite op is a BEF function"),
+            )
+        })?;
+        let op = rtx_corert::composite_op(bef.clone())?;
+        let taken = || Diagnostic::new(StatusCode::AlreadyExists, format!("op `{name}` exists already"));
+        if self.kernels.read().unwrap_or_else(PoisonError::into_inner).kernel(name).is_some() {
+            return Err(taken());
+        }
+        let mut composites = self.eager().composites.write().unwrap_or_else(PoisonError::into_inner);
+        if composites.contains_key(name) {
+            return Err(taken());
+        }
+        composites.insert(name.to_owned(), op);
+        Ok(())
     }
 
     /// `op` of the handler registered as `handler`, ready to run; kept for later calls.

@@ -138,3 +138,35 @@ fn errors_name_the_op() {
     let error = not_a_tensor[0].get_error().expect("an error");
     assert!(error.message.contains("argument 0 of op `tfrt_test.relu`"), "{}", error.message);
 }
+
+/// `@twice_plus(%ch, %x) = (%ch, x + x + x)` through two executeops, registered as an op.
+#[test]
+fn a_bef_function_registered_as_an_op_runs_eagerly() {
+    let context = context();
+    let program = r#"
+      func.func @twice_plus(%ch: !tfrt.chain, %x: !corert.tensorhandle) -> (!tfrt.chain, !corert.tensorhandle) {
+        %cpu = corert.get_op_handler %ch "cpu"
+        %y = corert.executeop(%cpu) "tfrt_test.add"(%x, %x) : 1
+        %z = corert.executeop(%cpu) "onnx.Add"(%y, %x) : 1
+        tfrt.return %ch, %z : !tfrt.chain, !corert.tensorhandle
+      }
+      func.func @not_an_op(%x: i32) -> i32 {
+        tfrt.return %x : i32
+      }"#;
+    let module = Module::load_memory(&mlir_text_to_bef(program, &WriteOptions::default()).unwrap()).unwrap();
+    context.add_module(&module).unwrap();
+    context.register_composite_op("my.thrice", "twice_plus").unwrap();
+    let x = tensor(&context, &[3], &[1.0, -2.0, 0.5]);
+    let y = context.execute_op_values("cpu", "my.thrice", &[x], None, 1).unwrap();
+    assert_eq!(floats(&context, &y), vec![(vec![3], vec![3.0, -6.0, 1.5])]);
+
+    let taken = context.register_composite_op("my.thrice", "twice_plus").unwrap_err();
+    assert_eq!(taken.code, StatusCode::AlreadyExists);
+    let kernel = context.register_composite_op("onnx.Add", "twice_plus").unwrap_err();
+    assert_eq!(kernel.code, StatusCode::AlreadyExists, "{}", kernel.message);
+    let signature = context.register_composite_op("my.scalar", "not_an_op").unwrap_err();
+    assert_eq!(signature.code, StatusCode::InvalidArgument);
+    assert!(signature.message.contains("not a !tfrt.chain"), "{}", signature.message);
+    let missing = context.register_composite_op("my.none", "nowhere").unwrap_err();
+    assert_eq!(missing.code, StatusCode::NotFound);
+}
