@@ -31,7 +31,7 @@ pub fn composite_op(function: ProgramFunction) -> Result<CoreRuntimeOp, Diagnost
         return Err(Diagnostic::new(StatusCode::InvalidArgument, format!("composite op @{}: {what}", function.name())));
     }
     let name = function.name().to_owned();
-    Ok(CoreRuntimeOp::new(&name, move |invocation| {
+    Ok(CoreRuntimeOp::new(&name, "composite", move |invocation| {
         let chain = invocation.chain.clone().unwrap_or_else(|| Chain::ready().into_untyped());
         let mut arguments = vec![chain];
         arguments.extend(invocation.arguments.iter().map(|h| AsyncValueRef::available(h.clone()).into_untyped()));

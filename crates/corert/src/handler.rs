@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rtx_host::tracing::{self, Category};
 use rtx_host::{Diagnostic, HostContext, RcAsyncValue, StatusCode};
 use rtx_kernel::ExecutionContext;
 
@@ -44,20 +45,35 @@ type Invoke = dyn Fn(&OpInvocation<'_>) -> OpOutcome + Send + Sync;
 #[derive(Clone)]
 pub struct CoreRuntimeOp {
     name: Arc<str>,
+    /// The name of the handler that made it, for traces.
+    handler: Arc<str>,
     invoke: Arc<Invoke>,
 }
 
 impl CoreRuntimeOp {
-    pub fn new(name: &str, invoke: impl Fn(&OpInvocation<'_>) -> OpOutcome + Send + Sync + 'static) -> CoreRuntimeOp {
-        CoreRuntimeOp { name: Arc::from(name), invoke: Arc::new(invoke) }
+    /// Op `name` of the handler named `handler`, run by `invoke`.
+    pub fn new(
+        name: &str,
+        handler: &str,
+        invoke: impl Fn(&OpInvocation<'_>) -> OpOutcome + Send + Sync + 'static,
+    ) -> CoreRuntimeOp {
+        CoreRuntimeOp { name: Arc::from(name), handler: Arc::from(handler), invoke: Arc::new(invoke) }
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Runs the op; never blocks. Errors come back in the results (and are reported).
+    /// The name of the handler that made the op.
+    pub fn handler(&self) -> &str {
+        &self.handler
+    }
+
+    /// Runs the op; never blocks. Errors come back in the results (and are reported). Traced
+    /// as TFRT traces an op: `OP#op_handler=HANDLER#`.
     pub fn invoke(&self, invocation: &OpInvocation<'_>) -> OpOutcome {
+        let _span =
+            tracing::span(Category::Op, || format!("{}#op_handler={}#", self.name, self.handler), tracing::Args::none);
         (self.invoke)(invocation)
     }
 }

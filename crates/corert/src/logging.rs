@@ -64,7 +64,8 @@ impl OpHandler for LoggingOpHandler {
         let inner = self.fallback.make_op(name)?;
         let (next, log_results) = (Arc::clone(&self.next), self.log_results);
         let op: Arc<str> = Arc::from(name);
-        Ok(CoreRuntimeOp::new(name, move |invocation| {
+        let handler = self.name().to_owned();
+        Ok(CoreRuntimeOp::new(name, &handler, move |invocation| {
             let id = next.fetch_add(1, Ordering::Relaxed);
             let attrs =
                 if invocation.attrs.is_empty() { "no attributes\n".to_owned() } else { invocation.attrs.to_string() };

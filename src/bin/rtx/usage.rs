@@ -167,8 +167,8 @@ Sums up a Chrome trace-event file (what `rtx run|bench|bef-exec --trace=FILE.jso
 other tool's): for each category of span (kernel: BEF kernels, those of an imported ONNX model
 named after their node and summed by kernel too, in `kernel (by kernel)`; task: work kernels and
 dispatches share out; vm: VM function calls and the HAL's queue operations; dispatch: dispatches,
-the CPU's and those a Vulkan device timed; submission: a Vulkan device's submissions; wait: host
-waits; call: the calls made), the 20 names with the most total time, with their count, total and
+the CPU's and those a Vulkan device timed; submission: a Vulkan device's submissions; op: Core
+Runtime's ops, as `OP#op_handler=HANDLER#`; wait: host waits; call: the calls made), the 20 names with the most total time, with their count, total and
 mean time, and share of the category's total. A span inside another of its category counts in
 both.";
 

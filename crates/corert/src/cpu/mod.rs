@@ -108,7 +108,7 @@ impl OpHandler for CpuOpHandler {
 
     fn make_op(&self, name: &str) -> Result<CoreRuntimeOp, Diagnostic> {
         let Some(&op) = self.ops.get(name) else { return self.fallback.make_op(name) };
-        Ok(CoreRuntimeOp::new(name, move |invocation| run(op, invocation)))
+        Ok(CoreRuntimeOp::new(name, "cpu", move |invocation| run(op, invocation)))
     }
 }
 

@@ -93,6 +93,9 @@ pub enum Category {
     Submission,
     /// A sample of counters (its arguments), not a span: a counter event in a trace.
     Counter,
+    /// An op run through Core Runtime, eagerly or by `corert.executeop`: TFRT's
+    /// `OP#op_handler=HANDLER#` scope.
+    Op,
 }
 
 impl Category {
@@ -107,6 +110,7 @@ impl Category {
             Category::Wait => "wait",
             Category::Submission => "submission",
             Category::Counter => "counter",
+            Category::Op => "op",
         }
     }
 
@@ -114,7 +118,7 @@ impl Category {
     /// at `debug`, as TFRT's executor traces them; what TFRT does not trace, never.
     fn level(self) -> Option<Level> {
         match self {
-            Category::Driver => Some(Level::Default),
+            Category::Driver | Category::Op => Some(Level::Default),
             Category::Kernel => Some(Level::Debug),
             Category::Call
             | Category::Task

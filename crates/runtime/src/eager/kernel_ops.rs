@@ -50,7 +50,7 @@ impl OpHandler for KernelOpHandler {
             return self.fallback.make_op(op);
         }
         let (kernels, functions, name) = (Arc::clone(&self.kernels), Arc::clone(&self.functions), op.to_owned());
-        Ok(CoreRuntimeOp::new(op, move |invocation| {
+        Ok(CoreRuntimeOp::new(op, "kernels", move |invocation| {
             let count = invocation.num_results;
             let function =
                 one_op_function(&kernels, &functions, &name, invocation.arguments.len(), count, invocation.attrs);
