@@ -160,7 +160,14 @@ fn register_tensor_kernels(registry: &mut KernelRegistry) {
             .collect::<Result<Vec<_>, KernelError>>()?;
         let count = shape.num_elements().and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX);
         let strings = match strings.as_slice() {
-            [one] if count != 1 => vec![one.clone(); count],
+            [one] if count != 1 => {
+                let mut splat = Vec::new();
+                splat
+                    .try_reserve_exact(count)
+                    .map_err(|_| format!("a string tensor of shape {shape} does not fit in memory"))?;
+                splat.resize(count, one.clone());
+                splat
+            }
             _ => strings,
         };
         if strings.len() != count {
