@@ -343,13 +343,16 @@ impl Printer<'_> {
                 self.out.push_str(" : ");
                 self.functional_type(operands, &results, false);
             }
-            Form::Once | Form::Cond | Form::Case | Form::While => {
-                let symbols = m.syntax.form.callees().map_or(&[][..], |callees| callees.names);
-                let rest = if matches!(m.syntax.form, Form::Once) { operands } else { &operands[1..] };
-                if !matches!(m.syntax.form, Form::Once) {
+            Form::Once | Form::Cond | Form::Case | Form::While | Form::TensorCond | Form::TensorWhile => {
+                let form = &m.syntax.form;
+                let symbols = form.callees().map_or(&[][..], |callees| callees.names);
+                let rest = if matches!(form, Form::Once | Form::TensorWhile) {
+                    operands
+                } else {
                     self.out.push(' ');
                     self.asm_value(operands[0]);
-                }
+                    &operands[1..]
+                };
                 for &symbol in symbols {
                     self.out.push(' ');
                     if let Some(value) = value_of(self, symbol) {
@@ -362,7 +365,7 @@ impl Printer<'_> {
                 let mut elided = symbols.to_vec();
                 elided.push("parallel_iterations");
                 self.attr_dict(&attrs, &elided, false);
-                if matches!(m.syntax.form, Form::While) {
+                if matches!(form, Form::While) {
                     self.out.push_str(" parallel_iterations(");
                     if let Some(value) = value_of(self, "parallel_iterations") {
                         self.attr_without_type(value);
@@ -370,7 +373,9 @@ impl Printer<'_> {
                     self.out.push(')');
                 }
                 self.out.push_str(" : ");
-                self.functional_type(rest, &results, true);
+                // corert's forms leave the chain they take and return out of their type.
+                let chain = usize::from(matches!(form, Form::TensorCond | Form::TensorWhile));
+                self.functional_type(&rest[chain..], &results[chain..], true);
             }
             Form::ExecuteOp { chains } => {
                 let chains = usize::from(chains);
@@ -401,28 +406,6 @@ impl Printer<'_> {
                 if results.len() > chains {
                     self.out.push_str(&format!(" : {}", results.len() - chains));
                 }
-            }
-            Form::TensorCond | Form::TensorWhile => {
-                let symbols = m.syntax.form.callees().map_or(&[][..], |callees| callees.names);
-                let rest = if matches!(m.syntax.form, Form::TensorCond) {
-                    self.out.push(' ');
-                    self.asm_value(operands[0]);
-                    &operands[1..]
-                } else {
-                    operands
-                };
-                for &symbol in symbols {
-                    self.out.push(' ');
-                    if let Some(value) = value_of(self, symbol) {
-                        self.attr(value);
-                    }
-                }
-                self.out.push('(');
-                self.asm_values(rest);
-                self.out.push(')');
-                self.attr_dict(&attrs, symbols, false);
-                self.out.push_str(" : ");
-                self.functional_type(&rest[1..], &results[1..], true);
             }
             Form::If => {
                 self.out.push(' ');
