@@ -75,3 +75,18 @@ def test_errors_name_the_op() -> None:
         context.execute_op("onnx.Transpose", np.zeros((2, 2), np.float32), perm=[0, 7])
     with pytest.raises(rtx.InvalidArgumentError, match="attribute 'perm' is a dict"):
         context.execute_op("onnx.Transpose", np.zeros((2, 2), np.float32), perm={})
+
+
+def test_a_bef_function_registered_as_an_op() -> None:
+    from conftest import FIXTURES
+
+    context = rtx.Context(device=None)
+    context.add_module(rtx.Module.load(FIXTURES / "bef" / "composite_op.bef"))
+    context.register_composite_op("my.scale_and_shift", "scale_and_shift")
+    x = np.array([[1, -2], [0.5, 3]], dtype=np.float32)
+    [y] = context.execute_op("my.scale_and_shift", x)
+    np.testing.assert_array_equal(y, 2 * x + x * x)
+    with pytest.raises(rtx.AlreadyExistsError, match="my.scale_and_shift"):
+        context.register_composite_op("my.scale_and_shift", "scale_and_shift")
+    with pytest.raises(rtx.InvalidArgumentError, match="not a !tfrt.chain"):
+        context.register_composite_op("my.scalar", "scalar")

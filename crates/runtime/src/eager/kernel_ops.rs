@@ -16,6 +16,9 @@ use rtx_kernel::{KernelRegistry, ProgramFunction};
 /// The type one-op functions give their tensors (BEF records it; kernels do not read it).
 const TENSOR: &str = "!t.tensor";
 
+/// How many one-op functions (distinct op, attributes and arity) a context keeps.
+const MAX_KEPT_FUNCTIONS: usize = 1024;
+
 /// Composite ops by name, shared by a context and its kernel op handler.
 pub(crate) type Composites = Arc<RwLock<HashMap<String, CoreRuntimeOp>>>;
 
@@ -112,7 +115,12 @@ fn one_op_function(
     let file = BefFile::from_bytes(&bytes, &kernels.read().unwrap_or_else(PoisonError::into_inner))
         .map_err(|e| invalid(e.to_string()))?;
     let function = file.function_named("op").ok_or_else(|| invalid("the one-op function is missing".to_owned()))?;
-    functions.lock().unwrap_or_else(PoisonError::into_inner).insert(source, function.clone());
+    let mut kept = functions.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() >= MAX_KEPT_FUNCTIONS {
+        // Attributes that change on every call would grow the cache without end: start again.
+        kept.clear();
+    }
+    kept.insert(source, function.clone());
     Ok(function)
 }
 
