@@ -213,7 +213,10 @@ class Context(Owned):
 
     def _invoke_with_values(self, plan: _Plan, args: Sequence[Any]) -> List[_values.Result]:
         """:meth:`invoke` through async values: for functions that take or return scalars."""
-        call = self._start(plan, args)
+        return self._await_call(self._start(plan, args))
+
+    def _await_call(self, call: _Call) -> List[_values.Result]:
+        """Waits for a started call (the GIL released) and reads its results; releases it."""
         try:
             error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
             if error:
@@ -272,14 +275,7 @@ class Context(Owned):
         values; otherwise the op is one crossing of the C ABI (``rtx_context_call_op``).
         """
         if any(_values.holds_strings(arg) for arg in args):
-            call = self._start_op(op, args, num_results, op_handler, attrs)
-            try:
-                error = lib.rtx_async_value_await(self.handle, call.waited, len(call.waited))
-                if error:
-                    check(error)
-                return call.read()
-            finally:
-                call.release()
+            return self._await_call(self._start_op(op, args, num_results, op_handler, attrs))
         handle = self._handle
         if handle is None:
             handle = self.handle  # raises: the context is closed

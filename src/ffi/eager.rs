@@ -80,26 +80,41 @@ unsafe fn set(
     })
 }
 
-/// The `count` elements at `values` (NULL only when `count` is 0) as an array attribute.
+/// The `count` elements at `values`, the argument named `argument` (NULL only when `count` is 0).
 ///
 /// # Safety
-/// A non-null `values` points to `count` readable elements.
-unsafe fn array<T: Copy>(
+/// A non-null `values` points to `count` readable elements that outlive `'a`.
+unsafe fn elements<'a, T>(
     values: *const T,
     count: usize,
     function: &str,
-    dtype: crate::runtime::DType,
-    bytes: fn(T) -> Vec<u8>,
-) -> Result<OpAttr, Diagnostic> {
-    if values.is_null() && count != 0 {
-        return Err(super::invalid_argument(format!("{function}: argument 'values' is NULL but count is {count}")));
+    argument: &str,
+) -> Result<&'a [T], Diagnostic> {
+    if count == 0 {
+        return Ok(&[]);
     }
-    let elements: &[T] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: non-null, `count` readable elements by contract.
-        unsafe { std::slice::from_raw_parts(values, count) }
-    };
+    if values.is_null() {
+        return Err(super::invalid_argument(format!(
+            "{function}: argument '{argument}' is NULL but its count is {count}"
+        )));
+    }
+    // SAFETY: non-null, `count` readable elements by contract.
+    Ok(unsafe { std::slice::from_raw_parts(values, count) })
+}
+
+/// The `count` elements at `values` as an array attribute of `dtype`, each written by `bytes`.
+///
+/// # Safety
+/// As [`elements`].
+unsafe fn array<T: Copy, const N: usize>(
+    values: *const T,
+    count: usize,
+    function: &str,
+    dtype: DType,
+    bytes: fn(T) -> [u8; N],
+) -> Result<OpAttr, Diagnostic> {
+    // SAFETY: forwarded from the caller.
+    let elements = unsafe { elements(values, count, function, "values") }?;
     Ok(OpAttr::Array { dtype, bytes: elements.iter().flat_map(|&e| bytes(e)).collect() })
 }
 
@@ -205,12 +220,7 @@ pub unsafe extern "C" fn rtx_op_attrs_set_shape(
     unsafe {
         set(attrs, name, FUNCTION, || {
             // SAFETY: `dims` points to `rank` elements by contract.
-            let OpAttr::Array { bytes, .. } =
-                array(dims, rank, FUNCTION, DType::I64, |d: i64| d.to_le_bytes().to_vec())?
-            else {
-                unreachable!("array makes arrays")
-            };
-            Ok(OpAttr::Shape(Some(bytes.chunks_exact(8).map(|d| i64::from_le_bytes(d.try_into().unwrap())).collect())))
+            Ok(OpAttr::Shape(Some(elements(dims, rank, FUNCTION, "dims")?.to_vec())))
         })
     }
 }
@@ -226,7 +236,7 @@ pub unsafe extern "C" fn rtx_op_attrs_set_i64_array(
     // SAFETY: forwarded from the caller; `values` points to `count` elements by contract.
     unsafe {
         set(attrs, name, "rtx_op_attrs_set_i64_array", || {
-            array(values, count, "rtx_op_attrs_set_i64_array", DType::I64, |e: i64| e.to_le_bytes().to_vec())
+            array(values, count, "rtx_op_attrs_set_i64_array", DType::I64, i64::to_le_bytes)
         })
     }
 }
@@ -242,7 +252,7 @@ pub unsafe extern "C" fn rtx_op_attrs_set_i32_array(
     // SAFETY: forwarded from the caller; `values` points to `count` elements by contract.
     unsafe {
         set(attrs, name, "rtx_op_attrs_set_i32_array", || {
-            array(values, count, "rtx_op_attrs_set_i32_array", DType::I32, |e: i32| e.to_le_bytes().to_vec())
+            array(values, count, "rtx_op_attrs_set_i32_array", DType::I32, i32::to_le_bytes)
         })
     }
 }
@@ -258,7 +268,7 @@ pub unsafe extern "C" fn rtx_op_attrs_set_f32_array(
     // SAFETY: forwarded from the caller; `values` points to `count` elements by contract.
     unsafe {
         set(attrs, name, "rtx_op_attrs_set_f32_array", || {
-            array(values, count, "rtx_op_attrs_set_f32_array", DType::F32, |e: f32| e.to_le_bytes().to_vec())
+            array(values, count, "rtx_op_attrs_set_f32_array", DType::F32, f32::to_le_bytes)
         })
     }
 }

@@ -113,8 +113,7 @@ fn invoke(f: &mut KernelFrame<'_>, op: &CoreRuntimeOp, attrs: &Arc<OpAttrs>, cha
         .map(|a| a.try_get::<TensorHandle>().cloned())
         .collect::<Result<Vec<_>, _>>()?;
     let chain = (chains == 1).then(|| f.arguments()[1].clone());
-    let reporter = f.error_reporter();
-    let errors: ErrorSink = Arc::new(move |error: &Diagnostic| drop(reporter.report_diagnostic(error.clone())));
+    let errors = error_sink(f);
     let invocation = OpInvocation {
         context: f.context(),
         arguments: &arguments,
@@ -252,11 +251,6 @@ fn index(tensor: &RcAsyncValue) -> Result<i32, Diagnostic> {
     Ok(i32::from_le_bytes(value[..4].try_into().expect("an i32 element")))
 }
 
-/// Every result of `frame`, as indirect values to forward later.
-fn indirect_results(frame: &mut KernelFrame<'_>) -> Result<Vec<IndirectAsyncValue>, KernelError> {
-    (0..frame.num_results()).map(|i| frame.allocate_indirect_result(i)).collect()
-}
-
 fn forward_all(results: &[IndirectAsyncValue], values: Vec<RcAsyncValue>) {
     for (result, value) in results.iter().zip(values) {
         let _ = result.forward_to(value);
@@ -301,7 +295,7 @@ fn cond(f: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     let (when_true_fn, when_false_fn) = (f.function(0)?, f.function(1)?);
     let condition = f.argument(0)?.clone();
     let arguments = f.arguments()[1..].to_vec();
-    let results = indirect_results(f)?;
+    let results = f.allocate_indirect_results()?;
     let context = f.context().clone();
     when_true(condition, error_sink(f), move |truth| match truth {
         Ok(chosen) => {
@@ -377,7 +371,7 @@ fn tensor_while(f: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         .into());
     }
     let arguments = f.arguments().to_vec();
-    let results = indirect_results(f)?;
+    let results = f.allocate_indirect_results()?;
     let looping = TensorLoop { context: f.context().clone(), condition, body, results, errors: error_sink(f) };
     looping.iterate(arguments);
     Ok(())

@@ -205,6 +205,12 @@ impl<'a> KernelFrame<'a> {
         Ok(value)
     }
 
+    /// An indirect value for every result, to forward once the results are known (loops,
+    /// conditionals).
+    pub fn allocate_indirect_results(&mut self) -> Result<Vec<IndirectAsyncValue>, KernelError> {
+        (0..self.num_results()).map(|i| self.allocate_indirect_result(i)).collect()
+    }
+
     /// Whether result `i` is set.
     pub fn has_result(&self, i: usize) -> bool {
         self.results.get(i).is_some_and(Option::is_some)

@@ -43,11 +43,6 @@ pub(crate) fn register(registry: &mut KernelRegistry) {
     registry.add_kernel("tfrt.once", once);
 }
 
-/// Indirect values for every result of `frame`.
-fn indirect_results(frame: &mut KernelFrame<'_>) -> Result<Vec<IndirectAsyncValue>, KernelError> {
-    (0..frame.num_results()).map(|i| frame.allocate_indirect_result(i)).collect()
-}
-
 fn forward_all(results: &[IndirectAsyncValue], values: Vec<RcAsyncValue>) {
     for (result, value) in results.iter().zip(values) {
         let _ = result.forward_to(value);
@@ -71,7 +66,7 @@ fn tfrt_while(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
     }
     let condition = frame.argument(0)?.clone();
     let arguments = frame.arguments()[1..].to_vec();
-    let results = indirect_results(frame)?;
+    let results = frame.allocate_indirect_results()?;
     let looping = Loop { context: frame.context().clone(), body, results };
     looping.iterate(condition, arguments, parallel);
     Ok(())
@@ -140,7 +135,7 @@ fn repeat(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
         return Err("tfrt.repeat.i32's body must take and return the loop values".into());
     }
     let arguments = frame.arguments()[1..].to_vec();
-    let results = indirect_results(frame)?;
+    let results = frame.allocate_indirect_results()?;
     repeat_block(0, count, frame.context().clone(), body, arguments, results);
     Ok(())
 }
