@@ -3,8 +3,10 @@
 //! runtime's Rust API (`Context::execute_op` on tensor handles, the op prepared once) in the same
 //! run (`support::row`):
 //!
-//! - `eager/add4 C API`: `rtx_context_execute_op` on async values of buffer views, the result
-//!   awaited, read as a buffer view and released, as a C host does.
+//! - `eager/add4 C API`: `rtx_context_execute_op` on async values a C host got from earlier ops
+//!   (tensors), the result awaited and released: the per-op cost of an eager program in C.
+//! - `eager/add4 C API buffer views`: the same on async values of buffer views, the result read
+//!   as a buffer view: data in from the host and out to it on every op.
 //! - `eager/add4 BEF executeop`: a BEF function of 64 chained `corert.executeop`s, per op.
 //!
 //! numpy's own cost for the same add is the anchor of `python/bench/eager_ops.py`, which times
@@ -16,7 +18,9 @@ mod support;
 
 use std::sync::Arc;
 
-use rtx::ffi::async_value::{rtx_async_value_get_buffer_view, rtx_async_value_release, rtx_async_value_t};
+use rtx::ffi::async_value::{
+    rtx_async_value_await, rtx_async_value_get_buffer_view, rtx_async_value_release, rtx_async_value_t,
+};
 use rtx::ffi::buffer_view::{rtx_buffer_view_release, rtx_buffer_view_t};
 use rtx::ffi::context::rtx_context_t;
 use rtx::ffi::eager::rtx_context_execute_op;
@@ -47,29 +51,40 @@ fn rust_round(context: &Context, calls: u64) -> f64 {
     })
 }
 
-/// A round of `calls` adds through the C API.
+/// `tfrt_test.add` of `arguments` through the C API: its result, awaited.
+fn c_add(context: *mut rtx_context_t, arguments: &[*mut rtx_async_value_t; 2]) -> *mut rtx_async_value_t {
+    let mut result: *mut rtx_async_value_t = std::ptr::null_mut();
+    // SAFETY: live handles, a NUL-terminated name, room for one result.
+    let error = unsafe {
+        rtx_context_execute_op(
+            context,
+            std::ptr::null(),
+            c"tfrt_test.add".as_ptr(),
+            arguments.as_ptr(),
+            2,
+            std::ptr::null(),
+            &mut result,
+            1,
+        )
+    };
+    assert!(error.is_null());
+    // SAFETY: live handles.
+    assert!(unsafe { rtx_async_value_await(context, &result, 1) }.is_null());
+    result
+}
+
+/// A round of `calls` adds through the C API on earlier results, each result released.
 fn c_round(context: *mut rtx_context_t, arguments: &[*mut rtx_async_value_t; 2], calls: u64) -> f64 {
     per_call(calls, &mut || {
-        let mut result: *mut rtx_async_value_t = std::ptr::null_mut();
-        // SAFETY: live handles, a NUL-terminated name, room for one result.
-        let error = unsafe {
-            rtx_context_execute_op(
-                context,
-                std::ptr::null(),
-                c"tfrt_test.add".as_ptr(),
-                arguments.as_ptr(),
-                2,
-                std::ptr::null(),
-                &mut result,
-                1,
-            )
-        };
-        assert!(error.is_null());
-        // SAFETY: `result` is the live handle just made.
-        let value: RcAsyncValue = unsafe { handle::clone(result, "bench", "result") }.unwrap();
-        // SAFETY: the context handle is live for the bench.
-        let context = unsafe { handle::borrow(context, "bench", "context") }.unwrap();
-        context.await_values(std::slice::from_ref(&value)).unwrap();
+        // SAFETY: the result is the caller's to release, once.
+        unsafe { rtx_async_value_release(c_add(context, arguments)) };
+    })
+}
+
+/// A round of `calls` adds through the C API on buffer views, each result read as a view.
+fn c_views_round(context: *mut rtx_context_t, arguments: &[*mut rtx_async_value_t; 2], calls: u64) -> f64 {
+    per_call(calls, &mut || {
+        let result = c_add(context, arguments);
         let mut view: *mut rtx_buffer_view_t = std::ptr::null_mut();
         // SAFETY: live value, writable out-parameter; both released right after.
         unsafe {
@@ -101,14 +116,19 @@ fn main() {
         // SAFETY: the handle was just made.
         let c_side = unsafe { handle::borrow(c_context, "bench", "context") }.unwrap();
         let view = tensor_to_view(&tensor(c_side)).unwrap();
-        let argument: *mut rtx_async_value_t = handle::to_handle(AsyncValueRef::available(view).into_untyped());
-        let arguments = [argument, argument];
+        let viewed: *mut rtx_async_value_t = handle::to_handle(AsyncValueRef::available(view).into_untyped());
+        let earlier = c_add(c_context, &[viewed, viewed]);
         let mut anchor = || rust_round(&context, calls);
-        let mut subject = || c_round(c_context, &arguments, calls);
+        let mut subject = || c_round(c_context, &[earlier, earlier], calls);
         row("eager/add4 C API", "Context::execute_op (Rust)", &mut anchor, &mut subject);
+        let mut subject = || c_views_round(c_context, &[viewed, viewed], calls);
+        if wanted("eager/add4 C API buffer views") {
+            row("eager/add4 C API buffer views", "Context::execute_op (Rust)", &mut anchor, &mut subject);
+        }
         // SAFETY: the bench's own handles, released once.
         unsafe {
-            rtx_async_value_release(argument);
+            rtx_async_value_release(earlier);
+            rtx_async_value_release(viewed);
             handle::release(c_context);
         }
     }

@@ -4,6 +4,8 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::buffer_view::rtx_buffer_view_t;
 use super::context::rtx_context_t;
 use super::error::rtx_error_t;
@@ -65,7 +67,7 @@ pub(crate) unsafe fn borrow_all(
     values: *const *mut rtx_async_value_t,
     count: usize,
     function: &str,
-) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+) -> Result<SmallVec<[RcAsyncValue; 4]>, Diagnostic> {
     // SAFETY: forwarded from the caller.
     unsafe { handle::clone_all(values, count, function, "values") }
 }

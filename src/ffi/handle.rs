@@ -23,6 +23,8 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::invalid_argument;
 use crate::host::{Diagnostic, RcAsyncValue};
 
@@ -193,8 +195,9 @@ where
     Ok(unsafe { clone_live(handle) })
 }
 
-/// New references to the `count` handles of a C array, or names the NULL argument: the array
-/// (`argument`, NULL with a non-zero `count`) or its first NULL entry (`argument[i]`).
+/// New references to the `count` handles of a C array (a few kept without allocating), or names the
+/// NULL argument: the array (`argument`, NULL with a non-zero `count`) or its first NULL entry
+/// (`argument[i]`).
 ///
 /// # Safety
 /// A non-null `handles` must point to `count` handles, each NULL or live.
@@ -203,12 +206,12 @@ pub unsafe fn clone_all<H: Handle>(
     count: usize,
     function: &str,
     argument: &str,
-) -> Result<Vec<Owner<H>>, Diagnostic>
+) -> Result<SmallVec<[Owner<H>; 4]>, Diagnostic>
 where
     H::Ownership: Counted<H::RustType>,
 {
     if count == 0 {
-        return Ok(Vec::new());
+        return Ok(SmallVec::new());
     }
     if handles.is_null() {
         return Err(invalid_argument(format!("{function}: argument '{argument}' is NULL but count is {count}")));

@@ -75,7 +75,7 @@ fn handle_of(value: RcAsyncValue) -> TensorHandle {
     value.and_then(move || {
         let handle = handle_of(source);
         let _ = data.forward_indirect(handle.tensor().clone());
-        let from = handle.metadata().clone();
+        let from = handle.async_metadata();
         from.as_untyped().clone().and_then(move || {
             let _ = match from.as_untyped().get_error() {
                 Some(error) => known.as_untyped().set_error(error.clone()),

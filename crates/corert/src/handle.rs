@@ -12,24 +12,39 @@ use crate::metadata::TensorMetadata;
 /// The device name of tensors in host memory.
 pub const HOST_DEVICE: &str = "CPU:0";
 
-/// Cheap to clone: two reference counts and a shared name.
+/// Cheap to clone: reference counts, a shared name and, when known, the metadata (a small shape
+/// is kept inline).
 #[derive(Clone)]
 pub struct TensorHandle {
     /// `None` for the host ([`HOST_DEVICE`]), which needs no name of its own.
     device: Option<Arc<str>>,
-    metadata: AsyncValueRef<TensorMetadata>,
+    metadata: Metadata,
     tensor: RcAsyncValue,
+}
+
+/// A handle's metadata: inline when known as the handle is made (an op run at once, an
+/// available tensor), as TFRT keeps it, so such a handle needs no async value of its own.
+#[derive(Clone)]
+enum Metadata {
+    Known(TensorMetadata),
+    Async(AsyncValueRef<TensorMetadata>),
 }
 
 impl TensorHandle {
     /// A handle of `tensor` (a host tensor, possibly unavailable) whose metadata is `metadata`.
     pub fn new(device: Arc<str>, metadata: AsyncValueRef<TensorMetadata>, tensor: RcAsyncValue) -> TensorHandle {
-        TensorHandle { device: Some(device), metadata, tensor }
+        TensorHandle { device: Some(device), metadata: Metadata::Async(metadata), tensor }
     }
 
     /// A handle of `tensor` (a host tensor, possibly unavailable) in host memory.
     pub fn host(metadata: AsyncValueRef<TensorMetadata>, tensor: RcAsyncValue) -> TensorHandle {
-        TensorHandle { device: None, metadata, tensor }
+        TensorHandle { device: None, metadata: Metadata::Async(metadata), tensor }
+    }
+
+    /// A handle of `tensor` (a host tensor, possibly unavailable) in host memory, whose metadata
+    /// is known already.
+    pub fn host_with_metadata(metadata: TensorMetadata, tensor: RcAsyncValue) -> TensorHandle {
+        TensorHandle { device: None, metadata: Metadata::Known(metadata), tensor }
     }
 
     /// A handle of `tensor` on the host whose metadata is taken from the tensor once it is
@@ -37,7 +52,7 @@ impl TensorHandle {
     pub fn from_tensor(tensor: RcAsyncValue) -> TensorHandle {
         if let Some(known) = TensorMetadata::of_tensor(&tensor) {
             // Available already: no continuation to wait for it.
-            return TensorHandle { device: None, metadata: AsyncValueRef::available(known), tensor };
+            return TensorHandle::host_with_metadata(known, tensor);
         }
         let metadata = AsyncValueRef::<TensorMetadata>::unconstructed();
         let (slot, source) = (metadata.clone(), tensor.clone());
@@ -53,20 +68,48 @@ impl TensorHandle {
                 },
             };
         });
-        TensorHandle { device: None, metadata, tensor }
+        TensorHandle::host(metadata, tensor)
     }
 
     /// A handle whose metadata and tensor are both `error`.
     pub fn error(error: Diagnostic) -> TensorHandle {
-        TensorHandle { device: None, metadata: AsyncValueRef::error(error.clone()), tensor: RcAsyncValue::error(error) }
+        TensorHandle::host(AsyncValueRef::error(error.clone()), RcAsyncValue::error(error))
     }
 
     pub fn device(&self) -> &str {
         self.device.as_deref().unwrap_or(HOST_DEVICE)
     }
 
-    pub fn metadata(&self) -> &AsyncValueRef<TensorMetadata> {
-        &self.metadata
+    /// The metadata as an async value (made for metadata kept inline): for users that wait.
+    pub fn async_metadata(&self) -> AsyncValueRef<TensorMetadata> {
+        match &self.metadata {
+            Metadata::Known(known) => AsyncValueRef::available(known.clone()),
+            Metadata::Async(metadata) => metadata.clone(),
+        }
+    }
+
+    /// Whether the metadata (or its error) is there.
+    pub fn is_metadata_available(&self) -> bool {
+        match &self.metadata {
+            Metadata::Known(_) => true,
+            Metadata::Async(metadata) => metadata.as_untyped().is_available(),
+        }
+    }
+
+    /// The metadata, if it is there and not an error.
+    pub fn available_metadata(&self) -> Option<&TensorMetadata> {
+        match &self.metadata {
+            Metadata::Known(known) => Some(known),
+            Metadata::Async(metadata) => metadata.as_untyped().try_get::<TensorMetadata>().ok(),
+        }
+    }
+
+    /// The metadata's error, if it is there and one.
+    pub fn metadata_error(&self) -> Option<&Diagnostic> {
+        match &self.metadata {
+            Metadata::Known(_) => None,
+            Metadata::Async(metadata) => metadata.as_untyped().get_error(),
+        }
     }
 
     /// The tensor: a `DenseHostTensor`, `ScalarHostTensor` or `StringHostTensor` once available.
@@ -79,7 +122,7 @@ impl fmt::Debug for TensorHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TensorHandle")
             .field("device", &self.device)
-            .field("metadata", &self.metadata.as_untyped().state())
+            .field("metadata_available", &self.is_metadata_available())
             .field("tensor", &self.tensor.state())
             .finish()
     }

@@ -41,13 +41,17 @@ pub struct OpOutcome {
 
 type Invoke = dyn Fn(&OpInvocation<'_>) -> OpOutcome + Send + Sync;
 
-/// A prepared op: cheap to clone, run with [`CoreRuntimeOp::invoke`].
+/// A prepared op: cheap to clone (one reference count), run with [`CoreRuntimeOp::invoke`].
 #[derive(Clone)]
 pub struct CoreRuntimeOp {
-    name: Arc<str>,
+    prepared: Arc<Prepared>,
+}
+
+struct Prepared {
+    name: Box<str>,
     /// The name of the handler that made it, for traces.
-    handler: Arc<str>,
-    invoke: Arc<Invoke>,
+    handler: Box<str>,
+    invoke: Box<Invoke>,
 }
 
 impl CoreRuntimeOp {
@@ -57,30 +61,35 @@ impl CoreRuntimeOp {
         handler: &str,
         invoke: impl Fn(&OpInvocation<'_>) -> OpOutcome + Send + Sync + 'static,
     ) -> CoreRuntimeOp {
-        CoreRuntimeOp { name: Arc::from(name), handler: Arc::from(handler), invoke: Arc::new(invoke) }
+        let prepared = Prepared { name: Box::from(name), handler: Box::from(handler), invoke: Box::new(invoke) };
+        CoreRuntimeOp { prepared: Arc::new(prepared) }
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        &self.prepared.name
     }
 
     /// The name of the handler that made the op.
     pub fn handler(&self) -> &str {
-        &self.handler
+        &self.prepared.handler
     }
 
     /// Runs the op; never blocks. Errors come back in the results (and are reported). Traced
     /// as TFRT traces an op: `OP#op_handler=HANDLER#`.
     pub fn invoke(&self, invocation: &OpInvocation<'_>) -> OpOutcome {
-        let _span =
-            tracing::span(Category::Op, || format!("{}#op_handler={}#", self.name, self.handler), tracing::Args::none);
-        (self.invoke)(invocation)
+        let prepared = &*self.prepared;
+        let _span = tracing::span(
+            Category::Op,
+            || format!("{}#op_handler={}#", prepared.name, prepared.handler),
+            tracing::Args::none,
+        );
+        (prepared.invoke)(invocation)
     }
 }
 
 impl fmt::Debug for CoreRuntimeOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CoreRuntimeOp({})", self.name)
+        write!(f, "CoreRuntimeOp({})", self.prepared.name)
     }
 }
 

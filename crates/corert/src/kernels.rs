@@ -207,7 +207,7 @@ fn register_tensor_kernels(registry: &mut KernelRegistry) {
         f.set_result(0, tensor)
     });
     registry.add_kernel("corert.tensorhandle_to_shape", |f| {
-        let metadata = f.get::<TensorHandle>(0)?.metadata().clone();
+        let metadata = f.get::<TensorHandle>(0)?.async_metadata();
         let slot = f.allocate_result::<TensorShape>(0)?;
         metadata.as_untyped().clone().and_then(move || {
             let _ = match metadata.as_untyped().get_error() {

@@ -27,14 +27,13 @@ pub fn handle_text(handle: &TensorHandle) -> String {
     if tensor.is_available() {
         return tensor_text(tensor).unwrap_or_else(|| format!("TensorHandle of a {}", tensor.type_name()));
     }
-    let metadata = handle.metadata().as_untyped();
-    if let Some(error) = metadata.get_error() {
+    if let Some(error) = handle.metadata_error() {
         return format!("future TensorHandle with error metadata '{}'", error.message);
     }
-    match metadata.try_get::<crate::metadata::TensorMetadata>() {
-        Ok(known) => {
+    match handle.available_metadata() {
+        Some(known) => {
             format!("future TensorHandle with metadata {} {}", rtx_kernel::tensor::dtype_name(known.dtype), known.shape)
         }
-        Err(_) => "fully future TensorHandle with unresolved metadata".to_owned(),
+        None => "fully future TensorHandle with unresolved metadata".to_owned(),
     }
 }

@@ -33,20 +33,63 @@ pub unsafe trait HostAllocator: Send + Sync {
 }
 
 /// The process allocator (`std::alloc`, i.e. malloc).
+///
+/// A small block aligned past malloc's own 16 bytes (a tensor's 64) is cut from a plain malloc
+/// block of `size + align` bytes, the start of that block kept just below the aligned one: glibc
+/// serves such a request from its per-thread cache, where `posix_memalign` takes a slow path
+/// that cost an eager op on small tensors a third of its time.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SystemAllocator;
 
-// SAFETY: std::alloc honours size and alignment.
+/// malloc's own alignment on 64-bit targets.
+const MALLOC_ALIGN: usize = 16;
+
+/// Blocks up to this size take the over-allocating path when aligned past [`MALLOC_ALIGN`];
+/// larger ones waste less to `posix_memalign`'s cost than they would to the padding.
+const SMALL_BLOCK: usize = 16 * 1024;
+
+/// Whether a block of `size` bytes aligned to `align` is cut from a larger malloc block.
+fn over_allocates(size: usize, align: usize) -> bool {
+    align > MALLOC_ALIGN && size <= SMALL_BLOCK
+}
+
+// SAFETY: std::alloc honours size and alignment; an over-allocated block has `size` bytes after
+// its aligned start (see `allocate`).
 unsafe impl HostAllocator for SystemAllocator {
     fn allocate(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
-        let layout = Layout::from_size_align(size, align).ok()?;
-        // SAFETY: callers pass a non-zero size.
-        NonNull::new(unsafe { std::alloc::alloc(layout) })
+        if !over_allocates(size, align) {
+            let layout = Layout::from_size_align(size, align).ok()?;
+            // SAFETY: callers pass a non-zero size.
+            return NonNull::new(unsafe { std::alloc::alloc(layout) });
+        }
+        let layout = Layout::from_size_align(size + align, MALLOC_ALIGN).ok()?;
+        // SAFETY: a non-zero size.
+        let start = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        // The next multiple of `align` past `start`: `start` is 16-aligned and `align` a larger
+        // power of two, so it is 16 to `align` bytes in, with room below it for the start and
+        // `size` bytes after it.
+        let address = start.as_ptr() as usize;
+        let offset = ((address + align) & !(align - 1)) - address;
+        // SAFETY: `offset` is at most `align`, within the `size + align` bytes; the word below
+        // the aligned block is at least 8 bytes past `start` and aligned for a pointer.
+        unsafe {
+            let aligned = start.add(offset);
+            aligned.cast::<*mut u8>().sub(1).write(start.as_ptr());
+            Some(aligned)
+        }
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, size: usize, align: usize) {
-        // SAFETY: the caller passes back what `allocate` returned, with the layout it was made with.
-        unsafe { std::alloc::dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(size, align)) }
+        if !over_allocates(size, align) {
+            // SAFETY: the caller passes back what `allocate` returned, with its layout.
+            return unsafe { std::alloc::dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(size, align)) };
+        }
+        // SAFETY: `allocate` kept the malloc block's start in the word below `ptr`, and made it
+        // with this layout.
+        unsafe {
+            let start = ptr.cast::<*mut u8>().sub(1).read();
+            std::alloc::dealloc(start, Layout::from_size_align_unchecked(size + align, MALLOC_ALIGN));
+        }
     }
 }
 
@@ -312,6 +355,28 @@ mod tests {
             allocator.deallocate(ptr, size, 8);
         }
         Some(())
+    }
+
+    #[test]
+    fn system_blocks_are_aligned_and_whole_on_both_paths() {
+        let mut held = Vec::new();
+        for align in [1, 8, 16, 32, 64, 4096] {
+            for size in [1, 15, 16, 17, 64, 100, SMALL_BLOCK - 1, SMALL_BLOCK, SMALL_BLOCK + 1] {
+                let ptr = SystemAllocator.allocate(size, align).unwrap();
+                assert_eq!(ptr.as_ptr() as usize % align, 0, "{size} bytes aligned to {align}");
+                // SAFETY: a fresh block of `size` bytes: every one of them may be written.
+                unsafe { ptr.as_ptr().write_bytes(align as u8, size) };
+                held.push((ptr, size, align));
+            }
+        }
+        // Blocks do not overlap: each still holds its own bytes at both ends.
+        for (ptr, size, align) in held {
+            // SAFETY: the block is `size` bytes, written above, and goes back with its layout.
+            unsafe {
+                assert_eq!([ptr.as_ptr().read(), ptr.as_ptr().add(size - 1).read()], [align as u8; 2]);
+                SystemAllocator.deallocate(ptr, size, align);
+            }
+        }
     }
 
     #[test]

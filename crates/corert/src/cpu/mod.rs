@@ -12,6 +12,7 @@ use std::sync::Arc;
 use rtx_host::{join, AsyncValueRef, Chain, Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, StatusCode};
 use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
 use rtx_kernel::ExecutionContext;
+use smallvec::SmallVec;
 
 use crate::attrs::OpAttrs;
 use crate::handle::TensorHandle;
@@ -31,9 +32,12 @@ pub struct OpFlags {
     pub allows_string: bool,
 }
 
+/// An op's results (metadata, tensors): most ops make one or two, kept without allocating.
+pub type Results<T> = SmallVec<[T; 2]>;
+
 /// Result metadata from the arguments' metadata and the attributes; the error message names what
 /// is wrong.
-pub type MetadataFn = fn(&[TensorMetadata], &OpAttrs) -> Result<Vec<TensorMetadata>, String>;
+pub type MetadataFn = fn(&[TensorMetadata], &OpAttrs) -> Result<Results<TensorMetadata>, String>;
 
 /// What a dispatch function sees: available argument tensors (dense, or as the flags allow).
 pub struct Dispatch<'a> {
@@ -55,8 +59,11 @@ impl Dispatch<'_> {
     }
 }
 
+/// What an op's few arguments are gathered in on every run, without allocating.
+type Few<T> = SmallVec<[T; 4]>;
+
 /// Result tensors (possibly unavailable), one per result.
-pub type DispatchFn = fn(&Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic>;
+pub type DispatchFn = fn(&Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic>;
 
 /// One op of the cpu handler.
 #[derive(Clone, Copy)]
@@ -121,7 +128,7 @@ fn first_error(values: &[RcAsyncValue]) -> Option<Diagnostic> {
 /// else when it is.
 fn run(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     let available = |v: &RcAsyncValue| v.is_available();
-    let ready = invocation.arguments.iter().all(|a| available(a.tensor()) && available(a.metadata().as_untyped()))
+    let ready = invocation.arguments.iter().all(|a| available(a.tensor()) && a.is_metadata_available())
         && !(op.flags.side_effects && invocation.chain.as_ref().is_some_and(|c| !available(c)));
     if ready {
         run_now(op, invocation)
@@ -133,17 +140,18 @@ fn run(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
 /// `op` on available arguments, on this thread.
 fn run_now(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     let count = invocation.num_results;
-    let tensors: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
+    let tensors: Few<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
     let chain_error = invocation.chain.as_ref().filter(|_| op.flags.side_effects).and_then(|c| c.get_error().cloned());
     let outcome = (|| {
-        let errors = invocation.arguments.iter().map(|a| a.metadata().as_untyped().get_error());
+        let errors = invocation.arguments.iter().map(|a| a.metadata_error());
         if let Some(error) = first_error(&tensors).or_else(|| errors.flatten().next().cloned()).or(chain_error) {
             return Err(error);
         }
         let metadata = match op.metadata {
             Some(function) => {
-                let arguments: Vec<TensorMetadata> =
-                    invocation.arguments.iter().map(|a| a.metadata().get().clone()).collect();
+                // Available and not errors (checked above).
+                let arguments: Few<TensorMetadata> =
+                    invocation.arguments.iter().filter_map(|a| a.available_metadata().cloned()).collect();
                 let results = function(&arguments, invocation.attrs)
                     .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
                     .and_then(|results| check_count(results, count))
@@ -162,11 +170,9 @@ fn run_now(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     match outcome {
         Ok((metadata, values)) => {
             let results = match metadata {
-                Some(metadata) => values
-                    .into_iter()
-                    .zip(metadata)
-                    .map(|(v, m)| TensorHandle::host(AsyncValueRef::available(m), v))
-                    .collect(),
+                Some(metadata) => {
+                    values.into_iter().zip(metadata).map(|(v, m)| TensorHandle::host_with_metadata(m, v)).collect()
+                }
                 None => values.into_iter().map(TensorHandle::from_tensor).collect(),
             };
             let chain =
@@ -191,7 +197,7 @@ fn run_later(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     let errors = Arc::clone(invocation.errors);
     let metadata: Option<Vec<AsyncValueRef<TensorMetadata>>> = op.metadata.map(|function| {
         let slots: Vec<AsyncValueRef<TensorMetadata>> = (0..count).map(|_| AsyncValueRef::unconstructed()).collect();
-        let known: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.metadata().as_untyped().clone()).collect();
+        let known: Vec<RcAsyncValue> = invocation.arguments.iter().map(|a| a.async_metadata().into_untyped()).collect();
         let (filled, attrs, errors) = (slots.clone(), Arc::clone(&attrs), Arc::clone(&errors));
         join::run_when_ready(&known.clone(), move || {
             let computed = match first_error(&known) {
@@ -269,7 +275,7 @@ fn run_later(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     OpOutcome { results: handles, chain }
 }
 
-fn check_count<T>(results: Vec<T>, count: usize) -> Result<Vec<T>, Diagnostic> {
+fn check_count<T>(results: Results<T>, count: usize) -> Result<Results<T>, Diagnostic> {
     if results.len() != count {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
@@ -289,14 +295,21 @@ fn dispatch(
     count: usize,
     context: &ExecutionContext,
     errors: &ErrorSink,
-) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let host = context.host();
-    let converted = arguments
-        .iter()
-        .map(|argument| convert_argument(argument, op.flags, host))
-        .collect::<Result<Vec<_>, _>>()
-        .inspect_err(|error| errors(error))?;
-    let dispatch = Dispatch { host, arguments: &converted, attrs, results, num_results: count, context };
+    // Dense tensors (the common case) pass as they are; the rest are converted into a copy.
+    let converted;
+    let arguments = if arguments.iter().all(|a| a.is_type::<DenseHostTensor>()) {
+        arguments
+    } else {
+        converted = arguments
+            .iter()
+            .map(|argument| convert_argument(argument, op.flags, host))
+            .collect::<Result<Few<_>, _>>()
+            .inspect_err(|error| errors(error))?;
+        &converted[..]
+    };
+    let dispatch = Dispatch { host, arguments, attrs, results, num_results: count, context };
     (op.dispatch)(&dispatch).and_then(|values| check_count(values, count)).inspect_err(|error| errors(error))
 }
 

@@ -8,9 +8,10 @@ use std::cmp::Ordering;
 use rtx_host::{AsyncValueRef, Diagnostic, RcAsyncValue, StatusCode};
 use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor, TensorShape};
 use rtx_kernel::DType;
+use smallvec::smallvec;
 
 use super::number::{numeric, tensor_of, values, Number};
-use super::{CpuOp, CpuOpRegistry, Dispatch, MetadataFn, OpFlags};
+use super::{CpuOp, CpuOpRegistry, Dispatch, MetadataFn, OpFlags, Results};
 use crate::attrs::{OpAttr, OpAttrs};
 use crate::metadata::TensorMetadata;
 use crate::scalar::ScalarHostTensor;
@@ -53,11 +54,11 @@ fn axis_attr(attrs: &OpAttrs, rank: usize) -> Result<usize, String> {
     usize::try_from(*axis).ok().filter(|&a| a < rank).ok_or_else(|| "axis must less than input rank".into())
 }
 
-fn same_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn same_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     Ok(arguments.first().cloned().into_iter().collect())
 }
 
-fn create_dense_metadata(_: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn create_dense_metadata(_: &[TensorMetadata], attrs: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let shape = shape_attr(attrs, "missing 'shape' attribute")?;
     let values = attrs.get("values").ok_or("missing 'values' attribute")?;
     let OpAttr::Array { dtype, bytes } = values else {
@@ -69,11 +70,11 @@ fn create_dense_metadata(_: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<Te
     if count != 1 && i64::try_from(count).ok() != shape.num_elements() {
         return Err("size of 'values' must either be 1 or match num of elements.".into());
     }
-    Ok(vec![TensorMetadata::new(*dtype, shape)])
+    Ok(smallvec![TensorMetadata::new(*dtype, shape)])
 }
 
 /// The `values` splatted or copied into the tensor.
-fn create_dense(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn create_dense(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let Some(OpAttr::Array { bytes, .. }) = d.attrs.get("values") else { unreachable!("checked by the metadata") };
     let metadata = &d.results[0];
     let tensor = DenseHostTensor::new_zeroed(d.host, metadata.dtype, metadata.shape.clone())?;
@@ -84,7 +85,7 @@ fn create_dense(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
             out.chunks_exact_mut(bytes.len()).for_each(|element| element.copy_from_slice(bytes));
         }
     })?;
-    Ok(vec![AsyncValueRef::available(tensor).into_untyped()])
+    Ok(smallvec![AsyncValueRef::available(tensor).into_untyped()])
 }
 
 /// The `value` attribute's element type and bytes.
@@ -100,19 +101,19 @@ fn scalar_attr(attrs: &OpAttrs) -> Option<(DType, Vec<u8>)> {
     })
 }
 
-fn from_scalar_metadata(_: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn from_scalar_metadata(_: &[TensorMetadata], attrs: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let shape = shape_attr(attrs, "tfrt_test.create_from_scalar must have 'shape' attribute")?;
     let (dtype, _) = scalar_attr(attrs).ok_or("tfrt_test.create_from_scalar must have 'value' attribute")?;
-    Ok(vec![TensorMetadata::new(dtype, shape)])
+    Ok(smallvec![TensorMetadata::new(dtype, shape)])
 }
 
-fn from_scalar(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn from_scalar(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let (_, value) = scalar_attr(d.attrs).expect("checked by the metadata");
     let scalar = ScalarHostTensor::new(d.results[0].clone(), &value)?;
-    Ok(vec![AsyncValueRef::available(scalar).into_untyped()])
+    Ok(smallvec![AsyncValueRef::available(scalar).into_untyped()])
 }
 
-fn add_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn add_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let [lhs, rhs] = arguments else { return Err("tfrt_test.add takes 2 arguments".into()) };
     if lhs.dtype != rhs.dtype {
         return Err("incompatible dtypes for test.add".into());
@@ -120,7 +121,7 @@ fn add_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Vec<TensorM
     if lhs.shape != rhs.shape {
         return Err("arguments of test.add must have same shape".into());
     }
-    Ok(vec![lhs.clone()])
+    Ok(smallvec![lhs.clone()])
 }
 
 /// The elements of a dense or scalar tensor (a scalar's one value repeated `count` times).
@@ -132,7 +133,7 @@ fn elements<T: Number>(tensor: &RcAsyncValue, count: usize) -> Vec<T> {
 }
 
 /// Two scalars give a scalar; a dense tensor on either side gives a dense one.
-fn add(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn add(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let metadata = &d.results[0];
     if let (Ok(lhs), Ok(rhs)) = (d.dense(0), d.dense(1)) {
         // Two dense tensors (the common case): added straight into the result's buffer.
@@ -146,7 +147,7 @@ fn add(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
                     }
                 })
             }))?;
-            Ok(vec![AsyncValueRef::available(sum).into_untyped()])
+            Ok(smallvec![AsyncValueRef::available(sum).into_untyped()])
         }, else Err(invalid("unsupported dtype for test.add")));
     }
     let count = metadata.shape.num_elements().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
@@ -164,11 +165,11 @@ fn add(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         } else {
             AsyncValueRef::available(tensor_of(d.host, metadata.dtype, metadata.shape.clone(), &sums)?).into_untyped()
         };
-        Ok(vec![result])
+        Ok(smallvec![result])
     }, else Err(invalid("unsupported dtype for test.add")))
 }
 
-fn equal_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn equal_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let [lhs, rhs] = arguments else { return Err("tfrt_test.equal takes 2 arguments".into()) };
     if lhs.dtype != rhs.dtype {
         return Err("incompatible dtypes for element-wise op".into());
@@ -176,11 +177,11 @@ fn equal_metadata(arguments: &[TensorMetadata], _: &OpAttrs) -> Result<Vec<Tenso
     if lhs.shape != rhs.shape {
         return Err("arguments to element-wise op must have identical shapes".into());
     }
-    Ok(vec![lhs.clone()])
+    Ok(smallvec![lhs.clone()])
 }
 
 /// 1 where the elements are equal, 0 elsewhere, in the arguments' element type.
-fn equal(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn equal(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let (lhs, rhs) = (d.dense(0)?, d.dense(1)?);
     let dtype = lhs.dtype();
     if dtype == DType::I1 {
@@ -192,24 +193,24 @@ fn equal(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
             .zip(values::<T>(rhs))
             .map(|(a, b)| T::from_f64(if a == b { 1.0 } else { 0.0 }))
             .collect();
-        Ok(vec![AsyncValueRef::available(tensor_of(d.host, dtype, lhs.shape().clone(), &same)?).into_untyped()])
+        Ok(smallvec![AsyncValueRef::available(tensor_of(d.host, dtype, lhs.shape().clone(), &same)?).into_untyped()])
     }, else Err(invalid("unsupported dtype for equal")))
 }
 
 /// The input shape without dimension `axis`, for reductions along it.
-fn reduced(argument: &TensorMetadata, attrs: &OpAttrs, dtype: DType) -> Result<Vec<TensorMetadata>, String> {
+fn reduced(argument: &TensorMetadata, attrs: &OpAttrs, dtype: DType) -> Result<Results<TensorMetadata>, String> {
     let axis = axis_attr(attrs, argument.shape.rank())?;
     let mut dims = argument.shape.dims().to_vec();
     dims.remove(axis);
-    Ok(vec![TensorMetadata::new(dtype, TensorShape::new(dims).map_err(|e| e.message)?)])
+    Ok(smallvec![TensorMetadata::new(dtype, TensorShape::new(dims).map_err(|e| e.message)?)])
 }
 
-fn argmax_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn argmax_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let [input] = arguments else { return Err("tfrt_test.argmax takes 1 argument".into()) };
     reduced(input, attrs, DType::I32)
 }
 
-fn reduce_mean_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn reduce_mean_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let [input] = arguments else { return Err("tfrt_test.reduce_mean takes 1 argument".into()) };
     reduced(input, attrs, input.dtype)
 }
@@ -237,7 +238,7 @@ fn along_axis<T: Number, R>(input: &DenseHostTensor, axis: usize, reduce: impl F
 }
 
 /// The index of the largest element along the axis (the first of equal ones).
-fn argmax(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn argmax(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let input = d.dense(0)?;
     let axis = axis_attr(d.attrs, input.shape().rank()).map_err(invalid)?;
     let result = &d.results[0];
@@ -251,12 +252,12 @@ fn argmax(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
             }
             best as i32
         });
-        Ok(vec![AsyncValueRef::available(tensor_of(d.host, DType::I32, result.shape.clone(), &indices)?).into_untyped()])
+        Ok(smallvec![AsyncValueRef::available(tensor_of(d.host, DType::I32, result.shape.clone(), &indices)?).into_untyped()])
     }, else Err(invalid("unsupported dtype for argmax")))
 }
 
 /// The mean along the axis (truncated for integers).
-fn reduce_mean(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn reduce_mean(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let input = d.dense(0)?;
     let axis = axis_attr(d.attrs, input.shape().rank()).map_err(invalid)?;
     let result = &d.results[0];
@@ -264,11 +265,11 @@ fn reduce_mean(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         let means = along_axis::<T, T>(input, axis, |line| {
             line.iter().fold(T::zero(), |sum, &v| sum.add(v)).divide(line.len())
         });
-        Ok(vec![AsyncValueRef::available(tensor_of(d.host, input.dtype(), result.shape.clone(), &means)?).into_untyped()])
+        Ok(smallvec![AsyncValueRef::available(tensor_of(d.host, input.dtype(), result.shape.clone(), &means)?).into_untyped()])
     }, else Err(invalid("unsupported dtype for reduce_mean")))
 }
 
-fn cast_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<TensorMetadata>, String> {
+fn cast_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Results<TensorMetadata>, String> {
     let [input] = arguments else { return Err("tfrt_test.cast takes 1 argument".into()) };
     let Some(OpAttr::String(target)) = attrs.get("type") else { return Err("missing 'type' attribute".into()) };
     let dtype = match target.as_str() {
@@ -276,10 +277,10 @@ fn cast_metadata(arguments: &[TensorMetadata], attrs: &OpAttrs) -> Result<Vec<Te
         "f16" => DType::F16,
         _ => return Err("only casting to f32/f16 is supported".into()),
     };
-    Ok(vec![TensorMetadata::new(dtype, input.shape.clone())])
+    Ok(smallvec![TensorMetadata::new(dtype, input.shape.clone())])
 }
 
-fn cast(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn cast(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let input = d.dense(0)?;
     let result = &d.results[0];
     let wide: Vec<f64> = numeric!(input.dtype(), T => values::<T>(input).into_iter().map(T::to_f64).collect(), else {
@@ -289,11 +290,11 @@ fn cast(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         let cast: Vec<T> = wide.into_iter().map(T::from_f64).collect();
         tensor_of(d.host, result.dtype, result.shape.clone(), &cast)?
     }, else unreachable!("the metadata allows f32 and f16"));
-    Ok(vec![AsyncValueRef::available(tensor).into_untyped()])
+    Ok(smallvec![AsyncValueRef::available(tensor).into_untyped()])
 }
 
 /// `max(x, 0)`.
-fn relu(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn relu(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let input = d.dense(0)?;
     if input.dtype() == DType::I1 {
         return Err(invalid("unsupported dtype for relu"));
@@ -301,16 +302,16 @@ fn relu(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
     numeric!(input.dtype(), T => {
         let zero = T::zero();
         let out: Vec<T> = values::<T>(input).into_iter().map(|v| if v.partial_cmp(&zero) == Some(Ordering::Greater) { v } else { zero }).collect();
-        Ok(vec![AsyncValueRef::available(tensor_of(d.host, input.dtype(), input.shape().clone(), &out)?).into_untyped()])
+        Ok(smallvec![AsyncValueRef::available(tensor_of(d.host, input.dtype(), input.shape().clone(), &out)?).into_untyped()])
     }, else Err(invalid("unsupported dtype for relu")))
 }
 
-fn identity(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
-    Ok(vec![d.arguments[0].clone()])
+fn identity(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
+    Ok(smallvec![d.arguments[0].clone()])
 }
 
 /// The odd elements of a 1-D `i32` tensor, in order: a shape known only from the data.
-fn odd_collector(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn odd_collector(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let input = d.dense(0)?;
     if input.shape().rank() != 1 {
         return Err(invalid("expected a 1D tensor input"));
@@ -320,11 +321,11 @@ fn odd_collector(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
     }
     let odd: Vec<i32> = values::<i32>(input).into_iter().filter(|v| v % 2 != 0).collect();
     let shape = TensorShape::new(vec![odd.len() as i64])?;
-    Ok(vec![AsyncValueRef::available(tensor_of(d.host, DType::I32, shape, &odd)?).into_untyped()])
+    Ok(smallvec![AsyncValueRef::available(tensor_of(d.host, DType::I32, shape, &odd)?).into_untyped()])
 }
 
 /// A copy of the argument, made on the work queue: its result is not there when the op returns.
-fn async_noop(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn async_noop(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let argument = d.arguments[0].clone();
     let host = std::sync::Arc::clone(d.host);
     let copy = d.host.enqueue_work(move || -> Result<RcAsyncValue, Diagnostic> {
@@ -339,7 +340,7 @@ fn async_noop(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         let strings = argument.try_get::<StringHostTensor>().map_err(|_| invalid("not a host tensor"))?;
         Ok(AsyncValueRef::available(strings.clone()).into_untyped())
     });
-    Ok(vec![flatten(copy)])
+    Ok(smallvec![flatten(copy)])
 }
 
 /// The tensor a piece of work makes (or its error), as one value.
@@ -358,14 +359,14 @@ fn flatten(work: AsyncValueRef<Result<RcAsyncValue, Diagnostic>>) -> RcAsyncValu
     result.value()
 }
 
-fn error_tensor(_: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn error_tensor(_: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     Err(Diagnostic::new(StatusCode::Internal, "error from test.error.tensor implementation"))
 }
 
 /// Prints the tensor as TFRT does, on a line of its own.
-fn print(d: &Dispatch<'_>) -> Result<Vec<RcAsyncValue>, Diagnostic> {
+fn print(d: &Dispatch<'_>) -> Result<Results<RcAsyncValue>, Diagnostic> {
     let text =
         crate::print::tensor_text(&d.arguments[0]).ok_or_else(|| invalid("tfrt_test.print: not a host tensor"))?;
     d.context.print(&format!("{text}\n"));
-    Ok(Vec::new())
+    Ok(Results::new())
 }

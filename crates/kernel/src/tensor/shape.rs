@@ -3,11 +3,23 @@
 use std::fmt;
 
 use rtx_host::{Diagnostic, StatusCode};
+use smallvec::SmallVec;
+
+/// Dimensions kept inside the shape, as TFRT's `TensorShape` keeps small ranks: a shape of rank 4
+/// or less is cloned (into every tensor, its metadata, an eager op's results) without allocating.
+type Dims = SmallVec<[i64; 4]>;
 
 /// A shape whose every dimension is known.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
 pub struct TensorShape {
-    dims: Vec<i64>,
+    dims: Dims,
+}
+
+/// A copy of the dimensions (`SmallVec`'s own clone goes element by element).
+impl Clone for TensorShape {
+    fn clone(&self) -> TensorShape {
+        TensorShape { dims: Dims::from_slice(&self.dims) }
+    }
 }
 
 /// Writes `[a, b, c]`.
@@ -25,13 +37,18 @@ fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[i64]) -> fmt::Result {
 impl TensorShape {
     /// A shape of these dimensions; a negative one is an error.
     pub fn new(dims: Vec<i64>) -> Result<TensorShape, Diagnostic> {
+        TensorShape::from_dims(&dims)
+    }
+
+    /// [`TensorShape::new`] from borrowed dimensions: no allocation for a rank of 4 or less.
+    pub fn from_dims(dims: &[i64]) -> Result<TensorShape, Diagnostic> {
         if let Some(i) = dims.iter().position(|&d| d < 0) {
             return Err(Diagnostic::new(
                 StatusCode::InvalidArgument,
                 format!("dimension {i} of shape {:?} is negative", dims),
             ));
         }
-        Ok(TensorShape { dims })
+        Ok(TensorShape { dims: Dims::from_slice(dims) })
     }
 
     pub fn rank(&self) -> usize {
@@ -81,13 +98,13 @@ impl PartialTensorShape {
                 format!("Unknown dimensions at following indices = [{}]", unknown.join(", ")),
             ));
         }
-        Ok(TensorShape { dims: dims.clone() })
+        Ok(TensorShape { dims: Dims::from_slice(dims) })
     }
 }
 
 impl From<&TensorShape> for PartialTensorShape {
     fn from(shape: &TensorShape) -> PartialTensorShape {
-        PartialTensorShape { dims: Some(shape.dims.clone()) }
+        PartialTensorShape { dims: Some(shape.dims.to_vec()) }
     }
 }
 

@@ -130,7 +130,7 @@ pub fn view_to_tensor(host: &HostContext, view: &BufferView) -> Result<DenseHost
             format!("a buffer view of encoding {:08X} is not a dense row-major tensor", view.encoding()),
         ));
     }
-    let shape = TensorShape::new(view.shape().to_vec())?;
+    let shape = TensorShape::from_dims(view.shape())?;
     let needed = byte_len(dtype, &shape)?;
     if view.buffer().len() < needed {
         return Err(Diagnostic::new(

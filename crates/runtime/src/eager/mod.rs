@@ -8,7 +8,6 @@
 
 mod kernel_ops;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use rtx_corert::{
@@ -21,6 +20,7 @@ use rtx_host::{Diagnostic, HostContext, IndirectAsyncValue, RcAsyncValue, Result
 use rtx_kernel::context::print_output;
 use rtx_kernel::tensor::{DenseHostTensor, StringHostTensor};
 use rtx_kernel::{ExecutionContext, KernelRegistry};
+use smallvec::SmallVec;
 
 use super::bridge::tensors::{tensor_to_view, view_to_tensor};
 use super::context::Context;
@@ -30,8 +30,8 @@ use super::invocation::held_type;
 pub(crate) struct Eager {
     /// The request eager ops run in (made on first use): its errors reach the results only.
     request: OnceLock<ExecutionContext>,
-    /// Prepared ops by handler, then op name.
-    ops: Mutex<HashMap<String, HashMap<String, CoreRuntimeOp>>>,
+    /// Prepared ops by handler, then op name (looked up on every eager call: a fast hash).
+    ops: Mutex<foldhash::HashMap<String, foldhash::HashMap<String, CoreRuntimeOp>>>,
     /// Where eager ops report errors: nowhere, the results carry them.
     errors: ErrorSink,
     /// The attributes of an op given none.
@@ -135,7 +135,7 @@ impl Context {
     ) -> Result<Vec<RcAsyncValue>, Diagnostic> {
         let made = self.make_op(handler, op)?;
         let attrs = attrs.unwrap_or(&self.eager().no_attrs);
-        let handles: Vec<TensorHandle> =
+        let handles: SmallVec<[TensorHandle; 4]> =
             arguments.iter().enumerate().map(|(i, value)| self.handle_of(op, i, value)).collect();
         let results = self.execute_op(&made, &handles, attrs, num_results);
         Ok(results.iter().map(|handle| self.tensor_value(op, handle)).collect())
@@ -204,6 +204,9 @@ impl Context {
 
     /// Argument `index` of `op` as a tensor handle.
     fn handle_of(&self, op: &str, index: usize, value: &RcAsyncValue) -> TensorHandle {
+        if value.is_type::<DenseHostTensor>() {
+            return TensorHandle::from_tensor(value.clone());
+        }
         if let Ok(handle) = value.try_get::<TensorHandle>() {
             return handle.clone();
         }
@@ -261,12 +264,12 @@ impl Context {
 /// An available value as a host tensor: a buffer view's elements in a dense tensor; host
 /// tensors as they are.
 fn host_tensor(host: &HostContext, value: &RcAsyncValue) -> Result<RcAsyncValue, Diagnostic> {
-    if let Ok(view) = value.try_get::<Arc<BufferView>>() {
-        return Ok(rtx_host::AsyncValueRef::available(view_to_tensor(host, view)?).into_untyped());
-    }
     if value.is_type::<DenseHostTensor>() || value.is_type::<StringHostTensor>() || value.is_type::<ScalarHostTensor>()
     {
         return Ok(value.clone());
+    }
+    if let Ok(view) = value.try_get::<Arc<BufferView>>() {
+        return Ok(rtx_host::AsyncValueRef::available(view_to_tensor(host, view)?).into_untyped());
     }
     Err(Diagnostic::new(
         StatusCode::InvalidArgument,

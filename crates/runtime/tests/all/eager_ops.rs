@@ -15,7 +15,7 @@ fn context() -> Context {
 
 fn tensor(context: &Context, dims: &[i64], values: &[f32]) -> RcAsyncValue {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let shape = TensorShape::new(dims.to_vec()).unwrap();
+    let shape = TensorShape::from_dims(dims).unwrap();
     let dense = DenseHostTensor::from_bytes(context.host(), rtx_kernel::DType::F32, shape, &bytes).unwrap();
     AsyncValueRef::available(dense).into_untyped()
 }
@@ -94,9 +94,9 @@ fn ops_are_prepared_once_and_run_on_tensor_handles() {
     let x = TensorHandle::from_tensor(tensor(&context, &[2], &[1.0, 2.0]));
     // The result's shape is known before its data is.
     let pending = AsyncValueRef::<DenseHostTensor>::unconstructed();
-    let later = TensorHandle::new(Arc::from(x.device()), x.metadata().clone(), pending.as_untyped().clone());
+    let later = TensorHandle::new(Arc::from(x.device()), x.async_metadata(), pending.as_untyped().clone());
     let results = context.execute_op(&add, &[x.clone(), later], &Arc::default(), 1);
-    assert_eq!(results[0].metadata().get().shape.dims(), &[2]);
+    assert_eq!(results[0].available_metadata().unwrap().shape.dims(), &[2]);
     assert!(!results[0].tensor().is_available());
     pending.emplace(x.tensor().try_get::<DenseHostTensor>().unwrap().clone()).unwrap();
     let tensors: Vec<RcAsyncValue> = results.iter().map(|r| r.tensor().clone()).collect();

@@ -36,7 +36,7 @@ fn context(queue: &str) -> Context {
 }
 
 fn tensor(context: &Context, dims: &[i64], values: &[f32]) -> DenseHostTensor {
-    let tensor = DenseHostTensor::new_zeroed(context.host(), DType::F32, TensorShape::new(dims.to_vec()).unwrap());
+    let tensor = DenseHostTensor::new_zeroed(context.host(), DType::F32, TensorShape::from_dims(dims).unwrap());
     let tensor = tensor.unwrap();
     tensor.set_values(values).unwrap();
     tensor

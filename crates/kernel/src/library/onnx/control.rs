@@ -478,7 +478,7 @@ mod tests {
     use super::*;
 
     fn tensor_of(host: &HostContext, dims: &[i64], values: &[i32]) -> DenseHostTensor {
-        let tensor = DenseHostTensor::new_zeroed(host, DType::I32, TensorShape::new(dims.to_vec()).unwrap()).unwrap();
+        let tensor = DenseHostTensor::new_zeroed(host, DType::I32, TensorShape::from_dims(dims).unwrap()).unwrap();
         tensor.set_values(values).unwrap();
         tensor
     }
