@@ -13,8 +13,12 @@ packagers and scripts/setup/python-package.sh, which ships the installed library
 from ``RTX_LIBRARY``, which picks the library at import time: setting that one while developing
 does not change what a wheel carries.
 
-The wheel is tagged for the platform it was built on (``py3-none-<platform>``): it carries a
-native library but no Python extension module, so it works with any Python 3 there.
+The wheel also carries ``rtx._native`` (``rtx/_native.c``), the compiled binding that runs an
+eager op in one call instead of several through ctypes. It is built against the Python that
+builds the wheel (its headers: Debian's ``python3-dev``) and the repository's ``include/rtx.h``,
+so the wheel is tagged for that Python and platform (``cp311-cp311-linux_x86_64``). Where it
+cannot be compiled, the build says why and goes on without it: the package then takes the ctypes
+path for every op.
 
 There is no source distribution: the package is built from the repository, whose Rust sources
 are outside python/. ``python -m build python`` (an sdist, then a wheel from it) stops with a
@@ -32,8 +36,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from setuptools import Distribution, setup
-from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools import Distribution, Extension, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 from setuptools.errors import ExecError, PlatformError, SetupError
@@ -170,14 +173,6 @@ class BuildPy(build_py):
         return outputs if library_output in outputs else [*outputs, library_output]
 
 
-class PlatformWheel(bdist_wheel):
-    """``py3-none-<platform>``: platform-specific (a native library inside), any Python 3."""
-
-    def get_tag(self):  # type: ignore[no-untyped-def]
-        _, _, platform = super().get_tag()
-        return "py3", "none", platform
-
-
 class BinaryDistribution(Distribution):
     """Not pure: bdist_wheel tags the wheel with the platform and installs it to platlib."""
 
@@ -201,6 +196,15 @@ if in_repository():
 
 setup(
     distclass=BinaryDistribution,
-    cmdclass={"build_py": BuildPy, "bdist_wheel": PlatformWheel, "sdist": NoSdist},
+    cmdclass={"build_py": BuildPy, "sdist": NoSdist},
     options=options,
+    ext_modules=[
+        Extension(
+            "rtx._native",
+            sources=["rtx/_native.c"],
+            include_dirs=[str(REPO / "include")],
+            extra_compile_args=["-std=c11", "-Wall", "-Wextra"],
+            optional=True,
+        )
+    ],
 )

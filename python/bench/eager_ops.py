@@ -1,13 +1,14 @@
 """Per-op cost of an eager op from Python against numpy's own call for the same op, same run.
 
-    python python/bench/eager_ops.py [--rounds 15] [--calls 20000] [--queue s]
+    python python/bench/eager_ops.py [--rounds 15] [--calls 20000] [--queue s] [--ctypes]
 
 Each round times ``--calls`` calls of each on two 4-element float32 arrays, in alternating order
 (rtx first in even rounds): numpy's ``np.add(a, b)`` (the anchor) and rtx's
 ``Context.execute_op(op, a, b)`` for TFRT's ``tfrt_test.add`` (the cpu handler's own op) and
 ONNX's ``onnx.Add`` (a kernel run as a one-op function), each returning a numpy array. The
 table gives the median per-call microseconds over the rounds and the median of the rounds'
-ratios rtx / numpy. The results are checked equal first. The cost from C is
+ratios rtx / numpy. The results are checked equal first. ``--ctypes`` times the path a package
+built without its compiled binding (``rtx._native``) takes. The cost from C is
 ``cargo bench --bench eager``.
 """
 
@@ -35,7 +36,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--queue", default="s", help="the context's work queue (s, mstd)")
+    parser.add_argument("--ctypes", action="store_true", help="without the compiled binding")
     options = parser.parse_args()
+    if options.ctypes:
+        from rtx import context as context_module
+
+        context_module._native = None  # type: ignore[attr-defined]
 
     context = rtx.Context(device=None, work_queue=options.queue)
     a = np.array([1, 2, 3, 4], dtype=np.float32)
@@ -58,7 +64,11 @@ def main() -> None:
             times[name].append(value)
         for name in ratios:
             ratios[name].append(measured[name] / measured["numpy np.add"])
-    print(f"eager op on two 4-element float32 arrays, {options.rounds} rounds of {options.calls} calls, queue {options.queue}")
+    path = "ctypes" if options.ctypes else "compiled binding" if rtx._values.native else "ctypes (no compiled binding)"
+    print(
+        f"eager op on two 4-element float32 arrays, {options.rounds} rounds of {options.calls} calls, "
+        f"queue {options.queue}, {path}"
+    )
     for name, values in times.items():
         ratio = f"   rtx/numpy {statistics.median(ratios[name]):.2f}" if name in ratios else ""
         print(f"  {name:<20} {statistics.median(values):8.2f} us{ratio}")

@@ -208,6 +208,46 @@ def arrays(views: Sequence[Optional[int]]) -> List[np.ndarray]:
     return out
 
 
+def _bind_native() -> Any:
+    """The compiled ``rtx._native`` module (python/rtx/_native.c), given the loaded librtx's
+    functions and the buffer formats of the dtypes rtx passes; ``None`` where the package was built
+    without it (no C compiler or Python headers), and the ctypes path runs every op."""
+    try:
+        from . import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    element_types: Dict[str, int] = {}
+    formats: Dict[int, Tuple[bytes, int]] = {}
+    for char in np.typecodes["All"]:
+        dtype = np.dtype(char)
+        code = dtypes.NATIVE_ELEMENT_TYPES.get(dtype)
+        if code is None or dtype.isbuiltin != 1:
+            continue
+        try:
+            buffer_format = memoryview(np.empty(0, dtype)).format
+        except (TypeError, ValueError):
+            continue  # numpy exports no buffer of this dtype
+        element_types[buffer_format] = code
+        formats.setdefault(code, (buffer_format.encode(), dtype.itemsize))
+    address = ctypes.cast
+    _native.bind(
+        *(address(getattr(lib, name), ctypes.c_void_p).value for name in _NATIVE_FUNCTIONS),
+        np.ndarray,
+        element_types,
+        formats,
+        np.asarray,
+        array,
+    )
+    return _native
+
+
+#: What ``rtx._native`` calls, in ``bind``'s order.
+_NATIVE_FUNCTIONS = ("rtx_buffer_view_new", "rtx_buffer_view_release", "rtx_buffer_view_info", "rtx_context_call_op")
+
+#: The compiled path of eager ops, or ``None``.
+native = _bind_native()
+
+
 def holds_strings(value: Any) -> bool:
     """Whether ``value`` is a numpy array of strings (str, bytes, or objects), which crosses as a
     tensor of strings."""

@@ -16,6 +16,7 @@ import numpy as np
 from . import _values, dtypes
 from ._handle import Owned
 from ._library import READY_FN, ContextOptions, handle_p, lib, raw, written
+from ._values import native as _native
 from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnimplementedError, check
 from .module import Module, Signature, ValueKind
 
@@ -271,17 +272,33 @@ class Context(Owned):
 
         Raises :class:`~rtx.UnimplementedError` naming an op no handler has,
         :class:`~rtx.NotFoundError` for an unknown handler, and the op's own error (naming the
-        op) when it fails. The GIL is released while waiting. Arrays of strings go through async
-        values; otherwise the op is one crossing of the C ABI (``rtx_context_call_op``).
+        op) when it fails. The GIL is released while waiting. Numpy arrays in native byte order
+        take the compiled binding (``rtx._native``): one call into C for the whole op. Other
+        arrays cross through ctypes (``rtx_context_call_op``), and arrays of strings through
+        async values.
         """
-        if any(_values.holds_strings(arg) for arg in args):
-            return self._await_call(self._start_op(op, args, num_results, op_handler, attrs))
         handle = self._handle
         if handle is None:
             handle = self.handle  # raises: the context is closed
+        built = _op_attrs(op, attrs) if attrs else None
+        if _native is not None:
+            try:
+                attrs_address = built.value if built is not None else 0
+                out = _native.call_op(handle, op_handler.encode(), op.encode(), args, attrs_address, num_results)
+            finally:
+                if built is not None:
+                    lib.rtx_op_attrs_release(built)
+            if out.__class__ is list:
+                return out  # type: ignore[no-any-return]
+            if out is not None:
+                check(out)
+            built = _op_attrs(op, attrs) if attrs else None  # the general path below
+        if any(_values.holds_strings(arg) for arg in args):
+            if built is not None:
+                lib.rtx_op_attrs_release(built)
+            return self._await_call(self._start_op(op, args, num_results, op_handler, attrs))
         views = (handle_p * len(args))()
         results = (handle_p * num_results)()
-        built = _op_attrs(op, attrs) if attrs else None
         try:
             for i, value in enumerate(args):
                 views[i] = _values.buffer_view(value, op, i)

@@ -9,7 +9,8 @@
 #         C++), make and cmake (scripts/setup/install.sh and the C examples' build), python3 (the C
 #         examples' CMake project asks for it)
 #   test  all of the above plus what scripts/test.sh adds: valgrind, pkg-config, readelf
-#         (binutils), python3-venv (the IREE tools' virtual environment), LLVM 15's FileCheck
+#         (binutils), python3-venv (the IREE tools' virtual environment), python3-dev (the headers
+#         the Python package's compiled binding, python/rtx/_native.c, builds with), LLVM 15's FileCheck
 #         and not (llvm-15-tools; the lit-style tests under tests/lit), lavapipe and the Vulkan
 #         validation layers (mesa-vulkan-drivers, vulkan-validationlayers;
 #         crates/hal-vulkan/tests/all/vulkan_device.rs) and the rustfmt and clippy components
@@ -41,6 +42,10 @@ done
 # Debian splits venv's pip bootstrap (ensurepip) out of python3; without it `python3 -m venv` fails.
 if [ "$profile" = test ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=(python3-venv)
+fi
+# The Python package compiles rtx._native against python3's headers (python/setup.py).
+if [ "$profile" = test ] && ! python3 -c 'import os, sysconfig; assert os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' >/dev/null 2>&1; then
+  missing+=(python3-dev)
 fi
 # Vulkan tests run on lavapipe (Mesa's CPU Vulkan driver) with the Khronos validation layers.
 if [ "$profile" = test ] && ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
