@@ -139,38 +139,11 @@ fn run(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
 
 /// `op` on available arguments, on this thread.
 fn run_now(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
-    let count = invocation.num_results;
-    let tensors: Few<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
-    let chain_error = invocation.chain.as_ref().filter(|_| op.flags.side_effects).and_then(|c| c.get_error().cloned());
-    let outcome = (|| {
-        let errors = invocation.arguments.iter().map(|a| a.metadata_error());
-        if let Some(error) = first_error(&tensors).or_else(|| errors.flatten().next().cloned()).or(chain_error) {
-            return Err(error);
-        }
-        let metadata = match op.metadata {
-            Some(function) => {
-                // Available and not errors (checked above).
-                let arguments: Few<TensorMetadata> =
-                    invocation.arguments.iter().filter_map(|a| a.available_metadata().cloned()).collect();
-                let results = function(&arguments, invocation.attrs)
-                    .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
-                    .and_then(|results| check_count(results, count))
-                    .inspect_err(|error| (invocation.errors)(error))?;
-                Some(results)
-            }
-            None => None,
-        };
-        if let Some(cancelled) = invocation.context.cancel_value() {
-            return Err(cancelled.get_error().cloned().expect("cancellation is an error"));
-        }
-        let results = metadata.as_deref().unwrap_or(&[]);
-        let values = dispatch(op, &tensors, results, invocation.attrs, count, invocation.context, invocation.errors)?;
-        Ok((metadata, values))
-    })();
-    match outcome {
-        Ok((metadata, values)) => {
-            let results = match metadata {
-                Some(metadata) => {
+    let mut metadata = Results::new();
+    match compute_now(op, invocation, &mut metadata) {
+        Ok(values) => {
+            let results = match op.metadata {
+                Some(_) => {
                     values.into_iter().zip(metadata).map(|(v, m)| TensorHandle::host_with_metadata(m, v)).collect()
                 }
                 None => values.into_iter().map(TensorHandle::from_tensor).collect(),
@@ -184,9 +157,41 @@ fn run_now(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
                 true => Some(RcAsyncValue::error(error.clone())),
                 false => invocation.chain.clone(),
             };
-            OpOutcome { results: vec![TensorHandle::error(error); count], chain }
+            OpOutcome { results: vec![TensorHandle::error(error); invocation.num_results], chain }
         }
     }
+}
+
+/// The result tensors of `op` on available arguments, their metadata (for an op with a metadata
+/// function) written to `metadata` first: filled in place rather than returned, as these values
+/// are large to move.
+fn compute_now(
+    op: CpuOp,
+    invocation: &OpInvocation<'_>,
+    metadata: &mut Results<TensorMetadata>,
+) -> Result<Results<RcAsyncValue>, Diagnostic> {
+    let count = invocation.num_results;
+    let tensors: Few<RcAsyncValue> = invocation.arguments.iter().map(|a| a.tensor().clone()).collect();
+    let errors = invocation.arguments.iter().map(|a| a.metadata_error());
+    if let Some(error) = first_error(&tensors).or_else(|| errors.flatten().next().cloned()) {
+        return Err(error);
+    }
+    if let Some(error) = invocation.chain.as_ref().filter(|_| op.flags.side_effects).and_then(|c| c.get_error()) {
+        return Err(error.clone());
+    }
+    if let Some(function) = op.metadata {
+        // Available and not errors (checked above).
+        let arguments: Few<TensorMetadata> =
+            invocation.arguments.iter().filter_map(|a| a.available_metadata().cloned()).collect();
+        *metadata = function(&arguments, invocation.attrs)
+            .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
+            .inspect_err(|error| (invocation.errors)(error))?;
+        check_count(metadata.len(), count).inspect_err(|error| (invocation.errors)(error))?;
+    }
+    if let Some(cancelled) = invocation.context.cancel_value() {
+        return Err(cancelled.get_error().cloned().expect("cancellation is an error"));
+    }
+    dispatch(op, &tensors, metadata, invocation.attrs, count, invocation.context, invocation.errors)
 }
 
 /// `op` once its arguments (and the chain, for an op with side effects) are available: its
@@ -209,7 +214,7 @@ fn run_later(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
                         .collect();
                     function(&arguments, &attrs)
                         .map_err(|message| Diagnostic::new(StatusCode::InvalidArgument, message))
-                        .and_then(|results| check_count(results, count))
+                        .and_then(|results| check_count(results.len(), count).map(|()| results))
                         .inspect_err(|error| errors(error))
                 }
             };
@@ -275,14 +280,15 @@ fn run_later(op: CpuOp, invocation: &OpInvocation<'_>) -> OpOutcome {
     OpOutcome { results: handles, chain }
 }
 
-fn check_count<T>(results: Results<T>, count: usize) -> Result<Results<T>, Diagnostic> {
-    if results.len() != count {
+/// An error unless an op that makes `made` results was asked for `count`.
+fn check_count(made: usize, count: usize) -> Result<(), Diagnostic> {
+    if made != count {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
-            format!("the op makes {} results, but {count} are asked for", results.len()),
+            format!("the op makes {made} results, but {count} are asked for"),
         ));
     }
-    Ok(results)
+    Ok(())
 }
 
 /// Converts the arguments as the op's flags ask and runs its dispatch function; errors it makes
@@ -310,7 +316,9 @@ fn dispatch(
         &converted[..]
     };
     let dispatch = Dispatch { host, arguments, attrs, results, num_results: count, context };
-    (op.dispatch)(&dispatch).and_then(|values| check_count(values, count)).inspect_err(|error| errors(error))
+    (op.dispatch)(&dispatch)
+        .and_then(|values| check_count(values.len(), count).map(|()| values))
+        .inspect_err(|error| errors(error))
 }
 
 /// `argument` as the op takes it: a scalar written out dense unless the op allows scalars; a

@@ -53,10 +53,23 @@ impl OpHandler for KernelOpHandler {
             return self.fallback.make_op(op);
         }
         let (kernels, functions, name) = (Arc::clone(&self.kernels), Arc::clone(&self.functions), op.to_owned());
+        // The function of the op's last run and what it was made for: a run like the last (the
+        // common case) neither writes the source nor looks it up.
+        let last: Mutex<Option<(usize, usize, Arc<OpAttrs>, ProgramFunction)>> = Mutex::default();
         Ok(CoreRuntimeOp::new(op, "kernels", move |invocation| {
-            let count = invocation.num_results;
-            let function =
-                one_op_function(&kernels, &functions, &name, invocation.arguments.len(), count, invocation.attrs);
+            let (count, arity, attrs) = (invocation.num_results, invocation.arguments.len(), invocation.attrs);
+            let same = |(a, r, kept, _): &(usize, usize, Arc<OpAttrs>, ProgramFunction)| {
+                (*a, *r) == (arity, count) && (Arc::ptr_eq(kept, attrs) || **kept == **attrs)
+            };
+            let kept =
+                last.lock().unwrap_or_else(PoisonError::into_inner).as_ref().filter(|l| same(l)).map(|l| l.3.clone());
+            let function = match kept {
+                Some(function) => Ok(function),
+                None => one_op_function(&kernels, &functions, &name, arity, count, attrs).inspect(|function| {
+                    *last.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some((arity, count, Arc::clone(attrs), function.clone()));
+                }),
+            };
             let function = match function {
                 Ok(function) => function,
                 Err(error) => {
