@@ -1,13 +1,16 @@
 /* eager_ops: ops run one at a time by name through a context's Core Runtime op handler.
  *
- *   eager_ops
+ *   eager_ops COMPOSITE_OP.bef
  *
  * Adds two 2x2 f32 tensors with TFRT's `tfrt_test.add`, transposes the sum with ONNX's
  * `onnx.Transpose` (its `perm` attribute set through rtx_op_attrs_t) before the sum is awaited,
  * multiplies with `onnx.Gemm` (`alpha` and `transB`), runs `onnx.Neg` through the synchronous
- * rtx_context_call_op on buffer views, then checks the errors: an unknown op, a mismatched shape
- * (an error result naming the op), NULL arguments. The exit status is 0 only if
- * every result matches the values computed here by hand. */
+ * rtx_context_call_op on buffer views, registers the BEF function `scale_and_shift` of
+ * COMPOSITE_OP.bef (tests/fixtures/bef/composite_op.bef: 2x + x*x) as the op `my.scale_and_shift`
+ * and runs it, then checks the errors: an unknown op, a mismatched shape (an error result naming
+ * the op), a composite op registered twice or from a function of another signature, NULL
+ * arguments. The exit status is 0 only if every result matches the values computed here by
+ * hand. */
 #include <rtx.h>
 
 #include <stdbool.h>
@@ -80,7 +83,48 @@ static bool fails_with(rtx_error_t* error, rtx_status_code_t code, const char* t
   return ok;
 }
 
-int main(void) {
+/* Registers `scale_and_shift` of the BEF file at `path` as `my.scale_and_shift` and runs it on
+ * `x` (the tensor [1 2; 3 4]); then the registration's errors. */
+static void composite_op(rtx_context_t* context, const char* path, rtx_async_value_t* x) {
+  rtx_module_t* module = NULL;
+  if (!succeeded("rtx_module_load_file", rtx_module_load_file(path, &module))) {
+    return;
+  }
+  succeeded("rtx_context_add_module", rtx_context_add_module(context, module));
+  rtx_module_release(module);
+  succeeded("rtx_context_register_composite_op",
+            rtx_context_register_composite_op(context, "my.scale_and_shift", "scale_and_shift"));
+  rtx_async_value_t* y = NULL;
+  if (succeeded("rtx_context_execute_op(my.scale_and_shift)",
+                rtx_context_execute_op(context, NULL, "my.scale_and_shift", &x, 1, NULL, &y, 1)) &&
+      succeeded("rtx_async_value_await", rtx_async_value_await(context, &y, 1))) {
+    const int64_t square[] = {2, 2};
+    const float expected[] = {3.0f, 8.0f, 15.0f, 24.0f}; /* 2x + x*x */
+    report(holds(y, square, 2, expected, 4), "a BEF function registered as an op: my.scale_and_shift");
+  }
+  rtx_async_value_release(y);
+  report(fails_with(rtx_context_register_composite_op(context, "my.scale_and_shift", "scale_and_shift"),
+                    RTX_STATUS_CODE_ALREADY_EXISTS, "my.scale_and_shift"),
+         "a composite op's name is taken once");
+  report(fails_with(rtx_context_register_composite_op(context, "onnx.Relu", "scale_and_shift"),
+                    RTX_STATUS_CODE_ALREADY_EXISTS, "onnx.Relu"),
+         "a kernel's name is taken");
+  report(fails_with(rtx_context_register_composite_op(context, "my.scalar", "scalar"),
+                    RTX_STATUS_CODE_INVALID_ARGUMENT, "not a !tfrt.chain"),
+         "a function that takes no chain is not a composite op");
+  report(fails_with(rtx_context_register_composite_op(context, "my.missing", "no_such_function"),
+                    RTX_STATUS_CODE_NOT_FOUND, "no_such_function"),
+         "an unknown function is named");
+  report(fails_with(rtx_context_register_composite_op(context, NULL, "scale_and_shift"),
+                    RTX_STATUS_CODE_INVALID_ARGUMENT, "'op_name' is NULL"),
+         "a NULL op name is refused");
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: eager_ops COMPOSITE_OP.bef\n");
+    return 2;
+  }
   printf("eager_ops: ops by name on tensors, without a program\n");
   rtx_context_t* context = NULL;
   if (!succeeded("rtx_context_new", rtx_context_new(NULL, &context))) {
@@ -147,6 +191,8 @@ int main(void) {
     rtx_buffer_view_release(negated);
   }
   rtx_buffer_view_release(view);
+
+  composite_op(context, argv[1], a);
 
   /* Errors name what was wrong. */
   rtx_async_value_t* unused = NULL;
