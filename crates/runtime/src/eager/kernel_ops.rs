@@ -53,21 +53,22 @@ impl OpHandler for KernelOpHandler {
             return self.fallback.make_op(op);
         }
         let (kernels, functions, name) = (Arc::clone(&self.kernels), Arc::clone(&self.functions), op.to_owned());
-        // The function of the op's last run and what it was made for: a run like the last (the
-        // common case) neither writes the source nor looks it up.
-        let last: Mutex<Option<(usize, usize, Arc<OpAttrs>, ProgramFunction)>> = Mutex::default();
+        // The function of the op's last run: a run like the last (the common case) neither writes
+        // the source nor looks it up.
+        let last: Mutex<Option<LastRun>> = Mutex::default();
         Ok(CoreRuntimeOp::new(op, "kernels", move |invocation| {
             let (count, arity, attrs) = (invocation.num_results, invocation.arguments.len(), invocation.attrs);
-            let same = |(a, r, kept, _): &(usize, usize, Arc<OpAttrs>, ProgramFunction)| {
-                (*a, *r) == (arity, count) && (Arc::ptr_eq(kept, attrs) || **kept == **attrs)
-            };
-            let kept =
-                last.lock().unwrap_or_else(PoisonError::into_inner).as_ref().filter(|l| same(l)).map(|l| l.3.clone());
+            let kept = last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .filter(|run| run.matches(arity, count, attrs))
+                .map(|run| run.function.clone());
             let function = match kept {
                 Some(function) => Ok(function),
                 None => one_op_function(&kernels, &functions, &name, arity, count, attrs).inspect(|function| {
-                    *last.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some((arity, count, Arc::clone(attrs), function.clone()));
+                    let run = LastRun { arity, results: count, attrs: Arc::clone(attrs), function: function.clone() };
+                    *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(run);
                 }),
             };
             let function = match function {
@@ -100,12 +101,44 @@ impl OpHandler for KernelOpHandler {
                         vec![RcAsyncValue::error(error); results.len()]
                     }
                 };
-                for (result, value) in results.iter().zip(values) {
-                    let _ = result.forward_to(value);
+                for (result, value) in results.into_iter().zip(values) {
+                    forward_result(result, value);
                 }
             });
             OpOutcome { results: handles, chain: invocation.chain.clone() }
         }))
+    }
+}
+
+/// A kernel op's one-op function and the run it was made for.
+struct LastRun {
+    arity: usize,
+    results: usize,
+    attrs: Arc<OpAttrs>,
+    function: ProgramFunction,
+}
+
+impl LastRun {
+    /// Whether a run of `arity` arguments and `results` results with `attrs` takes this function.
+    fn matches(&self, arity: usize, results: usize, attrs: &Arc<OpAttrs>) -> bool {
+        (self.arity, self.results) == (arity, results) && (Arc::ptr_eq(&self.attrs, attrs) || *self.attrs == **attrs)
+    }
+}
+
+/// Makes `result` what `value` becomes. An error loses its location: that of the one-op function,
+/// a place no caller wrote (the error names the op already).
+fn forward_result(result: IndirectAsyncValue, value: RcAsyncValue) {
+    let source = value.clone();
+    let forward = move || {
+        let _ = match source.get_error() {
+            Some(error) => result.set_error(Diagnostic { location: None, ..error.clone() }),
+            None => result.forward_to(source),
+        };
+    };
+    if value.is_available() {
+        forward();
+    } else {
+        value.and_then(forward);
     }
 }
 
