@@ -224,6 +224,22 @@ impl<'a> KernelFrame<'a> {
         }
     }
 
+    /// For a kernel that panicked: [`KernelFrame::report_error`], and `error` also becomes the
+    /// value of every result it had allocated and not yet set, which nothing will set now (their
+    /// users would wait for ever).
+    pub fn report_panic(&mut self, error: impl Into<KernelError>) {
+        let error = self.error_reporter().report(error);
+        for slot in self.results.iter_mut() {
+            match slot {
+                None => *slot = Some(error.clone()),
+                Some(value) if !value.is_available() => {
+                    let _ = value.set_error(error.get_error().cloned().expect("an error value"));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
     /// A handle that reports errors at this kernel's location later (from a task or a
     /// continuation) and gives the error value.
     pub fn error_reporter(&self) -> ErrorReporter {

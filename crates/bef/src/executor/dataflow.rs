@@ -23,6 +23,7 @@
 //! listed as a user exactly once per operand.
 
 use std::cell::{Cell, UnsafeCell};
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -31,6 +32,8 @@ use crate::reader::{BefFile, FunctionBody};
 use rtx_host::{tracing, Diagnostic, IndirectAsyncValue, RcAsyncValue, StatusCode};
 use rtx_kernel::record::{KernelRecord, Words};
 use rtx_kernel::{ExecutionContext, Kernel, KernelError, KernelFrame, KernelSite, Program};
+
+use super::panicked;
 
 /// Continuations nested deeper than this on one thread go to the work queue instead.
 const MAX_INLINE_DEPTH: u32 = 100;
@@ -223,16 +226,20 @@ impl Execution {
 
     fn call_kernel(&self, record: KernelRecord<'_>, arguments: &[RcAsyncValue], results: &mut [Option<RcAsyncValue>]) {
         let mut frame = KernelFrame::new(KernelSite::new(record, &self.program, &self.context), arguments, results);
-        let outcome = match self.file.kernel(record.code()) {
+        let name = || self.file.kernel_name(record.code());
+        // A panic is the kernel's error: unwinding on, it would leave the results unset.
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| match self.file.kernel(record.code()) {
             Kernel::Async(kernel) => kernel(&mut frame),
             Kernel::Pure(kernel) => kernel.run_async(&mut frame),
             Kernel::Sync(_) => Err(KernelError::new(
                 StatusCode::InvalidArgument,
-                format!("`{}` is a sync kernel; it runs only in sync functions", self.file.kernel_name(record.code())),
+                format!("`{}` is a sync kernel; it runs only in sync functions", name()),
             )),
-        };
-        if let Err(error) = outcome {
-            frame.report_error(error);
+        }));
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => frame.report_error(error),
+            Err(payload) => frame.report_panic(panicked(name(), payload.as_ref())),
         }
     }
 

@@ -1,11 +1,14 @@
 //! The straight-line interpreter for sync functions: kernels in file order on plain
 //! [`Value`]s (no AsyncValue per register), each register cleared after its last use.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::reader::{BefFile, FunctionBody};
 use rtx_host::{Diagnostic, StatusCode};
-use rtx_kernel::{ExecutionContext, Kernel, KernelSite, Program, SyncKernelFrame, Value};
+use rtx_kernel::{ExecutionContext, Kernel, KernelError, KernelSite, Program, SyncKernelFrame, Value};
+
+use super::panicked;
 
 /// Runs `body` on `arguments`; the first failing kernel's error (with its location) ends it.
 pub(super) fn execute(
@@ -27,14 +30,19 @@ pub(super) fn execute(
         let located =
             |diagnostic: Diagnostic| diagnostic.with_location(file.image().location(record.location()).to_location());
         let _span = super::spans::kernel_span(file, record);
+        let name = || file.kernel_name(record.code());
+        // A panic is the kernel's error, as in the dataflow executor.
+        let contained = |run: &mut dyn FnMut() -> Result<(), KernelError>| {
+            panic::catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|payload| Err(panicked(name(), payload.as_ref())))
+        };
         match file.kernel(record.code()) {
             Kernel::Sync(kernel) => {
                 let mut frame = SyncKernelFrame::new(KernelSite::new(record, &program, context), &mut registers);
-                kernel(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
+                contained(&mut || kernel(&mut frame)).map_err(|e| located(e.into_diagnostic()))?;
             }
             Kernel::Pure(kernel) => {
                 let mut frame = SyncKernelFrame::new(KernelSite::new(record, &program, context), &mut registers);
-                kernel.run_sync(&mut frame).map_err(|e| located(e.into_diagnostic()))?;
+                contained(&mut || kernel.run_sync(&mut frame)).map_err(|e| located(e.into_diagnostic()))?;
             }
             Kernel::Async(_) => {
                 return Err(located(Diagnostic::new(

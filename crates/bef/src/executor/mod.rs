@@ -13,5 +13,17 @@ mod spans;
 pub(crate) use plan::Plan;
 pub(crate) use spans::KernelSpans;
 
+use std::any::Any;
+
+use rtx_host::work_queue::panic_message;
+use rtx_host::StatusCode;
+use rtx_kernel::KernelError;
+
+/// The error of kernel `name`, which panicked with `payload`: a bug in the kernel, reported as
+/// its error rather than unwinding through the executor (which would leave its results unset).
+fn panicked(name: &str, payload: &(dyn Any + Send)) -> KernelError {
+    KernelError::new(StatusCode::Internal, format!("kernel `{name}` panicked: {}", panic_message(payload)))
+}
+
 #[cfg(test)]
 mod tests;

@@ -44,7 +44,8 @@ impl Harness {
 
 /// `t.const` (i32 attribute), `t.add`, `t.fail` (always fails), `t.log` (prints its string
 /// attribute, passes its first argument on or makes an i32 0), `t.later` (its i32 argument,
-/// set by a queued task), `t.cancel`.
+/// set by a queued task), `t.cancel`, `t.panic` (panics, having allocated its result when it
+/// has an argument), `t.sync_panic`.
 fn registry() -> KernelRegistry {
     let mut registry = KernelRegistry::new();
     registry.add_kernel("t.const", |f| {
@@ -73,6 +74,13 @@ fn registry() -> KernelRegistry {
         f.context().cancel();
         f.emplace_result(0, 0i32)
     });
+    registry.add_kernel("t.panic", |f| {
+        if !f.arguments().is_empty() {
+            f.allocate_result::<i32>(0)?;
+        }
+        panic!("boom")
+    });
+    registry.add_sync_kernel("t.sync_panic", |_| panic!("sync boom"));
     registry.add_sync_kernel("t.sync_add", |f| {
         let sum = f.get::<i32>(0)? + f.get::<i32>(1)?;
         f.set_result(0, sum)
@@ -158,6 +166,32 @@ fn an_error_skips_only_its_dependants_and_is_reported_once() {
         "test.mlir:2:3: error: runtime error: something bad happened"
     );
     assert_eq!(errors[0].code, StatusCode::Internal);
+}
+
+#[test]
+fn a_panicking_kernel_fails_its_results_and_the_rest_runs() {
+    let file = open(&[function("f", &["i32"], &["i32", "i32", "i32"])
+        .kernel(kernel("t.panic", &[], &[1]))
+        .kernel(log_kernel("skipped", &[1], 2))
+        .kernel(kernel("t.panic", &[0], &[3]))
+        .kernel(log_kernel("runs", &[], 4))
+        .returns(&[2, 3, 4])]);
+    let harness = Harness::new();
+    // Awaited at all: a result left unset would never be available.
+    let results = harness.run(&file, "f", &[AsyncValueRef::available(1i32).into_untyped()]);
+    assert_eq!(harness.log(), ["runs"]);
+    assert_eq!(results[0].get_error().unwrap().message, "kernel `t.panic` panicked: boom");
+    assert_eq!(results[1].get_error().unwrap().message, "kernel `t.panic` panicked: boom", "an allocated result");
+    assert_eq!(i32_of(&results[2]), 0);
+    assert_eq!(harness.errors.lock().unwrap().len(), 2, "each panic reported once");
+    // A sync function's panicking kernel is its error, at the kernel's location.
+    let file = open(&[function("s", &[], &["i32"])
+        .kind(FunctionKind::Sync)
+        .kernel(kernel("t.sync_panic", &[], &[0]))
+        .returns(&[0])]);
+    let error = file.function_named("s").unwrap().execute_sync(&harness.context, &[]).unwrap_err();
+    assert_eq!(error.message, "kernel `t.sync_panic` panicked: sync boom");
+    assert_eq!(error.location.unwrap().to_string(), "test.mlir:2:3");
 }
 
 #[test]

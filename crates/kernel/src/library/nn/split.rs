@@ -13,14 +13,16 @@
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::gemm::{packed_gemm_into, Matrix};
 use crate::dtype::DType;
 use crate::tensor::{DenseHostTensor, TensorShape};
 use crate::{KernelError, KernelFrame};
-use rtx_host::{tracing, AsyncValueRef};
+use rtx_host::work_queue::panic_message;
+use rtx_host::{tracing, AsyncValueRef, Diagnostic, StatusCode};
 
 /// Tasks per worker of the queue a kernel's units are dealt to.
 const TASKS_PER_WORKER: usize = 4;
@@ -129,20 +131,29 @@ fn spread<R: Writer + 'static>(
     // worker a task behind the other, two tasks of half the units each do not.
     let tasks = if tasks > workers { tasks - tasks % workers } else { tasks };
     if tasks == 1 || units == 0 {
-        let split = Split { out, writer, remaining: AtomicUsize::new(1), done: None };
-        split.write(0..units);
+        // SAFETY: the tensor's buffer is a new block of its f32s aligned to TENSOR_ALIGNMENT,
+        // which the units tile; this one call writes them all, and the tensor is published only
+        // after it returns. (A panic unwinds into the executor, which makes it the kernel's error.)
+        unsafe { writer.write(out.buffer().as_ptr().cast_mut().cast::<f32>(), 0..units) };
         // The work, and the operands it holds, go before the result is published.
-        let Split { out, writer, .. } = split;
         drop(writer);
         out.buffer().seal();
         return frame.emplace_result(0, out);
     }
     let done = frame.allocate_result::<DenseHostTensor>(0)?;
-    let split = Arc::new(Split { out, writer, remaining: AtomicUsize::new(tasks), done: Some(done) });
+    let kernel = Arc::<str>::from(frame.kernel_name());
+    let split = Arc::new(Split {
+        out,
+        writer,
+        remaining: AtomicUsize::new(tasks),
+        done,
+        kernel: Arc::clone(&kernel),
+        panic: OnceLock::new(),
+    });
     // Task `t` writes units `[t * units / tasks, (t + 1) * units / tasks)`.
     let first = move |t: usize| t * units / tasks;
     // Traced, each task is a span named after the kernel, wherever and whenever it runs.
-    let traced = tracing::is_on().then(|| Arc::<str>::from(frame.kernel_name()));
+    let traced = tracing::is_on().then_some(kernel);
     for t in 1..tasks {
         let split = Arc::clone(&split);
         let name = traced.clone();
@@ -411,7 +422,12 @@ struct Split<R> {
     out: DenseHostTensor,
     writer: R,
     remaining: AtomicUsize,
-    done: Option<AsyncValueRef<DenseHostTensor>>,
+    done: AsyncValueRef<DenseHostTensor>,
+    /// The kernel's name, for the error of a task that panicked.
+    kernel: Arc<str>,
+    /// What the first task that panicked said: the result is then that error, never the tensor,
+    /// whose units that task left unwritten.
+    panic: OnceLock<String>,
 }
 
 impl<R: Writer> Split<R> {
@@ -423,17 +439,75 @@ impl<R: Writer> Split<R> {
         unsafe { self.writer.write(self.out.buffer().as_ptr().cast_mut().cast::<f32>(), units) }
     }
 
-    /// Writes `units`, then publishes the tensor if this was the last task.
+    /// Writes `units`, then publishes the tensor if this was the last task: or, if a task
+    /// panicked, the panic as the result's error (a worker's task has no caller to unwind into,
+    /// and a result never set would leave the kernel's users waiting for ever).
     fn run(split: Arc<Self>, units: Range<usize>) {
-        split.write(units);
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| split.write(units))) {
+            let _ = split.panic.set(panic_message(payload.as_ref()).to_owned());
+        }
         if split.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             // Only this task reaches here, once; the value was allocated unset. The task lets go
             // of the work (and the operands it holds) first: what the result wakes may run here.
             let (done, out) = (split.done.clone(), split.out.clone());
+            let failure = split.panic.get().map(|message| {
+                let text = format!("kernel `{}` panicked in a task: {message}", split.kernel);
+                Diagnostic::new(StatusCode::Internal, text)
+            });
             drop(split);
-            out.buffer().seal();
-            if let Some(done) = done {
-                let _ = done.emplace(out);
+            let _ = match failure {
+                Some(error) => done.as_untyped().set_error(error),
+                None => {
+                    out.buffer().seal();
+                    done.emplace(out)
+                }
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtx_host::HostContext;
+
+    /// Zeroes its units, or panics on a task given unit `bad`.
+    struct PanicsOn {
+        unit_len: usize,
+        bad: usize,
+    }
+
+    impl Writer for PanicsOn {
+        unsafe fn write(&self, base: *mut f32, units: Range<usize>) {
+            assert!(!units.contains(&self.bad), "unit {} is bad", self.bad);
+            // SAFETY: the units lie within the tensor and are this call's alone (the contract).
+            unsafe { base.add(units.start * self.unit_len).write_bytes(0, units.len() * self.unit_len) }
+        }
+    }
+
+    #[test]
+    fn a_task_that_panics_makes_the_result_its_error_once_every_task_is_done() {
+        let host = HostContext::with_work_queue_spec("s").unwrap();
+        for bad in [0, 3, 4] {
+            let shape = TensorShape::from_dims(&[4, 2]).unwrap();
+            // SAFETY: published only if every unit was written (no task panicked).
+            let out = unsafe { DenseHostTensor::new_unfilled(&host, DType::F32, shape) }.unwrap();
+            let done = AsyncValueRef::<DenseHostTensor>::unconstructed();
+            let split = Arc::new(Split {
+                out,
+                writer: PanicsOn { unit_len: 2, bad },
+                remaining: AtomicUsize::new(2),
+                done: done.clone(),
+                kernel: Arc::from("t.split"),
+                panic: OnceLock::new(),
+            });
+            Split::run(Arc::clone(&split), 0..2);
+            assert!(!done.as_untyped().is_available(), "a task to go");
+            Split::run(split, 2..4);
+            let error = done.as_untyped().get_error().map(|e| e.message.clone());
+            match bad {
+                4 => assert_eq!((error, done.get().num_elements()), (None, 8), "no task panicked"),
+                _ => assert_eq!(error.unwrap(), format!("kernel `t.split` panicked in a task: unit {bad} is bad")),
             }
         }
     }
