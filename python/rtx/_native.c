@@ -47,7 +47,8 @@ static struct {
 /* ---- Memory: a result buffer view's bytes, exported through the buffer protocol ---- */
 
 typedef struct {
-  PyObject_HEAD rtx_buffer_view_t *view; /* owned: released with the object */
+  PyObject_HEAD
+  rtx_buffer_view_t *view; /* owned: released with the object */
   void *data;
   Py_ssize_t len;
   Py_ssize_t itemsize;
@@ -273,9 +274,13 @@ static PyObject *call_op(PyObject *module, PyObject *const *args, Py_ssize_t nar
     made++;
   }
   rtx_buffer_view_t *results[MAX_VALUES];
-  Py_BEGIN_ALLOW_THREADS error = bound.call_op(context, PyBytes_AS_STRING(args[1]), PyBytes_AS_STRING(args[2]), views,
-                                               made, attrs, results, (size_t)num_results);
-  Py_END_ALLOW_THREADS release_views(views, made);
+  const char *handler = PyBytes_AS_STRING(args[1]);
+  const char *op = PyBytes_AS_STRING(args[2]);
+  /* The op may wait for work on the context's queue: other Python threads run meanwhile. */
+  Py_BEGIN_ALLOW_THREADS
+  error = bound.call_op(context, handler, op, views, made, attrs, results, (size_t)num_results);
+  Py_END_ALLOW_THREADS
+  release_views(views, made);
   if (error != NULL) {
     return PyLong_FromVoidPtr(error);
   }
