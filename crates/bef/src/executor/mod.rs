@@ -22,7 +22,7 @@ use rtx_kernel::KernelError;
 /// The error of kernel `name`, which panicked with `payload`: a bug in the kernel, reported as
 /// its error rather than unwinding through the executor (which would leave its results unset).
 fn panicked(name: &str, payload: &(dyn Any + Send)) -> KernelError {
-    KernelError::new(StatusCode::Internal, format!("kernel `{name}` panicked: {}", panic_message(payload)))
+    KernelError::new(StatusCode::Panic, format!("kernel `{name}` panicked: {}", panic_message(payload)))
 }
 
 #[cfg(test)]

@@ -183,6 +183,7 @@ fn a_panicking_kernel_fails_its_results_and_the_rest_runs() {
     assert_eq!(results[0].get_error().unwrap().message, "kernel `t.panic` panicked: boom");
     assert_eq!(results[1].get_error().unwrap().message, "kernel `t.panic` panicked: boom", "an allocated result");
     assert_eq!(i32_of(&results[2]), 0);
+    assert_eq!(results[0].get_error().unwrap().code, StatusCode::Panic);
     assert_eq!(harness.errors.lock().unwrap().len(), 2, "each panic reported once");
     // A sync function's panicking kernel is its error, at the kernel's location.
     let file = open(&[function("s", &[], &["i32"])

@@ -452,7 +452,7 @@ impl<R: Writer> Split<R> {
             let (done, out) = (split.done.clone(), split.out.clone());
             let failure = split.panic.get().map(|message| {
                 let text = format!("kernel `{}` panicked in a task: {message}", split.kernel);
-                Diagnostic::new(StatusCode::Internal, text)
+                Diagnostic::new(StatusCode::Panic, text)
             });
             drop(split);
             let _ = match failure {
@@ -507,7 +507,10 @@ mod tests {
             let error = done.as_untyped().get_error().map(|e| e.message.clone());
             match bad {
                 4 => assert_eq!((error, done.get().num_elements()), (None, 8), "no task panicked"),
-                _ => assert_eq!(error.unwrap(), format!("kernel `t.split` panicked in a task: unit {bad} is bad")),
+                _ => {
+                    assert_eq!(error.unwrap(), format!("kernel `t.split` panicked in a task: unit {bad} is bad"));
+                    assert_eq!(done.as_untyped().get_error().unwrap().code, StatusCode::Panic);
+                }
             }
         }
     }
