@@ -281,22 +281,25 @@ class Context(Owned):
         if handle is None:
             handle = self.handle  # raises: the context is closed
         built = _op_attrs(op, attrs) if attrs else None
-        if _native is not None:
-            try:
+        try:
+            if _native is not None:
                 attrs_address = built.value if built is not None else 0
                 out = _native.call_op(handle, op_handler.encode(), op.encode(), args, attrs_address, num_results)
-            finally:
-                if built is not None:
-                    lib.rtx_op_attrs_release(built)
-            if out.__class__ is list:
-                return out  # type: ignore[no-any-return]
-            if out is not None:
-                check(out)
-            built = _op_attrs(op, attrs) if attrs else None  # the general path below
-        if any(_values.holds_strings(arg) for arg in args):
+                if out.__class__ is list:
+                    return out  # type: ignore[no-any-return]
+                if out is not None:
+                    check(out)
+            if any(_values.holds_strings(arg) for arg in args):
+                return self._await_call(self._start_op(op, args, num_results, op_handler, attrs))
+            return self._call_op(handle, op, args, num_results, op_handler, built)
+        finally:
             if built is not None:
                 lib.rtx_op_attrs_release(built)
-            return self._await_call(self._start_op(op, args, num_results, op_handler, attrs))
+
+    def _call_op(
+        self, handle: int, op: str, args: Sequence[Any], num_results: int, op_handler: str, built: Any
+    ) -> List[_values.Result]:
+        """:meth:`execute_op` through ctypes: one ``rtx_context_call_op`` on buffer views."""
         views = (handle_p * len(args))()
         results = (handle_p * num_results)()
         try:
@@ -315,8 +318,6 @@ class Context(Owned):
         finally:
             for view in views:
                 lib.rtx_buffer_view_release(view)
-            if built is not None:
-                lib.rtx_op_attrs_release(built)
         if error:
             check(error)
         return _values.arrays(results)  # type: ignore[return-value]
