@@ -238,12 +238,34 @@ void host_queue_and_allocator() {
       expect(e.code() == RTX_STATUS_CODE_RESOURCE_EXHAUSTED, "blocking work the queue refuses: RESOURCE_EXHAUSTED");
     }
     void* memory = context.allocate(100, 32);
+    const rtx::MemoryStats stats = context.memory_stats();
+    expect(stats.allocations >= 1 && stats.bytes_in_use >= 100 && stats.peak_bytes >= stats.bytes_in_use,
+           "memory_stats() counts the block");
     context.deallocate(memory, 100, 32);
     expect(allocator->allocations >= 1, "allocate() goes to the C++ allocator");
     expect(queue.use_count() == 2 && allocator.use_count() == 2, "the context holds the queue and the allocator");
   }
   expect(queue.use_count() == 1 && allocator.use_count() == 1 && allocator->live == 0,
          "released with the context; every byte returned");
+}
+
+void memory_limit() {
+  std::printf("a context held under a memory limit\n");
+  rtx::ContextOptions options;
+  options.work_queue = "s";
+  options.memory_limit = 4096;
+  rtx::Context context(options);
+  try {
+    context.allocate(8192, 64);
+    expect(false, "an allocation past the limit throws");
+  } catch (const rtx::Error& e) {
+    expect(e.code() == RTX_STATUS_CODE_RESOURCE_EXHAUSTED, "an allocation past memory_limit: RESOURCE_EXHAUSTED");
+  }
+  void* memory = context.allocate(1024, 64);
+  context.deallocate(memory, 1024, 64);
+  const rtx::MemoryStats stats = context.memory_stats();
+  expect(stats.bytes_in_use == 0 && stats.peak_bytes >= 1024 && stats.peak_bytes <= 4096,
+         "within the limit it allocates, and the peak stays under it");
 }
 
 }  // namespace
@@ -254,6 +276,7 @@ int main() {
     run("s");
     run("mstd:2,4");
     host_queue_and_allocator();
+    memory_limit();
   } catch (const rtx::Error& e) {
     std::printf("unexpected rtx::Error: %s\n", e.what());
     return 1;

@@ -358,13 +358,43 @@ typedef struct rtx_context_options_t {
    */
   const struct rtx_work_queue_callbacks_t *custom_work_queue;
   /**
-   * A host-provided allocator for the runtime's bulk memory; NULL means the system allocator,
+   * A host-provided allocator for the context's memory (tensors, its CPU device's buffers and
+   * transients, VM buffers, writable copies of constants); NULL means the system allocator,
    * behind a cache that keeps up to 256 MiB of freed blocks of 64 KiB and more for reuse
    * (a model's calls allocate the same sizes each time), freed with the context.
    * Copied; its `destroy` runs when the last memory from it is returned.
    */
   const struct rtx_allocator_callbacks_t *allocator;
+  /**
+   * The most bytes the context may hold from its allocator at once (with the default
+   * allocator, the freed blocks it keeps count); an allocation past it fails with
+   * RESOURCE_EXHAUSTED. 0 means no limit. A later field: a struct that ends before it has none.
+   */
+  uint64_t memory_limit;
 } rtx_context_options_t;
+
+/**
+ * What a context's allocator has handed out for it (`rtx_context_memory_stats`).
+ */
+typedef struct rtx_memory_stats_t {
+  /**
+   * `sizeof(rtx_memory_stats_t)` as the caller's header knows it.
+   */
+  size_t struct_size;
+  /**
+   * Bytes held now: every tensor, device buffer, transient block and VM buffer of the context,
+   * and with the default allocator the freed blocks it keeps for reuse.
+   */
+  uint64_t bytes_in_use;
+  /**
+   * The most bytes held at once since the context was made.
+   */
+  uint64_t peak_bytes;
+  /**
+   * Blocks the allocator has handed out since the context was made.
+   */
+  uint64_t allocations;
+} rtx_memory_stats_t;
 
 /**
  * The handle type C sees.
@@ -1055,6 +1085,14 @@ rtx_error_t *rtx_context_allocate(rtx_context_t *context,
  * Returns memory from `rtx_context_allocate` (same context, size and align). NULL does nothing.
  */
 void rtx_context_deallocate(rtx_context_t *context, void *ptr, size_t size, size_t align);
+
+/**
+ * Writes what `context`'s allocator has handed out for it into `*out` (whose `struct_size` the
+ * caller sets): bytes held now, the most held at once, and the blocks handed out. Every tensor,
+ * device buffer, transient block and VM buffer of the context is counted. INVALID_ARGUMENT for
+ * a NULL argument or a `struct_size` smaller than the struct.
+ */
+rtx_error_t *rtx_context_memory_stats(const rtx_context_t *context, struct rtx_memory_stats_t *out);
 
 /**
  * Gives the context the device `device` to run tensor programs on: `"local-sync"` (the CPU,

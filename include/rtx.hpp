@@ -785,9 +785,16 @@ struct ContextOptions {
   std::string work_queue;
   // When set, used instead of work_queue; kept until the context is freed.
   std::shared_ptr<WorkQueue> custom_work_queue;
-  // When set, the runtime's bulk memory comes from it; kept until its last memory is returned.
+  // When set, the context's memory (tensors, device buffers, transients, VM buffers) comes from
+  // it; kept until its last memory is returned.
   std::shared_ptr<Allocator> allocator;
+  // The most bytes the context may hold from its allocator at once; 0 means no limit. Past it an
+  // allocation fails with RESOURCE_EXHAUSTED.
+  std::uint64_t memory_limit = 0;
 };
+
+// What a context's allocator has handed out for it (Context::memory_stats).
+using MemoryStats = rtx_memory_stats_t;
 
 // One exported function of a Module.
 struct FunctionSignature {
@@ -1417,6 +1424,7 @@ struct AllocatorCallbacks {
 inline rtx_error_t* new_context(const ContextOptions& options, rtx_context_t** out) {
   rtx_context_options_t c;
   rtx_context_options_init(&c);
+  c.memory_limit = options.memory_limit;
   if (!options.work_queue.empty()) {
     c.work_queue = options.work_queue.c_str();
   }
@@ -1605,6 +1613,14 @@ class Context {
   }
   Outcome<void> add_device(const VulkanDevice& device) const {
     return detail::complete(rtx_context_add_vulkan_device(handle(), device.handle()));
+  }
+
+  // Bytes the context holds from its allocator now and at most, and the blocks handed out.
+  Outcome<MemoryStats> memory_stats() const {
+    MemoryStats stats{};
+    stats.struct_size = sizeof stats;
+    rtx_error_t* error = rtx_context_memory_stats(handle(), &stats);
+    return detail::complete(error, [&] { return stats; });
   }
 
   // Links a bytecode or BEF module (runs its __init; binds a BEF module's kernels, so register

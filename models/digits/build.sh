@@ -19,6 +19,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tools=$("$repo/scripts/setup/iree-tools.sh")
 "$tools/python" "$here/generate.py" "$out"
+# graphs.bef (the kernel graphs as BEF, which c-examples/allocator_faults.c runs) is written by
+# rtx's own translator; tests/all/runtime_bef.rs checks it against graphs.mlir.
+cargo run --quiet --release --manifest-path "$repo/Cargo.toml" --bin rtx -- \
+    translate --mlir-to-bef "$out/graphs.mlir" -o "$out/graphs.bef"
 (cd "$out" && "$tools/iree-compile" --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu \
     --iree-llvmcpu-target-cpu=generic mlp.mlir -o mlp.vmfb)
 (cd "$out" && for d in 0 1 2 3 4 5 6 7 8 9; do

@@ -15,7 +15,7 @@ library. Every failure is an :class:`Error` subclass carrying the status code an
 """
 
 from ._library import lib as _lib
-from .context import Context, Function
+from .context import Context, Function, MemoryStats
 from .dtypes import dtype, element_type
 from .errors import (
     AbortedError,
@@ -60,6 +60,7 @@ __all__ = [
     "IncompatibleError",
     "InternalError",
     "InvalidArgumentError",
+    "MemoryStats",
     "Module",
     "NotFoundError",
     "OutOfRangeError",

@@ -64,6 +64,18 @@ class ContextOptions(ctypes.Structure):
         ("work_queue", ctypes.c_char_p),
         ("custom_work_queue", ctypes.c_void_p),
         ("allocator", ctypes.c_void_p),
+        ("memory_limit", ctypes.c_uint64),
+    ]
+
+
+class MemoryStats(ctypes.Structure):
+    """``rtx_memory_stats_t``."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("bytes_in_use", ctypes.c_uint64),
+        ("peak_bytes", ctypes.c_uint64),
+        ("allocations", ctypes.c_uint64),
     ]
 
 
@@ -83,6 +95,7 @@ _SIGNATURES = {
     "rtx_context_options_init": (None, [ctypes.POINTER(ContextOptions)]),
     "rtx_context_new": (_p, [ctypes.POINTER(ContextOptions), _pp]),
     "rtx_context_release": (None, [_p]),
+    "rtx_context_memory_stats": (_p, [_p, ctypes.POINTER(MemoryStats)]),
     "rtx_context_add_device": (_p, [_p, ctypes.c_char_p]),
     "rtx_context_add_module": (_p, [_p, _p]),
     "rtx_context_invoke": (_p, [_p, ctypes.c_char_p, _pp, _size, _pp, _size]),

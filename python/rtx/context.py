@@ -9,13 +9,14 @@ import ctypes
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from . import _values, dtypes
 from ._handle import Owned
 from ._library import READY_FN, ContextOptions, handle_p, lib, raw, written
+from ._library import MemoryStats as _CMemoryStats
 from ._values import native as _native
 from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError, UnimplementedError, check
 from .module import Module, Signature, ValueKind
@@ -139,23 +140,43 @@ class Function:
         return f"<rtx.Function {self.signature}>"
 
 
+class MemoryStats(NamedTuple):
+    """What a context's allocator has handed out for it (:meth:`Context.memory_stats`)."""
+
+    bytes_in_use: int
+    """Bytes held now: tensors, device buffers, transients, VM buffers, and the freed blocks
+    kept for reuse."""
+    peak_bytes: int
+    """The most bytes held at once."""
+    allocations: int
+    """Blocks handed out since the context was made."""
+
+
 class Context(Owned):
     """A runtime context: a work queue, optionally a device, and the modules added to it.
 
     ``device`` is ``"local-task"`` (the CPU, dispatches spread over worker threads),
     ``"local-sync"`` (the CPU, inline on the calling worker), ``"vulkan"``/``"vulkan://N"``, or
     ``None`` for modules without tensors. ``work_queue`` is ``"mstd"`` (one worker per core),
-    ``"mstd:N"`` or ``"s"`` (single-threaded). Every method is thread-safe. The context is
-    released on :meth:`close`, at the end of a ``with`` block or when garbage-collected; release
-    waits for its work in flight.
+    ``"mstd:N"`` or ``"s"`` (single-threaded). ``memory_limit``, when given, is the most bytes
+    the context may hold at once: past it an allocation fails with
+    :class:`~rtx.ResourceExhaustedError`. Every method is thread-safe. The context is released on
+    :meth:`close`, at the end of a ``with`` block or when garbage-collected; release waits for its
+    work in flight.
     """
 
     _release = lib.rtx_context_release
 
-    def __init__(self, device: Optional[str] = "local-task", work_queue: str = "mstd") -> None:
+    def __init__(
+        self, device: Optional[str] = "local-task", work_queue: str = "mstd", memory_limit: Optional[int] = None
+    ) -> None:
         options = ContextOptions()
         lib.rtx_context_options_init(ctypes.byref(options))
         options.work_queue = work_queue.encode()
+        if memory_limit is not None:
+            if memory_limit <= 0:
+                raise InvalidArgumentError(f"memory_limit must be positive, not {memory_limit}")
+            options.memory_limit = memory_limit
         out = handle_p()
         check(lib.rtx_context_new(ctypes.byref(options), ctypes.byref(out)), f"work queue {work_queue!r}")
         super().__init__(written(out))
@@ -171,6 +192,12 @@ class Context(Owned):
             except BaseException:
                 self.close()
                 raise
+
+    def memory_stats(self) -> MemoryStats:
+        """What the context's allocator has handed out for it."""
+        stats = _CMemoryStats(struct_size=ctypes.sizeof(_CMemoryStats))
+        check(lib.rtx_context_memory_stats(self.handle, ctypes.byref(stats)), "memory stats")
+        return MemoryStats(stats.bytes_in_use, stats.peak_bytes, stats.allocations)
 
     @property
     def modules(self) -> Tuple[Module, ...]:

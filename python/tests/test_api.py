@@ -148,3 +148,25 @@ def test_onnx_architectures_match_onnxruntime(name: str) -> None:
     for ours, theirs in zip(outputs, expected):
         assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4 * np.abs(theirs).max())
+
+
+def test_memory_stats_count_a_models_memory_and_a_limit_holds_it() -> None:
+    model = rtx.Module.load(FIXTURES / "onnx" / "architectures" / "mobilenet.onnx")
+    image = np.load(FIXTURES / "onnx" / "architectures" / "mobilenet.input_0.npy")
+    with rtx.Context(device=None, work_queue="s") as context:
+        assert context.memory_stats() == rtx.MemoryStats(0, 0, 0)
+        context.add_module(model)
+        expected = context.invoke("mobilenet", image)[0]
+        stats = context.memory_stats()
+        assert stats.allocations > 0 and stats.peak_bytes >= stats.bytes_in_use > 0
+    with rtx.Context(device=None, work_queue="s", memory_limit=stats.peak_bytes) as roomy:
+        roomy.add_module(model)
+        np.testing.assert_array_equal(roomy.invoke("mobilenet", image)[0], expected)
+        assert roomy.memory_stats().peak_bytes <= stats.peak_bytes
+    with rtx.Context(device=None, work_queue="s", memory_limit=stats.peak_bytes // 2) as tight:
+        with pytest.raises(rtx.ResourceExhaustedError):
+            tight.add_module(model)
+            tight.invoke("mobilenet", image)
+        assert tight.memory_stats().peak_bytes <= stats.peak_bytes // 2
+    with pytest.raises(rtx.InvalidArgumentError):
+        rtx.Context(device=None, memory_limit=0)

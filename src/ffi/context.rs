@@ -11,7 +11,7 @@ use super::handle::{self, Handle, OwnershipArc};
 use super::work_queue::{rtx_work_queue_callbacks_t, CWorkQueue};
 use super::{c_str, catch_error, catch_or, check_struct_size, invalid_argument, Callback, UserData};
 use crate::host::work_queue::WorkQueueSpec;
-use crate::host::{CachingAllocator, Diagnostic, HostAllocator, ResultExt};
+use crate::host::{Diagnostic, HostAllocator, ResultExt};
 use crate::runtime::{Context, ContextOptions, QueueChoice, Runtime};
 
 /// A context: work queue + allocator + cancellation, a device and the modules added to it.
@@ -46,11 +46,31 @@ pub struct rtx_context_options_t {
     /// A host-provided queue; when set, `work_queue` is ignored. Copied; its `destroy` runs when
     /// the context is freed.
     pub custom_work_queue: *const rtx_work_queue_callbacks_t,
-    /// A host-provided allocator for the runtime's bulk memory; NULL means the system allocator,
+    /// A host-provided allocator for the context's memory (tensors, its CPU device's buffers and
+    /// transients, VM buffers, writable copies of constants); NULL means the system allocator,
     /// behind a cache that keeps up to 256 MiB of freed blocks of 64 KiB and more for reuse
     /// (a model's calls allocate the same sizes each time), freed with the context.
     /// Copied; its `destroy` runs when the last memory from it is returned.
     pub allocator: *const rtx_allocator_callbacks_t,
+    /// The most bytes the context may hold from its allocator at once (with the default
+    /// allocator, the freed blocks it keeps count); an allocation past it fails with
+    /// RESOURCE_EXHAUSTED. 0 means no limit. A later field: a struct that ends before it has none.
+    pub memory_limit: u64,
+}
+
+/// What a context's allocator has handed out for it (`rtx_context_memory_stats`).
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct rtx_memory_stats_t {
+    /// `sizeof(rtx_memory_stats_t)` as the caller's header knows it.
+    pub struct_size: usize,
+    /// Bytes held now: every tensor, device buffer, transient block and VM buffer of the context,
+    /// and with the default allocator the freed blocks it keeps for reuse.
+    pub bytes_in_use: u64,
+    /// The most bytes held at once since the context was made.
+    pub peak_bytes: u64,
+    /// Blocks the allocator has handed out since the context was made.
+    pub allocations: u64,
 }
 
 /// Fills `options` with the defaults (multi-threaded queue, the cached system allocator). NULL
@@ -66,6 +86,7 @@ pub unsafe extern "C" fn rtx_context_options_init(options: *mut rtx_context_opti
                     work_queue: c"mstd".as_ptr(),
                     custom_work_queue: std::ptr::null(),
                     allocator: std::ptr::null(),
+                    memory_limit: 0,
                 })
             };
         }
@@ -102,9 +123,16 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
     let Some(struct_size) = (unsafe { options.cast::<usize>().as_ref() }).copied() else {
         return Ok(ContextOptions::default());
     };
-    check_struct_size(struct_size, std::mem::size_of::<rtx_context_options_t>(), "options", function)?;
-    // SAFETY: the struct is at least as large as this version of it.
-    let options = unsafe { &*options };
+    // The first version of the struct ended before `memory_limit`.
+    let first_version = std::mem::offset_of!(rtx_context_options_t, memory_limit);
+    check_struct_size(struct_size, first_version, "options", function)?;
+    let has_memory_limit = struct_size >= std::mem::size_of::<rtx_context_options_t>();
+    // SAFETY: the struct is at least as large as its first version; the later field is read only
+    // where the caller's struct has it.
+    let (options, memory_limit) = unsafe {
+        let limit = if has_memory_limit { (*options).memory_limit } else { 0 };
+        (&*options.cast::<FirstOptions>(), limit)
+    };
     // SAFETY (both tables): a non-null table pointer is readable by contract.
     let allocator_table = unsafe { options.allocator.as_ref() };
     let queue_table = unsafe { options.custom_work_queue.as_ref() };
@@ -126,14 +154,24 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
                 .context(function)?,
         ),
     };
-    let allocator: Arc<dyn HostAllocator> = match (allocator, allocator_table) {
+    let allocator = match (allocator, allocator_table) {
         (Some(mut c_allocator), Some(table)) => {
             c_allocator.arm_destroy(table);
-            Arc::new(c_allocator)
+            Some(Arc::new(c_allocator) as Arc<dyn HostAllocator>)
         }
-        _ => Arc::new(CachingAllocator::default()),
+        _ => None,
     };
-    Ok(ContextOptions { work_queue, allocator })
+    let memory_limit = (memory_limit != 0).then(|| usize::try_from(memory_limit).unwrap_or(usize::MAX));
+    Ok(ContextOptions { work_queue, allocator, memory_limit })
+}
+
+/// The fields of `rtx_context_options_t`'s first version, all a caller's struct may have.
+#[repr(C)]
+struct FirstOptions {
+    _struct_size: usize,
+    work_queue: *const c_char,
+    custom_work_queue: *const rtx_work_queue_callbacks_t,
+    allocator: *const rtx_allocator_callbacks_t,
 }
 
 /// Adds a reference and returns `context` (NULL stays NULL).
@@ -311,5 +349,38 @@ pub unsafe extern "C" fn rtx_context_deallocate(
         };
         // SAFETY: the caller returns memory from this context's allocator with its size and align.
         unsafe { context.host().allocator().deallocate(ptr, size, align) };
+    })
+}
+
+/// Writes what `context`'s allocator has handed out for it into `*out` (whose `struct_size` the
+/// caller sets): bytes held now, the most held at once, and the blocks handed out. Every tensor,
+/// device buffer, transient block and VM buffer of the context is counted. INVALID_ARGUMENT for
+/// a NULL argument or a `struct_size` smaller than the struct.
+#[no_mangle]
+pub unsafe extern "C" fn rtx_context_memory_stats(
+    context: *const rtx_context_t,
+    out: *mut rtx_memory_stats_t,
+) -> *mut rtx_error_t {
+    catch_error(|| {
+        const FUNCTION: &str = "rtx_context_memory_stats";
+        // SAFETY: a non-null `context` is a live handle by contract.
+        let context = unsafe { handle::borrow(context.cast_mut(), FUNCTION, "context") }?;
+        if out.is_null() {
+            return Err(invalid_argument(format!("{FUNCTION}: argument 'out' is NULL")));
+        }
+        // SAFETY: a non-null `out` points to a struct of at least `struct_size` bytes, whose
+        // first field is `struct_size`.
+        let declared = unsafe { out.cast::<usize>().read() };
+        check_struct_size(declared, std::mem::size_of::<rtx_memory_stats_t>(), "out", FUNCTION)?;
+        let stats = context.memory_stats();
+        let stats = rtx_memory_stats_t {
+            struct_size: declared,
+            bytes_in_use: stats.bytes_in_use,
+            peak_bytes: stats.peak_bytes,
+            allocations: stats.allocations,
+        };
+        // SAFETY: `out` holds at least this version of the struct (checked above).
+        unsafe { out.write(stats) };
+        Ok(())
     })
 }

@@ -30,7 +30,7 @@ use rtx_hal::fence::{self, after, Fence, Reached};
 use rtx_hal::file::File;
 use rtx_hal::heap::HeapAllocator;
 use rtx_host::work_queue::panic_message;
-use rtx_host::{Diagnostic, StatusCode};
+use rtx_host::{Diagnostic, HostAllocator, StatusCode};
 use rtx_vm::buffer::ByteBuffer;
 
 /// Which CPU device.
@@ -74,6 +74,8 @@ impl DeviceKind {
 #[derive(Debug)]
 pub struct LocalDevice {
     kind: DeviceKind,
+    /// Where the device's memory comes from, and the `hal.allocator` over it.
+    heap: HeapAllocator,
     allocator: Allocator,
     /// `local-task`'s workers.
     pool: Option<Arc<Workers>>,
@@ -149,13 +151,22 @@ impl LocalDevice {
         let pool = pool.filter(|_| kind == DeviceKind::LocalTask);
         LocalDevice {
             kind,
-            allocator: Allocator::new(Arc::new(HeapAllocator)),
+            heap: HeapAllocator::default(),
+            allocator: Allocator::new(Arc::new(HeapAllocator::default())),
             transients: TransientPool::default(),
             spare_lists: Arc::default(),
             queue: QueueThread::default(),
             recent: pool.as_ref().map(|_| Arc::default()),
             pool,
         }
+    }
+
+    /// The device with its memory (buffers, transients, writable copies of constants) from
+    /// `allocator`, a context's, rather than the process's.
+    pub fn allocating_from(mut self, allocator: Arc<dyn HostAllocator>) -> LocalDevice {
+        self.heap = HeapAllocator::new(allocator);
+        self.allocator = Allocator::new(Arc::new(self.heap.clone()));
+        self
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -222,7 +233,7 @@ impl DeviceBackend for LocalDevice {
         usage: u32,
         size: i64,
     ) -> Result<Arc<Buffer>, Diagnostic> {
-        let buffer = self.transients.allocate(size, memory_types, usage)?;
+        let buffer = self.transients.allocate(&self.heap, size, memory_types, usage)?;
         submit(queue, || Ok(()))?;
         Ok(buffer)
     }

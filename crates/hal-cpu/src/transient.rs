@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rtx_hal::buffer::Buffer;
 use rtx_hal::heap::HeapAllocator;
 use rtx_host::Diagnostic;
-use rtx_vm::buffer::ByteBuffer;
 
 /// The buffers a device's allocas handed out, oldest first.
 #[derive(Debug, Default)]
@@ -56,7 +55,14 @@ impl TransientPool {
     /// A buffer of `length` mutable bytes, 64-byte aligned, with `memory_types` and `usage` as
     /// [`HeapAllocator::wrap`] gives them: an idle listed buffer whose memory holds them with at
     /// most a quarter to spare, or a new zeroed one.
-    pub fn allocate(&self, length: i64, memory_types: u32, usage: u32) -> Result<Arc<Buffer>, Diagnostic> {
+    /// A new buffer's memory comes from `heap`.
+    pub fn allocate(
+        &self,
+        heap: &HeapAllocator,
+        length: i64,
+        memory_types: u32,
+        usage: u32,
+    ) -> Result<Arc<Buffer>, Diagnostic> {
         if let Ok(wanted) = usize::try_from(length) {
             let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
             let fitting = listed
@@ -73,7 +79,7 @@ impl TransientPool {
                 return Ok(listed.clone());
             }
         }
-        let buffer = Arc::new(HeapAllocator::wrap(ByteBuffer::allocate(length, 64)?, memory_types, usage));
+        let buffer = Arc::new(HeapAllocator::wrap(heap.bytes(length)?, memory_types, usage));
         if buffer.len() <= Self::LIMIT {
             let unlisted = self.list(buffer.clone());
             drop(unlisted);
@@ -120,7 +126,7 @@ mod tests {
     }
 
     fn allocate(pool: &TransientPool, length: i64) -> Arc<Buffer> {
-        pool.allocate(length, memory_type::DEVICE_LOCAL, usage::TRANSFER).unwrap()
+        pool.allocate(&HeapAllocator::default(), length, memory_type::DEVICE_LOCAL, usage::TRANSFER).unwrap()
     }
 
     #[test]
@@ -141,7 +147,8 @@ mod tests {
         let first_object = Arc::as_ptr(&first);
         drop((first, same));
         assert_eq!(pool.listed(), (2000, 2000));
-        let again = pool.allocate(900, memory_type::HOST_LOCAL, usage::DISPATCH_STORAGE).unwrap();
+        let again =
+            pool.allocate(&HeapAllocator::default(), 900, memory_type::HOST_LOCAL, usage::DISPATCH_STORAGE).unwrap();
         assert_eq!(
             (again.len(), again.to_vec().unwrap()[..4] == [7; 4]),
             (900, true),
@@ -207,8 +214,11 @@ mod tests {
         buffer.write(0, &[3; 64]).unwrap();
         assert_eq!(buffer.to_vec().unwrap(), [3; 64]);
         let pool = TransientPool::default();
-        assert_eq!(pool.allocate(-1, 0, 0).unwrap_err().code, StatusCode::InvalidArgument);
-        assert_eq!(pool.allocate(MAX_BUFFER_LENGTH as i64 + 1, 0, 0).unwrap_err().code, StatusCode::ResourceExhausted);
+        assert_eq!(pool.allocate(&HeapAllocator::default(), -1, 0, 0).unwrap_err().code, StatusCode::InvalidArgument);
+        assert_eq!(
+            pool.allocate(&HeapAllocator::default(), MAX_BUFFER_LENGTH as i64 + 1, 0, 0).unwrap_err().code,
+            StatusCode::ResourceExhausted
+        );
         assert_eq!(allocate(&pool, 0).len(), 0);
         assert_eq!(allocate(&pool, 0).len(), 0, "an empty buffer is handed out again too");
     }

@@ -114,7 +114,7 @@ impl ExecutableCode for VmvxExecutable {
             bindings.push(Value::Ref(Some(Ref::Buffer(binding.span()?))))?;
         }
         let bindings = Ref::List(bindings);
-        let local_memory = Ref::Buffer(ByteBuffer::allocate(entry.local_memory as i64, 64)?);
+        let local_memory = Ref::Buffer(ByteBuffer::allocate(None, entry.local_memory as i64, 64)?);
         let context = self.context.lock().unwrap_or_else(PoisonError::into_inner);
         let [count_x, count_y, count_z] = dispatch.workgroup_count;
         for z in 0..count_z {

@@ -228,9 +228,13 @@ mod tests {
     const SI32: u32 = 0x1100_0020;
 
     fn view(shape: Vec<i64>, element_type: u32) -> BufferView {
-        let buffer =
-            crate::backend::AllocatorBackend::allocate(&HeapAllocator, memory_type::DEVICE_LOCAL, usage::TRANSFER, 64)
-                .unwrap();
+        let buffer = crate::backend::AllocatorBackend::allocate(
+            &HeapAllocator::default(),
+            memory_type::DEVICE_LOCAL,
+            usage::TRANSFER,
+            64,
+        )
+        .unwrap();
         BufferView::new(buffer.into_ref(), shape, element_type, DENSE_ROW_MAJOR).unwrap()
     }
 

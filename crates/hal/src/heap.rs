@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::backend::{AllocatorBackend, Memory};
 use crate::buffer::{memory_type, usage, Buffer};
-use rtx_host::Diagnostic;
+use rtx_host::{Diagnostic, HostAllocator};
 use rtx_vm::buffer::ByteBuffer;
 
 /// Host memory behind a buffer is a `vm.buffer` (its own mapping), so a buffer's memory is the
@@ -27,11 +27,30 @@ impl Memory for ByteBuffer {
     }
 }
 
-/// The allocator of heap memory (the CPU devices').
-#[derive(Debug)]
-pub struct HeapAllocator;
+/// The allocator of heap memory (the CPU devices'): blocks from a context's allocator, or the
+/// process's.
+#[derive(Clone, Default)]
+pub struct HeapAllocator {
+    allocator: Option<Arc<dyn HostAllocator>>,
+}
+
+impl std::fmt::Debug for HeapAllocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeapAllocator").field("host_allocator", &self.allocator.is_some()).finish()
+    }
+}
 
 impl HeapAllocator {
+    /// Heap memory from `allocator` (a context's).
+    pub fn new(allocator: Arc<dyn HostAllocator>) -> HeapAllocator {
+        HeapAllocator { allocator: Some(allocator) }
+    }
+
+    /// `length` zeroed bytes, as a `vm.buffer` of this heap's memory.
+    pub fn bytes(&self, length: i64) -> Result<Arc<ByteBuffer>, Diagnostic> {
+        ByteBuffer::allocate(self.allocator.as_ref(), length, 64)
+    }
+
     /// A buffer over `bytes` as they are. Read-only bytes give a buffer that only allows
     /// immutable use.
     pub fn wrap(bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Buffer {
@@ -62,7 +81,8 @@ impl AllocatorBackend for HeapAllocator {
     }
 
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        let bytes = ByteBuffer::allocate(length, 64)
+        let bytes = self
+            .bytes(length)
             .map_err(|e| e.map_message(|message| format!("failed to allocate buffer of length {length}; {message}")))?;
         Ok(Buffer::new(bytes, memory_types | memory_type::CPU, buffer_usage | usage::CPU))
     }
@@ -73,7 +93,7 @@ impl AllocatorBackend for HeapAllocator {
     /// their own writable copy (once: programs import constants in `__init`).
     fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
         let bytes = if !bytes.is_mutable() && buffer_usage & usage::DISPATCH_STORAGE_WRITE != 0 {
-            bytes.clone_range(0, bytes.len() as i64, 64)?
+            bytes.clone_range(self.allocator.as_ref(), 0, bytes.len() as i64, 64)?
         } else {
             bytes
         };
@@ -88,7 +108,7 @@ mod tests {
 
     #[test]
     fn subspans_share_memory_and_check_their_range() {
-        let buffer = HeapAllocator.allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64).unwrap();
+        let buffer = HeapAllocator::default().allocate(memory_type::DEVICE_LOCAL, usage::TRANSFER, 64).unwrap();
         let span = buffer.subspan(16, -1).unwrap();
         assert_eq!(span.len(), 48);
         span.write(0, &7i32.to_le_bytes()).unwrap();

@@ -14,7 +14,9 @@ pub mod join;
 pub mod tracing;
 pub mod work_queue;
 
-pub use allocator::{CachingAllocator, CountingAllocator, FixedCapacityAllocator, HostAllocator, SystemAllocator};
+pub use allocator::{
+    CachingAllocator, CountingAllocator, FixedCapacityAllocator, HostAllocator, MemoryStats, SystemAllocator,
+};
 pub use async_value::{AsyncValueRef, IndirectAsyncValue, RcAsyncValue, State};
 pub use buffer::HostBuffer;
 pub use chain::Chain;

@@ -25,7 +25,10 @@ use rtx_hal::device::{Allocator, Device};
 use rtx_hal::fence::Fence;
 use rtx_hal::module::HalModule;
 use rtx_host::work_queue::{refuse_on_own_thread, WorkQueueSpec};
-use rtx_host::{CachingAllocator, Diagnostic, HostAllocator, HostContext, RcAsyncValue, StatusCode, WorkQueue};
+use rtx_host::{
+    CachingAllocator, CountingAllocator, Diagnostic, HostAllocator, HostContext, MemoryStats, RcAsyncValue, StatusCode,
+    SystemAllocator, WorkQueue,
+};
 #[cfg(feature = "tfrt")]
 use rtx_kernel::KernelRegistry;
 use rtx_kernel::{KernelError, KernelFrame};
@@ -50,8 +53,13 @@ pub enum QueueChoice {
 /// How [`Runtime::context_with`] builds a context.
 pub struct ContextOptions {
     pub work_queue: QueueChoice,
-    /// Where the runtime's bulk memory (buffers) comes from.
-    pub allocator: Arc<dyn HostAllocator>,
+    /// Where the context's memory comes from — tensors, its device's buffers and transients, VM
+    /// buffers, writable copies of constants: the host's allocator, used as given; `None` for the
+    /// system allocator behind a cache of the large blocks freed (see [`CachingAllocator`]).
+    pub allocator: Option<Arc<dyn HostAllocator>>,
+    /// The most bytes the context may hold from its allocator at once (the default allocator's
+    /// cached blocks included); a request past it fails with RESOURCE_EXHAUSTED. `None`: no limit.
+    pub memory_limit: Option<usize>,
 }
 
 impl ContextOptions {
@@ -66,7 +74,25 @@ impl Default for ContextOptions {
     /// behind a cache of the large blocks freed (see [`CachingAllocator`]).
     fn default() -> ContextOptions {
         let spec = WorkQueueSpec::parse("mstd").unwrap_or(WorkQueueSpec::SingleThreaded);
-        ContextOptions { work_queue: QueueChoice::Spec(spec), allocator: Arc::new(CachingAllocator::default()) }
+        ContextOptions { work_queue: QueueChoice::Spec(spec), allocator: None, memory_limit: None }
+    }
+}
+
+impl ContextOptions {
+    /// The context's allocator as these options make it, and the counts of what it hands out.
+    pub(super) fn memory(&self) -> (Arc<dyn HostAllocator>, Arc<CountingAllocator>) {
+        let limit = self.memory_limit.unwrap_or(usize::MAX);
+        match &self.allocator {
+            Some(host) => {
+                let counted = Arc::new(CountingAllocator::with_limit(Arc::clone(host), limit));
+                (counted.clone(), counted)
+            }
+            None => {
+                let counted = Arc::new(CountingAllocator::with_limit(Arc::new(SystemAllocator), limit));
+                let cached = CachingAllocator::new(counted.clone(), CachingAllocator::DEFAULT_BUDGET);
+                (Arc::new(cached), counted)
+            }
+        }
     }
 }
 
@@ -93,6 +119,8 @@ pub struct Context {
     /// The allocator of the context's device, once it has one: host tensors passed to its
     /// functions are placed where the device can use them.
     device_allocator: Arc<OnceLock<Allocator>>,
+    /// What the context's allocator has handed out.
+    memory: Arc<CountingAllocator>,
 }
 
 /// The BEF modules of a context.
@@ -245,9 +273,10 @@ fn model_kernels() -> KernelRegistry {
 }
 
 impl Context {
-    pub(super) fn new(runtime: Runtime, host: HostContext) -> Context {
+    /// A context over `host`, whose allocator hands out what `memory` counts.
+    pub(super) fn new(runtime: Runtime, host: HostContext, memory: Arc<CountingAllocator>) -> Context {
         let context = Context {
-            vm: VmContext::new(),
+            vm: VmContext::with_allocator(Arc::clone(host.allocator())),
             #[cfg(feature = "tfrt")]
             bef: RwLock::default(),
             #[cfg(feature = "tfrt")]
@@ -257,6 +286,7 @@ impl Context {
             host: Arc::new(host),
             runtime,
             device_allocator: Arc::default(),
+            memory,
         };
         #[cfg(feature = "tfrt")]
         context.register_bridge_kernels(&mut write(&context.kernels));
@@ -295,7 +325,14 @@ impl Context {
     /// module over the device, so it comes before modules compiled from tensor code. One device
     /// per context: ALREADY_EXISTS for a second one; NOT_FOUND for an unknown name.
     pub fn add_device(&self, uri: &str) -> Result<(), Diagnostic> {
-        self.add_hal_device(self.runtime.open_device(uri)?)
+        self.add_hal_device(self.runtime.open_device_allocating_from(uri, self.host.allocator())?)
+    }
+
+    /// What the context's allocator has handed out for it: bytes held now (with the default
+    /// allocator, freed blocks kept for reuse among them), the most held at once, and the number
+    /// of blocks handed out.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.memory.stats()
     }
 
     /// As [`Context::add_device`], with a device of any backend (`hal::backend`).

@@ -16,7 +16,7 @@ use rtx_hal_cpu::workers::Workers;
 #[cfg(feature = "vulkan")]
 use rtx_hal_vulkan::{DeviceOptions, DeviceSelector, VulkanDevice};
 use rtx_host::work_queue::{ScopedWorkQueue, WorkQueueSpec};
-use rtx_host::{Diagnostic, HostContext, WorkQueue};
+use rtx_host::{Diagnostic, HostAllocator, HostContext, WorkQueue};
 
 /// A handle to a set of shared pools. Cheap to clone; every clone is the same runtime.
 /// Thread-safe.
@@ -83,6 +83,7 @@ impl Runtime {
 
     /// A context with its queue and allocator chosen by `options`.
     pub fn context_with(&self, options: ContextOptions) -> Result<Context, Diagnostic> {
+        let (allocator, memory) = options.memory();
         let queue: Arc<dyn WorkQueue> = match options.work_queue {
             QueueChoice::Spec(spec @ WorkQueueSpec::MultiThreaded { .. }) => {
                 Arc::new(ScopedWorkQueue::new(self.shared_queue(spec)?))
@@ -91,7 +92,7 @@ impl Runtime {
             QueueChoice::Spec(spec @ WorkQueueSpec::SingleThreaded) => spec.create()?,
             QueueChoice::Own(queue) => queue,
         };
-        Ok(Context::new(self.clone(), HostContext::new(queue, options.allocator)))
+        Ok(Context::new(self.clone(), HostContext::new(queue, allocator), memory))
     }
 
     /// The runtime's queue for `spec`, started on first use.
@@ -111,13 +112,32 @@ impl Runtime {
     /// Vulkan or the device is missing; UNIMPLEMENTED for a Vulkan device in a build without the
     /// `vulkan` feature.
     pub fn open_device(&self, uri: &str) -> Result<Device, Diagnostic> {
+        self.open_device_with(uri, None)
+    }
+
+    /// As [`open_device`](Self::open_device), a CPU device taking its memory from `allocator` (a
+    /// context's). A Vulkan device's memory is the device's own, and the device is shared.
+    pub fn open_device_allocating_from(
+        &self,
+        uri: &str,
+        allocator: &Arc<dyn HostAllocator>,
+    ) -> Result<Device, Diagnostic> {
+        self.open_device_with(uri, Some(allocator))
+    }
+
+    fn open_device_with(&self, uri: &str, allocator: Option<&Arc<dyn HostAllocator>>) -> Result<Device, Diagnostic> {
         if uri.starts_with("vulkan") {
             #[cfg(feature = "vulkan")]
             return self.vulkan_device(DeviceSelector::parse(uri)?);
             #[cfg(not(feature = "vulkan"))]
             return Err(left_out("vulkan", format_args!("the device `{uri}`")));
         }
-        Ok(self.device(DeviceKind::parse(uri)?).into_device())
+        let device = self.device(DeviceKind::parse(uri)?);
+        Ok(match allocator {
+            Some(allocator) => device.allocating_from(Arc::clone(allocator)),
+            None => device,
+        }
+        .into_device())
     }
 
     #[cfg(feature = "vulkan")]

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::module::Module;
-use rtx_host::{Diagnostic, StatusCode};
+use rtx_host::{Diagnostic, HostAllocator, StatusCode, SystemAllocator};
 
 /// A `!vm.buffer`.
 pub struct ByteBuffer {
@@ -40,15 +40,10 @@ enum Storage {
     Owned { memory: Arc<Memory>, range: Range<usize> },
 }
 
-/// Mutable bytes: zero-initialised ones the buffer allocated at a 64-byte-aligned address (the
-/// alignment is for native code: the HAL binds buffers to compiled dispatches, which assume the
-/// alignment IREE allocates with), or memory someone else owns and maps (a device's
-/// host-visible memory), kept alive by `owner`.
-///
-/// Large buffers get a mapping of their own, marked for transparent huge pages: they hold a
-/// model's activations and the weights its `__init` repacks, which compiled kernels stream
-/// through, and with 4 KiB pages every page boundary costs a TLB miss and stops the hardware
-/// prefetcher.
+/// Mutable bytes: zero-initialised ones the buffer allocated at a 64-byte-aligned address from
+/// a context's allocator or the process's (the alignment is for native code: the HAL binds
+/// buffers to compiled dispatches, which assume the alignment IREE allocates with), or memory
+/// someone else owns and maps (a device's host-visible memory), kept alive by `owner`.
 struct Memory {
     start: NonNull<AtomicU8>,
     length: usize,
@@ -56,13 +51,9 @@ struct Memory {
 }
 
 enum Owner {
-    /// `start` is a `Box<[Chunk]>` of this many chunks, released into a raw pointer (a box
-    /// moved after `start` was taken from it would claim unique access again) and freed on drop.
-    Chunks(usize),
-    /// `start` lies in this anonymous mapping (see [`Memory::mapped`]), unmapped on drop.
-    Anonymous {
-        _map: memmap2::MmapMut,
-    },
+    /// `start` is a block of `length` bytes from this allocator (the process's when `None`),
+    /// given back on drop; none for zero bytes.
+    Allocated(Option<Arc<dyn HostAllocator>>),
     Mapped {
         _owner: Arc<dyn Send + Sync>,
     },
@@ -70,11 +61,19 @@ enum Owner {
 
 impl Drop for Memory {
     fn drop(&mut self) {
-        if let Owner::Chunks(count) = self._owner {
-            let chunks = std::ptr::slice_from_raw_parts_mut(self.start.as_ptr().cast::<Chunk>(), count);
-            // SAFETY: `start` came from `Box::into_raw` of a box of `count` chunks (see `zeroed`),
-            // freed only here, once.
-            drop(unsafe { Box::from_raw(chunks) });
+        if let Owner::Allocated(allocator) = &self._owner {
+            if self.length == 0 {
+                return;
+            }
+            let start = self.start.cast::<u8>();
+            // SAFETY: `start` came from `allocate_zeroed` of this allocator with this length and
+            // `ALIGNMENT` (see `zeroed`), and is given back only here, once.
+            unsafe {
+                match allocator {
+                    Some(allocator) => allocator.deallocate(start, self.length, ALIGNMENT),
+                    None => SystemAllocator.deallocate(start, self.length, ALIGNMENT),
+                }
+            }
         }
     }
 }
@@ -85,49 +84,35 @@ unsafe impl Send for Memory {}
 // SAFETY: as above.
 unsafe impl Sync for Memory {}
 
+/// The alignment of owned memory.
+const ALIGNMENT: usize = 64;
+
 #[repr(C, align(64))]
 struct Chunk([AtomicU8; 64]);
 
 impl Memory {
-    fn zeroed(length: usize) -> Result<Arc<Memory>, Diagnostic> {
+    /// `length` zeroed bytes (rounded up to whole cache lines) from `allocator`, or the process's.
+    fn zeroed(allocator: Option<&Arc<dyn HostAllocator>>, length: usize) -> Result<Arc<Memory>, Diagnostic> {
         if length > MAX_BUFFER_LENGTH {
             return Err(Diagnostic::new(
                 StatusCode::ResourceExhausted,
                 format!("a buffer of {length} bytes exceeds the limit of {MAX_BUFFER_LENGTH}"),
             ));
         }
-        if length >= HUGE_PAGE {
-            return Memory::mapped(length);
-        }
-        let count = length.div_ceil(64);
-        let mut chunks = Vec::new();
-        chunks.try_reserve_exact(count).map_err(|_| {
-            Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
-        })?;
-        chunks.resize_with(count, || Chunk([const { AtomicU8::new(0) }; 64]));
-        // The chunks are contiguous arrays of `AtomicU8` with no padding (64 bytes at alignment
-        // 64), so they are one run of `64 * count` bytes.
-        let chunks = Box::into_raw(chunks.into_boxed_slice());
-        let start = NonNull::new(chunks.cast::<AtomicU8>()).expect("a box is never null");
-        Ok(Arc::new(Memory { start, length: count * 64, _owner: Owner::Chunks(count) }))
-    }
-
-    /// `length` zeroed bytes [`PAGE_OFFSET`] into a huge page, in an anonymous mapping of their
-    /// own advised to use huge pages. The mapping is a huge page longer than asked, to find that
-    /// page in it; the bytes around are never touched, so they take address space, not memory.
-    fn mapped(length: usize) -> Result<Arc<Memory>, Diagnostic> {
-        let exhausted = |e| {
-            Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes: {e}"))
+        let length = length.next_multiple_of(ALIGNMENT);
+        let start = if length == 0 {
+            NonNull::<Chunk>::dangling().cast::<u8>()
+        } else {
+            match allocator {
+                Some(allocator) => allocator.allocate_zeroed(length, ALIGNMENT),
+                None => SystemAllocator.allocate_zeroed(length, ALIGNMENT),
+            }
+            .ok_or_else(|| {
+                Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
+            })?
         };
-        let mut map = memmap2::MmapOptions::new().len(length + HUGE_PAGE).map_anon().map_err(exhausted)?;
-        let page = map.as_ptr().align_offset(HUGE_PAGE);
-        // Only advice: a kernel without transparent huge pages refuses it, and the memory is as
-        // good with small pages.
-        #[cfg(target_os = "linux")]
-        let _ = map.advise_range(memmap2::Advice::HugePage, page, PAGE_OFFSET + length);
-        let start = map[page + PAGE_OFFSET..].as_mut_ptr().cast::<AtomicU8>();
-        let start = NonNull::new(start).expect("a mapping is never null");
-        Ok(Arc::new(Memory { start, length, _owner: Owner::Anonymous { _map: map } }))
+        let owner = Owner::Allocated(allocator.cloned());
+        Ok(Arc::new(Memory { start: start.cast::<AtomicU8>(), length, _owner: owner }))
     }
 
     #[inline]
@@ -206,14 +191,19 @@ impl ByteBuffer {
         Ok(Arc::new(ByteBuffer { storage: Storage::Rodata { module, range } }))
     }
 
-    /// A mutable, zero-filled buffer (`vm.buffer.alloc`). `alignment` must be 0 or a power of two,
-    /// as IREE requires; it is otherwise not kept, because the VM never exposes addresses and every
-    /// typed access is element-aligned by construction.
-    pub fn allocate(length: i64, alignment: i32) -> Result<Arc<ByteBuffer>, Diagnostic> {
+    /// A mutable, zero-filled buffer (`vm.buffer.alloc`) of memory from `allocator` (a context's),
+    /// or the process's when `None`. `alignment` must be 0 or a power of two, as IREE requires;
+    /// it is otherwise not kept, because the VM never exposes addresses and every typed access is
+    /// element-aligned by construction.
+    pub fn allocate(
+        allocator: Option<&Arc<dyn HostAllocator>>,
+        length: i64,
+        alignment: i32,
+    ) -> Result<Arc<ByteBuffer>, Diagnostic> {
         check_alignment(alignment)?;
         let length = usize::try_from(length)
             .map_err(|_| Diagnostic::new(StatusCode::InvalidArgument, format!("buffer length {length} is negative")))?;
-        Ok(Arc::new(ByteBuffer::owned(Memory::zeroed(length)?, length)))
+        Ok(Arc::new(ByteBuffer::owned(Memory::zeroed(allocator, length)?, length)))
     }
 
     /// A mutable buffer over `length` bytes at `start` that someone else owns (a device's mapped
@@ -245,7 +235,7 @@ impl ByteBuffer {
 
     /// A mutable buffer holding a copy of `bytes`, for hosts passing data in.
     pub fn from_bytes(bytes: &[u8]) -> Result<Arc<ByteBuffer>, Diagnostic> {
-        let buffer = ByteBuffer::owned(Memory::zeroed(bytes.len())?, bytes.len());
+        let buffer = ByteBuffer::owned(Memory::zeroed(None, bytes.len())?, bytes.len());
         for (dst, &src) in buffer.owned_bytes().unwrap_or_default().iter().zip(bytes) {
             dst.store(src, Ordering::Relaxed);
         }
@@ -313,12 +303,19 @@ impl ByteBuffer {
         matches!(self.storage, Storage::Owned { .. })
     }
 
-    /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`). The source
-    /// range is checked before the alignment, as in IREE.
-    pub fn clone_range(&self, offset: i64, length: i64, alignment: i32) -> Result<Arc<ByteBuffer>, Diagnostic> {
+    /// A new mutable buffer holding bytes `offset..offset + length` (`vm.buffer.clone`), of memory
+    /// from `allocator` as [`allocate`](Self::allocate)'s. The source range is checked before the
+    /// alignment, as in IREE.
+    pub fn clone_range(
+        &self,
+        allocator: Option<&Arc<dyn HostAllocator>>,
+        offset: i64,
+        length: i64,
+        alignment: i32,
+    ) -> Result<Arc<ByteBuffer>, Diagnostic> {
         let source = self.view(offset, length, 1)?;
         check_alignment(alignment)?;
-        let target = ByteBuffer::owned(Memory::zeroed(source.len())?, source.len());
+        let target = ByteBuffer::owned(Memory::zeroed(allocator, source.len())?, source.len());
         copy_view(&source, target.owned_bytes().unwrap_or_default(), false);
         Ok(Arc::new(target))
     }
@@ -718,16 +715,6 @@ fn check_alignment(alignment: i32) -> Result<(), Diagnostic> {
 /// buffers, not here, so 1 GiB leaves compiled programs ample room.
 pub const MAX_BUFFER_LENGTH: usize = 1 << 30;
 
-/// The size of a transparent huge page on x86-64 and (with 4 KiB base pages) AArch64: buffers
-/// this large get a mapping of their own.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// Where a large buffer starts in its first huge page: 33 cache lines in, not on the boundary.
-/// A boundary is 4 KiB-aligned like every page, so kernels reading it and other page-aligned
-/// memory at the same offsets meet in the same L1 sets: on the boundary the encoder took 1.01 to
-/// 1.04 of the time it took before huge pages, from here 1.00 (the other models within noise).
-const PAGE_OFFSET: usize = 33 * 64;
-
 /// Copies `from` into `to` (equal lengths) through a stack chunk. `backward` walks from the end,
 /// which keeps an overlapping copy to a higher address correct.
 fn copy_view(from: &View<'_>, to: &[AtomicU8], backward: bool) {
@@ -826,21 +813,23 @@ mod tests {
 
     #[test]
     fn allocate_gives_zeroed_mutable_bytes() {
-        let buffer = ByteBuffer::allocate(10, 16).unwrap();
+        let buffer = ByteBuffer::allocate(None, 10, 16).unwrap();
         assert_eq!(buffer.len(), 10);
         assert!(!buffer.is_empty());
         assert!(buffer.is_mutable());
         assert_eq!(buffer.to_vec(), vec![0; 10]);
         assert_eq!(format!("{buffer:?}"), "vm.buffer(mutable, 10 bytes)");
-        assert!(ByteBuffer::allocate(0, 0).unwrap().is_empty());
+        assert!(ByteBuffer::allocate(None, 0, 0).unwrap().is_empty());
     }
 
-    /// Buffers of a huge page and more have a mapping of their own: zeroed, aligned, writable
-    /// to the last byte, and their spans outlive the buffer they came from.
+    /// Buffers on both sides of a huge page (where the system allocator maps them on their own)
+    /// are zeroed, aligned, writable to the last byte, and their spans outlive the buffer they
+    /// came from.
     #[test]
     fn large_buffers_are_zeroed_aligned_and_outlive_their_spans() {
+        const HUGE_PAGE: usize = 2 << 20;
         for length in [HUGE_PAGE - 64, HUGE_PAGE, 3 * HUGE_PAGE + 7] {
-            let buffer = ByteBuffer::allocate(length as i64, 64).unwrap();
+            let buffer = ByteBuffer::allocate(None, length as i64, 64).unwrap();
             assert_eq!(buffer.len(), length);
             assert_eq!(buffer.as_ptr() as usize % 64, 0, "{length} bytes");
             assert!(buffer.to_vec().iter().all(|&b| b == 0), "{length} bytes");
@@ -854,15 +843,15 @@ mod tests {
 
     #[test]
     fn allocate_rejects_bad_lengths_and_alignments() {
-        assert_eq!(message(ByteBuffer::allocate(8, 3)), "alignments must be powers of two (got 3)");
-        assert_eq!(code(ByteBuffer::allocate(8, -4)), StatusCode::InvalidArgument);
-        assert_eq!(message(ByteBuffer::allocate(-1, 8)), "buffer length -1 is negative");
-        assert_eq!(code(ByteBuffer::allocate(i64::MAX, 8)), StatusCode::ResourceExhausted);
+        assert_eq!(message(ByteBuffer::allocate(None, 8, 3)), "alignments must be powers of two (got 3)");
+        assert_eq!(code(ByteBuffer::allocate(None, 8, -4)), StatusCode::InvalidArgument);
+        assert_eq!(message(ByteBuffer::allocate(None, -1, 8)), "buffer length -1 is negative");
+        assert_eq!(code(ByteBuffer::allocate(None, i64::MAX, 8)), StatusCode::ResourceExhausted);
     }
 
     #[test]
     fn typed_offsets_are_in_elements_and_little_endian() {
-        let buffer = ByteBuffer::allocate(16, 0).unwrap();
+        let buffer = ByteBuffer::allocate(None, 16, 0).unwrap();
         buffer.store_i32(1, 0x0403_0201).unwrap();
         assert_eq!(buffer.read_bytes(4, 4).unwrap(), [1, 2, 3, 4]);
         buffer.store_i16(1, -2).unwrap();
@@ -892,7 +881,7 @@ mod tests {
 
     #[test]
     fn out_of_bounds_access_reports_bytes_like_iree() {
-        let buffer = ByteBuffer::allocate(10, 0).unwrap();
+        let buffer = ByteBuffer::allocate(None, 10, 0).unwrap();
         assert_eq!(
             message(buffer.load_i32(2)),
             "out-of-bounds access detected (offset=8, length=4, alignment=4, buffer length=10)"
@@ -922,7 +911,7 @@ mod tests {
 
     #[test]
     fn fill_counts_elements_and_checks_the_range() {
-        let buffer = ByteBuffer::allocate(16, 0).unwrap();
+        let buffer = ByteBuffer::allocate(None, 16, 0).unwrap();
         buffer.fill_i8(1, 2, -1).unwrap();
         assert_eq!(buffer.read_bytes(0, 4).unwrap(), [0, 0xff, 0xff, 0]);
         buffer.fill_i16(2, 2, 0x0102).unwrap();
@@ -984,27 +973,27 @@ mod tests {
     #[test]
     fn clone_range_copies_into_a_new_mutable_buffer() {
         let source = rodata_buffer();
-        let clone = source.clone_range(5, 8, 64).unwrap();
+        let clone = source.clone_range(None, 5, 8, 64).unwrap();
         assert!(clone.is_mutable());
         assert_eq!(clone.to_vec(), b"bytecode");
         clone.store_i8(0, b'B' as i8).unwrap();
         assert_eq!(source.to_vec(), b"vmvx-bytecode-fb");
-        assert!(source.clone_range(16, 0, 0).unwrap().is_empty());
+        assert!(source.clone_range(None, 16, 0, 0).unwrap().is_empty());
         assert_eq!(
-            message(source.clone_range(10, 7, 8)),
+            message(source.clone_range(None, 10, 7, 8)),
             "out-of-bounds access detected (offset=10, length=7, alignment=1, buffer length=16)"
         );
-        assert_eq!(code(source.clone_range(0, -1, 8)), StatusCode::OutOfRange);
+        assert_eq!(code(source.clone_range(None, 0, -1, 8)), StatusCode::OutOfRange);
         // The source range is checked first, then the alignment.
-        assert_eq!(code(source.clone_range(10, 7, 3)), StatusCode::OutOfRange);
-        assert_eq!(message(source.clone_range(0, 1, 3)), "alignments must be powers of two (got 3)");
+        assert_eq!(code(source.clone_range(None, 10, 7, 3)), StatusCode::OutOfRange);
+        assert_eq!(message(source.clone_range(None, 0, 1, 3)), "alignments must be powers of two (got 3)");
     }
 
     #[test]
     fn copy_moves_bytes_between_and_within_buffers() {
         let pattern: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         let source = ByteBuffer::from_bytes(&pattern).unwrap();
-        let target = ByteBuffer::allocate(1000, 0).unwrap();
+        let target = ByteBuffer::allocate(None, 1000, 0).unwrap();
         ByteBuffer::copy(&source, 100, &target, 10, 700).unwrap();
         assert_eq!(target.read_bytes(10, 700).unwrap(), pattern[100..800]);
         assert_eq!(target.read_bytes(0, 10).unwrap(), [0; 10]);
@@ -1070,7 +1059,7 @@ mod tests {
     fn threads_store_and_load_disjoint_offsets_of_one_buffer() {
         const THREADS: i64 = 8;
         const PER_THREAD: i64 = 1000;
-        let buffer = ByteBuffer::allocate(THREADS * PER_THREAD * 4, 4).unwrap();
+        let buffer = ByteBuffer::allocate(None, THREADS * PER_THREAD * 4, 4).unwrap();
         std::thread::scope(|scope| {
             for t in 0..THREADS {
                 let buffer = Arc::clone(&buffer);
@@ -1093,7 +1082,7 @@ mod tests {
 
     #[test]
     fn spans_share_memory_and_stay_in_bounds() {
-        let whole = ByteBuffer::allocate(200, 0).unwrap();
+        let whole = ByteBuffer::allocate(None, 200, 0).unwrap();
         assert_eq!(whole.as_ptr() as usize % 64, 0, "owned memory is 64-byte aligned");
         let span = whole.span(8, 16).unwrap();
         assert_eq!(span.len(), 16);

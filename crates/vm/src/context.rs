@@ -21,7 +21,7 @@ use super::module::Module;
 use super::native::{NativeInstance, NativeModule, NativeState};
 use super::refs::Ref;
 use super::value::Value;
-use rtx_host::{Diagnostic, StatusCode};
+use rtx_host::{Diagnostic, HostAllocator, StatusCode};
 
 /// Where an import resolved to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +75,8 @@ impl Instance {
 /// Per-context state of a bytecode module: its globals, and the rodata buffers handed out so far
 /// (so `vm.const.ref.rodata` retains one buffer rather than creating one per execution).
 pub(crate) struct BytecodeState {
+    /// Where `vm.buffer.alloc` and `vm.buffer.clone` take memory from: the context's allocator.
+    pub allocator: Option<Arc<dyn HostAllocator>>,
     pub rwdata: Vec<u8>,
     pub refs: Vec<Option<Ref>>,
     pub rodata: Vec<Option<Arc<ByteBuffer>>>,
@@ -94,11 +96,19 @@ pub(crate) struct Linked {
     pub budget: u64,
     /// Register stacks of finished invocations, reused by the next ones.
     pub spare_stacks: Vec<Stack>,
+    /// What the modules' buffers are allocated from; the process allocator when `None`.
+    pub allocator: Option<Arc<dyn HostAllocator>>,
 }
 
 impl Default for Linked {
     fn default() -> Linked {
-        Linked { instances: Vec::new(), states: Vec::new(), budget: interpreter::UNLIMITED, spare_stacks: Vec::new() }
+        Linked {
+            instances: Vec::new(),
+            states: Vec::new(),
+            budget: interpreter::UNLIMITED,
+            spare_stacks: Vec::new(),
+            allocator: None,
+        }
     }
 }
 
@@ -144,6 +154,13 @@ impl std::fmt::Debug for VmContext {
 impl VmContext {
     pub fn new() -> VmContext {
         VmContext::default()
+    }
+
+    /// A context whose modules allocate their buffers (`vm.buffer.alloc`, `vm.buffer.clone`) from
+    /// `allocator`.
+    pub fn with_allocator(allocator: Arc<dyn HostAllocator>) -> VmContext {
+        let linked = Linked { allocator: Some(allocator), ..Linked::default() };
+        VmContext { linked: Arc::new(Mutex::new(linked)) }
     }
 
     /// A handle that does not keep the context alive.
@@ -198,6 +215,7 @@ impl VmContext {
             }
             let imports = resolve_imports(&linked.instances, &module)?;
             let state = BytecodeState {
+                allocator: linked.allocator.clone(),
                 rwdata: filled(module.module_state().global_bytes_capacity as usize, 0, "global bytes")?,
                 refs: filled(module.module_state().global_ref_count as usize, None, "global refs")?,
                 rodata: filled(module.rodata_segment_count(), None, "rodata buffers")?,

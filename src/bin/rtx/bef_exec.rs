@@ -136,7 +136,11 @@ fn execute(options: &Options) -> Result<ExitCode, String> {
     let queue = WorkQueueSpec::parse(&options.work_queue)
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
     let context = Runtime::new()
-        .context_with(ContextOptions { work_queue: QueueChoice::Spec(queue), allocator })
+        .context_with(ContextOptions {
+            work_queue: QueueChoice::Spec(queue),
+            allocator: Some(allocator),
+            memory_limit: None,
+        })
         .map_err(|e| format!("couldn't create work queue type {}: {}", options.work_queue, e.message))?;
     add_vm_modules(&context, options)?;
     let host = Arc::clone(context.host());

@@ -209,7 +209,7 @@ mod tests {
     fn a_transient_block_stays_with_the_tensor_over_it_until_the_tensor_goes() {
         let host = host();
         let pool = TransientPool::default();
-        let lend = || pool.allocate(256, memory_type::DEVICE_LOCAL, usage::CPU).unwrap();
+        let lend = || pool.allocate(&Default::default(), 256, memory_type::DEVICE_LOCAL, usage::CPU).unwrap();
         let block_address = |buffer: &Buffer| buffer.memory().mapping().unwrap().as_ptr();
         let block = lend();
         let address = block_address(&block);

@@ -83,13 +83,13 @@ impl AllocatorBackend for DeviceAllocator {
     }
 
     fn allocate(&self, memory_types: u32, buffer_usage: u32, length: i64) -> Result<Buffer, Diagnostic> {
-        Ok(self.buffer(ByteBuffer::allocate(length, 64)?, memory_types, buffer_usage))
+        Ok(self.buffer(ByteBuffer::allocate(None, length, 64)?, memory_types, buffer_usage))
     }
 
     /// Host bytes are uploaded: device memory is never the host's.
     fn import(&self, bytes: Arc<ByteBuffer>, memory_types: u32, buffer_usage: u32) -> Result<Buffer, Diagnostic> {
         self.log.lock().unwrap().push("import");
-        Ok(self.buffer(bytes.clone_range(0, bytes.len() as i64, 64)?, memory_types, buffer_usage))
+        Ok(self.buffer(bytes.clone_range(None, 0, bytes.len() as i64, 64)?, memory_types, buffer_usage))
     }
 }
 

@@ -7,6 +7,8 @@ mod eager_ops;
 mod hal_backend;
 mod hal_model;
 mod hal_run;
+#[cfg(feature = "onnx")]
+mod memory;
 #[cfg(feature = "tfrt")]
 mod nn_kernels;
 #[cfg(feature = "onnx")]

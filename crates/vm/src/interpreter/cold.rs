@@ -172,11 +172,13 @@ pub(super) fn execute(op: &ColdOp, regs: &mut [u32], env: &mut Env<'_>) -> Resul
         ColdOp::CmpNzRef { a, d } => r32!(*d) = refs[*a as usize].is_some() as u32,
 
         ColdOp::BufferAlloc { length, alignment, d } => {
-            let buffer = r#try!(ByteBuffer::allocate(r64!(*length) as i64, r32!(*alignment) as i32));
+            let buffer =
+                r#try!(ByteBuffer::allocate(state.allocator.as_ref(), r64!(*length) as i64, r32!(*alignment) as i32));
             refs[*d as usize] = Some(Ref::Buffer(buffer));
         }
         ColdOp::BufferClone { source, offset, length, alignment, d } => {
             let clone = r#try!(r#try!(buffer(refs, *source)).clone_range(
+                state.allocator.as_ref(),
                 r64!(*offset) as i64,
                 r64!(*length) as i64,
                 r32!(*alignment) as i32

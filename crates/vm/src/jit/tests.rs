@@ -564,7 +564,7 @@ fn buffer_length_matches_the_interpreter() {
     assert_eq!(compiled.spans, [SpanOf::Buffer(3)]);
     let memory = CodeMemory::new(&compiled.code).expect("executable memory");
     for length in [0, 1, 4096] {
-        let buffer = ByteBuffer::allocate(length, 0).expect("allocates");
+        let buffer = ByteBuffer::allocate(None, length, 0).expect("allocates");
         let mut regs = [0x5A5A_5A5Au32; BANK];
         let exit = enter(&memory, &compiled, 0, &mut regs, 3, &[Span::of(Some(&Ref::Buffer(buffer)))]);
         assert_eq!((exit.op, r64(&regs, 2)), (2, length as u64));
