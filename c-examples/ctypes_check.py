@@ -28,6 +28,7 @@ class ContextOptions(ctypes.Structure):
         ("work_queue", ctypes.c_char_p),
         ("custom_work_queue", ctypes.c_void_p),
         ("allocator", ctypes.c_void_p),
+        ("memory_limit", ctypes.c_uint64),
     ]
 
 

@@ -2,6 +2,8 @@
 //! types. Interned things are referred to by small copyable ids ([`Sym`], [`DialectId`],
 //! [`OpNameId`], [`AttrId`], [`TypeId`]), so operations hold no heap strings of their own.
 
+use std::sync::Arc;
+
 use foldhash::HashMap;
 
 use super::attribute::Attribute;
@@ -47,13 +49,34 @@ pub struct OpName {
     pub registered: bool,
 }
 
+/// Strings at least this long are kept apart (see [`MlirContext`]'s `large`).
+const LARGE_STRING: usize = 64 << 10;
+
+/// The span start that marks a large string (a start in the shared buffer never reaches it:
+/// strings there are shorter than [`LARGE_STRING`] and the buffer is indexed by `u32`).
+const LARGE: u32 = u32::MAX;
+
+/// The hash a large string is looked up by.
+fn large_hash(bytes: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().hash_one(bytes)
+}
+
 /// Interning tables. Lookups by content (`intern_*`) build their hash maps on first use, so a
 /// reader that fills the tables from a file's already-deduplicated tables pays nothing for them.
 #[derive(Default, Debug, Clone)]
 pub struct MlirContext {
     string_bytes: Vec<u8>,
+    /// Each string's `(start, length)` in `string_bytes`, or `(LARGE, i)` for `large[i]`.
     string_spans: Vec<(u32, u32)>,
+    /// Strings of [`LARGE_STRING`] bytes or more (a model's weights printed in an attribute's
+    /// text): each in an allocation of its own, not the shared buffer, whose doubling would
+    /// double them; shared, not copied, by a clone of the context and a writer.
+    large: Vec<Arc<[u8]>>,
     string_map: HashMap<Box<[u8]>, Sym>,
+    /// The large strings by the hash of their contents: looked up with one pass over the bytes,
+    /// and no copy of them as a key.
+    large_map: HashMap<u64, Vec<Sym>>,
     strings_indexed: usize,
     dialects: Vec<Dialect>,
     op_names: Vec<OpName>,
@@ -72,8 +95,19 @@ impl MlirContext {
 
     /// The bytes of an interned string.
     pub fn str_bytes(&self, sym: Sym) -> &[u8] {
-        let (start, len) = self.string_spans[sym.0 as usize];
-        &self.string_bytes[start as usize..(start + len) as usize]
+        match self.string_spans[sym.0 as usize] {
+            (LARGE, index) => &self.large[index as usize],
+            (start, len) => &self.string_bytes[start as usize..(start + len) as usize],
+        }
+    }
+
+    /// The bytes of an interned string as a shared value: the string itself where it is large,
+    /// a copy otherwise.
+    pub fn str_shared(&self, sym: Sym) -> Arc<[u8]> {
+        match self.string_spans[sym.0 as usize] {
+            (LARGE, index) => Arc::clone(&self.large[index as usize]),
+            _ => self.str_bytes(sym).into(),
+        }
     }
 
     /// The string, lossily converted to UTF-8 where it is not.
@@ -87,24 +121,54 @@ impl MlirContext {
 
     /// Adds a string without deduplicating it (the bytecode string table is already unique).
     pub(crate) fn push_string(&mut self, bytes: &[u8]) -> Sym {
-        let start = self.string_bytes.len() as u32;
-        self.string_bytes.extend_from_slice(bytes);
-        self.string_spans.push((start, bytes.len() as u32));
+        if bytes.len() >= LARGE_STRING {
+            self.string_spans.push((LARGE, self.large.len() as u32));
+            self.large.push(bytes.into());
+        } else {
+            let start = self.string_bytes.len() as u32;
+            self.string_bytes.extend_from_slice(bytes);
+            self.string_spans.push((start, bytes.len() as u32));
+        }
         Sym(self.string_spans.len() as u32 - 1)
+    }
+
+    /// The large string with this hash and these bytes, if interned.
+    fn find_large(&self, hash: u64, bytes: &[u8]) -> Option<Sym> {
+        self.large_map.get(&hash)?.iter().copied().find(|&sym| self.str_bytes(sym) == bytes)
     }
 
     /// Interns a string: equal contents give the same [`Sym`].
     pub fn intern_str(&mut self, bytes: &[u8]) -> Sym {
         for index in self.strings_indexed..self.string_spans.len() {
-            let key: Box<[u8]> = self.str_bytes(Sym(index as u32)).into();
-            self.string_map.entry(key).or_insert(Sym(index as u32));
+            let sym = Sym(index as u32);
+            let key = self.str_bytes(sym);
+            if key.len() >= LARGE_STRING {
+                let hash = large_hash(key);
+                if self.find_large(hash, key).is_none() {
+                    self.large_map.entry(hash).or_default().push(sym);
+                }
+            } else {
+                let key: Box<[u8]> = key.into();
+                self.string_map.entry(key).or_insert(sym);
+            }
         }
         self.strings_indexed = self.string_spans.len();
-        if let Some(&sym) = self.string_map.get(bytes) {
-            return sym;
-        }
-        let sym = self.push_string(bytes);
-        self.string_map.insert(bytes.into(), sym);
+        let sym = if bytes.len() >= LARGE_STRING {
+            let hash = large_hash(bytes);
+            if let Some(sym) = self.find_large(hash, bytes) {
+                return sym;
+            }
+            let sym = self.push_string(bytes);
+            self.large_map.entry(hash).or_default().push(sym);
+            sym
+        } else {
+            if let Some(&sym) = self.string_map.get(bytes) {
+                return sym;
+            }
+            let sym = self.push_string(bytes);
+            self.string_map.insert(bytes.into(), sym);
+            sym
+        };
         self.strings_indexed = self.string_spans.len();
         sym
     }

@@ -10,11 +10,11 @@ pub mod syntax;
 /// whole. Scans of attribute text that must not look inside strings use it.
 pub(crate) fn string_literal_end(text: &[u8], open: usize) -> Option<usize> {
     let mut i = open + 1;
-    while i < text.len() {
-        match text[i] {
-            b'"' => return Some(i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
+    // Literals can be a model's weights in hex: jump to the next quote or escape.
+    while let Some(at) = text.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+        match text[i + at] {
+            b'"' => return Some(i + at + 1),
+            _ => i += at + 2,
         }
     }
     None

@@ -417,3 +417,34 @@ fn repeated_dictionaries_and_function_types_parse_as_written() {
         assert!(printed.lines().any(|l| l.ends_with(line)), "{line} not in\n{printed}");
     }
 }
+
+/// A dialect attribute whose text is a model's weights (here 300 KB of hex, past the size the
+/// context keeps apart): aliased, used twice and spelled out once more, it is one attribute, its
+/// text substituted whole where an alias names it inside another dialect's text, and written to
+/// bytecode and read back unchanged, beside a small one.
+#[test]
+fn large_dialect_texts_are_one_attribute_written_and_read_whole() {
+    let hex: String = (0..150_000).map(|i| format!("{:02X}", (i * 7 % 256) as u8)).collect();
+    let weights = format!("#util.composite<150000xi8, [dense<\"0x{hex}\"> : tensor<150000xi8>]>");
+    let text = format!(
+        "#w = {weights}\n\"test.op\"() {{a = #w, b = #w, c = {weights}, d = #foo.wrap<#w>, e = #foo.small<1>}} : () -> ()\n"
+    );
+    let module = parse_text(&text).unwrap();
+    let op = module.walk()[1];
+    let printed = print(&module);
+    assert!(printed.contains(&format!("\"a\" = {weights}, \"b\" = {weights}, \"c\" = {weights}")), "a, b, c");
+    assert!(printed.contains(&format!("\"d\" = #foo.wrap<{weights}>")), "the alias inside another text");
+    let attrs = |m: &rtx_mlir::Module, o| match m.op(o).attrs.map(|a| m.context.attr(a).clone()) {
+        Some(Attribute::Dictionary(entries)) => entries.iter().map(|&(_, v)| v).collect::<Vec<_>>(),
+        other => panic!("a dictionary, not {other:?}"),
+    };
+    let values = attrs(&module, op);
+    assert!(values[0] == values[1] && values[1] == values[2], "equal texts are one attribute");
+
+    let bytes = rtx_mlir::write_bytecode(&module, &rtx_mlir::WriteOptions::default()).unwrap();
+    let read = rtx_mlir::read_any(&bytes, None).unwrap();
+    assert_eq!(print(&read), printed);
+    let back = read.walk()[1];
+    let values = attrs(&read, back);
+    assert!(values[0] == values[1] && values[1] == values[2], "still one attribute once read back");
+}

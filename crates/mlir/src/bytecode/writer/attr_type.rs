@@ -37,11 +37,27 @@ impl Refs for Numbered<'_> {
     }
 }
 
-/// Writes the offset section (3) and the attribute/type section (2), in that order: the offsets
-/// in place, each entry's size as its encoding is appended to the data, which is built apart.
+/// Writes the offset section (3) and the attribute/type section (2), in that order. The offsets
+/// hold each entry's size, so every entry is sized first — a text (an attribute or type kept as
+/// its text, such as a model's weights in the attribute of a dialect rtx does not know) by its
+/// length, any other by encoding it into a small scratch buffer — and the data is then written
+/// after its header, its length known: built apart and appended, or moved past a header written
+/// last, a large module's data would be held twice or moved whole.
 pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan, ctx: &MlirContext) -> Result<()> {
-    // Most entries take a few bytes (a location, an integer, a short list); more only grows it.
-    let mut data = Emitter::with_capacity((plan.attrs.len() + plan.types.len()) * 8);
+    let mut scratch = Emitter::new();
+    let mut data_len = 0;
+    let mut sized = |known: Option<usize>, encode: &dyn Fn(&mut Emitter) -> Result<bool>| -> Result<(u64, bool)> {
+        let (len, custom) = match known {
+            Some(len) => (len + 1, false),
+            None => {
+                scratch.clear();
+                let custom = encode(&mut scratch)?;
+                (scratch.len(), custom)
+            }
+        };
+        data_len += len;
+        Ok((len as u64, custom))
+    };
     let offsets = out.begin_section();
     out.varint(plan.attrs.len() as u64);
     out.varint(plan.types.len() as u64);
@@ -49,33 +65,65 @@ pub(super) fn write_attr_type_sections(out: &mut Emitter, plan: &Plan, ctx: &Mli
         out.varint(u64::from(run[0].0));
         out.varint(run.len() as u64);
         for &(_, slot) in run {
-            let start = data.len();
-            let custom = match slot {
-                Slot::Context(id) => match numbering::attr(ctx, id)? {
-                    attr if by_reference(attr) => encode_attr(&mut data, plan, attr, &Numbered(plan))?,
-                    _ => return Err(malformed("a context attribute that must be copied was not")),
-                },
-                Slot::Owned(item) => match plan.owned.get(item as usize) {
-                    Some(Entry::Attr(attr)) => encode_attr(&mut data, plan, attr, &Canonical)?,
-                    Some(Entry::Native(native)) => encode_native(&mut data, native),
-                    None => return Err(malformed("attribute entry out of range")),
-                },
-            };
-            out.varint_with_flag((data.len() - start) as u64, custom);
+            let (size, custom) = sized(attr_text_len(plan, slot), &|e| encode_slot(e, plan, ctx, slot))?;
+            out.varint_with_flag(size, custom);
         }
     }
     for run in plan.types.chunk_by(|a, b| a.0 == b.0) {
         out.varint(u64::from(run[0].0));
         out.varint(run.len() as u64);
         for (_, ty) in run {
-            let start = data.len();
-            let custom = encode_type(&mut data, plan, ty)?;
-            out.varint_with_flag((data.len() - start) as u64, custom);
+            let (size, custom) = sized(type_text_len(plan, ty), &|e| encode_type(e, plan, ty))?;
+            out.varint_with_flag(size, custom);
         }
     }
     out.end_section(3, offsets);
-    out.section(2, &data);
+    let start = out.known_section(2, data_len);
+    for &(_, slot) in &plan.attrs {
+        encode_slot(out, plan, ctx, slot)?;
+    }
+    for (_, ty) in &plan.types {
+        encode_type(out, plan, ty)?;
+    }
+    if out.len() - start != data_len {
+        return Err(malformed("an attribute or type encoded to another size than it was sized to"));
+    }
     Ok(())
+}
+
+/// Encodes the attribute entry of `slot`; whether the encoding is its dialect's own.
+fn encode_slot(e: &mut Emitter, plan: &Plan, ctx: &MlirContext, slot: Slot) -> Result<bool> {
+    match slot {
+        Slot::Context(id) => match numbering::attr(ctx, id)? {
+            attr if by_reference(attr) => encode_attr(e, plan, attr, &Numbered(plan)),
+            _ => Err(malformed("a context attribute that must be copied was not")),
+        },
+        Slot::Owned(item) => match plan.owned.get(item as usize) {
+            Some(Entry::Attr(attr)) => encode_attr(e, plan, attr, &Canonical),
+            Some(Entry::Native(native)) => Ok(encode_native(e, native)),
+            None => Err(malformed("attribute entry out of range")),
+        },
+    }
+}
+
+/// The length of the text of `slot`'s attribute when it is written as text (only owned entries
+/// are: a text is never encoded by reference).
+fn attr_text_len(plan: &Plan, slot: Slot) -> Option<usize> {
+    match slot {
+        Slot::Owned(item) => match plan.owned.get(item as usize) {
+            Some(Entry::Attr(Attribute::Text { text, .. })) => plan.texts.items.get(text.0 as usize).map(|t| t.len()),
+            _ => None,
+        },
+        Slot::Context(_) => None,
+    }
+}
+
+/// The length of `ty`'s text when it is written as text.
+fn type_text_len(plan: &Plan, ty: &Type) -> Option<usize> {
+    match ty {
+        Type::Text { text, .. } => plan.texts.items.get(text.0 as usize).map(|text| text.len()),
+        _ => None,
+    }
 }
 
 /// An attribute in its dialect's own encoding (whose references are final entry indices).

@@ -161,6 +161,16 @@ impl Emitter {
         self.buf[open.start + len..open.start + shift].fill(ALIGNMENT_BYTE);
     }
 
+    /// Writes the header of section `id` whose payload, written next, is `len` bytes that need no
+    /// alignment: with the length known first, the payload is never moved. Returns where the
+    /// payload starts, for the caller to check its length.
+    pub fn known_section(&mut self, id: u8, len: usize) -> usize {
+        let mut header = [0u8; 19];
+        let (header_len, _) = self.section_header(self.buf.len(), id, len, 1, &mut header);
+        self.bytes(&header[..header_len]);
+        self.buf.len()
+    }
+
     /// Appends a section whose payload was built apart.
     pub fn section(&mut self, id: u8, payload: &Emitter) {
         let mut header = [0u8; 19];

@@ -149,11 +149,14 @@ pub fn write_bytecode(module: &Module, options: &WriteOptions) -> std::result::R
 /// address space, pages never written being never touched.
 fn size_estimate(m: &Module, plan: &Plan) -> usize {
     let strings: usize = plan.strings.strings().iter().map(|s| s.len() + 2).sum();
+    // Texts are written whole: a model's weights can be one, as large as the rest together.
+    let texts: usize = plan.texts.items.iter().map(|t| t.len() + 1).sum();
     1024 + m.ops.len() * 6
         + m.operand_pool.len() * 3
         + m.values.len() * 2
         + (plan.attrs.len() + plan.types.len()) * 8
         + strings
+        + texts
         + resource_size_estimate(plan)
 }
 

@@ -8,6 +8,8 @@
 //! written (`AttrId(i)` is attribute entry `i`, `Sym(i)` string `i`, `DialectId(i)` dialect `i`;
 //! see [`Mapper`]). Two entries that are equal in that form are the same entry.
 
+use std::sync::Arc;
+
 use foldhash::{HashMap, HashMapExt};
 
 use super::error::WriteError;
@@ -432,8 +434,9 @@ pub(super) struct Plan {
     pub owned: Vec<Entry>,
     /// Canonical types with their dialect, grouped by dialect.
     pub types: Vec<(u32, Type)>,
-    /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries).
-    pub texts: Interner<Box<[u8]>>,
+    /// Texts of attributes and types kept as text (canonical `Sym(i)` of `Text` entries), shared
+    /// with the context where they are large.
+    pub texts: Interner<Arc<[u8]>>,
     attr_index: Vec<u32>,
     extra_index: Vec<u32>,
     type_index: Vec<u32>,
@@ -917,7 +920,7 @@ struct Numberer<'m> {
     dialects: Vec<DialectEntry>,
     dialect_map: HashMap<Box<[u8]>, u32>,
     dialect_of: Vec<u32>,
-    texts: Interner<Box<[u8]>>,
+    texts: Interner<Arc<[u8]>>,
     extras: Vec<Attribute>,
     attr_memo: Vec<u32>,
     extra_memo: Vec<u32>,
@@ -1194,7 +1197,7 @@ impl Mapper for Numberer<'_> {
     fn text(&mut self, dialect: DialectId, text: Sym) -> Result<(DialectId, Sym)> {
         let dialect = Numberer::dialect(self, dialect)?;
         let bytes = string(self.ctx, text)?;
-        Ok((DialectId(dialect), Sym(self.texts.intern_with(bytes, || bytes.into()))))
+        Ok((DialectId(dialect), Sym(self.texts.intern_with(bytes, || self.ctx.str_shared(text)))))
     }
     fn resource(&mut self, resource: ResourceRef) -> Result<ResourceRef> {
         let dialect = self.dialect(resource.dialect)?;

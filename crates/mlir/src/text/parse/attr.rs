@@ -417,19 +417,21 @@ impl<'s> Parser<'s> {
     }
 
     /// Replaces `#alias` and `!alias` references in dialect text by the aliased text.
-    pub(super) fn substitute_aliases(&self, text: &[u8]) -> R<Vec<u8>> {
-        let mut out = Vec::with_capacity(text.len());
+    pub(super) fn substitute_aliases<'t>(&self, text: &'t [u8]) -> R<Cow<'t, [u8]>> {
+        // Copied only from the first alias that is substituted: most texts have none, and a text
+        // can be a model's weights.
+        let mut out: Option<Vec<u8>> = None;
+        let mut copied = 0;
         let mut i = 0;
-        while i < text.len() {
+        while let Some(at) = memchr::memchr3(b'"', b'#', b'!', &text[i..]) {
+            i += at;
             let b = text[i];
             if b == b'"' {
-                // Copy a string literal verbatim.
-                let end = crate::text::string_literal_end(text, i).unwrap_or(text.len());
-                out.extend_from_slice(&text[i..end]);
-                i = end;
+                // Past a string literal: nothing inside one is an alias.
+                i = crate::text::string_literal_end(text, i).unwrap_or(text.len());
                 continue;
             }
-            if (b == b'#' || b == b'!') && i + 1 < text.len() && is_symbol_char(text[i + 1]) {
+            if i + 1 < text.len() && is_symbol_char(text[i + 1]) {
                 let mut end = i + 1;
                 while end < text.len() && is_symbol_char(text[end]) {
                     end += 1;
@@ -443,19 +445,24 @@ impl<'s> Parser<'s> {
                         self.type_aliases.get(name).map(|(_, t)| t)
                     };
                     if let Some(t) = found {
+                        let out = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+                        out.extend_from_slice(&text[copied..i]);
                         out.extend_from_slice(t);
-                        i = end;
-                        continue;
+                        copied = end;
                     }
                 }
-                out.extend_from_slice(&text[i..end]);
                 i = end;
                 continue;
             }
-            out.push(b);
             i += 1;
         }
-        Ok(out)
+        Ok(match out {
+            Some(mut out) => {
+                out.extend_from_slice(&text[copied..]);
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(text),
+        })
     }
 
     // ---- numbers ----

@@ -197,8 +197,8 @@ pub(crate) struct Parser<'s> {
     file_name: Option<String>,
     verbatim_properties: bool,
     module: Module,
-    attr_aliases: HashMap<Vec<u8>, (AttrId, Vec<u8>)>,
-    type_aliases: HashMap<Vec<u8>, (TypeId, Vec<u8>)>,
+    attr_aliases: HashMap<Vec<u8>, (AttrId, Cow<'s, [u8]>)>,
+    type_aliases: HashMap<Vec<u8>, (TypeId, Cow<'s, [u8]>)>,
     /// `distinct[N]` ids seen, with the attribute each refers to.
     distinct: HashMap<u32, AttrId>,
     op_names: HashMap<Vec<u8>, OpNameId>,
@@ -498,7 +498,10 @@ impl<'s> Parser<'s> {
             return self.err(format!("expected a string literal, found {found}"));
         }
         self.pos += 1;
-        let plain = self.src[self.pos..].iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n' | b'\r'));
+        // Literals can be a model's weights in hex: searched for their end, not walked.
+        let rest = &self.src[self.pos..];
+        let plain =
+            memchr::memchr3(b'"', b'\\', b'\n', rest).filter(|&len| memchr::memchr(b'\r', &rest[..len]).is_none());
         if let Some(len) = plain.filter(|&len| self.src[self.pos + len] == b'"') {
             let text = &self.src[self.pos..self.pos + len];
             self.pos += len + 1;
@@ -640,7 +643,7 @@ impl<'s> Parser<'s> {
         // its own definition are bare locations (`fused[#loc1, #loc2]`): its text is its print.
         let text = if self.module.context.attr(attr).is_location() {
             match print_entity(&self.module, Entity::Attr(attr), &ResolvedCustom::default()) {
-                Ok(text) => text.into_bytes(),
+                Ok(text) => Cow::Owned(text.into_bytes()),
                 Err(e) => return self.err_at(value_start, format!("cannot print location alias: {e}")),
             }
         } else {
