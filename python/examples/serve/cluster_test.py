@@ -109,7 +109,7 @@ async def load(
             counts["refusals"] += 1
             if attempt == 0:
                 counts["retried"] += 1
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.3)
         counts["lost"] += 1
 
     async def client(session: aiohttp.ClientSession) -> None:
@@ -172,7 +172,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="per load (default 30)")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--kill-at", type=float, default=10.0, help="seconds into each load")
-    parser.add_argument("--retries", type=int, default=5)
+    parser.add_argument("--retries", type=int, default=10)
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
