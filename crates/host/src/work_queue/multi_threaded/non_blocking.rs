@@ -9,7 +9,7 @@
 //! starved by a deque that never runs dry.
 //!
 //! Parking protocol (Dekker-style, as TFRT's `EventCount`): a worker with nothing to do first
-//! spins briefly (crossbeam's `Backoff`: a few spin-loop hints, then a few yields), then
+//! spins for [`SPIN`] (spin-loop hints between looks at the queues), then
 //! 1. announces itself in `sleepers` and issues a SeqCst fence,
 //! 2. looks at every queue again, and leaves if it finds a task,
 //! 3. otherwise sleeps on its own condvar until it is handed a wake-up.
@@ -36,10 +36,19 @@ use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use crossbeam_utils::Backoff;
+use std::time::{Duration, Instant};
 
 use super::deque::{Injector, Stealer, Worker};
 use super::{enter_role, Shared, Task};
+
+/// How long a worker that ran dry keeps looking for work before it parks. A kernel graph hands
+/// its workers a kernel's tasks every few dozen microseconds; a worker parked between two
+/// kernels misses the start of the next by a wake-up, tens of microseconds on a virtual machine.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Spin-loop hints between two looks at the queues while spinning: a look takes the other
+/// workers' locks, which their owners need.
+const SPIN_HINTS: usize = 32;
 
 pub(super) struct Pool {
     injector: Injector<Task>,
@@ -193,10 +202,12 @@ pub(super) fn worker_main(shared: Arc<Shared>, me: usize, local: Worker<Task>) {
             shared.run(task);
             continue;
         }
-        let backoff = Backoff::new();
+        let started = Instant::now();
         pool.spinning.fetch_add(1, Ordering::SeqCst);
-        while !backoff.is_completed() {
-            backoff.snooze();
+        while started.elapsed() < SPIN {
+            for _ in 0..SPIN_HINTS {
+                std::hint::spin_loop();
+            }
             if let Some(task) = pool.find_task(me, &local, &mut rng) {
                 // Tasks pushed while this worker spun woke nobody: the last spinner to find
                 // one wakes a sleeper for the others (which finds nothing when there are none).

@@ -20,6 +20,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::depthwise::{Blocked, Depthwise, LANES};
+use super::tap_vectors::Isa;
 use super::epilogue::{finish, Activation};
 use super::gemm::Matrix;
 use super::split::{compute_fresh, compute_in_bands};
@@ -124,16 +125,14 @@ fn conv2d(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 }
                 return;
             }
-            let mut scratch = Depthwise::default();
+            let (mut scratch, isa) = (Depthwise::default(), Isa::detect());
             for unit in planes {
                 let (image, channel) = (unit / m, unit % m);
                 let input = &x.data[(image * c + channel / mg) * h * iw..][..h * iw];
                 let filter = &w.data[channel * depth..][..depth];
                 let bias = b.as_ref().map_or(0.0, |b| b.data[channel]);
-                scratch.plane(input, [h, iw], filter, &window, [oh, ow], bias, out);
-                if fused {
-                    finish(out.last(plane), 0.0, residual(&z, unit, plane), activation);
-                }
+                let epilogue = (residual(&z, unit, plane), activation);
+                scratch.plane(isa, input, [h, iw], filter, &window, [oh, ow], bias, epilogue, out);
             }
         });
     }

@@ -5,6 +5,7 @@
 use super::epilogue::{finish, Activation};
 use super::exp::mul_add;
 use super::split::Fresh;
+use super::tap_vectors::{sum_rows, Isa, Taps};
 use super::window::{add_taps, Phases, Window};
 
 /// A task's scratch for depthwise planes, kept across the planes it convolves.
@@ -20,28 +21,45 @@ pub(crate) struct Depthwise {
 impl Depthwise {
     /// One output plane (`[oh, ow]`) of a depthwise convolution: `bias` plus, for each tap of
     /// the `[kh, kw]` `filter`, the tap's weight times the input (`[h, w]`) it reads, zero in the
-    /// padding, written next in `out`. The input is laid out by phase once (see [`Phases`]);
-    /// then each tap is one multiply-add over a contiguous run of all the output rows together.
+    /// padding, plus `residual` (the plane's) through `activation`, written next in `out`. The
+    /// input is laid out by phase once (see [`Phases`]); then each tap is one multiply-add over a
+    /// contiguous run of all the output rows together: in registers, a few vectors of a row at a
+    /// time, with the vector code of `isa` (see [`sum_rows`]), or else into scratch rows.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn plane(
         &mut self,
+        isa: Option<Isa>,
         input: &[f32],
         [h, w]: [usize; 2],
         filter: &[f32],
         window: &Window,
         [oh, ow]: [usize; 2],
         bias: f32,
+        (residual, activation): (Option<&[f32]>, Activation),
         out: &mut Fresh<'_>,
     ) {
         self.phases.lay_out(input, [h, w], window, [oh, ow], 0.0);
         let cols = self.phases.cols();
-        self.sums.clear();
-        self.sums.resize(oh * cols, bias);
         self.taps.clear();
         self.taps.extend(filter.iter().enumerate().map(|(t, &weight)| (self.phases.tap(t), weight)));
+        let plane = oh * ow;
+        if let Some(isa) = isa {
+            let operands = Taps { values: self.phases.values(), cols, taps: &self.taps, bias, residual };
+            // SAFETY: `sum_rows` writes every slot it is given.
+            let slots = unsafe { out.slots(plane) };
+            if sum_rows(isa, &operands, [oh, ow], activation, slots) {
+                finish(out.last(plane), 0.0, None, activation);
+            }
+            return;
+        }
+        self.sums.clear();
+        self.sums.resize(oh * cols, bias);
         add_taps(&mut self.sums, self.phases.values(), &self.taps);
         for sums in self.sums.chunks_exact(cols) {
             out.copy(&sums[..ow]);
+        }
+        if residual.is_some() || activation != Activation::Identity {
+            finish(out.last(plane), 0.0, residual, activation);
         }
     }
 }
@@ -193,6 +211,7 @@ fn pixel_sums<const N: usize, const FMA: bool>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tap_vectors::every_isa;
     use super::*;
 
     /// The convolution sum as ONNX defines it, one output at a time.
@@ -241,11 +260,62 @@ mod tests {
             let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
             let mut out = vec![f32::NAN; oh * ow];
             let mut scratch = Depthwise::default();
-            scratch.plane(&input, [h, w], &filter, &window, [oh, ow], 0.5, &mut Fresh::over(&mut out));
+            let none = (None, Activation::Identity);
+            scratch.plane(None, &input, [h, w], &filter, &window, [oh, ow], 0.5, none, &mut Fresh::over(&mut out));
             let expected: Vec<f32> =
                 naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
             for (k, (a, e)) in out.iter().zip(&expected).enumerate() {
                 assert!((a - e).abs() <= 1e-5 * e.abs().max(1.0), "{window:?} at {k}: {a} against {e}");
+            }
+        }
+    }
+
+    /// Each plane summed in registers by every kind of vector code this CPU runs, and in
+    /// scratch rows: wide and narrow planes (column blocks of one to four vectors and more, row
+    /// counts that leave remainders), with and without a residual, through activations computed
+    /// in registers and one left to the caller.
+    #[test]
+    fn vector_code_and_scratch_rows_match_the_naive_sum() {
+        let mut configs = configs();
+        let wide = |size, strides, pads| (size, Window { kernel: [3, 3], strides, pads, dilations: [1, 1] });
+        configs.extend([
+            wide([13, 70], [1, 1], [1, 1, 1, 1]),
+            wide([9, 113], [2, 2], [0, 1, 1, 1]),
+            wide([5, 40], [1, 1], [1, 1, 1, 1]),
+            wide([11, 33], [1, 1], [0, 0, 0, 0]),
+            wide([15, 17], [2, 2], [1, 1, 1, 1]),
+        ]);
+        let mut paths: Vec<Option<Isa>> = every_isa().into_iter().map(Some).collect();
+        paths.push(None);
+        for ([h, w], window) in configs {
+            let kernel = window.kernel;
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let input: Vec<f32> = (0..h * w).map(|k| ((k * 37 % 17) as f32 - 8.0) / 4.0).collect();
+            let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
+            let residuals: Vec<f32> = (0..oh * ow).map(|k| ((k * 13 % 5) as f32 - 2.0) / 2.0).collect();
+            let sums = naive(&input, [h, w], &filter, &window, [oh, ow]);
+            let activations = [Activation::Identity, Activation::Clip(0.0, 6.0), Activation::LeakyRelu(0.1), Activation::Swish];
+            let with = Some(&residuals[..]);
+            for (path, activation, residual) in paths
+                .iter()
+                .flat_map(|&path| activations.into_iter().flat_map(move |a| [(path, a, None), (path, a, with)]))
+            {
+                let mut out = vec![f32::NAN; oh * ow + 1];
+                let mut fresh = Fresh::over(&mut out);
+                fresh.copy(&[-1.0]);
+                let epilogue = (residual, activation);
+                Depthwise::default().plane(path, &input, [h, w], &filter, &window, [oh, ow], 0.5, epilogue, &mut fresh);
+                assert_eq!(out[0], -1.0, "what was written before stays");
+                for (k, &sum) in sums.iter().enumerate() {
+                    let mut expected = [sum + 0.5 + residual.map_or(0.0, |r| r[k])];
+                    finish(&mut expected, 0.0, None, activation);
+                    let (value, expected) = (out[1 + k], expected[0]);
+                    assert!(
+                        (value - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                        "{path:?} {window:?} {activation:?} residual {}: at {k}: {value} against {expected}",
+                        residual.is_some()
+                    );
+                }
             }
         }
     }

@@ -42,6 +42,7 @@ macro_rules! fma {
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod depthwise;
+mod tap_vectors;
 mod epilogue;
 pub(crate) mod exp;
 mod gelu;

@@ -4,6 +4,7 @@
 //! long vectorizable loops whatever its stride or dilation.
 
 use super::exp::mul_add;
+use super::tap_vectors::SLACK;
 use super::{ints, shape_error, sizes};
 use crate::{KernelError, KernelSite};
 
@@ -91,7 +92,8 @@ impl Phases {
         let phase_len = rows * cols;
         (self.cols, self.phase_len) = (cols, phase_len);
         (self.strides, self.dilations, self.kw) = (window.strides, window.dilations, window.kernel[1]);
-        // A tap's run for the last row's columns past `ow` may reach this far past a phase.
+        // A tap's run for the last row's columns past `ow` may reach this far past a phase, and
+        // vector code reads up to `SLACK` past that.
         let slack = (window.kernel[1] - 1) * window.dilations[1] / sx + 1;
         // The whole plane is filled with `pad` in one pass, then each row's inside is copied over
         // it: planes are small (a few rows of a few dozen columns), and growing the vector piece
@@ -99,7 +101,7 @@ impl Phases {
         let (first, end) = (left.min(pw), (left + w).min(pw));
         let values = &mut self.values;
         values.clear();
-        values.resize(sy * sx * phase_len + slack, pad);
+        values.resize(sy * sx * phase_len + slack + SLACK, pad);
         if first == end {
             return;
         }
