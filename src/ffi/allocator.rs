@@ -64,7 +64,7 @@ unsafe impl HostAllocator for CAllocator {
     fn allocate(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
         // SAFETY: the host's callback, called as documented.
         let ptr = NonNull::new(unsafe { (self.allocate)(self.user_data, size, align) }.cast::<u8>())?;
-        if ptr.as_ptr() as usize % align != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(align) {
             // SAFETY: returning what the host just gave us, with the same size and alignment.
             unsafe { (self.deallocate)(self.user_data, ptr.as_ptr().cast(), size, align) };
             return None;

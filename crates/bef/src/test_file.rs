@@ -187,7 +187,7 @@ pub(crate) fn section(file: &mut Vec<u8>, id: SectionId, body: &[u8]) {
     vbr::write(file, ((body.len() as u64) << 1) | u64::from(align > 1));
     if align > 1 {
         file.push(align as u8);
-        while file.len() % align != 0 {
+        while !file.len().is_multiple_of(align) {
             file.push(PADDING);
         }
     }
@@ -240,7 +240,7 @@ fn function_body(
         record.extend(k.results.iter().map(|&r| users[r as usize].len() as u32));
         record.extend(&k.arguments);
         for attribute in &k.attributes {
-            while attributes.len() % attribute.align != 0 {
+            while !attributes.len().is_multiple_of(attribute.align) {
                 attributes.push(PADDING);
             }
             record.push(attributes.len() as u32);
@@ -272,7 +272,7 @@ fn function_body(
     for &r in &f.returns {
         vbr::write(&mut body, u64::from(r));
     }
-    while (start + body.len()) % 4 != 0 {
+    while !(start + body.len()).is_multiple_of(4) {
         body.push(PADDING);
     }
     for word in records.iter().flatten() {

@@ -259,7 +259,7 @@ fn check_binding(bound: &Bound, kind: DescriptorType, limits: &vk::PhysicalDevic
         }
         _ => (limits.min_storage_buffer_offset_alignment, limits.max_storage_buffer_range, "storage"),
     };
-    if bound.offset % alignment.max(1) != 0 {
+    if !bound.offset.is_multiple_of(alignment.max(1)) {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
             format!(

@@ -404,7 +404,7 @@ fn parse_pipeline_layout(
                     format!("{what} has stage flags {:#x}, which exclude the compute stage", range.stage_flags),
                 ));
             }
-            if range.offset % 4 != 0 || range.size % 4 != 0 || range.size == 0 {
+            if !range.offset.is_multiple_of(4) || !range.size.is_multiple_of(4) || range.size == 0 {
                 return Err(LoadError::malformed(
                     offset,
                     format!(

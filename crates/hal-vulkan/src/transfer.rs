@@ -85,7 +85,7 @@ pub fn same_device(recording: &Recording<'_>, bound: &Bound) -> Result<(), Diagn
 
 fn fill(recording: &mut Recording<'_>, target: &Bound, pattern: u64, pattern_length: usize) -> Result<(), Diagnostic> {
     rtx_hal::command_buffer::check_pattern_length(pattern_length)?;
-    if target.length % pattern_length as u64 != 0 {
+    if !target.length.is_multiple_of(pattern_length as u64) {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
             format!("fill length {} is not a multiple of the {pattern_length}-byte pattern", target.length),
@@ -98,7 +98,7 @@ fn fill(recording: &mut Recording<'_>, target: &Bound, pattern: u64, pattern_len
         _ => None,
     };
     match word {
-        Some(word) if target.offset % 4 == 0 && target.length % 4 == 0 => {
+        Some(word) if target.offset.is_multiple_of(4) && target.length.is_multiple_of(4) => {
             if target.length > 0 {
                 // SAFETY: a 4-byte-aligned range inside the live buffer.
                 unsafe {

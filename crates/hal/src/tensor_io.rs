@@ -213,7 +213,7 @@ pub fn view_byte_length(shape: &[usize], element_type: ElementType) -> Result<us
         count = 0;
     }
     let bits = bits as u64;
-    let bytes = if bits % 8 == 0 {
+    let bytes = if bits.is_multiple_of(8) {
         count.checked_mul(bits / 8)
     } else if 8 % bits == 0 {
         Some(count.div_ceil(8 / bits))

@@ -693,7 +693,7 @@ pub fn check_fill(length: usize, pattern_length: usize) -> Result<(), Diagnostic
             format!("fill pattern of {pattern_length} bytes (1, 2, 4 or 8 are allowed)"),
         ));
     }
-    if length % pattern_length != 0 {
+    if !length.is_multiple_of(pattern_length) {
         return Err(Diagnostic::new(
             StatusCode::InvalidArgument,
             format!("fill length {length} is not a multiple of the {pattern_length}-byte pattern"),

@@ -135,7 +135,7 @@ impl<'a> FlatBuffer<'a> {
     /// relative to the start of the size-prefixed block, and the loader keeps the file itself
     /// 64-byte aligned in memory, so file offsets are what decide real memory alignment.
     fn check_alignment(&self, pos: usize, align: usize, what: impl FnOnce() -> String) -> Result<()> {
-        if align > 1 && self.file_offset(pos) % align != 0 {
+        if align > 1 && !self.file_offset(pos).is_multiple_of(align) {
             return Err(LoadError::malformed(self.file_offset(pos), format!("{} is not {align}-byte aligned", what())));
         }
         Ok(())

@@ -134,7 +134,7 @@ impl FunctionBody {
         let mut records = Vec::with_capacity(self.kernels.len());
         for (k, entry) in self.kernels.iter().enumerate() {
             let offset = entry.offset as usize;
-            if offset % 4 != 0 || offset >= list.len() {
+            if !offset.is_multiple_of(4) || offset >= list.len() {
                 return Err(bad(k, format!("record offset {offset} is unaligned or outside the kernel list")));
             }
             let record = KernelRecord::parse(Words::new(&list[offset..]))

@@ -308,7 +308,7 @@ fn read_sections(bytes: &[u8]) -> Result<Sections, BefError> {
         // Kernel records are padded relative to the section start, which must be aligned for
         // them (an empty section needs no alignment). Attributes are read byte-wise; the writer
         // aligns their section only as far as its contents need.
-        if known == SectionId::Functions && len > 0 && start % known.alignment() != 0 {
+        if known == SectionId::Functions && len > 0 && !start.is_multiple_of(known.alignment()) {
             return Err(BefError::malformed(
                 start,
                 format!("section {known:?} starts at a byte not aligned to {}", known.alignment()),

@@ -31,7 +31,7 @@ impl Storage {
     /// `bytes` kept where they are aligned, else copied.
     pub(crate) fn take(mut bytes: Vec<u8>) -> Storage {
         bytes.shrink_to_fit();
-        if bytes.as_ptr() as usize % FILE_ALIGNMENT == 0 {
+        if (bytes.as_ptr() as usize).is_multiple_of(FILE_ALIGNMENT) {
             Storage::Owned(bytes)
         } else {
             Storage::copy(&bytes)
@@ -75,7 +75,7 @@ mod tests {
             let storage = Storage::take(bytes);
             assert_eq!(storage.bytes(), &source[start..]);
             assert_eq!(storage.bytes().as_ptr() as usize % FILE_ALIGNMENT, 0);
-            assert_eq!(matches!(storage, Storage::Owned(_)), address % FILE_ALIGNMENT == 0);
+            assert_eq!(matches!(storage, Storage::Owned(_)), address.is_multiple_of(FILE_ALIGNMENT));
         }
     }
 }

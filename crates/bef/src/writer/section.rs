@@ -24,7 +24,7 @@ fn header(file: &mut Emitter, id: SectionId, body: &Emitter) {
     let shifted = body.len() << 1;
     let alignment = body.alignment();
     let start = file.len() + vbr::size(shifted as u64) as usize;
-    if alignment > 1 && start % alignment != 0 {
+    if alignment > 1 && !start.is_multiple_of(alignment) {
         file.vbr(shifted | 1);
         file.byte(alignment as u8);
         file.align(alignment);

@@ -344,7 +344,7 @@ impl<'a> Reader<'a> {
     /// Pads to a 2-byte boundary (from the function start). The pad byte's value is not checked:
     /// IREE's interpreter skips it without looking.
     fn align2(&mut self, what: &str) -> Result<(), LoadError> {
-        if self.pc % 2 != 0 {
+        if !self.pc.is_multiple_of(2) {
             self.take(1, what)?;
         }
         Ok(())

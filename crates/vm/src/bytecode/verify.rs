@@ -354,7 +354,7 @@ impl Verifier<'_> {
                     return fail(format!("register 0x{raw:04X} is a ref register, the field takes {bank:?}"));
                 }
                 if register.is_pair() {
-                    if register.ordinal % 2 != 0 {
+                    if !register.ordinal.is_multiple_of(2) {
                         return fail(format!(
                             "{bank:?} register pair starts at odd i32 register {}, pairs must be even-aligned",
                             register.ordinal

@@ -197,7 +197,7 @@ pub(super) fn worker_main(shared: Arc<Shared>, me: usize, local: Worker<Task>) {
     let mut ticks: u32 = 0;
     'work: loop {
         ticks = ticks.wrapping_add(1);
-        let injected = if ticks % INJECTOR_CHECK_INTERVAL == 0 { pool.steal_injected(&local) } else { None };
+        let injected = if ticks.is_multiple_of(INJECTOR_CHECK_INTERVAL) { pool.steal_injected(&local) } else { None };
         if let Some(task) = injected.or_else(|| pool.find_task(me, &local, &mut rng)) {
             shared.run(task);
             continue;

@@ -44,7 +44,7 @@ fn quiesce_waits_for_tasks_added_by_tasks_in_both_pools() {
                 spawn_tree(&q, &c, depth - 1);
             }
         });
-        if depth % 2 == 0 {
+        if depth.is_multiple_of(2) {
             queue.add_task(task);
         } else {
             assert!(queue.add_blocking_task(task, true).is_ok());

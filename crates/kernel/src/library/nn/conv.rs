@@ -20,10 +20,10 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::depthwise::{Blocked, Depthwise, LANES};
-use super::tap_vectors::Isa;
 use super::epilogue::{finish, Activation};
 use super::gemm::Matrix;
 use super::split::{compute_fresh, compute_in_bands};
+use super::tap_vectors::Isa;
 use super::taps::{self, Taps};
 use super::window::Window;
 use super::winograd::{self, Convolution, Filters};

@@ -294,7 +294,8 @@ mod tests {
             let filter: Vec<f32> = (0..kernel[0] * kernel[1]).map(|k| ((k * 11 % 7) as f32 - 3.0) / 2.0).collect();
             let residuals: Vec<f32> = (0..oh * ow).map(|k| ((k * 13 % 5) as f32 - 2.0) / 2.0).collect();
             let sums = naive(&input, [h, w], &filter, &window, [oh, ow]);
-            let activations = [Activation::Identity, Activation::Clip(0.0, 6.0), Activation::LeakyRelu(0.1), Activation::Swish];
+            let activations =
+                [Activation::Identity, Activation::Clip(0.0, 6.0), Activation::LeakyRelu(0.1), Activation::Swish];
             let with = Some(&residuals[..]);
             for (path, activation, residual) in paths
                 .iter()

@@ -42,7 +42,6 @@ macro_rules! fma {
 pub(crate) mod constant;
 pub(crate) mod conv;
 mod depthwise;
-mod tap_vectors;
 mod epilogue;
 pub(crate) mod exp;
 mod gelu;
@@ -53,6 +52,7 @@ pub(crate) mod pointwise;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod split;
+mod tap_vectors;
 mod taps;
 pub(crate) mod window;
 mod winograd;

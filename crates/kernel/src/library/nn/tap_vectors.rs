@@ -256,7 +256,12 @@ mod x86 {
     ///
     /// The CPU has AVX-512F; the operands are as `sum_rows` checks them.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512(plane: &Taps<'_>, out: [usize; 2], activation: Activation, to: &mut [MaybeUninit<f32>]) {
+    pub(super) unsafe fn avx512(
+        plane: &Taps<'_>,
+        out: [usize; 2],
+        activation: Activation,
+        to: &mut [MaybeUninit<f32>],
+    ) {
         // SAFETY: the contract.
         unsafe { rows::<V16>(plane, out, activation, to) }
     }
@@ -274,7 +279,12 @@ mod x86 {
     ///
     /// `V`'s instructions run on this CPU; the operands are as `sum_rows` checks them.
     #[inline(always)]
-    unsafe fn rows<V: Vector>(plane: &Taps<'_>, [oh, ow]: [usize; 2], activation: Activation, out: &mut [MaybeUninit<f32>]) {
+    unsafe fn rows<V: Vector>(
+        plane: &Taps<'_>,
+        [oh, ow]: [usize; 2],
+        activation: Activation,
+        out: &mut [MaybeUninit<f32>],
+    ) {
         let vectors = ow.div_ceil(V::LANES);
         let mut v = 0;
         // Columns of vectors, up to four wide, each summed over every row; a column narrower

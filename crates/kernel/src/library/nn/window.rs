@@ -13,7 +13,7 @@ use crate::{KernelError, KernelSite};
 const STRIP: usize = 32;
 
 /// A pooling or convolution window along the two spatial axes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Window {
     pub kernel: [usize; 2],
     pub strides: [usize; 2],
@@ -68,9 +68,11 @@ pub(crate) struct Phases {
     values: Vec<f32>,
     cols: usize,
     phase_len: usize,
-    strides: [usize; 2],
-    dilations: [usize; 2],
-    kw: usize,
+    /// The window and the layout's `cols` and `phase_len` that `starts` were computed for.
+    geometry: Option<(Window, usize, usize)>,
+    /// Each tap's run's start: computed once for planes of one geometry (a layer lays out
+    /// hundreds), each start taking four divisions.
+    starts: Vec<usize>,
 }
 
 impl Phases {
@@ -91,7 +93,16 @@ impl Phases {
         let (rows, cols) = (ph.div_ceil(sy), pw.div_ceil(sx));
         let phase_len = rows * cols;
         (self.cols, self.phase_len) = (cols, phase_len);
-        (self.strides, self.dilations, self.kw) = (window.strides, window.dilations, window.kernel[1]);
+        let geometry = Some((*window, cols, phase_len));
+        if self.geometry != geometry {
+            let ([sy, sx], [dy, dx], [kh, kw]) = (window.strides, window.dilations, window.kernel);
+            self.starts.clear();
+            self.starts.extend((0..kh * kw).map(|t| {
+                let (a, b) = ((t / kw) * dy, (t % kw) * dx);
+                ((a % sy) * sx + b % sx) * phase_len + (a / sy) * cols + b / sx
+            }));
+            self.geometry = geometry;
+        }
         // A tap's run for the last row's columns past `ow` may reach this far past a phase, and
         // vector code reads up to `SLACK` past that.
         let slack = (window.kernel[1] - 1) * window.dilations[1] / sx + 1;
@@ -112,6 +123,11 @@ impl Phases {
                 // Padded columns `first..end` of the row hold `source`.
                 let source = &input[iy * w..][..end - first];
                 let at = |px: usize| (py * sx + px) * phase_len + row * cols;
+                if sx == 1 {
+                    // One phase: the row's inside in place, with no division per row.
+                    values[at(0)..][first..end].copy_from_slice(source);
+                    continue;
+                }
                 if sx == 2 {
                     // Both phases from one pass over the row: columns in pairs, the even one to
                     // phase 0 and the odd one to phase 1 (a lone column at either end alone).
@@ -138,12 +154,7 @@ impl Phases {
                         continue;
                     }
                     let out = &mut values[at(px)..][..cols];
-                    let source = &source[from * sx + px - first..];
-                    if sx == 1 {
-                        out[from..to].copy_from_slice(&source[..to - from]);
-                    } else {
-                        every(&mut out[from..to], source, sx);
-                    }
+                    every(&mut out[from..to], &source[from * sx + px - first..], sx);
                 }
             }
         }
@@ -161,9 +172,7 @@ impl Phases {
 
     /// Where the run of tap `t` (the window's taps in row-major order) starts.
     pub(crate) fn tap(&self, t: usize) -> usize {
-        let ([sy, sx], [dy, dx]) = (self.strides, self.dilations);
-        let (a, b) = ((t / self.kw) * dy, (t % self.kw) * dx);
-        ((a % sy) * sx + b % sx) * self.phase_len + (a / sy) * self.cols + b / sx
+        self.starts[t]
     }
 }
 

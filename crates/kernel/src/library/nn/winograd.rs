@@ -205,7 +205,7 @@ impl Scratch {
         filters: &Filters,
         channels: Range<usize>,
     ) {
-        assert!(rows.start % 2 == 0 && rows.end <= oh && filters.c == c && channels.end <= filters.m);
+        assert!(rows.start.is_multiple_of(2) && rows.end <= oh && filters.c == c && channels.end <= filters.m);
         let (block_rows, blocks_across) = (rows.len().div_ceil(2), ow.div_ceil(2));
         let blocks = block_rows * blocks_across;
         let (height, width) = (2 * block_rows + 2, 2 * blocks_across + 2);

@@ -189,7 +189,7 @@ struct Shapes {
 }
 
 fn shapes(x: &[usize], w: &[usize], group: usize, transposed: bool) -> Result<Shapes, String> {
-    let fits = x.len() >= 3 && w.len() == x.len() && group > 0 && x[1] % group == 0 && group <= x[1].max(1);
+    let fits = x.len() >= 3 && w.len() == x.len() && group > 0 && x[1].is_multiple_of(group) && group <= x[1].max(1);
     let (m, filter_channels) =
         if transposed { (w.get(1).map(|m| m * group), x.get(1)) } else { (w.first().copied(), w.get(1)) };
     let channels_fit = if transposed {
@@ -590,7 +590,7 @@ fn col2im(frame: &KernelFrame<'_>, inputs: &Inputs) -> Result<DenseHostTensor, K
     let (window, blocks) = Layout::read(frame, rank)?.resolve(&block, &image, false).map_err(|e| error(frame, e))?;
     let xd = dims(x);
     let (taps, positions) = (count(&block).map_err(|e| error(frame, e))?, count(&blocks).map_err(|e| error(frame, e))?);
-    if xd.len() != 3 || xd[1] % taps != 0 || xd[2] != positions {
+    if xd.len() != 3 || !xd[1].is_multiple_of(taps) || xd[2] != positions {
         return Err(error(frame, format_args!("input {xd:?} is not {taps}-tap blocks at {blocks:?} positions")));
     }
     let (n, c) = (xd[0], xd[1] / taps);

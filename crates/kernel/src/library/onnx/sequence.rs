@@ -146,7 +146,7 @@ fn split(frame: &mut KernelFrame<'_>) -> Result<(), KernelError> {
                 .filter(|&s| s > 0)
                 .ok_or_else(|| error(frame, "a split size must be positive"))?;
             let mut sizes = vec![size; whole / size];
-            if whole % size != 0 {
+            if !whole.is_multiple_of(size) {
                 sizes.push(whole % size);
             }
             (sizes, false)

@@ -163,7 +163,7 @@ impl<'a> Cursor<'a> {
 
     /// Skips `0xCB` padding up to `alignment` (relative to file offset 0).
     pub fn align_to(&mut self, alignment: u64) -> Result<()> {
-        while self.offset() as u64 % alignment != 0 {
+        while !(self.offset() as u64).is_multiple_of(alignment) {
             let byte = self.byte("alignment padding")?;
             if byte != 0xCB {
                 return Err(ReadError::new(self.offset() - 1, ReadErrorKind::BadPadding(byte)));

@@ -198,7 +198,7 @@ impl Emitter {
         let mut padding = 0;
         if alignment > 1 {
             let offset = (at - self.base + end) as u64;
-            if offset % alignment != 0 {
+            if !offset.is_multiple_of(alignment) {
                 header[0] |= 0x80;
                 end += encode_varint(alignment, (&mut header[end..end + 9]).try_into().expect("nine bytes"));
                 let offset = (at - self.base + end) as u64;

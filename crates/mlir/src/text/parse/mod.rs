@@ -1552,7 +1552,7 @@ impl<'s> Parser<'s> {
 
 /// Hex digits to bytes (an even number of digits).
 pub(crate) fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     hex.chunks(2)
