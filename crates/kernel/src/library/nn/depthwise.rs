@@ -234,6 +234,19 @@ mod tests {
         out
     }
 
+    /// What a layer makes of a convolution's sum: plus the bias and the residual, through
+    /// `activation`.
+    fn finished(sum: f32, bias: f32, residual: f32, activation: Activation) -> f32 {
+        let mut value = [sum + bias + residual];
+        finish(&mut value, 0.0, None, activation);
+        value[0]
+    }
+
+    /// Within f32 rounding of sums of a few dozen terms.
+    fn close(value: f32, expected: f32) -> bool {
+        (value - expected).abs() <= 1e-5 * expected.abs().max(1.0)
+    }
+
     /// Input planes and windows: strides, dilations and uneven padding, and padding wider
     /// than the plane.
     fn configs() -> Vec<([usize; 2], Window)> {
@@ -265,7 +278,7 @@ mod tests {
             let expected: Vec<f32> =
                 naive(&input, [h, w], &filter, &window, [oh, ow]).iter().map(|v| v + 0.5).collect();
             for (k, (a, e)) in out.iter().zip(&expected).enumerate() {
-                assert!((a - e).abs() <= 1e-5 * e.abs().max(1.0), "{window:?} at {k}: {a} against {e}");
+                assert!(close(*a, *e), "{window:?} at {k}: {a} against {e}");
             }
         }
     }
@@ -308,11 +321,10 @@ mod tests {
                 Depthwise::default().plane(path, &input, [h, w], &filter, &window, [oh, ow], 0.5, epilogue, &mut fresh);
                 assert_eq!(out[0], -1.0, "what was written before stays");
                 for (k, &sum) in sums.iter().enumerate() {
-                    let mut expected = [sum + 0.5 + residual.map_or(0.0, |r| r[k])];
-                    finish(&mut expected, 0.0, None, activation);
-                    let (value, expected) = (out[1 + k], expected[0]);
+                    let (value, expected) =
+                        (out[1 + k], finished(sum, 0.5, residual.map_or(0.0, |r| r[k]), activation));
                     assert!(
-                        (value - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                        close(value, expected),
                         "{path:?} {window:?} {activation:?} residual {}: at {k}: {value} against {expected}",
                         residual.is_some()
                     );
@@ -355,11 +367,10 @@ mod tests {
                             );
                             for (k, sum) in sums.into_iter().enumerate() {
                                 let at = c * oh * ow + k;
-                                let mut expected = [sum + biases[c] + residual.map_or(0.0, |r| r[at])];
-                                finish(&mut expected, 0.0, None, activation);
-                                let (value, expected) = (out[1 + at], expected[0]);
+                                let expected = finished(sum, biases[c], residual.map_or(0.0, |r| r[at]), activation);
+                                let value = out[1 + at];
                                 assert!(
-                                    (value - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                                    close(value, expected),
                                     "{window:?} {activation:?} {channels} channels, residual {}: channel {c} at {k}: {value} against {expected}",
                                     residual.is_some()
                                 );
