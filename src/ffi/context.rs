@@ -127,15 +127,20 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
     let first_version = std::mem::offset_of!(rtx_context_options_t, memory_limit);
     check_struct_size(struct_size, first_version, "options", function)?;
     let has_memory_limit = struct_size >= std::mem::size_of::<rtx_context_options_t>();
-    // SAFETY: the struct is at least as large as its first version; the later field is read only
-    // where the caller's struct has it.
-    let (options, memory_limit) = unsafe {
-        let limit = if has_memory_limit { (*options).memory_limit } else { 0 };
-        (&*options.cast::<FirstOptions>(), limit)
+    // SAFETY: the struct is at least as large as its first version, which holds the first three
+    // fields; the later one is read only where the caller's struct has it. Each is read through
+    // its own place, with no reference made to the whole struct, which may be shorter.
+    let (queue_spec, queue_table, allocator_table, memory_limit) = unsafe {
+        (
+            (&raw const (*options).work_queue).read(),
+            (&raw const (*options).custom_work_queue).read(),
+            (&raw const (*options).allocator).read(),
+            if has_memory_limit { (&raw const (*options).memory_limit).read() } else { 0 },
+        )
     };
     // SAFETY (both tables): a non-null table pointer is readable by contract.
-    let allocator_table = unsafe { options.allocator.as_ref() };
-    let queue_table = unsafe { options.custom_work_queue.as_ref() };
+    let allocator_table = unsafe { allocator_table.as_ref() };
+    let queue_table = unsafe { queue_table.as_ref() };
     // Everything that can fail happens before any host callback table is taken over, so that a
     // failed call never runs the host's `destroy` callbacks.
     // SAFETY: readable by contract (above).
@@ -147,11 +152,10 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
             queue.arm_destroy(table);
             QueueChoice::Own(Arc::new(queue))
         }
-        None if options.work_queue.is_null() => ContextOptions::default().work_queue,
+        None if queue_spec.is_null() => ContextOptions::default().work_queue,
         // SAFETY: a non-null spec is NUL-terminated by contract.
         None => QueueChoice::Spec(
-            WorkQueueSpec::parse(unsafe { c_str(options.work_queue, function, "options->work_queue") }?)
-                .context(function)?,
+            WorkQueueSpec::parse(unsafe { c_str(queue_spec, function, "options->work_queue") }?).context(function)?,
         ),
     };
     let allocator = match (allocator, allocator_table) {
@@ -163,15 +167,6 @@ unsafe fn context_options(options: *const rtx_context_options_t, function: &str)
     };
     let memory_limit = (memory_limit != 0).then(|| usize::try_from(memory_limit).unwrap_or(usize::MAX));
     Ok(ContextOptions { work_queue, allocator, memory_limit })
-}
-
-/// The fields of `rtx_context_options_t`'s first version, all a caller's struct may have.
-#[repr(C)]
-struct FirstOptions {
-    _struct_size: usize,
-    work_queue: *const c_char,
-    custom_work_queue: *const rtx_work_queue_callbacks_t,
-    allocator: *const rtx_allocator_callbacks_t,
 }
 
 /// Adds a reference and returns `context` (NULL stays NULL).

@@ -34,11 +34,17 @@ pub unsafe trait HostAllocator: Send + Sync {
     /// As `allocate`, with every byte zero. An allocator that can hand out memory known to be
     /// zero (fresh pages) overrides it to skip the pass over the block.
     fn allocate_zeroed(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
-        let ptr = self.allocate(size, align)?;
-        // SAFETY: a fresh block of at least `size` bytes.
-        unsafe { ptr.as_ptr().write_bytes(0, size) };
-        Some(ptr)
+        allocate_then_zero(self, size, align)
     }
+}
+
+/// `allocator.allocate`, then every byte zeroed: [`HostAllocator::allocate_zeroed`]'s default,
+/// which an override falls back on where it knows no better.
+fn allocate_then_zero<A: HostAllocator + ?Sized>(allocator: &A, size: usize, align: usize) -> Option<NonNull<u8>> {
+    let ptr = allocator.allocate(size, align)?;
+    // SAFETY: a fresh block of at least `size` bytes.
+    unsafe { ptr.as_ptr().write_bytes(0, size) };
+    Some(ptr)
 }
 
 /// What a context's allocator has handed out (`rtx_context_memory_stats`): bytes not yet
@@ -204,10 +210,7 @@ unsafe impl HostAllocator for SystemAllocator {
             return self.allocate(size, align);
         }
         if over_allocates(size, align) {
-            let ptr = self.allocate(size, align)?;
-            // SAFETY: a fresh block of `size` bytes.
-            unsafe { ptr.as_ptr().write_bytes(0, size) };
-            return Some(ptr);
+            return allocate_then_zero(self, size, align);
         }
         let layout = Layout::from_size_align(size, align).ok()?;
         // SAFETY: callers pass a non-zero size. calloc skips the zeroing of fresh pages.

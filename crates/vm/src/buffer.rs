@@ -68,14 +68,14 @@ impl Drop for Memory {
             let start = self.start.cast::<u8>();
             // SAFETY: `start` came from `allocate_zeroed` of this allocator with this length and
             // `ALIGNMENT` (see `zeroed`), and is given back only here, once.
-            unsafe {
-                match allocator {
-                    Some(allocator) => allocator.deallocate(start, self.length, ALIGNMENT),
-                    None => SystemAllocator.deallocate(start, self.length, ALIGNMENT),
-                }
-            }
+            unsafe { allocator_or_system(allocator.as_ref()).deallocate(start, self.length, ALIGNMENT) }
         }
     }
+}
+
+/// `allocator`, or the process's where there is none.
+fn allocator_or_system(allocator: Option<&Arc<dyn HostAllocator>>) -> &dyn HostAllocator {
+    allocator.map_or(&SystemAllocator, |allocator| &**allocator)
 }
 
 // SAFETY: `start..start + length` is memory of atomic bytes that `_owner` keeps alive; atomics
@@ -103,11 +103,7 @@ impl Memory {
         let start = if length == 0 {
             NonNull::<Chunk>::dangling().cast::<u8>()
         } else {
-            match allocator {
-                Some(allocator) => allocator.allocate_zeroed(length, ALIGNMENT),
-                None => SystemAllocator.allocate_zeroed(length, ALIGNMENT),
-            }
-            .ok_or_else(|| {
+            allocator_or_system(allocator).allocate_zeroed(length, ALIGNMENT).ok_or_else(|| {
                 Diagnostic::new(StatusCode::ResourceExhausted, format!("cannot allocate a buffer of {length} bytes"))
             })?
         };
