@@ -983,3 +983,48 @@ fn string_tensors_cross_as_values() {
     assert_eq!(code(not_strings), Some(RTX_STATUS_CODE_INVALID_ARGUMENT));
     release_all(&[value, scalar, empty, none]);
 }
+
+/// A host built against the first `rtx_context_options_t`, which ended before `memory_limit`,
+/// passes a shorter struct: whatever its memory holds past that end is not read. The same bytes,
+/// read as a limit of one byte by a caller of today's size, refuse the call's memory.
+#[test]
+fn an_older_options_struct_is_read_without_the_limit_it_lacks() {
+    let (a, b, product) = matmul_case();
+    let first_version = std::mem::offset_of!(rtx_context_options_t, memory_limit);
+    for (struct_size, limited) in [(first_version, false), (size_of::<rtx_context_options_t>(), true)] {
+        let mut options = std::mem::MaybeUninit::<rtx_context_options_t>::uninit();
+        let mut context = ptr::null_mut();
+        // SAFETY: options initialised before use (the struct is whole; only `struct_size` says
+        // how much of it the library may read); out pointer valid.
+        unsafe {
+            rtx_context_options_init(options.as_mut_ptr());
+            let mut options = options.assume_init();
+            (options.struct_size, options.work_queue, options.memory_limit) = (struct_size, c"s".as_ptr(), 1);
+            ok(rtx_context_new(&options, &mut context));
+            ok(rtx_context_add_device(context, c"local-sync".as_ptr()));
+            let module = load("programs", "vmvx");
+            ok(rtx_context_add_module(context, module));
+            rtx_module_release(module);
+        }
+        let (va, vb) = (view(F32, &[4, 8], &f32_bytes(&a)), view(F32, &[8, 4], &f32_bytes(&b)));
+        if limited {
+            // SAFETY: live views and context; every handle made here is released here.
+            unsafe {
+                let args = [rtx_async_value_new_buffer_view(va), rtx_async_value_new_buffer_view(vb)];
+                let results = invoke(context, "matmul", &args, 1);
+                let (status, message) = error_of(results[0]);
+                assert_eq!(status, RTX_STATUS_CODE_RESOURCE_EXHAUSTED, "{message}");
+                release_all(&results);
+                release_all(&args);
+            }
+        } else {
+            assert_eq!(call(context, "matmul", &[va, vb], 1), [(F32, vec![4, 4], f32_bytes(&product))]);
+        }
+        // SAFETY: references the test owns.
+        unsafe {
+            rtx_buffer_view_release(va);
+            rtx_buffer_view_release(vb);
+            rtx_context_release(context);
+        }
+    }
+}
