@@ -20,35 +20,34 @@ pub(crate) enum Isa {
 }
 
 impl Isa {
+    /// Every kind, widest first.
+    const ALL: &[Isa] = &[
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512,
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2,
+    ];
+
+    /// Whether this CPU has the instructions.
+    fn runs_here(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+        }
+    }
+
     /// The widest of these that this CPU has; `None` where none.
     pub(crate) fn detect() -> Option<Isa> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Some(Isa::Avx512);
-            }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                return Some(Isa::Avx2);
-            }
-        }
-        None
+        Isa::ALL.iter().copied().find(|isa| isa.runs_here())
     }
 }
 
 /// Every kind of vector code this CPU runs, for tests to check each.
 #[cfg(test)]
 pub(crate) fn every_isa() -> Vec<Isa> {
-    let mut isas = Vec::new();
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            isas.push(Isa::Avx512);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            isas.push(Isa::Avx2);
-        }
-    }
-    isas
+    Isa::ALL.iter().copied().filter(|isa| isa.runs_here()).collect()
 }
 
 /// Elements that a plane laid out for [`sum_rows`] holds past its last tap run: the most a
