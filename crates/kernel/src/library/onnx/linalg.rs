@@ -123,14 +123,23 @@ pub(super) fn matmul<T: Ring>(a: &Typed<T>, b: &Typed<T>) -> Result<Typed<T>, St
     }
     let (batch, batch_strides) = broadcast(&[&ad[..ra - 2], &bd[..rb - 2]]).ok_or_else(mismatch)?;
     let plane = m * n;
-    let mut values = filled(count(&[count(&batch)?, m, n])?, T::default())?;
-    let mut entry = 0;
-    walk(&batch, &[&batch_strides[0], &batch_strides[1]], |offsets| {
-        let am = Matrix { offset: offsets[0] * m * k, rows: k, columns: 1 };
-        let bm = Matrix { offset: offsets[1] * k * n, rows: n, columns: 1 };
-        T::gemm((m, k, n), (&a.values, am), (&b.values, bm), &mut values[entry * plane..], n, false);
-        entry += 1;
-    });
+    let entries = count(&batch)?;
+    let mut values = filled(count(&[entries, m, n])?, T::default())?;
+    let (am, bm) = (Matrix { offset: 0, rows: k, columns: 1 }, Matrix { offset: 0, rows: n, columns: 1 });
+    if rb == 2 {
+        // One right-hand matrix for the whole stack, whose left-hand matrices (not broadcast:
+        // the stack is theirs) lie end to end: one product of `entries * m` rows, not a small
+        // product per entry (an LSTM tagger's `[32, 1, 96] x [96, 16]` took 32).
+        T::gemm((entries * m, k, n), (&a.values, am), (&b.values, bm), &mut values, n, false);
+    } else {
+        let mut entry = 0;
+        walk(&batch, &[&batch_strides[0], &batch_strides[1]], |offsets| {
+            let am = Matrix { offset: offsets[0] * m * k, ..am };
+            let bm = Matrix { offset: offsets[1] * k * n, ..bm };
+            T::gemm((m, k, n), (&a.values, am), (&b.values, bm), &mut values[entry * plane..], n, false);
+            entry += 1;
+        });
+    }
     let mut dims = batch;
     if !row {
         dims.push(m);
@@ -459,6 +468,14 @@ mod tests {
         let big = typed(&[1, 1], &[200u8]);
         assert_eq!(matmul(&big, &typed(&[1, 1], &[2u8])).unwrap().values, [144]);
         assert!(matmul(&m, &typed(&[3], &[1.0f32, 1.0, 1.0])).is_err());
+        // A stack times one matrix is one product of the stacked rows: [2, 2, 2] x [2, 1].
+        let stack = typed(&[2, 2, 2], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let column = typed(&[2, 1], &[1.0f32, -1.0]);
+        let product = matmul(&stack, &column).unwrap();
+        assert_eq!(product.dims, [2, 2, 1]);
+        assert_eq!(product.values, [-1.0, -1.0, -1.0, -1.0]);
+        let ones = typed(&[2, 2], &[1.0f32, 10.0, 100.0, 1000.0]);
+        assert_eq!(matmul(&stack, &ones).unwrap().values, [201.0, 2010.0, 403.0, 4030.0, 605.0, 6050.0, 807.0, 8070.0]);
     }
 
     #[test]

@@ -61,12 +61,16 @@ trait Real:
     fn abs(self) -> Self;
     fn max(self, other: Self) -> Self;
     fn min(self, other: Self) -> Self;
-    /// `out += Σ_p coefficients[p] · rows[p * stride ..][.. out.len()]`.
-    fn add_rows(out: &mut [Self], coefficients: &[Self], rows: &[Self], stride: usize) {
-        let width = out.len();
-        for (p, &c) in coefficients.iter().enumerate() {
-            for (value, &r) in out.iter_mut().zip(&rows[p * stride..][..width]) {
-                *value = *value + c * r;
+    /// `out += coefficients · m`, `m` stored by [`gemm::transposed_panels`].
+    fn add_panels(out: &mut [Self], coefficients: &[Self], panels: &[Self]) {
+        let inner = coefficients.len();
+        for (block, values) in out.chunks_mut(gemm::PANEL).enumerate() {
+            let width = values.len();
+            let panel = &panels[block * gemm::PANEL * inner..][..width * inner];
+            for (row, &c) in panel.chunks_exact(width).zip(coefficients) {
+                for (value, &r) in values.iter_mut().zip(row) {
+                    *value = *value + c * r;
+                }
             }
         }
     }
@@ -110,8 +114,8 @@ impl Real for f32 {
     fn min(self, other: f32) -> f32 {
         f32::min(self, other)
     }
-    fn add_rows(out: &mut [f32], coefficients: &[f32], rows: &[f32], stride: usize) {
-        gemm::add_rows(out, coefficients, rows, stride);
+    fn add_panels(out: &mut [f32], coefficients: &[f32], panels: &[f32]) {
+        gemm::add_panels(out, coefficients, panels);
     }
     fn sigmoid_all(values: &mut [f32]) {
         exp::sigmoid_all(values);
@@ -276,7 +280,7 @@ struct Layer<T> {
     reverse: Vec<bool>,
     /// `[seq, batch, input]`.
     x: Vec<T>,
-    /// `W` and `Rᵀ`, derived once from constant weights.
+    /// `W`, `R` and `R`'s panels, derived once from constant weights.
     weights: Arc<Weights<T>>,
     /// `[dirs, 2 * gates * hidden]`: `W`'s biases, then `R`'s.
     b: Vec<T>,
@@ -294,14 +298,25 @@ struct Layer<T> {
     activations: Vec<Vec<Activation>>,
 }
 
-/// A layer's weights as its steps read them, kept from call to call when they are the program's
-/// constants: each direction's `R` transposed, whose rows the recurrent products sum (transposing
-/// it on every call was a tenth of a small LSTM's time), and `W` in the layer's element type.
+/// A layer's weights as its steps read them, in the layer's element type, kept from call to call
+/// when they are the program's constants (laying `R` out on every call was a tenth of a small
+/// LSTM's time).
 struct Weights<T> {
     /// `[dirs, gates * hidden, input]`.
     w: Vec<T>,
-    /// `[dirs, hidden, gates * hidden]`.
-    rt: Vec<T>,
+    /// `[dirs, gates * hidden, hidden]`, which a packed GEMM reads transposed.
+    r: Vec<T>,
+    /// Each direction's gates' blocks of `R` (`[hidden, hidden]`) by [`gemm::transposed_panels`],
+    /// one after the other: what the time steps of a small batch multiply their states by.
+    panels: Vec<T>,
+}
+
+impl<T: Real> Weights<T> {
+    fn new(w: Vec<T>, r: Vec<T>, hidden: usize) -> Weights<T> {
+        let block = (hidden * hidden).max(1);
+        let panels = r.chunks_exact(block).flat_map(|gate| gemm::transposed_panels(gate, hidden, hidden)).collect();
+        Weights { w, r, panels }
+    }
 }
 
 /// What a layer computes: `Y` `[seq, dirs, batch, hidden]`, `Y_h` and `Y_c` `[dirs, batch,
@@ -328,42 +343,28 @@ fn add_product<T: Real>(out: &mut [T], p: &[T], c: &[T]) {
 
 /// `rows x columns` of `out` (rows `columns` apart) each set to `bias` plus the row of `states`
 /// (`[rows, inner]`) times the matrix `m` (element `(p, j)` at `m.1`): `states · m + bias`. A few
-/// rows (a time step of a small batch) are sums of `m`'s rows, which a packed GEMM would first
-/// copy; they need `m` stored by rows (`m.1.columns` 1).
+/// rows (a time step of a small batch) multiply `m`'s `panels` instead, where it has them (`R`'s
+/// gates, each `inner` columns wide), which a packed GEMM would first copy.
 fn product<T: Real>(
     out: &mut [T],
     bias: &[T],
     states: &[T],
-    (m, layout): (&[T], Matrix),
+    (m, layout, panels): (&[T], Matrix, Option<&[T]>),
     (rows, inner, columns): (usize, usize, usize),
 ) {
     for row in out.chunks_exact_mut(columns.max(1)) {
         row.copy_from_slice(bias);
     }
-    if rows < 4 && layout.columns == 1 {
+    if let Some(panels) = panels.filter(|_| rows < 4) {
         for (row, state) in out.chunks_exact_mut(columns.max(1)).zip(states.chunks_exact(inner.max(1))) {
-            T::add_rows(row, state, &m[layout.offset..], layout.rows);
+            for (gate, panels) in row.chunks_exact_mut(inner.max(1)).zip(panels.chunks_exact((inner * inner).max(1))) {
+                T::add_panels(gate, state, panels);
+            }
         }
         return;
     }
     let a = Matrix { offset: 0, rows: inner, columns: 1 };
     packed_gemm((rows, inner, columns), T::ONE, (states, a), (m, layout), T::ONE, out, columns);
-}
-
-/// `m` (`[rows, columns]`) stored as `[columns, rows]`, copied in tiles that stay in cache.
-fn transposed<T: Real>(m: &[T], rows: usize, columns: usize) -> Vec<T> {
-    const TILE: usize = 16;
-    let mut out = vec![T::ZERO; rows * columns];
-    for i0 in (0..rows).step_by(TILE) {
-        for j0 in (0..columns).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(rows) {
-                for j in j0..(j0 + TILE).min(columns) {
-                    out[j * rows + i] = m[i * columns + j];
-                }
-            }
-        }
-    }
-    out
 }
 
 impl<T: Real> Layer<T> {
@@ -382,7 +383,8 @@ impl<T: Real> Layer<T> {
         let mut gates = vec![T::ZERO; g];
         for (d, &reverse) in self.reverse.iter().enumerate() {
             let w = &self.weights.w[d * g * self.input..][..g * self.input];
-            let rt = &self.weights.rt[d * g * h..][..g * h];
+            let r = &self.weights.r[d * g * h..][..g * h];
+            let panels = &self.weights.panels[d * g * h..][..g * h];
             let (wb, rb) = self.b[d * 2 * g..][..2 * g].split_at(g);
             let p = &self.p[d * 3 * h..][..3 * h];
             let act = &self.activations[d];
@@ -390,13 +392,13 @@ impl<T: Real> Layer<T> {
             let rows = self.seq * batch;
             let mut xw_all = filled(super::tensors::count(&[rows, g])?, T::ZERO)?;
             let wt = Matrix { offset: 0, rows: 1, columns: self.input };
-            product(&mut xw_all, wb, &self.x, (w, wt), (rows, self.input, g));
-            let (all, candidate) =
-                (Matrix { offset: 0, rows: g, columns: 1 }, Matrix { offset: 2 * h, rows: g, columns: 1 });
+            product(&mut xw_all, wb, &self.x, (w, wt, None), (rows, self.input, g));
+            // `R` read transposed, all its gates.
+            let all = (r, Matrix { offset: 0, rows: 1, columns: h }, Some(panels));
             let hs = &mut final_h[d * batch * h..][..batch * h];
             let cs = &mut final_c[d * batch * h..][..batch * h];
             for step in 0..steps {
-                product(&mut hr, rb, hs, (rt, all), (batch, h, g));
+                product(&mut hr, rb, hs, all, (batch, h, g));
                 let live =
                     |n: usize| (step < self.lens[n]).then(|| if reverse { self.lens[n] - 1 - step } else { step });
                 if self.cell == Cell::Gru && !self.linear_before_reset {
@@ -412,7 +414,8 @@ impl<T: Real> Layer<T> {
                             *v = *v * state;
                         }
                     }
-                    product(&mut reset_product, &rb[2 * h..], &reset, (rt, candidate), (batch, h, h));
+                    let candidate = (r, Matrix { offset: 2 * h * h, ..all.1 }, Some(&panels[2 * h * h..]));
+                    product(&mut reset_product, &rb[2 * h..], &reset, candidate, (batch, h, h));
                 }
                 for n in 0..batch {
                     let Some(t) = live(n) else { continue };
@@ -580,9 +583,7 @@ fn layer<T: Real>(site: &KernelSite<'_>, cell: Cell, inputs: &Inputs) -> Result<
         return Err(error(site, format_args!("R has the shape {r_dims:?}, not {:?}", [dirs, g, hidden])));
     }
     let weights = site.derived(&[w_tensor, r_tensor], "recurrent weights", || {
-        let r = T::read(site, r_tensor)?.values;
-        let rt = r.chunks_exact(g * hidden).flat_map(|direction| transposed(direction, g, hidden)).collect();
-        Ok(Weights { w: T::read(site, w_tensor)?.values, rt })
+        Ok(Weights::new(T::read(site, w_tensor)?.values, T::read(site, r_tensor)?.values, hidden))
     })?;
     let state = element_count(site, &[dirs, batch, hidden])?;
     let state_dims = if batch_first { [batch, dirs, hidden] } else { [dirs, batch, hidden] };
@@ -730,8 +731,7 @@ mod tests {
             hidden: 1,
             reverse: vec![false],
             x,
-            // One hidden unit: R and Rᵀ hold the same elements.
-            weights: Arc::new(Weights { w, rt: r }),
+            weights: Arc::new(Weights::new(w, r, 1)),
             b: vec![0.0; 2 * gates],
             lens: vec![2],
             h0: vec![0.0],
@@ -864,7 +864,7 @@ mod tests {
             hidden,
             reverse: vec![true],
             x: values(seq * batch * input, 1),
-            weights: Arc::new(Weights { w: values(g * input, 2), rt: transposed(&values(g * hidden, 3), g, hidden) }),
+            weights: Arc::new(Weights::new(values(g * input, 2), values(g * hidden, 3), hidden)),
             b: values(2 * g, 4),
             lens: (0..batch).map(|n| seq - n % 2).collect(),
             h0: values(batch * hidden, 5),
