@@ -67,8 +67,9 @@ impl Depthwise {
 /// Channels a [`Blocked`] pass convolves at once: one AVX2 vector of f32s.
 pub(crate) const LANES: usize = 8;
 
-/// Output pixels a blocked pass holds in registers at once, each a vector of [`LANES`] channels.
-const PIXELS: usize = 4;
+/// Output pixels a blocked pass holds in registers at once, each a vector of [`LANES`] channels:
+/// eight independent sums keep the multiply-adds' pipeline full.
+const PIXELS: usize = 8;
 
 /// A task's scratch for convolving [`LANES`] channels at once, kept across its blocks. On a
 /// small plane (a 7x7 or 14x14 late layer) a plane's runs are too short to fill vectors: with
@@ -162,7 +163,8 @@ impl Blocked {
 vectorized! {
     /// An output row's sums into `row`: `bias` plus each tap's `weights` times its input in
     /// `padded`, the tap `offsets` on from the row's first window at `first`, windows `sx`
-    /// apart. [`PIXELS`] pixels at a time in registers, then one at a time.
+    /// apart. Strides 1 and 2 are compiled on their own, where each tap's inputs are one run of
+    /// known length, checked once (a check per multiply-add cost a third of the time).
     fn row_sums(
         row: &mut [[f32; LANES]],
         padded: &[[f32; LANES]],
@@ -172,36 +174,62 @@ vectorized! {
         first: usize,
         sx: usize,
     ) {
-        let mut x = 0;
-        while x + PIXELS <= row.len() {
-            let held = pixel_sums::<PIXELS, { fma!() }>(padded, weights, offsets, bias, first + x * sx, sx);
-            row[x..x + PIXELS].copy_from_slice(&held);
-            x += PIXELS;
-        }
-        while x < row.len() {
-            let [held] = pixel_sums::<1, { fma!() }>(padded, weights, offsets, bias, first + x * sx, sx);
-            row[x] = held;
-            x += 1;
+        let operands = (padded, weights, offsets, bias);
+        match sx {
+            1 => strided_row::<1, { fma!() }>(row, operands, first, sx),
+            2 => strided_row::<2, { fma!() }>(row, operands, first, sx),
+            _ => strided_row::<0, { fma!() }>(row, operands, first, sx),
         }
     }
 }
 
-/// The sums of `N` output pixels `sx` apart whose windows start at `first` in `padded`.
+/// A blocked pass's padded input, weights, tap offsets and bias.
+type BlockOperands<'a> = (&'a [[f32; LANES]], &'a [[f32; LANES]], &'a [usize], [f32; LANES]);
+
+/// [`row_sums`] at the stride `SX` (0: `sx`): [`PIXELS`] pixels at a time in registers, then the
+/// rest of the row at once (one pixel at a time, a chain of dependent multiply-adds, was
+/// slower).
 #[inline(always)]
-fn pixel_sums<const N: usize, const FMA: bool>(
-    padded: &[[f32; LANES]],
-    weights: &[[f32; LANES]],
-    offsets: &[usize],
-    bias: [f32; LANES],
+fn strided_row<const SX: usize, const FMA: bool>(
+    row: &mut [[f32; LANES]],
+    operands: BlockOperands<'_>,
+    first: usize,
+    sx: usize,
+) {
+    let sx = if SX == 0 { sx } else { SX };
+    let mut x = 0;
+    while x + PIXELS <= row.len() {
+        row[x..x + PIXELS].copy_from_slice(&pixel_sums::<PIXELS, SX, FMA>(operands, first + x * sx, sx));
+        x += PIXELS;
+    }
+    let (rest, start) = (&mut row[x..], first + x * sx);
+    macro_rules! rest {
+        ($($n:literal)*) => {
+            match rest.len() {
+                0 => {}
+                $($n => rest.copy_from_slice(&pixel_sums::<$n, SX, FMA>(operands, start, sx)),)*
+                _ => unreachable!("the rest of a row is shorter than PIXELS"),
+            }
+        };
+    }
+    rest!(1 2 3 4 5 6 7);
+}
+
+/// The sums of `N` output pixels `sx` apart (`SX`, when not 0) whose windows start at `first`
+/// in the padded input.
+#[inline(always)]
+fn pixel_sums<const N: usize, const SX: usize, const FMA: bool>(
+    (padded, weights, offsets, bias): BlockOperands<'_>,
     first: usize,
     sx: usize,
 ) -> [[f32; LANES]; N] {
+    let sx = if SX == 0 { sx } else { SX };
     let fma = mul_add::<FMA>;
     let mut held = [bias; N];
     for (&offset, weights) in offsets.iter().zip(weights) {
+        let run = &padded[first + offset..][..(N - 1) * sx + 1];
         for (p, sums) in held.iter_mut().enumerate() {
-            let inputs = &padded[first + offset + p * sx];
-            for ((sum, &x), &weight) in sums.iter_mut().zip(inputs).zip(weights) {
+            for ((sum, &x), &weight) in sums.iter_mut().zip(&run[p * sx]).zip(weights) {
                 *sum = fma(weight, x, *sum);
             }
         }
