@@ -44,7 +44,10 @@ impl Depthwise {
         self.taps.extend(filter.iter().enumerate().map(|(t, &weight)| (self.phases.tap(t), weight)));
         let plane = oh * ow;
         if let Some(isa) = isa {
-            let operands = Taps { values: self.phases.values(), cols, taps: &self.taps, bias, residual };
+            let grid = (window.strides == [1, 1] && window.dilations == [1, 1])
+                .then(|| Taps::grid_of(&self.taps, cols, window.kernel))
+                .flatten();
+            let operands = Taps { values: self.phases.values(), cols, taps: &self.taps, bias, residual, grid };
             // SAFETY: `sum_rows` writes every slot it is given.
             let slots = unsafe { out.slots(plane) };
             if sum_rows(isa, &operands, [oh, ow], activation, slots) {
@@ -325,6 +328,8 @@ mod tests {
             wide([5, 40], [1, 1], [1, 1, 1, 1]),
             wide([11, 33], [1, 1], [0, 0, 0, 0]),
             wide([15, 17], [2, 2], [1, 1, 1, 1]),
+            ([12, 20], Window { kernel: [5, 5], strides: [1, 1], pads: [2, 2, 2, 2], dilations: [1, 1] }),
+            ([19, 37], Window { kernel: [5, 5], strides: [1, 1], pads: [2, 2, 2, 2], dilations: [1, 1] }),
         ]);
         let mut paths: Vec<Option<Isa>> = every_isa().into_iter().map(Some).collect();
         paths.push(None);
@@ -358,6 +363,34 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// At stride 1 without dilation a window's taps make the grid whose input vectors the
+    /// vector code loads once per column of a 5x5 window (the tests above then cover that code).
+    #[test]
+    fn stride_one_taps_make_a_grid() {
+        let mut configs = configs();
+        configs.push(([12, 20], Window { kernel: [5, 5], strides: [1, 1], pads: [2, 2, 2, 2], dilations: [1, 1] }));
+        for ([h, w], window) in configs.into_iter().filter(|(_, w)| w.strides == [1, 1] && w.dilations == [1, 1]) {
+            let (oh, ow) = (window.output(0, h, false).unwrap(), window.output(1, w, false).unwrap());
+            let filter = vec![1.0; window.kernel[0] * window.kernel[1]];
+            let mut scratch = Depthwise::default();
+            let mut out = vec![0.0; oh * ow];
+            let none = (None, Activation::Identity);
+            scratch.plane(
+                None,
+                &vec![1.0; h * w],
+                [h, w],
+                &filter,
+                &window,
+                [oh, ow],
+                0.0,
+                none,
+                &mut Fresh::over(&mut out),
+            );
+            let grid = Taps::grid_of(&scratch.taps, scratch.phases.cols(), window.kernel);
+            assert_eq!(grid, Some(window.kernel), "{window:?}");
         }
     }
 

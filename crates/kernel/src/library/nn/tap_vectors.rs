@@ -63,6 +63,20 @@ pub(crate) struct Taps<'a> {
     pub bias: f32,
     /// Added to the sums before the activation, `[oh, ow]`.
     pub residual: Option<&'a [f32]>,
+    /// `[kh, kw]` where the taps are a window's, row by row, tap `(ky, kx)` starting at the
+    /// first's plus `ky * cols + kx` (stride 1, no dilation): a block of rows of a 5x5 window
+    /// then loads each input vector once for every tap of its column of the window.
+    pub grid: Option<[usize; 2]>,
+}
+
+impl Taps<'_> {
+    /// The `[kh, kw]` grid of the taps, if they make one with `kh` rows (see [`Taps::grid`]).
+    pub(crate) fn grid_of(taps: &[(usize, f32)], cols: usize, [kh, kw]: [usize; 2]) -> Option<[usize; 2]> {
+        let first = taps.first()?.0;
+        let grid = taps.len() == kh * kw
+            && taps.iter().enumerate().all(|(t, &(start, _))| start == first + (t / kw) * cols + t % kw);
+        grid.then_some([kh, kw])
+    }
 }
 
 /// Writes the `[oh, ow]` plane of `bias` plus each tap's weight times its run (output `(y, x)`
@@ -369,7 +383,12 @@ mod x86 {
             // SAFETY: the contract.
             unsafe {
                 let at = plane.values.as_ptr().add(y * plane.cols + x0);
-                let sums = sum::<V, R, N>(at, plane.cols, plane.taps, V::splat(plane.bias));
+                let bias = V::splat(plane.bias);
+                let sums = match plane.grid {
+                    // 5x5 windows only: on 3x3 ones (MobileNetV2's) it measured 0.95-1.3x.
+                    Some([5, kw]) => grid_sum::<V, R, N, 5>(at, plane.cols, (plane.taps, kw), bias),
+                    _ => sum::<V, R, N>(at, plane.cols, plane.taps, bias),
+                };
                 for (r, sums) in sums.into_iter().enumerate() {
                     let residual = plane.residual.map(|residual| residual.as_ptr().add((y + r) * ow + x0));
                     let out = self.out.add((y + r) * ow + x0);
@@ -439,6 +458,52 @@ mod x86 {
                 for (r, row) in sums.iter_mut().enumerate() {
                     for (k, sum) in row.iter_mut().enumerate() {
                         *sum = V::mul_add(weight, V::load(run.add(r * cols + k * V::LANES)), *sum);
+                    }
+                }
+            }
+        }
+        sums
+    }
+
+    /// As [`sum`], for taps that make a grid of `KH` rows and `kw` columns (see
+    /// [`Taps::grid`]): for each column of the window, each input vector that a row of the
+    /// block reads is loaded once and multiplied by the weight of every tap of the column that
+    /// reads it (`R + KH - 1` loads for `R * KH` multiply-adds; one load each measured bound by
+    /// the loads).
+    ///
+    /// # Safety
+    ///
+    /// As [`sum`]: every vector loaded is one that [`sum`] would load for some tap and row.
+    #[inline(always)]
+    unsafe fn grid_sum<V: Vector, const R: usize, const N: usize, const KH: usize>(
+        at: *const f32,
+        cols: usize,
+        (taps, kw): (&[(usize, f32)], usize),
+        bias: V,
+    ) -> [[V; N]; R] {
+        let mut sums = [[bias; N]; R];
+        let first = taps[0].0;
+        for kx in 0..kw {
+            // SAFETY: the contract; input row `i` of the block at column `kx` is tap
+            // `(ky, kx)`'s run at row `i - ky` of the block, for a `ky` that makes it one.
+            unsafe {
+                // Loops, not closures: a closure is not compiled with the caller's features.
+                let mut weights = [bias; KH];
+                for (ky, weight) in weights.iter_mut().enumerate() {
+                    *weight = V::splat(taps[ky * kw + kx].1);
+                }
+                let run = at.add(first + kx);
+                for i in 0..R + KH - 1 {
+                    let mut inputs = [bias; N];
+                    for (k, x) in inputs.iter_mut().enumerate() {
+                        *x = V::load(run.add(i * cols + k * V::LANES));
+                    }
+                    for (ky, &weight) in weights.iter().enumerate() {
+                        if ky <= i && i - ky < R {
+                            for (sum, &x) in sums[i - ky].iter_mut().zip(&inputs) {
+                                *sum = V::mul_add(weight, x, *sum);
+                            }
+                        }
                     }
                 }
             }
