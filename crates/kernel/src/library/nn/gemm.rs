@@ -134,10 +134,8 @@ vectorized! {
     /// 1.25x the time, the product being bound by the cache's bandwidth); the few columns left
     /// over are summed in place.
     pub(crate) fn add_panels(out: &mut [f32], coefficients: &[f32], panels: &[f32]) {
-        let inner = coefficients.len();
-        for (block, values) in out.chunks_mut(PANEL).enumerate() {
+        for (values, panel) in out.chunks_mut(PANEL).zip(panels.chunks(PANEL * coefficients.len().max(1))) {
             let width = values.len();
-            let panel = &panels[block * PANEL * inner..][..width * inner];
             let mut done = 0;
             if width == PANEL {
                 sum_columns::<PANEL, { fma!() }>(values, coefficients, panel, width);

@@ -63,11 +63,8 @@ trait Real:
     fn min(self, other: Self) -> Self;
     /// `out += coefficients · m`, `m` stored by [`gemm::transposed_panels`].
     fn add_panels(out: &mut [Self], coefficients: &[Self], panels: &[Self]) {
-        let inner = coefficients.len();
-        for (block, values) in out.chunks_mut(gemm::PANEL).enumerate() {
-            let width = values.len();
-            let panel = &panels[block * gemm::PANEL * inner..][..width * inner];
-            for (row, &c) in panel.chunks_exact(width).zip(coefficients) {
+        for (values, panel) in out.chunks_mut(gemm::PANEL).zip(panels.chunks(gemm::PANEL * coefficients.len().max(1))) {
+            for (row, &c) in panel.chunks_exact(values.len()).zip(coefficients) {
                 for (value, &r) in values.iter_mut().zip(row) {
                     *value = *value + c * r;
                 }
